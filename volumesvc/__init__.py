@@ -1,0 +1,1 @@
+"""volumesvc: a Nova-compatible compute service for the instance/volume lifecycle."""

@@ -1,0 +1,82 @@
+"""Options in [DEFAULT] shared by every volumesvc process."""
+
+import socket
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+default_opts = [
+    cfg.StrOpt(
+        "host",
+        default=socket.gethostname(),
+        sample_default="<current_hostname>",
+        help="""
+Name of this node, used as the compute service's RPC server name and as the
+host of its service record.
+
+Possible values:
+
+* A string that is unique among the compute hosts of one deployment.
+
+Related options:
+
+* ``[compute] driver``
+"""),
+    cfg.StrOpt(
+        "state_path",
+        default="/var/lib/volumesvc",
+        help="""
+Directory where volumesvc keeps its state: the SQLite database of the
+single-machine setup, the embedded libvirt root and lock files.
+"""),
+    cfg.StrOpt(
+        "my_ip",
+        default="127.0.0.1",
+        help="IP address of this host, reported to Cinder in the volume connector."),
+    cfg.IntOpt(
+        "report_interval",
+        default=10,
+        min=1,
+        help="""
+Seconds between two heartbeats of a service record.
+
+Related options:
+
+* ``service_down_time`` must be larger than this.
+"""),
+    cfg.IntOpt(
+        "service_down_time",
+        default=60,
+        min=1,
+        help="""
+Maximum seconds since the last heartbeat for a service to be considered up.
+
+Related options:
+
+* ``report_interval``
+"""),
+    cfg.IntOpt(
+        "long_rpc_timeout",
+        default=1800,
+        min=1,
+        help="""
+Timeout in seconds for RPC calls that are known to take long (for example the
+blocking attach below microversion 2.101). ``rpc_response_timeout`` still
+bounds how long a callee may stay silent: the call monitor makes the callee
+send heartbeats meanwhile.
+"""),
+    cfg.IntOpt(
+        "graceful_shutdown_timeout",
+        default=60,
+        min=0,
+        help="Seconds a service waits for running RPC handlers when it is stopped."),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(default_opts)
+    logging.register_options(conf)
+
+
+def list_opts():
+    return [("DEFAULT", default_opts)]

@@ -1,0 +1,115 @@
+"""Domain exceptions. None of them knows about HTTP.
+
+The API maps them to status codes and fault bodies in one place
+(``volumesvc/api/errors.py``). Each carries a ``msg_fmt`` filled from keyword
+arguments so the message is built where the facts are known.
+"""
+
+
+class VolumesvcException(Exception):
+    """Base class: ``msg_fmt % kwargs`` is the message."""
+
+    msg_fmt = "An unknown exception occurred."
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if message is None:
+            try:
+                message = self.msg_fmt % kwargs
+            except (KeyError, TypeError):
+                message = self.msg_fmt
+        self.message = str(message)
+        super().__init__(self.message)
+
+    def format_message(self):
+        return self.message
+
+
+class NotFound(VolumesvcException):
+    msg_fmt = "Resource could not be found."
+
+
+class Invalid(VolumesvcException):
+    msg_fmt = "Invalid input received: %(reason)s"
+
+
+class Conflict(VolumesvcException):
+    msg_fmt = "Conflict: %(reason)s"
+
+
+class Forbidden(VolumesvcException):
+    msg_fmt = "Forbidden."
+
+
+class ServiceUnavailable(VolumesvcException):
+    msg_fmt = "Service unavailable: %(reason)s"
+
+
+class ServiceNotFound(NotFound):
+    msg_fmt = "Service %(service_id)s could not be found."
+
+
+class HostBinaryNotFound(NotFound):
+    msg_fmt = "Could not find binary %(binary)s on host %(host)s."
+
+
+class InstanceNotFound(NotFound):
+    msg_fmt = "Instance %(instance_id)s could not be found."
+
+
+class FlavorNotFound(NotFound):
+    msg_fmt = "Flavor %(flavor_id)s could not be found."
+
+
+class VolumeNotFound(NotFound):
+    msg_fmt = "Volume %(volume_id)s could not be found."
+
+
+class VolumeAttachmentNotFound(NotFound):
+    msg_fmt = "Volume attachment %(attachment_id)s could not be found."
+
+
+class VolumeBDMNotFound(NotFound):
+    msg_fmt = "No volume Block Device Mapping with id %(volume_id)s."
+
+
+class ImageNotFound(NotFound):
+    msg_fmt = "Image %(image_id)s could not be found."
+
+
+class SnapshotNotFound(NotFound):
+    msg_fmt = "Snapshot %(snapshot_id)s could not be found."
+
+
+class VolumeTypeNotFound(NotFound):
+    msg_fmt = "Volume type %(id_or_name)s could not be found."
+
+
+class InstanceInvalidState(Invalid):
+    msg_fmt = ("Instance %(instance_uuid)s in %(attr)s %(state)s. Cannot %(method)s "
+               "while the instance is in this state.")
+
+
+class InstanceIsLocked(Invalid):
+    msg_fmt = "Instance %(instance_uuid)s is locked"
+
+
+class UnexpectedTaskStateError(VolumesvcException):
+    msg_fmt = ("Conflict updating instance %(instance_uuid)s. "
+               "Expected: %(expected)s. Actual: %(actual)s")
+
+
+class CinderConnectionFailed(VolumesvcException):
+    msg_fmt = "Connection to cinder host failed: %(reason)s"
+
+
+class GlanceConnectionFailed(VolumesvcException):
+    msg_fmt = "Connection to glance host failed: %(reason)s"
+
+
+class VirtDriverError(VolumesvcException):
+    msg_fmt = "Hypervisor operation failed: %(reason)s"
+
+
+class ConfigInvalid(Invalid):
+    msg_fmt = "Invalid configuration: %(reason)s"
