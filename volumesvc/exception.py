@@ -113,3 +113,33 @@ class VirtDriverError(VolumesvcException):
 
 class ConfigInvalid(Invalid):
     msg_fmt = "Invalid configuration: %(reason)s"
+
+
+# Virt driver (volumesvc/virt): names follow Nova's so callers read the same.
+class HypervisorUnavailable(VirtDriverError):
+    msg_fmt = "Connection to the hypervisor is broken: %(reason)s"
+
+
+class InstanceExists(Invalid):
+    msg_fmt = "Instance %(name)s already exists."
+
+
+class DiskNotFound(NotFound):
+    msg_fmt = "No disk at %(location)s"
+
+
+class DeviceDetachFailed(VirtDriverError):
+    msg_fmt = "Device detach failed for %(device)s: %(reason)s"
+
+
+class VolumeDriverNotFound(NotFound):
+    msg_fmt = "Could not find a handler for %(driver_type)s volume."
+
+
+class MultiattachNotSupportedByVirtDriver(VirtDriverError):
+    msg_fmt = ("Volume %(volume_id)s has 'multiattach' set, which is not supported "
+               "for this instance.")
+
+
+class ExtendVolumeNotSupported(VirtDriverError):
+    msg_fmt = "Volume size extension is not supported by the hypervisor."
