@@ -1,0 +1,14 @@
+"""volumesvc-api: serve the compute API with gunicorn (development and aio).
+
+Production deployments run ``gunicorn 'volumesvc.wsgi:init_application()'``
+or uwsgi from a systemd unit instead; this command reads the same config.
+"""
+
+from volumesvc.cmd import common
+
+
+def main(argv=None):
+    conf = common.parse_config(argv, prog="volumesvc-api")
+    from volumesvc import wsgi
+
+    wsgi.serve(conf)

@@ -1,0 +1,31 @@
+"""volumesvc-compute: the per-hypervisor agent (no database credentials)."""
+
+from volumesvc.cmd import common
+
+
+def build_service(conf, transport=None, driver=None):
+    """Assemble the compute service from ``conf`` (used by tests too)."""
+    from volumesvc import rpc, service
+    from volumesvc.compute import manager
+    from volumesvc.conductor import rpcapi as conductor_rpcapi
+    from volumesvc.virt import driver as virt_driver
+
+    transport = transport or rpc.get_transport(conf)
+    conductor = conductor_rpcapi.ConductorAPI(conf, transport)
+    mgr = manager.ComputeManager(
+        conf, driver=driver or virt_driver.load_driver(conf), conductor=conductor)
+
+    def heartbeat(ctx, **values):
+        conductor.service_update(ctx, **values)
+
+    return service.RPCService(
+        conf, binary="volumesvc-compute", topic=conf.compute.topic,
+        manager=mgr, transport=transport, heartbeat=heartbeat,
+        capabilities=mgr.capabilities)
+
+
+def main(argv=None):
+    conf = common.parse_config(argv, prog="volumesvc-compute")
+    from volumesvc import service
+
+    service.serve(build_service(conf))

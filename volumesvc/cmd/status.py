@@ -1,0 +1,77 @@
+"""volumesvc-status upgrade check: is this deployment ready for the new code?"""
+
+import sys
+
+from oslo_config import cfg
+from oslo_upgradecheck import upgradecheck
+
+from volumesvc.cmd import common
+
+
+class Checks(upgradecheck.UpgradeCommands):
+    """Each check reads the database only; nothing is changed."""
+
+    def __init__(self, conf):
+        self.conf = conf
+
+    def _check_db_version(self):
+        """The schema must be at the newest revision this code ships."""
+        from volumesvc.db import migration
+
+        try:
+            current = migration.version(self.conf)
+        except Exception as exc:  # noqa: BLE001 - report, do not crash
+            return upgradecheck.Result(
+                upgradecheck.Code.FAILURE, f"Cannot read the database: {exc}")
+        head = migration.head_revision()
+        if current is None:
+            return upgradecheck.Result(
+                upgradecheck.Code.FAILURE,
+                "The database has no schema. Run 'volumesvc-manage db sync'.")
+        if current != head:
+            return upgradecheck.Result(
+                upgradecheck.Code.FAILURE,
+                f"The database is at revision {current} but this code needs {head}. "
+                "Run 'volumesvc-manage db sync'.")
+        return upgradecheck.Result(upgradecheck.Code.SUCCESS)
+
+    def _check_service_versions(self):
+        """Warn when computes are older than this code (features stay gated)."""
+        from volumesvc import context, version
+        from volumesvc.db import api as db_api
+        from volumesvc.objects import service as service_obj
+
+        db = db_api.Database(self.conf)
+        ctx = context.get_admin_context()
+        computes = service_obj.list_services(db, ctx, binary="volumesvc-compute")
+        if not computes:
+            return upgradecheck.Result(
+                upgradecheck.Code.WARNING,
+                "No compute services are registered yet; nothing can be built.")
+        minimum = service_obj.get_minimum_version(db, ctx, "volumesvc-compute")
+        if minimum < version.SERVICE_VERSION:
+            old = sorted(s.host for s in computes if (s.version or 0) < version.SERVICE_VERSION)
+            return upgradecheck.Result(
+                upgradecheck.Code.WARNING,
+                f"Compute services at version {minimum} (this code is "
+                f"{version.SERVICE_VERSION}) on hosts: {', '.join(old)}. Features "
+                "that need newer computes stay disabled until they are upgraded.")
+        return upgradecheck.Result(upgradecheck.Code.SUCCESS)
+
+    _upgrade_checks = (
+        ("Database schema", _check_db_version),
+        ("Service versions", _check_service_versions),
+    )
+
+
+def main(argv=None):
+    common.use_native_threads()
+    from volumesvc import conf as vs_conf
+
+    conf = vs_conf.register_all(cfg.ConfigOpts())
+    return upgradecheck.main(conf, project="volumesvc", upgrade_command=Checks(conf),
+                             argv=sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

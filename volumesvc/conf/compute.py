@@ -1,0 +1,52 @@
+"""[compute]: the per-host agent."""
+
+from oslo_config import cfg
+
+compute_group = cfg.OptGroup(
+    "compute", title="Compute agent options",
+    help="Options for volumesvc-compute, the per-hypervisor agent.")
+
+compute_opts = [
+    cfg.StrOpt(
+        "topic",
+        default="compute",
+        help="RPC topic the compute agents listen on (server = ``[DEFAULT] host``)."),
+    cfg.IntOpt(
+        "max_disk_devices_to_attach",
+        default=-1,
+        min=-1,
+        help="""
+Maximum number of disk devices one instance may have attached.
+
+Possible values:
+
+* -1: unlimited.
+* A positive integer: attaches past it are refused (HTTP 403 below 2.101).
+"""),
+    cfg.IntOpt(
+        "volume_wait_timeout",
+        default=180,
+        min=1,
+        help="Seconds a compute waits for a volume it created to become available."),
+    cfg.FloatOpt(
+        "benchmark_reserve_delay",
+        default=0.0,
+        min=0.0,
+        help="""
+BENCHMARK ONLY. Seconds the compute sleeps while reserving a device name, to
+reproduce a slow compute host under an attach storm.
+
+Related options:
+
+* Never set this in production.
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_group(compute_group)
+    conf.register_opts(compute_opts, group=compute_group)
+
+
+def list_opts():
+    return [(compute_group, compute_opts)]

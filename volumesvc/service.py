@@ -1,0 +1,113 @@
+"""Running one RPC service process: server, heartbeat and graceful stop.
+
+Each ``volumesvc-conductor`` / ``volumesvc-compute`` process owns exactly one
+:class:`RPCService`. It starts the oslo.messaging server on the threading
+executor, heartbeats the service record every ``report_interval`` seconds
+from a daemon thread, and on SIGTERM or SIGINT stops taking new messages,
+waits up to ``graceful_shutdown_timeout`` for the handlers already running
+and only then lets the process exit.
+"""
+
+import signal
+import threading
+
+from oslo_log import log as logging
+
+from volumesvc import context as vs_context
+from volumesvc import rpc, version
+
+LOG = logging.getLogger(__name__)
+
+
+class RPCService:
+    """One RPC server plus its heartbeat.
+
+    ``heartbeat`` is a callable ``(context, host, binary, topic, version,
+    capabilities)`` that persists the service record: the conductor writes
+    the database directly, a compute asks the conductor over RPC.
+    """
+
+    def __init__(self, conf, *, binary, topic, manager, transport, heartbeat,
+                 capabilities=None):
+        self.conf = conf
+        self.binary = binary
+        self.topic = topic
+        self.host = conf.host
+        self.manager = manager
+        self._transport = transport
+        self._heartbeat = heartbeat
+        self._capabilities = capabilities or (lambda: {})
+        self._stopping = threading.Event()
+        self._server = None
+        self._beat_thread = None
+
+    def start(self):
+        init_host = getattr(self.manager, "init_host", None)
+        if init_host:
+            init_host()
+        # NOTE: the first heartbeat happens before the server accepts work so
+        # that ``service list`` shows the service (and its capabilities) as
+        # soon as it can act on requests.
+        self.report_state()
+        self._server = rpc.get_server(
+            self._transport, self.topic, self.host, [self.manager],
+            version=self.manager.target.version)
+        self._server.start()
+        self._beat_thread = threading.Thread(
+            target=self._beat_loop, name=f"{self.binary}-heartbeat", daemon=True)
+        self._beat_thread.start()
+        LOG.info("%s started on host %s (topic %s, service version %d)",
+                 self.binary, self.host, self.topic, version.SERVICE_VERSION)
+
+    def report_state(self):
+        """Persist one heartbeat; failures are logged, never fatal."""
+        try:
+            self._heartbeat(
+                vs_context.get_admin_context(), host=self.host, binary=self.binary,
+                topic=self.topic, version=version.SERVICE_VERSION,
+                capabilities=self._capabilities())
+        except Exception as exc:  # noqa: BLE001 - a missed beat must not kill us
+            LOG.warning("Heartbeat of %s on %s failed: %s", self.binary, self.host, exc)
+            return False
+        return True
+
+    def _beat_loop(self):
+        while not self._stopping.wait(self.conf.report_interval):
+            self.report_state()
+
+    def stop(self):
+        """Stop taking messages and wait for the running handlers (bounded)."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        LOG.info("Stopping %s on %s", self.binary, self.host)
+        if self._server is not None:
+            self._server.stop()
+            waiter = threading.Thread(target=self._server.wait, daemon=True)
+            waiter.start()
+            waiter.join(self.conf.graceful_shutdown_timeout)
+            if waiter.is_alive():
+                LOG.warning("RPC handlers still running after %ss; exiting anyway",
+                            self.conf.graceful_shutdown_timeout)
+        cleanup = getattr(self.manager, "cleanup_host", None)
+        if cleanup:
+            cleanup()
+        self._transport.cleanup()
+
+
+def serve(service):
+    """Start ``service`` and block until SIGTERM/SIGINT, then stop it."""
+    done = threading.Event()
+
+    def _handle(signum, frame):
+        LOG.info("Caught signal %d, stopping", signum)
+        done.set()
+
+    signal.signal(signal.SIGTERM, _handle)
+    signal.signal(signal.SIGINT, _handle)
+    service.start()
+    # NOTE: Event.wait with a timeout in a loop keeps the main thread able to
+    # run the Python signal handler promptly.
+    while not done.wait(1.0):
+        pass
+    service.stop()
