@@ -1,0 +1,244 @@
+"""SQLAlchemy 2.x typed models: the schema alembic migrations must reproduce.
+
+``tests/functional/db/test_migrations.py`` compares this metadata with the
+result of running every migration, on SQLite, PostgreSQL and MariaDB, so a
+column added here without a migration (or the reverse) fails the tests.
+"""
+
+import datetime
+import json
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+from sqlalchemy.dialects import mysql
+from sqlalchemy.orm import Mapped, mapped_column
+
+# NOTE: explicit constraint names make migrations identical on every backend
+# and let a later migration drop a constraint by name.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uniq_%(table_name)s0%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# Nova stores user data and connection info in MEDIUMTEXT on MySQL: TEXT's
+# 64 KiB is too small for base64 user data or multipath connection info.
+MediumText = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+
+
+class JSONEncoded(sa.types.TypeDecorator):
+    """A JSON document stored as text.
+
+    NOTE: not ``sa.JSON``: MariaDB reflects JSON as LONGTEXT and SQLite has no
+    JSON type, so a text column keeps the schema (and the model/migration
+    comparison) identical on all backends. We never query inside the JSON.
+    """
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return None if value is None else json.dumps(value, sort_keys=True)
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else json.loads(value)
+
+
+def utcnow() -> datetime.datetime:
+    """Naive UTC now, the convention of every datetime column."""
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
+class Base(orm.DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+    def as_values(self) -> dict[str, Any]:
+        """Column values by attribute name (what the dataclasses are built from)."""
+        return {c.key: getattr(self, c.key) for c in sa.inspect(self).mapper.column_attrs}
+
+
+class TimestampMixin:
+    created_at: Mapped[datetime.datetime | None] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(onupdate=utcnow)
+
+
+class SoftDeleteMixin:
+    """Nova's soft delete: ``deleted`` is 0 while live and the row id once deleted.
+
+    NOTE: using the id (not a boolean) lets unique constraints include
+    ``deleted``, so a host may re-register a service after the old row was
+    deleted without a collision between two deleted rows.
+    """
+
+    deleted_at: Mapped[datetime.datetime | None]
+    deleted: Mapped[int] = mapped_column(default=0, server_default=sa.text("0"))
+
+
+class Service(Base, TimestampMixin, SoftDeleteMixin):
+    __tablename__ = "services"
+    __table_args__ = (
+        sa.UniqueConstraint("host", "binary", "deleted",
+                            name="uniq_services0host0binary0deleted"),
+        sa.UniqueConstraint("uuid"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    uuid: Mapped[str] = mapped_column(sa.String(36))
+    host: Mapped[str] = mapped_column(sa.String(255))
+    binary: Mapped[str] = mapped_column(sa.String(255))
+    topic: Mapped[str | None] = mapped_column(sa.String(255))
+    report_count: Mapped[int] = mapped_column(default=0)
+    disabled: Mapped[bool] = mapped_column(default=False)
+    disabled_reason: Mapped[str | None] = mapped_column(sa.String(255))
+    forced_down: Mapped[bool] = mapped_column(default=False)
+    version: Mapped[int] = mapped_column(default=0)
+    capabilities: Mapped[dict | None] = mapped_column(JSONEncoded)
+    last_seen_up: Mapped[datetime.datetime | None]
+    availability_zone: Mapped[str] = mapped_column(sa.String(255), default="nova")
+
+
+class Instance(Base, TimestampMixin, SoftDeleteMixin):
+    __tablename__ = "instances"
+    __table_args__ = (
+        sa.UniqueConstraint("uuid"),
+        sa.Index("instances_project_id_deleted_idx", "project_id", "deleted"),
+        sa.Index("instances_host_node_deleted_idx", "host", "node", "deleted"),
+        sa.Index("instances_deleted_created_at_idx", "deleted", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    uuid: Mapped[str] = mapped_column(sa.String(36))
+    project_id: Mapped[str | None] = mapped_column(sa.String(255))
+    user_id: Mapped[str | None] = mapped_column(sa.String(255))
+    display_name: Mapped[str | None] = mapped_column(sa.String(255))
+    display_description: Mapped[str | None] = mapped_column(sa.Text)
+    hostname: Mapped[str | None] = mapped_column(sa.String(255))
+    host: Mapped[str | None] = mapped_column(sa.String(255))
+    node: Mapped[str | None] = mapped_column(sa.String(255))
+    availability_zone: Mapped[str | None] = mapped_column(sa.String(255))
+    vm_state: Mapped[str | None] = mapped_column(sa.String(255))
+    task_state: Mapped[str | None] = mapped_column(sa.String(255))
+    power_state: Mapped[int | None]
+    # NOTE: flavor_id is the flavors.id the instance was booted with, without
+    # a foreign key: the flavor may be deleted later, and ``flavor`` keeps
+    # the copy the instance actually runs with.
+    flavor_id: Mapped[int | None]
+    flavor: Mapped[dict | None] = mapped_column(JSONEncoded)
+    image_ref: Mapped[str | None] = mapped_column(sa.String(255))
+    root_device_name: Mapped[str | None] = mapped_column(sa.String(255))
+    launched_at: Mapped[datetime.datetime | None]
+    terminated_at: Mapped[datetime.datetime | None]
+    locked: Mapped[bool] = mapped_column(default=False)
+    locked_by: Mapped[str | None] = mapped_column(sa.String(255))
+    locked_reason: Mapped[str | None] = mapped_column(sa.String(255))
+    key_name: Mapped[str | None] = mapped_column(sa.String(255))
+    # NOTE: ``metadata`` is reserved on declarative classes.
+    metadata_: Mapped[dict | None] = mapped_column("metadata", JSONEncoded)
+    config_drive: Mapped[str | None] = mapped_column(sa.String(255))
+    reservation_id: Mapped[str | None] = mapped_column(sa.String(255))
+    launch_index: Mapped[int | None]
+    access_ip_v4: Mapped[str | None] = mapped_column(sa.String(39))
+    access_ip_v6: Mapped[str | None] = mapped_column(sa.String(39))
+    user_data: Mapped[str | None] = mapped_column(MediumText)
+    tags: Mapped[list | None] = mapped_column(JSONEncoded)
+    progress: Mapped[int | None]
+    instance_name: Mapped[str | None] = mapped_column(sa.String(255))
+
+
+class BlockDeviceMapping(Base, TimestampMixin, SoftDeleteMixin):
+    __tablename__ = "block_device_mappings"
+    __table_args__ = (
+        sa.UniqueConstraint("uuid"),
+        sa.Index("block_device_mappings_instance_uuid_idx", "instance_uuid"),
+        sa.Index("block_device_mappings_volume_id_idx", "volume_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    uuid: Mapped[str] = mapped_column(sa.String(36))
+    instance_uuid: Mapped[str] = mapped_column(sa.String(36), sa.ForeignKey("instances.uuid"))
+    source_type: Mapped[str | None] = mapped_column(sa.String(255))
+    destination_type: Mapped[str | None] = mapped_column(sa.String(255))
+    boot_index: Mapped[int | None]
+    device_name: Mapped[str | None] = mapped_column(sa.String(255))
+    device_type: Mapped[str | None] = mapped_column(sa.String(255))
+    disk_bus: Mapped[str | None] = mapped_column(sa.String(255))
+    guest_format: Mapped[str | None] = mapped_column(sa.String(255))
+    volume_id: Mapped[str | None] = mapped_column(sa.String(36))
+    snapshot_id: Mapped[str | None] = mapped_column(sa.String(36))
+    image_id: Mapped[str | None] = mapped_column(sa.String(36))
+    volume_size: Mapped[int | None]
+    volume_type: Mapped[str | None] = mapped_column(sa.String(255))
+    attachment_id: Mapped[str | None] = mapped_column(sa.String(36))
+    connection_info: Mapped[str | None] = mapped_column(MediumText)
+    delete_on_termination: Mapped[bool] = mapped_column(default=False)
+    no_device: Mapped[bool] = mapped_column(default=False)
+    tag: Mapped[str | None] = mapped_column(sa.String(255))
+
+
+class InstanceAction(Base, TimestampMixin):
+    __tablename__ = "instance_actions"
+    __table_args__ = (
+        sa.Index("instance_uuid_request_id_idx", "instance_uuid", "request_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    action: Mapped[str | None] = mapped_column(sa.String(255))
+    instance_uuid: Mapped[str] = mapped_column(sa.String(36), sa.ForeignKey("instances.uuid"))
+    request_id: Mapped[str | None] = mapped_column(sa.String(255))
+    user_id: Mapped[str | None] = mapped_column(sa.String(255))
+    project_id: Mapped[str | None] = mapped_column(sa.String(255))
+    start_time: Mapped[datetime.datetime | None]
+    finish_time: Mapped[datetime.datetime | None]
+    message: Mapped[str | None] = mapped_column(sa.String(255))
+
+
+class InstanceActionEvent(Base, TimestampMixin):
+    __tablename__ = "instance_actions_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    event: Mapped[str | None] = mapped_column(sa.String(255))
+    action_id: Mapped[int] = mapped_column(sa.ForeignKey("instance_actions.id"))
+    start_time: Mapped[datetime.datetime | None]
+    finish_time: Mapped[datetime.datetime | None]
+    result: Mapped[str | None] = mapped_column(sa.String(255))
+    traceback: Mapped[str | None] = mapped_column(sa.Text)
+    host: Mapped[str | None] = mapped_column(sa.String(255))
+    details: Mapped[str | None] = mapped_column(sa.Text)
+
+
+class InstanceFault(Base, TimestampMixin):
+    __tablename__ = "instance_faults"
+    __table_args__ = (
+        sa.Index("instance_faults_instance_uuid_created_at_idx", "instance_uuid", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    instance_uuid: Mapped[str] = mapped_column(sa.String(36), sa.ForeignKey("instances.uuid"))
+    code: Mapped[int]
+    message: Mapped[str | None] = mapped_column(sa.String(255))
+    details: Mapped[str | None] = mapped_column(MediumText)
+    host: Mapped[str | None] = mapped_column(sa.String(255))
+
+
+class Flavor(Base, TimestampMixin):
+    __tablename__ = "flavors"
+    __table_args__ = (
+        sa.UniqueConstraint("flavorid"),
+        sa.UniqueConstraint("name"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    flavorid: Mapped[str] = mapped_column(sa.String(255))
+    name: Mapped[str] = mapped_column(sa.String(255))
+    memory_mb: Mapped[int]
+    vcpus: Mapped[int]
+    root_gb: Mapped[int] = mapped_column(default=0)
+    ephemeral_gb: Mapped[int] = mapped_column(default=0)
+    swap: Mapped[int] = mapped_column(default=0)
+    rxtx_factor: Mapped[float] = mapped_column(sa.Float, default=1.0)
+    is_public: Mapped[bool] = mapped_column(default=True)
+    disabled: Mapped[bool] = mapped_column(default=False)
+    description: Mapped[str | None] = mapped_column(sa.Text)
+    extra_specs: Mapped[dict | None] = mapped_column(JSONEncoded)
