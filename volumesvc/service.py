@@ -28,13 +28,14 @@ class RPCService:
     """
 
     def __init__(self, conf, *, binary, topic, manager, transport, heartbeat,
-                 capabilities=None):
+                 capabilities=None, owns_transport=True):
         self.conf = conf
         self.binary = binary
         self.topic = topic
         self.host = conf.host
         self.manager = manager
         self._transport = transport
+        self._owns_transport = owns_transport
         self._heartbeat = heartbeat
         self._capabilities = capabilities or (lambda: {})
         self._stopping = threading.Event()
@@ -92,7 +93,8 @@ class RPCService:
         cleanup = getattr(self.manager, "cleanup_host", None)
         if cleanup:
             cleanup()
-        self._transport.cleanup()
+        if self._owns_transport:
+            self._transport.cleanup()
 
 
 def serve(service):

@@ -10,6 +10,7 @@ def build_service(conf, transport=None, driver=None):
     from volumesvc.conductor import rpcapi as conductor_rpcapi
     from volumesvc.virt import driver as virt_driver
 
+    owns_transport = transport is None
     transport = transport or rpc.get_transport(conf)
     conductor = conductor_rpcapi.ConductorAPI(conf, transport)
     mgr = manager.ComputeManager(
@@ -21,7 +22,7 @@ def build_service(conf, transport=None, driver=None):
     return service.RPCService(
         conf, binary="volumesvc-compute", topic=conf.compute.topic,
         manager=mgr, transport=transport, heartbeat=heartbeat,
-        capabilities=mgr.capabilities)
+        capabilities=mgr.capabilities, owns_transport=owns_transport)
 
 
 def main(argv=None):

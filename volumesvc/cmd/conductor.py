@@ -11,6 +11,7 @@ def build_service(conf, transport=None):
     from volumesvc.objects import service as service_obj
 
     db = db_api.Database(conf)
+    owns_transport = transport is None
     transport = transport or rpc.get_transport(conf)
     mgr = manager.ConductorManager(conf, db=db, transport=transport)
 
@@ -19,7 +20,7 @@ def build_service(conf, transport=None):
 
     return service.RPCService(
         conf, binary="volumesvc-conductor", topic=conf.conductor.topic,
-        manager=mgr, transport=transport, heartbeat=heartbeat)
+        manager=mgr, transport=transport, heartbeat=heartbeat, owns_transport=owns_transport)
 
 
 def main(argv=None):

@@ -1,0 +1,107 @@
+"""api, conductor and compute as separate processes over real RabbitMQ and PostgreSQL."""
+
+import json
+import subprocess
+import textwrap
+import urllib.request
+
+import pytest
+
+from tests.integration.conftest import bin_path, free_port
+from volumesvc.aio import processes
+
+
+@pytest.fixture
+def deployment(tmp_path, rabbit_vhost, pg_database_url):
+    port = free_port()
+    conf_path = tmp_path / "volumesvc.conf"
+    conf_path.write_text(textwrap.dedent(f"""\
+        [DEFAULT]
+        host = it-compute-1
+        state_path = {tmp_path}
+        transport_url = {rabbit_vhost}
+        report_interval = 1
+        service_down_time = 4
+        compute_driver = fake
+        graceful_shutdown_timeout = 5
+        [database]
+        connection = {pg_database_url}
+        [api]
+        auth_strategy = noauth2
+        listen_host = 127.0.0.1
+        listen_port = {port}
+        workers = 1
+        """))
+    subprocess.run([bin_path("volumesvc-manage"), "--config-file", str(conf_path),
+                    "db", "sync"], check=True, capture_output=True, timeout=120)
+    children = {}
+
+    def spawn(binary):
+        child = processes.Child(binary, [bin_path(binary), "--config-file", str(conf_path)],
+                                log_path=str(tmp_path / f"{binary}.log")).start()
+        children[binary] = child
+        return child
+
+    for binary in ("volumesvc-conductor", "volumesvc-compute", "volumesvc-api"):
+        spawn(binary)
+    yield {"conf": str(conf_path), "api": f"http://127.0.0.1:{port}", "spawn": spawn,
+           "children": children}
+    for child in children.values():
+        child.stop()
+
+
+def _services(conf_path):
+    out = subprocess.run(
+        [bin_path("volumesvc-manage"), "--config-file", conf_path, "service", "list", "--json"],
+        check=True, capture_output=True, text=True, timeout=60).stdout
+    return {row["binary"]: row for row in json.loads(out)}
+
+
+def _compute_state(conf_path):
+    return _services(conf_path).get("volumesvc-compute", {}).get("state")
+
+
+def _api_services(api):
+    req = urllib.request.Request(
+        f"{api}/v2.1/os-services",
+        headers={"X-Auth-Token": "admin:admin", "OpenStack-API-Version": "compute 2.53"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return {s["binary"]: s for s in json.load(resp)["services"]}
+
+
+def test_compute_goes_down_when_killed_and_up_after_restart(deployment):
+    conf, children = deployment["conf"], list(deployment["children"].values())
+    processes.wait_for(lambda: _compute_state(conf) == "up", timeout=60,
+                       what="compute up", children=children)
+    row = _services(conf)["volumesvc-compute"]
+    assert row["host"] == "it-compute-1"
+    assert row["version"] >= 1
+    assert row["capabilities"]["supports_multiattach"] is True
+    assert _services(conf)["volumesvc-conductor"]["state"] == "up"
+
+    processes.wait_for(lambda: deployment["api"] and _api_services(deployment["api"]),
+                       timeout=60, what="the API", children=children)
+    api_row = _api_services(deployment["api"])["volumesvc-compute"]
+    assert api_row["state"] == "up" and api_row["host"] == "it-compute-1"
+
+    deployment["children"]["volumesvc-compute"].signal(9)
+    deployment["children"]["volumesvc-compute"].proc.wait(10)
+    processes.wait_for(lambda: _compute_state(conf) == "down", timeout=30,
+                       what="compute down after kill")
+    assert _api_services(deployment["api"])["volumesvc-compute"]["state"] == "down"
+
+    deployment["spawn"]("volumesvc-compute")
+    processes.wait_for(lambda: _compute_state(conf) == "up", timeout=60,
+                       what="compute up after restart",
+                       children=[deployment["children"]["volumesvc-compute"]])
+    assert _api_services(deployment["api"])["volumesvc-compute"]["state"] == "up"
+
+
+def test_sigterm_stops_services_gracefully(deployment):
+    conf, children = deployment["conf"], list(deployment["children"].values())
+    processes.wait_for(lambda: _compute_state(conf) == "up", timeout=60,
+                       what="compute up", children=children)
+    for name in ("volumesvc-compute", "volumesvc-conductor"):
+        child = deployment["children"][name]
+        child.proc.send_signal(15)
+        assert child.proc.wait(30) == 0, child.tail()

@@ -1,0 +1,34 @@
+"""RPC client and server of each interface must agree on one version."""
+
+import inspect
+
+from volumesvc.compute import manager as compute_manager
+from volumesvc.compute import rpcapi as compute_rpcapi
+from volumesvc.conductor import manager as conductor_manager
+from volumesvc.conductor import rpcapi as conductor_rpcapi
+
+PAIRS = [
+    (compute_rpcapi, compute_rpcapi.ComputeAPI, compute_manager.ComputeManager),
+    (conductor_rpcapi, conductor_rpcapi.ConductorAPI, conductor_manager.ConductorManager),
+]
+
+
+def _public_methods(cls):
+    return {name for name, _ in inspect.getmembers(cls, inspect.isfunction)
+            if not name.startswith("_")}
+
+
+def test_manager_target_is_the_rpcapi_version():
+    for module, _client, server in PAIRS:
+        assert server.target.version == module.VERSION
+
+
+def test_version_history_documents_the_current_version():
+    for module, _client, _server in PAIRS:
+        assert f"* {module.VERSION} - " in module.__doc__
+
+
+def test_every_client_method_has_a_server_method():
+    for _module, client, server in PAIRS:
+        missing = _public_methods(client) - _public_methods(server) - {"can_send_version"}
+        assert missing == set(), (client.__name__, missing)

@@ -1,0 +1,73 @@
+"""System packages and users the single-machine setup needs.
+
+The all-in-one installs what a fresh Debian machine lacks (it runs as root
+there); on a machine that already has everything it only checks.
+"""
+
+import os
+import shutil
+import subprocess
+
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
+# Debian packages: libvirt's QEMU driver (no libvirtd needed for the embedded
+# URI), QEMU itself, qemu-img for Cinder's image conversion, and RabbitMQ.
+LIBVIRT_PACKAGES = (
+    "libvirt-daemon", "libvirt-daemon-driver-qemu", "qemu-system-x86", "libvirt-clients",
+    "libvirt-dev", "pkg-config", "gcc", "qemu-utils",
+)
+RABBITMQ_PACKAGES = ("rabbitmq-server",)
+
+
+def missing_packages(packages):
+    """The subset of ``packages`` dpkg does not report as installed."""
+    missing = []
+    for name in packages:
+        result = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Status}", name],
+            capture_output=True, text=True, check=False)
+        if "install ok installed" not in result.stdout:
+            missing.append(name)
+    return missing
+
+
+def apt_install(packages, *, timeout=900):
+    """Install Debian packages that are missing; a no-op when none are."""
+    missing = missing_packages(packages)
+    if not missing:
+        return []
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        raise RuntimeError(
+            "missing system packages %s: install them as root (apt-get install -y %s)"
+            % (", ".join(missing), " ".join(missing)))
+    LOG.info("Installing system packages: %s", " ".join(missing))
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, timeout=timeout)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing],
+                   check=True, env=env, timeout=timeout, stdout=subprocess.DEVNULL)
+    return missing
+
+
+def ensure_libvirt_qemu_user():
+    """libvirt's QEMU driver refuses to start as root without this user."""
+    probe = subprocess.run(["getent", "passwd", "libvirt-qemu"], capture_output=True,
+                           check=False)
+    if probe.returncode == 0:
+        return
+    subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
+                    "libvirt-qemu"], check=True)
+
+
+def ensure_system(*, rabbitmq=True, libvirt=True):
+    """Everything the all-in-one and the integration tests need from Debian."""
+    packages = []
+    if libvirt:
+        packages.extend(LIBVIRT_PACKAGES)
+    if rabbitmq and shutil.which("rabbitmq-server") is None:
+        packages.extend(RABBITMQ_PACKAGES)
+    installed = apt_install(packages)
+    if libvirt:
+        ensure_libvirt_qemu_user()
+    return installed

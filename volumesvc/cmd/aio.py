@@ -1,0 +1,184 @@
+"""volumesvc-aio: the whole single-machine deployment in the foreground.
+
+Brings up, in order: missing Debian packages (RabbitMQ, libvirt/QEMU),
+RabbitMQ if it is not running, a virtual host of its own, a real Cinder
+(and Glance) from PyPI in their own virtualenvs, then volumesvc's api,
+conductor and compute as separate processes over SQLite and embedded QEMU.
+It prints one ``volumesvc-aio: ready ...`` line when everything answers and
+stops everything it started on SIGINT/SIGTERM.
+"""
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import urllib.request
+
+from volumesvc.aio import config as aio_config
+from volumesvc.aio import processes
+
+DEFAULT_STATE_DIR = "/var/lib/volumesvc-aio"
+
+
+def _parse_args(argv):
+    parser = argparse.ArgumentParser(prog="volumesvc-aio", description=__doc__.split("\n")[0])
+    parser.add_argument("--state-dir", default=DEFAULT_STATE_DIR,
+                        help="where config, databases, logs, volumes and libvirt live "
+                             f"(default {DEFAULT_STATE_DIR}; must not be tmpfs)")
+    parser.add_argument("--api-port", type=int, default=8774, help="compute API port")
+    parser.add_argument("--volume-port", type=int, default=8776, help="Cinder API port")
+    parser.add_argument("--image-port", type=int, default=9292, help="Glance API port")
+    parser.add_argument("--host", default="aio-compute",
+                        help="name of the compute host (and its RPC server)")
+    parser.add_argument("--api-workers", type=int, default=2)
+    parser.add_argument("--ready-timeout", type=float, default=600.0,
+                        help="seconds to wait for everything to answer")
+    parser.add_argument("--no-install", action="store_true",
+                        help="do not apt-get install missing system packages")
+    return parser.parse_args(argv)
+
+
+def _http_ok(url, statuses=(200, 300)):
+    req = urllib.request.Request(url, headers={"Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status in statuses
+    except urllib.error.HTTPError as exc:
+        return exc.code in statuses
+
+
+class AllInOne:
+    """Owns every process the all-in-one started, in start order."""
+
+    def __init__(self, args):
+        self.args = args
+        self.state_dir = os.path.abspath(args.state_dir)
+        self.children = []
+        self.harnesses = []
+        self.vhost = None
+
+    def _log(self, message):
+        print(f"volumesvc-aio: {message}", flush=True)
+
+    def start(self):
+        from volumesvc.aio import cinder, glance, rabbit, system
+
+        os.makedirs(self.state_dir, exist_ok=True)
+        if not self.args.no_install:
+            installed = system.ensure_system()
+            if installed:
+                self._log("installed " + " ".join(installed))
+        rabbit.ensure_rabbit()
+        self.vhost = f"volumesvc-aio-{self.args.api_port}"
+        transport_url = rabbit.ensure_vhost(self.vhost)
+        api_url = f"http://127.0.0.1:{self.args.api_port}/v2.1"
+
+        self._log("starting Glance and Cinder (first run installs them from PyPI)")
+        image = glance.GlanceHarness(
+            os.path.join(self.state_dir, "glance"), port=self.args.image_port)
+        self.harnesses.append(image)
+        image.install()
+        image.configure()
+        image.start()
+        volume = cinder.CinderHarness(
+            os.path.join(self.state_dir, "cinder"), port=self.args.volume_port,
+            transport_url=rabbit.ensure_vhost(self.vhost + "-cinder"),
+            nova_endpoint=api_url, glance_url=image.url)
+        self.harnesses.append(volume)
+        volume.install()
+        volume.configure()
+        volume.start()
+
+        conf_path = aio_config.write_config(
+            self.state_dir, transport_url=transport_url, api_port=self.args.api_port,
+            api_workers=self.args.api_workers, host=self.args.host,
+            cinder_url=volume.url, glance_url=image.url)
+        self._run_once(["volumesvc-manage", "--config-file", conf_path, "db", "sync"])
+        for binary in ("volumesvc-conductor", "volumesvc-compute", "volumesvc-api"):
+            self._spawn(binary, conf_path)
+
+        children = self.children
+        timeout = self.args.ready_timeout
+        image.wait_ready(timeout=timeout)
+        volume.wait_ready(timeout=timeout)
+        processes.wait_for(lambda: _http_ok(api_url), timeout=timeout,
+                           what="the compute API", children=children)
+        processes.wait_for(lambda: aio_config.compute_is_up(conf_path, self.args.host),
+                           timeout=timeout, what="the compute service to report up",
+                           children=children)
+        aio_config.ensure_image(image, self.state_dir)
+        return api_url, volume.url, image.url, conf_path
+
+    def _spawn(self, binary, conf_path):
+        exe = os.path.join(os.path.dirname(sys.executable), binary)
+        child = processes.Child(
+            binary, [exe if os.path.exists(exe) else binary, "--config-file", conf_path],
+            log_path=os.path.join(self.state_dir, "logs", f"{binary}.log"))
+        os.makedirs(os.path.dirname(child.log_path), exist_ok=True)
+        self.children.append(child.start())
+
+    def _run_once(self, argv):
+        import subprocess
+
+        exe = os.path.join(os.path.dirname(sys.executable), argv[0])
+        argv = [exe if os.path.exists(exe) else argv[0], *argv[1:]]
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=300)
+
+    def stop(self):
+        for child in reversed(self.children):
+            child.stop()
+        for harness in reversed(self.harnesses):
+            try:
+                harness.stop()
+            except Exception as exc:  # noqa: BLE001 - stop the rest regardless
+                self._log(f"stopping {type(harness).__name__} failed: {exc}")
+
+
+def _client_help(api_url, volume_url, image_url, conf_path):
+    return f"""volumesvc-aio: point clients at it (noauth2: token is user:project; user 'admin' is admin):
+  export OS_AUTH_TYPE=none OS_ENDPOINT={api_url}       # not needed for curl
+  openstack --os-auth-type admin_token --os-endpoint {api_url} --os-token admin:admin \\
+      --os-compute-api-version 2.96 server list
+  nova --os-auth-type admin_token --os-endpoint {api_url} --os-token admin:admin list
+  curl -s -H 'X-Auth-Token: admin:admin' {api_url}/servers
+  volumesvc-manage --config-file {conf_path} service list
+  Cinder: {volume_url}   Glance: {image_url}   Stop with Ctrl-C."""
+
+
+def main(argv=None):
+    args = _parse_args(sys.argv[1:] if argv is None else argv)
+    aio = AllInOne(args)
+    stop = threading.Event()
+
+    def _interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    # NOTE: while starting, a signal interrupts the start so that everything
+    # already started is stopped below; once ready it only sets ``stop``.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    try:
+        api_url, volume_url, image_url, conf_path = aio.start()
+    except BaseException as exc:
+        print(f"volumesvc-aio: failed to start: {exc}", file=sys.stderr, flush=True)
+        aio.stop()
+        return 1
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
+    print(f"volumesvc-aio: ready compute={api_url} volume={volume_url}", flush=True)
+    print(_client_help(api_url, volume_url, image_url, conf_path), flush=True)
+    while not stop.wait(1.0):
+        dead = [c for c in aio.children if not c.alive()]
+        if dead:
+            print(f"volumesvc-aio: {dead[0].name} exited; stopping. Last lines:\n"
+                  f"{dead[0].tail()}", file=sys.stderr, flush=True)
+            aio.stop()
+            return 1
+    print("volumesvc-aio: stopping", flush=True)
+    aio.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
