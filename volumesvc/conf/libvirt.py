@@ -1,0 +1,106 @@
+"""Options in [libvirt]: how the libvirt driver connects and builds guest XML."""
+
+from oslo_config import cfg
+
+libvirt_group = cfg.OptGroup(
+    "libvirt",
+    title="Libvirt options",
+    help="Options for the libvirt compute driver (``[DEFAULT] compute_driver = libvirt``).")
+
+libvirt_opts = [
+    cfg.StrOpt(
+        "connection_uri",
+        default="qemu:///embed?root=$state_path/libvirt",
+        help="""
+libvirt connection URI.
+
+Possible values:
+
+* ``qemu:///embed?root=DIR``: the QEMU driver runs inside the compute process,
+  no daemon. Each compute agent needs its own root. ``DIR/etc/qemu.conf`` is
+  written on first use (root user, file stdio handler, no security driver).
+* ``qemu:///system``: a libvirtd on this host (production, KVM).
+
+Related options:
+
+* ``virt_type``
+"""),
+    cfg.StrOpt(
+        "virt_type",
+        default="qemu",
+        choices=[("qemu", "Software emulation (TCG), no /dev/kvm needed"),
+                 ("kvm", "Hardware virtualisation")],
+        help="Domain type written to the guest XML."),
+    cfg.ListOpt(
+        "disk_cachemodes",
+        default=[],
+        help="""
+Cache mode per disk source type, as ``source_type=mode`` items.
+
+Possible values:
+
+* source types: ``file``, ``block``, ``network``.
+* modes: ``none``, ``writethrough``, ``writeback``, ``directsync``, ``unsafe``.
+  The default for every source type is ``none``. A multiattach volume always
+  gets ``none`` whatever is set here.
+
+Related options:
+
+* ``use_default_aio_mode_for_volumes``
+"""),
+    cfg.BoolOpt(
+        "use_default_aio_mode_for_volumes",
+        default=False,
+        help="""
+Leave the io mode to QEMU instead of ``io="native"`` for block-type volumes.
+A cache mode other than none/directsync always gives ``io="threads"``.
+"""),
+    cfg.IntOpt(
+        "domain_memory_mb",
+        default=64,
+        min=0,
+        help="""
+Memory in MiB given to each domain. Our domains run no guest OS, so 64 MiB is
+enough to exercise every volume operation. ``0`` uses the instance's
+``memory_mb`` (the flavor) instead.
+"""),
+    cfg.IntOpt(
+        "device_detach_timeout",
+        default=20,
+        min=1,
+        help="""
+Seconds to wait for a live disk to leave the domain after a detach request
+(device-removed event, or the disk gone from the live XML).
+"""),
+    cfg.IntOpt(
+        "domain_state_timeout",
+        default=30,
+        min=1,
+        help="""
+Seconds to wait for a domain to reach the expected state after destroy, reset
+or create. Races right after reset/destroy are handled by this wait.
+"""),
+    cfg.IntOpt(
+        "keepalive_interval",
+        default=5,
+        min=0,
+        help="""
+Seconds between keepalive messages on remote connections (``qemu:///system``);
+a dead libvirtd is detected after ``keepalive_interval * keepalive_count``
+seconds. Ignored for embedded connections. 0 disables keepalive.
+"""),
+    cfg.IntOpt(
+        "keepalive_count",
+        default=5,
+        min=1,
+        help="Unanswered keepalive messages before a remote connection is closed."),
+]
+
+
+def register_opts(conf):
+    conf.register_group(libvirt_group)
+    conf.register_opts(libvirt_opts, group=libvirt_group)
+
+
+def list_opts():
+    return [(libvirt_group, libvirt_opts)]

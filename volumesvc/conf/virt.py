@@ -1,0 +1,60 @@
+"""Options choosing the compute driver and what it may advertise."""
+
+from oslo_config import cfg, types
+
+CAPABILITIES = ("supports_multiattach", "supports_extend_volume",
+                "supports_tagged_attach_volume")
+
+driver_opts = [
+    cfg.StrOpt(
+        "compute_driver",
+        default="libvirt",
+        choices=[("libvirt", "libvirt/QEMU (volumesvc.virt.libvirt.driver)"),
+                 ("fake", "In-memory driver for tests (volumesvc.virt.fake)")],
+        help="""
+Hypervisor driver used by volumesvc-compute.
+
+Related options:
+
+* ``[virt] disabled_capabilities``
+* ``[libvirt]`` group
+"""),
+]
+
+virt_group = cfg.OptGroup(
+    "virt", title="Virt driver options",
+    help="Options common to every compute driver.")
+
+virt_opts = [
+    cfg.ListOpt(
+        "disabled_capabilities",
+        default=[],
+        item_type=types.String(choices=CAPABILITIES),
+        help="""
+Driver capabilities to turn off on this host. The driver then reports them as
+False (service record, traits) and refuses the operation itself, so a host can
+behave like a hypervisor without, say, multiattach support.
+
+Possible values:
+
+* ``supports_multiattach``: attaching or booting with a volume whose
+  connection_info has ``multiattach: true`` fails with
+  MultiattachNotSupportedByVirtDriver.
+* ``supports_extend_volume``: extend_volume raises ExtendVolumeNotSupported.
+* ``supports_tagged_attach_volume``: only reported (the API refuses tags).
+
+Related options:
+
+* ``[DEFAULT] compute_driver``
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(driver_opts)
+    conf.register_group(virt_group)
+    conf.register_opts(virt_opts, group=virt_group)
+
+
+def list_opts():
+    return [("DEFAULT", driver_opts), (virt_group, virt_opts)]

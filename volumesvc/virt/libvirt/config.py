@@ -1,0 +1,191 @@
+"""libvirt guest XML objects: a domain and its disks.
+
+Plain dataclasses that render to ElementTree, so tests can assert on fields
+and on XML alike. Policy (cache modes, multiattach, which source type a
+Cinder connection maps to) lives in ``volume.py``; this module only knows
+libvirt's XML vocabulary.
+"""
+
+import copy
+import dataclasses
+import xml.etree.ElementTree as ET
+
+DISK_ALIAS_PREFIX = "ua-"
+
+
+def volume_alias(volume_id):
+    """User alias of a volume disk: lets detach find it without the device name."""
+    return f"{DISK_ALIAS_PREFIX}{volume_id}"
+
+
+def to_string(element):
+    return ET.tostring(element, encoding="unicode")
+
+
+@dataclasses.dataclass
+class DiskConfig:
+    """One ``<disk>``; fields left None are not written."""
+
+    source_type: str = "file"  # file | block | network
+    device: str = "disk"  # disk | cdrom | lun
+    target_dev: str = "sda"
+    target_bus: str = "scsi"
+    driver_name: str = "qemu"
+    driver_format: str = "raw"
+    driver_cache: str | None = None
+    driver_io: str | None = None
+    driver_discard: str | None = None
+    source_path: str | None = None  # file or block device
+    source_protocol: str | None = None  # network: rbd, ...
+    source_name: str | None = None
+    source_hosts: list = dataclasses.field(default_factory=list)  # [(name, port)]
+    auth_username: str | None = None
+    auth_secret_type: str | None = None
+    auth_secret_uuid: str | None = None
+    serial: str | None = None
+    alias: str | None = None
+    shareable: bool = False
+    readonly: bool = False
+    scsi_unit: int | None = None
+    boot_order: int | None = None
+    iotune: dict = dataclasses.field(default_factory=dict)
+
+    def _source(self, disk):
+        if self.source_type == "file":
+            ET.SubElement(disk, "source", file=self.source_path)
+        elif self.source_type == "block":
+            ET.SubElement(disk, "source", dev=self.source_path)
+        else:
+            source = ET.SubElement(disk, "source", protocol=self.source_protocol,
+                                   name=self.source_name)
+            for name, port in self.source_hosts:
+                attrs = {"name": str(name)}
+                if port:
+                    attrs["port"] = str(port)
+                ET.SubElement(source, "host", **attrs)
+            if self.auth_username:
+                auth = ET.SubElement(disk, "auth", username=self.auth_username)
+                ET.SubElement(auth, "secret", type=self.auth_secret_type,
+                              uuid=self.auth_secret_uuid)
+
+    def to_element(self):
+        disk = ET.Element("disk", type=self.source_type, device=self.device)
+        driver = {"name": self.driver_name, "type": self.driver_format}
+        for key, value in (("cache", self.driver_cache), ("io", self.driver_io),
+                           ("discard", self.driver_discard)):
+            if value:
+                driver[key] = value
+        ET.SubElement(disk, "driver", **driver)
+        if self.alias:
+            ET.SubElement(disk, "alias", name=self.alias)
+        self._source(disk)
+        ET.SubElement(disk, "target", dev=self.target_dev, bus=self.target_bus)
+        if self.iotune:
+            iotune = ET.SubElement(disk, "iotune")
+            for key, value in sorted(self.iotune.items()):
+                ET.SubElement(iotune, key).text = str(value)
+        # NOTE: libvirt rejects <serial> on a passthrough lun (api-contract §13).
+        if self.serial and self.device != "lun":
+            ET.SubElement(disk, "serial").text = self.serial
+        if self.boot_order is not None:
+            ET.SubElement(disk, "boot", order=str(self.boot_order))
+        if self.readonly:
+            ET.SubElement(disk, "readonly")
+        if self.shareable:
+            ET.SubElement(disk, "shareable")
+        if self.scsi_unit is not None and self.target_bus == "scsi":
+            ET.SubElement(disk, "address", type="drive", controller="0", bus="0",
+                          target="0", unit=str(self.scsi_unit))
+        return disk
+
+    def to_xml(self):
+        return to_string(self.to_element())
+
+
+@dataclasses.dataclass
+class DomainConfig:
+    """A guest with no OS: firmware only, plus a virtio-scsi controller for volumes."""
+
+    uuid: str
+    name: str
+    virt_type: str = "qemu"
+    memory_mb: int = 64
+    vcpus: int = 1
+    disks: list = dataclasses.field(default_factory=list)
+
+    def to_element(self):
+        domain = ET.Element("domain", type=self.virt_type)
+        ET.SubElement(domain, "name").text = self.name
+        ET.SubElement(domain, "uuid").text = self.uuid
+        ET.SubElement(domain, "memory", unit="KiB").text = str(self.memory_mb * 1024)
+        ET.SubElement(domain, "vcpu").text = str(self.vcpus)
+        os_el = ET.SubElement(domain, "os")
+        ET.SubElement(os_el, "type").text = "hvm"
+        # NOTE: without ACPI, PCI hotplug (and so live attach) fails (libvirt.md).
+        features = ET.SubElement(domain, "features")
+        ET.SubElement(features, "acpi")
+        for event, action in (("on_poweroff", "destroy"), ("on_reboot", "restart"),
+                              ("on_crash", "destroy")):
+            ET.SubElement(domain, event).text = action
+        devices = ET.SubElement(domain, "devices")
+        ET.SubElement(devices, "controller", type="scsi", index="0", model="virtio-scsi")
+        for disk in self.disks:
+            devices.append(disk.to_element())
+        # NOTE: no balloon and no graphics: nothing in the guest would use them.
+        ET.SubElement(devices, "memballoon", model="none")
+        return domain
+
+    def to_xml(self):
+        return to_string(self.to_element())
+
+
+@dataclasses.dataclass
+class DiskInfo:
+    """What a domain's XML says about one disk (parsed back, for callers/tests)."""
+
+    target_dev: str
+    target_bus: str | None
+    source_type: str | None
+    source: str | None
+    serial: str | None
+    alias: str | None
+    shareable: bool
+    readonly: bool
+    cache: str | None
+    io: str | None
+    xml: str
+
+
+def _detached_string(element):
+    element = copy.deepcopy(element)
+    element.tail = None  # the indentation after the element in the domain XML
+    return to_string(element)
+
+
+def parse_disks(domain_xml):
+    """Every ``<disk>`` of a domain XML string as :class:`DiskInfo`."""
+    root = ET.fromstring(domain_xml)
+    disks = []
+    for disk in root.findall("./devices/disk"):
+        target = disk.find("target")
+        source = disk.find("source")
+        driver = disk.find("driver")
+        alias = disk.find("alias")
+        serial = disk.find("serial")
+        src = None
+        if source is not None:
+            src = source.get("file") or source.get("dev") or source.get("name")
+        disks.append(DiskInfo(
+            target_dev=target.get("dev") if target is not None else None,
+            target_bus=target.get("bus") if target is not None else None,
+            source_type=disk.get("type"),
+            source=src,
+            serial=serial.text if serial is not None else None,
+            alias=alias.get("name") if alias is not None else None,
+            shareable=disk.find("shareable") is not None,
+            readonly=disk.find("readonly") is not None,
+            cache=driver.get("cache") if driver is not None else None,
+            io=driver.get("io") if driver is not None else None,
+            xml=_detached_string(disk),
+        ))
+    return disks
