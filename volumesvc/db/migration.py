@@ -52,7 +52,12 @@ def revisions() -> list[str]:
 def upgrade(conf, revision: str = "head", database: db_api.Database | None = None) -> None:
     """Upgrade the ``[database]`` schema to ``revision``."""
     with _connection(conf, database) as connection:
-        command.upgrade(_alembic_config(connection), revision)
+        upgrade_connection(connection, revision)
+
+
+def upgrade_connection(connection: sa.Connection, revision: str = "head") -> None:
+    """Upgrade through an open connection (tests walking revisions, fixtures)."""
+    command.upgrade(_alembic_config(connection), revision)
 
 
 def version(conf, database: db_api.Database | None = None) -> str | None:
