@@ -143,3 +143,23 @@ class MultiattachNotSupportedByVirtDriver(VirtDriverError):
 
 class ExtendVolumeNotSupported(VirtDriverError):
     msg_fmt = "Volume size extension is not supported by the hypervisor."
+
+
+class MarkerNotFound(NotFound):
+    msg_fmt = "Marker %(marker)s could not be found."
+
+
+class FlavorExists(Conflict):
+    msg_fmt = "Flavor with name %(name)s or ID %(flavor_id)s already exists."
+
+
+class BDMNotFound(NotFound):
+    msg_fmt = "Block Device Mapping %(id)s could not be found."
+
+
+class InstanceActionNotFound(NotFound):
+    msg_fmt = "Action for request_id %(request_id)s on instance %(instance_uuid)s not found"
+
+
+class InstanceActionEventNotFound(NotFound):
+    msg_fmt = "Event %(event)s not found for action id %(action_id)s"
