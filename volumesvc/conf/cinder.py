@@ -1,0 +1,76 @@
+"""Options of the [cinder] group: how volumesvc reaches the Block Storage API."""
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+cinder_group = cfg.OptGroup(
+    "cinder",
+    title="Cinder options",
+    help="Configuration options for the Block Storage service (Cinder) client.")
+
+cinder_opts = [
+    cfg.StrOpt(
+        "auth_strategy",
+        default="keystone",
+        choices=[("keystone", "Real keystone tokens: the user's token, plus a service "
+                              "token for attachment work"),
+                 ("noauth", "Cinder's noauth mode: X-Auth-Token is '<user>:<project>' "
+                            "and X-Service-Roles: service marks compute-service calls")],
+        help="""
+How requests to Cinder are authenticated. Use ``noauth`` only against a Cinder
+running with ``[DEFAULT] auth_strategy = noauth`` (the single-machine setup).
+
+Related options:
+
+* ``endpoint_override``
+"""),
+    cfg.StrOpt(
+        "endpoint_override",
+        help="""
+Volume API v3 endpoint to use instead of the service catalog, for example
+``http://127.0.0.1:8776/v3``. ``%(project_id)s`` in it is replaced by the
+request's project. Required with ``auth_strategy = noauth``.
+"""),
+    cfg.StrOpt(
+        "catalog_info",
+        default="volumev3::publicURL",
+        regex=r"^\w+:\w*:.*$",
+        help="""
+``<service_type>:<service_name>:<interface>`` to find Cinder in the service
+catalog when ``endpoint_override`` is not set.
+"""),
+    cfg.StrOpt(
+        "os_region_name",
+        help="Region of the Cinder endpoint in the service catalog."),
+    cfg.IntOpt(
+        "http_retries",
+        default=3,
+        min=0,
+        help="Number of times a failed connection to Cinder is retried."),
+    cfg.BoolOpt(
+        "cross_az_attach",
+        default=True,
+        help="""
+Allow attaching a volume to a server in a different availability zone. When
+false, volumes created at boot are placed in the server's zone and attaching
+a volume from another zone is refused.
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_group(cinder_group)
+    conf.register_opts(cinder_opts, group=cinder_group)
+    # auth_type/auth_url/... and cafile/insecure/timeout/... (timeout is the
+    # per-request HTTP timeout) come from keystoneauth so they match every
+    # other OpenStack service's [cinder] section.
+    ks_loading.register_session_conf_options(conf, cinder_group.name)
+    ks_loading.register_auth_conf_options(conf, cinder_group.name)
+
+
+def list_opts():
+    return [(cinder_group,
+             cinder_opts
+             + ks_loading.get_session_conf_options()
+             + ks_loading.get_auth_common_conf_options()
+             + ks_loading.get_auth_plugin_conf_options("password"))]
