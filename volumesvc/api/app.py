@@ -1,0 +1,218 @@
+"""The Flask application factory (no import-time side effects).
+
+``create_app(conf, deps=...)`` builds the app from the routing table, one
+view wrapper around every handler (microversion, auth, validation, policy
+guard, JSON), one error handler for every exception, and the WSGI middleware
+listed in ``MIDDLEWARE``.
+"""
+
+import logging
+import re
+
+import flask
+from oslo_middleware import http_proxy_to_wsgi, request_id
+
+from volumesvc.api import auth, errors, routes, validation
+from volumesvc.api import deps as deps_mod
+from volumesvc.api import microversions as mv
+from volumesvc.api import policy as policy_mod
+from volumesvc.api.handlers import versions
+from volumesvc.api.request import ApiRequest
+
+LOG = logging.getLogger(__name__)
+
+_PROJECT_ID = re.compile(r"^[0-9a-fA-F-]+$")
+_JSON_METHODS = ("POST", "PUT", "PATCH")
+
+
+class _RequestId(request_id.RequestId):
+    """oslo.middleware's request id plus Nova's legacy x-compute-request-id."""
+
+    compat_headers = ["x-compute-request-id"]
+
+
+class _OnlyBelowV2:
+    """Send /v2... paths through ``wrapped`` and everything else to ``plain``.
+
+    ``GET /`` and the 300 choices carry no request id and need no token.
+    """
+
+    def __init__(self, wrapped, plain):
+        self.wrapped, self.plain = wrapped, plain
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        target = self.wrapped if path == "/v2" or path.startswith("/v2") else self.plain
+        return target(environ, start_response)
+
+
+# NOTE: listed outermost first; each entry is (name, scope, factory(app, conf)).
+# http_proxy_to_wsgi must see the request before anything builds a URL;
+# request_id runs before auth so a 401 carries the request id; auth only
+# describes the caller (the app itself answers 401). Scope "v2" entries wrap
+# only the /v2* paths (see _OnlyBelowV2).
+MIDDLEWARE = (
+    ("http_proxy_to_wsgi", "all",
+     lambda app, conf: http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)),
+    ("request_id", "v2", lambda app, conf: _RequestId(app, conf)),
+    ("auth", "v2", auth.wrap),
+)
+
+
+def _wrap_middleware(flask_app, conf):
+    wsgi = flask_app.wsgi_app
+    versioned = wsgi
+    for _name, _scope, factory in reversed([m for m in MIDDLEWARE if m[1] == "v2"]):
+        versioned = factory(versioned, conf)
+    outer = _OnlyBelowV2(versioned, wsgi)
+    for _name, _scope, factory in reversed([m for m in MIDDLEWARE if m[1] == "all"]):
+        outer = factory(outer, conf)
+    return outer
+
+
+def _parses_microversion(path: str) -> bool:
+    return path == routes.API_PREFIX or path.startswith(routes.API_PREFIX + "/")
+
+
+def _before_request():
+    """Negotiate the microversion for /v2.1 (§1.2); 400 and 406 happen here."""
+    g = flask.g
+    path = flask.request.path
+    if not _parses_microversion(path):
+        return
+    try:
+        g.microversion = mv.negotiate(flask.request.headers)
+    except mv.InvalidVersion as exc:
+        raise errors.APIError(
+            400, f"API Version String {exc} is of invalid format. Must be of format "
+            "MajorNum.MinorNum.", errors.VERSION_INVALID) from exc
+    except mv.UnsupportedVersion as exc:
+        g.echo_version = exc.version
+        raise errors.APIError(
+            406, f"Version {exc.version} is not supported by the API. Minimum is "
+            f"{mv.MIN_VERSION} and maximum is {mv.MAX_VERSION}.",
+            errors.VERSION_UNSUPPORTED) from exc
+    g.echo_version = g.microversion
+
+
+def _after_request(response):
+    version = flask.g.get("echo_version")
+    if version is not None:
+        for name, value in mv.response_headers(version):
+            response.headers.add(name, value)
+    return response
+
+
+def _handle_error(exc):
+    """The single error handler: every failure becomes a Nova fault body."""
+    import werkzeug.exceptions
+
+    path = flask.request.path
+    if (isinstance(exc, werkzeug.exceptions.NotFound) and not path.startswith("/v2")):
+        conf = flask.current_app.extensions["volumesvc"].conf
+        return flask.jsonify(versions.choices(conf, path)), 300
+    if isinstance(exc, mv.VersionNotAvailable):
+        if exc.status_code == 405:
+            # The method does not exist at this version; the others still do.
+            allowed = sorted(flask.request.url_rule.methods - {"HEAD", "OPTIONS"}
+                             - {flask.request.method})
+            exc = errors.APIError(405, "The method is not allowed for the requested URL.",
+                                  errors.METHOD_NOT_ALLOWED,
+                                  [("Allow", ", ".join(allowed))])
+        else:
+            exc = errors.APIError(404, "The resource could not be found.",
+                                  errors.ROUTE_NOT_FOUND)
+    error = errors.to_api_error(exc)
+    if error.status >= 500:
+        LOG.error("%s %s failed: %s", flask.request.method, path, error.message)
+    response = flask.jsonify(errors.fault_body(error.status, error.message))
+    response.status_code = error.status
+    response.headers[errors.ERROR_CODE_HEADER] = error.code
+    for name, value in error.headers:
+        response.headers[name] = value
+    return response
+
+
+def _read_body(method):
+    if method not in _JSON_METHODS:
+        return None
+    raw = flask.request.get_data(cache=True)
+    if not raw:
+        return None
+    body = flask.request.get_json(force=True, silent=True)
+    if body is None:
+        raise errors.APIError(400, "Malformed request body", errors.MALFORMED_JSON)
+    return body
+
+
+def _context_or_401(handler):
+    ctx = flask.request.environ.get(auth.ENV_CONTEXT)
+    if ctx is None and not getattr(handler, "_policy_exempt", False):
+        raise errors.APIError(401, "The request you have made requires authentication.",
+                              errors.AUTH_MISSING)
+    return ctx
+
+
+def _make_view(handler, method):
+    """Wrap one handler: the fixed opening every request goes through."""
+
+    def view(**url_args):
+        app_deps = flask.current_app.extensions["volumesvc"]
+        ctx = _context_or_401(handler)
+        project_id = url_args.pop("project_id", None)
+        if project_id is not None:
+            if not _PROJECT_ID.match(project_id):
+                raise errors.APIError(404, "The resource could not be found.",
+                                      errors.ROUTE_NOT_FOUND)
+            if ctx is not None and ctx.project_id != project_id:
+                raise errors.APIError(
+                    400, f"Malformed request URL: URL's project_id '{project_id}' doesn't "
+                    f"match Context's project_id '{ctx.project_id}'", errors.BAD_REQUEST)
+        version = flask.g.get("microversion", mv.MIN_VERSION)
+        body = validation.validate_body(handler, version, _read_body(method))
+        query = validation.validate_query(handler, version,
+                                          flask.request.args.to_dict(flat=False))
+        flask.g.policy_enforced = False
+        req = ApiRequest(context=ctx, version=version, body=body, query=query,
+                         deps=app_deps, project_id=project_id)
+        result, status = handler(req, **url_args)
+        if not flask.g.policy_enforced and not getattr(handler, "_policy_exempt", False):
+            # keystone's _assert_rbac_enforcement_called: never answer
+            # successfully from a handler that checked no policy.
+            raise RuntimeError(f"{handler.__qualname__} did not enforce a policy")
+        validation.validate_response(handler, version, result,
+                                     app_deps.conf.api.response_validation)
+        if result is None:
+            return flask.Response(status=status)
+        return flask.jsonify(result), status
+
+    view.handler = handler
+    return view
+
+
+def create_app(conf, *, deps=None) -> flask.Flask:
+    """Build the API WSGI app for ``conf``; ``deps`` lets tests inject fakes.
+
+    Returns the Flask app; its ``wsgi_app`` is already wrapped in the
+    middleware, so the app object itself is what servers and gabbi call.
+    """
+    app = flask.Flask("volumesvc.api")
+    app.url_map.strict_slashes = False
+    app.json.sort_keys = False
+    deps = deps or deps_mod.Deps(conf)
+    if deps.enforcer is None:
+        deps.enforcer = policy_mod.make_enforcer(conf)
+    app.extensions["volumesvc"] = deps
+
+    for path, methods in routes.ROUTES.items():
+        for rule in filter(None, (path, routes.project_scoped(path))):
+            for method, handler in methods.items():
+                endpoint = f"{method} {rule}"
+                app.add_url_rule(rule, endpoint=endpoint, view_func=_make_view(handler, method),
+                                 methods=[method], provide_automatic_options=False)
+
+    app.before_request(_before_request)
+    app.after_request(_after_request)
+    app.register_error_handler(Exception, _handle_error)
+    app.wsgi_app = _wrap_middleware(app, conf)
+    return app

@@ -1,0 +1,69 @@
+"""What API handlers depend on, built from conf or injected by tests.
+
+The app keeps one ``Deps`` in ``app.extensions["volumesvc"]``; handlers reach
+it through :func:`get`. Anything not passed to the constructor is created
+lazily on first use, so a test that only exercises version documents never
+opens a database, and a test can pass fakes for the conductor or Cinder
+instead of patching modules by dotted path.
+"""
+
+from flask import current_app
+
+
+class Deps:
+    """Container of the API's collaborators.
+
+    ``db``: ``volumesvc.db.api.Database``; ``conductor``: the conductor
+    rpcapi client; ``cinder``/``glance``: the adapters of
+    ``volumesvc.volume.cinder`` / ``volumesvc.image.glance``. The enforcer is
+    set by ``create_app``.
+    """
+
+    def __init__(self, conf, *, db=None, conductor=None, cinder=None, glance=None,
+                 enforcer=None):
+        self.conf = conf
+        self._given = {"db": db, "conductor": conductor, "cinder": cinder, "glance": glance}
+        self.enforcer = enforcer
+
+    def _lazy(self, name, factory):
+        if self._given[name] is None:
+            self._given[name] = factory()
+        return self._given[name]
+
+    @property
+    def db(self):
+        def build():
+            from volumesvc.db import api as db_api
+
+            return db_api.Database(self.conf)
+        return self._lazy("db", build)
+
+    @property
+    def conductor(self):
+        def build():
+            from volumesvc import rpc
+            from volumesvc.conductor import rpcapi
+
+            return rpcapi.ConductorAPI(self.conf, rpc.get_transport(self.conf))
+        return self._lazy("conductor", build)
+
+    @property
+    def cinder(self):
+        def build():
+            from volumesvc.volume import cinder
+
+            return cinder.CinderAPI(self.conf)
+        return self._lazy("cinder", build)
+
+    @property
+    def glance(self):
+        def build():
+            from volumesvc.image import glance
+
+            return glance.GlanceAPI(self.conf)
+        return self._lazy("glance", build)
+
+
+def get() -> Deps:
+    """The Deps of the app serving the current request."""
+    return current_app.extensions["volumesvc"]

@@ -1,0 +1,136 @@
+"""API errors: stable error codes, fault names and the central exception map.
+
+Domain exceptions (``volumesvc.exception``) know nothing about HTTP. This
+module is the one place that decides their status code; the app factory
+registers :func:`handle_exception` for everything, so no error ever leaves
+as HTML or a traceback. The body is Nova's fault shape
+``{"<faultName>": {"code": <status>, "message": ...}}``; the stable dotted
+code rides in the ``OpenStack-Error-Code`` header and in the log, because
+Nova clients (and tempest) read only the body's two keys.
+"""
+
+import logging
+
+import werkzeug.exceptions
+
+from volumesvc import exception
+
+LOG = logging.getLogger(__name__)
+
+ERROR_CODE_HEADER = "OpenStack-Error-Code"
+
+# Stable error codes, defined once and never reused for another meaning.
+UNKNOWN = "volumesvc.unknown"
+NOT_FOUND = "volumesvc.not_found"
+ROUTE_NOT_FOUND = "volumesvc.route.not_found"
+METHOD_NOT_ALLOWED = "volumesvc.route.method_not_allowed"
+BAD_REQUEST = "volumesvc.request.invalid"
+SCHEMA_INVALID = "volumesvc.request.schema_invalid"
+QUERY_INVALID = "volumesvc.request.query_invalid"
+MALFORMED_JSON = "volumesvc.request.malformed_json"
+MEDIA_TYPE = "volumesvc.request.media_type"
+VERSION_INVALID = "volumesvc.microversion.invalid"
+VERSION_UNSUPPORTED = "volumesvc.microversion.unsupported"
+AUTH_MISSING = "volumesvc.auth.missing"
+POLICY_DENIED = "volumesvc.policy.denied"
+CONFLICT = "volumesvc.conflict"
+SERVICE_NOT_FOUND = "volumesvc.service.not_found"
+SERVICE_IN_USE = "volumesvc.service.in_use"
+UNAVAILABLE = "volumesvc.unavailable"
+RESPONSE_INVALID = "volumesvc.response.schema_invalid"
+
+FAULT_NAMES = {
+    400: "badRequest",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "itemNotFound",
+    405: "badMethod",
+    409: "conflictingRequest",
+    413: "overLimit",
+    415: "badMediaType",
+    429: "overLimit",
+    501: "notImplemented",
+    503: "serviceUnavailable",
+}
+
+# Domain exception class -> (status, code). Looked up along the MRO, so a
+# subclass inherits its parent's mapping unless it has its own line here.
+DOMAIN_MAP = {
+    exception.ServiceNotFound: (404, SERVICE_NOT_FOUND),
+    exception.HostBinaryNotFound: (404, SERVICE_NOT_FOUND),
+    exception.NotFound: (404, NOT_FOUND),
+    exception.Invalid: (400, BAD_REQUEST),
+    exception.Conflict: (409, CONFLICT),
+    exception.InstanceInvalidState: (409, CONFLICT),
+    exception.InstanceIsLocked: (409, CONFLICT),
+    exception.UnexpectedTaskStateError: (409, CONFLICT),
+    exception.Forbidden: (403, POLICY_DENIED),
+    exception.ServiceUnavailable: (503, UNAVAILABLE),
+}
+
+# Default codes for HTTP errors raised without one (werkzeug aborts).
+_STATUS_CODES = {
+    400: BAD_REQUEST,
+    401: AUTH_MISSING,
+    403: POLICY_DENIED,
+    404: ROUTE_NOT_FOUND,
+    405: METHOD_NOT_ALLOWED,
+    409: CONFLICT,
+    415: MEDIA_TYPE,
+}
+
+
+class APIError(Exception):
+    """An error decided by the API layer itself (validation, auth, versions).
+
+    ``headers`` are extra response headers (``Allow`` on a 405).
+    """
+
+    def __init__(self, status: int, message: str, code: str = None, headers=None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code or _STATUS_CODES.get(status, UNKNOWN)
+        self.headers = list(headers or [])
+
+
+def fault_name(status: int) -> str:
+    return FAULT_NAMES.get(status, "computeFault")
+
+
+def fault_body(status: int, message: str) -> dict:
+    return {fault_name(status): {"code": status, "message": message}}
+
+
+def _from_domain(exc: exception.VolumesvcException) -> APIError:
+    for klass in type(exc).__mro__:
+        if klass in DOMAIN_MAP:
+            status, code = DOMAIN_MAP[klass]
+            return APIError(status, exc.format_message(), code)
+    LOG.error("Unmapped domain exception %s: %s", type(exc).__name__, exc)
+    return APIError(500, _GENERIC_500, UNKNOWN)
+
+
+_GENERIC_500 = ("Unexpected API Error. Please report this at "
+                "https://bugs.launchpad.net/volumesvc/ and attach the volumesvc API log "
+                "if possible.")
+
+
+def to_api_error(exc: BaseException) -> APIError:
+    """Turn any exception raised while serving a request into an APIError."""
+    if isinstance(exc, APIError):
+        return exc
+    if isinstance(exc, exception.VolumesvcException):
+        return _from_domain(exc)
+    if isinstance(exc, werkzeug.exceptions.HTTPException):
+        status = exc.code or 500
+        headers = []
+        if isinstance(exc, werkzeug.exceptions.MethodNotAllowed) and exc.valid_methods:
+            methods = set(exc.valid_methods) - {"HEAD", "OPTIONS"}
+            headers.append(("Allow", ", ".join(sorted(methods))))
+        message = exc.description or exc.name
+        if status == 404:
+            message = "The resource could not be found."
+        return APIError(status, message, _STATUS_CODES.get(status, UNKNOWN), headers)
+    LOG.exception("Unexpected error while serving an API request")
+    return APIError(500, _GENERIC_500, UNKNOWN)

@@ -1,0 +1,15 @@
+"""Policy defaults in code, one module per resource (same name as its handler).
+
+``list_rules`` is the ``oslo.policy.policies`` entry point. A new resource
+adds its module to ``_MODULES``.
+"""
+
+import itertools
+
+from volumesvc.api.policies import base, services
+
+_MODULES = (base, services)
+
+
+def list_rules():
+    return list(itertools.chain.from_iterable(m.list_rules() for m in _MODULES))

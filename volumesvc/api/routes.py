@@ -1,0 +1,39 @@
+"""The routing table: every URL the API serves, path → {method: handler}.
+
+Paths use plain ``<name>`` placeholders, never regex converters: a handler
+validates its ids so each 404/400 names what was wrong. Every path below
+``/v2.1/`` is also served with a ``/{project_id}`` prefix
+(``create_app`` adds the second rule; the project id is checked in code).
+Unknown paths give a 404 fault (300 choices above /v2), a known path with
+another method a 405 fault with ``Allow``.
+
+Adding a resource: a handler module in ``handlers/``, its schemas in
+``schemas/``, its policies in ``policies/`` (listed in
+``policies/__init__.py``), and its lines here.
+"""
+
+from volumesvc.api.handlers import services, versions
+
+API_PREFIX = "/v2.1"
+
+ROUTES = {
+    # Version discovery (no auth, no microversion on "/").
+    "/": {"GET": versions.list_versions},
+    "/v2": {"GET": versions.show_version_v2},
+    "/v2/": {"GET": versions.show_version_v2},
+    "/v2.1": {"GET": versions.show_version_v2_1},
+    "/v2.1/": {"GET": versions.show_version_v2_1},
+    # Compute services.
+    "/v2.1/os-services": {"GET": services.list_services},
+    "/v2.1/os-services/<service_id>": {
+        "PUT": services.update_service,
+        "DELETE": services.delete_service,
+    },
+}
+
+
+def project_scoped(path: str):
+    """The /{project_id} variant of ``path``, or None for the version docs."""
+    if not path.startswith(API_PREFIX + "/") or path == API_PREFIX + "/":
+        return None
+    return API_PREFIX + "/<project_id>" + path[len(API_PREFIX):]

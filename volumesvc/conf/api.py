@@ -1,0 +1,95 @@
+"""Options in [api]: the REST API process (auth, validation, links, server)."""
+
+from oslo_config import cfg
+from oslo_middleware import http_proxy_to_wsgi
+
+api_group = cfg.OptGroup(
+    "api",
+    title="API options",
+    help="Options of the volumesvc-api process (the Compute REST API).")
+
+api_opts = [
+    cfg.StrOpt(
+        "auth_strategy",
+        default="keystone",
+        choices=[("keystone", "keystonemiddleware auth_token validates tokens"),
+                 ("noauth2", "trust 'X-Auth-Token: <user>:<project>'; testing only")],
+        help="""
+How API requests are authenticated.
+
+Possible values:
+
+* ``keystone``: tokens are validated by keystonemiddleware (``[keystone_authtoken]``).
+* ``noauth2``: the token is ``<user>:<project>``; user ``admin`` is an admin.
+  Never use it outside tests and single-machine development setups.
+"""),
+    cfg.StrOpt(
+        "response_validation",
+        default="warn",
+        choices=[("error", "a response that breaks its schema becomes a 500"),
+                 ("warn", "log a warning and send the response anyway"),
+                 ("ignore", "do not check responses")],
+        help="""
+What to do when a response body does not match its declared JSON schema.
+
+Possible values:
+
+* ``error``: answer 500 instead (what the test suites use).
+* ``warn``: log and send the response (production default).
+* ``ignore``: skip the check entirely.
+"""),
+    cfg.BoolOpt(
+        "enable_instance_password",
+        default=True,
+        help="Return the generated admin password in server create and rebuild responses."),
+    cfg.IntOpt(
+        "max_limit",
+        default=1000,
+        min=0,
+        help="Maximum number of items a collection resource returns in one page."),
+    cfg.StrOpt(
+        "compute_link_prefix",
+        help="""
+Base URL that replaces scheme, host and port in compute links of API
+responses; unset means the request's own (``X-Forwarded-*`` aware) URL.
+
+Related options:
+
+* ``glance_link_prefix``
+"""),
+    cfg.StrOpt(
+        "glance_link_prefix",
+        help="Base URL that replaces scheme, host and port in image links; unset means as-is."),
+    cfg.HostAddressOpt(
+        "listen_host",
+        default="127.0.0.1",
+        help="Address the volumesvc-api server (gunicorn) binds to."),
+    cfg.PortOpt(
+        "listen_port",
+        default=8774,
+        help="TCP port the volumesvc-api server (gunicorn) listens on."),
+    cfg.IntOpt(
+        "workers",
+        default=2,
+        min=1,
+        help="""
+Number of gunicorn sync worker processes of volumesvc-api.
+
+Related options:
+
+* ``listen_host``, ``listen_port``
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_group(api_group)
+    conf.register_opts(api_opts, group=api_group)
+    conf.register_opts(http_proxy_to_wsgi.OPTS, group="oslo_middleware")
+    # NOTE: the version documents must show the URL the client used (tempest
+    # follows their self links), so X-Forwarded-* is honoured by default.
+    conf.set_default("enable_proxy_headers_parsing", True, group="oslo_middleware")
+
+
+def list_opts():
+    return [(api_group, api_opts), ("oslo_middleware", http_proxy_to_wsgi.OPTS)]
