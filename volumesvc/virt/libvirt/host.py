@@ -113,7 +113,7 @@ class Host:
         root = embed_root(self.uri)
         if self._real and self.uri.startswith("qemu"):
             check_qemu_user()
-        if root:
+        if root and self._real:
             prepare_embed_root(root)
         # NOTE: the embedded driver dispatches QEMU monitor events through the
         # default event loop; without it domain start-up never completes.

@@ -1,0 +1,464 @@
+"""Pure-Python stand-in for the subset of the libvirt binding volumesvc uses.
+
+Hand a :class:`FakeLibvirt` to ``LibvirtDriver(conf, libvirt_module=...)`` and
+the real driver, host and guest code run without QEMU. It keeps persistent and
+live XML per domain and reproduces the behaviour the driver relies on or must
+survive (see libvirt.md):
+
+* QEMU image locking: a file open for writing in a running domain cannot be
+  opened by another running domain unless both disks are ``<shareable/>``
+  ("Failed to get "write" lock"); the lock table is process-wide, like the
+  host's file locks across compute agents.
+* live detach of a scsi disk is immediate and raises a device-removed event;
+  a virtio disk stays until reset/destroy because no guest OS acknowledges.
+* blockResize needs a running domain and grows the backing file.
+
+:class:`FakeDriver` is the LibvirtDriver running on it (``compute_driver =
+fake``), for functional tests of the compute agent.
+"""
+
+import copy
+import itertools
+import os
+import threading
+import time
+import uuid as uuidlib
+import xml.etree.ElementTree as ET
+
+from volumesvc.virt.libvirt import driver as libvirt_driver
+
+# Only the constants the driver reads; values match libvirt's.
+VIR_DOMAIN_NOSTATE = 0
+VIR_DOMAIN_RUNNING = 1
+VIR_DOMAIN_BLOCKED = 2
+VIR_DOMAIN_PAUSED = 3
+VIR_DOMAIN_SHUTDOWN = 4
+VIR_DOMAIN_SHUTOFF = 5
+VIR_DOMAIN_CRASHED = 6
+VIR_DOMAIN_PMSUSPENDED = 7
+VIR_DOMAIN_AFFECT_CURRENT = 0
+VIR_DOMAIN_AFFECT_LIVE = 1
+VIR_DOMAIN_AFFECT_CONFIG = 2
+VIR_DOMAIN_XML_INACTIVE = 2
+VIR_DOMAIN_BLOCK_RESIZE_BYTES = 1
+VIR_DOMAIN_EVENT_ID_LIFECYCLE = 0
+VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED = 15
+VIR_ERR_INTERNAL_ERROR = 1
+VIR_ERR_NO_SUPPORT = 3
+VIR_ERR_OPERATION_FAILED = 9
+VIR_ERR_INVALID_ARG = 8
+VIR_ERR_XML_ERROR = 27
+VIR_ERR_SYSTEM_ERROR = 38
+VIR_ERR_NO_DOMAIN = 42
+VIR_ERR_OPERATION_INVALID = 55
+VIR_ERR_DEVICE_MISSING = 99
+
+
+class libvirtError(Exception):  # noqa: N801 - the binding's name
+    def __init__(self, msg, code=VIR_ERR_INTERNAL_ERROR):
+        super().__init__(msg)
+        self._code = code
+
+    def get_error_code(self):
+        return self._code
+
+    def get_error_message(self):
+        return str(self)
+
+
+# path -> {(domain uuid, target dev): shareable}: QEMU's image locks.
+_LOCKS = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _disk_path(disk):
+    source = disk.find("source")
+    if source is None:
+        return None
+    path = source.get("file") or source.get("dev")
+    return os.path.realpath(path) if path else None
+
+
+def _lock_disk(dom_uuid, disk):
+    path = _disk_path(disk)
+    if path is None:
+        return
+    if not os.path.exists(path):
+        raise libvirtError(f"Could not open '{path}': No such file or directory",
+                           VIR_ERR_SYSTEM_ERROR)
+    shareable = disk.find("shareable") is not None
+    target = disk.find("target").get("dev")
+    with _LOCKS_GUARD:
+        holders = _LOCKS.setdefault(path, {})
+        for (other_uuid, _target), other_shareable in holders.items():
+            if other_uuid != dom_uuid and not (shareable and other_shareable):
+                raise libvirtError(
+                    "internal error: unable to execute QEMU command 'device_add': "
+                    'Failed to get "write" lock', VIR_ERR_INTERNAL_ERROR)
+        holders[(dom_uuid, target)] = shareable
+
+
+def _unlock_disk(dom_uuid, disk):
+    path = _disk_path(disk)
+    with _LOCKS_GUARD:
+        holders = _LOCKS.get(path) or {}
+        holders.pop((dom_uuid, disk.find("target").get("dev")), None)
+        if not holders:
+            _LOCKS.pop(path, None)
+
+
+def _devices(root):
+    return root.find("devices")
+
+
+def _disks(root):
+    return _devices(root).findall("disk")
+
+
+def _alias(disk):
+    alias = disk.find("alias")
+    return alias.get("name") if alias is not None else None
+
+
+def _matches(disk, wanted):
+    """libvirt matches a detach request by alias, else by target dev."""
+    if _alias(wanted):
+        return _alias(disk) == _alias(wanted)
+    return disk.find("target").get("dev") == wanted.find("target").get("dev")
+
+
+class FakeDomain:
+    def __init__(self, conn, root):
+        self._conn = conn
+        self._persistent = root
+        self._live = None
+        self._state = VIR_DOMAIN_SHUTOFF
+        self._id = -1
+        self._transient = False
+        self._sizes = {}  # target dev -> capacity for non-file disks
+        self._unplug_pending = set()  # id() of live virtio disks awaiting the guest
+
+    # -- identity and state ---------------------------------------------------
+    def UUIDString(self):  # noqa: N802 - the binding's names
+        return self._persistent.find("uuid").text
+
+    def name(self):
+        return self._persistent.find("name").text
+
+    def ID(self):  # noqa: N802
+        return self._id
+
+    def state(self, flags=0):
+        return [self._state, 1]
+
+    def info(self):
+        mem = int(self._persistent.find("memory").text)
+        return [self._state, mem, mem, int(self._persistent.find("vcpu").text), 0]
+
+    def isActive(self):  # noqa: N802
+        return int(self._live is not None)
+
+    def _require_active(self):
+        if self._live is None:
+            raise libvirtError("Requested operation is not valid: domain is not running",
+                               VIR_ERR_OPERATION_INVALID)
+
+    def XMLDesc(self, flags=0):  # noqa: N802
+        if self._live is None or flags & VIR_DOMAIN_XML_INACTIVE:
+            return ET.tostring(self._persistent, encoding="unicode")
+        return ET.tostring(self._live, encoding="unicode")
+
+    # -- lifecycle ------------------------------------------------------------
+    def create(self):
+        if self._live is not None:
+            raise libvirtError("Requested operation is not valid: domain is already running",
+                               VIR_ERR_OPERATION_INVALID)
+        live = copy.deepcopy(self._persistent)
+        locked = []
+        try:
+            for disk in _disks(live):
+                _lock_disk(self.UUIDString(), disk)
+                locked.append(disk)
+        except libvirtError:
+            for disk in locked:
+                _unlock_disk(self.UUIDString(), disk)
+            raise
+        self._live = live
+        self._id = next(self._conn.ids)
+        self._state = VIR_DOMAIN_RUNNING
+        return 0
+
+    def destroy(self):
+        self._require_active()
+        for disk in _disks(self._live):
+            _unlock_disk(self.UUIDString(), disk)
+        self._live = None
+        self._unplug_pending.clear()
+        self._id = -1
+        self._state = VIR_DOMAIN_SHUTOFF
+        if self._transient:
+            self._conn.domains.pop(self.UUIDString(), None)
+        return 0
+
+    def undefine(self):
+        if self._live is not None:
+            self._transient = True  # lives on until destroyed, like libvirt
+        else:
+            self._conn.domains.pop(self.UUIDString(), None)
+        return 0
+
+    def undefineFlags(self, flags=0):  # noqa: N802
+        return self.undefine()
+
+    def reset(self, flags=0):
+        """A reset completes pending unplugs (the virtio detach trap)."""
+        self._require_active()
+        for disk in list(_disks(self._live)):
+            if id(disk) in self._unplug_pending:
+                self._remove_live(disk)
+        return 0
+
+    def reboot(self, flags=0):
+        self._require_active()
+        return 0
+
+    def suspend(self):
+        self._require_active()
+        self._state = VIR_DOMAIN_PAUSED
+        return 0
+
+    def resume(self):
+        self._require_active()
+        self._state = VIR_DOMAIN_RUNNING
+        return 0
+
+    # -- devices --------------------------------------------------------------
+    def _targets(self, live, persistent):
+        if not (live or persistent):  # VIR_DOMAIN_AFFECT_CURRENT
+            live, persistent = self._live is not None, self._live is None
+        if live:
+            self._require_active()
+        return live, persistent
+
+    def attachDeviceFlags(self, xml, flags=0):  # noqa: N802
+        disk = ET.fromstring(xml)
+        if disk.tag != "disk":
+            raise libvirtError(f"fake libvirt only attaches disks, not {disk.tag}",
+                               VIR_ERR_NO_SUPPORT)
+        live, persistent = self._targets(flags & VIR_DOMAIN_AFFECT_LIVE,
+                                         flags & VIR_DOMAIN_AFFECT_CONFIG)
+        dev = disk.find("target").get("dev")
+        for root in ([self._live] if live else []) + ([self._persistent] if persistent else []):
+            for other in _disks(root):
+                if other.find("target").get("dev") == dev:
+                    raise libvirtError(f"operation failed: target {dev} already exists",
+                                       VIR_ERR_OPERATION_FAILED)
+                if _alias(disk) and _alias(other) == _alias(disk):
+                    raise libvirtError(f"non unique alias detected: {_alias(disk)}",
+                                       VIR_ERR_OPERATION_FAILED)
+        if live:
+            _lock_disk(self.UUIDString(), disk)
+            _devices(self._live).append(copy.deepcopy(disk))
+        if persistent:
+            _devices(self._persistent).append(copy.deepcopy(disk))
+        return 0
+
+    def _remove_live(self, disk):
+        self._unplug_pending.discard(id(disk))
+        _unlock_disk(self.UUIDString(), disk)
+        _devices(self._live).remove(disk)
+        self._conn.emit_device_removed(self, _alias(disk) or disk.find("target").get("dev"))
+
+    def detachDeviceFlags(self, xml, flags=0):  # noqa: N802
+        wanted = ET.fromstring(xml)
+        live, persistent = self._targets(flags & VIR_DOMAIN_AFFECT_LIVE,
+                                         flags & VIR_DOMAIN_AFFECT_CONFIG)
+        found = {}
+        for key, root in (("live", self._live if live else None),
+                          ("config", self._persistent if persistent else None)):
+            if root is None:
+                continue
+            match = next((d for d in _disks(root) if _matches(d, wanted)), None)
+            if match is None:
+                raise libvirtError("device not found: no disk matching the request",
+                                   VIR_ERR_DEVICE_MISSING)
+            found[key] = match
+        if "config" in found:
+            _devices(self._persistent).remove(found["config"])
+        if "live" in found:
+            disk = found["live"]
+            if disk.find("target").get("bus") == "virtio":
+                # NOTE: virtio-blk unplug waits for the guest OS, which we lack.
+                self._unplug_pending.add(id(disk))
+            else:
+                self._remove_live(disk)
+        return 0
+
+    def _find_live_disk(self, disk_name):
+        self._require_active()
+        for disk in _disks(self._live):
+            if disk.find("target").get("dev") == disk_name or _disk_path(disk) == disk_name:
+                return disk
+        raise libvirtError(f"invalid argument: disk '{disk_name}' was not found",
+                           VIR_ERR_INVALID_ARG)
+
+    def blockResize(self, disk_name, size, flags=0):  # noqa: N802
+        disk = self._find_live_disk(disk_name)
+        size = size if flags & VIR_DOMAIN_BLOCK_RESIZE_BYTES else size * 1024
+        path = _disk_path(disk)
+        if disk.get("type") == "file" and path:
+            os.truncate(path, size)
+        else:
+            self._sizes[disk.find("target").get("dev")] = size
+        return 0
+
+    def blockInfo(self, disk_name, flags=0):  # noqa: N802
+        disk = self._find_live_disk(disk_name)
+        path = _disk_path(disk)
+        if disk.get("type") == "file" and path:
+            size = os.path.getsize(path)
+            return [size, os.stat(path).st_blocks * 512, size]
+        size = self._sizes.get(disk.find("target").get("dev"), 0)
+        return [size, size, size]
+
+
+class FakeConnection:
+    def __init__(self, state, uri):
+        self._state = state
+        self.uri = uri
+        self.alive = True
+
+    @property
+    def domains(self):
+        return self._state["domains"]
+
+    @property
+    def ids(self):
+        return self._state["ids"]
+
+    def _check(self):
+        if not self.alive:
+            raise libvirtError("internal error: client socket is closed",
+                               VIR_ERR_SYSTEM_ERROR)
+
+    def isAlive(self):  # noqa: N802
+        return int(self.alive)
+
+    def close(self):
+        self.alive = False
+        return 0
+
+    def setKeepAlive(self, interval, count):  # noqa: N802
+        return 0
+
+    def getLibVersion(self):  # noqa: N802
+        return 9000000
+
+    def registerCloseCallback(self, cb, opaque):  # noqa: N802
+        return 0
+
+    def domainEventRegisterAny(self, dom, event_id, cb, opaque):  # noqa: N802
+        callback_id = next(self._state["ids"])
+        self._state["callbacks"][callback_id] = (event_id, cb, opaque, self)
+        return callback_id
+
+    def domainEventDeregisterAny(self, callback_id):  # noqa: N802
+        self._state["callbacks"].pop(callback_id, None)
+        return 0
+
+    def emit_device_removed(self, dom, dev_alias):
+        for event_id, cb, opaque, conn in list(self._state["callbacks"].values()):
+            if event_id == VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED and conn.alive:
+                cb(conn, dom, dev_alias, opaque)
+
+    def defineXML(self, xml):  # noqa: N802
+        self._check()
+        root = ET.fromstring(xml)
+        if root.tag != "domain" or root.get("type") not in ("qemu", "kvm"):
+            raise libvirtError("XML error: expected <domain type='qemu|kvm'>",
+                               VIR_ERR_XML_ERROR)
+        if root.find("uuid") is None:
+            ET.SubElement(root, "uuid").text = str(uuidlib.uuid4())
+        uuid, name = root.find("uuid").text, root.find("name").text
+        for dom in self.domains.values():
+            if dom.name() == name and dom.UUIDString() != uuid:
+                raise libvirtError(f"operation failed: domain '{name}' already exists "
+                                   f"with uuid {dom.UUIDString()}", VIR_ERR_OPERATION_FAILED)
+        dom = self.domains.get(uuid)
+        if dom is None:
+            dom = self.domains[uuid] = FakeDomain(self, root)
+        else:
+            dom._persistent = root
+            dom._transient = False
+        return dom
+
+    def lookupByUUIDString(self, uuid):  # noqa: N802
+        self._check()
+        try:
+            return self.domains[uuid]
+        except KeyError:
+            raise libvirtError(f"Domain not found: no domain with matching uuid '{uuid}'",
+                               VIR_ERR_NO_DOMAIN) from None
+
+    def lookupByName(self, name):  # noqa: N802
+        self._check()
+        for dom in self.domains.values():
+            if dom.name() == name:
+                return dom
+        raise libvirtError(f"Domain not found: no domain with matching name '{name}'",
+                           VIR_ERR_NO_DOMAIN)
+
+    def listAllDomains(self, flags=0):  # noqa: N802
+        self._check()
+        return list(self.domains.values())
+
+
+class FakeLibvirt:
+    """Module-like object: constants, ``libvirtError``, ``open`` and event hooks.
+
+    Domains are kept per URI, so reopening a URI (reconnect) finds them again,
+    as with an embedded root whose QEMU processes outlive the connection.
+    """
+
+    libvirtError = libvirtError
+
+    def __init__(self):
+        self._hosts = {}
+        self.opened = []  # every FakeConnection handed out, for tests
+        self.event_impl_registered = False
+
+    def __getattr__(self, name):
+        if name.startswith("VIR_"):
+            return globals()[name]
+        raise AttributeError(name)
+
+    def getVersion(self):  # noqa: N802
+        return 9000000
+
+    def registerErrorHandler(self, handler, ctx):  # noqa: N802
+        return 0
+
+    def virEventRegisterDefaultImpl(self):  # noqa: N802
+        self.event_impl_registered = True
+        return 0
+
+    def virEventRunDefaultImpl(self):  # noqa: N802
+        time.sleep(1)  # events are delivered synchronously; nothing to run
+        return 0
+
+    def open(self, uri):
+        if not uri or not uri.startswith(("qemu://", "qemu+", "test://")):
+            raise libvirtError(f"no connection driver available for {uri}",
+                               VIR_ERR_NO_SUPPORT)
+        state = self._hosts.setdefault(
+            uri, {"domains": {}, "ids": itertools.count(1), "callbacks": {}})
+        conn = FakeConnection(state, uri)
+        self.opened.append(conn)
+        return conn
+
+
+class FakeDriver(libvirt_driver.LibvirtDriver):
+    """The LibvirtDriver on :class:`FakeLibvirt`: real driver logic, no QEMU."""
+
+    def __init__(self, conf, libvirt_module=None, host=None):
+        super().__init__(conf, libvirt_module=libvirt_module or FakeLibvirt(), host=host)
