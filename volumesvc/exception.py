@@ -163,3 +163,13 @@ class InstanceActionNotFound(NotFound):
 
 class InstanceActionEventNotFound(NotFound):
     msg_fmt = "Event %(event)s not found for action id %(action_id)s"
+
+
+class CinderAPIError(VolumesvcException):
+    """A Cinder answer with no more specific translation; ``code`` is the HTTP status."""
+
+    msg_fmt = "Cinder request failed with HTTP %(code)s: %(reason)s"
+
+    def __init__(self, message=None, **kwargs):
+        super().__init__(message, **kwargs)
+        self.code = kwargs.get("code")
