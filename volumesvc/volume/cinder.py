@@ -1,0 +1,386 @@
+"""The Cinder adapter: the only module in volumesvc that imports cinderclient.
+
+Why one adapter: every call picks its own volume API microversion (the
+behaviour we rely on is pinned per call, not per client), cinderclient's
+exceptions are translated into ``volumesvc.exception`` at this boundary, and
+results leave as plain dicts, so nothing above this layer knows cinderclient
+exists and tests can swap in ``volumesvc.volume.fake.FakeCinder``.
+
+Authentication:
+
+* ``[cinder] auth_strategy = noauth`` (single-machine setup): Cinder takes
+  ``X-Auth-Token: <user>:<project>`` and trusts ``X-Service-Roles: service``,
+  which we send when acting as the compute service (attachment work), since
+  otherwise Cinder asks Nova about in-use attachments with a user token.
+* ``keystone``: the user's token from the RequestContext (or the ``[cinder]``
+  keystoneauth credentials for contexts without one), wrapped with a service
+  token from ``[service_user]`` when ``send_service_user_token`` is set.
+"""
+
+import functools
+import re
+import time
+
+from cinderclient import api_versions
+from cinderclient import client as cinder_client
+from cinderclient import exceptions as cinder_exception
+from keystoneauth1 import exceptions as ks_exception
+from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import plugin as ks_plugin
+from keystoneauth1 import service_token, token_endpoint
+from oslo_log import log as logging
+
+from volumesvc import exception
+
+LOG = logging.getLogger(__name__)
+
+MV_BASE = "3.0"
+MV_VOLUME_GET = "3.48"          # shared_targets/service_uuid in volume views
+MV_EXTEND_IN_USE = "3.42"       # extend of an in-use volume (400 at 3.41)
+MV_ATTACHMENTS = "3.44"         # attachment create/update/complete/delete
+MV_ATTACHMENT_MODE = "3.54"     # attachment create with a 'mode'
+MV_NO_PROJECT_IN_URL = "3.67"   # /v3/<resource> without a project id
+MV_EXTEND_COMPLETION = "3.71"   # os-extend_volume_completion
+
+# Cinder only routes project ids made of hex digits and dashes (noauth's
+# "admin" project in a URL is a 404), so anything else goes without one.
+_PROJECT_IN_URL = re.compile(r"^[0-9a-fA-F-]+$")
+_SERVICE_HEADERS = {"X-Service-Roles": "service"}
+_DELETE_RETRIES = 5
+
+
+def _cinder_message(error):
+    return getattr(error, "message", None) or str(error)
+
+
+def translate(not_found=None, id_arg="resource_id"):
+    """Translate cinderclient/keystoneauth errors of the wrapped call.
+
+    ``not_found`` is the volumesvc NotFound subclass raised for a 404, built
+    with ``id_arg`` = the first positional argument after the context.
+    """
+    def decorator(func):
+        @functools.wraps(func)
+        def wrapper(self, context, *args, **kwargs):
+            try:
+                return func(self, context, *args, **kwargs)
+            except cinder_exception.NotFound as e:
+                if not_found is None:
+                    raise exception.NotFound(_cinder_message(e)) from e
+                resource_id = args[0] if args else next(iter(kwargs.values()), None)
+                raise not_found(**{id_arg: resource_id}) from e
+            except cinder_exception.BadRequest as e:
+                raise exception.Invalid(reason=_cinder_message(e)) from e
+            except cinder_exception.Forbidden as e:
+                raise exception.Forbidden(_cinder_message(e)) from e
+            except cinder_exception.ClientException as e:
+                if e.code == 409:
+                    raise exception.Conflict(reason=_cinder_message(e)) from e
+                raise exception.CinderAPIError(code=e.code, reason=_cinder_message(e)) from e
+            except (ks_exception.ConnectionError, ks_exception.EndpointNotFound,
+                    cinder_exception.ConnectionError) as e:
+                raise exception.CinderConnectionFailed(reason=str(e)) from e
+        return wrapper
+    return decorator
+
+
+def _to_dict(resource):
+    if resource is None or isinstance(resource, dict):
+        return resource
+    return resource.to_dict()
+
+
+class _ContextTokenAuth(ks_plugin.BaseAuthPlugin):
+    """The user's keystone token, with Cinder's endpoint from the context's catalog."""
+
+    def __init__(self, token, catalog):
+        self._token = token
+        self._catalog = catalog or []
+
+    def get_token(self, *args, **kwargs):
+        return self._token
+
+    def get_endpoint(self, session, service_type=None, interface=None, region_name=None,
+                     **kwargs):
+        interface = (interface or "public").replace("URL", "")
+        for service in self._catalog:
+            if service.get("type") != service_type:
+                continue
+            for ep in service.get("endpoints", []):
+                if region_name and ep.get("region") != region_name:
+                    continue
+                if ep.get("interface", interface) == interface and ep.get("url"):
+                    return ep["url"]
+                if ep.get(f"{interface}URL"):
+                    return ep[f"{interface}URL"]
+        raise ks_exception.EndpointNotFound(f"no {service_type} endpoint in the catalog")
+
+
+class CinderAPI:
+    """Volume API v3 client bound to one ConfigOpts (see module docstring)."""
+
+    def __init__(self, conf):
+        self.conf = conf
+        self._session = None
+        self._admin_auth = None
+
+    # -- plumbing --------------------------------------------------------------
+    @property
+    def _noauth(self):
+        return self.conf.cinder.auth_strategy == "noauth"
+
+    def _get_session(self):
+        if self._session is None:
+            self._session = ks_loading.load_session_from_conf_options(self.conf, "cinder")
+        return self._session
+
+    def _endpoint(self, context, microversion):
+        """(endpoint or None, microversion): put the project in the URL when Cinder can route it.
+
+        Without a routable project the call goes to ``/v3/<resource>``, which
+        needs at least 3.67, so the microversion is raised to that.
+        """
+        override = self.conf.cinder.endpoint_override
+        if not override:
+            return None, microversion
+        project = getattr(context, "project_id", None)
+        routable = bool(project and _PROJECT_IN_URL.match(project))
+        if "%(project_id)s" in override:
+            if routable:
+                return override % {"project_id": project}, microversion
+            override = override.replace("%(project_id)s", "")
+        override = override.rstrip("/")
+        if override.endswith("/v3"):
+            if routable:
+                return f"{override}/{project}", microversion
+            if api_versions.APIVersion(microversion) < api_versions.APIVersion(
+                    MV_NO_PROJECT_IN_URL):
+                microversion = MV_NO_PROJECT_IN_URL
+        return override, microversion
+
+    def _service_user_auth(self, user_auth):
+        try:
+            group = self.conf.service_user
+            send = group.send_service_user_token
+        except Exception:  # noqa: BLE001 - group owned elsewhere; absent means "off"
+            return user_auth
+        if not send:
+            return user_auth
+        service_auth = ks_loading.load_auth_from_conf_options(self.conf, "service_user")
+        return service_token.ServiceTokenAuthWrapper(user_auth=user_auth,
+                                                      service_auth=service_auth)
+
+    def _auth(self, context, endpoint):
+        if self._noauth:
+            if not endpoint:
+                raise exception.ConfigInvalid(
+                    reason="[cinder] endpoint_override is required with auth_strategy=noauth")
+            user = getattr(context, "user_id", None) or "admin"
+            project = getattr(context, "project_id", None) or "admin"
+            return token_endpoint.Token(endpoint, f"{user}:{project}")
+        token = getattr(context, "auth_token", None)
+        if token:
+            user_auth = (token_endpoint.Token(endpoint, token) if endpoint else
+                         _ContextTokenAuth(token, getattr(context, "service_catalog", None)))
+        else:
+            if self._admin_auth is None:
+                self._admin_auth = ks_loading.load_auth_from_conf_options(self.conf, "cinder")
+            user_auth = self._admin_auth
+        return self._service_user_auth(user_auth)
+
+    def client(self, context, microversion=MV_BASE, service=False):
+        """A cinderclient for one call at ``microversion``.
+
+        ``service=True`` marks the request as coming from the compute service
+        (noauth: ``X-Service-Roles: service``; keystone: the service token
+        is already on every request when configured).
+        """
+        endpoint, microversion = self._endpoint(context, microversion)
+        service_type, service_name, interface = self.conf.cinder.catalog_info.split(":")
+        headers = dict(_SERVICE_HEADERS) if (service and self._noauth) else {}
+        return cinder_client.Client(
+            microversion, session=self._get_session(), auth=self._auth(context, endpoint),
+            endpoint_override=endpoint, service_type=service_type,
+            service_name=service_name or None, endpoint_type=interface,
+            region_name=self.conf.cinder.os_region_name,
+            connect_retries=self.conf.cinder.http_retries,
+            global_request_id=getattr(context, "global_id", None),
+            additional_headers=headers)
+
+    # -- volumes ---------------------------------------------------------------
+    @translate(exception.VolumeNotFound, "volume_id")
+    def get(self, context, volume_id):
+        return _to_dict(self.client(context, MV_VOLUME_GET).volumes.get(volume_id))
+
+    @translate()
+    def get_all(self, context, search_opts=None):
+        volumes = self.client(context, MV_VOLUME_GET).volumes.list(
+            detailed=True, search_opts=search_opts)
+        return [_to_dict(v) for v in volumes]
+
+    @translate(exception.SnapshotNotFound, "snapshot_id")
+    def create(self, context, size, name, description, volume_type=None,
+               snapshot_id=None, image_id=None, availability_zone=None, metadata=None):
+        """Create a volume; 404 can only be about the snapshot (types are 400 in Cinder)."""
+        volume = self.client(context).volumes.create(
+            size, name=name, description=description, volume_type=volume_type,
+            snapshot_id=snapshot_id, imageRef=image_id,
+            availability_zone=availability_zone, metadata=metadata or {})
+        return _to_dict(volume)
+
+    @translate(exception.VolumeNotFound, "volume_id")
+    def delete(self, context, volume_id):
+        self.client(context).volumes.delete(volume_id)
+
+    @translate(exception.VolumeNotFound, "volume_id")
+    def extend(self, context, volume_id, new_size):
+        self.client(context, MV_EXTEND_IN_USE).volumes.extend(volume_id, new_size)
+
+    @translate(exception.VolumeNotFound, "volume_id")
+    def extend_volume_completion(self, context, volume_id, error):
+        """Finish an in-use extend (3.71). Cinder takes any non-empty ``error`` as true."""
+        self.client(context, MV_EXTEND_COMPLETION, service=True).volumes \
+            .extend_volume_completion(volume_id, bool(error))
+
+    @translate(exception.VolumeNotFound, "volume_id")
+    def begin_detaching(self, context, volume_id):
+        self.client(context).volumes.begin_detaching(volume_id)
+
+    @translate(exception.VolumeNotFound, "volume_id")
+    def roll_detaching(self, context, volume_id):
+        self.client(context).volumes.roll_detaching(volume_id)
+
+    def check_availability_zone(self, volume, instance_az):
+        """Refuse a cross-AZ attach when ``[cinder] cross_az_attach`` is false."""
+        if self.conf.cinder.cross_az_attach or instance_az is None:
+            return
+        if volume.get("availability_zone") != instance_az:
+            raise exception.Invalid(reason=(
+                f"Server and volume not in same availability_zone: {instance_az} != "
+                f"{volume.get('availability_zone')}"))
+
+    # -- volume types ----------------------------------------------------------
+    @translate()
+    def get_volume_types(self, context):
+        return [_to_dict(t) for t in self.client(context).volume_types.list()]
+
+    def get_volume_type(self, context, id_or_name):
+        """Find a type by id or by name; VolumeTypeNotFound otherwise."""
+        for vtype in self.get_volume_types(context):
+            if id_or_name in (vtype.get("id"), vtype.get("name")):
+                return vtype
+        raise exception.VolumeTypeNotFound(id_or_name=id_or_name)
+
+    # -- attachments -----------------------------------------------------------
+    @staticmethod
+    def _connector(connector, mountpoint):
+        if connector is None:
+            return None
+        connector = dict(connector)
+        if mountpoint:
+            connector["mountpoint"] = mountpoint
+        return connector
+
+    @staticmethod
+    def _attachment(attachment):
+        """Attachment dict whose connection_info has the usual os-brick shape.
+
+        The attachments API returns connection_info flattened (``data``'s keys
+        next to ``driver_volume_type``); like Nova, rebuild
+        ``{"driver_volume_type", "data", "attachment_id", "serial", ...}`` so
+        it can go to os-brick and the BDM as is.
+        """
+        attachment = _to_dict(attachment)
+        flat = attachment.get("connection_info")
+        if flat:
+            data = dict(flat)
+            data.pop("attachment_id", None)
+            attachment["connection_info"] = {
+                "driver_volume_type": data.pop("driver_volume_type", None),
+                "data": data,
+                "attachment_id": attachment.get("id"),
+                "serial": attachment.get("volume_id"),
+                "attach_mode": attachment.get("attach_mode"),
+            }
+        return attachment
+
+    @translate(exception.VolumeNotFound, "volume_id")
+    def attachment_create(self, context, volume_id, instance_uuid, connector=None,
+                          mountpoint=None, mode=None):
+        """Reserve the volume for ``instance_uuid`` (connector None) or connect it now.
+
+        ``mode`` ('rw'/'ro') needs 3.54; without it 3.44 is used.
+        """
+        microversion = MV_ATTACHMENT_MODE if mode else MV_ATTACHMENTS
+        attachment = self.client(context, microversion, service=True).attachments.create(
+            volume_id, self._connector(connector, mountpoint), instance_uuid,
+            mode=mode or "null")
+        return self._attachment(attachment)
+
+    @translate(exception.VolumeAttachmentNotFound, "attachment_id")
+    def attachment_get(self, context, attachment_id):
+        return self._attachment(
+            self.client(context, MV_ATTACHMENTS, service=True).attachments.show(attachment_id))
+
+    @translate()
+    def attachment_get_all(self, context, instance_id=None, volume_id=None):
+        search = {}
+        if instance_id:
+            search["instance_id"] = instance_id
+        if volume_id:
+            search["volume_id"] = volume_id
+        attachments = self.client(context, MV_ATTACHMENTS, service=True).attachments.list(
+            search_opts=search)
+        return [_to_dict(a) for a in attachments]
+
+    @translate(exception.VolumeAttachmentNotFound, "attachment_id")
+    def attachment_update(self, context, attachment_id, connector, mountpoint=None):
+        """Give Cinder our connector; return the connection_info (with attachment_id)."""
+        attachment = self.client(context, MV_ATTACHMENTS, service=True).attachments.update(
+            attachment_id, self._connector(connector, mountpoint))
+        return self._attachment(attachment).get("connection_info") or {}
+
+    @translate(exception.VolumeAttachmentNotFound, "attachment_id")
+    def attachment_complete(self, context, attachment_id):
+        self.client(context, MV_ATTACHMENTS, service=True).attachments.complete(attachment_id)
+
+    @translate(exception.VolumeAttachmentNotFound, "attachment_id")
+    def attachment_delete(self, context, attachment_id):
+        """Delete as the compute service: up to 5 tries on 500/504; 404 only warns."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                self.client(context, MV_ATTACHMENTS, service=True).attachments.delete(
+                    attachment_id)
+                return
+            except cinder_exception.NotFound:
+                LOG.warning("Attachment %s does not exist. Ignoring.", attachment_id)
+                return
+            except cinder_exception.ClientException as e:
+                if e.code not in (500, 504) or attempt >= _DELETE_RETRIES:
+                    raise
+                LOG.warning("Deleting attachment %s failed with %s, retry %d/%d",
+                            attachment_id, e.code, attempt, _DELETE_RETRIES)
+                time.sleep(min(2 ** (attempt - 1), 4) * 0.5)
+
+    # -- snapshots and limits ----------------------------------------------------
+    @translate(exception.VolumeNotFound, "volume_id")
+    def create_snapshot_force(self, context, volume_id, name=None, description=None):
+        """Snapshot even an in-use volume (``force`` is needed up to 3.65)."""
+        return _to_dict(self.client(context).volume_snapshots.create(
+            volume_id, force=True, name=name, description=description))
+
+    @translate(exception.SnapshotNotFound, "snapshot_id")
+    def get_snapshot(self, context, snapshot_id):
+        return _to_dict(self.client(context).volume_snapshots.get(snapshot_id))
+
+    @translate(exception.SnapshotNotFound, "snapshot_id")
+    def delete_snapshot(self, context, snapshot_id):
+        self.client(context).volume_snapshots.delete(snapshot_id)
+
+    @translate()
+    def get_absolute_limits(self, context):
+        """{'maxTotalVolumes': ..., 'totalGigabytesUsed': ..., ...}."""
+        limits = self.client(context).limits.get()
+        return {item.name: item.value for item in limits.absolute}
