@@ -1,5 +1,7 @@
 """Options in [libvirt]: how the libvirt driver connects and builds guest XML."""
 
+import copy
+
 from oslo_config import cfg
 
 libvirt_group = cfg.OptGroup(
@@ -98,8 +100,10 @@ seconds. Ignored for embedded connections. 0 disables keepalive.
 
 
 def register_opts(conf):
-    conf.register_group(libvirt_group)
-    conf.register_opts(libvirt_opts, group=libvirt_group)
+    # NOTE: a fresh OptGroup per ConfigOpts: register_group only shallow-copies
+    # the group, so a shared one would share set_override() between confs.
+    conf.register_group(copy.deepcopy(libvirt_group))
+    conf.register_opts(libvirt_opts, group=libvirt_group.name)
 
 
 def list_opts():

@@ -1,5 +1,7 @@
 """Options choosing the compute driver and what it may advertise."""
 
+import copy
+
 from oslo_config import cfg, types
 
 CAPABILITIES = ("supports_multiattach", "supports_extend_volume",
@@ -52,8 +54,10 @@ Related options:
 
 def register_opts(conf):
     conf.register_opts(driver_opts)
-    conf.register_group(virt_group)
-    conf.register_opts(virt_opts, group=virt_group)
+    # NOTE: a fresh OptGroup per ConfigOpts: register_group only shallow-copies
+    # the group, so a shared one would share set_override() between confs.
+    conf.register_group(copy.deepcopy(virt_group))
+    conf.register_opts(virt_opts, group=virt_group.name)
 
 
 def list_opts():
