@@ -1,0 +1,139 @@
+"""Block device mappings: how each disk of an instance is sourced and attached.
+
+Volume BDMs carry the Cinder ``attachment_id`` and ``connection_info`` the
+attach workflow needs; rows are only ever soft deleted so a failed detach can
+still be cleaned up from the record.
+"""
+
+import dataclasses
+import datetime
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+from volumesvc import exception
+from volumesvc.db import models
+from volumesvc.objects import base
+
+_READ_ONLY = frozenset({"id", "created_at", "updated_at", "deleted", "deleted_at"})
+
+
+@dataclasses.dataclass
+class BlockDeviceMapping(base.DictMixin):
+    id: int | None = None
+    uuid: str | None = None
+    instance_uuid: str | None = None
+    source_type: str | None = None
+    destination_type: str | None = None
+    boot_index: int | None = None
+    device_name: str | None = None
+    device_type: str | None = None
+    disk_bus: str | None = None
+    guest_format: str | None = None
+    volume_id: str | None = None
+    snapshot_id: str | None = None
+    image_id: str | None = None
+    volume_size: int | None = None
+    volume_type: str | None = None
+    attachment_id: str | None = None
+    # NOTE: kept as the JSON string Nova stores; only the attach/detach code
+    # that owns its shape decodes it.
+    connection_info: str | None = None
+    delete_on_termination: bool = False
+    no_device: bool = False
+    tag: str | None = None
+    created_at: datetime.datetime | None = None
+    updated_at: datetime.datetime | None = None
+    deleted_at: datetime.datetime | None = None
+    deleted: bool = False
+
+    @property
+    def is_volume(self) -> bool:
+        return self.destination_type == "volume"
+
+    @classmethod
+    def from_model(cls, row, **extra):
+        return super().from_model(row, deleted=bool(row.deleted), **extra)
+
+
+def _check_values(values):
+    bad = (set(values) & _READ_ONLY) | {
+        key for key in values if key not in BlockDeviceMapping.__dataclass_fields__}
+    if bad:
+        raise exception.Invalid(reason=f"cannot set block device mapping fields {sorted(bad)}")
+
+
+def _select(context, read_deleted=None):
+    model = models.BlockDeviceMapping
+    mode = base.read_deleted(context, read_deleted)
+    return base.filter_deleted(sa.select(model), model, mode).order_by(model.id)
+
+
+def create(db, context, values: dict) -> BlockDeviceMapping:
+    values = dict(values)
+    _check_values(values)
+    values.setdefault("uuid", str(uuidlib.uuid4()))
+    with db.writer(context) as session:
+        row = models.BlockDeviceMapping(**values)
+        session.add(row)
+        session.flush()
+        return BlockDeviceMapping.from_model(row)
+
+
+def get_by_uuid(db, context, bdm_uuid, read_deleted=None) -> BlockDeviceMapping:
+    statement = _select(context, read_deleted).where(models.BlockDeviceMapping.uuid == bdm_uuid)
+    with db.reader(context) as session:
+        row = session.scalars(statement).first()
+        if row is None:
+            raise exception.BDMNotFound(id=bdm_uuid)
+        return BlockDeviceMapping.from_model(row)
+
+
+def list_by_instance(db, context, instance_uuid, read_deleted=None) -> list[BlockDeviceMapping]:
+    statement = _select(context, read_deleted).where(
+        models.BlockDeviceMapping.instance_uuid == instance_uuid)
+    with db.reader(context) as session:
+        return [BlockDeviceMapping.from_model(row) for row in session.scalars(statement)]
+
+
+def list_by_volume(db, context, volume_id, read_deleted=None) -> list[BlockDeviceMapping]:
+    """All live BDMs of a volume: more than one when it is multiattached."""
+    statement = _select(context, read_deleted).where(
+        models.BlockDeviceMapping.volume_id == volume_id)
+    with db.reader(context) as session:
+        return [BlockDeviceMapping.from_model(row) for row in session.scalars(statement)]
+
+
+def get_by_volume_and_instance(db, context, volume_id, instance_uuid) -> BlockDeviceMapping:
+    model = models.BlockDeviceMapping
+    statement = _select(context, "no").where(
+        model.volume_id == volume_id, model.instance_uuid == instance_uuid)
+    with db.reader(context) as session:
+        row = session.scalars(statement).first()
+        if row is None:
+            raise exception.VolumeBDMNotFound(volume_id=volume_id)
+        return BlockDeviceMapping.from_model(row)
+
+
+def save(db, context, bdm_uuid, values: dict) -> BlockDeviceMapping:
+    _check_values(values)
+    model = models.BlockDeviceMapping
+    with db.writer(context) as session:
+        row = session.scalars(_select(context, "no").where(model.uuid == bdm_uuid)).first()
+        if row is None:
+            raise exception.BDMNotFound(id=bdm_uuid)
+        for key, value in values.items():
+            setattr(row, key, value)
+        session.flush()
+        return BlockDeviceMapping.from_model(row)
+
+
+def destroy(db, context, bdm_uuid) -> None:
+    """Soft delete (``deleted`` = id): the record survives for audits and cleanup."""
+    model = models.BlockDeviceMapping
+    with db.writer(context) as session:
+        row = session.scalars(_select(context, "no").where(model.uuid == bdm_uuid)).first()
+        if row is None:
+            raise exception.BDMNotFound(id=bdm_uuid)
+        for key, value in base.soft_delete_values(row).items():
+            setattr(row, key, value)

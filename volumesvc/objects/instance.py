@@ -1,0 +1,219 @@
+"""Instances and the compare-and-swap on ``task_state`` that serializes their work.
+
+The DB layer stays policy-neutral: callers pass explicit filters (the API
+adds the project of a non-admin user), nothing here looks at roles.
+"""
+
+import dataclasses
+import datetime
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+from volumesvc import exception
+from volumesvc.db import models
+from volumesvc.objects import base
+
+UNSET = base.UNSET
+
+
+@dataclasses.dataclass
+class Instance(base.DictMixin):
+    _MODEL_ATTRS = {"metadata": "metadata_"}
+
+    id: int | None = None
+    uuid: str | None = None
+    project_id: str | None = None
+    user_id: str | None = None
+    display_name: str | None = None
+    display_description: str | None = None
+    hostname: str | None = None
+    host: str | None = None
+    node: str | None = None
+    availability_zone: str | None = None
+    vm_state: str | None = None
+    task_state: str | None = None
+    power_state: int | None = None
+    flavor_id: int | None = None
+    flavor: dict | None = None
+    image_ref: str | None = None
+    root_device_name: str | None = None
+    launched_at: datetime.datetime | None = None
+    terminated_at: datetime.datetime | None = None
+    locked: bool = False
+    locked_by: str | None = None
+    locked_reason: str | None = None
+    key_name: str | None = None
+    metadata: dict = dataclasses.field(default_factory=dict)
+    config_drive: str | None = None
+    reservation_id: str | None = None
+    launch_index: int | None = None
+    access_ip_v4: str | None = None
+    access_ip_v6: str | None = None
+    user_data: str | None = None
+    tags: list = dataclasses.field(default_factory=list)
+    progress: int | None = None
+    instance_name: str | None = None
+    created_at: datetime.datetime | None = None
+    updated_at: datetime.datetime | None = None
+    deleted_at: datetime.datetime | None = None
+    deleted: bool = False
+
+    @classmethod
+    def from_model(cls, row, **extra):
+        return super().from_model(row, metadata=dict(row.metadata_ or {}),
+                                  tags=list(row.tags or []), deleted=bool(row.deleted),
+                                  **extra)
+
+
+# Columns a caller may not set through create() / save().
+_READ_ONLY = frozenset({"id", "created_at", "updated_at", "deleted", "deleted_at"})
+
+
+def _check_values(values):
+    bad = (set(values) & _READ_ONLY) | {
+        key for key in values if key not in Instance.__dataclass_fields__}
+    if bad:
+        raise exception.Invalid(reason=f"cannot set instance fields {sorted(bad)}")
+
+
+def _get_row(session, context, instance_uuid, read_deleted=None):
+    mode = base.read_deleted(context, read_deleted)
+    statement = sa.select(models.Instance).where(models.Instance.uuid == instance_uuid)
+    row = session.scalars(base.filter_deleted(statement, models.Instance, mode)).first()
+    if row is None:
+        raise exception.InstanceNotFound(instance_id=instance_uuid)
+    return row
+
+
+def create(db, context, values: dict) -> Instance:
+    """Insert an instance; ``uuid`` and ``instance_name`` are generated if absent."""
+    values = dict(values)
+    _check_values(values)
+    values.setdefault("uuid", str(uuidlib.uuid4()))
+    values.setdefault("metadata", {})
+    values.setdefault("tags", [])
+    with db.writer(context) as session:
+        row = models.Instance(**base.model_values(Instance, values))
+        session.add(row)
+        session.flush()
+        if not row.instance_name:
+            # NOTE: Nova's default instance_name_template; the libvirt domain
+            # name must be unique per host and stable across renames.
+            row.instance_name = f"instance-{row.id:08x}"
+            session.flush()
+        return Instance.from_model(row)
+
+
+def get_by_uuid(db, context, instance_uuid, read_deleted=None) -> Instance:
+    with db.reader(context) as session:
+        return Instance.from_model(_get_row(session, context, instance_uuid, read_deleted))
+
+
+def list_instances(db, context, *, project_id=None, host=None, vm_state=None, name=None,
+                   uuids=None, deleted=False, limit=None, marker=None) -> list[Instance]:
+    """Instances newest first (created_at desc, id desc), with marker pagination.
+
+    ``deleted``: False for live rows only, True for deleted only, None for both.
+    ``name`` is a plain substring of display_name (no regex: it must behave
+    the same on every backend). ``marker`` is the uuid of the last instance
+    of the previous page, looked up whether deleted or not.
+    """
+    model = models.Instance
+    statement = sa.select(model)
+    if deleted is not None:
+        statement = statement.where(model.deleted != 0 if deleted else model.deleted == 0)
+    for column, value in ((model.project_id, project_id), (model.host, host)):
+        if value is not None:
+            statement = statement.where(column == value)
+    if vm_state is not None:
+        states = [vm_state] if isinstance(vm_state, str) else list(vm_state)
+        statement = statement.where(model.vm_state.in_(states))
+    if uuids is not None:
+        statement = statement.where(model.uuid.in_(list(uuids)))
+    if name:
+        statement = statement.where(model.display_name.contains(name, autoescape=True))
+    with db.reader(context) as session:
+        if marker is not None:
+            marker_row = session.scalars(sa.select(model).where(model.uuid == marker)).first()
+            if marker_row is None:
+                raise exception.MarkerNotFound(marker=marker)
+            statement = statement.where(base.keyset_after(model, marker_row))
+        statement = statement.order_by(model.created_at.desc(), model.id.desc())
+        if limit is not None:
+            statement = statement.limit(limit)
+        return [Instance.from_model(row) for row in session.scalars(statement)]
+
+
+def _expected_clause(expected_task_state):
+    expected = (list(expected_task_state)
+                if isinstance(expected_task_state, (list, tuple, set, frozenset))
+                else [expected_task_state])
+    # NOTE: SQL "IN (NULL)" never matches, so None needs its own IS NULL.
+    clauses = []
+    if None in expected:
+        clauses.append(models.Instance.task_state.is_(None))
+    states = [state for state in expected if state is not None]
+    if states:
+        clauses.append(models.Instance.task_state.in_(states))
+    return sa.or_(*clauses), expected
+
+
+def save(db, context, instance_uuid, values: dict, expected_task_state=UNSET) -> Instance:
+    """Update a live instance; with ``expected_task_state``, only if it still matches.
+
+    The check and the write are one ``UPDATE ... WHERE task_state IN (...)``
+    statement, so of two concurrent requests (two API workers, or API and
+    conductor) exactly one wins on every backend; the other gets
+    UnexpectedTaskStateError and can report a 409 instead of clobbering.
+    """
+    values = dict(values)
+    _check_values(values)
+    values["updated_at"] = base.utcnow()
+    model = models.Instance
+    statement = sa.update(model).where(model.uuid == instance_uuid, model.deleted == 0)
+    expected = None
+    if expected_task_state is not UNSET:
+        clause, expected = _expected_clause(expected_task_state)
+        statement = statement.where(clause)
+    statement = statement.values(**base.model_values(Instance, values)).execution_options(
+        synchronize_session=False)
+    with db.writer(context) as session:
+        result = session.execute(statement)
+        row = _get_row(session, context, instance_uuid, read_deleted="no")
+        if result.rowcount == 0:
+            raise exception.UnexpectedTaskStateError(
+                instance_uuid=instance_uuid, expected=expected, actual=row.task_state)
+        session.refresh(row)
+        return Instance.from_model(row)
+
+
+def destroy(db, context, instance_uuid, expected_task_state=UNSET) -> Instance:
+    """Soft delete the instance and its block device mappings.
+
+    NOTE: soft, like Nova: the API still shows deleted servers to admins
+    and the BDM history (volume, attachment id) is kept for cleanup.
+    """
+    clause = expected = None
+    with db.writer(context) as session:
+        row = _get_row(session, context, instance_uuid, read_deleted="no")
+        if expected_task_state is not UNSET:
+            clause, expected = _expected_clause(expected_task_state)
+            if row.task_state not in expected:
+                raise exception.UnexpectedTaskStateError(
+                    instance_uuid=instance_uuid, expected=expected, actual=row.task_state)
+        now = base.utcnow()
+        bdm = models.BlockDeviceMapping
+        session.execute(
+            sa.update(bdm).where(bdm.instance_uuid == instance_uuid, bdm.deleted == 0)
+            .values(deleted=bdm.id, deleted_at=now).execution_options(synchronize_session=False))
+        statement = sa.update(models.Instance).where(
+            models.Instance.id == row.id, models.Instance.deleted == 0).values(
+            deleted=row.id, deleted_at=now, terminated_at=now)
+        if clause is not None:
+            statement = statement.where(clause)
+        if session.execute(statement.execution_options(synchronize_session=False)).rowcount != 1:
+            raise exception.UnexpectedTaskStateError(
+                instance_uuid=instance_uuid, expected=expected, actual=None)
+        session.refresh(row)
+        return Instance.from_model(row)

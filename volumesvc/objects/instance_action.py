@@ -1,0 +1,144 @@
+"""Instance actions and their events (``os-instance-actions``).
+
+An action is one user request on an instance (keyed by request id); events
+are the steps services record while carrying it out. A failed event marks
+the action's message "Error", which is what users see in the action list.
+"""
+
+import dataclasses
+import datetime
+
+import sqlalchemy as sa
+
+from volumesvc import exception
+from volumesvc.db import models
+from volumesvc.objects import base
+
+
+@dataclasses.dataclass
+class InstanceActionEvent(base.DictMixin):
+    id: int | None = None
+    event: str | None = None
+    action_id: int | None = None
+    start_time: datetime.datetime | None = None
+    finish_time: datetime.datetime | None = None
+    result: str | None = None
+    traceback: str | None = None
+    host: str | None = None
+    details: str | None = None
+
+
+@dataclasses.dataclass
+class InstanceAction(base.DictMixin):
+    id: int | None = None
+    action: str | None = None
+    instance_uuid: str | None = None
+    request_id: str | None = None
+    user_id: str | None = None
+    project_id: str | None = None
+    start_time: datetime.datetime | None = None
+    finish_time: datetime.datetime | None = None
+    message: str | None = None
+    updated_at: datetime.datetime | None = None
+    events: list[InstanceActionEvent] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def _field_from_dict(cls, name, value):
+        if name == "events":
+            return [InstanceActionEvent.from_dict(item) for item in value]
+        return value
+
+
+def _action_row(session, instance_uuid, request_id):
+    model = models.InstanceAction
+    statement = (sa.select(model)
+                 .where(model.instance_uuid == instance_uuid, model.request_id == request_id)
+                 .order_by(model.id.desc()))
+    row = session.scalars(statement).first()
+    if row is None:
+        raise exception.InstanceActionNotFound(request_id=request_id,
+                                               instance_uuid=instance_uuid)
+    return row
+
+
+def action_start(db, context, instance_uuid, action, request_id, user_id,
+                 project_id) -> InstanceAction:
+    with db.writer(context) as session:
+        row = models.InstanceAction(
+            instance_uuid=instance_uuid, action=action, request_id=request_id,
+            user_id=user_id, project_id=project_id, start_time=base.utcnow())
+        session.add(row)
+        session.flush()
+        return InstanceAction.from_model(row, events=[])
+
+
+def action_finish(db, context, instance_uuid, request_id) -> InstanceAction:
+    with db.writer(context) as session:
+        row = _action_row(session, instance_uuid, request_id)
+        row.finish_time = base.utcnow()
+        session.flush()
+        return InstanceAction.from_model(row, events=[])
+
+
+def event_start(db, context, instance_uuid, request_id, event, host=None) -> InstanceActionEvent:
+    with db.writer(context) as session:
+        action = _action_row(session, instance_uuid, request_id)
+        row = models.InstanceActionEvent(action_id=action.id, event=event, host=host,
+                                         start_time=base.utcnow())
+        session.add(row)
+        # NOTE: touching the action lets "changes-since" on the action list
+        # see progress, as in Nova.
+        action.updated_at = base.utcnow()
+        session.flush()
+        return InstanceActionEvent.from_model(row)
+
+
+def event_finish(db, context, instance_uuid, request_id, event, result="Success",
+                 traceback=None, details=None) -> InstanceActionEvent:
+    """Finish the latest ``event`` of the action, and the action with it.
+
+    NOTE: the action's finish_time follows its last finished event, so an
+    action whose steps all ended reads as finished even if nobody called
+    action_finish (Nova only bumps updated_at; we found the timestamp useful).
+    """
+    if result not in ("Success", "Error"):
+        raise exception.Invalid(reason=f"event result must be Success or Error, not {result!r}")
+    now = base.utcnow()
+    with db.writer(context) as session:
+        action = _action_row(session, instance_uuid, request_id)
+        model = models.InstanceActionEvent
+        row = session.scalars(
+            sa.select(model).where(model.action_id == action.id, model.event == event)
+            .order_by(model.id.desc())).first()
+        if row is None:
+            raise exception.InstanceActionEventNotFound(event=event, action_id=action.id)
+        row.finish_time = now
+        row.result = result
+        row.traceback = traceback
+        row.details = details
+        action.finish_time = now
+        action.updated_at = now
+        if result == "Error":
+            action.message = "Error"
+        session.flush()
+        return InstanceActionEvent.from_model(row)
+
+
+def list_actions(db, context, instance_uuid) -> list[InstanceAction]:
+    """Actions of an instance, newest first, without their events (as the API lists them)."""
+    model = models.InstanceAction
+    statement = (sa.select(model).where(model.instance_uuid == instance_uuid)
+                 .order_by(model.created_at.desc(), model.id.desc()))
+    with db.reader(context) as session:
+        return [InstanceAction.from_model(row, events=[]) for row in session.scalars(statement)]
+
+
+def get_action(db, context, instance_uuid, request_id) -> InstanceAction:
+    """One action with its events, oldest event first."""
+    model = models.InstanceActionEvent
+    with db.reader(context) as session:
+        action = _action_row(session, instance_uuid, request_id)
+        events = session.scalars(
+            sa.select(model).where(model.action_id == action.id).order_by(model.id))
+        return InstanceAction.from_model(
+            action, events=[InstanceActionEvent.from_model(row) for row in events])
