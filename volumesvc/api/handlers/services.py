@@ -8,7 +8,7 @@ Services are identified by their integer id below 2.53 and by uuid from
 
 from oslo_utils import strutils, uuidutils
 
-from volumesvc import exception, servicegroup
+from volumesvc import servicegroup
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
 from volumesvc.api.policies import services as policies
@@ -74,13 +74,6 @@ def list_services(req):
 _LEGACY_ACTIONS = ("enable", "disable", "disable-log-reason", "force-down")
 
 
-def _find_by_host_binary(req, host, binary):
-    found = service_obj.list_services(req.deps.db, req.context, host=host, binary=binary)
-    if not found:
-        raise exception.HostBinaryNotFound(host=host, binary=binary)
-    return found[0]
-
-
 def _legacy_values(req, action):
     """Validate the legacy action and return the values to store."""
     body = req.body
@@ -116,7 +109,8 @@ def update_service(req, service_id):
     """
     authorize(req.context, policies.UPDATE)
     values = _legacy_values(req, service_id)
-    service = _find_by_host_binary(req, req.body["host"], req.body["binary"])
+    service = service_obj.get_by_host_and_binary(
+        req.deps.db, req.context, req.body["host"], req.body["binary"])
     service_obj.update(req.deps.db, req.context, service.uuid, **values)
     result = {"host": service.host, "binary": service.binary}
     if "forced_down" in values:
@@ -172,8 +166,7 @@ def update_service(req, service_id):  # noqa: F811
             400, f"Updating a {service.binary} service is not supported. Only compute "
             "services can be updated.", errors.BAD_REQUEST)
     values = _uuid_values(req.body)
-    service_obj.update(req.deps.db, req.context, service.uuid, **values)
-    service = service_obj.get_by_uuid(req.deps.db, req.context, service.uuid)
+    service = service_obj.update(req.deps.db, req.context, service.uuid, **values)
     return {"service": _serialize_service(req, service)}, 200
 
 
@@ -186,11 +179,7 @@ def delete_service(req, service_id):
     else:
         if not strutils.is_int_like(service_id):
             raise errors.APIError(400, f"Invalid service id {service_id}", errors.BAD_REQUEST)
-        matches = [s for s in service_obj.list_services(req.deps.db, req.context)
-                   if s.id == int(service_id)]
-        if not matches:
-            raise exception.ServiceNotFound(service_id=service_id)
-        service = matches[0]
+        service = service_obj.get_by_id(req.deps.db, req.context, int(service_id))
     # TODO(instances land): refuse (409) to delete a compute service that
     # still hosts instances, as Nova does.
     service_obj.destroy(req.deps.db, req.context, service.uuid)
