@@ -27,6 +27,11 @@ NAMING_CONVENTION = {
 # 64 KiB is too small for base64 user data or multipath connection info.
 MediumText = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
+# NOTE: MySQL's DATETIME drops microseconds unless asked for them; without
+# fsp=6 a value read back differs from the one written and same-second
+# events cannot be ordered by time.
+DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+
 
 class JSONEncoded(sa.types.TypeDecorator):
     """A JSON document stored as text.
@@ -53,6 +58,7 @@ def utcnow() -> datetime.datetime:
 
 class Base(orm.DeclarativeBase):
     metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime.datetime: DateTime}
 
     def as_values(self) -> dict[str, Any]:
         """Column values by attribute name (what the dataclasses are built from)."""

@@ -19,15 +19,16 @@ branch_labels = None
 depends_on = None
 
 MediumText = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
 
 
 def _timestamps():
-    return [sa.Column("created_at", sa.DateTime(), nullable=True),
-            sa.Column("updated_at", sa.DateTime(), nullable=True)]
+    return [sa.Column("created_at", DateTime, nullable=True),
+            sa.Column("updated_at", DateTime, nullable=True)]
 
 
 def _soft_delete():
-    return [sa.Column("deleted_at", sa.DateTime(), nullable=True),
+    return [sa.Column("deleted_at", DateTime, nullable=True),
             sa.Column("deleted", sa.Integer(), server_default=sa.text("0"), nullable=False)]
 
 
@@ -49,7 +50,7 @@ def upgrade():
         sa.Column("forced_down", sa.Boolean(), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("capabilities", sa.Text(), nullable=True),
-        sa.Column("last_seen_up", sa.DateTime(), nullable=True),
+        sa.Column("last_seen_up", DateTime, nullable=True),
         _str("availability_zone", nullable=False),
         *_timestamps(), *_soft_delete(),
         sa.UniqueConstraint("host", "binary", "deleted",
@@ -70,8 +71,8 @@ def upgrade():
         sa.Column("flavor_id", sa.Integer(), nullable=True),
         sa.Column("flavor", sa.Text(), nullable=True),
         _str("image_ref"), _str("root_device_name"),
-        sa.Column("launched_at", sa.DateTime(), nullable=True),
-        sa.Column("terminated_at", sa.DateTime(), nullable=True),
+        sa.Column("launched_at", DateTime, nullable=True),
+        sa.Column("terminated_at", DateTime, nullable=True),
         sa.Column("locked", sa.Boolean(), nullable=False),
         _str("locked_by"), _str("locked_reason"), _str("key_name"),
         sa.Column("metadata", sa.Text(), nullable=True),
@@ -126,8 +127,8 @@ def upgrade():
         _str("action"),
         _str("instance_uuid", 36, nullable=False),
         _str("request_id"), _str("user_id"), _str("project_id"),
-        sa.Column("start_time", sa.DateTime(), nullable=True),
-        sa.Column("finish_time", sa.DateTime(), nullable=True),
+        sa.Column("start_time", DateTime, nullable=True),
+        sa.Column("finish_time", DateTime, nullable=True),
         _str("message"),
         *_timestamps(),
         sa.ForeignKeyConstraint(["instance_uuid"], ["instances.uuid"],
@@ -142,8 +143,8 @@ def upgrade():
         sa.Column("id", sa.Integer(), primary_key=True),
         _str("event"),
         sa.Column("action_id", sa.Integer(), nullable=False),
-        sa.Column("start_time", sa.DateTime(), nullable=True),
-        sa.Column("finish_time", sa.DateTime(), nullable=True),
+        sa.Column("start_time", DateTime, nullable=True),
+        sa.Column("finish_time", DateTime, nullable=True),
         _str("result"),
         sa.Column("traceback", sa.Text(), nullable=True),
         _str("host"),
