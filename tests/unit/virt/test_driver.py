@@ -1,0 +1,101 @@
+"""load_driver, capability configuration, the volume connector, module boundaries."""
+
+import ast
+import pathlib
+
+import pytest
+
+from volumesvc import exception
+from volumesvc.virt import driver, fake
+from volumesvc.virt.libvirt import driver as libvirt_driver
+
+VIRT = pathlib.Path(driver.__file__).parent
+
+
+def test_load_fake_driver(conf):
+    conf.set_override("compute_driver", "fake")
+    drv = driver.load_driver(conf)
+    assert isinstance(drv, fake.FakeDriver)
+    assert isinstance(drv, libvirt_driver.LibvirtDriver)
+
+
+def test_load_libvirt_driver_with_injected_binding(conf):
+    lv = fake.FakeLibvirt()
+    drv = driver.load_driver(conf, libvirt_module=lv)
+    assert type(drv) is libvirt_driver.LibvirtDriver
+    assert drv.libvirt is lv
+
+
+def test_unknown_driver_is_a_config_error(conf):
+    # choices= keeps bad values out of config files; the code path is guarded too.
+    with pytest.raises(ValueError):
+        conf.set_override("compute_driver", "xenapi")
+
+    class Conf:
+        compute_driver = "xenapi"
+
+    with pytest.raises(exception.ConfigInvalid, match="xenapi"):
+        driver.load_driver(Conf())
+
+
+def test_bad_cache_modes_fail_at_start(conf):
+    conf.set_override("disk_cachemodes", ["file=fast"], group="libvirt")
+    with pytest.raises(exception.ConfigInvalid):
+        fake.FakeDriver(conf)
+
+
+def test_disabled_capabilities_are_per_driver(conf):
+    conf.set_override("disabled_capabilities", ["supports_multiattach",
+                                                "supports_tagged_attach_volume"], group="virt")
+    limited = fake.FakeDriver(conf)
+    assert limited.capabilities == {"supports_multiattach": False,
+                                    "supports_extend_volume": True,
+                                    "supports_tagged_attach_volume": False}
+    conf.clear_override("disabled_capabilities", group="virt")
+    assert fake.FakeDriver(conf).capabilities["supports_multiattach"] is True
+    assert libvirt_driver.LibvirtDriver.capabilities["supports_multiattach"] is True
+
+
+def test_base_driver_advertises_nothing(conf):
+    base = driver.ComputeDriver(conf)
+    assert not any(base.capabilities.values())
+    with pytest.raises(NotImplementedError):
+        base.spawn({"uuid": "u"}, None)
+
+
+def test_connector_shape(conf, tmp_path):
+    conf.set_override("my_ip", "192.0.2.10")
+    conf.set_override("host", "compute-1")
+    initiator = tmp_path / "initiatorname.iscsi"
+    initiator.write_text("## comment\nInitiatorName=iqn.1993-08.org.debian:01:abc\n")
+    connector = driver.build_connector(conf, initiator_file=str(initiator))
+    assert connector["host"] == "compute-1" and connector["ip"] == "192.0.2.10"
+    assert connector["initiator"] == "iqn.1993-08.org.debian:01:abc"
+    assert connector["multipath"] is False and connector["os_type"] == "linux"
+    assert connector["platform"]
+    no_initiator = driver.build_connector(conf, initiator_file=str(tmp_path / "missing"))
+    assert "initiator" not in no_initiator
+
+
+def test_driver_connector_uses_config(driver, conf):
+    assert driver.get_volume_connector()["ip"] == conf.my_ip
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+
+
+def test_virt_never_imports_the_database():
+    for path in VIRT.rglob("*.py"):
+        assert not any(m.startswith("volumesvc.db") for m in _imports(path)), path
+
+
+def test_only_host_and_guest_import_libvirt():
+    importers = {path.relative_to(VIRT).as_posix() for path in VIRT.rglob("*.py")
+                 if "libvirt" in set(_imports(path))}
+    assert importers <= {"libvirt/host.py", "libvirt/guest.py"}

@@ -1,0 +1,270 @@
+"""LibvirtDriver logic, run for real against the fake libvirt binding."""
+
+import os
+import uuid
+
+import pytest
+
+from volumesvc import exception
+from volumesvc.virt import fake, power_state
+from volumesvc.virt.libvirt import config
+
+
+def _bdi(*bdms):
+    return {"root_device_name": bdms[0]["mount_device"] if bdms else None,
+            "block_device_mapping": list(bdms)}
+
+
+def _bdm(connection_info, dev, boot_index=None, bus="scsi"):
+    return {"connection_info": connection_info, "mount_device": dev,
+            "boot_index": boot_index, "disk_bus": bus, "device_type": "disk"}
+
+
+def _other_instance():
+    return {"uuid": str(uuid.uuid4())}
+
+
+def test_capabilities(driver):
+    assert driver.capabilities == {"supports_multiattach": True, "supports_extend_volume": True,
+                                   "supports_tagged_attach_volume": True}
+
+
+def test_spawn_with_boot_volume(driver, instance, make_volume):
+    root, data = make_volume(), make_volume()
+    driver.spawn(instance, _bdi(_bdm(data, "/dev/sdb"), _bdm(root, "/dev/sda", boot_index=0)))
+    assert driver.get_info(instance) == power_state.RUNNING
+    assert driver.list_instance_uuids() == [instance["uuid"]]
+    disks = config.parse_disks(driver.get_domain_xml(instance))
+    assert [(d.target_dev, d.serial) for d in disks] == [("sda", root["serial"]),
+                                                         ("sdb", data["serial"])]
+    assert f"instance-{instance['uuid']}" in driver.get_domain_xml(instance)
+
+
+def test_spawn_uses_instance_name_and_memory_option(driver, conf, instance):
+    conf.set_override("domain_memory_mb", 0, group="libvirt")
+    instance.update(instance_name="instance-00000001", memory_mb=128)
+    driver.spawn(instance, None)
+    xml = driver.get_domain_xml(instance)
+    assert "<name>instance-00000001</name>" in xml and ">131072<" in xml
+
+
+def test_spawn_twice_is_instance_exists(driver, instance):
+    driver.spawn(instance, None)
+    with pytest.raises(exception.InstanceExists):
+        driver.spawn(instance, None)
+
+
+def test_failed_spawn_leaves_nothing_defined(driver, instance, make_volume, tmp_path):
+    vol = make_volume()
+    os.unlink(vol["data"]["device_path"])  # QEMU cannot open it
+    with pytest.raises(exception.VirtDriverError):
+        driver.spawn(instance, _bdi(_bdm(vol, "/dev/sda", boot_index=0)))
+    assert driver.list_instance_uuids() == []
+
+
+def test_get_info_of_unknown_instance(driver, instance):
+    with pytest.raises(exception.InstanceNotFound):
+        driver.get_info(instance)
+
+
+def test_attach_live_and_persistent_then_detach(driver, instance, make_volume):
+    driver.spawn(instance, None)
+    vol = make_volume()
+    assert driver.attach_volume(vol, instance, "/dev/sdb") == "/dev/sdb"
+    live = driver.get_volume_disk_info(instance, vol["serial"])
+    persistent = driver.get_volume_disk_info(instance, vol["serial"], inactive=True)
+    assert live.source == vol["data"]["device_path"] and live.alias == "ua-" + vol["serial"]
+    assert persistent is not None
+    driver.detach_volume(vol, instance, "/dev/sdb")
+    assert driver.get_volume_disk_info(instance, vol["serial"]) is None
+    assert driver.get_volume_disk_info(instance, vol["serial"], inactive=True) is None
+
+
+def test_attach_picks_the_next_free_name(driver, instance, make_volume):
+    driver.spawn(instance, _bdi(_bdm(make_volume(), "/dev/sda", boot_index=0)))
+    assert driver.attach_volume(make_volume(), instance, None) == "/dev/sdb"
+    assert driver.attach_volume(make_volume(), instance, None, disk_bus="virtio") == "/dev/vda"
+
+
+def test_attach_to_stopped_domain_is_persistent_only(driver, instance, make_volume):
+    driver.spawn(instance, None)
+    driver.host.get_guest(instance["uuid"]).poweroff()
+    assert driver.get_info(instance) == power_state.SHUTDOWN
+    vol = make_volume()
+    driver.attach_volume(vol, instance, "/dev/sdb")
+    assert driver.get_volume_disk_info(instance, vol["serial"], inactive=True) is not None
+    # ...and the disk comes up with the domain on the next start.
+    driver.reboot(instance, _bdi(_bdm(vol, "/dev/sdb")), "HARD")
+    assert driver.get_volume_disk_info(instance, vol["serial"]).target_dev == "sdb"
+
+
+def test_same_file_on_two_domains_needs_multiattach(driver, instance, make_volume):
+    other = _other_instance()
+    driver.spawn(instance, None)
+    driver.spawn(other, None)
+    vol = make_volume()
+    driver.attach_volume(vol, instance, "/dev/sdb")
+    with pytest.raises(exception.VirtDriverError, match='"write" lock'):
+        driver.attach_volume(vol, other, "/dev/sdb")
+    # Nothing was left half-attached on the refused side.
+    assert driver.get_volume_disk_info(other, vol["serial"], inactive=True) is None
+
+
+def test_multiattach_volume_is_shared(driver, instance, make_volume):
+    other = _other_instance()
+    driver.spawn(instance, None)
+    driver.spawn(other, None)
+    vol = make_volume(multiattach=True)
+    driver.attach_volume(vol, instance, "/dev/sdb")
+    driver.attach_volume(vol, other, "/dev/sdc")
+    for inst in (instance, other):
+        disk = driver.get_volume_disk_info(inst, vol["serial"])
+        assert disk.shareable and disk.cache == "none"
+
+
+def test_spawn_refused_when_boot_volume_is_held_elsewhere(driver, instance, make_volume):
+    vol = make_volume()
+    driver.spawn(_other_instance(), _bdi(_bdm(vol, "/dev/sda", boot_index=0)))
+    with pytest.raises(exception.VirtDriverError):
+        driver.spawn(instance, _bdi(_bdm(vol, "/dev/sda", boot_index=0)))
+
+
+def test_no_multiattach_driver_refuses(conf, fake_libvirt, instance, make_volume):
+    conf.set_override("disabled_capabilities", ["supports_multiattach"], group="virt")
+    drv = fake.FakeDriver(conf, libvirt_module=fake_libvirt)
+    assert drv.capabilities["supports_multiattach"] is False
+    assert drv.capabilities["supports_extend_volume"] is True
+    vol = make_volume(multiattach=True)
+    with pytest.raises(exception.MultiattachNotSupportedByVirtDriver):
+        drv.spawn(instance, _bdi(_bdm(vol, "/dev/sda", boot_index=0)))
+    drv.spawn(instance, None)
+    with pytest.raises(exception.MultiattachNotSupportedByVirtDriver):
+        drv.attach_volume(vol, instance, "/dev/sdb")
+    drv.attach_volume(make_volume(), instance, "/dev/sdb")  # plain volumes still work
+    drv.destroy(instance)
+
+
+def test_detach_of_missing_disk_or_domain_is_quiet(driver, instance, make_volume):
+    vol = make_volume()
+    driver.detach_volume(vol, instance, "/dev/sdb")  # no domain
+    driver.spawn(instance, None)
+    driver.detach_volume(vol, instance, "/dev/sdb")  # no disk
+
+
+def test_detach_finds_the_disk_by_alias_not_mountpoint(driver, instance, make_volume):
+    driver.spawn(instance, None)
+    vol = make_volume()
+    driver.attach_volume(vol, instance, "/dev/sdc")
+    driver.detach_volume(vol, instance, "/dev/sdq")
+    assert driver.get_volume_disk_info(instance, vol["serial"], inactive=True) is None
+
+
+def test_detach_releases_the_lock(driver, instance, make_volume):
+    other = _other_instance()
+    driver.spawn(instance, None)
+    driver.spawn(other, None)
+    vol = make_volume()
+    driver.attach_volume(vol, instance, "/dev/sdb")
+    driver.detach_volume(vol, instance, "/dev/sdb")
+    driver.attach_volume(vol, other, "/dev/sdb")
+
+
+def test_live_virtio_detach_times_out_without_guest(driver, instance, make_volume):
+    driver.spawn(instance, None)
+    vol = make_volume()
+    driver.attach_volume(vol, instance, "/dev/vdb", disk_bus="virtio")
+    with pytest.raises(exception.DeviceDetachFailed, match="still attached"):
+        driver.detach_volume(vol, instance, "/dev/vdb")
+    # The persistent part is gone already; a reset completes the unplug.
+    assert driver.get_volume_disk_info(instance, vol["serial"], inactive=True) is None
+    driver.reboot(instance, None, "SOFT")
+    assert driver.get_volume_disk_info(instance, vol["serial"]) is None
+
+
+def test_detach_from_stopped_domain(driver, instance, make_volume):
+    vol = make_volume()
+    driver.spawn(instance, _bdi(_bdm(vol, "/dev/sda", boot_index=0)))
+    driver.host.get_guest(instance["uuid"]).poweroff()
+    driver.detach_volume(vol, instance, "/dev/sda")
+    assert driver.get_volume_disk_info(instance, vol["serial"]) is None
+
+
+def test_extend_running_uses_block_resize(driver, instance, make_volume):
+    driver.spawn(instance, None)
+    vol = make_volume(size=1 << 30)
+    driver.attach_volume(vol, instance, "/dev/sdb")
+    assert driver.extend_volume(vol, instance, 2 << 30) == 2 << 30
+    assert os.path.getsize(vol["data"]["device_path"]) == 2 << 30
+
+
+def test_extend_paused_domain(driver, instance, make_volume):
+    driver.spawn(instance, None)
+    vol = make_volume(size=1 << 30)
+    driver.attach_volume(vol, instance, "/dev/sdb")
+    driver.host.get_connection().lookupByUUIDString(instance["uuid"]).suspend()
+    assert driver.get_info(instance) == power_state.PAUSED
+    assert driver.extend_volume(vol, instance, 3 << 30) == 3 << 30
+
+
+def test_extend_stopped_domain_grows_the_file(driver, instance, make_volume):
+    vol = make_volume(size=1 << 30)
+    driver.spawn(instance, _bdi(_bdm(vol, "/dev/sdb")))
+    driver.host.get_guest(instance["uuid"]).poweroff()
+    assert driver.extend_volume(vol, instance, 2 << 30) == 2 << 30
+    assert os.path.getsize(vol["data"]["device_path"]) == 2 << 30
+
+
+def test_extend_unknown_volume(driver, instance, make_volume):
+    driver.spawn(instance, None)
+    with pytest.raises(exception.DiskNotFound):
+        driver.extend_volume(make_volume(), instance, 2 << 30)
+
+
+def test_extend_disabled(conf, fake_libvirt, instance, make_volume):
+    conf.set_override("disabled_capabilities", ["supports_extend_volume"], group="virt")
+    drv = fake.FakeDriver(conf, libvirt_module=fake_libvirt)
+    with pytest.raises(exception.ExtendVolumeNotSupported):
+        drv.extend_volume(make_volume(), instance, 2 << 30)
+
+
+def test_soft_reboot_keeps_live_disks(driver, instance, make_volume):
+    driver.spawn(instance, None)
+    vol = make_volume()
+    driver.attach_volume(vol, instance, "/dev/sdb")
+    driver.reboot(instance, None, "SOFT")
+    assert driver.get_info(instance) == power_state.RUNNING
+    assert driver.get_volume_disk_info(instance, vol["serial"]) is not None
+
+
+def test_hard_reboot_rebuilds_disks_from_block_device_info(driver, instance, make_volume):
+    kept, dangling = make_volume(), make_volume()
+    driver.spawn(instance, _bdi(_bdm(kept, "/dev/sda", boot_index=0)))
+    driver.attach_volume(dangling, instance, "/dev/sdb")
+    driver.reboot(instance, _bdi(_bdm(kept, "/dev/sda", boot_index=0)), "HARD")
+    assert driver.get_info(instance) == power_state.RUNNING
+    assert driver.get_volume_disk_info(instance, kept["serial"]) is not None
+    assert driver.get_volume_disk_info(instance, dangling["serial"]) is None
+    assert driver.get_volume_disk_info(instance, dangling["serial"], inactive=True) is None
+
+
+def test_soft_reboot_of_stopped_domain_starts_it(driver, instance):
+    driver.spawn(instance, None)
+    driver.host.get_guest(instance["uuid"]).poweroff()
+    driver.reboot(instance, None, "SOFT")
+    assert driver.get_info(instance) == power_state.RUNNING
+
+
+def test_destroy_releases_volumes_and_is_idempotent(driver, instance, make_volume):
+    vol = make_volume()
+    driver.spawn(instance, _bdi(_bdm(vol, "/dev/sda", boot_index=0)))
+    driver.destroy(instance)
+    driver.destroy(instance)
+    assert driver.list_instance_uuids() == []
+    driver.spawn(_other_instance(), _bdi(_bdm(vol, "/dev/sda", boot_index=0)))
+
+
+def test_reconnects_after_the_connection_is_lost(driver, fake_libvirt, instance):
+    driver.spawn(instance, None)
+    fake_libvirt.opened[-1].close()
+    assert driver.get_info(instance) == power_state.RUNNING
+    assert len(fake_libvirt.opened) == 2
