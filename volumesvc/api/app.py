@@ -196,7 +196,7 @@ def create_app(conf, *, deps=None) -> flask.Flask:
     Returns the Flask app; its ``wsgi_app`` is already wrapped in the
     middleware, so the app object itself is what servers and gabbi call.
     """
-    app = flask.Flask("volumesvc.api")
+    app = flask.Flask("volumesvc.api", static_folder=None)
     app.url_map.strict_slashes = False
     app.json.sort_keys = False
     deps = deps or deps_mod.Deps(conf)
