@@ -1,0 +1,127 @@
+"""Instances on every backend: create, list/paginate, task_state CAS, soft delete."""
+
+import threading
+
+import pytest
+
+from volumesvc import exception
+from volumesvc.db import api as db_api
+from volumesvc.objects import block_device, instance
+
+FLAVOR = {"flavorid": "42", "name": "m1.nano", "vcpus": 1, "memory_mb": 64, "root_gb": 1,
+          "ephemeral_gb": 0, "swap": 0, "extra_specs": {}}
+
+
+def _create(db, ctx, **values):
+    base = {"project_id": "p1", "user_id": "u1", "display_name": "vm", "vm_state": "active",
+            "host": "host1", "flavor_id": 6, "flavor": FLAVOR, "metadata": {"k": "v"}}
+    base.update(values)
+    return instance.create(db, ctx, base)
+
+
+def test_create_and_get(db, ctx):
+    inst = _create(db, ctx, tags=["a"])
+    assert inst.uuid and inst.instance_name == f"instance-{inst.id:08x}"
+    got = instance.get_by_uuid(db, ctx, inst.uuid)
+    assert got == inst
+    assert got.flavor == FLAVOR and got.metadata == {"k": "v"} and got.tags == ["a"]
+    assert instance.Instance.from_dict(got.to_dict()) == got
+    with pytest.raises(exception.InstanceNotFound):
+        instance.get_by_uuid(db, ctx, "missing")
+    with pytest.raises(exception.Invalid):
+        instance.create(db, ctx, {"admin_pass": "secret"})
+
+
+def test_list_filters_and_pagination(db, ctx):
+    made = [_create(db, ctx, display_name=f"web-{i}", project_id="p1" if i < 4 else "p2",
+                    host="h1" if i % 2 else "h2") for i in range(6)]
+    newest_first = [i.uuid for i in reversed(made)]
+    assert [i.uuid for i in instance.list_instances(db, ctx)] == newest_first
+    assert len(instance.list_instances(db, ctx, project_id="p1")) == 4
+    assert len(instance.list_instances(db, ctx, host="h1", project_id="p1")) == 2
+    assert [i.display_name for i in instance.list_instances(db, ctx, name="b-5")] == ["web-5"]
+    # LIKE wildcards in the name are literal.
+    assert instance.list_instances(db, ctx, name="web_%") == []
+    page1 = instance.list_instances(db, ctx, limit=4)
+    page2 = instance.list_instances(db, ctx, limit=4, marker=page1[-1].uuid)
+    assert [i.uuid for i in page1 + page2] == newest_first
+    with pytest.raises(exception.MarkerNotFound):
+        instance.list_instances(db, ctx, marker="missing")
+    instance.save(db, ctx, made[0].uuid, {"vm_state": "error"})
+    assert [i.uuid for i in instance.list_instances(db, ctx, vm_state=["error"])] == [
+        made[0].uuid]
+
+
+def test_save_compare_and_swap(db, ctx):
+    inst = _create(db, ctx)
+    saved = instance.save(db, ctx, inst.uuid, {"task_state": "attaching"},
+                          expected_task_state=None)
+    assert saved.task_state == "attaching" and saved.updated_at is not None
+    with pytest.raises(exception.UnexpectedTaskStateError) as err:
+        instance.save(db, ctx, inst.uuid, {"task_state": "detaching"}, expected_task_state=None)
+    assert "attaching" in str(err.value)
+    saved = instance.save(db, ctx, inst.uuid, {"task_state": None},
+                          expected_task_state=["attaching", "detaching"])
+    assert saved.task_state is None
+    # Without expected_task_state the write is unconditional.
+    assert instance.save(db, ctx, inst.uuid, {"task_state": "x"}).task_state == "x"
+    with pytest.raises(exception.InstanceNotFound):
+        instance.save(db, ctx, "missing", {"task_state": None}, expected_task_state=None)
+
+
+def test_concurrent_compare_and_swap_has_one_winner(db, ctx):
+    """Two writers (separate engines, as two processes would have) race for the same task."""
+    inst = _create(db, ctx)
+    other = db_api.Database(db.conf)
+    barrier = threading.Barrier(2)
+    outcomes = {}
+
+    def attempt(name, database, task):
+        barrier.wait()
+        try:
+            instance.save(database, None, inst.uuid, {"task_state": task},
+                          expected_task_state=None)
+            outcomes[name] = "won"
+        except exception.UnexpectedTaskStateError:
+            outcomes[name] = "lost"
+
+    try:
+        for _ in range(5):
+            instance.save(db, ctx, inst.uuid, {"task_state": None})
+            outcomes.clear()
+            threads = [threading.Thread(target=attempt, args=("a", db, "attaching")),
+                       threading.Thread(target=attempt, args=("b", other, "detaching"))]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=60)
+            assert sorted(outcomes.values()) == ["lost", "won"]
+            winner = "attaching" if outcomes["a"] == "won" else "detaching"
+            assert instance.get_by_uuid(db, ctx, inst.uuid).task_state == winner
+    finally:
+        other.dispose()
+
+
+def test_destroy_is_soft_and_takes_bdms(db, ctx):
+    inst = _create(db, ctx)
+    bdm = block_device.create(db, ctx, {"instance_uuid": inst.uuid, "source_type": "volume",
+                                        "destination_type": "volume", "volume_id": "v1"})
+    gone = instance.destroy(db, ctx, inst.uuid)
+    assert gone.deleted and gone.deleted_at is not None and gone.terminated_at is not None
+    with pytest.raises(exception.InstanceNotFound):
+        instance.get_by_uuid(db, ctx, inst.uuid)
+    assert instance.get_by_uuid(db, ctx, inst.uuid, read_deleted="yes").uuid == inst.uuid
+    assert instance.list_instances(db, ctx) == []
+    assert [i.uuid for i in instance.list_instances(db, ctx, deleted=True)] == [inst.uuid]
+    assert block_device.list_by_instance(db, ctx, inst.uuid) == []
+    kept = block_device.get_by_uuid(db, ctx, bdm.uuid, read_deleted="yes")
+    assert kept.deleted and kept.volume_id == "v1"
+    with pytest.raises(exception.InstanceNotFound):
+        instance.destroy(db, ctx, inst.uuid)
+
+
+def test_destroy_checks_expected_task_state(db, ctx):
+    inst = _create(db, ctx, task_state="deleting")
+    with pytest.raises(exception.UnexpectedTaskStateError):
+        instance.destroy(db, ctx, inst.uuid, expected_task_state=None)
+    assert instance.destroy(db, ctx, inst.uuid, expected_task_state="deleting").deleted
