@@ -1,0 +1,61 @@
+"""Instance actions and events on every backend."""
+
+import pytest
+
+from volumesvc import exception
+from volumesvc.objects import instance, instance_action
+
+
+@pytest.fixture
+def inst(db, ctx):
+    return instance.create(db, ctx, {"project_id": "p1"})
+
+
+def _start(db, ctx, inst, request_id="req-1", action="attach_volume"):
+    return instance_action.action_start(db, ctx, inst.uuid, action, request_id, "u1", "p1")
+
+
+def test_action_with_successful_event(db, ctx, inst):
+    action = _start(db, ctx, inst)
+    assert action.start_time is not None and action.finish_time is None
+    instance_action.event_start(db, ctx, inst.uuid, "req-1", "compute_attach_volume", "host1")
+    event = instance_action.event_finish(db, ctx, inst.uuid, "req-1", "compute_attach_volume")
+    assert event.result == "Success" and event.finish_time is not None
+    got = instance_action.get_action(db, ctx, inst.uuid, "req-1")
+    assert got.message is None and got.finish_time is not None
+    assert [(e.event, e.host, e.result) for e in got.events] == [
+        ("compute_attach_volume", "host1", "Success")]
+    assert instance_action.InstanceAction.from_dict(got.to_dict()) == got
+
+
+def test_error_event_marks_the_action(db, ctx, inst):
+    _start(db, ctx, inst)
+    instance_action.event_start(db, ctx, inst.uuid, "req-1", "conductor_attach", "c1")
+    instance_action.event_finish(db, ctx, inst.uuid, "req-1", "conductor_attach",
+                                 result="Error", traceback="Traceback ...", details="boom")
+    got = instance_action.get_action(db, ctx, inst.uuid, "req-1")
+    assert got.message == "Error"
+    assert (got.events[0].traceback, got.events[0].details) == ("Traceback ...", "boom")
+    with pytest.raises(exception.Invalid):
+        instance_action.event_finish(db, ctx, inst.uuid, "req-1", "conductor_attach",
+                                     result="Maybe")
+
+
+def test_list_and_finish(db, ctx, inst):
+    _start(db, ctx, inst, "req-1", "create")
+    _start(db, ctx, inst, "req-2", "attach_volume")
+    finished = instance_action.action_finish(db, ctx, inst.uuid, "req-2")
+    assert finished.finish_time is not None
+    actions = instance_action.list_actions(db, ctx, inst.uuid)
+    assert [a.request_id for a in actions] == ["req-2", "req-1"]
+    assert all(a.events == [] for a in actions)
+
+
+def test_missing_action_or_event(db, ctx, inst):
+    with pytest.raises(exception.InstanceActionNotFound):
+        instance_action.get_action(db, ctx, inst.uuid, "nope")
+    with pytest.raises(exception.InstanceActionNotFound):
+        instance_action.event_start(db, ctx, inst.uuid, "nope", "e", "h")
+    _start(db, ctx, inst)
+    with pytest.raises(exception.InstanceActionEventNotFound):
+        instance_action.event_finish(db, ctx, inst.uuid, "req-1", "never_started")
