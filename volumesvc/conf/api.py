@@ -1,5 +1,6 @@
 """Options in [api]: the REST API process (auth, validation, links, server)."""
 
+from keystonemiddleware.auth_token import _opts as auth_token_opts
 from oslo_config import cfg
 from oslo_middleware import http_proxy_to_wsgi
 
@@ -89,7 +90,13 @@ def register_opts(conf):
     # NOTE: the version documents must show the URL the client used (tempest
     # follows their self links), so X-Forwarded-* is honoured by default.
     conf.set_default("enable_proxy_headers_parsing", True, group="oslo_middleware")
+    # [keystone_authtoken] is read by keystonemiddleware from this ConfigOpts
+    # (``oslo_config_config``); registering it here makes it settable in
+    # tests and visible to the sample generator.
+    for group, options in auth_token_opts.list_opts():
+        conf.register_opts(options, group=group)
 
 
 def list_opts():
-    return [(api_group, api_opts), ("oslo_middleware", http_proxy_to_wsgi.OPTS)]
+    return [(api_group, api_opts), ("oslo_middleware", http_proxy_to_wsgi.OPTS),
+            *auth_token_opts.list_opts()]

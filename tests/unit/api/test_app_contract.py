@@ -87,3 +87,36 @@ def test_noauth2_roles():
     assert set(seen["ctx"].roles) == {"member", "reader"}
     auth.NoAuth2(inner)({}, None)
     assert seen["ctx"] is None
+
+
+def test_keystone_context_from_auth_token_headers():
+    from volumesvc.api import auth
+
+    seen = {}
+
+    def inner(environ, start_response):
+        seen["ctx"] = environ.get(auth.ENV_CONTEXT)
+        return []
+
+    environ = {"HTTP_X_IDENTITY_STATUS": "Confirmed", "HTTP_X_USER_ID": "u1",
+               "HTTP_X_PROJECT_ID": "p1", "HTTP_X_ROLES": "admin,reader",
+               "HTTP_X_SERVICE_CATALOG": '[{"type": "volumev3"}]'}
+    auth.KeystoneContext(inner)(environ, None)
+    ctx = seen["ctx"]
+    assert (ctx.user_id, ctx.project_id, ctx.is_admin) == ("u1", "p1", True)
+    assert ctx.service_catalog == [{"type": "volumev3"}]
+    auth.KeystoneContext(inner)({"HTTP_X_IDENTITY_STATUS": "Invalid"}, None)
+    assert seen["ctx"] is None
+
+
+def test_keystone_strategy_answers_401_fault_with_www_authenticate():
+    conf = get_conf(default_config_files=[])
+    conf.set_override("auth_strategy", "keystone", group="api")
+    conf.set_override("www_authenticate_uri", "http://keystone:5000/v3",
+                      group="keystone_authtoken")
+    client = app_mod.create_app(conf).test_client()
+    response = client.get("/v2.1/os-services")
+    assert response.status_code == 401
+    assert response.json["unauthorized"]["code"] == 401
+    assert response.headers["WWW-Authenticate"] == 'Keystone uri="http://keystone:5000/v3"'
+    assert client.get("/v2.1/").status_code == 200
