@@ -268,3 +268,15 @@ def test_reconnects_after_the_connection_is_lost(driver, fake_libvirt, instance)
     fake_libvirt.opened[-1].close()
     assert driver.get_info(instance) == power_state.RUNNING
     assert len(fake_libvirt.opened) == 2
+
+
+def test_hard_reboot_recreates_a_missing_domain(driver, instance, make_volume):
+    vol = make_volume()
+    driver.reboot(instance, _bdi(_bdm(vol, "/dev/sda", boot_index=0)), "HARD")
+    assert driver.get_info(instance) == power_state.RUNNING
+    assert driver.get_volume_disk_info(instance, vol["serial"]).target_dev == "sda"
+
+
+def test_soft_reboot_of_missing_domain(driver, instance):
+    with pytest.raises(exception.InstanceNotFound):
+        driver.reboot(instance, None, "SOFT")

@@ -132,7 +132,13 @@ class LibvirtDriver(driver.ComputeDriver):
         (after the compute's dangling-BDM cleanup), so disks whose BDM is gone
         leave the domain, as in Nova.
         """
-        guest = self._host.get_guest(instance["uuid"])
+        guest = self._host.find_guest(instance["uuid"])
+        if guest is None:
+            if reboot_type != driver.REBOOT_HARD:
+                raise exception.InstanceNotFound(instance_id=instance["uuid"])
+            # A hard reboot recreates a domain lost with its host's state.
+            self._define_and_start(instance, block_device_info)
+            return
         timeout = self.libvirt_conf.domain_state_timeout
         if reboot_type == driver.REBOOT_SOFT and guest.is_active():
             try:

@@ -87,7 +87,7 @@ def _start_event_loop(libvirt):
             while True:
                 try:
                     libvirt.virEventRunDefaultImpl()
-                except Exception:  # noqa: BLE001 - keep the loop alive
+                except Exception:  # keep the loop alive whatever one callback did
                     LOG.exception("libvirt event loop iteration failed")
                     time.sleep(1)
 
