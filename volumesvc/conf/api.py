@@ -1,5 +1,7 @@
 """Options in [api]: the REST API process (auth, validation, links, server)."""
 
+import copy
+
 from keystonemiddleware.auth_token import _opts as auth_token_opts
 from oslo_config import cfg
 from oslo_middleware import http_proxy_to_wsgi
@@ -84,7 +86,9 @@ Related options:
 
 
 def register_opts(conf):
-    conf.register_group(api_group)
+    # NOTE: a fresh OptGroup per ConfigOpts: register_group only shallow-copies,
+    # so a shared group would leak set_override between "fresh" configs.
+    conf.register_group(copy.deepcopy(api_group))
     conf.register_opts(api_opts, group=api_group)
     conf.register_opts(http_proxy_to_wsgi.OPTS, group="oslo_middleware")
     # NOTE: the version documents must show the URL the client used (tempest

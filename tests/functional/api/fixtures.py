@@ -12,6 +12,7 @@ from gabbi import fixture
 
 from volumesvc import context as vs_context
 from volumesvc.api.app import create_app
+from volumesvc.api.deps import Deps
 from volumesvc.conf import get_conf
 from volumesvc.db import fixtures as db_fixtures
 from volumesvc.objects import service as service_obj
@@ -48,8 +49,7 @@ class APIFixture(fixture.GabbiFixture):
         self._db_cm = db_fixtures.fresh_sqlite_database(self.conf)
         self.db = self._db_cm.__enter__()
         self.seed(self.db, vs_context.get_admin_context())
-        _CURRENT["app"] = create_app(self.conf)
-        _CURRENT["app"].extensions["volumesvc"]._given["db"] = self.db
+        _CURRENT["app"] = create_app(self.conf, deps=Deps(self.conf, db=self.db))
 
     def seed(self, db, ctx):
         """Nothing by default; subclasses add rows."""

@@ -1,0 +1,59 @@
+"""Entry points: config discovery of init_application, version_handler dispatch."""
+
+import flask
+import pytest
+
+from volumesvc import wsgi
+from volumesvc.api import microversions as mv
+
+
+def test_config_args_prefer_command_line(monkeypatch, tmp_path):
+    monkeypatch.setenv(wsgi.CONFIG_ENV, str(tmp_path / "missing.conf"))
+    assert wsgi._config_args(["-b", "x", "--config-file", "/a.conf"]) == [
+        "--config-file", "/a.conf"]
+    assert wsgi._config_args(["--config-file=/b.conf"]) == ["--config-file=/b.conf"]
+    assert wsgi._config_args([]) == []
+
+
+def test_init_application_reads_env_config(monkeypatch, tmp_path):
+    conf_file = tmp_path / "volumesvc.conf"
+    conf_file.write_text("[api]\nauth_strategy = noauth2\n")
+    monkeypatch.setenv(wsgi.CONFIG_ENV, str(conf_file))
+    app = wsgi.init_application(wsgi.load_conf([]))
+    assert app.extensions["volumesvc"].conf.api.auth_strategy == "noauth2"
+    assert app.test_client().get("/").status_code == 200
+
+
+@pytest.mark.parametrize("version, outcome", [("2.1", 404), ("2.9", 404), ("2.10", "old"),
+                                              ("2.19", "old"), ("2.20", "new")])
+def test_version_handler_dispatch(version, outcome):
+    before = set(mv.VERSIONED_METHODS)
+
+    @mv.version_handler(mv.parse("2.10"), mv.parse("2.19"))
+    def show_probe():
+        return "old"
+
+    @mv.version_handler(mv.parse("2.20"))  # noqa: F811
+    def show_probe():  # noqa: F811
+        return "new"
+
+    try:
+        with flask.Flask("t").app_context():
+            flask.g.microversion = mv.parse(version)
+            if outcome == 404:
+                with pytest.raises(mv.VersionNotAvailable) as info:
+                    show_probe()
+                assert info.value.status_code == 404
+            else:
+                assert show_probe() == outcome
+    finally:
+        for key in set(mv.VERSIONED_METHODS) - before:
+            del mv.VERSIONED_METHODS[key]
+
+
+def test_overrides_do_not_leak_between_fresh_configs():
+    from volumesvc.conf import get_conf
+
+    first = get_conf(default_config_files=[])
+    first.set_override("auth_strategy", "noauth2", group="api")
+    assert get_conf(default_config_files=[]).api.auth_strategy == "keystone"
