@@ -55,11 +55,14 @@ def get_client(transport, topic, *, version, server=None, version_cap=None,
 
 
 def get_server(transport, topic, server, endpoints, *, version):
-    """A threading-executor RPC server for ``topic`` on host ``server``."""
+    """An RPC server for ``topic`` on host ``server``.
+
+    NOTE: oslo.messaging's default executor is ``threading`` (and passing
+    ``executor`` is deprecated), which is what volumesvc wants: native threads.
+    """
     target = messaging.Target(topic=topic, server=server, version=version)
     return messaging.get_rpc_server(
-        transport, target, endpoints, executor="threading",
-        serializer=RequestContextSerializer())
+        transport, target, endpoints, serializer=RequestContextSerializer())
 
 
 def get_notifier(transport, publisher_id, *, driver=None, topics=None):

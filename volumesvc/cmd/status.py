@@ -23,7 +23,7 @@ class Checks(upgradecheck.UpgradeCommands):
         except Exception as exc:  # noqa: BLE001 - report, do not crash
             return upgradecheck.Result(
                 upgradecheck.Code.FAILURE, f"Cannot read the database: {exc}")
-        head = migration.head_revision()
+        head = migration.script_directory().get_current_head()
         if current is None:
             return upgradecheck.Result(
                 upgradecheck.Code.FAILURE,
