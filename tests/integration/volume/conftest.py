@@ -11,6 +11,8 @@ in that directory's conftest.py):
   there, QEMU can open them). Stopped,
   vhost and state removed at the end (``VOLUMESVC_KEEP_CINDER=1`` keeps the
   state dir for post-mortems; logs are in ``<state_dir>/log``).
+* ``glance_harness`` (session): a running ``GlanceHarness`` (no keystone, file
+  store); the Cinder above is pointed at it, so volumes from images work.
 * ``cinder_api`` (session): a ``CinderAPI`` in noauth mode pointed at it.
 * ``cinder_ctx``: a RequestContext whose project Cinder can route.
 * ``wait_volume_status(api, ctx, volume_id, status, size=None)``: helper.
@@ -29,6 +31,7 @@ import pytest
 
 from volumesvc.aio import free_port, rabbit
 from volumesvc.aio.cinder import CinderHarness
+from volumesvc.aio.glance import GlanceHarness
 from volumesvc.conf import get_conf
 from volumesvc.context import RequestContext
 from volumesvc.volume.cinder import CinderAPI
@@ -49,7 +52,21 @@ def _mysql(statement):
 
 
 @pytest.fixture(scope="session")
-def cinder_harness():
+def glance_harness():
+    state_dir = tempfile.mkdtemp(prefix="volumesvc-it-glance-", dir="/var/tmp")
+    harness = GlanceHarness(state_dir, port=free_port())
+    try:
+        harness.setup(START_TIMEOUT)
+    except Exception as e:  # noqa: BLE001
+        pytest.fail(f"Glance could not be installed or started: {e}")
+    yield harness
+    harness.stop()
+    if not os.environ.get("VOLUMESVC_KEEP_CINDER"):
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def cinder_harness(glance_harness):
     vhost = f"vs-it-cinder-{uuid.uuid4().hex[:8]}"
     state_dir = tempfile.mkdtemp(prefix="volumesvc-it-cinder-", dir="/var/tmp")
     try:
@@ -62,7 +79,8 @@ def cinder_harness():
     except Exception as e:  # noqa: BLE001
         pytest.fail(f"cannot create a MariaDB database at {MYSQL_ADMIN_URL}: {e}")
     harness = CinderHarness(state_dir, port=free_port(), transport_url=transport_url,
-                            database_connection=f"{MYSQL_ADMIN_URL}/{db_name}?charset=utf8mb4")
+                            database_connection=f"{MYSQL_ADMIN_URL}/{db_name}?charset=utf8mb4",
+                            glance_url=glance_harness.url)
     try:
         harness.install()
     except Exception as e:  # noqa: BLE001

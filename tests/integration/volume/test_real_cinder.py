@@ -118,3 +118,38 @@ def test_not_found_translation(cinder_api, cinder_ctx):
         cinder_api.get(cinder_ctx, missing)
     with pytest.raises(exception.SnapshotNotFound):
         cinder_api.get_snapshot(cinder_ctx, missing)
+
+
+def _upload_image(glance_url, data):
+    """Create an active raw image through Glance's v2 REST API; return its id."""
+    import json
+    import urllib.request
+
+    body = json.dumps({"name": "it-image", "disk_format": "raw", "container_format": "bare",
+                       "visibility": "public", "owner": "it"}).encode()
+    request = urllib.request.Request(f"{glance_url}/v2/images", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        image_id = json.loads(response.read())["id"]
+    request = urllib.request.Request(f"{glance_url}/v2/images/{image_id}/file", data=data,
+                                     method="PUT",
+                                     headers={"Content-Type": "application/octet-stream"})
+    with urllib.request.urlopen(request, timeout=30):
+        pass
+    return image_id
+
+
+def test_volume_from_image_holds_the_image_bytes(cinder_api, cinder_ctx, glance_harness):
+    payload = b"volumesvc-boot-sector" + b"\0" * (1024 * 1024 - 21)
+    image_id = _upload_image(glance_harness.url, payload)
+    created = cinder_api.create(cinder_ctx, 1, "it-from-image", None, image_id=image_id)
+    volume = wait_volume_status(cinder_api, cinder_ctx, created["id"], "available", timeout=120)
+    assert volume["bootable"] == "true"
+    assert volume["volume_image_metadata"]["image_id"] == image_id
+    attachment_id, info = _attach(cinder_api, cinder_ctx, volume["id"], str(uuid.uuid4()))
+    with open(info["data"]["device_path"], "rb") as f:
+        assert f.read(len(payload)) == payload
+    assert os.path.getsize(info["data"]["device_path"]) == GiB
+    cinder_api.attachment_delete(cinder_ctx, attachment_id)
+    wait_volume_status(cinder_api, cinder_ctx, volume["id"], "available")
+    cinder_api.delete(cinder_ctx, volume["id"])
