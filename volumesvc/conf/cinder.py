@@ -1,5 +1,7 @@
 """Options of the [cinder] group: how volumesvc reaches the Block Storage API."""
 
+import copy
+
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
@@ -59,8 +61,11 @@ a volume from another zone is refused.
 
 
 def register_opts(conf):
-    conf.register_group(cinder_group)
-    conf.register_opts(cinder_opts, group=cinder_group)
+    # A deep copy per ConfigOpts: oslo.config keeps a registered OptGroup's
+    # options (and their overrides) on the group object itself.
+    group = copy.deepcopy(cinder_group)
+    conf.register_group(group)
+    conf.register_opts(cinder_opts, group=group)
     # auth_type/auth_url/... and cafile/insecure/timeout/... (timeout is the
     # per-request HTTP timeout) come from keystoneauth so they match every
     # other OpenStack service's [cinder] section.
