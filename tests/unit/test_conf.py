@@ -41,3 +41,18 @@ def test_sample_config_is_generated_from_the_code(tmp_path):
         check=True, cwd=REPO)
     committed = (REPO / "etc/volumesvc/volumesvc.conf.sample").read_text()
     assert out.read_text() == committed, "run: tox -e genconfig"
+
+
+def test_overrides_never_leak_between_confs():
+    """Regression: a shared OptGroup made set_override visible in other confs."""
+    a = vs_conf.get_conf()
+    b = vs_conf.get_conf()
+    for group, options in opts.list_opts():
+        for opt in options:
+            if (getattr(opt.type, "type_name", "") == "string value"
+                    and not getattr(opt.type, "choices", None)):
+                grp = None if group == "DEFAULT" else group
+                a.set_override(opt.dest, "leak-check", group=grp)
+                target = b if grp is None else getattr(b, grp)
+                assert getattr(target, opt.dest) != "leak-check", f"[{group}] {opt.dest}"
+                break

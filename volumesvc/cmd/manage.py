@@ -48,7 +48,7 @@ class ServiceCommands:
 
         db = db_api.Database(self.conf)
         services = service_obj.list_services(
-            db, context.get_admin_context(), binary=args.binary, host=args.host)
+            db, context.get_admin_context(), binary=args.binary_filter, host=args.host_filter)
         rows = []
         for svc in services:
             rows.append({
@@ -99,8 +99,8 @@ def _add_parsers(subparsers):
     svc = subparsers.add_parser("service", help=ServiceCommands.__doc__)
     svc_actions = svc.add_subparsers(dest="action", required=True)
     lst = svc_actions.add_parser("list", help=ServiceCommands.list.__doc__)
-    lst.add_argument("--binary", default=None)
-    lst.add_argument("--host", default=None)
+    lst.add_argument("--binary", dest="binary_filter", default=None)
+    lst.add_argument("--host", dest="host_filter", default=None)
     lst.add_argument("--json", action="store_true", help="machine-readable output")
 
 

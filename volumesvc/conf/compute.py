@@ -1,5 +1,7 @@
 """[compute]: the per-host agent."""
 
+import copy
+
 from oslo_config import cfg
 
 compute_group = cfg.OptGroup(
@@ -44,8 +46,11 @@ Related options:
 
 
 def register_opts(conf):
-    conf.register_group(compute_group)
-    conf.register_opts(compute_opts, group=compute_group)
+    # NOTE: a deep copy per ConfigOpts: oslo.config shares a registered
+    # OptGroup's options between confs, so overrides would leak across them.
+    group = copy.deepcopy(compute_group)
+    conf.register_group(group)
+    conf.register_opts(compute_opts, group=group)
 
 
 def list_opts():

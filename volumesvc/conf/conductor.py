@@ -1,5 +1,7 @@
 """[conductor]: the orchestration service."""
 
+import copy
+
 from oslo_config import cfg
 
 conductor_group = cfg.OptGroup(
@@ -17,8 +19,11 @@ conductor_opts = [
 
 
 def register_opts(conf):
-    conf.register_group(conductor_group)
-    conf.register_opts(conductor_opts, group=conductor_group)
+    # NOTE: a deep copy per ConfigOpts: oslo.config shares a registered
+    # OptGroup's options between confs, so overrides would leak across them.
+    group = copy.deepcopy(conductor_group)
+    conf.register_group(group)
+    conf.register_opts(conductor_opts, group=group)
 
 
 def list_opts():

@@ -1,5 +1,7 @@
 """[upgrade_levels]: RPC version caps for rolling upgrades."""
 
+import copy
+
 from oslo_config import cfg
 
 upgrade_group = cfg.OptGroup(
@@ -36,8 +38,11 @@ Possible values:
 
 
 def register_opts(conf):
-    conf.register_group(upgrade_group)
-    conf.register_opts(upgrade_opts, group=upgrade_group)
+    # NOTE: a deep copy per ConfigOpts: oslo.config shares a registered
+    # OptGroup's options between confs, so overrides would leak across them.
+    group = copy.deepcopy(upgrade_group)
+    conf.register_group(group)
+    conf.register_opts(upgrade_opts, group=group)
 
 
 def list_opts():
