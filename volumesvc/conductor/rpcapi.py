@@ -3,7 +3,9 @@
 Version history (bump ``VERSION`` and add a line for every change; the
 manager imports ``VERSION`` so the two can never disagree):
 
-* 1.0 - Initial version: service_update.
+* 1.0 - Initial version: service_update; build_instances, delete_instance,
+        reboot_instance (API → conductor); instance/BDM/action/fault
+        persistence on behalf of computes.
 """
 
 import oslo_messaging as messaging
@@ -44,6 +46,84 @@ class ConductorAPI:
             version="1.0", timeout=timeout or self._conf.report_interval)
         return cctxt.call(ctxt, "service_update", host=host, binary=binary,
                           topic=topic, version=version, capabilities=capabilities)
+
+
+    # -- API → conductor: server lifecycle (casts; progress is in the DB) -----
+
+    def build_instances(self, ctxt, *, instance_uuids, request_spec):
+        """Cast: pick a host for each instance and start its build.
+
+        The API has already created the instance rows (vm_state ``building``,
+        task_state ``scheduling``), their BDMs and the ``create`` action.
+        ``request_spec`` is a JSON-able dict: ``flavor`` (dict), ``image``
+        (dict or None), ``availability_zone``, ``needs`` (capability names
+        the host must have, e.g. ``["supports_multiattach"]``).
+        """
+        self._client.prepare(version="1.0").cast(
+            ctxt, "build_instances", instance_uuids=instance_uuids,
+            request_spec=request_spec)
+
+    def delete_instance(self, ctxt, *, instance_uuid):
+        """Cast: tear the instance down (task_state already ``deleting``)."""
+        self._client.prepare(version="1.0").cast(
+            ctxt, "delete_instance", instance_uuid=instance_uuid)
+
+    def reboot_instance(self, ctxt, *, instance_uuid, reboot_type):
+        """Cast: reboot (task_state already ``rebooting``/``rebooting_hard``)."""
+        self._client.prepare(version="1.0").cast(
+            ctxt, "reboot_instance", instance_uuid=instance_uuid,
+            reboot_type=reboot_type)
+
+    # -- compute → conductor: persistence (calls, short timeouts) ------------
+
+    def _call(self, ctxt, method, **kwargs):
+        cctxt = self._client.prepare(version="1.0",
+                                     timeout=self._conf.rpc_response_timeout)
+        return cctxt.call(ctxt, method, **kwargs)
+
+    def instance_get(self, ctxt, *, instance_uuid):
+        """Call: the instance as a dict (InstanceNotFound if gone)."""
+        return self._call(ctxt, "instance_get", instance_uuid=instance_uuid)
+
+    def instance_update(self, ctxt, *, instance_uuid, values, expected_task_state=None,
+                        check_task_state=False):
+        """Call: save ``values``; with ``check_task_state`` compare-and-swap on
+        task_state (UnexpectedTaskStateError when it moved on)."""
+        return self._call(ctxt, "instance_update", instance_uuid=instance_uuid,
+                          values=values, expected_task_state=expected_task_state,
+                          check_task_state=check_task_state)
+
+    def instance_destroy(self, ctxt, *, instance_uuid):
+        """Call: soft-delete the instance and its BDMs."""
+        return self._call(ctxt, "instance_destroy", instance_uuid=instance_uuid)
+
+    def bdm_list(self, ctxt, *, instance_uuid):
+        """Call: the instance's BDMs as dicts, boot disk first."""
+        return self._call(ctxt, "bdm_list", instance_uuid=instance_uuid)
+
+    def bdm_create(self, ctxt, *, values):
+        return self._call(ctxt, "bdm_create", values=values)
+
+    def bdm_update(self, ctxt, *, bdm_uuid, values):
+        return self._call(ctxt, "bdm_update", bdm_uuid=bdm_uuid, values=values)
+
+    def bdm_destroy(self, ctxt, *, bdm_uuid):
+        return self._call(ctxt, "bdm_destroy", bdm_uuid=bdm_uuid)
+
+    def action_event_start(self, ctxt, *, instance_uuid, request_id, event, host):
+        return self._call(ctxt, "action_event_start", instance_uuid=instance_uuid,
+                          request_id=request_id, event=event, host=host)
+
+    def action_event_finish(self, ctxt, *, instance_uuid, request_id, event, result,
+                            traceback=None, details=None):
+        return self._call(ctxt, "action_event_finish", instance_uuid=instance_uuid,
+                          request_id=request_id, event=event, result=result,
+                          traceback=traceback, details=details)
+
+    def instance_fault_create(self, ctxt, *, instance_uuid, code, message, details=None,
+                              host=None):
+        return self._call(ctxt, "instance_fault_create", instance_uuid=instance_uuid,
+                          code=code, message=message, details=details, host=host)
 
 
 # Exceptions a caller can expect across the bus (re-raised as the same class).
