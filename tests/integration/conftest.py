@@ -13,6 +13,13 @@ import uuid
 
 import pytest
 
+from tests.integration.fixtures_openstack import (  # noqa: F401 - fixtures
+    cinder_api,
+    cinder_conf,
+    cinder_ctx,
+    cinder_harness,
+    glance_harness,
+)
 from volumesvc.aio import rabbit
 
 BIN = os.path.dirname(sys.executable)

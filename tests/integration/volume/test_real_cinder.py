@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from tests.integration.volume.conftest import wait_volume_status
+from tests.integration.fixtures_openstack import wait_volume_status
 from volumesvc import exception
 
 pytestmark = pytest.mark.integration

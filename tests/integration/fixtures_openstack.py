@@ -1,8 +1,7 @@
 """A real Cinder 29 for the integration tier (one per test session).
 
-Fixtures (reuse them from another directory with
-``from tests.integration.volume.conftest import cinder_harness, cinder_api  # noqa: F401``
-in that directory's conftest.py):
+Fixtures (made visible to every integration test by tests/integration/conftest.py;
+do not import them into another conftest, which would start a second Cinder):
 
 * ``cinder_harness`` (session): a running ``volumesvc.aio.cinder.CinderHarness``
   on a free port, with its own RabbitMQ vhost, its own MariaDB database
