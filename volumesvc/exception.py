@@ -173,3 +173,63 @@ class CinderAPIError(VolumesvcException):
     def __init__(self, message=None, **kwargs):
         super().__init__(message, **kwargs)
         self.code = kwargs.get("code")
+
+
+# Boot with block_device_mapping_v2 (api/logic/bdm.py): Nova's classes and
+# messages, so clients and tempest see the same 400/409 texts.
+class InvalidBDM(Invalid):
+    msg_fmt = "Block Device Mapping is Invalid."
+
+
+class InvalidBDMFormat(InvalidBDM):
+    msg_fmt = "Block Device Mapping is Invalid: %(details)s"
+
+
+class InvalidBDMSnapshot(InvalidBDM):
+    msg_fmt = "Block Device Mapping is Invalid: failed to get snapshot %(id)s."
+
+
+class InvalidBDMVolume(InvalidBDM):
+    msg_fmt = "Block Device Mapping is Invalid: failed to get volume %(id)s."
+
+
+class InvalidBDMImage(InvalidBDM):
+    msg_fmt = "Block Device Mapping is Invalid: failed to get image %(id)s."
+
+
+class InvalidBDMBootSequence(InvalidBDM):
+    msg_fmt = ("Block Device Mapping is Invalid: Boot sequence for the instance and "
+               "image/block device mapping combination is not valid.")
+
+
+class InvalidBDMLocalsLimit(InvalidBDM):
+    msg_fmt = ("Block Device Mapping is Invalid: You specified more local devices than "
+               "the limit allows")
+
+
+class InvalidBDMEphemeralSize(InvalidBDM):
+    msg_fmt = ("Ephemeral disks requested are larger than the instance type allows. If no "
+               "size is given in one block device mapping, flavor ephemeral size will be "
+               "used.")
+
+
+class InvalidBDMSwapSize(InvalidBDM):
+    msg_fmt = "Swap drive requested is larger than instance type allows."
+
+
+class InvalidBDMVolumeNotBootable(InvalidBDM):
+    msg_fmt = "Block Device %(id)s is not bootable."
+
+
+class InvalidBDMVolumeType(InvalidBDM):
+    """A requested volume type Cinder does not know: 400 at boot (404 elsewhere)."""
+
+    msg_fmt = "Volume type %(id_or_name)s could not be found."
+
+
+class MultiattachNotSupportedOldMicroversion(Invalid):
+    msg_fmt = "Multiattach volumes are only supported starting with compute API version 2.60."
+
+
+class VolumeTypeSupportNotYetAvailable(Conflict):
+    msg_fmt = "Volume type support is not yet available."
