@@ -233,3 +233,13 @@ class MultiattachNotSupportedOldMicroversion(Invalid):
 
 class VolumeTypeSupportNotYetAvailable(Conflict):
     msg_fmt = "Volume type support is not yet available."
+
+
+class OverQuota(Forbidden):
+    msg_fmt = "Quota exceeded for resources: %(overs)s"
+
+
+class GlanceAPIError(VolumesvcException):
+    """A Glance answer with no more specific translation; ``code`` is the HTTP status."""
+
+    msg_fmt = "Glance request failed with HTTP %(code)s: %(reason)s"
