@@ -36,7 +36,8 @@ def test_compute_and_virt_never_import_the_database():
 
 def test_no_global_conf_in_api():
     pattern = re.compile(r"^\s*CONF\s*=\s*cfg\.CONF", re.M)
-    offenders = [str(p.relative_to(ROOT)) for p in _modules("api") if pattern.search(p.read_text())]
+    offenders = [str(p.relative_to(ROOT)) for p in _modules("api")
+                 if pattern.search(p.read_text())]
     assert offenders == []
 
 

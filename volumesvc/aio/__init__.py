@@ -116,6 +116,16 @@ class ProcessGroup:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc is not None else None
+
+    def signal(self, signum):
+        """Send ``signum`` to the whole group (no-op when it is not running)."""
+        if self.running():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signum)
+
     def tail(self, lines=30) -> str:
         with contextlib.suppress(OSError), open(self.log_path, errors="replace") as f:
             return "".join(f.readlines()[-lines:])
@@ -139,14 +149,31 @@ class ProcessGroup:
         self.proc = None
 
 
-def wait_for(predicate, timeout, interval=0.5, what="condition", on_fail=None):
-    """Poll ``predicate`` until it returns truthy; raise TimeoutError with context."""
+def wait_for(predicate, timeout, interval=0.5, what="condition", on_fail=None,
+             children=()):
+    """Poll ``predicate`` until it returns truthy; raise TimeoutError with context.
+
+    An exception from ``predicate`` counts as "not yet" (a service still
+    starting refuses connections) and is reported if time runs out. If one of
+    ``children`` (ProcessGroups) exits meanwhile, fail at once with its log.
+    """
     deadline = time.monotonic() + timeout
+    last_error = None
     while True:
-        result = predicate()
+        try:
+            result = predicate()
+        except Exception as exc:  # noqa: BLE001 - not ready yet
+            result, last_error = None, exc
         if result:
             return result
+        for child in children:
+            if child.proc is not None and not child.running():
+                raise RuntimeError(
+                    f"{child.name} exited with {child.proc.returncode} while waiting for "
+                    f"{what}; last log lines:\n{child.tail()}")
         if time.monotonic() >= deadline:
             extra = on_fail() if on_fail else ""
+            if last_error is not None:
+                extra = f"last error: {last_error}\n{extra}"
             raise TimeoutError(f"timed out after {timeout}s waiting for {what}\n{extra}")
         time.sleep(interval)

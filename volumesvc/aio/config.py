@@ -71,9 +71,34 @@ def compute_is_up(conf_path, host):
         db.dispose()
 
 
-def ensure_image(image_harness, state_dir):
-    """Upload one small raw image so image-backed boot works out of the box."""
-    upload = getattr(image_harness, "ensure_image", None)
-    if upload is not None:
-        return upload(name="cirros-raw-tiny", path=os.path.join(state_dir, "tiny.raw"))
-    return None
+STARTER_IMAGE_NAME = "volumesvc-tiny-raw"
+STARTER_IMAGE_BYTES = 1 << 20
+
+
+def ensure_image(glance_url, state_dir, owner="admin"):
+    """Upload one small public raw image so image-backed boot works out of the box.
+
+    Idempotent: an active image of the same name is reused across restarts.
+    Returns the image id.
+    """
+    import json
+    import urllib.request
+
+    def request(method, path, body=None, content_type="application/json"):
+        req = urllib.request.Request(glance_url + path, data=body, method=method,
+                                     headers={"Content-Type": content_type})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            data = resp.read()
+            return json.loads(data) if data else None
+
+    found = request("GET", f"/v2/images?name={STARTER_IMAGE_NAME}")["images"]
+    for image in found:
+        if image["status"] == "active":
+            return image["id"]
+    image = request("POST", "/v2/images", json.dumps({
+        "name": STARTER_IMAGE_NAME, "disk_format": "raw", "container_format": "bare",
+        "visibility": "public", "owner": owner, "min_disk": 1}).encode())
+    # A raw disk of zeros: no guest OS is needed, QEMU only has to open it.
+    request("PUT", f"/v2/images/{image['id']}/file", b"\0" * STARTER_IMAGE_BYTES,
+            content_type="application/octet-stream")
+    return image["id"]

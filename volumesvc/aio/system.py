@@ -71,3 +71,35 @@ def ensure_system(*, rabbitmq=True, libvirt=True):
     if libvirt:
         ensure_libvirt_qemu_user()
     return installed
+
+
+MARIADB_ADMIN_URL = "mysql+pymysql://root@127.0.0.1:3306"
+
+
+def ensure_mariadb(timeout=60.0):
+    """Start the machine's MariaDB if nothing listens on 3306 (it usually runs)."""
+    from volumesvc.aio import rabbit, wait_for
+
+    if rabbit.port_open("127.0.0.1", 3306):
+        return False
+    if not os.path.exists("/usr/sbin/mariadbd"):
+        raise RuntimeError("MariaDB is not running on 127.0.0.1:3306 and is not installed "
+                           "(apt-get install mariadb-server)")
+    subprocess.run(["start-stop-daemon", "--start", "--oknodo", "--background",
+                    "--exec", "/usr/sbin/mariadbd"], check=True)
+    wait_for(lambda: rabbit.port_open("127.0.0.1", 3306), timeout, what="MariaDB")
+    return True
+
+
+def mariadb_database(name, admin_url=MARIADB_ADMIN_URL):
+    """Create database ``name`` if missing and return its SQLAlchemy URL."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(admin_url + "/", isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text(
+                f"CREATE DATABASE IF NOT EXISTS {name} CHARACTER SET utf8mb4"))
+    finally:
+        engine.dispose()
+    return f"{admin_url}/{name}?charset=utf8mb4"

@@ -15,8 +15,8 @@ import sys
 import threading
 import urllib.request
 
+from volumesvc import aio as harness_util
 from volumesvc.aio import config as aio_config
-from volumesvc.aio import processes
 
 DEFAULT_STATE_DIR = "/var/lib/volumesvc-aio"
 
@@ -70,20 +70,24 @@ class AllInOne:
             if installed:
                 self._log("installed " + " ".join(installed))
         rabbit.ensure_rabbit()
-        self.vhost = f"volumesvc-aio-{self.args.api_port}"
-        transport_url = rabbit.ensure_vhost(self.vhost)
+        system.ensure_mariadb()
+        tag = f"aio-{self.args.api_port}"
+        transport_url = rabbit.ensure_vhost(f"volumesvc-{tag}")
         api_url = f"http://127.0.0.1:{self.args.api_port}/v2.1"
 
-        self._log("starting Glance and Cinder (first run installs them from PyPI)")
+        self._log("starting Glance and Cinder (the first run installs them from PyPI)")
         image = glance.GlanceHarness(
             os.path.join(self.state_dir, "glance"), port=self.args.image_port)
         self.harnesses.append(image)
         image.install()
         image.configure()
         image.start()
+        # NOTE: Cinder on SQLite answers "database is locked" as soon as two
+        # requests overlap, so the all-in-one gives it a MariaDB database.
         volume = cinder.CinderHarness(
             os.path.join(self.state_dir, "cinder"), port=self.args.volume_port,
-            transport_url=rabbit.ensure_vhost(self.vhost + "-cinder"),
+            transport_url=rabbit.ensure_vhost(f"cinder-{tag}"),
+            database_connection=system.mariadb_database(f"cinder_{tag.replace('-', '_')}"),
             nova_endpoint=api_url, glance_url=image.url)
         self.harnesses.append(volume)
         volume.install()
@@ -98,24 +102,24 @@ class AllInOne:
         for binary in ("volumesvc-conductor", "volumesvc-compute", "volumesvc-api"):
             self._spawn(binary, conf_path)
 
-        children = self.children
         timeout = self.args.ready_timeout
-        image.wait_ready(timeout=timeout)
-        volume.wait_ready(timeout=timeout)
-        processes.wait_for(lambda: _http_ok(api_url), timeout=timeout,
-                           what="the compute API", children=children)
-        processes.wait_for(lambda: aio_config.compute_is_up(conf_path, self.args.host),
-                           timeout=timeout, what="the compute service to report up",
-                           children=children)
-        aio_config.ensure_image(image, self.state_dir)
-        return api_url, volume.url, image.url, conf_path
+        image.wait_ready(timeout)
+        volume.wait_ready(timeout)
+        harness_util.wait_for(lambda: _http_ok(api_url), timeout, what="the compute API",
+                              children=self.children)
+        harness_util.wait_for(lambda: aio_config.compute_is_up(conf_path, self.args.host),
+                              timeout, what="the compute service to report up",
+                              children=self.children)
+        image_id = aio_config.ensure_image(image.url, self.state_dir)
+        return api_url, volume.url, image.url, conf_path, image_id
 
     def _spawn(self, binary, conf_path):
         exe = os.path.join(os.path.dirname(sys.executable), binary)
-        child = processes.Child(
+        log_path = os.path.join(self.state_dir, "logs", f"{binary}.log")
+        os.makedirs(os.path.dirname(log_path), exist_ok=True)
+        child = harness_util.ProcessGroup(
             binary, [exe if os.path.exists(exe) else binary, "--config-file", conf_path],
-            log_path=os.path.join(self.state_dir, "logs", f"{binary}.log"))
-        os.makedirs(os.path.dirname(child.log_path), exist_ok=True)
+            log_path)
         self.children.append(child.start())
 
     def _run_once(self, argv):
@@ -126,24 +130,32 @@ class AllInOne:
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=300)
 
     def stop(self):
-        for child in reversed(self.children):
-            child.stop()
-        for harness in reversed(self.harnesses):
-            try:
-                harness.stop()
-            except Exception as exc:  # noqa: BLE001 - stop the rest regardless
-                self._log(f"stopping {type(harness).__name__} failed: {exc}")
+        """Stop volumesvc's processes, then Cinder and Glance, each group in parallel."""
+        for group in (list(self.children), list(self.harnesses)):
+            threads = [threading.Thread(target=self._stop_one, args=(item,), daemon=True)
+                       for item in group]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+
+    def _stop_one(self, item):
+        try:
+            item.stop()
+        except Exception as exc:  # noqa: BLE001 - stop the rest regardless
+            self._log(f"stopping {getattr(item, 'name', type(item).__name__)} failed: {exc}")
 
 
-def _client_help(api_url, volume_url, image_url, conf_path):
-    return f"""volumesvc-aio: point clients at it (noauth2: token is user:project; user 'admin' is admin):
-  export OS_AUTH_TYPE=none OS_ENDPOINT={api_url}       # not needed for curl
+def _client_help(api_url, volume_url, image_url, conf_path, image_id):
+    return f"""volumesvc-aio: point clients at it (noauth2 token user:project; admin is admin):
   openstack --os-auth-type admin_token --os-endpoint {api_url} --os-token admin:admin \\
       --os-compute-api-version 2.96 server list
   nova --os-auth-type admin_token --os-endpoint {api_url} --os-token admin:admin list
   curl -s -H 'X-Auth-Token: admin:admin' {api_url}/servers
   volumesvc-manage --config-file {conf_path} service list
-  Cinder: {volume_url}   Glance: {image_url}   Stop with Ctrl-C."""
+  Cinder (noauth, X-Auth-Token admin:admin): {volume_url}
+  Glance (no auth): {image_url}  starter image: {image_id}
+  Stop with Ctrl-C."""
 
 
 def main(argv=None):
@@ -159,7 +171,7 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        api_url, volume_url, image_url, conf_path = aio.start()
+        api_url, volume_url, image_url, conf_path, image_id = aio.start()
     except BaseException as exc:
         print(f"volumesvc-aio: failed to start: {exc}", file=sys.stderr, flush=True)
         aio.stop()
@@ -167,9 +179,9 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
     print(f"volumesvc-aio: ready compute={api_url} volume={volume_url}", flush=True)
-    print(_client_help(api_url, volume_url, image_url, conf_path), flush=True)
+    print(_client_help(api_url, volume_url, image_url, conf_path, image_id), flush=True)
     while not stop.wait(1.0):
-        dead = [c for c in aio.children if not c.alive()]
+        dead = [c for c in aio.children if not c.running()]
         if dead:
             print(f"volumesvc-aio: {dead[0].name} exited; stopping. Last lines:\n"
                   f"{dead[0].tail()}", file=sys.stderr, flush=True)

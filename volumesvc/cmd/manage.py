@@ -73,10 +73,10 @@ def _print_table(rows, columns):
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
     print(line)
-    print("| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths)) + " |")
+    print("| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)) + " |")
     print(line)
     for r in cells:
-        print("| " + " | ".join(v.ljust(w) for v, w in zip(r, widths)) + " |")
+        print("| " + " | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) + " |")
     print(line)
 
 

@@ -8,7 +8,7 @@ import urllib.request
 import pytest
 
 from tests.integration.conftest import bin_path, free_port
-from volumesvc.aio import processes
+from volumesvc import aio as harness
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def deployment(tmp_path, rabbit_vhost, pg_database_url):
     children = {}
 
     def spawn(binary):
-        child = processes.Child(binary, [bin_path(binary), "--config-file", str(conf_path)],
+        child = harness.ProcessGroup(binary, [bin_path(binary), "--config-file", str(conf_path)],
                                 log_path=str(tmp_path / f"{binary}.log")).start()
         children[binary] = child
         return child
@@ -71,7 +71,7 @@ def _api_services(api):
 
 def test_compute_goes_down_when_killed_and_up_after_restart(deployment):
     conf, children = deployment["conf"], list(deployment["children"].values())
-    processes.wait_for(lambda: _compute_state(conf) == "up", timeout=60,
+    harness.wait_for(lambda: _compute_state(conf) == "up", timeout=60,
                        what="compute up", children=children)
     row = _services(conf)["volumesvc-compute"]
     assert row["host"] == "it-compute-1"
@@ -79,19 +79,19 @@ def test_compute_goes_down_when_killed_and_up_after_restart(deployment):
     assert row["capabilities"]["supports_multiattach"] is True
     assert _services(conf)["volumesvc-conductor"]["state"] == "up"
 
-    processes.wait_for(lambda: deployment["api"] and _api_services(deployment["api"]),
+    harness.wait_for(lambda: deployment["api"] and _api_services(deployment["api"]),
                        timeout=60, what="the API", children=children)
     api_row = _api_services(deployment["api"])["volumesvc-compute"]
     assert api_row["state"] == "up" and api_row["host"] == "it-compute-1"
 
     deployment["children"]["volumesvc-compute"].signal(9)
     deployment["children"]["volumesvc-compute"].proc.wait(10)
-    processes.wait_for(lambda: _compute_state(conf) == "down", timeout=30,
+    harness.wait_for(lambda: _compute_state(conf) == "down", timeout=30,
                        what="compute down after kill")
     assert _api_services(deployment["api"])["volumesvc-compute"]["state"] == "down"
 
     deployment["spawn"]("volumesvc-compute")
-    processes.wait_for(lambda: _compute_state(conf) == "up", timeout=60,
+    harness.wait_for(lambda: _compute_state(conf) == "up", timeout=60,
                        what="compute up after restart",
                        children=[deployment["children"]["volumesvc-compute"]])
     assert _api_services(deployment["api"])["volumesvc-compute"]["state"] == "up"
@@ -99,7 +99,7 @@ def test_compute_goes_down_when_killed_and_up_after_restart(deployment):
 
 def test_sigterm_stops_services_gracefully(deployment):
     conf, children = deployment["conf"], list(deployment["children"].values())
-    processes.wait_for(lambda: _compute_state(conf) == "up", timeout=60,
+    harness.wait_for(lambda: _compute_state(conf) == "up", timeout=60,
                        what="compute up", children=children)
     for name in ("volumesvc-compute", "volumesvc-conductor"):
         child = deployment["children"][name]

@@ -1,0 +1,79 @@
+"""The README's first command: volumesvc-aio comes up, answers, and stops cleanly."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+from tests.integration.conftest import bin_path, free_port
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return resp.status, json.load(resp)
+
+
+def test_aio_ready_line_discovery_and_service_list():
+    state = tempfile.mkdtemp(prefix="vs-aio-", dir="/var/tmp")
+    api_port, volume_port, image_port = free_port(), free_port(), free_port()
+    proc = subprocess.Popen(
+        [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
+         "--volume-port", str(volume_port), "--image-port", str(image_port),
+         "--host", "aio-it", "--no-install"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = []
+    try:
+        deadline = time.monotonic() + 400
+        ready = None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("volumesvc-aio: ready "):
+                ready = line.strip()
+                break
+            assert time.monotonic() < deadline, "".join(lines[-30:])
+        assert ready == (f"volumesvc-aio: ready compute=http://127.0.0.1:{api_port}/v2.1 "
+                         f"volume=http://127.0.0.1:{volume_port}/v3"), "".join(lines[-30:])
+
+        status, root = _get(f"http://127.0.0.1:{api_port}/")
+        assert status == 200 and [v["id"] for v in root["versions"]] == ["v2.0", "v2.1"]
+        status, doc = _get(f"http://127.0.0.1:{api_port}/v2.1")
+        assert doc["version"]["id"] == "v2.1" and doc["version"]["version"] == "2.105"
+
+        out = subprocess.run(
+            [bin_path("volumesvc-manage"), "--config-file", os.path.join(state, "volumesvc.conf"),
+             "service", "list", "--json"], check=True, capture_output=True, text=True).stdout
+        computes = [r for r in json.loads(out) if r["binary"] == "volumesvc-compute"]
+        assert [(r["host"], r["state"]) for r in computes] == [("aio-it", "up")]
+        assert computes[0]["version"] >= 1
+        assert computes[0]["capabilities"]["supports_multiattach"] is True
+
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(120) == 0
+        # Everything it started is gone: its ports are closed again.
+        for port in (api_port, volume_port, image_port):
+            assert subprocess.run(["bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"],
+                                  capture_output=True).returncode != 0, port
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        shutil.rmtree(state, ignore_errors=True)
+        _drop_aio_leftovers(api_port)
+
+
+def _drop_aio_leftovers(api_port):
+    """The all-in-one keeps its Cinder database and vhosts for restarts; a test does not."""
+    import sqlalchemy as sa
+
+    from volumesvc.aio import rabbit, system
+
+    tag = f"aio-{api_port}"
+    engine = sa.create_engine(system.MARIADB_ADMIN_URL + "/", isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f"DROP DATABASE IF EXISTS cinder_{tag.replace('-', '_')}"))
+    engine.dispose()
+    for vhost in (f"volumesvc-{tag}", f"cinder-{tag}"):
+        rabbit.delete_vhost(vhost)
