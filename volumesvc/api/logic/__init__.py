@@ -1,0 +1,1 @@
+"""API-side business logic shared by handlers (validation and orchestration)."""

@@ -1,0 +1,150 @@
+"""Instance-state gates of the volume operations (api-contract §2), as data.
+
+Every operation that cares about an instance's state names a :class:`Gate`
+from :data:`GATES`; :func:`check_gate` applies it in Nova's order (lock,
+vm_state, task_state, launched_at), so all handlers answer the same 409 with
+the same message. The attachments, servers and server-action handlers share
+these constants: the table in the contract is written down once, here.
+"""
+
+import dataclasses
+
+from volumesvc import exception
+
+# vm_state values (Nova's names).
+ACTIVE = "active"
+BUILDING = "building"
+PAUSED = "paused"
+SUSPENDED = "suspended"
+STOPPED = "stopped"
+RESCUED = "rescued"
+RESIZED = "resized"
+SOFT_DELETED = "soft-delete"
+DELETED = "deleted"
+ERROR = "error"
+SHELVED = "shelved"
+SHELVED_OFFLOADED = "shelved_offloaded"
+
+# task_state values used by the gates.
+REBOOTING = "rebooting"
+REBOOT_PENDING = "reboot_pending"
+REBOOT_STARTED = "reboot_started"
+REBOOTING_HARD = "rebooting_hard"
+REBOOT_PENDING_HARD = "reboot_pending_hard"
+REBOOT_STARTED_HARD = "reboot_started_hard"
+RESUMING = "resuming"
+PAUSING = "pausing"
+UNPAUSING = "unpausing"
+SUSPENDING = "suspending"
+IMAGE_SNAPSHOT = "image_snapshot"
+
+# Sentinel: the operation does not look at this attribute at all.
+ANY = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    """What one operation requires of an instance.
+
+    ``vm_states``/``task_states`` are the allowed values (``ANY`` = not
+    checked; ``None`` inside ``task_states`` means "no task running").
+    ``action`` is the name in the 409 message (Nova's method name).
+    """
+
+    action: str
+    vm_states: frozenset | None
+    task_states: frozenset | None
+    check_lock: bool = True
+    must_have_launched: bool = True
+
+
+_NO_TASK = frozenset({None})
+
+# attach/detach also allow shelved/shelved_offloaded, but only from 2.20
+# (the handler removes them below that: see SHELVED_STATES).
+ATTACH_VM_STATES = frozenset({ACTIVE, PAUSED, STOPPED, RESIZED, SOFT_DELETED, SHELVED,
+                              SHELVED_OFFLOADED})
+SHELVED_STATES = frozenset({SHELVED, SHELVED_OFFLOADED})
+SWAP_VM_STATES = frozenset({ACTIVE, PAUSED, RESIZED})
+SOFT_REBOOT_VM_STATES = frozenset({ACTIVE})
+HARD_REBOOT_VM_STATES = frozenset({ACTIVE, STOPPED, PAUSED, SUSPENDED, ERROR})
+# Nova's task_states.ALLOW_REBOOT: a hard reboot may interrupt these.
+HARD_REBOOT_TASK_STATES = frozenset({None, REBOOTING, REBOOT_PENDING, REBOOT_STARTED,
+                                     REBOOTING_HARD, RESUMING, PAUSING, UNPAUSING,
+                                     SUSPENDING})
+CREATE_IMAGE_VM_STATES = frozenset({ACTIVE, STOPPED, PAUSED, SUSPENDED})
+
+# The §2 table. Keys are what handlers pass to check_gate().
+GATES = {
+    "attach_volume": Gate("attach_volume", ATTACH_VM_STATES, _NO_TASK),
+    "detach_volume": Gate("detach_volume", ATTACH_VM_STATES, _NO_TASK),
+    "swap_volume": Gate("swap_volume", SWAP_VM_STATES, _NO_TASK),
+    "reboot_soft": Gate("reboot", SOFT_REBOOT_VM_STATES, _NO_TASK),
+    "reboot_hard": Gate("reboot", HARD_REBOOT_VM_STATES, HARD_REBOOT_TASK_STATES),
+    # NOTE: Nova's snapshot_volume_backed has no check_instance_lock.
+    "create_image": Gate("createImage", CREATE_IMAGE_VM_STATES, _NO_TASK, check_lock=False),
+    "delete": Gate("delete", ANY, ANY, must_have_launched=False),
+    "update_attachment": Gate("update_attachment", ANY, ANY, check_lock=False,
+                              must_have_launched=False),
+}
+
+ATTACH = GATES["attach_volume"]
+DETACH = GATES["detach_volume"]
+SWAP = GATES["swap_volume"]
+REBOOT_SOFT = GATES["reboot_soft"]
+REBOOT_HARD = GATES["reboot_hard"]
+CREATE_IMAGE = GATES["create_image"]
+DELETE = GATES["delete"]
+
+
+def _attr(instance, name):
+    return instance.get(name) if isinstance(instance, dict) else getattr(instance, name)
+
+
+def invalid_state(instance, action, attr, state=None) -> exception.InstanceInvalidState:
+    """Nova's 409: ``Cannot '<action>' instance <uuid> while it is in <attr> <state>``."""
+    uuid = _attr(instance, "uuid")
+    if state is None:
+        state = _attr(instance, attr)
+    return exception.InstanceInvalidState(
+        f"Cannot '{action}' instance {uuid} while it is in {attr} {state}",
+        instance_uuid=uuid, attr=attr, state=state, method=action)
+
+
+def check_instance_state(instance, *, action, vm_states=ANY, task_states=ANY):
+    """Raise InstanceInvalidState (409) unless the states are allowed.
+
+    ``vm_states``/``task_states``: allowed values, ``ANY`` to skip the check.
+    vm_state is checked first, as in Nova.
+    """
+    if vm_states is not ANY and _attr(instance, "vm_state") not in vm_states:
+        raise invalid_state(instance, action, "vm_state")
+    if task_states is not ANY and _attr(instance, "task_state") not in task_states:
+        raise invalid_state(instance, action, "task_state")
+
+
+def check_launched(instance, *, action):
+    """An instance that never ran has nothing to reboot, snapshot or attach to."""
+    if not _attr(instance, "launched_at"):
+        raise invalid_state(instance, action, "launched_at", None)
+
+
+def check_instance_lock(ctx, instance):
+    """A locked instance refuses mutating calls (409), except from an admin."""
+    if _attr(instance, "locked") and not getattr(ctx, "is_admin", False):
+        raise exception.InstanceIsLocked(instance_uuid=_attr(instance, "uuid"))
+
+
+def check_gate(ctx, instance, gate: Gate, *, vm_states=None):
+    """Apply ``gate`` in Nova's order: lock, vm_state, task_state, launched_at.
+
+    ``vm_states`` overrides the gate's (attach/detach below 2.20 drop the
+    shelved states).
+    """
+    if gate.check_lock:
+        check_instance_lock(ctx, instance)
+    check_instance_state(instance, action=gate.action,
+                         vm_states=gate.vm_states if vm_states is None else vm_states,
+                         task_states=gate.task_states)
+    if gate.must_have_launched:
+        check_launched(instance, action=gate.action)
