@@ -12,7 +12,7 @@ Adding a resource: a handler module in ``handlers/``, its schemas in
 ``policies/__init__.py``), and its lines here.
 """
 
-from volumesvc.api.handlers import services, versions
+from volumesvc.api.handlers import servers, services, versions
 
 API_PREFIX = "/v2.1"
 
@@ -28,6 +28,13 @@ ROUTES = {
     "/v2.1/os-services/<service_id>": {
         "PUT": services.update_service,
         "DELETE": services.delete_service,
+    },
+    # Servers (boot with block_device_mapping_v2, list, show, delete).
+    "/v2.1/servers": {"GET": servers.list_servers, "POST": servers.create_server},
+    "/v2.1/servers/detail": {"GET": servers.list_servers_detail},
+    "/v2.1/servers/<server_id>": {
+        "GET": servers.show_server,
+        "DELETE": servers.delete_server,
     },
 }
 

@@ -6,9 +6,9 @@ adds its module to ``_MODULES``.
 
 import itertools
 
-from volumesvc.api.policies import base, services
+from volumesvc.api.policies import base, servers, services
 
-_MODULES = (base, services)
+_MODULES = (base, services, servers)
 
 
 def list_rules():

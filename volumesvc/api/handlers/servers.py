@@ -1,0 +1,373 @@
+"""/servers: boot (with block_device_mapping_v2), list, show and delete.
+
+Boot validation lives in ``logic/bdm.py`` and row creation in
+``logic/build.py``; the representation per microversion in
+``views/servers.py``. This module reads the request, applies policy and
+project scoping, and ties those together.
+"""
+
+import secrets
+
+import flask
+from oslo_utils import strutils, uuidutils
+
+from volumesvc import exception, servicegroup
+from volumesvc.api import errors, validation
+from volumesvc.api import microversions as mv
+from volumesvc.api.logic import bdm as bdm_logic
+from volumesvc.api.logic import build, states
+from volumesvc.api.policies import servers as policies
+from volumesvc.api.policy import authorize
+from volumesvc.api.schemas import servers as schema
+from volumesvc.api.views import servers as views
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import flavor as flavor_obj
+from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_action, instance_fault
+from volumesvc.objects import service as service_obj
+
+_PASSWORD_CHARS = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_PASSWORD_LENGTH = 12
+NO_NETWORKS = ("volumesvc manages no networks: 'networks' must be 'none' or 'auto' "
+               "(a list of networks, ports or fixed IPs cannot be honoured).")
+LEGACY_BDM = ("The legacy block_device_mapping format is not supported; use "
+              "block_device_mapping_v2.")
+
+
+def _windows(declare, entries):
+    """Declare ``(first version, schema)`` entries as back-to-back version windows."""
+    def decorator(func):
+        for (low, schema_), nxt in zip(entries, list(entries[1:]) + [None], strict=True):
+            high = mv.before(nxt[0]) if nxt else mv.MAX_VERSION
+            func = declare(schema_, low, high)(func)
+        return func
+    return decorator
+
+
+def _response_windows(builder):
+    return _windows(validation.response_body_schema,
+                    [(low, builder(low)) for low in schema.SERVER_WINDOWS])
+
+
+def _allowed(req, rule) -> bool:
+    try:
+        authorize(req.context, rule)
+    except exception.Forbidden:
+        return False
+    return True
+
+
+def _get_instance(req, server_id):
+    """The live instance, 404 when unknown or another project's (unless admin)."""
+    ctx = req.context
+    if not uuidutils.is_uuid_like(server_id):
+        raise exception.InstanceNotFound(instance_id=server_id)
+    instance = instance_obj.get_by_uuid(req.deps.db, ctx, server_id)
+    if not ctx.is_admin and instance.project_id != ctx.project_id:
+        raise exception.InstanceNotFound(instance_id=server_id)
+    return instance
+
+
+# --- boot -------------------------------------------------------------------------------
+
+def _count(server, key, default):
+    value = int(server.get(key, default))
+    if value < 1:
+        raise errors.APIError(400, f"{key} must be >= 1", errors.SCHEMA_INVALID)
+    return value
+
+
+def _check_networks(server):
+    networks = server.get("networks")
+    if isinstance(networks, list) and networks:
+        raise errors.APIError(400, NO_NETWORKS, errors.BAD_REQUEST)
+
+
+def _requested_bdms(req, server, image_ref):
+    legacy = server.get("block_device_mapping") or []
+    v2 = server.get("block_device_mapping_v2") or []
+    if legacy and v2:
+        raise errors.APIError(400, "Using different block_device_mapping syntaxes is not "
+                              "allowed in the same request.", errors.BAD_REQUEST)
+    if legacy:
+        raise errors.APIError(400, LEGACY_BDM, errors.BAD_REQUEST)
+    if v2:
+        authorize(req.context, policies.CREATE_ATTACH_VOLUME)
+    return bdm_logic.from_api(v2, bool(image_ref))
+
+
+def _flavor(req, server):
+    flavor_id = str(server["flavorRef"]).rstrip("/").rsplit("/", 1)[-1]
+    try:
+        flavor = flavor_obj.get_by_flavorid(req.deps.db, req.context, flavor_id)
+    except exception.FlavorNotFound as exc:
+        raise errors.APIError(400, exc.format_message(), errors.BAD_REQUEST) from exc
+    if flavor.disabled:
+        raise errors.APIError(400, f"Flavor {flavor_id} could not be found.",
+                              errors.BAD_REQUEST)
+    return flavor
+
+
+def _image(req, image_ref):
+    if not image_ref:
+        return None
+    try:
+        image = req.deps.glance.get(req.context, image_ref)
+    except exception.ImageNotFound as exc:
+        raise errors.APIError(400, "Can not find requested image",
+                              errors.BAD_REQUEST) from exc
+    if image.get("status") != "active":
+        raise errors.APIError(400, f"Image {image_ref} is not active.", errors.BAD_REQUEST)
+    return image
+
+
+def _build_request(req, server, flavor, image, validated, max_count):
+    hostname = server.get("hostname")
+    if hostname and max_count > 1:
+        raise errors.APIError(400, "Cannot set hostname when booting multiple instances.",
+                              errors.BAD_REQUEST)
+    config_drive = server.get("config_drive")
+    return build.BuildRequest(
+        name=server["name"], flavor=flavor, bdms=validated.bdms, max_count=max_count,
+        description=(server.get("description") if req.is_at_least(mv.V2_19_DESCRIPTION)
+                     else server["name"]),
+        image_ref=server.get("imageRef") or None, image=image,
+        availability_zone=server.get("availability_zone"),
+        metadata=server.get("metadata", {}), key_name=server.get("key_name"),
+        user_data=server.get("user_data"),
+        config_drive="True" if config_drive is not None and strutils.bool_from_string(
+            config_drive) else None,
+        access_ip_v4=server.get("accessIPv4"), access_ip_v6=server.get("accessIPv6"),
+        tags=server.get("tags", []), hostname=hostname, multiattach=validated.multiattach)
+
+
+@_windows(validation.schema, schema.CREATE_WINDOWS)
+@validation.response_body_schema(schema.create_server_response_v2_1)
+def create_server(req):
+    """POST /servers → 202 with the server (or its reservation_id).
+
+    Request keys per window: see ``schemas/servers.py``; 2.37+ networks
+    required; 2.60+ multiattach volumes; 2.67+ BDM volume_type.
+    """
+    authorize(req.context, policies.CREATE)
+    server = req.body["server"]
+    min_count = _count(server, "min_count", 1)
+    max_count = _count(server, "max_count", min_count)
+    if min_count > max_count:
+        raise errors.APIError(400, "min_count must be <= max_count", errors.BAD_REQUEST)
+    image_ref = server.get("imageRef") or None
+    _check_networks(server)
+    requested = _requested_bdms(req, server, image_ref)
+    bdm_logic.require_image_or_bdms(image_ref, requested)
+    flavor = _flavor(req, server)
+    image = _image(req, image_ref)
+    bdms = bdm_logic.merge(image_ref, bdm_logic.image_defined(image), requested)
+    check = bdm_logic.BootCheck(
+        context=req.context, deps=req.deps, version=req.version, image_ref=image_ref,
+        image=image, flavor=flavor, max_count=max_count,
+        availability_zone=server.get("availability_zone"))
+    validated = bdm_logic.validate(check, bdms)
+    instances, resv_id = build.create_instances(
+        req.context, req.deps, _build_request(req, server, flavor, image, validated,
+                                              max_count))
+    if strutils.bool_from_string(server.get("return_reservation_id", False)):
+        return {"reservation_id": resv_id}, 202
+    first = instances[0]
+    body = {"id": first.uuid, "links": views.links(req, first.uuid),
+            "OS-DCF:diskConfig": views.DISK_CONFIG,
+            "security_groups": [{"name": g["name"]} for g in server.get("security_groups", [])]
+            or [{"name": "default"}]}
+    if req.conf.api.enable_instance_password:
+        body["adminPass"] = server.get("adminPass") or "".join(
+            secrets.choice(_PASSWORD_CHARS) for _ in range(_PASSWORD_LENGTH))
+    location = body["links"][0]["href"]
+
+    @flask.after_this_request
+    def _location(response):
+        response.headers["Location"] = location
+        return response
+
+    return {"server": body}, 202
+
+
+# --- list -------------------------------------------------------------------------------
+
+def _flag(req, key):
+    """A query flag: present with an empty or true-ish value means True."""
+    if key not in req.query:
+        return False
+    value = req.last(key)
+    return value == "" or strutils.bool_from_string(value, default=True)
+
+
+def _list_filters(req, all_tenants_rule) -> dict:
+    ctx = req.context
+    filters = {"project_id": ctx.project_id, "deleted": False}
+    if _flag(req, "all_tenants"):
+        authorize(ctx, all_tenants_rule)
+        filters["project_id"] = req.last("project_id") or req.last("tenant_id")
+    name = req.last("name")
+    if name:
+        filters["name"] = name
+    if _allowed(req, policies.ALLOW_ALL_FILTERS):
+        if req.last("host"):
+            filters["host"] = req.last("host")
+        if "deleted" in req.query:
+            filters["deleted"] = strutils.bool_from_string(req.last("deleted"))
+    return filters
+
+
+def _status_filter(req, filters):
+    """(statuses wanted or None, empty-result flag) for the ``status`` filter."""
+    statuses = [s.upper() for s in req.query.get("status", []) if s]
+    if not statuses:
+        return None, False
+    vm_states = set()
+    for status in statuses:
+        vm_states |= set(views.vm_states_for(status) or [])
+    if not vm_states:
+        if req.is_at_least(mv.V2_38_STATUS_FILTER_400):
+            raise errors.APIError(400, "Invalid status value", errors.QUERY_INVALID)
+        return None, True
+    filters["vm_state"] = sorted(vm_states)
+    if "deleted" in vm_states:
+        filters["deleted"] = None
+    return set(statuses), False
+
+
+def _limit(req):
+    max_limit = req.conf.api.max_limit
+    if "limit" not in req.query:
+        return max_limit
+    return min(int(req.last("limit")), max_limit)
+
+
+def _list(req, all_tenants_rule):
+    filters = _list_filters(req, all_tenants_rule)
+    statuses, empty = _status_filter(req, filters)
+    if empty:
+        return [], 0
+    limit = _limit(req)
+    marker = req.last("marker")
+    try:
+        instances = instance_obj.list_instances(req.deps.db, req.context, limit=limit,
+                                                marker=marker, **filters)
+    except exception.MarkerNotFound as exc:
+        raise errors.APIError(400, f"marker [{marker}] not found",
+                              errors.QUERY_INVALID) from exc
+    if statuses:
+        instances = [i for i in instances
+                     if views.status_of(i.vm_state, i.task_state) in statuses]
+    return instances, limit
+
+
+def _next_link(req, path, instances, limit):
+    if not instances or len(instances) < limit:
+        return None
+    params = {key: values for key, values in req.query.items() if key != "marker"}
+    params["marker"] = [instances[-1].uuid]
+    return [{"rel": "next", "href": views.collection_link(req, path, params)}]
+
+
+def _list_body(req, path, instances, limit, items):
+    body = {"servers": items}
+    links = _next_link(req, path, instances, limit)
+    if links:
+        body["servers_links"] = links
+    return body
+
+
+@validation.query_schema(schema.list_servers_query_v2_1, mv.V2_1_BASE,
+                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
+@validation.query_schema(schema.list_servers_query_v2_75, mv.V2_75_STRICT_QUERY)
+@validation.response_body_schema(schema.list_servers_response_v2_1)
+def list_servers(req):
+    """GET /servers → 200 ``{"servers": [{id, name, links}]}`` (+ servers_links)."""
+    authorize(req.context, policies.INDEX)
+    instances, limit = _list(req, policies.INDEX_ALL_TENANTS)
+    return _list_body(req, "servers", instances, limit,
+                      [views.summary(req, i) for i in instances]), 200
+
+
+class _HostStatus:
+    """host_status per host, looked up once per request (2.16, admin by policy)."""
+
+    def __init__(self, req):
+        self.req = req
+        self.cache = {}
+
+    def __call__(self, host):
+        if not host:
+            return ""
+        if host not in self.cache:
+            self.cache[host] = self._lookup(host)
+        return self.cache[host]
+
+    def _lookup(self, host):
+        try:
+            service = service_obj.get_by_host_and_binary(
+                self.req.deps.db, self.req.context, host, bdm_logic.COMPUTE_BINARY)
+        except exception.NotFound:
+            return "UNKNOWN"
+        if service.forced_down:
+            return "DOWN"
+        if service.last_seen_up is None and service.updated_at is None:
+            return "UNKNOWN"
+        if servicegroup.is_up(self.req.conf, service):
+            return "MAINTENANCE" if service.disabled else "UP"
+        return "DOWN"
+
+
+def _details(req, instances, *, show):
+    deps, ctx = req.deps, req.context
+    extended = _allowed(req, policies.EXTENDED_ATTRIBUTES)
+    host_status = (_HostStatus(req) if req.is_at_least(mv.V2_16_HOST_STATUS)
+                   and _allowed(req, policies.SHOW_HOST_STATUS) else None)
+    faults = instance_fault.latest_for_instances(deps.db, ctx, [i.uuid for i in instances])
+    return [views.detail(
+        req, instance,
+        bdms=bdm_obj.list_by_instance(deps.db, ctx, instance.uuid,
+                                      read_deleted="yes" if instance.deleted else "no"),
+        fault=faults.get(instance.uuid), show=show, extended=extended,
+        host_status=host_status(instance.host) if host_status else None)
+        for instance in instances]
+
+
+@validation.query_schema(schema.list_servers_query_v2_1, mv.V2_1_BASE,
+                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
+@validation.query_schema(schema.list_servers_query_v2_75, mv.V2_75_STRICT_QUERY)
+@_response_windows(schema.list_servers_detail_response)
+def list_servers_detail(req):
+    """GET /servers/detail → 200 with full servers (fields per version, §5)."""
+    authorize(req.context, policies.DETAIL)
+    instances, limit = _list(req, policies.DETAIL_ALL_TENANTS)
+    return _list_body(req, "servers/detail", instances, limit,
+                      _details(req, instances, show=False)), 200
+
+
+# --- show / delete ------------------------------------------------------------------------
+
+@validation.query_schema(schema.show_server_query_v2_1, mv.V2_1_BASE,
+                         mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
+@validation.query_schema(schema.show_server_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@_response_windows(schema.show_server_response)
+def show_server(req, server_id):
+    """GET /servers/{id} → 200 (404 unknown or another project's)."""
+    authorize(req.context, policies.SHOW)
+    instance = _get_instance(req, server_id)
+    return {"server": _details(req, [instance], show=True)[0]}, 200
+
+
+@validation.response_body_schema(schema.delete_server_response_v2_1)
+def delete_server(req, server_id):
+    """DELETE /servers/{id} → 204; 409 when locked (non-admin) or racing another task."""
+    authorize(req.context, policies.DELETE)
+    ctx = req.context
+    instance = _get_instance(req, server_id)
+    states.check_instance_lock(ctx, instance)
+    instance_obj.save(req.deps.db, ctx, instance.uuid, {"task_state": "deleting"},
+                      expected_task_state=instance.task_state)
+    instance_action.action_start(req.deps.db, ctx, instance.uuid, "delete", ctx.request_id,
+                                 ctx.user_id, ctx.project_id)
+    req.deps.conductor.delete_instance(ctx, instance_uuid=instance.uuid)
+    return None, 204

@@ -1,0 +1,165 @@
+"""Creating the instances of one POST /servers: rows, attachments, the cast.
+
+Everything here runs after ``logic/bdm.py`` accepted the request. Order:
+
+1. reserve every source volume in Cinder (attachment without connector, so
+   the volume goes ``reserved`` and nobody else takes it);
+2. per instance (min..max_count, we always create max_count): the instance
+   row (building/scheduling), its own BDM rows, the ``create`` action;
+3. one ``conductor.build_instances`` cast with the request spec.
+
+If anything fails before the cast went out, the attachments made in step 1
+are deleted and the rows soft-deleted again: a refused boot leaks nothing.
+"""
+
+import dataclasses
+import logging
+import random
+import re
+import string
+import uuid as uuidlib
+
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_action
+
+LOG = logging.getLogger(__name__)
+
+# Image keys the conductor may need (the rest of Glance's answer stays here).
+_IMAGE_KEYS = ("id", "name", "status", "size", "min_disk", "min_ram", "disk_format",
+               "container_format", "properties")
+_RESERVATION_CHARS = string.ascii_lowercase + string.digits
+
+
+@dataclasses.dataclass
+class BuildRequest:
+    """The accepted request: what each instance row and the spec are made of."""
+
+    name: str
+    flavor: object
+    bdms: list
+    max_count: int = 1
+    description: str | None = None
+    image_ref: str | None = None
+    image: dict | None = None
+    availability_zone: str | None = None
+    metadata: dict = dataclasses.field(default_factory=dict)
+    key_name: str | None = None
+    user_data: str | None = None
+    config_drive: str | None = None
+    access_ip_v4: str | None = None
+    access_ip_v6: str | None = None
+    tags: list = dataclasses.field(default_factory=list)
+    hostname: str | None = None
+    multiattach: bool = False
+
+
+def reservation_id() -> str:
+    return "r-" + "".join(random.choices(_RESERVATION_CHARS, k=8))
+
+
+def sanitize_hostname(name: str) -> str:
+    """Nova's sanitize_hostname: lower case, [a-z0-9-.], at most 63 chars."""
+    hostname = re.sub(r"[ _]", "-", name.lower())
+    hostname = re.sub(r"[^\w.-]+", "", hostname, flags=re.ASCII)
+    hostname = hostname.strip(".-")[:63]
+    return hostname.rstrip(".-")
+
+
+def _names(request, uuid, index):
+    """(display_name, hostname) of instance ``index`` (Nova's -N suffix when >1)."""
+    name, hostname = request.name, request.hostname
+    if not hostname:
+        hostname = sanitize_hostname(name) or f"Server-{uuid}"
+        if request.max_count > 1:
+            hostname = f"{hostname}-{index + 1}"
+    if request.max_count > 1:
+        name = f"{name}-{index + 1}"
+    return name, hostname
+
+
+def request_spec(request) -> dict:
+    """The JSON-able spec ``build_instances`` gets (see conductor rpcapi)."""
+    image = None
+    if request.image is not None:
+        image = {key: request.image[key] for key in _IMAGE_KEYS if key in request.image}
+    return {"flavor": request.flavor.instance_copy(), "image": image,
+            "availability_zone": request.availability_zone,
+            "needs": ["supports_multiattach"] if request.multiattach else []}
+
+
+def _reserve_volumes(ctx, cinder, bdms, instance_uuid) -> dict:
+    """volume_id → attachment_id for every source volume; undone on failure."""
+    made = {}
+    try:
+        for bdm in bdms:
+            if bdm["source_type"] == "volume":
+                attachment = cinder.attachment_create(ctx, bdm["volume_id"], instance_uuid)
+                made[bdm["volume_id"]] = attachment["id"]
+    except Exception:
+        _delete_attachments(ctx, cinder, made.values())
+        raise
+    return made
+
+
+def _delete_attachments(ctx, cinder, attachment_ids):
+    for attachment_id in attachment_ids:
+        try:
+            cinder.attachment_delete(ctx, attachment_id)
+        except Exception:  # noqa: BLE001 - cleanup must try every one
+            LOG.exception("Could not delete attachment %s after a failed boot",
+                          attachment_id)
+
+
+def _instance_values(ctx, request, uuid, index, resv_id) -> dict:
+    name, hostname = _names(request, uuid, index)
+    return {
+        "uuid": uuid, "project_id": ctx.project_id, "user_id": ctx.user_id,
+        "display_name": name, "display_description": request.description,
+        "hostname": hostname, "availability_zone": request.availability_zone,
+        "vm_state": "building", "task_state": "scheduling", "power_state": 0,
+        "flavor_id": request.flavor.id, "flavor": request.flavor.instance_copy(),
+        "image_ref": request.image_ref or None, "key_name": request.key_name,
+        "metadata": dict(request.metadata), "config_drive": request.config_drive,
+        "reservation_id": resv_id, "launch_index": index,
+        "access_ip_v4": request.access_ip_v4, "access_ip_v6": request.access_ip_v6,
+        "user_data": request.user_data, "tags": list(request.tags), "progress": 0,
+    }
+
+
+def _bdm_values(template, instance_uuid, attachments) -> dict:
+    values = dict(template, instance_uuid=instance_uuid)
+    if template["source_type"] == "volume":
+        values["attachment_id"] = attachments[template["volume_id"]]
+    return values
+
+
+def create_instances(ctx, deps, request: BuildRequest):
+    """Create ``max_count`` instances and cast their build; returns (instances, resv id)."""
+    uuids = [str(uuidlib.uuid4()) for _ in range(request.max_count)]
+    resv_id = reservation_id()
+    # NOTE: bdm.py refuses source volumes with max_count > 1, so the
+    # reservations all belong to the first (only) instance.
+    attachments = _reserve_volumes(ctx, deps.cinder, request.bdms, uuids[0])
+    created = []
+    try:
+        for index, uuid in enumerate(uuids):
+            instance = instance_obj.create(
+                deps.db, ctx, _instance_values(ctx, request, uuid, index, resv_id))
+            created.append(instance)
+            for template in request.bdms:
+                bdm_obj.create(deps.db, ctx, _bdm_values(template, uuid, attachments))
+            instance_action.action_start(deps.db, ctx, uuid, "create", ctx.request_id,
+                                         ctx.user_id, ctx.project_id)
+        deps.conductor.build_instances(ctx, instance_uuids=uuids,
+                                       request_spec=request_spec(request))
+    except Exception:
+        _delete_attachments(ctx, deps.cinder, attachments.values())
+        for instance in created:
+            try:
+                instance_obj.destroy(deps.db, ctx, instance.uuid)
+            except Exception:  # noqa: BLE001
+                LOG.exception("Could not remove instance %s after a failed boot",
+                              instance.uuid)
+        raise
+    return created, resv_id

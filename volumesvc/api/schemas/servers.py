@@ -1,0 +1,293 @@
+"""Schemas of /servers: create (per version window), list/show queries and bodies.
+
+Request windows follow Nova's ``base_create_*``: 2.19 description, 2.32 BDM
+tag, 2.33-2.41 no BDM tag (bug 1658571), 2.37 networks required, 2.42 tag
+back, 2.52 server tags, 2.67 BDM volume_type, 2.90 hostname. The server body
+is built by :func:`server_body` for the first version of each window where
+its keys change.
+"""
+
+import copy
+
+from volumesvc.api import microversions as mv
+from volumesvc.api.validation import multi_params, object_
+
+# --- shared parameter types (Nova's parameter_types) -----------------------------
+_BOOL_LIKE = {"type": ["boolean", "string"], "enum": [
+    True, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes", "y", "t",
+    False, "False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no", "n", "f"]}
+_NAME = {"type": "string", "minLength": 1, "maxLength": 255,
+         "pattern": r"^(?! )[^\x00-\x1f]*(?<! )$"}
+_NAME_255 = {"type": "string", "minLength": 1, "maxLength": 255}
+_POSITIVE_INT = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 1,
+                 "minLength": 1}
+_UUID = {"type": "string", "format": "uuid"}
+_TAG = {"type": "string", "minLength": 1, "maxLength": 60, "pattern": "^[^,/]*$"}
+_METADATA = {"type": "object", "additionalProperties": False, "patternProperties": {
+    "^[a-zA-Z0-9-_:. ]{1,255}$": {"type": "string", "maxLength": 255}}}
+
+# --- block_device_mapping_v2 items -------------------------------------------------
+_bdm_v2_item_v2_1 = {
+    # New-format keys.
+    "source_type": {"type": "string", "enum": ["volume", "image", "snapshot", "blank"]},
+    "uuid": {"type": "string", "minLength": 1, "maxLength": 255,
+             "pattern": "^[a-zA-Z0-9._-]*$"},
+    "image_id": _UUID,
+    "destination_type": {"type": "string", "enum": ["local", "volume"]},
+    "guest_format": {"type": "string", "maxLength": 255},
+    "device_type": {"type": "string", "maxLength": 255},
+    "disk_bus": {"type": "string", "maxLength": 255},
+    "boot_index": {"type": ["integer", "string", "null"], "pattern": "^-?[0-9]+$"},
+    # Legacy keys Nova still accepts inside v2 items.
+    "virtual_name": {"type": "string", "maxLength": 255},
+    "volume_id": _UUID,
+    "snapshot_id": _UUID,
+    "volume_size": _POSITIVE_INT,
+    "device_name": {"type": "string", "minLength": 1, "maxLength": 255,
+                    "pattern": "^[a-zA-Z0-9._/-]*$"},
+    "delete_on_termination": _BOOL_LIKE,
+    "no_device": {},
+    "connection_info": {"type": "string", "maxLength": 16777215},
+}
+# 2.32 (and again from 2.42): device tag.
+_bdm_v2_item_v2_32 = dict(_bdm_v2_item_v2_1, tag=_TAG)
+# 2.67: volume_type for volumes volumesvc creates.
+_bdm_v2_item_v2_67 = dict(_bdm_v2_item_v2_32, volume_type={
+    "type": ["string", "null"], "minLength": 0, "maxLength": 255})
+
+# The legacy format is refused by the handler with its own message, so its
+# items are only shaped here.
+_legacy_bdm_item = object_({
+    "virtual_name": {"type": "string", "maxLength": 255},
+    "volume_id": _UUID,
+    "snapshot_id": _UUID,
+    "volume_size": _POSITIVE_INT,
+    "device_name": {"type": "string", "minLength": 1, "maxLength": 255},
+    "delete_on_termination": _BOOL_LIKE,
+    "no_device": {},
+    "connection_info": {"type": "string", "maxLength": 16777215},
+})
+
+
+def _networks(required, tag):
+    item = {"uuid": {"type": "string"}, "port": {"type": ["string", "null"]},
+            "fixed_ip": {"type": "string"}}
+    if tag:
+        item["tag"] = _TAG
+    as_list = {"type": "array", "items": object_(item)}
+    if not required:
+        return as_list
+    return {"oneOf": [dict(as_list, minItems=1),
+                      {"type": "string", "enum": ["none", "auto"]}]}
+
+
+def _create(*, description=False, bdm_item=None, networks_required=False,
+            network_tag=False, tags=False, hostname=False):
+    server = {
+        "name": _NAME,
+        "imageRef": {"oneOf": [_UUID, {"type": "string", "maxLength": 0}]},
+        "flavorRef": {"type": ["string", "integer"], "minLength": 1},
+        "adminPass": {"type": "string"},
+        "metadata": _METADATA,
+        "networks": _networks(networks_required, network_tag),
+        "availability_zone": _NAME_255,
+        "key_name": _NAME_255,
+        "user_data": {"type": "string", "format": "base64", "maxLength": 65535},
+        "config_drive": _BOOL_LIKE,
+        "accessIPv4": {"type": "string", "format": "ipv4"},
+        "accessIPv6": {"type": "string", "format": "ipv6"},
+        "min_count": _POSITIVE_INT,
+        "max_count": _POSITIVE_INT,
+        "return_reservation_id": _BOOL_LIKE,
+        "security_groups": {"type": "array", "items": object_(
+            {"name": {"type": "string", "minLength": 1, "maxLength": 255}})},
+        "block_device_mapping": {"type": "array", "items": _legacy_bdm_item},
+        "block_device_mapping_v2": {"type": "array",
+                                    "items": object_(bdm_item or _bdm_v2_item_v2_1)},
+    }
+    if description:
+        server["description"] = {"type": ["string", "null"], "maxLength": 255}
+    if tags:
+        server["tags"] = {"type": "array", "items": _TAG, "maxItems": 50}
+    if hostname:
+        server["hostname"] = {"type": "string", "minLength": 2, "maxLength": 63,
+                              "pattern": "^[a-zA-Z0-9][a-zA-Z0-9.-]*[a-zA-Z0-9]$"}
+    required = ["name", "flavorRef"] + (["networks"] if networks_required else [])
+    return object_({"server": object_(server, required=required)}, required=["server"])
+
+
+create_server_v2_1 = _create()
+create_server_v2_19 = _create(description=True)
+create_server_v2_32 = _create(description=True, bdm_item=_bdm_v2_item_v2_32,
+                              network_tag=True)
+# 2.33-2.36: the tag got lost again (Nova bug 1658571).
+create_server_v2_33 = _create(description=True)
+create_server_v2_37 = _create(description=True, networks_required=True)
+create_server_v2_42 = _create(description=True, bdm_item=_bdm_v2_item_v2_32,
+                              networks_required=True, network_tag=True)
+create_server_v2_52 = _create(description=True, bdm_item=_bdm_v2_item_v2_32,
+                              networks_required=True, network_tag=True, tags=True)
+create_server_v2_67 = _create(description=True, bdm_item=_bdm_v2_item_v2_67,
+                              networks_required=True, network_tag=True, tags=True)
+create_server_v2_90 = _create(description=True, bdm_item=_bdm_v2_item_v2_67,
+                              networks_required=True, network_tag=True, tags=True,
+                              hostname=True)
+
+# (first version, schema) in order; the handler declares the windows from this.
+CREATE_WINDOWS = (
+    (mv.V2_1_BASE, create_server_v2_1),
+    (mv.V2_19_DESCRIPTION, create_server_v2_19),
+    (mv.V2_32_BOOT_DEVICE_TAGS, create_server_v2_32),
+    (mv.V2_33_HYPERVISOR_PAGING, create_server_v2_33),
+    (mv.V2_37_AUTO_NETWORKS, create_server_v2_37),
+    (mv.V2_42_BOOT_TAGS_RESTORED, create_server_v2_42),
+    (mv.V2_52_BOOT_TAGS, create_server_v2_52),
+    (mv.V2_67_BDM_VOLUME_TYPE, create_server_v2_67),
+    (mv.V2_90_HOSTNAME, create_server_v2_90),
+)
+
+_LINKS = {"type": "array", "items": object_({
+    "rel": {"type": "string"}, "href": {"type": "string"},
+    "type": {"type": "string"}}, required=["rel", "href"])}
+
+create_server_response_v2_1 = {"oneOf": [
+    object_({"server": object_({
+        "id": _UUID, "links": _LINKS, "OS-DCF:diskConfig": {"type": "string"},
+        "security_groups": {"type": "array", "items": object_(
+            {"name": {"type": "string"}}, required=["name"])},
+        "adminPass": {"type": "string"},
+    }, required=["id", "links", "OS-DCF:diskConfig", "security_groups"])},
+        required=["server"]),
+    object_({"reservation_id": {"type": "string", "pattern": "^r-[a-z0-9]{8}$"}},
+            required=["reservation_id"]),
+]}
+
+# --- GET /servers, /servers/detail query ------------------------------------------
+list_servers_query_v2_1 = object_({
+    "limit": multi_params({"type": "string", "pattern": "^[0-9]+$"}),
+    "marker": multi_params({"type": "string"}),
+    "name": multi_params({"type": "string"}),
+    "status": multi_params({"type": "string"}),
+    "host": multi_params({"type": "string"}),
+    "all_tenants": multi_params({"type": "string"}),
+    "deleted": multi_params({"type": "string"}),
+    "project_id": multi_params({"type": "string"}),
+    "tenant_id": multi_params({"type": "string"}),
+})
+# 2.75: same keys, unknown ones now give 400.
+list_servers_query_v2_75 = copy.deepcopy(list_servers_query_v2_1)
+show_server_query_v2_1 = object_({})
+show_server_query_v2_102 = copy.deepcopy(show_server_query_v2_1)
+
+# --- the server representation --------------------------------------------------------
+_NULLABLE_STR = {"type": ["string", "null"]}
+_TIME = {"type": "string"}
+_VOLUME = {"id": {"type": "string"}}
+_ADMIN_2_1 = ("OS-EXT-SRV-ATTR:host", "OS-EXT-SRV-ATTR:instance_name",
+              "OS-EXT-SRV-ATTR:hypervisor_hostname")
+_ADMIN_2_3 = ("OS-EXT-SRV-ATTR:reservation_id", "OS-EXT-SRV-ATTR:launch_index",
+              "OS-EXT-SRV-ATTR:hostname", "OS-EXT-SRV-ATTR:kernel_id",
+              "OS-EXT-SRV-ATTR:ramdisk_id", "OS-EXT-SRV-ATTR:root_device_name",
+              "OS-EXT-SRV-ATTR:user_data")
+
+
+def _flavor(version):
+    if version < mv.V2_47_EMBEDDED_FLAVOR:
+        return object_({"id": {"type": "string"}, "links": _LINKS}, required=["id", "links"])
+    keys = {"vcpus": {"type": "integer"}, "ram": {"type": "integer"},
+            "disk": {"type": "integer"}, "ephemeral": {"type": "integer"},
+            "swap": {"type": "integer"}, "original_name": {"type": "string"},
+            "extra_specs": {"type": "object", "additionalProperties": False,
+                            "patternProperties": {".*": {"type": "string"}}}}
+    return object_(keys, required=[k for k in keys if k != "extra_specs"])
+
+
+def server_body(version, *, show):
+    """The server object schema at ``version`` (exact keys; optional ones not required)."""
+    volume = dict(_VOLUME)
+    if version >= mv.V2_3_EXTENDED_ATTRS:
+        volume["delete_on_termination"] = {"type": "boolean"}
+    required = {
+        "id": _UUID, "name": {"type": "string"}, "status": {"type": "string"},
+        "tenant_id": {"type": "string"}, "user_id": {"type": "string"},
+        "metadata": {"type": "object", "additionalProperties": False,
+                     "patternProperties": {".*": {"type": "string"}}},
+        "hostId": {"type": "string"},
+        "image": {"oneOf": [{"type": "string", "maxLength": 0}, object_(
+            {"id": {"type": "string"}, "links": _LINKS}, required=["id", "links"])]},
+        "flavor": _flavor(version), "created": _TIME, "updated": _TIME,
+        "addresses": object_({}), "accessIPv4": {"type": "string"},
+        "accessIPv6": {"type": "string"}, "links": _LINKS,
+        "OS-DCF:diskConfig": {"type": "string"},
+        "OS-EXT-AZ:availability_zone": {"type": "string"},
+        "config_drive": {"type": "string"}, "key_name": _NULLABLE_STR,
+        "OS-SRV-USG:launched_at": _NULLABLE_STR, "OS-SRV-USG:terminated_at": _NULLABLE_STR,
+        "OS-EXT-STS:task_state": _NULLABLE_STR, "OS-EXT-STS:vm_state": {"type": "string"},
+        "OS-EXT-STS:power_state": {"type": "integer"},
+        "os-extended-volumes:volumes_attached": {"type": "array", "items": object_(
+            volume, required=list(volume))},
+    }
+    optional = {
+        "progress": {"type": "integer"},
+        "fault": object_({"code": {"type": "integer"}, "created": _TIME,
+                          "message": _NULLABLE_STR, "details": _NULLABLE_STR},
+                         required=["code", "created", "message"]),
+        "security_groups": {"type": "array"},
+    }
+    admin = _ADMIN_2_1 + (_ADMIN_2_3 if version >= mv.V2_3_EXTENDED_ATTRS else ())
+    optional.update({key: {} for key in admin})
+    if version >= mv.V2_9_LOCKED:
+        required["locked"] = {"type": "boolean"}
+    if version >= mv.V2_16_HOST_STATUS:
+        optional["host_status"] = {"type": "string", "enum": [
+            "UP", "DOWN", "MAINTENANCE", "UNKNOWN", ""]}
+    if version >= mv.V2_19_DESCRIPTION:
+        required["description"] = _NULLABLE_STR
+    if version >= mv.V2_26_TAGS:
+        required["tags"] = {"type": "array", "items": {"type": "string"}}
+    if version >= mv.V2_63_TRUSTED_CERTS:
+        required["trusted_image_certificates"] = {"type": ["array", "null"]}
+    if show and version >= mv.V2_71_SERVER_GROUPS:
+        required["server_groups"] = {"type": "array", "items": {"type": "string"}}
+    if version >= mv.V2_73_LOCK_REASON:
+        required["locked_reason"] = _NULLABLE_STR
+    if version >= mv.V2_90_HOSTNAME:
+        required["OS-EXT-SRV-ATTR:hostname"] = _NULLABLE_STR
+        optional.pop("OS-EXT-SRV-ATTR:hostname", None)
+    if version >= mv.V2_96_PINNED_AZ:
+        required["pinned_availability_zone"] = _NULLABLE_STR
+    if version >= mv.V2_100_SCHEDULER_HINTS:
+        required["scheduler_hints"] = {"type": "object", "additionalProperties": False,
+                                       "patternProperties": {".*": {}}}
+    return object_({**required, **optional}, required=list(required))
+
+
+# First versions at which the server representation changes.
+SERVER_WINDOWS = (mv.V2_1_BASE, mv.V2_3_EXTENDED_ATTRS, mv.V2_9_LOCKED,
+                  mv.V2_16_HOST_STATUS, mv.V2_19_DESCRIPTION, mv.V2_26_TAGS,
+                  mv.V2_47_EMBEDDED_FLAVOR, mv.V2_63_TRUSTED_CERTS, mv.V2_71_SERVER_GROUPS,
+                  mv.V2_73_LOCK_REASON, mv.V2_90_HOSTNAME, mv.V2_96_PINNED_AZ,
+                  mv.V2_100_SCHEDULER_HINTS)
+
+
+def show_server_response(version):
+    return object_({"server": server_body(version, show=True)}, required=["server"])
+
+
+def _servers_links():
+    return {"type": "array", "items": object_(
+        {"rel": {"type": "string"}, "href": {"type": "string"}}, required=["rel", "href"])}
+
+
+def list_servers_detail_response(version):
+    return object_({"servers": {"type": "array", "items": server_body(version, show=False)},
+                    "servers_links": _servers_links()}, required=["servers"])
+
+
+list_servers_response_v2_1 = object_({
+    "servers": {"type": "array", "items": object_(
+        {"id": _UUID, "name": {"type": "string"}, "links": _LINKS},
+        required=["id", "name", "links"])},
+    "servers_links": _servers_links()}, required=["servers"])
+
+delete_server_response_v2_1 = None

@@ -1,0 +1,1 @@
+"""Response builders (serializers) shared by more than one handler."""
