@@ -3,8 +3,8 @@
 from volumesvc.cmd import common
 
 
-def build_service(conf, transport=None, driver=None):
-    """Assemble the compute service from ``conf`` (used by tests too)."""
+def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=None):
+    """Assemble the compute service from ``conf`` (tests inject fakes here)."""
     from volumesvc import rpc, service
     from volumesvc.compute import manager
     from volumesvc.conductor import rpcapi as conductor_rpcapi
@@ -13,8 +13,16 @@ def build_service(conf, transport=None, driver=None):
     owns_transport = transport is None
     transport = transport or rpc.get_transport(conf)
     conductor = conductor_rpcapi.ConductorAPI(conf, transport)
+    if cinder is None:
+        from volumesvc.volume import cinder as cinder_api
+
+        cinder = cinder_api.CinderAPI(conf)
+    if notifier is None:
+        notifier = rpc.get_notifier(rpc.get_notification_transport(conf),
+                                    f"volumesvc-compute:{conf.host}")
     mgr = manager.ComputeManager(
-        conf, driver=driver or virt_driver.load_driver(conf), conductor=conductor)
+        conf, driver=driver or virt_driver.load_driver(conf), conductor=conductor,
+        cinder=cinder, notifier=notifier)
 
     def heartbeat(ctx, **values):
         conductor.service_update(ctx, **values)

@@ -3,9 +3,10 @@
 from volumesvc.cmd import common
 
 
-def build_service(conf, transport=None):
-    """Assemble the conductor service from ``conf`` (used by tests too)."""
+def build_service(conf, transport=None, *, cinder=None):
+    """Assemble the conductor service from ``conf`` (tests inject fakes here)."""
     from volumesvc import rpc, service
+    from volumesvc.compute import rpcapi as compute_rpcapi
     from volumesvc.conductor import manager
     from volumesvc.db import api as db_api
     from volumesvc.objects import service as service_obj
@@ -13,7 +14,12 @@ def build_service(conf, transport=None):
     db = db_api.Database(conf)
     owns_transport = transport is None
     transport = transport or rpc.get_transport(conf)
-    mgr = manager.ConductorManager(conf, db=db, transport=transport)
+    if cinder is None:
+        from volumesvc.volume import cinder as cinder_api
+
+        cinder = cinder_api.CinderAPI(conf)
+    mgr = manager.ConductorManager(
+        conf, db=db, compute_rpcapi=compute_rpcapi.ComputeAPI(conf, transport), cinder=cinder)
 
     def heartbeat(ctx, **values):
         service_obj.heartbeat(db, ctx, **values)

@@ -2,15 +2,30 @@
 
 The compute holds no database credentials. It reads and writes its state
 through the conductor and does what only this host can do: libvirt domains,
-disk XML, the volume connector and Cinder attachment work.
+disk XML, the volume connector and Cinder attachment work. Work on one
+instance is serialized by a per-instance lock.
 """
 
 import oslo_messaging as messaging
+from oslo_concurrency import lockutils
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
+from volumesvc import exception
 from volumesvc.compute import rpcapi
+from volumesvc.compute import utils as compute_utils
+from volumesvc.compute import volumes as boot_volumes
+from volumesvc.virt import power_state
+from volumesvc.volume import cleanup
 
 LOG = logging.getLogger(__name__)
+
+
+def _driver_instance(instance):
+    """The small dict the virt driver needs, from the instance record."""
+    flavor = instance.get("flavor") or {}
+    return {"uuid": instance["uuid"], "instance_name": instance.get("instance_name"),
+            "memory_mb": flavor.get("memory_mb") or 64, "vcpus": flavor.get("vcpus") or 1}
 
 
 class ComputeManager:
@@ -18,11 +33,15 @@ class ComputeManager:
 
     target = messaging.Target(version=rpcapi.VERSION)
 
-    def __init__(self, conf, *, driver, conductor):
+    def __init__(self, conf, *, driver, conductor, cinder, notifier):
         self._conf = conf
         self.host = conf.host
         self.driver = driver
         self.conductor = conductor
+        self.cinder = cinder
+        self.reporter = compute_utils.ComputeReporter(conductor, notifier, self.host)
+
+    # -- process lifecycle ---------------------------------------------------
 
     def init_host(self):
         """Connect the virt driver; called once before the RPC server starts."""
@@ -37,3 +56,118 @@ class ComputeManager:
 
     def ping(self, context):
         return {"host": self.host, "capabilities": self.capabilities()}
+
+    def _lock(self, instance_uuid):
+        return lockutils.lock(f"instance-{instance_uuid}")
+
+    def _update(self, context, instance_uuid, values, expected=None):
+        kwargs = {"expected_task_state": expected, "check_task_state": True} \
+            if expected is not None else {}
+        return self.conductor.instance_update(
+            context, instance_uuid=instance_uuid, values=values, **kwargs)
+
+    # -- build -----------------------------------------------------------------
+
+    def build_and_run_instance(self, context, *, instance, bdms, request_spec):
+        """Create and attach the volumes, then define and start the domain.
+
+        Any failure puts the instance in ERROR with a fault and undoes the
+        volume work (see ``BootVolumes.rollback``): nothing leaks in Cinder.
+        """
+        uuid = instance["uuid"]
+        with self._lock(uuid):
+            self.reporter.notify(context, instance, "create", "start", bdms=bdms)
+            volumes = boot_volumes.BootVolumes(self._conf, self.cinder, self.conductor,
+                                               self.driver, context, instance)
+            try:
+                with self.reporter.event(context, uuid, "compute_build_and_run_instance"):
+                    self._update(context, uuid, {"task_state": "block_device_mapping"},
+                                 expected=["scheduling"])
+                    volumes.create_volumes(bdms)
+                    bdi = volumes.connect(bdms)
+                    self._update(context, uuid, {"task_state": "spawning",
+                                                 "root_device_name": bdi["root_device_name"]},
+                                 expected=["block_device_mapping"])
+                    self.driver.spawn(_driver_instance(instance), bdi)
+                    volumes.complete(bdms)
+                    instance = self._update(
+                        context, uuid,
+                        {"vm_state": "active", "task_state": None,
+                         "power_state": power_state.RUNNING,
+                         "launched_at": timeutils.utcnow().isoformat()},
+                        expected=["spawning"])
+            except exception.UnexpectedTaskStateError as exc:
+                # Deleted (or otherwise taken over) while building: undo, no ERROR.
+                LOG.info("Build of %s interrupted: %s", uuid, exc.format_message())
+                self._undo_build(context, instance, volumes, bdms)
+                return
+            except Exception as exc:  # noqa: BLE001 - a cast reports through the DB
+                LOG.exception("Build of instance %s failed", uuid)
+                self._undo_build(context, instance, volumes, bdms)
+                self.reporter.fault(context, uuid, exc)
+                try:
+                    instance = self._update(context, uuid, {"vm_state": "error",
+                                                            "task_state": None})
+                except exception.InstanceNotFound:
+                    return
+                self.reporter.notify(context, instance, "create", "error", bdms=bdms, exc=exc)
+                return
+            self.reporter.notify(context, instance, "create", "end", bdms=bdms)
+
+    def _undo_build(self, context, instance, volumes, bdms):
+        try:
+            self.driver.destroy(_driver_instance(instance))
+        except Exception as exc:  # noqa: BLE001 - release the volumes anyway
+            LOG.warning("Could not destroy domain of %s: %s", instance["uuid"], exc)
+        volumes.rollback(bdms)
+
+    # -- delete ----------------------------------------------------------------
+
+    def terminate_instance(self, context, *, instance, bdms):
+        """Destroy the domain, release the volumes, then delete the record."""
+        uuid = instance["uuid"]
+        with self._lock(uuid):
+            self.reporter.notify(context, instance, "delete", "start", bdms=bdms)
+            try:
+                with self.reporter.event(context, uuid, "compute_terminate_instance"):
+                    self.driver.destroy(_driver_instance(instance),
+                                        boot_volumes.block_device_info(bdms))
+                    cleanup.release_volumes(self.cinder, context.elevated(), bdms,
+                                            timeout=self._conf.compute.volume_wait_timeout)
+                    self.conductor.instance_destroy(context, instance_uuid=uuid)
+            except exception.InstanceNotFound:
+                return
+            except Exception as exc:  # noqa: BLE001
+                LOG.exception("Delete of instance %s failed", uuid)
+                self.reporter.fault(context, uuid, exc)
+                self._update(context, uuid, {"vm_state": "error", "task_state": None})
+                return
+            self.reporter.notify(context, dict(instance, vm_state="deleted"), "delete", "end",
+                                 bdms=bdms)
+
+    # -- reboot ----------------------------------------------------------------
+
+    def reboot_instance(self, context, *, instance, reboot_type):
+        """SOFT or HARD reboot; a failure leaves the server ERROR with a fault."""
+        uuid = instance["uuid"]
+        hard = reboot_type == "HARD"
+        pending = "reboot_pending_hard" if hard else "reboot_pending"
+        started = "reboot_started_hard" if hard else "reboot_started"
+        with self._lock(uuid):
+            try:
+                with self.reporter.event(context, uuid, "compute_reboot_instance"):
+                    self._update(context, uuid, {"task_state": pending},
+                                 expected=["rebooting_hard" if hard else "rebooting"])
+                    bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+                    bdi = boot_volumes.block_device_info(bdms)
+                    self._update(context, uuid, {"task_state": started}, expected=[pending])
+                    self.driver.reboot(_driver_instance(instance), bdi, reboot_type)
+                    self._update(context, uuid, {"vm_state": "active", "task_state": None,
+                                                 "power_state": power_state.RUNNING},
+                                 expected=[started])
+            except exception.InstanceNotFound:
+                return
+            except Exception as exc:  # noqa: BLE001
+                LOG.exception("Reboot of instance %s failed", uuid)
+                self.reporter.fault(context, uuid, exc)
+                self._update(context, uuid, {"vm_state": "error", "task_state": None})

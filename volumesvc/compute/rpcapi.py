@@ -3,7 +3,8 @@
 Version history (bump ``VERSION`` and add a line for every change; the
 manager imports ``VERSION`` so the two can never disagree):
 
-* 1.0 - Initial version: ping.
+* 1.0 - Initial version: ping, build_and_run_instance, terminate_instance,
+        reboot_instance.
 """
 
 from volumesvc import rpc
@@ -32,3 +33,19 @@ class ComputeAPI:
         """Call: return the host name and its capabilities (used by operators)."""
         cctxt = self._prepare(host, "1.0", timeout=timeout or self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "ping")
+
+    def build_and_run_instance(self, ctxt, *, host, instance, bdms, request_spec):
+        """Cast: create/attach the volumes, define and start the domain."""
+        self._prepare(host, "1.0").cast(
+            ctxt, "build_and_run_instance", instance=instance, bdms=bdms,
+            request_spec=request_spec)
+
+    def terminate_instance(self, ctxt, *, host, instance, bdms):
+        """Cast: destroy the domain, release the volumes, delete the record."""
+        self._prepare(host, "1.0").cast(
+            ctxt, "terminate_instance", instance=instance, bdms=bdms)
+
+    def reboot_instance(self, ctxt, *, host, instance, reboot_type):
+        """Cast: SOFT or HARD reboot."""
+        self._prepare(host, "1.0").cast(
+            ctxt, "reboot_instance", instance=instance, reboot_type=reboot_type)

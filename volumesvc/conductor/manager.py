@@ -1,16 +1,29 @@
 """Server side of the conductor RPC interface.
 
 The conductor is stateless and has the database credentials the computes
-lack: every piece of compute state is persisted here.
+lack: every piece of compute state is persisted here. Multi-step workflows
+live in ``conductor/tasks/``; this module only routes RPC methods to them or
+to the object functions.
 """
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from volumesvc import exception
 from volumesvc.conductor import rpcapi
+from volumesvc.conductor.tasks import build as build_task
+from volumesvc.conductor.tasks import delete as delete_task
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_action as action_obj
+from volumesvc.objects import instance_fault as fault_obj
 from volumesvc.objects import service as service_obj
 
 LOG = logging.getLogger(__name__)
+
+# Raised to callers as themselves (oslo.messaging re-creates them remotely),
+# without an ERROR log with a traceback in the conductor.
+_EXPECTED = (exception.NotFound, exception.UnexpectedTaskStateError, exception.Invalid)
 
 
 class ConductorManager:
@@ -18,13 +31,102 @@ class ConductorManager:
 
     target = messaging.Target(version=rpcapi.VERSION)
 
-    def __init__(self, conf, *, db, transport=None):
+    def __init__(self, conf, *, db, compute_rpcapi, cinder):
         self._conf = conf
         self._db = db
-        self._transport = transport
+        self._compute = compute_rpcapi
+        self._cinder = cinder
+
+    # -- heartbeats ----------------------------------------------------------
 
     def service_update(self, context, *, host, binary, topic, version, capabilities):
         service = service_obj.heartbeat(
             self._db, context, host=host, binary=binary, topic=topic,
             version=version, capabilities=capabilities)
         return service.to_dict()
+
+    # -- server lifecycle (casts from the API) ------------------------------
+
+    def build_instances(self, context, *, instance_uuids, request_spec):
+        for instance_uuid in instance_uuids:
+            build_task.BuildTask(
+                self._conf, self._db, self._compute, context,
+                instance_uuid=instance_uuid, request_spec=request_spec).execute()
+
+    def delete_instance(self, context, *, instance_uuid):
+        delete_task.DeleteTask(
+            self._conf, self._db, self._compute, self._cinder, context,
+            instance_uuid=instance_uuid).execute()
+
+    def reboot_instance(self, context, *, instance_uuid, reboot_type):
+        instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
+        if not instance.host:
+            LOG.warning("Instance %s has no host; reboot dropped", instance_uuid)
+            instance_obj.save(self._db, context, instance_uuid, {"task_state": None})
+            return
+        self._compute.reboot_instance(
+            context, host=instance.host, instance=instance.to_dict(),
+            reboot_type=reboot_type)
+
+    # -- persistence on behalf of computes (calls) -------------------------
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def instance_get(self, context, *, instance_uuid):
+        return instance_obj.get_by_uuid(self._db, context, instance_uuid).to_dict()
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def instance_update(self, context, *, instance_uuid, values, expected_task_state=None,
+                        check_task_state=False):
+        expected = expected_task_state if check_task_state else instance_obj.UNSET
+        return instance_obj.save(self._db, context, instance_uuid, _datetimes(values),
+                                 expected_task_state=expected).to_dict()
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def instance_destroy(self, context, *, instance_uuid):
+        return instance_obj.destroy(self._db, context, instance_uuid).to_dict()
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def bdm_list(self, context, *, instance_uuid):
+        return [b.to_dict() for b in bdm_obj.list_by_instance(self._db, context, instance_uuid)]
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def bdm_create(self, context, *, values):
+        return bdm_obj.create(self._db, context, values).to_dict()
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def bdm_update(self, context, *, bdm_uuid, values):
+        return bdm_obj.save(self._db, context, bdm_uuid, values).to_dict()
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def bdm_destroy(self, context, *, bdm_uuid):
+        bdm_obj.destroy(self._db, context, bdm_uuid)
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def action_event_start(self, context, *, instance_uuid, request_id, event, host):
+        action_obj.event_start(self._db, context, instance_uuid, request_id, event, host=host)
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def action_event_finish(self, context, *, instance_uuid, request_id, event, result,
+                            traceback=None, details=None):
+        action_obj.event_finish(self._db, context, instance_uuid, request_id, event,
+                                result=result, traceback=traceback, details=details)
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def instance_fault_create(self, context, *, instance_uuid, code, message, details=None,
+                              host=None):
+        fault_obj.create(self._db, context, instance_uuid=instance_uuid, code=code,
+                         message=message, details=details, host=host)
+
+
+_DATETIME_FIELDS = ("launched_at", "terminated_at")
+
+
+def _datetimes(values):
+    """ISO strings that crossed the bus back into datetimes for the DB layer."""
+    from oslo_utils import timeutils
+
+    out = dict(values)
+    for key in _DATETIME_FIELDS:
+        if isinstance(out.get(key), str):
+            out[key] = timeutils.parse_isotime(out[key]).replace(tzinfo=None)
+    return out

@@ -1,0 +1,144 @@
+"""The whole service in one process: API app, conductor and compute on fake://.
+
+Real code everywhere except the process boundaries: the API is the real
+Flask app (called through its WSGI interface), RPC goes through
+oslo.messaging's in-memory ``fake:`` driver, the database is a migrated
+SQLite file, Cinder is ``FakeCinder`` (volumes are sparse files) and the
+hypervisor is the libvirt driver over the pure-Python fake libvirt.
+"""
+
+import json
+import time
+import uuid
+
+from volumesvc import context as vs_context
+from volumesvc import rpc
+from volumesvc.api.app import create_app
+from volumesvc.api.deps import Deps
+from volumesvc.cmd import compute as compute_cmd
+from volumesvc.cmd import conductor as conductor_cmd
+from volumesvc.conductor import rpcapi as conductor_rpcapi
+from volumesvc.conf import get_conf
+from volumesvc.db import fixtures as db_fixtures
+from volumesvc.image.fake import FakeGlance
+from volumesvc.volume.fake import FakeCinder
+
+
+class RecordingNotifier:
+    """Collects versioned notifications (event_type, payload) for assertions."""
+
+    def __init__(self):
+        self.notifications = []
+
+    def info(self, context, event_type, payload):
+        self.notifications.append((event_type, payload))
+
+    def error(self, context, event_type, payload):
+        self.notifications.append((event_type, payload))
+
+    def of(self, event_type):
+        return [p for e, p in self.notifications if e == event_type]
+
+
+class Stack:
+    """One deployment: ``stack.api(...)`` talks HTTP to it, helpers poll state."""
+
+    def __init__(self, tmp_path, *, hosts=("fn-compute",), conf_overrides=None):
+        self.conf = get_conf(default_config_files=[])
+        conf = self.conf
+        conf.set_override("auth_strategy", "noauth2", group="api")
+        conf.set_override("response_validation", "error", group="api")
+        conf.set_override("transport_url", "fake:/")
+        conf.set_override("report_interval", 1)
+        conf.set_override("state_path", str(tmp_path))
+        conf.set_override("compute_driver", "fake")
+        conf.set_override("volume_wait_timeout", 10, group="compute")
+        for (group, name), value in (conf_overrides or {}).items():
+            conf.set_override(name, value, group=group)
+        self.db = db_fixtures.sqlite_database(conf, str(tmp_path))
+        self.cinder = FakeCinder(volume_dir=str(tmp_path / "volumes"))
+        self.glance = FakeGlance()
+        self.notifier = RecordingNotifier()
+        self.transport = rpc.get_transport(conf)
+        self.conductor = conductor_cmd.build_service(conf, self.transport, cinder=self.cinder)
+        self.computes = {}
+        self.conductor.start()
+        for host in hosts:
+            self.add_compute(host)
+        self.app = create_app(conf, deps=Deps(
+            conf, db=self.db, conductor=conductor_rpcapi.ConductorAPI(conf, self.transport),
+            cinder=self.cinder, glance=self.glance))
+        self.client = self.app.test_client()
+
+    def add_compute(self, host, **overrides):
+        """Start a compute service on ``host`` (own conf copy: own host name)."""
+        conf = get_conf(default_config_files=[])
+        for group in ("api", "compute", "libvirt", "virt"):
+            for name, _value in self.conf[group].items():
+                conf.set_override(name, self.conf[group][name], group=group)
+        for name in ("transport_url", "report_interval", "state_path", "compute_driver"):
+            conf.set_override(name, self.conf[name])
+        conf.set_override("host", host)
+        for (group, name), value in overrides.items():
+            conf.set_override(name, value, group=group)
+        service = compute_cmd.build_service(conf, self.transport, cinder=self.cinder,
+                                            notifier=self.notifier)
+        service.start()
+        self.computes[host] = service
+        return service
+
+    def stop(self):
+        for service in self.computes.values():
+            service.stop()
+        self.conductor.stop()
+        self.db.dispose()
+
+    # -- HTTP -----------------------------------------------------------------
+
+    def api(self, method, path, body=None, *, version="2.1", token="admin:admin",
+            status=None):
+        headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"compute {version}",
+                   "Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        resp = self.client.open(f"/v2.1{path}", method=method, headers=headers,
+                                data=json.dumps(body) if body is not None else None)
+        payload = json.loads(resp.data) if resp.data else None
+        if status is not None:
+            assert resp.status_code == status, (resp.status_code, payload)
+        return resp.status_code, payload, resp.headers
+
+    # -- polling -----------------------------------------------------------------
+
+    def wait(self, predicate, timeout=15.0, what="condition"):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.05)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def server(self, server_id, version="2.1"):
+        status, body, _ = self.api("GET", f"/servers/{server_id}", version=version)
+        return body["server"] if status == 200 else None
+
+    def wait_for_server_status(self, server_id, statuses, version="2.1", timeout=15.0):
+        statuses = (statuses,) if isinstance(statuses, str) else statuses
+
+        def check():
+            server = self.server(server_id, version)
+            return server if server and server["status"] in statuses else None
+        return self.wait(check, timeout, what=f"server {server_id} in {statuses}")
+
+    def wait_for_server_gone(self, server_id, timeout=15.0):
+        self.wait(lambda: self.api("GET", f"/servers/{server_id}")[0] == 404, timeout,
+                  what=f"server {server_id} deleted")
+
+    @staticmethod
+    def admin_context():
+        return vs_context.get_admin_context()
+
+    @staticmethod
+    def new_project():
+        return uuid.uuid4().hex

@@ -1,0 +1,71 @@
+"""Delete: on the instance's compute when it is up, locally when it is not."""
+
+from oslo_log import log as logging
+
+from volumesvc import exception, servicegroup
+from volumesvc.conductor.tasks import base
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_action as action_obj
+from volumesvc.objects import service as service_obj
+from volumesvc.volume import cleanup
+
+LOG = logging.getLogger(__name__)
+
+
+class DeleteTask(base.TaskBase):
+    """Cast ``terminate_instance`` to the host, or clean up here (Nova's local delete).
+
+    A server that never reached a host, or whose host is down, has no domain
+    anyone could reach; its Cinder attachments and delete-on-termination
+    volumes are released from here so nothing leaks.
+    """
+
+    def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid):
+        super().__init__(context, instance_uuid)
+        self.conf = conf
+        self.db = db
+        self.compute = compute_rpcapi
+        self.cinder = cinder
+
+    def _host_is_up(self, host):
+        try:
+            service = service_obj.get_by_host_and_binary(
+                self.db, self.context, host, "volumesvc-compute")
+        except exception.NotFound:
+            return False
+        return servicegroup.is_up(self.conf, service)
+
+    def _execute(self):
+        try:
+            instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
+        except exception.InstanceNotFound:
+            return
+        bdms = [b.to_dict() for b in bdm_obj.list_by_instance(self.db, self.context,
+                                                              instance.uuid)]
+        if instance.host and self._host_is_up(instance.host):
+            self.compute.terminate_instance(
+                self.context, host=instance.host, instance=instance.to_dict(), bdms=bdms)
+            return
+        LOG.info("Deleting instance %s locally (host %s is %s)", instance.uuid,
+                 instance.host, "down" if instance.host else "unset")
+        cleanup.release_volumes(self.cinder, self.context.elevated(), bdms,
+                                timeout=self.conf.compute.volume_wait_timeout)
+        instance_obj.destroy(self.db, self.context, instance.uuid)
+        if self.context.request_id:
+            try:
+                action_obj.action_finish(self.db, self.context, instance.uuid,
+                                         self.context.request_id)
+            except exception.NotFound:
+                pass
+
+    def execute(self):
+        try:
+            return super().execute()
+        except Exception:  # noqa: BLE001 - a cast has nobody to raise to
+            LOG.exception("Delete of instance %s failed", self.instance_uuid)
+            try:
+                instance_obj.save(self.db, self.context, self.instance_uuid,
+                                  {"vm_state": "error", "task_state": None})
+            except exception.NotFound:
+                pass

@@ -1,0 +1,63 @@
+"""Releasing an instance's volumes in Cinder: shared by compute and conductor.
+
+Both the compute (terminate on its host) and the conductor (local delete
+when the host is gone) must leave Cinder exactly as a detach would: every
+attachment of the instance deleted, and the volumes marked
+``delete_on_termination`` deleted once they are ``available`` again.
+"""
+
+import time
+
+from oslo_log import log as logging
+
+from volumesvc import exception
+
+LOG = logging.getLogger(__name__)
+
+
+def wait_for_status(cinder, context, volume_id, statuses, *, timeout, interval=0.5):
+    """Poll the volume until its status is in ``statuses``; return the volume.
+
+    Raises VolumesvcException on an ``error*`` status or when ``timeout``
+    seconds pass, so callers never wait forever on a storage backend.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        volume = cinder.get(context, volume_id)
+        if volume["status"] in statuses:
+            return volume
+        if volume["status"].startswith("error"):
+            raise exception.VolumesvcException(
+                f"Volume {volume_id} went to status {volume['status']}")
+        if time.monotonic() > deadline:
+            raise exception.VolumesvcException(
+                f"Volume {volume_id} is still {volume['status']} after {timeout}s "
+                f"(wanted {', '.join(statuses)})")
+        time.sleep(interval)
+
+
+def release_volumes(cinder, context, bdms, *, timeout):
+    """Delete the BDMs' attachments, then their delete-on-termination volumes.
+
+    ``bdms`` are dicts. Errors on one volume are logged and the rest still
+    released; the first error is raised at the end so the caller can mark
+    the instance.
+    """
+    first_error = None
+    for bdm in bdms:
+        if not bdm.get("volume_id"):
+            continue
+        try:
+            if bdm.get("attachment_id"):
+                cinder.attachment_delete(context, bdm["attachment_id"])
+            if bdm.get("delete_on_termination"):
+                wait_for_status(cinder, context, bdm["volume_id"], ("available",),
+                                timeout=timeout)
+                cinder.delete(context, bdm["volume_id"])
+        except exception.VolumeNotFound:
+            LOG.info("Volume %s is already gone", bdm["volume_id"])
+        except Exception as exc:  # noqa: BLE001 - release the others first
+            LOG.warning("Releasing volume %s failed: %s", bdm["volume_id"], exc)
+            first_error = first_error or exc
+    if first_error is not None:
+        raise first_error
