@@ -84,3 +84,11 @@ class ServicesFixture(APIFixture):
 
 def random_uuid():
     return str(uuid.uuid4())
+
+
+# The /servers journeys' fixtures live beside their tests (test_servers_fixtures.py).
+from tests.functional.api import test_servers_fixtures as _servers  # noqa: E402
+
+ServersFixture = _servers.servers_fixture_class(APIFixture, _servers.version.SERVICE_VERSION)
+# A deployment whose computes predate BDM volume_type (version 0 → minimum 0).
+ServersOldComputeFixture = _servers.servers_fixture_class(APIFixture, 0)
