@@ -12,7 +12,14 @@ Adding a resource: a handler module in ``handlers/``, its schemas in
 ``policies/__init__.py``), and its lines here.
 """
 
-from volumesvc.api.handlers import servers, services, versions
+from volumesvc.api.handlers import (
+    flavors,
+    instance_actions,
+    server_actions,
+    servers,
+    services,
+    versions,
+)
 
 API_PREFIX = "/v2.1"
 
@@ -35,6 +42,21 @@ ROUTES = {
     "/v2.1/servers/<server_id>": {
         "GET": servers.show_server,
         "DELETE": servers.delete_server,
+    },
+    # Server actions (reboot, createImage) and their history.
+    "/v2.1/servers/<server_id>/action": {"POST": server_actions.run_server_action},
+    "/v2.1/servers/<server_id>/os-instance-actions": {
+        "GET": instance_actions.list_instance_actions,
+    },
+    "/v2.1/servers/<server_id>/os-instance-actions/<request_id>": {
+        "GET": instance_actions.show_instance_action,
+    },
+    # Flavors.
+    "/v2.1/flavors": {"GET": flavors.list_flavors, "POST": flavors.create_flavor},
+    "/v2.1/flavors/detail": {"GET": flavors.list_flavors_detail},
+    "/v2.1/flavors/<flavor_id>": {
+        "GET": flavors.show_flavor,
+        "DELETE": flavors.delete_flavor,
     },
 }
 

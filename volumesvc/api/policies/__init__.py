@@ -6,9 +6,16 @@ adds its module to ``_MODULES``.
 
 import itertools
 
-from volumesvc.api.policies import base, servers, services
+from volumesvc.api.policies import (
+    base,
+    flavors,
+    instance_actions,
+    server_actions,
+    servers,
+    services,
+)
 
-_MODULES = (base, services, servers)
+_MODULES = (base, services, servers, server_actions, flavors, instance_actions)
 
 
 def list_rules():

@@ -1,0 +1,257 @@
+"""/flavors: list, detail, show (everyone); create and delete (admin).
+
+Shapes per microversion: 2.55 ``description``; 2.61 ``extra_specs`` (when
+the extra-specs policy allows); 2.75 ``swap`` is always an integer (``""``
+for 0 before) and unknown query parameters give 400.
+"""
+
+import uuid
+
+from oslo_utils import strutils
+
+from volumesvc import exception
+from volumesvc.api import errors, validation
+from volumesvc.api import microversions as mv
+from volumesvc.api.policies import flavors as policies
+from volumesvc.api.policy import authorize
+from volumesvc.api.request import base_url
+from volumesvc.api.schemas import flavors as schema
+from volumesvc.objects import flavor as flavor_obj
+
+V2_55 = mv.V2_55_FLAVOR_DESCRIPTION  # type: ignore[attr-defined]
+V2_61 = mv.V2_61_FLAVOR_EXTRA_SPECS  # type: ignore[attr-defined]
+V2_75 = mv.V2_75_STRICT_QUERY
+V2_102 = mv.V2_102_STRICT_QUERY_ALL
+_MAX_INT = 2147483647
+
+
+def _prefixes(req):
+    base = base_url(req.conf)
+    project = f"/{req.project_id}" if req.project_id else ""
+    return f"{base}/v2.1{project}", f"{base}{project}"
+
+
+def _links(req, flavorid):
+    versioned, bookmark = _prefixes(req)
+    return [{"rel": "self", "href": f"{versioned}/flavors/{flavorid}"},
+            {"rel": "bookmark", "href": f"{bookmark}/flavors/{flavorid}"}]
+
+
+def _can(req, rule) -> bool:
+    """A policy check that only decides what to show (never a 403)."""
+    ctx = req.context
+    return req.deps.enforcer.authorize(
+        rule, {"project_id": ctx.project_id, "user_id": ctx.user_id}, ctx, do_raise=False)
+
+
+def _serialize_brief(req, flavor) -> dict:
+    body = {"id": flavor.flavorid, "name": flavor.name, "links": _links(req, flavor.flavorid)}
+    if req.is_at_least(V2_55):
+        body["description"] = flavor.description
+    return body
+
+
+def _serialize_flavor(req, flavor, show_extra_specs=None) -> dict:
+    body = {
+        "id": flavor.flavorid,
+        "name": flavor.name,
+        "ram": flavor.memory_mb,
+        "disk": flavor.root_gb,
+        # NOTE: Nova shows a swap of 0 as "" until 2.75.
+        "swap": flavor.swap if req.is_at_least(V2_75) else (flavor.swap or ""),
+        "OS-FLV-EXT-DATA:ephemeral": flavor.ephemeral_gb,
+        "OS-FLV-DISABLED:disabled": bool(flavor.disabled),
+        "vcpus": flavor.vcpus,
+        "os-flavor-access:is_public": bool(flavor.is_public),
+        "rxtx_factor": flavor.rxtx_factor or "",
+        "links": _links(req, flavor.flavorid),
+    }
+    if req.is_at_least(V2_55):
+        body["description"] = flavor.description
+    if req.is_at_least(V2_61):
+        if show_extra_specs is None:
+            show_extra_specs = _can(req, policies.EXTRA_SPECS_INDEX)
+        if show_extra_specs:
+            body["extra_specs"] = dict(flavor.extra_specs or {})
+    return body
+
+
+def _int_filter(req, key):
+    value = req.last(key)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.APIError(400, f"Invalid {key} filter [{value}]",
+                              errors.QUERY_INVALID) from None
+
+
+def _is_public_filter(req):
+    """Admins choose (default public only, ``none`` for all); others see public ones."""
+    if not req.context.is_admin:
+        return True
+    value = req.last("is_public")
+    if value is None:
+        return True
+    if value.lower() == "none":
+        return None
+    try:
+        return strutils.bool_from_string(value, strict=True)
+    except ValueError:
+        raise errors.APIError(400, f"Invalid is_public filter [{value}]",
+                              errors.QUERY_INVALID) from None
+
+
+def _sort_value(key):
+    def value(flavor):
+        item = getattr(flavor, key, None)
+        return (item is None, item if item is not None else 0)
+    return value
+
+
+def _page(req):
+    """The flavors of one page: filtered, sorted, after ``marker``, up to ``limit``.
+
+    NOTE: sorted here rather than in SQL: there are a handful of flavors
+    and any of Nova's sort keys must work.
+    """
+    ctx = req.context
+    flavors = flavor_obj.list_flavors(
+        req.deps.db, ctx, is_public=_is_public_filter(req),
+        min_memory_mb=_int_filter(req, "minRam"), min_root_gb=_int_filter(req, "minDisk"),
+        include_disabled=ctx.is_admin)
+    sort_value = _sort_value(req.last("sort_key") or "flavorid")
+    flavors.sort(key=lambda f: (sort_value(f), f.id), reverse=req.last("sort_dir") == "desc")
+    marker = req.last("marker")
+    if marker is not None:
+        ids = [f.flavorid for f in flavors]
+        if marker not in ids:
+            raise errors.APIError(400, f"marker [{marker}] not found", errors.QUERY_INVALID)
+        flavors = flavors[ids.index(marker) + 1:]
+    max_limit = req.conf.api.max_limit
+    limit = min(int(req.last("limit", max_limit)), max_limit)
+    return flavors[:limit], limit
+
+
+def _collection(req, flavors, limit, path, items) -> dict:
+    body = {"flavors": items}
+    if limit and len(flavors) == limit:
+        from urllib.parse import urlencode
+
+        params = {k: v for k, v in req.query.items() if k != "marker"}
+        params["marker"] = flavors[-1].flavorid
+        versioned, _ = _prefixes(req)
+        body["flavors_links"] = [{"rel": "next", "href":
+                                  f"{versioned}/{path}?{urlencode(params, doseq=True)}"}]
+    return body
+
+
+@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE, mv.before(V2_75),
+                         strip_unknown=True)
+@validation.query_schema(schema.list_flavors_query_v2_75, V2_75)
+@validation.response_body_schema(schema.list_flavors_response_v2_1, mv.V2_1_BASE,
+                                 mv.before(V2_55))
+@validation.response_body_schema(schema.list_flavors_response_v2_55, V2_55)
+def list_flavors(req):
+    """GET /flavors → 200: id, name, links (+ description from 2.55)."""
+    authorize(req.context, policies.LIST)
+    flavors, limit = _page(req)
+    return _collection(req, flavors, limit, "flavors",
+                       [_serialize_brief(req, f) for f in flavors]), 200
+
+
+@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE, mv.before(V2_75),
+                         strip_unknown=True)
+@validation.query_schema(schema.list_flavors_query_v2_75, V2_75)
+@validation.response_body_schema(schema.list_flavors_detail_response_v2_1, mv.V2_1_BASE,
+                                 mv.before(V2_55))
+@validation.response_body_schema(schema.list_flavors_detail_response_v2_55, V2_55,
+                                 mv.before(V2_61))
+@validation.response_body_schema(schema.list_flavors_detail_response_v2_61, V2_61,
+                                 mv.before(V2_75))
+@validation.response_body_schema(schema.list_flavors_detail_response_v2_75, V2_75)
+def list_flavors_detail(req):
+    """GET /flavors/detail → 200 with every flavor's details (see module docstring)."""
+    authorize(req.context, policies.LIST)
+    flavors, limit = _page(req)
+    show_extra_specs = req.is_at_least(V2_61) and _can(req, policies.EXTRA_SPECS_INDEX)
+    return _collection(req, flavors, limit, "flavors/detail",
+                       [_serialize_flavor(req, f, show_extra_specs) for f in flavors]), 200
+
+
+@validation.query_schema(schema.show_flavor_query_v2_1, mv.V2_1_BASE, mv.before(V2_102),
+                         strip_unknown=True)
+@validation.query_schema(schema.show_flavor_query_v2_102, V2_102)
+@validation.response_body_schema(schema.show_flavor_response_v2_1, mv.V2_1_BASE,
+                                 mv.before(V2_55))
+@validation.response_body_schema(schema.show_flavor_response_v2_55, V2_55, mv.before(V2_61))
+@validation.response_body_schema(schema.show_flavor_response_v2_61, V2_61, mv.before(V2_75))
+@validation.response_body_schema(schema.show_flavor_response_v2_75, V2_75)
+def show_flavor(req, flavor_id):
+    """GET /flavors/{id} → 200; 404 when unknown (or private, for non-admins)."""
+    authorize(req.context, policies.SHOW)
+    flavor = flavor_obj.get_by_flavorid(req.deps.db, req.context, flavor_id)
+    if not flavor.is_public and not req.context.is_admin:
+        raise exception.FlavorNotFound(flavor_id=flavor_id)
+    return {"flavor": _serialize_flavor(req, flavor)}, 200
+
+
+def _int_value(body, key, name, minimum, default=None):
+    value = body.get(key, default)
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        raise errors.APIError(400, f"Invalid input received: {name} must be an integer.",
+                              errors.SCHEMA_INVALID) from None
+    if not minimum <= value <= _MAX_INT:
+        raise errors.APIError(
+            400, f"Invalid input received: {name} must be >= {minimum} and <= {_MAX_INT}.",
+            errors.SCHEMA_INVALID)
+    return value
+
+
+def _create_values(body) -> dict:
+    flavorid = body.get("id")
+    if flavorid is None:
+        flavorid = str(uuid.uuid4())
+    elif not isinstance(flavorid, str):
+        # NOTE: Nova accepts a JSON number and stores its string form.
+        flavorid = str(int(flavorid)) if float(flavorid).is_integer() else str(flavorid)
+    return {
+        "flavorid": flavorid,
+        "name": body["name"],
+        "memory_mb": _int_value(body, "ram", "ram", 1),
+        "vcpus": _int_value(body, "vcpus", "vcpus", 1),
+        "root_gb": _int_value(body, "disk", "disk", 0),
+        "ephemeral_gb": _int_value(body, "OS-FLV-EXT-DATA:ephemeral", "ephemeral", 0, 0),
+        "swap": _int_value(body, "swap", "swap", 0, 0),
+        "rxtx_factor": float(body.get("rxtx_factor", 1.0)),
+        "is_public": strutils.bool_from_string(
+            body.get("os-flavor-access:is_public", True), strict=True),
+        "description": body.get("description"),
+    }
+
+
+@validation.schema(schema.create_flavor_v2_1, mv.V2_1_BASE, mv.before(V2_55))
+@validation.schema(schema.create_flavor_v2_55, V2_55)
+@validation.response_body_schema(schema.create_flavor_response_v2_1, mv.V2_1_BASE,
+                                 mv.before(V2_55))
+@validation.response_body_schema(schema.create_flavor_response_v2_55, V2_55,
+                                 mv.before(V2_61))
+@validation.response_body_schema(schema.create_flavor_response_v2_61, V2_61,
+                                 mv.before(V2_75))
+@validation.response_body_schema(schema.create_flavor_response_v2_75, V2_75)
+def create_flavor(req):
+    """POST /flavors → 200 with the flavor (admin); 409 when the name or id is taken."""
+    authorize(req.context, policies.CREATE)
+    flavor = flavor_obj.create(req.deps.db, req.context, _create_values(req.body["flavor"]))
+    return {"flavor": _serialize_flavor(req, flavor)}, 200
+
+
+@validation.response_body_schema(schema.delete_flavor_response_v2_1)
+def delete_flavor(req, flavor_id):
+    """DELETE /flavors/{id} → 202, no body (admin); 404 when unknown."""
+    authorize(req.context, policies.DELETE)
+    flavor_obj.destroy(req.deps.db, req.context, flavor_id)
+    return None, 202

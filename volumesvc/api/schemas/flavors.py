@@ -1,0 +1,116 @@
+"""Schemas of /flavors, one constant per version range that changed."""
+
+import copy
+
+from volumesvc.api.validation import multi_params, object_
+
+# --- GET /flavors and /flavors/detail query -------------------------------------------
+VALID_SORT_KEYS = ["created_at", "description", "disabled", "ephemeral_gb", "flavorid", "id",
+                   "is_public", "memory_mb", "name", "root_gb", "rxtx_factor", "swap",
+                   "updated_at", "vcpu_weight", "vcpus"]
+_non_negative_int = {"type": "string", "pattern": "^[0-9]+$"}
+list_flavors_query_v2_1 = object_({
+    "limit": multi_params(_non_negative_int),
+    "marker": multi_params({"type": "string"}),
+    "is_public": multi_params({"type": "string"}),
+    "minRam": multi_params({"type": "string"}),
+    "minDisk": multi_params({"type": "string"}),
+    "sort_key": multi_params({"type": "string", "enum": VALID_SORT_KEYS}),
+    "sort_dir": multi_params({"type": "string", "enum": ["asc", "desc"]}),
+})
+# 2.75: same keys; unknown ones now give 400 (declared without strip_unknown).
+list_flavors_query_v2_75 = copy.deepcopy(list_flavors_query_v2_1)
+
+# --- GET /flavors/{id} query: nothing (2.102: unknown keys give 400) ------------------
+show_flavor_query_v2_1 = object_({})
+show_flavor_query_v2_102 = copy.deepcopy(show_flavor_query_v2_1)
+
+# --- representations ---------------------------------------------------------------
+_links = {"type": "array", "items": object_({
+    "rel": {"type": "string"}, "href": {"type": "string"}}, required=["rel", "href"])}
+_brief_v2_1 = {"id": {"type": "string"}, "name": {"type": "string"}, "links": _links}
+# 2.55 adds description.
+_description = {"type": ["string", "null"]}
+_brief_v2_55 = dict(_brief_v2_1, description=_description)
+
+_detail_v2_1 = dict(_brief_v2_1, **{
+    "ram": {"type": "integer"},
+    "disk": {"type": "integer"},
+    # "" when 0, before 2.75.
+    "swap": {"type": ["integer", "string"]},
+    "OS-FLV-EXT-DATA:ephemeral": {"type": "integer"},
+    "OS-FLV-DISABLED:disabled": {"type": "boolean"},
+    "vcpus": {"type": "integer"},
+    "os-flavor-access:is_public": {"type": "boolean"},
+    "rxtx_factor": {"type": ["number", "string"]},
+})
+_detail_v2_55 = dict(_detail_v2_1, description=_description)
+# 2.61 adds extra_specs (only when the extra-specs policy allows: not required).
+_extra_specs = {"type": "object", "patternProperties": {"^.+$": {"type": "string"}},
+                "additionalProperties": False}
+_detail_v2_61 = dict(_detail_v2_55, extra_specs=_extra_specs)
+# 2.75: swap is always an integer.
+_detail_v2_75 = dict(_detail_v2_61, swap={"type": "integer"})
+
+
+def _one(flavor, optional=()):
+    required = [key for key in flavor if key not in optional]
+    return object_({"flavor": object_(flavor, required=required)}, required=["flavor"])
+
+
+def _many(flavor, optional=()):
+    required = [key for key in flavor if key not in optional]
+    return object_({"flavors": {"type": "array", "items": object_(flavor, required=required)},
+                    "flavors_links": _links}, required=["flavors"])
+
+
+list_flavors_response_v2_1 = _many(_brief_v2_1)
+list_flavors_response_v2_55 = _many(_brief_v2_55)
+
+list_flavors_detail_response_v2_1 = _many(_detail_v2_1)
+list_flavors_detail_response_v2_55 = _many(_detail_v2_55)
+list_flavors_detail_response_v2_61 = _many(_detail_v2_61, optional=("extra_specs",))
+list_flavors_detail_response_v2_75 = _many(_detail_v2_75, optional=("extra_specs",))
+
+show_flavor_response_v2_1 = _one(_detail_v2_1)
+show_flavor_response_v2_55 = _one(_detail_v2_55)
+show_flavor_response_v2_61 = _one(_detail_v2_61, optional=("extra_specs",))
+show_flavor_response_v2_75 = _one(_detail_v2_75, optional=("extra_specs",))
+
+# --- POST /flavors (admin) ---------------------------------------------------------
+_MAX_INT = 2147483647
+_positive = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 1,
+             "maximum": _MAX_INT, "minLength": 1}
+_non_negative = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 0,
+                 "maximum": _MAX_INT, "minLength": 1}
+_bool_like = {"type": ["boolean", "string"],
+              "enum": [True, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes",
+                       "yes", "y", "t", False, "False", "FALSE", "false", "0", "OFF", "Off",
+                       "off", "NO", "No", "no", "n", "f"]}
+create_flavor_v2_1 = object_({"flavor": object_({
+    "name": {"type": "string", "minLength": 1, "maxLength": 255,
+             "pattern": r"^(?!\s)[\s\S]*(?<!\s)$"},
+    # Leading/trailing whitespace is forbidden; null or absent → a generated uuid.
+    "id": {"type": ["string", "number", "null"], "minLength": 1, "maxLength": 255,
+           "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )$"},
+    "ram": _positive,
+    "vcpus": _positive,
+    "disk": _non_negative,
+    "OS-FLV-EXT-DATA:ephemeral": _non_negative,
+    "swap": _non_negative,
+    "rxtx_factor": {"type": ["number", "string"], "pattern": r"^[0-9]+(\.[0-9]+)?$",
+                    "exclusiveMinimum": 0, "maximum": 3.40282e+38},
+    "os-flavor-access:is_public": _bool_like,
+}, required=["name", "ram", "vcpus", "disk"])}, required=["flavor"])
+# 2.55 adds description.
+create_flavor_v2_55 = copy.deepcopy(create_flavor_v2_1)
+create_flavor_v2_55["properties"]["flavor"]["properties"]["description"] = {
+    "type": ["string", "null"], "maxLength": 65535}
+
+create_flavor_response_v2_1 = show_flavor_response_v2_1
+create_flavor_response_v2_55 = show_flavor_response_v2_55
+create_flavor_response_v2_61 = show_flavor_response_v2_61
+create_flavor_response_v2_75 = show_flavor_response_v2_75
+
+# --- DELETE: 202, no body -------------------------------------------------------------
+delete_flavor_response_v2_1 = None

@@ -1,0 +1,45 @@
+"""Schemas of POST /servers/{id}/action: one top-level key names the action.
+
+The body schema validates the actions we serve and lets any other single
+key through, so the handler can answer Nova's ``There is no such action``
+(or say that a known Nova action is not served) instead of a schema error.
+"""
+
+from volumesvc.api.validation import object_
+
+# Nova's parameter_types.name: 1-255 chars, no leading/trailing whitespace.
+_name = {"type": "string", "minLength": 1, "maxLength": 255,
+         "pattern": r"^(?!\s)[\s\S]*(?<!\s)$"}
+
+reboot = object_({
+    "type": {"type": "string", "enum": ["HARD", "Hard", "hard", "SOFT", "Soft", "soft"]},
+}, required=["type"])
+
+create_image = object_({
+    "name": _name,
+    # Nova's image_metadata: string values, keys of 1-255 safe characters.
+    "metadata": {
+        "type": "object",
+        "patternProperties": {r"^[a-zA-Z0-9-_:. ]{1,255}$": {"type": "string",
+                                                            "maxLength": 255}},
+        "additionalProperties": False,
+    },
+}, required=["name"])
+
+server_action_v2_1 = {
+    "type": "object",
+    "properties": {"reboot": reboot, "createImage": create_image},
+    # Any other single key reaches the handler (400 with a clear message).
+    "patternProperties": {"^.*$": {}},
+    "minProperties": 1,
+    "maxProperties": 1,
+}
+
+# --- responses -------------------------------------------------------------------
+# 2.1-2.44: 202 with no body (createImage sends a Location header).
+server_action_response_v2_1 = None
+# 2.45: createImage answers {"image_id": ...}; reboot still has no body.
+server_action_response_v2_45 = {"oneOf": [
+    {"type": "null"},
+    object_({"image_id": {"type": "string", "format": "uuid"}}, required=["image_id"]),
+]}
