@@ -28,19 +28,30 @@ def test_two_confs_are_independent():
     assert a is not cfg.CONF
 
 
-def test_sample_config_is_generated_from_the_code(tmp_path):
-    """etc/volumesvc/volumesvc.conf.sample must be regenerated when options change.
-
-    Regenerate with ``tox -e genconfig`` (oslo-config-generator).
-    """
-    out = tmp_path / "sample.conf"
+def _generated(tmp_path, tool, generator_conf):
+    out = tmp_path / "sample"
     subprocess.run(
-        [str(pathlib.Path(sys.executable).parent / "oslo-config-generator"),
-         "--config-file", str(REPO / "etc/volumesvc/volumesvc-config-generator.conf"),
+        [str(pathlib.Path(sys.executable).parent / tool),
+         "--config-file", str(REPO / "etc/volumesvc" / generator_conf),
          "--output-file", str(out)],
-        check=True, cwd=REPO)
+        check=True, cwd=REPO, capture_output=True)
+    return out.read_text()
+
+
+def test_sample_config_is_generated_from_the_code(tmp_path):
+    """etc/volumesvc/volumesvc.conf.sample must be regenerated when options change."""
     committed = (REPO / "etc/volumesvc/volumesvc.conf.sample").read_text()
-    assert out.read_text() == committed, "run: tox -e genconfig"
+    generated = _generated(tmp_path, "oslo-config-generator",
+                           "volumesvc-config-generator.conf")
+    assert generated == committed, "run: tox -e genconfig"
+
+
+def test_sample_policy_is_generated_from_the_code(tmp_path):
+    """etc/volumesvc/policy.yaml.sample must be regenerated when policies change."""
+    committed = (REPO / "etc/volumesvc/policy.yaml.sample").read_text()
+    generated = _generated(tmp_path, "oslopolicy-sample-generator",
+                           "volumesvc-policy-generator.conf")
+    assert generated == committed, "run: tox -e genpolicy"
 
 
 def test_overrides_never_leak_between_confs():

@@ -108,7 +108,8 @@ def main(argv=None):
     category_opt = cfg.SubCommandOpt("category", title="Command categories",
                                      handler=_add_parsers)
     try:
-        conf = common.parse_config(argv, prog="volumesvc-manage", cli_opts=[category_opt])
+        conf = common.parse_config(argv, prog="volumesvc-manage", cli_opts=[category_opt],
+                                   operator_tool=True)
     except cfg.Error as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -43,12 +43,18 @@ class Checks(upgradecheck.UpgradeCommands):
 
         db = db_api.Database(self.conf)
         ctx = context.get_admin_context()
-        computes = service_obj.list_services(db, ctx, binary="volumesvc-compute")
+        try:
+            computes = service_obj.list_services(db, ctx, binary="volumesvc-compute")
+        except Exception as exc:  # noqa: BLE001 - no schema yet: report, do not crash
+            return upgradecheck.Result(
+                upgradecheck.Code.FAILURE, f"Cannot read the service records: {exc}")
+        finally:
+            db.dispose()
         if not computes:
             return upgradecheck.Result(
                 upgradecheck.Code.WARNING,
                 "No compute services are registered yet; nothing can be built.")
-        minimum = service_obj.get_minimum_version(db, ctx, "volumesvc-compute")
+        minimum = min((s.version or 0) for s in computes)
         if minimum < version.SERVICE_VERSION:
             old = sorted(s.host for s in computes if (s.version or 0) < version.SERVICE_VERSION)
             return upgradecheck.Result(
