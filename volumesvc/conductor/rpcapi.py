@@ -6,6 +6,8 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.0 - Initial version: service_update; build_instances, delete_instance,
         reboot_instance (API → conductor); instance/BDM/action/fault
         persistence on behalf of computes.
+* 1.1 - attach_volume (the attach workflow, called below API 2.101 and cast
+        from 2.101) and detach_volume.
 """
 
 import oslo_messaging as messaging
@@ -13,7 +15,7 @@ import oslo_messaging as messaging
 from volumesvc import rpc
 
 TOPIC = "conductor"
-VERSION = "1.0"
+VERSION = "1.1"
 
 
 class ConductorAPI:
@@ -73,6 +75,43 @@ class ConductorAPI:
         self._client.prepare(version="1.0").cast(
             ctxt, "reboot_instance", instance_uuid=instance_uuid,
             reboot_type=reboot_type)
+
+    # -- API → conductor: volume attachments (1.1) ----------------------------
+
+    def can_attach(self):
+        """False when ``[upgrade_levels] conductor`` pins us below 1.1 (API: 503)."""
+        return self._client.can_send_version("1.1")
+
+    def attach_volume(self, ctxt, *, instance_uuid, volume_id, device=None, disk_bus=None,
+                      device_type=None, tag=None, delete_on_termination=False,
+                      wait=False):
+        """Run the attach workflow (``conductor/tasks/attach.py``).
+
+        ``wait=False`` (API 2.101+) casts and returns None at once: no API
+        worker waits on a compute host. ``wait=True`` (below 2.101) calls with
+        ``long_rpc_timeout`` and the call monitor, and returns the new BDM as
+        a dict (its ``device_name`` goes into the 200 body).
+        """
+        kwargs = dict(instance_uuid=instance_uuid, volume_id=volume_id, device=device,
+                      disk_bus=disk_bus, device_type=device_type, tag=tag,
+                      delete_on_termination=delete_on_termination)
+        if not wait:
+            self._client.prepare(version="1.1").cast(ctxt, "attach_volume", **kwargs)
+            return None
+        cctxt = self._client.prepare(
+            version="1.1", timeout=self._conf.long_rpc_timeout,
+            call_monitor_timeout=self._conf.rpc_response_timeout)
+        return cctxt.call(ctxt, "attach_volume", **kwargs)
+
+    def detach_volume(self, ctxt, *, instance_uuid, volume_id, attachment_id):
+        """Cast: detach from the domain and delete the Cinder attachment.
+
+        The API has already run ``os-begin_detaching`` and recorded the
+        ``detach_volume`` action.
+        """
+        self._client.prepare(version="1.1").cast(
+            ctxt, "detach_volume", instance_uuid=instance_uuid, volume_id=volume_id,
+            attachment_id=attachment_id)
 
     # -- compute → conductor: persistence (calls, short timeouts) ------------
 
