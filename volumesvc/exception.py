@@ -243,3 +243,21 @@ class GlanceAPIError(VolumesvcException):
     """A Glance answer with no more specific translation; ``code`` is the HTTP status."""
 
     msg_fmt = "Glance request failed with HTTP %(code)s: %(reason)s"
+
+
+class TooManyDiskDevices(Forbidden):
+    msg_fmt = ("The maximum allowed number of disk devices (%(maximum)d) to attach to a "
+               "single instance has been exceeded.")
+
+
+class DevicePathInUse(Conflict):
+    msg_fmt = "The supplied device path (%(path)s) is in use."
+
+
+class VolumeAlreadyAttached(Invalid):
+    msg_fmt = "volume %(volume_id)s is already attached to instances: %(instance_uuids)s"
+
+
+class TaggedAttachmentNotSupported(Invalid):
+    msg_fmt = ("Tagged volume attachment is not supported for this instance's "
+               "compute host.")
