@@ -92,3 +92,8 @@ from tests.functional.api import test_servers_fixtures as _servers  # noqa: E402
 ServersFixture = _servers.servers_fixture_class(APIFixture, _servers.version.SERVICE_VERSION)
 # A deployment whose computes predate BDM volume_type (version 0 → minimum 0).
 ServersOldComputeFixture = _servers.servers_fixture_class(APIFixture, 0)
+
+# Server actions, flavors and instance actions (test_server_actions_fixtures.py).
+from tests.functional.api import test_server_actions_fixtures as _actions  # noqa: E402
+
+ServerActionsFixture = _actions.actions_fixture_class(APIFixture)
