@@ -261,3 +261,57 @@ class VolumeAlreadyAttached(Invalid):
 class TaggedAttachmentNotSupported(Invalid):
     msg_fmt = ("Tagged volume attachment is not supported for this instance's "
                "compute host.")
+
+
+# Volume attachments API (api/logic/attach.py): Nova's messages where Nova has one.
+class InvalidDevicePath(Invalid):
+    msg_fmt = "The supplied device path (%(path)s) is invalid."
+
+
+class MultiattachToShelvedNotSupported(Invalid):
+    msg_fmt = ("Attaching multiattach volumes is not supported for shelved-offloaded "
+               "instances.")
+
+
+class VolumeTaggedAttachToShelvedNotSupported(Invalid):
+    msg_fmt = ("Tagged volume attachment is not supported for shelved-offloaded "
+               "instances.")
+
+
+class VolumeNotAttachedToInstance(NotFound):
+    msg_fmt = "Instance %(instance_uuid)s is not attached to volume %(volume_id)s"
+
+
+class CannotDetachRootVolume(Invalid):
+    msg_fmt = "Cannot detach a root device volume"
+
+
+class AttachmentPropertyNotMutable(Invalid):
+    msg_fmt = "The %(property)s property is not mutable"
+
+
+class MultiattachSwapVolumeNotSupported(Invalid):
+    msg_fmt = ("Swapping multi-attach volumes with more than one read/write attachment "
+               "is not supported.")
+
+
+class SwapVolumeNotMigrating(Conflict):
+    msg_fmt = ("Volume %(volume_id)s is not being migrated: the volume of an attachment "
+               "is only swapped while Cinder migrates or retypes it.")
+
+
+class SwapVolumeNotSupported(Conflict):
+    msg_fmt = ("Swapping volume %(volume_id)s is refused: Cinder-driven volume swap "
+               "(migration or retype of an attached volume) is not supported by this "
+               "service yet.")
+
+
+class ComputeHostDown(Conflict):
+    msg_fmt = ("Compute host %(host)s of instance %(instance_uuid)s is not up; retry when "
+               "the service is back.")
+
+
+class ConductorTooOld(ServiceUnavailable):
+    msg_fmt = ("volumesvc-conductor is not on the same version as volumesvc-api, so this "
+               "request cannot be handled until the upgrade is complete. Please try again "
+               "later.")

@@ -38,6 +38,11 @@ SERVICE_NOT_FOUND = "volumesvc.service.not_found"
 SERVICE_IN_USE = "volumesvc.service.in_use"
 UNAVAILABLE = "volumesvc.unavailable"
 RESPONSE_INVALID = "volumesvc.response.schema_invalid"
+ATTACHMENT_INVALID = "volumesvc.attachment.invalid"
+ATTACHMENT_CONFLICT = "volumesvc.attachment.conflict"
+ATTACHMENT_NOT_FOUND = "volumesvc.attachment.not_found"
+TOO_MANY_DISK_DEVICES = "volumesvc.attachment.too_many_devices"
+CONDUCTOR_TOO_OLD = "volumesvc.conductor.too_old"
 
 FAULT_NAMES = {
     400: "badRequest",
@@ -66,6 +71,24 @@ DOMAIN_MAP = {
     exception.UnexpectedTaskStateError: (409, CONFLICT),
     exception.Forbidden: (403, POLICY_DENIED),
     exception.ServiceUnavailable: (503, UNAVAILABLE),
+    # Volume attachments (api-contract §3.2-3.4).
+    exception.TooManyDiskDevices: (403, TOO_MANY_DISK_DEVICES),
+    exception.DevicePathInUse: (409, ATTACHMENT_CONFLICT),
+    exception.VolumeAlreadyAttached: (400, ATTACHMENT_INVALID),
+    exception.TaggedAttachmentNotSupported: (400, ATTACHMENT_INVALID),
+    exception.MultiattachNotSupportedByVirtDriver: (400, ATTACHMENT_INVALID),
+    exception.MultiattachNotSupportedOldMicroversion: (400, ATTACHMENT_INVALID),
+    exception.InvalidDevicePath: (400, ATTACHMENT_INVALID),
+    exception.MultiattachToShelvedNotSupported: (400, ATTACHMENT_INVALID),
+    exception.VolumeTaggedAttachToShelvedNotSupported: (400, ATTACHMENT_INVALID),
+    exception.CannotDetachRootVolume: (400, ATTACHMENT_INVALID),
+    exception.AttachmentPropertyNotMutable: (400, ATTACHMENT_INVALID),
+    exception.MultiattachSwapVolumeNotSupported: (400, ATTACHMENT_INVALID),
+    exception.VolumeNotAttachedToInstance: (404, ATTACHMENT_NOT_FOUND),
+    exception.SwapVolumeNotMigrating: (409, ATTACHMENT_CONFLICT),
+    exception.SwapVolumeNotSupported: (409, ATTACHMENT_CONFLICT),
+    exception.ComputeHostDown: (409, ATTACHMENT_CONFLICT),
+    exception.ConductorTooOld: (503, CONDUCTOR_TOO_OLD),
 }
 
 # Default codes for HTTP errors raised without one (werkzeug aborts).
