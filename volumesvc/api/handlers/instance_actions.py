@@ -84,7 +84,16 @@ def _serialize_event(req, event, project_id, *, traceback, host, details) -> dic
 
 def _since(req, key):
     value = req.last(key)
-    return timeutils.normalize_time(timeutils.parse_isotime(value)) if value else None
+    if not value:
+        return None
+    try:
+        return timeutils.normalize_time(timeutils.parse_isotime(value))
+    except ValueError:
+        # NOTE: jsonschema checks "date-time" only when rfc3339-validator
+        # is installed, so the parse is the check that always runs.
+        raise errors.APIError(400, f"Invalid input for query parameters {key}. Value: "
+                              f"{value}. '{value}' is not a 'date-time'",
+                              errors.QUERY_INVALID) from None
 
 
 def _paginate(req, actions):
