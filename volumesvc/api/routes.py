@@ -19,6 +19,7 @@ from volumesvc.api.handlers import (
     servers,
     services,
     versions,
+    volume_attachments,
 )
 
 API_PREFIX = "/v2.1"
@@ -50,6 +51,16 @@ ROUTES = {
     },
     "/v2.1/servers/<server_id>/os-instance-actions/<request_id>": {
         "GET": instance_actions.show_instance_action,
+    },
+    # Volume attachments (attach, detach, update/swap; api-contract §3).
+    "/v2.1/servers/<server_id>/os-volume_attachments": {
+        "GET": volume_attachments.list_volume_attachments,
+        "POST": volume_attachments.create_volume_attachment,
+    },
+    "/v2.1/servers/<server_id>/os-volume_attachments/<volume_id>": {
+        "GET": volume_attachments.show_volume_attachment,
+        "PUT": volume_attachments.update_volume_attachment,
+        "DELETE": volume_attachments.delete_volume_attachment,
     },
     # Flavors.
     "/v2.1/flavors": {"GET": flavors.list_flavors, "POST": flavors.create_flavor},

@@ -13,9 +13,11 @@ from volumesvc.api.policies import (
     server_actions,
     servers,
     services,
+    volume_attachments,
 )
 
-_MODULES = (base, services, servers, server_actions, flavors, instance_actions)
+_MODULES = (base, services, servers, server_actions, flavors, instance_actions,
+            volume_attachments)
 
 
 def list_rules():

@@ -1,0 +1,295 @@
+"""/servers/{id}/os-volume_attachments: list, show, attach, update/swap, detach.
+
+The representation per microversion is api-contract §3.1; POST answers 200
+with the reserved device below 2.101 (a conductor RPC call) and 202 with no
+body from 2.101 (a cast). The synchronous checks are in ``logic/attach.py``;
+this module reads the request, applies policy and project scoping, and
+talks to Cinder and the conductor.
+"""
+
+from oslo_log import log as logging
+from oslo_utils import strutils, uuidutils
+
+from volumesvc import exception
+from volumesvc.api import errors, validation
+from volumesvc.api import microversions as mv
+from volumesvc.api.logic import attach as logic
+from volumesvc.api.logic import states
+from volumesvc.api.policies import volume_attachments as policies
+from volumesvc.api.policy import authorize
+from volumesvc.api.schemas import volume_attachments as schema
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_action as action_obj
+
+LOG = logging.getLogger(__name__)
+
+V2_49_ATTACH_TAGS = mv.V2_49_ATTACH_TAGS  # type: ignore[attr-defined]
+V2_70_ATTACHMENT_TAGS = mv.V2_70_ATTACHMENT_TAGS  # type: ignore[attr-defined]
+V2_79_DELETE_ON_TERMINATION = mv.V2_79_ATTACH_DELETE_ON_TERMINATION  # type: ignore[attr-defined]
+V2_85_UPDATE_ATTACHMENT = mv.V2_85_UPDATE_ATTACHMENT  # type: ignore[attr-defined]
+V2_89_ATTACHMENT_IDS = mv.V2_89_ATTACHMENT_IDS  # type: ignore[attr-defined]
+V2_101_ASYNC_ATTACH = mv.V2_101_ASYNC_ATTACH  # type: ignore[attr-defined]
+V2_75_STRICT_QUERY = mv.V2_75_STRICT_QUERY
+V2_102_STRICT_QUERY_ALL = mv.V2_102_STRICT_QUERY_ALL
+
+
+def _get_instance(req, server_id):
+    """The live instance, 404 when unknown or another project's (unless admin)."""
+    ctx = req.context
+    if not uuidutils.is_uuid_like(server_id):
+        raise exception.InstanceNotFound(instance_id=server_id)
+    instance = instance_obj.get_by_uuid(req.deps.db, ctx, server_id)
+    if not ctx.is_admin and instance.project_id != ctx.project_id:
+        raise exception.InstanceNotFound(instance_id=server_id)
+    return instance
+
+
+def _authorize(req, rule, instance):
+    authorize(req.context, rule, {"project_id": instance.project_id,
+                                  "user_id": instance.user_id})
+
+
+def _volume(req, volume_id):
+    """Cinder's view of the volume; VolumeNotFound (404) when it has none."""
+    if not uuidutils.is_uuid_like(volume_id):
+        raise exception.VolumeNotFound(volume_id=volume_id)
+    return req.deps.cinder.get(req.context, volume_id)
+
+
+def _visible(req, bdm) -> bool:
+    """Volume BDMs only; from 2.89 only those with a Cinder attachment id."""
+    if not bdm.volume_id:
+        return False
+    return bool(bdm.attachment_id) or not req.is_at_least(V2_89_ATTACHMENT_IDS)
+
+
+def _bdm_of(req, instance, volume_id, *, hide_legacy=False):
+    """The (volume, server) BDM, else 404; ``hide_legacy``: GET-one from 2.89."""
+    try:
+        bdm = bdm_obj.get_by_volume_and_instance(req.deps.db, req.context, volume_id,
+                                                 instance.uuid)
+    except exception.VolumeBDMNotFound:
+        bdm = None
+    if bdm is None or (hide_legacy and not _visible(req, bdm)):
+        raise exception.VolumeNotAttachedToInstance(instance_uuid=instance.uuid,
+                                                    volume_id=volume_id)
+    return bdm
+
+
+def _serialize_attachment(req, bdm, instance_uuid) -> dict:
+    """One attachment at the request's version (§3.1)."""
+    body = {} if req.is_at_least(V2_89_ATTACHMENT_IDS) else {"id": bdm.volume_id}
+    body.update(volumeId=bdm.volume_id, serverId=instance_uuid)
+    if bdm.device_name:
+        body["device"] = bdm.device_name
+    if req.is_at_least(V2_70_ATTACHMENT_TAGS):
+        body["tag"] = bdm.tag
+    if req.is_at_least(V2_79_DELETE_ON_TERMINATION):
+        body["delete_on_termination"] = bool(bdm.delete_on_termination)
+    if req.is_at_least(V2_89_ATTACHMENT_IDS):
+        body.update(attachment_id=bdm.attachment_id, bdm_uuid=bdm.uuid)
+    return body
+
+
+def _serialize_created(req, bdm: dict, instance_uuid, volume_id) -> dict:
+    """The 200 body of POST below 2.101 (§3.2: 2.89 was never applied here)."""
+    body = {"id": volume_id, "serverId": instance_uuid, "volumeId": volume_id,
+            "device": bdm.get("device_name")}
+    if req.is_at_least(V2_70_ATTACHMENT_TAGS):
+        body["tag"] = bdm.get("tag")
+    if req.is_at_least(V2_79_DELETE_ON_TERMINATION):
+        body["delete_on_termination"] = bool(bdm.get("delete_on_termination"))
+    return body
+
+
+def _windows(declare, entries):
+    """Declare ``(first version, schema)`` entries as back-to-back version windows."""
+    def decorator(func):
+        for (low, schema_), nxt in zip(entries, list(entries[1:]) + [None], strict=True):
+            high = mv.before(nxt[0]) if nxt else mv.MAX_VERSION
+            func = declare(schema_, low, high)(func)
+        return func
+    return decorator
+
+
+_REPR_WINDOWS = (mv.V2_1_BASE, V2_70_ATTACHMENT_TAGS, V2_79_DELETE_ON_TERMINATION,
+                 V2_89_ATTACHMENT_IDS)
+
+
+def _response_windows(prefix):
+    suffixes = ("v2_1", "v2_70", "v2_79", "v2_89")
+    return _windows(validation.response_body_schema, [
+        (low, getattr(schema, f"{prefix}_response_{suffix}"))
+        for low, suffix in zip(_REPR_WINDOWS, suffixes, strict=True)])
+
+
+def _int_param(req, key, default):
+    value = req.last(key)
+    return int(value) if value is not None else default
+
+
+# --- list / show ---------------------------------------------------------------------------
+
+@validation.query_schema(schema.list_volume_attachments_query_v2_1, mv.V2_1_BASE,
+                         mv.before(V2_75_STRICT_QUERY), strip_unknown=True)
+@validation.query_schema(schema.list_volume_attachments_query_v2_75, V2_75_STRICT_QUERY)
+@_response_windows("list_volume_attachments")
+def list_volume_attachments(req, server_id):
+    """GET → 200 ``{"volumeAttachments": [...]}``; limit/offset paginate the BDMs."""
+    instance = _get_instance(req, server_id)
+    _authorize(req, policies.INDEX, instance)
+    bdms = bdm_obj.list_by_instance(req.deps.db, req.context, instance.uuid)
+    # NOTE: as in Nova (common.limited), the page is cut from all BDMs before
+    # local disks and 2.89-invisible ones are left out; limit 0 = max_limit.
+    max_limit = req.conf.api.max_limit
+    offset = _int_param(req, "offset", 0)
+    limit = min(max_limit, _int_param(req, "limit", 0) or max_limit)
+    page = bdms[offset:offset + limit]
+    return {"volumeAttachments": [_serialize_attachment(req, bdm, instance.uuid)
+                                  for bdm in page if _visible(req, bdm)]}, 200
+
+
+@validation.query_schema(schema.show_volume_attachment_query_v2_1, mv.V2_1_BASE,
+                         mv.before(V2_102_STRICT_QUERY_ALL), strip_unknown=True)
+@validation.query_schema(schema.show_volume_attachment_query_v2_102, V2_102_STRICT_QUERY_ALL)
+@_response_windows("show_volume_attachment")
+def show_volume_attachment(req, server_id, volume_id):
+    """GET one (``{volume_id}``) → 200; 404 ``Instance <s> is not attached to volume <v>``."""
+    instance = _get_instance(req, server_id)
+    _authorize(req, policies.SHOW, instance)
+    bdm = _bdm_of(req, instance, volume_id, hide_legacy=True)
+    return {"volumeAttachment": _serialize_attachment(req, bdm, instance.uuid)}, 200
+
+
+# --- attach ----------------------------------------------------------------------------------
+
+@_windows(validation.schema, [
+    (mv.V2_1_BASE, schema.create_volume_attachment_v2_1),
+    (V2_49_ATTACH_TAGS, schema.create_volume_attachment_v2_49),
+    (V2_79_DELETE_ON_TERMINATION, schema.create_volume_attachment_v2_79)])
+@_windows(validation.response_body_schema, [
+    (mv.V2_1_BASE, schema.create_volume_attachment_response_v2_1),
+    (V2_70_ATTACHMENT_TAGS, schema.create_volume_attachment_response_v2_70),
+    (V2_79_DELETE_ON_TERMINATION, schema.create_volume_attachment_response_v2_79),
+    (V2_101_ASYNC_ATTACH, schema.create_volume_attachment_response_v2_101)])
+def create_volume_attachment(req, server_id):
+    """POST → 200 with the attachment below 2.101; 202 with no body from 2.101.
+
+    404 server/volume; 409 lock/state; 400 device, already attached,
+    multiattach below 2.60; 503 when the conductor cannot take the request.
+    Below 2.101 the conductor's own refusals (400/403/409) come back too.
+    """
+    ctx, deps = req.context, req.deps
+    instance = _get_instance(req, server_id)
+    _authorize(req, policies.CREATE, instance)
+    if not deps.conductor.can_attach():
+        raise exception.ConductorTooOld()
+    attachment = req.body["volumeAttachment"]
+    volume_id = attachment["volumeId"]
+    device = attachment.get("device")
+    tag = attachment.get("tag")
+    volume = _volume(req, volume_id)
+    logic.check_attach(ctx, version=req.version, instance=instance, volume=volume,
+                       volume_bdms=bdm_obj.list_by_volume(deps.db, ctx, volume_id),
+                       device=device, tag=tag)
+    kwargs = dict(instance_uuid=instance.uuid, volume_id=volume_id, device=device, tag=tag,
+                  delete_on_termination=strutils.bool_from_string(
+                      attachment.get("delete_on_termination", False), strict=True))
+    if req.is_at_least(V2_101_ASYNC_ATTACH):
+        deps.conductor.attach_volume(ctx, wait=False, **kwargs)
+        return None, 202
+    bdm = deps.conductor.attach_volume(ctx, wait=True, **kwargs)
+    return {"volumeAttachment": _serialize_created(req, bdm, instance.uuid, volume_id)}, 200
+
+
+# --- update / swap -----------------------------------------------------------------------------
+
+def _rw_attachments(req, volume) -> int:
+    if not volume.get("multiattach") or len(volume.get("attachments") or []) < 2:
+        return len(volume.get("attachments") or [])
+    modes = [req.deps.cinder.attachment_get(req.context, entry["attachment_id"])
+             .get("attach_mode") for entry in volume["attachments"]]
+    return sum(1 for mode in modes if mode in ("rw", "null", None))
+
+
+def _swap(req, instance, old_volume_id, attachment):
+    ctx = req.context
+    old_volume = _volume(req, old_volume_id)
+    try:
+        _volume(req, attachment["volumeId"])
+    except exception.VolumeNotFound as exc:
+        # The new volume comes from the body: a bad request, not a missing URL.
+        raise errors.APIError(400, exc.format_message(), errors.BAD_REQUEST) from exc
+    bdm = _bdm_of(req, instance, old_volume_id)
+    if req.is_at_least(V2_85_UPDATE_ATTACHMENT):
+        _update_flag(req, instance, bdm, attachment)
+    logic.check_swap(ctx, instance, old_volume, _rw_attachments(req, old_volume))
+
+
+def _update_flag(req, instance, bdm, attachment):
+    logic.check_not_mutated(attachment, bdm, instance)
+    if "delete_on_termination" in attachment:
+        flag = strutils.bool_from_string(attachment["delete_on_termination"], strict=True)
+        bdm_obj.save(req.deps.db, req.context, bdm.uuid, {"delete_on_termination": flag})
+
+
+@_windows(validation.schema, [
+    (mv.V2_1_BASE, schema.update_volume_attachment_v2_1),
+    (V2_85_UPDATE_ATTACHMENT, schema.update_volume_attachment_v2_85)])
+@validation.response_body_schema(schema.update_volume_attachment_response_v2_1)
+def update_volume_attachment(req, server_id, volume_id):
+    """PUT → 202, no body.
+
+    Below 2.85 always a swap (swap policy). From 2.85 the same volumeId only
+    updates delete_on_termination (update policy); another one updates the
+    flag and then swaps. volumesvc refuses every swap with 409 (only Cinder
+    may drive one, and that is not implemented yet).
+    """
+    instance = _get_instance(req, server_id)
+    attachment = req.body["volumeAttachment"]
+    if not req.is_at_least(V2_85_UPDATE_ATTACHMENT) or attachment["volumeId"] != volume_id:
+        _authorize(req, policies.SWAP, instance)
+        _swap(req, instance, volume_id, attachment)
+        return None, 202
+    _authorize(req, policies.UPDATE, instance)
+    bdm = _bdm_of(req, instance, volume_id)
+    _update_flag(req, instance, bdm, attachment)
+    return None, 202
+
+
+# --- detach --------------------------------------------------------------------------------------
+
+@validation.response_body_schema(schema.delete_volume_attachment_response_v2_1)
+def delete_volume_attachment(req, server_id, volume_id):
+    """DELETE → 202, no body.
+
+    Checks in order: server 404, policy, shelved below 2.20 409, volume 404,
+    attachment 404, root disk 400, lock/state 409, compute host down 409,
+    Cinder ``os-begin_detaching`` 400; then the ``detach_volume`` action and
+    the conductor cast.
+    """
+    ctx, deps = req.context, req.deps
+    instance = _get_instance(req, server_id)
+    _authorize(req, policies.DELETE, instance)
+    logic.check_shelved(req.version, instance, states.DETACH.action)
+    volume = _volume(req, volume_id)
+    bdm = _bdm_of(req, instance, volume_id)
+    logic.check_root(bdm)
+    states.check_gate(ctx, instance, states.DETACH,
+                      vm_states=logic.gate_vm_states(req.version, states.DETACH))
+    logic.check_host_up(req.conf, deps.db, ctx, instance)
+    deps.cinder.begin_detaching(ctx, volume_id)
+    try:
+        action_obj.action_start(deps.db, ctx, instance.uuid, "detach_volume", ctx.request_id,
+                                ctx.user_id, ctx.project_id)
+        deps.conductor.detach_volume(
+            ctx, instance_uuid=instance.uuid, volume_id=volume_id,
+            attachment_id=logic.attachment_id_for(bdm, volume, instance.uuid))
+    except Exception:
+        # Nothing will detach it: give the volume back its in-use status.
+        LOG.exception("Detach of volume %s from %s could not be started", volume_id,
+                      instance.uuid)
+        deps.cinder.roll_detaching(ctx, volume_id)
+        raise
+    return None, 202

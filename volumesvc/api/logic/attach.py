@@ -1,0 +1,147 @@
+"""The synchronous checks of the volume attachment API (api-contract §2, §3.2-3.5).
+
+What stays in the API at every microversion, in Nova's order, as plain
+functions over the instance, the Cinder volume dict and BDM rows, so they
+are unit tested without an app. Everything that needs the compute host
+(device reservation, capabilities, Cinder ``attachment_create``) runs in the
+conductor's attach task; from 2.101 its failures are not HTTP errors.
+"""
+
+import re
+
+from volumesvc import exception, servicegroup
+from volumesvc.api import microversions as mv
+from volumesvc.api.logic import states
+from volumesvc.objects import service as service_obj
+
+COMPUTE_BINARY = "volumesvc-compute"
+_DEVICE = re.compile(r"(^/dev/x{0,1}[a-z]{0,1}d{0,1})([a-z]+)[0-9]*$")
+
+V2_20_SHELVED_VOLUMES = mv.V2_20_SHELVED_VOLUMES  # type: ignore[attr-defined]
+V2_60_MULTIATTACH = mv.V2_60_MULTIATTACH  # type: ignore[attr-defined]
+
+
+def gate_vm_states(version, gate: states.Gate) -> frozenset:
+    """The vm_states ``gate`` allows at ``version``: shelved ones only from 2.20."""
+    if version >= V2_20_SHELVED_VOLUMES:
+        return gate.vm_states
+    return gate.vm_states - states.SHELVED_STATES
+
+
+def check_shelved(version, instance, action):
+    """409 for a shelved(-offloaded) server below 2.20 (detach checks it early)."""
+    if version < V2_20_SHELVED_VOLUMES and instance.vm_state in states.SHELVED_STATES:
+        raise states.invalid_state(instance, action, "vm_state")
+
+
+def match_device(device) -> bool:
+    """Nova's block_device.match_device: is ``device`` a usable name hint?"""
+    return bool(_DEVICE.match(device))
+
+
+def attached_servers(volume_bdms) -> list[str]:
+    """Server uuids that hold a live BDM of the volume, in BDM order, unique."""
+    seen = []
+    for bdm in volume_bdms:
+        if bdm.instance_uuid not in seen:
+            seen.append(bdm.instance_uuid)
+    return seen
+
+
+def check_attach(ctx, *, version, instance, volume, volume_bdms, device=None, tag=None):
+    """Raise the first refusal of an attach request, or return None.
+
+    ``volume`` is Cinder's dict, ``volume_bdms`` the live BDMs of that volume
+    (any server). Order: lock and state (409), device name (400), volume
+    attached elsewhere and not multiattach (400), already attached to this
+    server (400), multiattach below 2.60 (400), shelved-offloaded limits (400).
+    """
+    states.check_gate(ctx, instance, states.ATTACH,
+                      vm_states=gate_vm_states(version, states.ATTACH))
+    if device and not match_device(device):
+        raise exception.InvalidDevicePath(path=device)
+    servers = attached_servers(volume_bdms)
+    multiattach = bool(volume.get("multiattach"))
+    if servers and not multiattach:
+        raise exception.VolumeAlreadyAttached(volume_id=volume["id"],
+                                              instance_uuids=", ".join(servers))
+    if instance.uuid in servers:
+        raise exception.VolumeAlreadyAttached(volume_id=volume["id"],
+                                              instance_uuids=instance.uuid)
+    # NOTE: Nova finds this one in the conductor; done here too so that it is
+    # a 400 at every microversion (at 2.101 the conductor's is only logged).
+    if multiattach and version < V2_60_MULTIATTACH:
+        raise exception.MultiattachNotSupportedOldMicroversion()
+    if instance.vm_state == states.SHELVED_OFFLOADED:
+        if tag:
+            raise exception.VolumeTaggedAttachToShelvedNotSupported()
+        if multiattach:
+            raise exception.MultiattachToShelvedNotSupported()
+
+
+def check_root(bdm):
+    """A boot volume stays: 400 ``Cannot detach a root device volume``."""
+    if bdm.boot_index == 0:
+        raise exception.CannotDetachRootVolume()
+
+
+def check_host_up(conf, db, ctx, instance):
+    """409 when the compute service of the instance's host is not up.
+
+    A shelved-offloaded server has no host; nothing to check then.
+    """
+    if not instance.host:
+        return
+    try:
+        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, COMPUTE_BINARY)
+    except exception.NotFound:
+        service = None
+    if service is None or not servicegroup.is_up(conf, service):
+        raise exception.ComputeHostDown(host=instance.host, instance_uuid=instance.uuid)
+
+
+def attachment_id_for(bdm, volume, instance_uuid):
+    """The Cinder attachment to delete on detach.
+
+    The BDM's own ``attachment_id`` when it has one; otherwise the entry of
+    the volume's Cinder attachments that belongs to this server (or None).
+    """
+    if bdm.attachment_id:
+        return bdm.attachment_id
+    for entry in volume.get("attachments") or []:
+        if entry.get("server_id") == instance_uuid:
+            return entry.get("attachment_id")
+    return None
+
+
+# Fields a 2.85 update may echo, and where their current value lives.
+_ECHOED = (
+    ("id", lambda bdm, instance: bdm.volume_id),
+    ("serverId", lambda bdm, instance: instance.uuid),
+    ("device", lambda bdm, instance: bdm.device_name),
+    ("tag", lambda bdm, instance: bdm.tag),
+)
+
+
+def check_not_mutated(attachment: dict, bdm, instance):
+    """400 ``The <f> property is not mutable`` when an echoed field changes."""
+    for key, current in _ECHOED:
+        if key in attachment and attachment[key] != current(bdm, instance):
+            raise exception.AttachmentPropertyNotMutable(property=key)
+
+
+def check_swap(ctx, instance, old_volume, rw_attachments: int):
+    """Refuse a swap; volumesvc does not implement the Cinder-driven swap.
+
+    Order: lock/state (409), a multiattach volume with more than one
+    read/write attachment (400), the old volume not migrating (409), and
+    finally 409 for the migrating case too, since nothing here can carry
+    a swap out yet.
+    """
+    states.check_gate(ctx, instance, states.SWAP)
+    if old_volume.get("multiattach") and rw_attachments > 1:
+        raise exception.MultiattachSwapVolumeNotSupported()
+    if not old_volume.get("migration_status"):
+        raise exception.SwapVolumeNotMigrating(volume_id=old_volume["id"])
+    # TODO(Cinder-driven swap lands in conductor/compute): cast it instead.
+    raise exception.SwapVolumeNotSupported(volume_id=old_volume["id"])
