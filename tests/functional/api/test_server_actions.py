@@ -157,7 +157,9 @@ def test_concurrent_reboot_loses_the_compare_and_swap(env, monkeypatch):
     ({"os-stop": None}, "The 'os-stop' server action is not supported by this service."),
     ({"resize": {"flavorRef": "1"}},
      "The 'resize' server action is not supported by this service."),
-])
+], ids=lambda value: None if isinstance(value, dict) else "msg")
+# NOTE: gabbi's pytest plugin takes any test id containing ':' for one of
+# its own, so the messages must not become ids.
 def test_bad_bodies(env, body, message):
     client, _ = env
     response = _post(client, "ACTIVE", body)
