@@ -97,3 +97,11 @@ ServersOldComputeFixture = _servers.servers_fixture_class(APIFixture, 0)
 from tests.functional.api import test_server_actions_fixtures as _actions  # noqa: E402
 
 ServerActionsFixture = _actions.actions_fixture_class(APIFixture)
+
+# Volume attachments (test_volume_attachments_fixtures.py); the second one has
+# [upgrade_levels] conductor = 1.0, too old for attach (503).
+from tests.functional.api import test_volume_attachments_fixtures as _attachments  # noqa: E402
+
+VolumeAttachmentsFixture = _attachments.attachments_fixture_class(APIFixture)
+VolumeAttachmentsOldConductorFixture = _attachments.attachments_fixture_class(
+    APIFixture, conductor_cap="1.0")
