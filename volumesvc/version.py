@@ -7,17 +7,20 @@ number whenever a compute learns something another service may rely on.
 """
 
 SERVICE_VERSION_HISTORY = (
-    # 1: initial service: heartbeats, capabilities, libvirt attach/detach.
+    # 1: initial service: heartbeats, capabilities, server build/delete/reboot.
     {"compute_rpc": "1.0", "conductor_rpc": "1.0"},
+    # 2: computes create boot volumes with the BDM's volume_type (spec 5);
+    #    reserve_block_device_name / attach_volume / detach_volume.
+    {"compute_rpc": "1.1", "conductor_rpc": "1.1"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
 
 # Minimum compute service version that understands BDM volume_type at boot
 # (spec 5, microversion 2.67).
-MIN_COMPUTE_VOLUME_TYPE = 1
+MIN_COMPUTE_VOLUME_TYPE = 2
 # Minimum compute service version that completes extends with Cinder
 # (spec 3, microversion 2.105).
-MIN_COMPUTE_EXTEND_COMPLETION = 1
+MIN_COMPUTE_EXTEND_COMPLETION = 3
 
 RELEASE = "0.1.0"

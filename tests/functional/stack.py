@@ -135,6 +135,61 @@ class Stack:
         self.wait(lambda: self.api("GET", f"/servers/{server_id}")[0] == 404, timeout,
                   what=f"server {server_id} deleted")
 
+    # -- direct rows (for tests of the conductor/compute side alone) ------------
+
+    def boot(self, ctx, bdms, needs=(), flavorid="42"):
+        """Create an instance with ``bdms`` as the API would, cast the build, return uuid."""
+        from volumesvc.objects import block_device as bdm_obj
+        from volumesvc.objects import flavor as flavor_obj
+        from volumesvc.objects import instance as instance_obj
+        from volumesvc.objects import instance_action as action_obj
+
+        flavor = flavor_obj.get_by_flavorid(self.db, ctx, flavorid)
+        inst = instance_obj.create(self.db, ctx, {
+            "project_id": ctx.project_id, "user_id": ctx.user_id, "display_name": "s1",
+            "vm_state": "building", "task_state": "scheduling", "power_state": 0,
+            "flavor": flavor.instance_copy()})
+        for values in bdms:
+            bdm_obj.create(self.db, ctx, dict(values, instance_uuid=inst.uuid))
+        action_obj.action_start(self.db, ctx, inst.uuid, "create", ctx.request_id,
+                                ctx.user_id, ctx.project_id)
+        self.conductor_api().build_instances(ctx, instance_uuids=[inst.uuid],
+                                             request_spec={"needs": list(needs)})
+        return inst.uuid
+
+    def conductor_api(self):
+        return conductor_rpcapi.ConductorAPI(self.conf, self.transport)
+
+    def wait_instance(self, uuid, vm_state, task_state=None):
+        from volumesvc.objects import instance as instance_obj
+
+        def check():
+            inst = instance_obj.get_by_uuid(self.db, self.admin_context(), uuid)
+            return inst if inst.vm_state == vm_state and inst.task_state == task_state \
+                else None
+        return self.wait(check, what=f"{uuid} {vm_state}/{task_state}")
+
+    def events(self, ctx, uuid, request_id=None):
+        """Finished events of an action (events close just after the state they report)."""
+        from volumesvc.objects import instance_action as action_obj
+
+        from volumesvc import exception
+
+        def check():
+            try:
+                events = action_obj.get_action(self.db, ctx, uuid,
+                                               request_id or ctx.request_id).events
+            except exception.NotFound:
+                return None  # not recorded yet
+            return events if events and all(e.result for e in events) else None
+        return self.wait(check, what="action events finished")
+
+    @staticmethod
+    def context(project="p1", request_id=None, admin=False):
+        return vs_context.RequestContext(
+            user_id="u1", project_id=project, roles=["admin"] if admin else ["member"],
+            is_admin=admin, request_id=request_id or f"req-{uuid.uuid4()}")
+
     @staticmethod
     def admin_context():
         return vs_context.get_admin_context()

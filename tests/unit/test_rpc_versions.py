@@ -33,3 +33,14 @@ def test_every_client_method_has_a_server_method():
         missing = {m for m in _public_methods(client) - _public_methods(server)
                    if not m.startswith("can_")}
         assert missing == set(), (client.__name__, missing)
+
+
+def test_service_version_history_ends_at_the_current_rpc_versions():
+    """The newest service version speaks the RPC versions this code sends."""
+    from volumesvc import version
+
+    newest = version.SERVICE_VERSION_HISTORY[-1]
+    assert version.SERVICE_VERSION == len(version.SERVICE_VERSION_HISTORY)
+    assert newest["compute_rpc"] == compute_rpcapi.VERSION
+    assert newest["conductor_rpc"] == conductor_rpcapi.VERSION
+    assert version.MIN_COMPUTE_VOLUME_TYPE <= version.SERVICE_VERSION

@@ -12,6 +12,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from volumesvc import exception
+from volumesvc.compute import attach as attach_mod
 from volumesvc.compute import rpcapi
 from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
@@ -40,6 +41,8 @@ class ComputeManager:
         self.conductor = conductor
         self.cinder = cinder
         self.reporter = compute_utils.ComputeReporter(conductor, notifier, self.host)
+        self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder,
+                                                  self.reporter)
 
     # -- process lifecycle ---------------------------------------------------
 
@@ -171,3 +174,50 @@ class ComputeManager:
                 LOG.exception("Reboot of instance %s failed", uuid)
                 self.reporter.fault(context, uuid, exc)
                 self._update(context, uuid, {"vm_state": "error", "task_state": None})
+
+    # -- volume attachments ------------------------------------------------------
+
+    @messaging.expected_exceptions(exception.Invalid, exception.Forbidden,
+                                   exception.Conflict, exception.VirtDriverError,
+                                   exception.NotFound)
+    def reserve_block_device_name(self, context, *, instance, volume_id, device=None,
+                                  disk_bus=None, device_type=None, tag=None,
+                                  multiattach=False, delete_on_termination=False):
+        with self._lock(instance["uuid"]):
+            return self.attacher.reserve(
+                context, instance, volume_id=volume_id, device=device, disk_bus=disk_bus,
+                device_type=device_type, tag=tag, multiattach=multiattach,
+                delete_on_termination=delete_on_termination)
+
+    def attach_volume(self, context, *, instance, bdm):
+        uuid = instance["uuid"]
+        payload_bdms = [bdm]
+        with self._lock(uuid):
+            self.reporter.notify(context, instance, "volume_attach", "start",
+                                 bdms=payload_bdms)
+            try:
+                with self.reporter.event(context, uuid, "compute_attach_volume"):
+                    self.attacher.attach(context, instance, _driver_instance(instance), bdm)
+            except Exception as exc:  # noqa: BLE001 - a cast reports through the DB
+                LOG.warning("Attach of volume %s to %s failed: %s", bdm.get("volume_id"),
+                            uuid, compute_utils.message_of(exc))
+                self.reporter.notify(context, instance, "volume_attach", "error",
+                                     bdms=payload_bdms, exc=exc)
+                return
+            self.reporter.notify(context, instance, "volume_attach", "end", bdms=payload_bdms)
+
+    def detach_volume(self, context, *, instance, bdm, attachment_id):
+        uuid = instance["uuid"]
+        with self._lock(uuid):
+            self.reporter.notify(context, instance, "volume_detach", "start", bdms=[bdm])
+            try:
+                with self.reporter.event(context, uuid, "compute_detach_volume"):
+                    self.attacher.detach(context, _driver_instance(instance), bdm,
+                                         attachment_id)
+            except Exception as exc:  # noqa: BLE001
+                LOG.warning("Detach of volume %s from %s failed: %s", bdm.get("volume_id"),
+                            uuid, compute_utils.message_of(exc))
+                self.reporter.notify(context, instance, "volume_detach", "error",
+                                     bdms=[bdm], exc=exc)
+                return
+            self.reporter.notify(context, instance, "volume_detach", "end", bdms=[bdm])

@@ -5,12 +5,13 @@ manager imports ``VERSION`` so the two can never disagree):
 
 * 1.0 - Initial version: ping, build_and_run_instance, terminate_instance,
         reboot_instance.
+* 1.1 - reserve_block_device_name, attach_volume, detach_volume.
 """
 
 from volumesvc import rpc
 
 TOPIC = "compute"
-VERSION = "1.0"
+VERSION = "1.1"
 
 
 class ComputeAPI:
@@ -49,3 +50,27 @@ class ComputeAPI:
         """Cast: SOFT or HARD reboot."""
         self._prepare(host, "1.0").cast(
             ctxt, "reboot_instance", instance=instance, reboot_type=reboot_type)
+
+    def reserve_block_device_name(self, ctxt, *, host, instance, volume_id, device=None,
+                                  disk_bus=None, device_type=None, tag=None,
+                                  multiattach=False, delete_on_termination=False):
+        """Call: pick the device name and create the BDM; returns the BDM dict.
+
+        A call with ``long_rpc_timeout`` and the call monitor (the compute
+        heartbeats while it waits for its per-instance lock), as Nova does.
+        """
+        cctxt = self._prepare(host, "1.1", timeout=self._conf.long_rpc_timeout,
+                              call_monitor_timeout=self._conf.rpc_response_timeout)
+        return cctxt.call(ctxt, "reserve_block_device_name", instance=instance,
+                          volume_id=volume_id, device=device, disk_bus=disk_bus,
+                          device_type=device_type, tag=tag, multiattach=multiattach,
+                          delete_on_termination=delete_on_termination)
+
+    def attach_volume(self, ctxt, *, host, instance, bdm):
+        """Cast: connect the volume, attach the disk, complete the attachment."""
+        self._prepare(host, "1.1").cast(ctxt, "attach_volume", instance=instance, bdm=bdm)
+
+    def detach_volume(self, ctxt, *, host, instance, bdm, attachment_id):
+        """Cast: detach the disk and delete the Cinder attachment."""
+        self._prepare(host, "1.1").cast(ctxt, "detach_volume", instance=instance, bdm=bdm,
+                                        attachment_id=attachment_id)

@@ -11,6 +11,7 @@ from oslo_log import log as logging
 
 from volumesvc import exception
 from volumesvc.conductor import rpcapi
+from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
 from volumesvc.objects import block_device as bdm_obj
@@ -24,6 +25,9 @@ LOG = logging.getLogger(__name__)
 # Raised to callers as themselves (oslo.messaging re-creates them remotely),
 # without an ERROR log with a traceback in the conductor.
 _EXPECTED = (exception.NotFound, exception.UnexpectedTaskStateError, exception.Invalid)
+# What an attach may legitimately fail with (mapped to 400/403/409 below 2.101).
+_ATTACH_EXPECTED = _EXPECTED + (exception.Forbidden, exception.Conflict,
+                                exception.VirtDriverError)
 
 
 class ConductorManager:
@@ -67,6 +71,25 @@ class ConductorManager:
         self._compute.reboot_instance(
             context, host=instance.host, instance=instance.to_dict(),
             reboot_type=reboot_type)
+
+    # -- volume attachments (1.1) -------------------------------------------
+
+    @messaging.expected_exceptions(*_ATTACH_EXPECTED)
+    def attach_volume(self, context, *, instance_uuid, volume_id, device=None, disk_bus=None,
+                      device_type=None, tag=None, delete_on_termination=False):
+        """Called below 2.101 (returns the BDM), cast from 2.101 (result unused)."""
+        return attach_task.AttachTask(
+            self._conf, self._db, self._compute, self._cinder, context,
+            instance_uuid=instance_uuid, volume_id=volume_id, device=device,
+            disk_bus=disk_bus, device_type=device_type, tag=tag,
+            delete_on_termination=delete_on_termination).execute()
+
+    def detach_volume(self, context, *, instance_uuid, volume_id, attachment_id):
+        instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
+        bdm = bdm_obj.get_by_volume_and_instance(self._db, context, volume_id, instance_uuid)
+        self._compute.detach_volume(context, host=instance.host, instance=instance.to_dict(),
+                                    bdm=bdm.to_dict(),
+                                    attachment_id=attachment_id or bdm.attachment_id)
 
     # -- persistence on behalf of computes (calls) -------------------------
 

@@ -1,0 +1,129 @@
+"""The attach workflow (conductor task + compute) and detach, on fake://.
+
+Called as the API calls it: ``wait=True`` below 2.101, a cast from 2.101.
+Every failure must leave no BDM without a Cinder attachment and no Cinder
+attachment without a BDM, and say why in the instance actions.
+"""
+
+import pytest
+
+from tests.functional.stack import Stack
+from volumesvc import exception
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.virt import fake as fake_libvirt
+
+ROOT = [{"source_type": "blank", "destination_type": "volume", "boot_index": 0,
+         "volume_size": 1, "delete_on_termination": True}]
+
+
+@pytest.fixture
+def stack(tmp_path):
+    s = Stack(tmp_path)
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def server(stack):
+    ctx = stack.context()
+    uuid = stack.boot(ctx, ROOT)
+    stack.wait_instance(uuid, "active")
+    return uuid
+
+
+def _no_leaks(stack, ctx, uuid, volume_id):
+    """Neither side keeps anything of the attachment (waits for the cast to finish)."""
+    def clean():
+        bdms = [b for b in bdm_obj.list_by_instance(stack.db, ctx, uuid)
+                if b.volume_id == volume_id]
+        atts = [a for a in stack.cinder.attachments.values() if a["volume_id"] == volume_id]
+        return not bdms and not atts
+    stack.wait(clean, what=f"no BDM and no attachment for {volume_id}")
+    assert stack.cinder.get(ctx, volume_id)["status"] == "available"
+
+
+def _xml(stack, uuid):
+    return stack.computes["fn-compute"].manager.driver.get_domain_xml({"uuid": uuid})
+
+
+@pytest.mark.parametrize("wait", [True, False], ids=["call-2.100", "cast-2.101"])
+def test_attach_then_detach(stack, server, wait):
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "data", "")
+    result = stack.conductor_api().attach_volume(
+        ctx, instance_uuid=server, volume_id=volume["id"], tag="t1", wait=wait)
+    if wait:
+        assert result["device_name"] == "/dev/sdb" and result["attachment_id"]
+    else:
+        assert result is None
+    stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "in-use",
+               what="in-use")
+    bdm = bdm_obj.get_by_volume_and_instance(stack.db, ctx, volume["id"], server)
+    assert bdm.device_name == "/dev/sdb" and bdm.tag == "t1" and bdm.connection_info
+    assert f"<serial>{volume['id']}</serial>" in _xml(stack, server)
+    events = stack.events(ctx, server)
+    assert [(e.event, e.result) for e in events] == [("compute_attach_volume", "Success")]
+    stack.wait(lambda: stack.notifier.of("instance.volume_attach.end"), what="attach.end")
+
+    detach_ctx = stack.context()
+    stack.cinder.begin_detaching(detach_ctx, volume["id"])
+    stack.conductor_api().detach_volume(detach_ctx, instance_uuid=server,
+                                        volume_id=volume["id"], attachment_id=bdm.attachment_id)
+    stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "available",
+               what="available")
+    _no_leaks(stack, ctx, server, volume["id"])
+    assert volume["id"] not in _xml(stack, server)
+
+
+def test_duplicate_attach_is_refused_synchronously_below_2_101(stack, server):
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "data", "")
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"],
+                                        wait=True)
+    with pytest.raises(exception.VolumeAlreadyAttached):
+        stack.conductor_api().attach_volume(stack.context(), instance_uuid=server,
+                                            volume_id=volume["id"], wait=True)
+
+
+def test_libvirt_attach_failure_rolls_back_and_says_why(stack, server, monkeypatch):
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "data", "")
+    driver = stack.computes["fn-compute"].manager.driver
+
+    def refuse(*args, **kwargs):
+        raise fake_libvirt.libvirtError("internal error: unable to execute QEMU command")
+    monkeypatch.setattr(driver.host.get_connection().lookupByUUIDString(server),
+                        "attachDeviceFlags", refuse)
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"])
+    events = stack.events(ctx, server)
+    assert events[0].event == "compute_attach_volume" and events[0].result == "Error"
+    assert "QEMU" in events[0].details
+    _no_leaks(stack, ctx, server, volume["id"])
+    assert stack.notifier.of("instance.volume_attach.error")
+
+
+def test_cinder_refusing_the_attachment_rolls_back_and_says_why(stack, server):
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "data", "")
+    other = stack.cinder.attachment_create(ctx, volume["id"], "another-server")
+    stack.cinder.attachment_update(ctx, other["id"], {"host": "elsewhere"})
+    stack.cinder.attachment_complete(ctx, other["id"])   # in-use elsewhere, not multiattach
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"])
+    events = stack.events(ctx, server)
+    assert (events[0].event, events[0].result) == ("conductor_attach_volume", "Error")
+    assert volume["id"] in events[0].details
+    assert [b for b in bdm_obj.list_by_instance(stack.db, ctx, server)
+            if b.volume_id == volume["id"]] == []
+    assert [a["id"] for a in stack.cinder.attachments.values()
+            if a["volume_id"] == volume["id"]] == [other["id"]]
+
+
+def test_capability_refusal_from_the_compute(stack, server):
+    ctx = stack.context()
+    stack.computes["fn-compute"].manager.driver.capabilities["supports_tagged_attach_volume"] \
+        = False
+    volume = stack.cinder.create(ctx, 1, "data", "")
+    with pytest.raises(exception.TaggedAttachmentNotSupported):
+        stack.conductor_api().attach_volume(ctx, instance_uuid=server,
+                                            volume_id=volume["id"], tag="x", wait=True)
+    _no_leaks(stack, ctx, server, volume["id"])

@@ -1,0 +1,98 @@
+"""Attach: reserve a device on the compute, create the Cinder attachment, cast the attach.
+
+The same task serves every microversion: below 2.101 the API waits for it
+(an RPC call) and answers with the reserved device name; from 2.101 it is
+cast and the API has already answered 202. Either way a failure at any step
+removes exactly what the task made (the BDM, the Cinder attachment) and is
+recorded as an ``attach_volume`` instance action event with the reason, so a
+2.101 client that only sees a 202 can still find out why.
+"""
+
+import traceback
+
+from oslo_log import log as logging
+
+from volumesvc import exception
+from volumesvc.conductor.tasks import base
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_action as action_obj
+
+LOG = logging.getLogger(__name__)
+
+ACTION = "attach_volume"
+EVENT = "conductor_attach_volume"
+
+
+class AttachTask(base.TaskBase):
+    def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid,
+                 volume_id, device=None, disk_bus=None, device_type=None, tag=None,
+                 delete_on_termination=False):
+        super().__init__(context, instance_uuid)
+        self.conf = conf
+        self.db = db
+        self.compute = compute_rpcapi
+        self.cinder = cinder
+        self.volume_id = volume_id
+        self.request = {"device": device, "disk_bus": disk_bus, "device_type": device_type,
+                        "tag": tag, "delete_on_termination": bool(delete_on_termination)}
+        self.bdm = None
+        self.attachment_id = None
+        self.action_recorded = False
+
+    def _record_action(self):
+        action_obj.action_start(self.db, self.context, self.instance_uuid, ACTION,
+                                self.context.request_id, self.context.user_id,
+                                self.context.project_id)
+        self.action_recorded = True
+
+    def _execute(self):
+        instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
+        if not instance.host:
+            raise exception.InstanceInvalidState(
+                instance_uuid=instance.uuid, attr="host", state=None, method="attach_volume")
+        volume = self.cinder.get(self.context, self.volume_id)
+        # Step 1: the compute picks the device name and creates the BDM under
+        # its per-instance lock (a call: we need the name to go on).
+        self.bdm = self.compute.reserve_block_device_name(
+            self.context, host=instance.host, instance=instance.to_dict(),
+            volume_id=self.volume_id, multiattach=bool(volume.get("multiattach")),
+            **self.request)
+        # Step 2: the Cinder attachment (no connector yet: volume "reserved").
+        attachment = self.cinder.attachment_create(self.context, self.volume_id,
+                                                   instance.uuid)
+        self.attachment_id = attachment["id"]
+        self.bdm = bdm_obj.save(self.db, self.context, self.bdm["uuid"],
+                                {"attachment_id": self.attachment_id}).to_dict()
+        # Step 3: the action, then the compute does the host side.
+        self._record_action()
+        self.compute.attach_volume(self.context, host=instance.host,
+                                   instance=instance.to_dict(), bdm=self.bdm)
+        return self.bdm
+
+    def rollback(self, exc):
+        if self.attachment_id:
+            try:
+                self.cinder.attachment_delete(self.context.elevated(), self.attachment_id)
+            except exception.VolumesvcException as err:
+                LOG.warning("Could not delete attachment %s: %s", self.attachment_id, err)
+        if self.bdm:
+            try:
+                bdm_obj.destroy(self.db, self.context, self.bdm["uuid"])
+            except exception.NotFound:
+                pass
+        try:
+            if not self.action_recorded:
+                self._record_action()
+            action_obj.event_start(self.db, self.context, self.instance_uuid,
+                                   self.context.request_id, EVENT)
+            message = exc.format_message() if isinstance(
+                exc, exception.VolumesvcException) else str(exc)
+            action_obj.event_finish(
+                self.db, self.context, self.instance_uuid, self.context.request_id, EVENT,
+                result="Error", traceback=traceback.format_exc(),
+                details=f"Attaching volume {self.volume_id} failed: {message}")
+        except exception.NotFound:
+            pass  # the instance is gone: nothing to report on
+        LOG.info("Attach of volume %s to %s failed and was rolled back: %s",
+                 self.volume_id, self.instance_uuid, exc)
