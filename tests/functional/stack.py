@@ -171,9 +171,8 @@ class Stack:
 
     def events(self, ctx, uuid, request_id=None):
         """Finished events of an action (events close just after the state they report)."""
-        from volumesvc.objects import instance_action as action_obj
-
         from volumesvc import exception
+        from volumesvc.objects import instance_action as action_obj
 
         def check():
             try:
