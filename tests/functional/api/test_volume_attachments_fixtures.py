@@ -102,7 +102,8 @@ class AttachConductor:
     ``[upgrade_levels] conductor`` decides it, as in production). An
     attach *call* picks the next free ``/dev/vdX`` under the instance, creates
     a reserved Cinder attachment and the BDM, and returns the BDM dict; a
-    *cast* only records. ``calls`` holds (method, kwargs) of everything.
+    *cast* only records. The Cinder attachment is completed at once, as the
+    compute attach the real conductor casts would do. ``calls`` holds (method, kwargs) of everything.
     """
 
     def __init__(self, conf, db, cinder):
@@ -128,6 +129,9 @@ class AttachConductor:
         name = next(f"/dev/vd{c}" for c in "bcdefghijklmnopqrstuvwxyz"
                     if f"/dev/vd{c}" not in used)
         attachment = self.cinder.attachment_create(ctx, volume_id, instance_uuid)
+        # What the compute's attach (cast by the real conductor) ends with.
+        self.cinder.attachment_update(ctx, attachment["id"], {"host": HOST}, name)
+        self.cinder.attachment_complete(ctx, attachment["id"])
         bdm = bdm_obj.create(self.db, ctx, {
             "instance_uuid": instance_uuid, "source_type": "volume",
             "destination_type": "volume", "volume_id": volume_id, "device_name": name,
