@@ -127,3 +127,19 @@ def test_capability_refusal_from_the_compute(stack, server):
         stack.conductor_api().attach_volume(ctx, instance_uuid=server,
                                             volume_id=volume["id"], tag="x", wait=True)
     _no_leaks(stack, ctx, server, volume["id"])
+
+
+def test_compute_down_is_refused_at_once_and_recorded(stack, server):
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "data", "")
+    stack.computes["fn-compute"].stop()
+    stack.conf.set_override("service_down_time", 1)
+    import time
+    time.sleep(1.5)
+    with pytest.raises(exception.ComputeHostDown):
+        stack.conductor_api().attach_volume(ctx, instance_uuid=server,
+                                            volume_id=volume["id"], wait=True)
+    events = stack.events(ctx, server)
+    assert (events[0].event, events[0].result) == ("conductor_attach_volume", "Error")
+    assert "is not up" in events[0].details
+    _no_leaks(stack, ctx, server, volume["id"])

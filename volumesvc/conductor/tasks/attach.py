@@ -12,11 +12,12 @@ import traceback
 
 from oslo_log import log as logging
 
-from volumesvc import exception
+from volumesvc import exception, servicegroup
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
+from volumesvc.objects import service as service_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class AttachTask(base.TaskBase):
         if not instance.host:
             raise exception.InstanceInvalidState(
                 instance_uuid=instance.uuid, attr="host", state=None, method="attach_volume")
+        self._check_host_up(instance)
         volume = self.cinder.get(self.context, self.volume_id)
         # Step 1: the compute picks the device name and creates the BDM under
         # its per-instance lock (a call: we need the name to go on).
@@ -69,6 +71,20 @@ class AttachTask(base.TaskBase):
         self.compute.attach_volume(self.context, host=instance.host,
                                    instance=instance.to_dict(), bdm=self.bdm)
         return self.bdm
+
+    def _check_host_up(self, instance):
+        """Refuse at once when the compute is down, instead of waiting out the call.
+
+        Without this an attach to a dead host would hold a conductor thread
+        (and below 2.101 an API worker) until the RPC call times out.
+        """
+        try:
+            service = service_obj.get_by_host_and_binary(
+                self.db, self.context, instance.host, "volumesvc-compute")
+        except exception.NotFound:
+            service = None
+        if service is None or not servicegroup.is_up(self.conf, service):
+            raise exception.ComputeHostDown(host=instance.host, instance_uuid=instance.uuid)
 
     def rollback(self, exc):
         if self.attachment_id:
