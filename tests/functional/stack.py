@@ -82,7 +82,7 @@ class Stack:
         for (group, name), value in overrides.items():
             conf.set_override(name, value, group=group)
         service = compute_cmd.build_service(conf, self.transport, cinder=self.cinder,
-                                            notifier=self.notifier)
+                                            notifier=self.notifier, glance=self.glance)
         service.start()
         self.computes[host] = service
         return service

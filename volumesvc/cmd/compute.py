@@ -3,7 +3,8 @@
 from volumesvc.cmd import common
 
 
-def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=None):
+def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=None,
+                  glance=None):
     """Assemble the compute service from ``conf`` (tests inject fakes here)."""
     from volumesvc import rpc, service
     from volumesvc.compute import manager
@@ -17,12 +18,16 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
         from volumesvc.volume import cinder as cinder_api
 
         cinder = cinder_api.CinderAPI(conf)
+    if glance is None:
+        from volumesvc.image import glance as glance_api
+
+        glance = glance_api.GlanceAPI(conf)
     if notifier is None:
         notifier = rpc.get_notifier(rpc.get_notification_transport(conf),
                                     f"volumesvc-compute:{conf.host}")
     mgr = manager.ComputeManager(
         conf, driver=driver or virt_driver.load_driver(conf), conductor=conductor,
-        cinder=cinder, notifier=notifier)
+        cinder=cinder, notifier=notifier, glance=glance)
 
     def heartbeat(ctx, **values):
         conductor.service_update(ctx, **values)

@@ -34,12 +34,13 @@ class ComputeManager:
 
     target = messaging.Target(version=rpcapi.VERSION)
 
-    def __init__(self, conf, *, driver, conductor, cinder, notifier):
+    def __init__(self, conf, *, driver, conductor, cinder, notifier, glance=None):
         self._conf = conf
         self.host = conf.host
         self.driver = driver
         self.conductor = conductor
         self.cinder = cinder
+        self.glance = glance
         self.reporter = compute_utils.ComputeReporter(conductor, notifier, self.host)
         self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder,
                                                   self.reporter)
@@ -81,7 +82,7 @@ class ComputeManager:
         with self._lock(uuid):
             self.reporter.notify(context, instance, "create", "start", bdms=bdms)
             volumes = boot_volumes.BootVolumes(self._conf, self.cinder, self.conductor,
-                                               self.driver, context, instance)
+                                               self.driver, context, instance, self.glance)
             try:
                 with self.reporter.event(context, uuid, "compute_build_and_run_instance"):
                     self._update(context, uuid, {"task_state": "block_device_mapping"},
@@ -137,6 +138,7 @@ class ComputeManager:
                                         boot_volumes.block_device_info(bdms))
                     cleanup.release_volumes(self.cinder, context.elevated(), bdms,
                                             timeout=self._conf.compute.volume_wait_timeout)
+                    boot_volumes.remove_instance_dir(self._conf, uuid)
                     self.conductor.instance_destroy(context, instance_uuid=uuid)
             except exception.InstanceNotFound:
                 return

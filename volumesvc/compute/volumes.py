@@ -5,6 +5,9 @@ conductor before the next step, so a failure at any point leaves records
 that say exactly which volume and attachment exist and can be released.
 """
 
+import os
+import shutil
+
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
@@ -16,20 +19,43 @@ LOG = logging.getLogger(__name__)
 NEW_VOLUME_SOURCES = ("blank", "image", "snapshot")
 
 
+def _boot_order(bdm):
+    index = bdm.get("boot_index")
+    return (index is None or index < 0, index or 0, bdm.get("id") or 0)
+
+
 def volume_bdms(bdms):
     """BDMs backed by a Cinder volume, boot disk first then in creation order."""
-    chosen = [b for b in bdms if b.get("destination_type") == "volume"]
-    return sorted(chosen, key=lambda b: (b.get("boot_index") is None
-                                         or b.get("boot_index") < 0,
-                                         b.get("boot_index") or 0, b.get("id") or 0))
+    return sorted((b for b in bdms if b.get("destination_type") == "volume"), key=_boot_order)
+
+
+def is_local_root(bdm):
+    """The image-backed root disk (``image`` → ``local``, boot index 0)."""
+    return (bdm.get("source_type") == "image" and bdm.get("destination_type") == "local"
+            and bdm.get("boot_index") == 0)
+
+
+def disk_bdms(bdms):
+    """Every BDM that becomes a guest disk: the local root (if any), then volumes."""
+    return sorted((b for b in bdms if is_local_root(b)
+                   or b.get("destination_type") == "volume"), key=_boot_order)
+
+
+def instance_dir(conf, instance_uuid):
+    return os.path.join(conf.state_path, "instances", instance_uuid)
+
+
+def remove_instance_dir(conf, instance_uuid):
+    shutil.rmtree(instance_dir(conf, instance_uuid), ignore_errors=True)
 
 
 class BootVolumes:
     """The volume steps of one build, with their undo."""
 
-    def __init__(self, conf, cinder, conductor, driver, context, instance):
+    def __init__(self, conf, cinder, conductor, driver, context, instance, glance=None):
         self.conf = conf
         self.cinder = cinder
+        self.glance = glance
         self.conductor = conductor
         self.driver = driver
         self.context = context
@@ -67,10 +93,18 @@ class BootVolumes:
         used = []
         mappings = []
         root_device = None
-        for bdm in volume_bdms(bdms):
+        for bdm in disk_bdms(bdms):
             bus = bdm.get("disk_bus") or virt_bd.DEFAULT_VOLUME_BUS
             device = virt_bd.get_next_device_name(used, bus)
             used.append(device)
+            if is_local_root(bdm):
+                info = self._local_root(bdm)
+                self._save(bdm, device_name=device, disk_bus=bus, device_type="disk",
+                           connection_info=jsonutils.dumps(info))
+                root_device = device
+                mappings.append({"connection_info": info, "mount_device": device,
+                                 "boot_index": 0, "disk_bus": bus, "device_type": "disk"})
+                continue
             if not bdm.get("attachment_id"):
                 attachment = self.cinder.attachment_create(
                     self.context, bdm["volume_id"], self.instance["uuid"])
@@ -91,6 +125,22 @@ class BootVolumes:
                              "boot_index": bdm.get("boot_index"), "disk_bus": bus,
                              "device_type": bdm.get("device_type") or "disk"})
         return {"root_device_name": root_device, "block_device_mapping": mappings}
+
+    def _local_root(self, bdm):
+        """Download the image into the instance directory as its raw root disk.
+
+        The file is grown (sparse) to the flavor's root disk size, like a
+        local root disk of Nova's libvirt driver with raw images.
+        """
+        directory = instance_dir(self.conf, self.instance["uuid"])
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, "disk")
+        self.glance.download(self.context, bdm["image_id"], path)
+        root_gb = (self.instance.get("flavor") or {}).get("root_gb") or 0
+        if os.path.getsize(path) < root_gb << 30:
+            os.truncate(path, root_gb << 30)
+        return {"driver_volume_type": "local", "data": {"device_path": path},
+                "serial": bdm["uuid"]}
 
     def complete(self, bdms):
         for bdm in volume_bdms(bdms):
@@ -117,13 +167,14 @@ class BootVolumes:
             except Exception as exc:  # noqa: BLE001 - release the others too
                 LOG.warning("Rollback of volume %s for instance %s failed: %s",
                             bdm.get("volume_id"), self.instance["uuid"], exc)
+        remove_instance_dir(self.conf, self.instance["uuid"])
 
 
 def block_device_info(bdms):
     """Rebuild block_device_info from saved BDMs (reboot, terminate)."""
     mappings = []
     root = None
-    for bdm in volume_bdms(bdms):
+    for bdm in disk_bdms(bdms):
         info = bdm.get("connection_info")
         if not info:
             continue

@@ -30,6 +30,7 @@ class FakeGlance:
     def __init__(self, endpoint=ENDPOINT):
         self._endpoint = endpoint
         self.images = {}
+        self.data = {}
         self.calls = []
         self._lock = threading.RLock()
 
@@ -92,9 +93,19 @@ class FakeGlance:
             if image["status"] != "queued":
                 raise exception.Conflict(reason=f"Image status transition from "
                                                 f"{image['status']} to saving is not allowed")
+            self.data[image_id] = payload
             image.update(status="active", size=len(payload),
                          checksum=hashlib.md5(payload, usedforsecurity=False).hexdigest(),
                          updated_at=_now())
+
+    def download(self, context, image_id, path):
+        self._record("download", image_id)
+        with self._lock:
+            self._image(image_id)
+            payload = self.data.get(image_id, b"")
+        with open(path, "wb") as f:
+            f.write(payload)
+        return len(payload)
 
     def delete(self, context, image_id):
         self._record("delete", image_id)

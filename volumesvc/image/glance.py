@@ -228,5 +228,20 @@ class GlanceAPI:
         self._request(context, "PUT", f"/images/{image_id}/file", image_id=image_id,
                       data=data, headers={"Content-Type": "application/octet-stream"})
 
+    def download(self, context, image_id, path, chunk_size=1 << 20) -> int:
+        """Stream the image data into the file ``path``; returns the bytes written.
+
+        Used by computes for an image-backed local root disk; streamed so a
+        large image never sits in memory.
+        """
+        response = self._request(context, "GET", f"/images/{image_id}/file",
+                                 image_id=image_id, stream=True)
+        written = 0
+        with open(path, "wb") as f:
+            for chunk in response.iter_content(chunk_size):
+                f.write(chunk)
+                written += len(chunk)
+        return written
+
     def delete(self, context, image_id) -> None:
         self._request(context, "DELETE", f"/images/{image_id}", image_id=image_id)

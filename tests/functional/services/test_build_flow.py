@@ -137,3 +137,23 @@ def test_no_valid_host_when_no_compute_is_up(tmp_path):
         assert inst.host is None
     finally:
         stack.stop()
+
+
+def test_image_backed_local_root_disk(stack):
+    ctx = _ctx("p4")
+    image = stack.glance.create(ctx, name="tiny", owner="p4", data=b"\0" * 4096)
+    uuid = _boot(stack, ctx, [{"source_type": "image", "destination_type": "local",
+                               "boot_index": 0, "image_id": image["id"],
+                               "delete_on_termination": True}])
+    inst = _wait_state(stack, uuid, "active")
+    (bdm,) = bdm_obj.list_by_instance(stack.db, ctx, uuid)
+    path = f"{stack.conf.state_path}/instances/{uuid}/disk"
+    assert bdm.device_name == "/dev/sda" and inst.root_device_name == "/dev/sda"
+    xml = stack.computes["fn-compute"].manager.driver.get_domain_xml({"uuid": uuid})
+    assert path in xml
+    import os
+    assert os.path.getsize(path) == 1 << 30  # grown to the flavor's 1 GB root disk
+    instance_obj.save(stack.db, ctx, uuid, {"task_state": "deleting"})
+    conductor_rpcapi.ConductorAPI(stack.conf, stack.transport).delete_instance(
+        ctx, instance_uuid=uuid)
+    stack.wait(lambda: not os.path.exists(path), what="instance dir removed")
