@@ -1,0 +1,99 @@
+"""os-volume_attachments over the whole service (API + conductor + compute, fake://).
+
+The gabbi journeys use a conductor double; these run the real attach task,
+the compute's device reservation and the fake libvirt, so the 200 body's
+device, the 2.89 attachment_id and the 2.101 cast are what the real
+workflow produces.
+"""
+
+import pytest
+
+from tests.functional.stack import Stack
+
+ROOT = [{"source_type": "blank", "destination_type": "volume", "boot_index": 0,
+         "volume_size": 1, "delete_on_termination": True}]
+TOKEN = "u1:p1"
+
+
+@pytest.fixture
+def stack(tmp_path):
+    s = Stack(tmp_path)
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def server(stack):
+    uuid = stack.boot(stack.context(), ROOT)
+    stack.wait_instance(uuid, "active")
+    return uuid
+
+
+def _status(stack, volume_id, status):
+    stack.wait(lambda: stack.cinder.get(None, volume_id)["status"] == status,
+               what=f"volume {volume_id} {status}")
+
+
+def _path(server, volume_id=None):
+    path = f"/servers/{server}/os-volume_attachments"
+    return f"{path}/{volume_id}" if volume_id else path
+
+
+def test_attach_below_2_101_answers_with_the_reserved_device(stack, server):
+    volume = stack.cinder.create(stack.context(), 1, "data", "")
+    _, body, _ = stack.api("POST", _path(server), {"volumeAttachment": {
+        "volumeId": volume["id"], "device": "/dev/vdq", "tag": "t1",
+        "delete_on_termination": True}}, version="2.100", token=TOKEN, status=200)
+    assert body["volumeAttachment"] == {
+        "id": volume["id"], "serverId": server, "volumeId": volume["id"],
+        "device": "/dev/sdb", "tag": "t1", "delete_on_termination": True}
+    _status(stack, volume["id"], "in-use")
+    _, shown, _ = stack.api("GET", _path(server, volume["id"]), version="2.89",
+                            token=TOKEN, status=200)
+    (entry,) = stack.cinder.get(None, volume["id"])["attachments"]
+    assert shown["volumeAttachment"]["attachment_id"] == entry["attachment_id"]
+    _, actions, _ = stack.api("GET", f"/servers/{server}/os-instance-actions", token=TOKEN,
+                              status=200)
+    assert actions["instanceActions"][0]["action"] == "attach_volume"
+
+
+def test_attach_from_2_101_is_a_cast_and_detach_completes(stack, server):
+    volume = stack.cinder.create(stack.context(), 1, "data", "")
+    status, body, headers = stack.api("POST", _path(server), {"volumeAttachment": {
+        "volumeId": volume["id"]}}, version="2.101", token=TOKEN)
+    assert (status, body, headers["Content-Length"]) == (202, None, "0")
+    assert headers["OpenStack-API-Version"] == "compute 2.101"
+    _status(stack, volume["id"], "in-use")
+    _, listed, _ = stack.api("GET", _path(server), version="2.101", token=TOKEN, status=200)
+    assert [a["volumeId"] for a in listed["volumeAttachments"]][-1] == volume["id"]
+
+    stack.api("DELETE", _path(server, volume["id"]), version="2.101", token=TOKEN,
+              status=202)
+    _status(stack, volume["id"], "available")
+    stack.wait(lambda: stack.api("GET", _path(server, volume["id"]), token=TOKEN)[0] == 404,
+               what="attachment gone")
+
+
+def test_conductor_refusal_is_an_error_below_2_101_and_logged_from_2_101(stack, server):
+    stack.computes["fn-compute"].manager.driver.capabilities[
+        "supports_tagged_attach_volume"] = False
+    volume = stack.cinder.create(stack.context(), 1, "data", "")
+    body = {"volumeAttachment": {"volumeId": volume["id"], "tag": "x"}}
+    _, fault, _ = stack.api("POST", _path(server), body, version="2.100", token=TOKEN,
+                            status=400)
+    assert fault["badRequest"]["message"] == (
+        "Tagged volume attachment is not supported for this instance's compute host.")
+    stack.api("POST", _path(server), body, version="2.101", token=TOKEN, status=202)
+    # Nothing is left behind, and the reason is in the instance actions.
+    stack.wait(lambda: not [a for a in stack.cinder.attachments.values()
+                            if a["volume_id"] == volume["id"]],
+               what="attachment rolled back")
+    assert stack.cinder.get(None, volume["id"])["status"] == "available"
+
+
+def test_root_volume_cannot_be_detached(stack, server):
+    _, listed, _ = stack.api("GET", _path(server), token=TOKEN, status=200)
+    (root,) = listed["volumeAttachments"]
+    _, fault, _ = stack.api("DELETE", _path(server, root["volumeId"]), token=TOKEN,
+                            status=400)
+    assert fault["badRequest"]["message"] == "Cannot detach a root device volume"
