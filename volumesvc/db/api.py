@@ -48,9 +48,30 @@ def _sqlite_on_connect(dbapi_connection, connection_record):
         cursor.close()
 
 
+def _sqlite_on_begin(connection):
+    """Begin every SQLite transaction IMMEDIATE (take the write lock up front).
+
+    NOTE: oslo.db turns pysqlite's own BEGIN off and emits a deferred
+    ``BEGIN``. A deferred transaction that read first and then writes, after
+    another connection committed, gets SQLITE_BUSY at once (WAL snapshot
+    upgrade) without waiting for busy_timeout: "database is locked" as soon
+    as two services write. With IMMEDIATE, writers queue on the lock for up
+    to busy_timeout instead. This replaces oslo.db's listener (see
+    :func:`_on_engine_create`) and keeps its ``in_transaction`` marker, which
+    oslo.db's commit/rollback listener clears.
+    """
+    if "in_transaction" not in connection.info:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.info["in_transaction"] = True
+
+
 def _on_engine_create(engine: sa.Engine) -> None:
     if engine.dialect.name == "sqlite":
         sa.event.listen(engine, "connect", _sqlite_on_connect)
+        for listener in list(engine.dispatch.begin):
+            if getattr(listener, "__name__", "") == "_sqlite_emit_begin":
+                sa.event.remove(engine, "begin", listener)
+        sa.event.listen(engine, "begin", _sqlite_on_begin)
 
 
 def _ensure_sqlite_directory(url: str) -> None:
