@@ -1,0 +1,133 @@
+"""api/logic/attach.py: the synchronous attach/detach/update/swap checks, no app."""
+
+import datetime
+import types
+
+import pytest
+
+from volumesvc import exception
+from volumesvc.api import microversions as mv
+from volumesvc.api.logic import attach
+
+V2_1, V2_20, V2_59, V2_60 = (mv.parse(v) for v in ("2.1", "2.20", "2.59", "2.60"))
+USER = types.SimpleNamespace(is_admin=False)
+SERVER = "5e4e0000-0000-4000-8000-000000000001"
+OTHER = "5e4e0000-0000-4000-8000-000000000002"
+VOL = "b01e0000-0000-4000-8000-000000000001"
+
+
+def _instance(**values):
+    base = dict(uuid=SERVER, vm_state="active", task_state=None, locked=False,
+                launched_at=datetime.datetime(2026, 1, 1), host="h1")
+    base.update(values)
+    return types.SimpleNamespace(**base)
+
+
+def _bdm(instance_uuid=SERVER, **values):
+    base = dict(instance_uuid=instance_uuid, volume_id=VOL, attachment_id=None,
+                boot_index=None, device_name="/dev/vdb", tag=None)
+    base.update(values)
+    return types.SimpleNamespace(**base)
+
+
+def _volume(multiattach=False, **values):
+    return {"id": VOL, "multiattach": multiattach, "attachments": [], **values}
+
+
+def _check(version=V2_60, instance=None, volume=None, bdms=(), **kwargs):
+    attach.check_attach(USER, version=version, instance=instance or _instance(),
+                        volume=volume or _volume(), volume_bdms=list(bdms), **kwargs)
+
+
+@pytest.mark.parametrize("device", ["/dev/vdb", "/dev/sdc1", "/dev/xvda", "vdb", "/dev/hdz"])
+def test_match_device_is_novas(device):
+    assert attach.match_device(device) is device.startswith("/dev/")
+
+
+def test_a_free_volume_passes():
+    _check()
+
+
+def test_lock_comes_before_everything_in_the_api():
+    with pytest.raises(exception.InstanceIsLocked):
+        _check(instance=_instance(locked=True), device="bad",
+               bdms=[_bdm(OTHER)])
+
+
+@pytest.mark.parametrize(("version", "refused"), [(V2_1, True), (V2_20, False)])
+def test_shelved_needs_2_20(version, refused):
+    instance = _instance(vm_state="shelved")
+    if refused:
+        with pytest.raises(exception.InstanceInvalidState):
+            _check(version=version, instance=instance)
+    else:
+        _check(version=version, instance=instance)
+
+
+def test_device_then_already_attached():
+    with pytest.raises(exception.InvalidDevicePath):
+        _check(device="vdb", bdms=[_bdm(OTHER)])
+    with pytest.raises(exception.VolumeAlreadyAttached) as err:
+        _check(bdms=[_bdm(OTHER), _bdm(OTHER)])
+    assert err.value.message == f"volume {VOL} is already attached to instances: {OTHER}"
+
+
+def test_multiattach_may_go_to_another_server_but_not_twice_to_this_one():
+    _check(volume=_volume(True), bdms=[_bdm(OTHER)])
+    with pytest.raises(exception.VolumeAlreadyAttached) as err:
+        _check(volume=_volume(True), bdms=[_bdm(OTHER), _bdm(SERVER)])
+    assert err.value.message.endswith(f"instances: {SERVER}")
+
+
+def test_multiattach_below_2_60():
+    with pytest.raises(exception.MultiattachNotSupportedOldMicroversion):
+        _check(version=V2_59, volume=_volume(True))
+
+
+def test_shelved_offloaded_refuses_tags_and_multiattach():
+    offloaded = _instance(vm_state="shelved_offloaded", host=None)
+    _check(instance=offloaded)
+    with pytest.raises(exception.VolumeTaggedAttachToShelvedNotSupported):
+        _check(instance=offloaded, tag="t")
+    with pytest.raises(exception.MultiattachToShelvedNotSupported):
+        _check(instance=offloaded, volume=_volume(True))
+
+
+def test_root_volume():
+    attach.check_root(_bdm(boot_index=None))
+    with pytest.raises(exception.CannotDetachRootVolume):
+        attach.check_root(_bdm(boot_index=0))
+
+
+def test_attachment_id_prefers_the_bdm_then_cinder():
+    volume = _volume(attachments=[{"server_id": OTHER, "attachment_id": "a-other"},
+                                  {"server_id": SERVER, "attachment_id": "a-mine"}])
+    assert attach.attachment_id_for(_bdm(attachment_id="a-bdm"), volume, SERVER) == "a-bdm"
+    assert attach.attachment_id_for(_bdm(), volume, SERVER) == "a-mine"
+    assert attach.attachment_id_for(_bdm(), _volume(), SERVER) is None
+
+
+def test_echoed_fields_must_not_change():
+    bdm, instance = _bdm(tag="t"), _instance()
+    attach.check_not_mutated({"id": VOL, "serverId": SERVER, "device": "/dev/vdb",
+                              "tag": "t", "volumeId": VOL}, bdm, instance)
+    for key, value in (("id", OTHER), ("serverId", OTHER), ("device", "/dev/vdc"),
+                       ("tag", "u")):
+        with pytest.raises(exception.AttachmentPropertyNotMutable) as err:
+            attach.check_not_mutated({key: value}, bdm, instance)
+        assert err.value.message == f"The {key} property is not mutable"
+
+
+def test_every_swap_is_refused_in_order():
+    with pytest.raises(exception.InstanceInvalidState):
+        attach.check_swap(USER, _instance(vm_state="stopped"), _volume(), 1)
+    with pytest.raises(exception.MultiattachSwapVolumeNotSupported):
+        attach.check_swap(USER, _instance(), _volume(True), 2)
+    with pytest.raises(exception.SwapVolumeNotMigrating):
+        attach.check_swap(USER, _instance(), _volume(True), 1)
+    with pytest.raises(exception.SwapVolumeNotSupported):
+        attach.check_swap(USER, _instance(), _volume(migration_status="migrating"), 1)
+
+
+def test_host_up_skips_servers_without_a_host():
+    attach.check_host_up(None, None, None, _instance(host=None))
