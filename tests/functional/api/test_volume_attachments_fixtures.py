@@ -103,7 +103,8 @@ class AttachConductor:
     attach *call* picks the next free ``/dev/vdX`` under the instance, creates
     a reserved Cinder attachment and the BDM, and returns the BDM dict; a
     *cast* only records. The Cinder attachment is completed at once, as the
-    compute attach the real conductor casts would do. ``calls`` holds (method, kwargs) of everything.
+    compute attach the real conductor casts would do. ``calls`` holds
+    (method, kwargs) of everything.
     """
 
     def __init__(self, conf, db, cinder):
