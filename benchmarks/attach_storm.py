@@ -1,0 +1,425 @@
+"""Attach storm: N concurrent volume attaches at 2.100 (blocking) and 2.101 (async).
+
+Same workload as ``docs/performance-anchors.md`` (Nova 34 on this machine kind):
+volume *i* is attached to server *i*, all N requests in flight at once, while a
+probe sends ``GET /servers/{id}`` 5 times a second. Everything runs as separate
+processes on this machine (see ``storm_stack.py``); the load generator (this
+process, threads) shares the cores with them.
+
+Run (about 6 minutes for N=100 at 2.100 and 2.101)::
+
+    .venv/bin/python benchmarks/attach_storm.py --servers 100 --delay 2 --workers 4 \\
+        --microversions 2.100,2.101
+
+It prints a table and adds (or replaces) the run's block in
+``benchmarks/README.md`` (``--no-readme`` to skip). Ctrl-C stops and removes
+everything it started: processes, databases, RabbitMQ vhosts, state dir.
+"""
+
+import argparse
+import concurrent.futures
+import datetime
+import http.client
+import json
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import storm_metrics as metrics  # noqa: E402
+import storm_report as report  # noqa: E402
+
+TOKEN = "admin:admin"  # noauth2 / Cinder noauth: admin user in project admin
+CINDER_VERSION = "volume 3.67"  # no project id in URLs
+PROBE_HZ = 5.0
+
+
+class Client:
+    def __init__(self, api_url, cinder_url, timeout):
+        self.api_url = api_url
+        self.cinder_url = cinder_url
+        self.timeout = timeout
+
+    @staticmethod
+    def _do(method, url, body, headers, timeout):
+        parts = urllib.parse.urlsplit(url)
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        headers = {"X-Auth-Token": TOKEN, "Accept": "application/json", **headers}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        try:
+            conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""),
+                         body=data, headers=headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+        finally:
+            conn.close()
+        try:
+            return resp.status, json.loads(raw) if raw else None
+        except ValueError:
+            return resp.status, raw[:300]
+
+    def api(self, method, path, body=None, version="2.1", timeout=None):
+        return self._do(method, self.api_url + path, body,
+                        {"OpenStack-API-Version": f"compute {version}"},
+                        timeout or self.timeout)
+
+    def cinder(self, method, path, body=None, timeout=None):
+        return self._do(method, self.cinder_url + path, body,
+                        {"OpenStack-API-Version": CINDER_VERSION}, timeout or self.timeout)
+
+    def volume_statuses(self):
+        status, body = self.cinder("GET", "/volumes/detail?limit=1000", timeout=60)
+        if status != 200:
+            raise RuntimeError(f"Cinder volume list: HTTP {status} {body}")
+        return {v["id"]: v["status"] for v in body["volumes"]}
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def _check(status, body, expected, what):
+    if status not in expected:
+        raise RuntimeError(f"{what}: HTTP {status} {body}")
+
+
+# --- setup: servers and volumes (not measured) ----------------------------------------------
+
+def boot_servers(client, image_id, count, timeout):
+    batch = 25
+    for first in range(0, count, batch):
+        k = min(batch, count - first)
+        status, body = client.api("POST", "/servers", version="2.100", body={"server": {
+            "name": f"storm-{first}", "imageRef": image_id, "flavorRef": "42",
+            "networks": "none", "min_count": k, "max_count": k}})
+        _check(status, body, (202,), "boot")
+
+    def servers():
+        status, body = client.api("GET", "/servers/detail?limit=1000", version="2.100")
+        _check(status, body, (200,), "server list")
+        return body["servers"]
+
+    deadline = time.monotonic() + timeout
+    while True:
+        found = servers()
+        states = [s["status"] for s in found]
+        if "ERROR" in states:
+            raise RuntimeError(f"{states.count('ERROR')} servers went to ERROR")
+        if len(found) == count and all(s == "ACTIVE" for s in states):
+            return sorted(s["id"] for s in found)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"servers not ACTIVE after {timeout}s: {sorted(set(states))}")
+        time.sleep(1.0)
+
+
+def create_volumes(client, count, timeout):
+    def create(i):
+        status, body = client.cinder("POST", "/volumes", body={
+            "volume": {"size": 1, "name": f"storm-vol-{i}"}})
+        _check(status, body, (202,), "volume create")
+        return body["volume"]["id"]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(create, range(count)))
+    wait_volumes(client, ids, "available", timeout)
+    return ids
+
+
+def wait_volumes(client, ids, wanted, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        statuses = client.volume_statuses()
+        mine = [statuses.get(v) for v in ids]
+        if any(s and s.startswith("error") for s in mine):
+            raise RuntimeError(f"volumes in error: {sorted(set(mine))}")
+        if all(s == wanted for s in mine):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"volumes not {wanted} after {timeout}s: {sorted(set(mine))}")
+        time.sleep(1.0)
+
+
+def detach_all(client, servers, volumes, timeout):
+    def detach(pair):
+        server, volume = pair
+        status, body = client.api("DELETE", f"/servers/{server}/os-volume_attachments/{volume}")
+        _check(status, body, (202, 404), "detach")
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(detach, zip(servers, volumes, strict=True)))
+    wait_volumes(client, volumes, "available", timeout)
+    deadline = time.monotonic() + timeout
+    pending = list(servers)
+    while pending and time.monotonic() < deadline:
+        still = []
+        for server in pending:
+            status, body = client.api("GET", f"/servers/{server}/os-volume_attachments")
+            if status != 200 or body["volumeAttachments"]:
+                still.append(server)
+        pending = still
+        if pending:
+            time.sleep(1.0)
+    if pending:
+        raise TimeoutError(f"{len(pending)} servers still list attachments after detach")
+
+
+# --- measurements ------------------------------------------------------------------------
+
+def idle_gets(client, server, count=200, gap=0.02):
+    latencies = []
+    for _ in range(count):
+        t0 = time.monotonic()
+        status, body = client.api("GET", f"/servers/{server}", timeout=30)
+        _check(status, body, (200,), "idle GET")
+        latencies.append(time.monotonic() - t0)
+        time.sleep(gap)
+    return latencies
+
+
+class Probe:
+    """GET /servers/{id} on a fixed 5/s schedule, each in its own thread.
+
+    Latency counts from the scheduled send time, so a stalled API shows up
+    as latency rather than as fewer samples.
+    """
+
+    def __init__(self, client, server, timeout):
+        self.client, self.server, self.timeout = client, server, timeout
+        self.samples = []  # (latency, ok)
+        self.stop_event = threading.Event()
+        self.threads = []
+        self._lock = threading.Lock()
+        self.runner = threading.Thread(target=self._run, daemon=True)
+
+    def _one(self, scheduled):
+        try:
+            status, _ = self.client.api("GET", f"/servers/{self.server}", timeout=self.timeout)
+            ok = status == 200
+        except Exception:  # noqa: BLE001 - a failed probe is a sample too
+            ok = False
+        with self._lock:
+            self.samples.append((time.monotonic() - scheduled, ok))
+
+    def _run(self):
+        start = time.monotonic()
+        k = 0
+        while not self.stop_event.is_set() and k < 100000:
+            scheduled = start + k / PROBE_HZ
+            delay = scheduled - time.monotonic()
+            if delay > 0 and self.stop_event.wait(delay):
+                break
+            t = threading.Thread(target=self._one, args=(scheduled,), daemon=True)
+            t.start()
+            self.threads.append(t)
+            k += 1
+
+    def start(self):
+        self.runner.start()
+
+    def stop(self):
+        self.stop_event.set()
+        self.runner.join(5)
+        for t in self.threads:
+            t.join(self.timeout + 5)
+        return [lat for lat, ok in self.samples if ok], sum(1 for _, ok in self.samples
+                                                           if not ok)
+
+
+def storm(client, stack, servers, volumes, probe_server, version, args):
+    n = len(servers)
+    expected = 202 if tuple(map(int, version.split("."))) >= (2, 101) else 200
+    results = [None] * n
+    barrier = threading.Barrier(n + 1, timeout=120)
+
+    def attach(i):
+        barrier.wait()
+        t0 = time.monotonic()
+        try:
+            status, body = client.api(
+                "POST", f"/servers/{servers[i]}/os-volume_attachments", version=version,
+                body={"volumeAttachment": {"volumeId": volumes[i]}},
+                timeout=args.client_timeout)
+            error = None if status == expected else f"HTTP {status}: {str(body)[:200]}"
+        except Exception as exc:  # noqa: BLE001 - recorded as a failure
+            error = repr(exc)
+        results[i] = (t0, time.monotonic(), error)
+
+    threads = [threading.Thread(target=attach, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    groups = {**stack.our_groups(), **stack.cinder_groups()}
+    offset = metrics.log_size(stack.cinder_api_log)
+    cpu0, self0 = metrics.snapshot(groups), _self_cpu()
+    probe = Probe(client, probe_server, args.client_timeout)
+    barrier.wait()
+    t_start = time.monotonic()
+    probe.start()
+    # Poll Cinder until every volume is in-use (bounded in time and count).
+    in_use_at, polls, last = None, 0, {}
+    deadline = t_start + args.storm_timeout
+    while time.monotonic() < deadline and polls < 100000:
+        polls += 1
+        statuses = client.volume_statuses()
+        last = {s: sum(1 for v in volumes if statuses.get(v) == s) for s in set(statuses.values())}
+        if last.get("in-use", 0) == n:
+            in_use_at = time.monotonic() - t_start
+            break
+        if all(r is not None for r in results) and all(r[2] for r in results):
+            break  # every request failed: nothing will become in-use
+        time.sleep(args.poll_interval)
+    for t in threads:
+        t.join(max(1.0, deadline - time.monotonic()))
+    probe_ok, probe_failed = probe.stop()
+    t_end = time.monotonic()
+    cpu1, self1 = metrics.snapshot(groups), _self_cpu()
+    cinder_calls = metrics.cinder_requests(stack.cinder_api_log, offset)
+    done = [r for r in results if r is not None]
+    latencies = [r[1] - r[0] for r in done if not r[2]]
+    errors = [r[2] for r in done if r[2]] + ["no answer"] * (n - len(done))
+    last_answer = max((r[1] for r in done), default=t_start) - t_start
+    cpu = metrics.delta(cpu0, cpu1)
+    cpu["load generator"] = self1 - self0
+    return {
+        "version": version, "n": n, "delay": args.delay, "latencies": latencies,
+        "errors": errors, "last_answer": last_answer,
+        "rate": (len(latencies) / last_answer) if last_answer > 0 else None,
+        "probe": probe_ok, "probe_failed": probe_failed, "in_use_after": in_use_at,
+        "final_statuses": last, "window": t_end - t_start, "cpu": cpu,
+        "cinder_calls": cinder_calls, "volume_list_polls": polls,
+    }
+
+
+def _self_cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def calibrate(client, stack, server, idle):
+    """Idle CPU rates and the cost of one probe GET and one Cinder volume-list poll."""
+    groups = {**stack.our_groups(), **stack.cinder_groups()}
+    before = metrics.snapshot(groups)
+    time.sleep(5.0)
+    idle_rate = {k: v / 5.0 for k, v in metrics.delta(before, metrics.snapshot(groups)).items()}
+    before = metrics.snapshot(groups)
+    idle.extend(idle_gets(client, server))
+    spent = metrics.delta(before, metrics.snapshot(groups))
+    get_cost = spent["api"] / 200
+    before = metrics.snapshot(groups)
+    for _ in range(20):
+        client.volume_statuses()
+    spent = metrics.delta(before, metrics.snapshot(groups))
+    list_cost = spent["cinder-api"] / 20
+    return {"idle_rate": idle_rate, "get_cost": get_cost, "list_cost": list_cost}
+
+
+# --- main ---------------------------------------------------------------------------------
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--servers", type=int, default=100, help="N: servers, volumes, attaches")
+    p.add_argument("--delay", type=float, default=2.0,
+                   help="[compute] benchmark_reserve_delay in seconds")
+    p.add_argument("--workers", type=int, default=4, help="[api] workers (gunicorn sync)")
+    p.add_argument("--microversions", default="2.100,2.101")
+    p.add_argument("--client-timeout", type=float, default=600.0)
+    p.add_argument("--storm-timeout", type=float, default=900.0,
+                   help="max seconds per storm until all volumes are in-use")
+    p.add_argument("--poll-interval", type=float, default=1.0,
+                   help="seconds between Cinder volume-list polls during a storm")
+    p.add_argument("--readme", default=os.path.join(HERE, "README.md"))
+    p.add_argument("--no-readme", action="store_true")
+    p.add_argument("--keep-state", action="store_true", help="keep the state dir (logs)")
+    args = p.parse_args(argv)
+    if not 1 <= args.servers <= 1000:
+        p.error("--servers must be 1..1000")
+    return args
+
+
+def run(args, argv):
+    from storm_stack import Stack
+
+    versions = [v.strip() for v in args.microversions.split(",") if v.strip()]
+    stack = Stack(delay=args.delay, api_workers=args.workers, log=log,
+                  keep_state=args.keep_state)
+    try:
+        t0 = time.monotonic()
+        log("starting PostgreSQL db, vhosts, Cinder, Glance, volumesvc api/conductor/compute")
+        stack.start()
+        client = Client(stack.api_url, stack.cinder.url, args.client_timeout)
+        log(f"stack ready in {time.monotonic() - t0:.0f}s; booting {args.servers + 1} servers")
+        servers = boot_servers(client, stack.image_id, args.servers + 1, timeout=600)
+        probe_server, servers = servers[0], servers[1:]
+        volumes = create_volumes(client, args.servers, timeout=600)
+        log(f"{len(servers)} servers ACTIVE, {len(volumes)} volumes available")
+        stack.check_alive()
+        pss_idle = metrics.pss_mb(stack.our_groups())
+        idle = []
+        cal = calibrate(client, stack, probe_server, idle)
+        log(f"idle GET p50 {metrics.percentile(idle, 50) * 1000:.0f} ms "
+            f"p99 {metrics.percentile(idle, 99) * 1000:.0f} ms; PSS {pss_idle}")
+        # Warm-up: a few blocking attaches and a detach, so no run pays first-use costs.
+        warm = min(4, len(servers))
+        for i in range(warm):
+            status, body = client.api("POST", f"/servers/{servers[i]}/os-volume_attachments",
+                                      version="2.100",
+                                      body={"volumeAttachment": {"volumeId": volumes[i]}})
+            _check(status, body, (200,), "warm-up attach")
+        wait_volumes(client, volumes[:warm], "in-use", timeout=300)
+        detach_all(client, servers[:warm], volumes[:warm], timeout=300)
+        runs = []
+        for version in versions:
+            log(f"storm at {version}: {len(servers)} attaches in flight")
+            result = storm(client, stack, servers, volumes, probe_server, version, args)
+            runs.append(result)
+            print(report.run_line(result), flush=True)
+            stack.check_alive()
+            log("detaching everything")
+            detach_all(client, servers, volumes, timeout=600)
+        pss_after = metrics.pss_mb(stack.our_groups())
+        summary = {
+            "argv": argv, "date": datetime.datetime.now().astimezone().isoformat(
+                timespec="seconds"),
+            "idle": idle, "cal": cal, "pss_idle": pss_idle, "pss_after": pss_after,
+            "runs": runs, "workers": args.workers, "n": args.servers, "delay": args.delay,
+            "loadavg": os.getloadavg(),
+        }
+        text = report.markdown(summary)
+        print(text, flush=True)
+        if not args.no_readme:
+            report.update_readme(args.readme, summary, text)
+            log(f"results written to {args.readme}")
+        return 0 if all(not r["errors"] and r["in_use_after"] for r in runs) else 1
+    finally:
+        # No second Ctrl-C half way through the cleanup.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        log("cleaning up")
+        stack.stop()
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+
+    def _interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return run(args, argv)
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""CPU, memory and latency bookkeeping for the attach storm (Linux /proc only)."""
+
+import contextlib
+import os
+import re
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+SHARED_DAEMONS = ("postgres", "mariadbd", "beam.smp")
+
+
+def _stat(pid):
+    """(pgrp, comm, utime+stime, cutime+cstime) in seconds, or None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            data = f.read()
+    except OSError:
+        return None
+    comm = data[data.index("(") + 1:data.rindex(")")]
+    fields = data[data.rindex(")") + 2:].split()
+    # fields[0] is field 3 (state): pgrp=5, utime=14, stime=15, cutime=16, cstime=17
+    pgrp = int(fields[2])
+    own = (int(fields[11]) + int(fields[12])) / CLK_TCK
+    children = (int(fields[13]) + int(fields[14])) / CLK_TCK
+    return pgrp, comm, own, children
+
+
+def _pids():
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def snapshot(groups):
+    """CPU seconds per group name, plus shared daemons and the whole machine.
+
+    ``groups`` maps a name to a process-group id (the leader's pid). A
+    group's CPU is every live member's utime+stime plus the leader's
+    cutime+cstime, so a gunicorn worker that exited and was reaped is still
+    counted. Shared daemons (PostgreSQL, MariaDB, RabbitMQ) are summed by
+    name machine-wide: other users of those servers are included.
+    """
+    by_pgid = {pgid: name for name, pgid in groups.items()}
+    cpu = dict.fromkeys(groups, 0.0)
+    cpu["shared daemons"] = 0.0
+    for pid in _pids():
+        st = _stat(pid)
+        if st is None:
+            continue
+        pgrp, comm, own, children = st
+        name = by_pgid.get(pgrp)
+        if name is not None:
+            cpu[name] += own + (children if pid == pgrp else 0.0)
+        elif comm in SHARED_DAEMONS:
+            cpu["shared daemons"] += own
+    cpu["machine"] = machine_busy()
+    return cpu
+
+
+def machine_busy():
+    """Busy CPU seconds of the whole machine (all cores) since boot."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq = fields[:7]
+    steal = fields[7] if len(fields) > 7 else 0
+    return (user + nice + system + irq + softirq + steal) / CLK_TCK
+
+
+def delta(before, after):
+    return {k: after[k] - before.get(k, 0.0) for k in after}
+
+
+def pss_mb(groups):
+    """PSS in MB per group name (every live process of its process group), and "total"."""
+    by_pgid = {pgid: name for name, pgid in groups.items()}
+    kb = dict.fromkeys(groups, 0)
+    for pid in _pids():
+        st = _stat(pid)
+        if st is None or st[0] not in by_pgid:
+            continue
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    kb[by_pgid[st[0]]] += int(line.split()[1])
+                    break
+    mb = {name: value / 1024.0 for name, value in kb.items()}
+    mb["total"] = sum(mb.values())
+    return mb
+
+
+def percentile(values, p):
+    """Nearest-rank percentile; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), int(-(-p * len(ordered) // 100))))
+    return ordered[rank - 1]
+
+
+_REQUEST = re.compile(r'"(GET|POST|PUT|DELETE|PATCH|HEAD) (\S+) HTTP/1\.[01]" status: (\d+)')
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}")
+
+
+def log_size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def cinder_requests(path, offset):
+    """Cinder API requests logged after byte ``offset``: {"METHOD /path/{id}": count}."""
+    counts = {}
+    with contextlib.suppress(OSError), open(path, errors="replace") as f:
+        f.seek(offset)
+        for line in f:
+            m = _REQUEST.search(line)
+            if not m:
+                continue
+            path_only = _UUID.sub("{id}", m.group(2).split("?")[0])
+            key = f"{m.group(1)} {path_only}"
+            counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -1,0 +1,228 @@
+"""The attach-storm deployment: everything as separate processes on this machine.
+
+A fresh PostgreSQL database for volumesvc, two RabbitMQ vhosts of its own, a
+real Cinder 29 (MariaDB database, file driver, 1 API worker) and a Glance 33
+(one tiny raw image to boot from), then volumesvc-api (gunicorn, N sync
+workers), one volumesvc-conductor and one volumesvc-compute on the fake
+libvirt driver with ``[compute] benchmark_reserve_delay``.
+
+:class:`Stack` records an undo step for everything it creates, so
+:meth:`Stack.stop` (called from a ``finally``, also on Ctrl-C/SIGTERM)
+removes processes, databases, vhosts and the state directory in reverse
+order, each step bounded in time.
+"""
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import uuid
+
+import sqlalchemy as sa
+
+from volumesvc.aio import ProcessGroup, free_port, rabbit, system, wait_for
+from volumesvc.aio import config as aio_config
+from volumesvc.aio.cinder import CinderHarness
+from volumesvc.aio.glance import GlanceHarness
+from volumesvc.db import fixtures as db_fixtures
+
+START_TIMEOUT = 240.0
+HOST = "storm-compute"
+
+
+def _venv_bin(name):
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+class Stack:
+    def __init__(self, *, delay, api_workers, log=print, keep_state=False):
+        self.delay = delay
+        self.api_workers = api_workers
+        self.log = log
+        self.keep_state = keep_state
+        self.tag = uuid.uuid4().hex[:8]
+        self.state_dir = tempfile.mkdtemp(prefix=f"volumesvc-storm-{self.tag}-",
+                                          dir="/var/tmp")
+        self._undo = []  # (description, callable), run in reverse
+        self._lock = threading.Lock()
+        self.api_port = free_port()
+        self.api_url = f"http://127.0.0.1:{self.api_port}/v2.1"
+        self.services = {}  # name -> ProcessGroup (api, conductor, compute)
+        self.cinder = None
+        self.glance = None
+        self.image_id = None
+        self.conf_path = None
+
+    # -- bookkeeping ------------------------------------------------------------------------
+    def _on_stop(self, what, func, *args):
+        with self._lock:
+            self._undo.append((what, func, args))
+
+    def stop(self):
+        """Undo everything in reverse order; each failure is reported, not raised."""
+        with self._lock:
+            steps, self._undo = list(reversed(self._undo)), []
+        for what, func, args in steps:
+            try:
+                func(*args)
+            except Exception as exc:  # noqa: BLE001 - clean the rest regardless
+                self.log(f"cleanup: {what} failed: {exc}")
+        if not self.keep_state:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    # -- pieces -----------------------------------------------------------------------------
+    def _vhost(self, name):
+        url = rabbit.ensure_vhost(name)
+        self._on_stop(f"delete vhost {name}", rabbit.delete_vhost, name)
+        return url
+
+    def _postgres(self):
+        ctx = db_fixtures.provisioned_url("postgresql")
+        url = ctx.__enter__()
+        self._on_stop("drop PostgreSQL database", ctx.__exit__, None, None, None)
+        return url
+
+    def _mariadb(self, name):
+        url = system.mariadb_database(name)
+        self._on_stop(f"drop MariaDB database {name}", _drop_mariadb, name)
+        return url
+
+    def _spawn(self, name, argv):
+        log_path = os.path.join(self.state_dir, "logs", f"{name}.log")
+        proc = ProcessGroup(name, argv, log_path)
+        self._on_stop(f"stop {name}", proc.stop, 20.0)
+        proc.start()
+        return proc
+
+    def write_config(self, transport_url, db_url, cinder_url, glance_url):
+        for sub in ("logs", "locks", "instances"):
+            os.makedirs(os.path.join(self.state_dir, sub), exist_ok=True)
+        path = os.path.join(self.state_dir, "volumesvc.conf")
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(f"""\
+                [DEFAULT]
+                host = {HOST}
+                state_path = {self.state_dir}
+                transport_url = {transport_url}
+                report_interval = 2
+                service_down_time = 10
+                compute_driver = fake
+                debug = false
+
+                [database]
+                connection = {db_url}
+
+                [api]
+                auth_strategy = noauth2
+                listen_host = 127.0.0.1
+                listen_port = {self.api_port}
+                workers = {self.api_workers}
+
+                [compute]
+                benchmark_reserve_delay = {self.delay}
+
+                [cinder]
+                auth_strategy = noauth
+                endpoint_override = {cinder_url}
+
+                [glance]
+                auth_strategy = noauth
+                endpoint_override = {glance_url}
+
+                [oslo_concurrency]
+                lock_path = {self.state_dir}/locks
+                """))
+        return path
+
+    # -- the whole thing --------------------------------------------------------------------
+    def start(self):
+        rabbit.ensure_rabbit()
+        system.ensure_mariadb()
+        self.log(f"state dir {self.state_dir}")
+        vs_transport = self._vhost(f"volumesvc-storm-{self.tag}")
+        cinder_transport = self._vhost(f"cinder-storm-{self.tag}")
+        db_url = self._postgres()
+        cinder_db = self._mariadb(f"cinder_storm_{self.tag}")
+
+        self.glance = GlanceHarness(os.path.join(self.state_dir, "glance"), port=free_port())
+        self.glance.install()
+        self.glance.configure()
+        self._on_stop("stop Glance", self.glance.stop)
+        self.glance.start()
+        self.cinder = CinderHarness(
+            os.path.join(self.state_dir, "cinder"), port=free_port(),
+            transport_url=cinder_transport, database_connection=cinder_db,
+            nova_endpoint=self.api_url, glance_url=self.glance.url,
+            host=f"storm-cinder-{self.tag}")
+        self.cinder.install()
+        self.cinder.configure()
+        self._on_stop("stop Cinder", self.cinder.stop)
+        self.cinder.start()
+
+        self.conf_path = self.write_config(vs_transport, db_url, self.cinder.url,
+                                           self.glance.url)
+        import subprocess
+
+        subprocess.run([_venv_bin("volumesvc-manage"), "--config-file", self.conf_path,
+                        "db", "sync"], check=True, stdout=subprocess.DEVNULL, timeout=300)
+        for name in ("conductor", "compute", "api"):
+            binary = f"volumesvc-{name}"
+            self.services[name] = self._spawn(
+                binary, [_venv_bin(binary), "--config-file", self.conf_path])
+        children = list(self.services.values())
+        self.glance.wait_ready(START_TIMEOUT)
+        self.cinder.wait_ready(START_TIMEOUT)
+        wait_for(lambda: _http_ok(self.api_url), START_TIMEOUT, what="volumesvc-api",
+                 children=children)
+        wait_for(lambda: aio_config.compute_is_up(self.conf_path, HOST), START_TIMEOUT,
+                 what="the compute service to report up", children=children)
+        self.image_id = aio_config.ensure_image(self.glance.url, self.state_dir)
+        return self
+
+    def check_alive(self):
+        for proc in list(self.services.values()) + (self.cinder.processes if self.cinder
+                                                    else []):
+            if not proc.running():
+                raise RuntimeError(f"{proc.name} exited:\n{proc.tail()}")
+
+    def our_groups(self):
+        return {name: proc.pid for name, proc in self.services.items()}
+
+    def cinder_groups(self):
+        return {proc.name: proc.pid for proc in self.cinder.processes}
+
+    @property
+    def cinder_api_log(self):
+        return os.path.join(self.cinder.log_dir, "cinder-api.log")
+
+
+def _http_ok(url):
+    import urllib.request
+
+    with contextlib.suppress(OSError):
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status == 200
+    return False
+
+
+def _drop_mariadb(name):
+    engine = sa.create_engine(system.MARIADB_ADMIN_URL + "/", isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
+    finally:
+        engine.dispose()
+
+
+def wait_until(predicate, timeout, interval=0.5):
+    """Poll ``predicate`` at most ``timeout`` seconds; return its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
