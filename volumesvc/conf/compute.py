@@ -30,6 +30,19 @@ Possible values:
         default=180,
         min=1,
         help="Seconds a compute waits for a volume it created to become available."),
+    cfg.IntOpt(
+        "host_probe_timeout",
+        default=5,
+        min=1,
+        help="""
+Seconds the conductor waits for a compute that looks down (no recent
+heartbeat) to answer a ping before it refuses work for it (an attach is then
+refused with 409 below API 2.101, or recorded as failed from 2.101).
+
+Related options:
+
+* ``[DEFAULT] service_down_time``
+"""),
     cfg.FloatOpt(
         "benchmark_reserve_delay",
         default=0.0,

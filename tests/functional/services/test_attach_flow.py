@@ -134,6 +134,7 @@ def test_compute_down_is_refused_at_once_and_recorded(stack, server):
     volume = stack.cinder.create(ctx, 1, "data", "")
     stack.computes["fn-compute"].stop()
     stack.conf.set_override("service_down_time", 1)
+    stack.conf.set_override("host_probe_timeout", 1, group="compute")
     import time
     time.sleep(1.5)
     with pytest.raises(exception.ComputeHostDown):
@@ -143,3 +144,18 @@ def test_compute_down_is_refused_at_once_and_recorded(stack, server):
     assert (events[0].event, events[0].result) == ("conductor_attach_volume", "Error")
     assert "is not up" in events[0].details
     _no_leaks(stack, ctx, server, volume["id"])
+
+
+def test_a_compute_that_only_looks_down_is_asked_before_refusing(stack, server):
+    """Regression: after a conductor outage every compute looks down (no beats)."""
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "data", "")
+    import time
+    # Heartbeats stop (next one in an hour); the compute still serves RPC.
+    stack.computes["fn-compute"].conf.set_override("report_interval", 3600)
+    time.sleep(1.2)
+    stack.conf.set_override("service_down_time", 1)
+    time.sleep(1.5)
+    bdm = stack.conductor_api().attach_volume(ctx, instance_uuid=server,
+                                              volume_id=volume["id"], wait=True)
+    assert bdm["device_name"] == "/dev/sdb"

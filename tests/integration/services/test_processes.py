@@ -2,52 +2,19 @@
 
 import json
 import subprocess
-import textwrap
 import urllib.request
 
 import pytest
 
-from tests.integration.conftest import bin_path, free_port
+from tests.integration.conftest import bin_path
 from volumesvc import aio as harness
 
 
 @pytest.fixture
-def deployment(tmp_path, rabbit_vhost, pg_database_url):
-    port = free_port()
-    conf_path = tmp_path / "volumesvc.conf"
-    conf_path.write_text(textwrap.dedent(f"""\
-        [DEFAULT]
-        host = it-compute-1
-        state_path = {tmp_path}
-        transport_url = {rabbit_vhost}
-        report_interval = 1
-        service_down_time = 4
-        compute_driver = fake
-        graceful_shutdown_timeout = 5
-        [database]
-        connection = {pg_database_url}
-        [api]
-        auth_strategy = noauth2
-        listen_host = 127.0.0.1
-        listen_port = {port}
-        workers = 1
-        """))
-    subprocess.run([bin_path("volumesvc-manage"), "--config-file", str(conf_path),
-                    "db", "sync"], check=True, capture_output=True, timeout=120)
-    children = {}
-
-    def spawn(binary):
-        child = harness.ProcessGroup(binary, [bin_path(binary), "--config-file", str(conf_path)],
-                                log_path=str(tmp_path / f"{binary}.log")).start()
-        children[binary] = child
-        return child
-
-    for binary in ("volumesvc-conductor", "volumesvc-compute", "volumesvc-api"):
-        spawn(binary)
-    yield {"conf": str(conf_path), "api": f"http://127.0.0.1:{port}", "spawn": spawn,
-           "children": children}
-    for child in children.values():
-        child.stop()
+def deployment(make_deployment):
+    made = make_deployment()
+    return {"conf": made.conf, "api": made.api, "spawn": made.spawn,
+            "children": made.children}
 
 
 def _services(conf_path):

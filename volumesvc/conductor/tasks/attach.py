@@ -10,6 +10,7 @@ recorded as an ``attach_volume`` instance action event with the reason, so a
 
 import traceback
 
+import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from volumesvc import exception, servicegroup
@@ -73,18 +74,28 @@ class AttachTask(base.TaskBase):
         return self.bdm
 
     def _check_host_up(self, instance):
-        """Refuse at once when the compute is down, instead of waiting out the call.
+        """Refuse soon when the compute is down, instead of waiting out the call.
 
         Without this an attach to a dead host would hold a conductor thread
-        (and below 2.101 an API worker) until the RPC call times out.
+        (and below 2.101 an API worker) until the RPC call times out. A
+        service that merely *looks* down is asked directly first: computes
+        heartbeat through the conductor, so right after a conductor outage
+        every compute looks down while it is fine (regression: queued
+        2.101 attaches failed after a conductor restart).
         """
         try:
             service = service_obj.get_by_host_and_binary(
                 self.db, self.context, instance.host, "volumesvc-compute")
         except exception.NotFound:
             service = None
-        if service is None or not servicegroup.is_up(self.conf, service):
-            raise exception.ComputeHostDown(host=instance.host, instance_uuid=instance.uuid)
+        if service is not None and servicegroup.is_up(self.conf, service):
+            return
+        try:
+            self.compute.ping(self.context, host=instance.host,
+                              timeout=self.conf.compute.host_probe_timeout)
+        except messaging.MessagingTimeout:
+            raise exception.ComputeHostDown(
+                host=instance.host, instance_uuid=instance.uuid) from None
 
     def rollback(self, exc):
         if self.attachment_id:

@@ -1,0 +1,131 @@
+"""Attach through the API when parts of the deployment are down (real RabbitMQ, Cinder).
+
+api, conductor and compute are separate processes on a PostgreSQL database
+and their own RabbitMQ vhost; Cinder 29 is real (file-backed volumes), the
+hypervisor is the fake libvirt so the test needs no QEMU. Whatever fails,
+Cinder and our BDMs must agree afterwards and the reason must be visible in
+the instance actions.
+"""
+
+import time
+
+import pytest
+
+from volumesvc import aio as harness
+
+VOLUME_API = "3.67"
+
+
+@pytest.fixture
+def deployment(make_deployment, cinder_harness):
+    return make_deployment(f"""
+        [cinder]
+        auth_strategy = noauth
+        endpoint_override = {cinder_harness.url}
+        """)
+
+
+def _wait(predicate, what, timeout=90):
+    return harness.wait_for(predicate, timeout, what=what, interval=0.5)
+
+
+def _boot(dep):
+    status, body = dep.request("POST", "/servers", {"server": {
+        "name": "att", "flavorRef": "42", "networks": "none",
+        "block_device_mapping_v2": [{"source_type": "blank", "destination_type": "volume",
+                                     "boot_index": 0, "volume_size": 1,
+                                     "delete_on_termination": True}]}}, version="2.67")
+    assert status == 202, (body, dep.logs())
+    server_id = body["server"]["id"]
+
+    def active():
+        _, show = dep.request("GET", f"/servers/{server_id}")
+        assert show["server"]["status"] != "ERROR", (show, dep.logs())
+        return show["server"]["status"] == "ACTIVE"
+    _wait(active, "server ACTIVE")
+    return server_id
+
+
+def _attachments(cinder_api, ctx, volume_id):
+    return [a for a in cinder_api.attachment_get_all(ctx, volume_id=volume_id)]
+
+
+def _bdm_volume_ids(dep, server_id):
+    _, body = dep.request("GET", f"/servers/{server_id}/os-volume_attachments",
+                          version="2.89")
+    return {a["volumeId"]: a for a in body["volumeAttachments"]}
+
+
+def test_conductor_restarted_between_api_cast_and_compute_attach(deployment, cinder_api):
+    from volumesvc.context import RequestContext
+
+    dep = deployment
+    harness.wait_for(lambda: dep.compute_state() == "up", 60, what="compute up")
+    server_id = _boot(dep)
+    ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True,
+                         roles=["admin"])
+    volume = cinder_api.create(ctx, 1, "resilience", "")
+    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
+
+    dep.stop("volumesvc-conductor")
+    status, body = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
+                               {"volumeAttachment": {"volumeId": volume["id"]}},
+                               version="2.101")
+    assert status == 202 and body is None
+    time.sleep(2)
+    # Nothing happened yet: the cast waits in the conductor's queue.
+    assert cinder_api.get(ctx, volume["id"])["status"] == "available"
+    assert volume["id"] not in _bdm_volume_ids(dep, server_id)
+
+    dep.spawn("volumesvc-conductor")
+    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use")
+    attachment = _bdm_volume_ids(dep, server_id)[volume["id"]]
+    assert [a["id"] for a in _attachments(cinder_api, ctx, volume["id"])] == \
+        [attachment["attachment_id"]]
+    _, actions = dep.request("GET", f"/servers/{server_id}/os-instance-actions")
+    assert "attach_volume" in [a["action"] for a in actions["instanceActions"]]
+
+
+def test_compute_down_attach_is_refused_and_leaves_nothing(deployment, cinder_api):
+    from volumesvc.context import RequestContext
+
+    dep = deployment
+    harness.wait_for(lambda: dep.compute_state() == "up", 60, what="compute up")
+    server_id = _boot(dep)
+    ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True,
+                         roles=["admin"])
+    volume = cinder_api.create(ctx, 1, "down", "")
+    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
+
+    dep.stop("volumesvc-compute", sig=9)
+    harness.wait_for(lambda: dep.compute_state() == "down", 30, what="compute down")
+
+    # Below 2.101 the client is told at once.
+    status, body = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
+                               {"volumeAttachment": {"volumeId": volume["id"]}},
+                               version="2.100")
+    assert status == 409 and "is not up" in body["conflictingRequest"]["message"]
+    # From 2.101 the 202 comes first; the reason is in the instance actions.
+    status, _ = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
+                            {"volumeAttachment": {"volumeId": volume["id"]}},
+                            version="2.101")
+    assert status == 202
+
+    def attach_error_recorded():
+        _, actions = dep.request("GET", f"/servers/{server_id}/os-instance-actions",
+                                 version="2.84")
+        for action in actions["instanceActions"]:
+            if action["action"] != "attach_volume":
+                continue
+            _, detail = dep.request(
+                "GET", f"/servers/{server_id}/os-instance-actions/{action['request_id']}",
+                version="2.84")
+            events = detail["instanceAction"]["events"]
+            if events and events[0]["result"] == "Error":
+                return events[0]
+        return None
+    event = _wait(attach_error_recorded, "the attach failure in instance actions")
+    assert "is not up" in (event.get("details") or "")
+    assert volume["id"] not in _bdm_volume_ids(dep, server_id)
+    assert _attachments(cinder_api, ctx, volume["id"]) == []
+    assert cinder_api.get(ctx, volume["id"])["status"] == "available"
