@@ -26,16 +26,8 @@ output and the last lines of every log.
 """
 
 import contextlib
-import glob
 import json
-import os
-import re
-import shutil
-import signal
 import subprocess
-import tempfile
-import time
-from dataclasses import dataclass
 
 import pytest
 
@@ -45,97 +37,22 @@ from tests.integration.clients.helpers import (
     nova_client,
     osc_argv,
     osc_env,
+    running_aio,
     sdk_connection,
 )
-from tests.integration.conftest import bin_path, free_port
 
-READY_TIMEOUT = 400
 VOLUME_TYPE = "gold"
-
-_READY = re.compile(r"^volumesvc-aio: ready compute=(\S+) volume=(\S+)$")
-_IMAGE = re.compile(r"Glance \(no auth\): (\S+)\s+starter image: (\S+)")
-
-
-@dataclass
-class Aio:
-    state_dir: str
-    api_port: int
-    compute_url: str
-    volume_url: str
-    image_url: str
-    image_id: str
-    proc: subprocess.Popen
-    out_path: str
-
-    def logs(self, lines=40):
-        """The aio's own output and the tail of every service log, for failure messages."""
-        parts = []
-        paths = [self.out_path, *sorted(glob.glob(os.path.join(self.state_dir, "logs", "*.log"))),
-                 *sorted(glob.glob(os.path.join(self.state_dir, "cinder", "log", "*.log"))),
-                 *sorted(glob.glob(os.path.join(self.state_dir, "glance", "log", "*.log")))]
-        for path in paths:
-            with contextlib.suppress(OSError), open(path, errors="replace") as f:
-                tail = "".join(f.readlines()[-lines:])
-            parts.append(f"==> {path} <==\n{tail}")
-        return "\n".join(parts)
-
-
-def _drop_leftovers(api_port):
-    from tests.integration.test_aio import _drop_aio_leftovers
-
-    _drop_aio_leftovers(api_port)
-
-
-def _stop(proc):
-    if proc.poll() is not None:
-        return proc.returncode
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        return proc.wait(120)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-        return None
 
 
 @pytest.fixture(scope="session")
 def aio():
     """One ``volumesvc-aio`` on free ports with a state dir under /var/tmp."""
-    state = tempfile.mkdtemp(prefix="vs-clients-", dir="/var/tmp")
-    api_port, volume_port, image_port = free_port(), free_port(), free_port()
-    out_path = os.path.join(state, "aio.out")
-    with open(out_path, "wb") as out:
-        proc = subprocess.Popen(
-            [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
-             "--volume-port", str(volume_port), "--image-port", str(image_port),
-             "--host", f"clients-{api_port}", "--no-install"],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True)
-    handle = Aio(state, api_port, "", "", "", "", proc, out_path)
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            with open(out_path, errors="replace") as f:
-                text = f.read()
-            ready = next((m for m in map(_READY.match, text.splitlines()) if m), None)
-            image = _IMAGE.search(text)
-            if ready and image:
-                break
-            if proc.poll() is not None:
-                pytest.fail(f"volumesvc-aio exited with {proc.returncode} before it was "
-                            f"ready:\n{handle.logs()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"volumesvc-aio not ready after {READY_TIMEOUT}s:\n{handle.logs()}")
-            time.sleep(0.5)
-        handle.compute_url, handle.volume_url = ready.group(1), ready.group(2)
-        handle.image_url, handle.image_id = image.group(1), image.group(2)
+    with running_aio("vs-clients-") as handle:
         yield handle
-    finally:
-        rc = _stop(proc)
-        shutil.rmtree(state, ignore_errors=True)
-        _drop_leftovers(api_port)
-    assert rc == 0, f"volumesvc-aio did not stop cleanly (exit {rc})"
+    assert handle.returncode == 0, f"volumesvc-aio stopped with {handle.returncode}"
+    assert handle.leftover_qemu == [], (
+        f"QEMU processes of {handle.state_dir} outlived the all-in-one (killed now): "
+        f"{handle.leftover_qemu}")
 
 
 # -- clients -------------------------------------------------------------------

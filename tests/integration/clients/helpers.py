@@ -1,8 +1,15 @@
 """Helpers of the clients suite: the real clients and the waits (see conftest.py)."""
 
 import contextlib
+import dataclasses
+import glob
 import json
 import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -10,7 +17,7 @@ import uuid
 
 import pytest
 
-from tests.integration.conftest import bin_path
+from tests.integration.conftest import bin_path, free_port
 
 SERVER_TIMEOUT = 120
 ADMIN_TOKEN = "admin:admin"
@@ -77,6 +84,19 @@ def wait_server(nova, server_id, status="ACTIVE", timeout=SERVER_TIMEOUT, aio=No
         time.sleep(0.5)
 
 
+def sdk_wait_active(sdk, server, aio, timeout=SERVER_TIMEOUT):
+    """openstacksdk's own wait_for_server; on a timeout fail with the server's state and logs."""
+    from openstack import exceptions as sdk_exc
+
+    try:
+        return sdk.compute.wait_for_server(server, status="ACTIVE", wait=timeout)
+    except (sdk_exc.ResourceTimeout, sdk_exc.ResourceFailure):
+        now = sdk.compute.get_server(server.id)
+        pytest.fail(f"server {server.id} is {now.status} (vm {now.vm_state}, task "
+                    f"{now.task_state}, fault {now.fault}) after {timeout}s"
+                    f"\n{aio.logs(30)}")
+
+
 def wait_server_gone(nova, server_id, timeout=SERVER_TIMEOUT):
     from novaclient import exceptions as nova_exc
 
@@ -86,8 +106,9 @@ def wait_server_gone(nova, server_id, timeout=SERVER_TIMEOUT):
             server = nova.servers.get(server_id)
         except nova_exc.NotFound:
             return
-        if time.monotonic() > deadline:
-            pytest.fail(f"server {server_id} still {server.status} after delete")
+        if server.status == "ERROR" or time.monotonic() > deadline:
+            pytest.fail(f"server {server_id} is {server.status} after delete, fault "
+                        f"{(getattr(server, 'fault', None) or {}).get('message')}")
         time.sleep(0.5)
 
 
@@ -175,3 +196,118 @@ def attached_volume_ids(server):
 
 def server_attr(server, key):
     return server.to_dict()[key]
+
+
+# -- the all-in-one --------------------------------------------------------------
+
+READY_TIMEOUT = 400
+_READY = re.compile(r"^volumesvc-aio: ready compute=(\S+) volume=(\S+)$")
+_IMAGE = re.compile(r"Glance \(no auth\): (\S+)\s+starter image: (\S+)")
+
+
+@dataclasses.dataclass
+class Aio:
+    state_dir: str
+    api_port: int
+    proc: subprocess.Popen
+    out_path: str
+    compute_url: str = ""
+    volume_url: str = ""
+    image_url: str = ""
+    image_id: str = ""
+    returncode: int | None = None
+    leftover_qemu: list = dataclasses.field(default_factory=list)
+
+    def logs(self, lines=40):
+        """The aio's own output and the tail of every service log, for failure messages."""
+        parts = []
+        paths = [self.out_path, *sorted(glob.glob(os.path.join(self.state_dir, "logs", "*.log"))),
+                 *sorted(glob.glob(os.path.join(self.state_dir, "cinder", "log", "*.log"))),
+                 *sorted(glob.glob(os.path.join(self.state_dir, "glance", "log", "*.log")))]
+        for path in paths:
+            with contextlib.suppress(OSError), open(path, errors="replace") as f:
+                tail = "".join(f.readlines()[-lines:])
+            parts.append(f"==> {path} <==\n{tail}")
+        return "\n".join(parts)
+
+    def qemu_pids(self):
+        """QEMU processes whose command line points into this all-in-one's state dir."""
+        pids = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    argv = f.read().decode(errors="replace").split("\0")
+                if "qemu-system" in os.path.basename(argv[0]) and any(
+                        self.state_dir + "/" in a for a in argv):
+                    pids.append(int(entry))
+        return pids
+
+    def stop(self):
+        """SIGTERM (the documented way), then SIGKILL the group if it hangs; idempotent."""
+        if self.returncode is not None or self.proc.poll() is not None:
+            self.returncode = self.proc.returncode
+            return self.returncode
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.returncode = self.proc.wait(120)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+            self.returncode = None
+        return self.returncode
+
+
+@contextlib.contextmanager
+def running_aio(prefix):
+    """Start ``volumesvc-aio`` on free ports, wait for its ready line, stop and clean up after.
+
+    Fails (never skips) with its output and log tails if it does not come up.
+    After the stop, QEMU processes of its state dir still running are recorded
+    in ``leftover_qemu`` and killed (they were started by this all-in-one).
+    """
+    from tests.integration.test_aio import _drop_aio_leftovers
+
+    state = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
+    api_port, volume_port, image_port = free_port(), free_port(), free_port()
+    out_path = os.path.join(state, "aio.out")
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen(
+            [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
+             "--volume-port", str(volume_port), "--image-port", str(image_port),
+             "--host", f"clients-{api_port}", "--no-install"],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+    handle = Aio(state, api_port, proc, out_path)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            with open(out_path, errors="replace") as f:
+                text = f.read()
+            ready = next((m for m in map(_READY.match, text.splitlines()) if m), None)
+            image = _IMAGE.search(text)
+            if ready and image:
+                break
+            if proc.poll() is not None:
+                pytest.fail(f"volumesvc-aio exited with {proc.returncode} before it was "
+                            f"ready:\n{handle.logs()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"volumesvc-aio not ready after {READY_TIMEOUT}s:\n{handle.logs()}")
+            time.sleep(0.5)
+        handle.compute_url, handle.volume_url = ready.group(1), ready.group(2)
+        handle.image_url, handle.image_id = image.group(1), image.group(2)
+        yield handle
+    finally:
+        handle.stop()
+        time.sleep(1)
+        handle.leftover_qemu = handle.qemu_pids()
+        for pid in handle.leftover_qemu:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if os.environ.get("VOLUMESVC_KEEP_AIO"):
+            print(f"volumesvc-aio state kept in {state}")
+        else:
+            shutil.rmtree(state, ignore_errors=True)
+        _drop_aio_leftovers(api_port)
