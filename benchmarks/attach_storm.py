@@ -355,6 +355,12 @@ def parse_args(argv):
                    help="seconds between Cinder volume-list polls during a storm")
     p.add_argument("--readme", default=os.path.join(HERE, "README.md"))
     p.add_argument("--no-readme", action="store_true")
+    p.add_argument("--api-preload", action="store_true",
+                   help="experiment: run the API as gunicorn --preload (storm_preload_app.py) "
+                        "instead of volumesvc-api")
+    p.add_argument("--api-threads", type=int, default=1,
+                   help="experiment: >1 runs the API workers as gunicorn gthread workers "
+                        "with this many threads each (same worker count)")
     p.add_argument("--keep-state", action="store_true", help="keep the state dir (logs)")
     args = p.parse_args(argv)
     if not 1 <= args.servers <= 1000:
@@ -367,7 +373,8 @@ def run(args, argv):
 
     versions = [v.strip() for v in args.microversions.split(",") if v.strip()]
     stack = Stack(delay=args.delay, api_workers=args.workers, log=log,
-                  keep_state=args.keep_state)
+                  keep_state=args.keep_state, api_preload=args.api_preload,
+                  api_threads=args.api_threads)
     try:
         t0 = time.monotonic()
         log("starting PostgreSQL db, vhosts, Cinder, Glance, volumesvc api/conductor/compute")
@@ -408,7 +415,8 @@ def run(args, argv):
                 timespec="seconds"),
             "idle": idle, "cal": cal, "pss_idle": pss_idle, "pss_after": pss_after,
             "runs": runs, "workers": args.workers, "n": args.servers, "delay": args.delay,
-            "loadavg": os.getloadavg(),
+            "loadavg": os.getloadavg(), "api_preload": args.api_preload,
+            "api_threads": args.api_threads,
         }
         text = report.markdown(summary)
         print(text, flush=True)

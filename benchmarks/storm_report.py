@@ -53,6 +53,12 @@ def run_line(r):
             + ", ".join(f"{k} {v:.1f}" for k, v in r["cpu"].items()))
 
 
+def _experiment(s):
+    parts = (["gunicorn --preload"] if s.get("api_preload") else []) + (
+        [f"gthread workers × {s['api_threads']} threads"] if s.get("api_threads", 1) > 1 else [])
+    return f" (experiment: API with {', '.join(parts)})" if parts else ""
+
+
 def _pss(mb):
     parts = ", ".join(f"{k} {v:.0f}" for k, v in mb.items() if k != "total")
     return f"{mb['total']:.0f} MB ({parts})"
@@ -88,6 +94,7 @@ def markdown(s):
     idle_p50, idle_p99 = percentile(s["idle"], 50), percentile(s["idle"], 99)
     lines = [
         f"### N={s['n']}, reserve delay {s['delay']:g} s, {s['workers']} API workers "
+        f"{_experiment(s)} "
         f"— {s['date']}", "",
         "```", "cd /work/main && .venv/bin/python benchmarks/attach_storm.py "
         + " ".join(s["argv"]), "```", "",
@@ -217,7 +224,9 @@ Command (about 6 min for N=100; `--help` for the rest):
 
 def update_readme(path, summary, text):
     key = (f"n={summary['n']} delay={summary['delay']:g} workers={summary['workers']} "
-           f"mv={','.join(r['version'] for r in summary['runs'])}")
+           f"mv={','.join(r['version'] for r in summary['runs'])}"
+           + (" preload" if summary.get("api_preload") else "")
+           + (f" threads={summary['api_threads']}" if summary.get("api_threads", 1) > 1 else ""))
     block = f"{MARK.format(key=key)}\n{text}\n{END}\n"
     current = ""
     if os.path.exists(path):

@@ -55,7 +55,10 @@ def _venv_bin(name):
 
 
 class Stack:
-    def __init__(self, *, delay, api_workers, log=print, keep_state=False):
+    def __init__(self, *, delay, api_workers, log=print, keep_state=False, api_preload=False,
+                 api_threads=1):
+        self.api_preload = api_preload
+        self.api_threads = api_threads
         self.delay = delay
         self.api_workers = api_workers
         self.log = log
@@ -107,9 +110,9 @@ class Stack:
         self._on_stop(f"drop MariaDB database {name}", _drop_mariadb, name)
         return url
 
-    def _spawn(self, name, argv):
+    def _spawn(self, name, argv, env=None):
         log_path = os.path.join(self.state_dir, "logs", f"{name}.log")
-        proc = ProcessGroup(name, argv, log_path)
+        proc = ProcessGroup(name, argv, log_path, env=env)
         self._on_stop(f"stop {name}", proc.stop, 20.0)
         proc.start()
         return proc
@@ -187,6 +190,9 @@ class Stack:
                         "db", "sync"], check=True, stdout=subprocess.DEVNULL, timeout=300)
         for name in ("conductor", "compute", "api"):
             binary = f"volumesvc-{name}"
+            if name == "api" and (self.api_preload or self.api_threads > 1):
+                self.services[name] = self._spawn(binary, *self._preload_argv())
+                continue
             self.services[name] = self._spawn(
                 binary, [_venv_bin(binary), "--config-file", self.conf_path])
         children = list(self.services.values())
@@ -198,6 +204,27 @@ class Stack:
                  what="the compute service to report up", children=children)
         self.image_id = aio_config.ensure_image(self.glance.url, self.state_dir)
         return self
+
+    def _preload_argv(self):
+        """Experiments: gunicorn --preload on ``storm_preload_app``, and/or gthread workers.
+
+        Same worker count; ``api_threads > 1`` gives each worker that many
+        threads (``--worker-class gthread``) instead of one sync request.
+        """
+        env = dict(os.environ, VOLUMESVC_CONFIG_FILE=self.conf_path)
+        env["PYTHONPATH"] = os.path.dirname(os.path.abspath(__file__)) + (
+            os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        argv = [_venv_bin("gunicorn"), "--workers", str(self.api_workers),
+                "--bind", f"127.0.0.1:{self.api_port}", "--name", "volumesvc-api"]
+        if self.api_threads > 1:
+            argv += ["--worker-class", "gthread", "--threads", str(self.api_threads)]
+        else:
+            argv += ["--worker-class", "sync"]
+        if self.api_preload:
+            argv += ["--preload", "storm_preload_app:application"]
+        else:
+            argv += ["volumesvc.wsgi:init_application()"]
+        return argv, env
 
     def check_alive(self):
         for proc in list(self.services.values()) + (self.cinder.processes if self.cinder
