@@ -65,6 +65,8 @@ ROUTES = {
     # Flavors.
     "/v2.1/flavors": {"GET": flavors.list_flavors, "POST": flavors.create_flavor},
     "/v2.1/flavors/detail": {"GET": flavors.list_flavors_detail},
+    "/v2.1/flavors/<flavor_id>/os-extra_specs": {"GET": flavors.list_flavor_extra_specs},
+    "/v2.1/flavors/<flavor_id>/os-extra_specs/<key>": {"GET": flavors.show_flavor_extra_spec},
     "/v2.1/flavors/<flavor_id>": {
         "GET": flavors.show_flavor,
         "DELETE": flavors.delete_flavor,

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import urllib.request
 
 from volumesvc import aio as harness_util
@@ -130,14 +131,38 @@ class AllInOne:
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=300)
 
     def stop(self):
-        """Stop volumesvc's processes, then Cinder and Glance, each group in parallel."""
-        for group in (list(self.children), list(self.harnesses)):
+        """Stop volumesvc's processes, the guests, then Cinder and Glance.
+
+        Each group is stopped in parallel.
+        """
+        for group in (list(self.children), [_Guests(self)], list(self.harnesses)):
             threads = [threading.Thread(target=self._stop_one, args=(item,), daemon=True)
                        for item in group]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join(60)
+
+    def stop_guests(self):
+        """Stop the QEMU processes of this all-in-one's servers.
+
+        In production guests outlive their compute agent on purpose; the
+        all-in-one owns its whole machine state, so nothing of it may stay.
+        """
+        root = self.state_dir + "/"
+        for pid in _qemu_pids(root):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 10
+        while _qemu_pids(root) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in _qemu_pids(root):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def _stop_one(self, item):
         try:
@@ -146,16 +171,46 @@ class AllInOne:
             self._log(f"stopping {getattr(item, 'name', type(item).__name__)} failed: {exc}")
 
 
+class _Guests:
+    """Adapter so the guests stop in the same sequence as the processes."""
+
+    name = "guests"
+
+    def __init__(self, aio):
+        self._aio = aio
+
+    def stop(self):
+        self._aio.stop_guests()
+
+
+def _qemu_pids(root):
+    """PIDs of QEMU processes whose command line names files under ``root``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if "qemu-system" in cmdline and root in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
 def _client_help(api_url, volume_url, image_url, conf_path, image_id):
     return f"""volumesvc-aio: point clients at it (noauth2 token user:project; admin is admin):
-  openstack --os-auth-type admin_token --os-endpoint {api_url} --os-token admin:admin \\
-      --os-compute-api-version 2.96 server list
-  nova --os-auth-type admin_token --os-endpoint {api_url} --os-token admin:admin list
+  OS_IDENTITY_ENDPOINT_OVERRIDE={api_url} OS_IMAGE_ENDPOINT_OVERRIDE={image_url} \\
+      openstack --os-auth-type admin_token --os-endpoint {api_url} --os-token admin:admin \\
+      --os-compute-api-version 2.96 --os-identity-api-version 3 server list
+  OS_PROJECT_ID=admin OS_AUTH_URL={api_url} nova --os-auth-type admin_token \\
+      --os-endpoint {api_url} --os-token admin:admin --os-compute-api-version 2.96 list
   curl -s -H 'X-Auth-Token: admin:admin' {api_url}/servers
   volumesvc-manage --config-file {conf_path} service list
-  Cinder (noauth, X-Auth-Token admin:admin): {volume_url}
+  Cinder (noauth, X-Auth-Token admin:admin, volume API 3.67): {volume_url}
   Glance (no auth): {image_url}  starter image: {image_id}
-  Stop with Ctrl-C."""
+  Stop with Ctrl-C (servers' QEMU processes are stopped too)."""
 
 
 def main(argv=None):

@@ -68,6 +68,44 @@ class ServiceCommands:
         return 0
 
 
+class ServerCommands:
+    """Diagnostics of one server."""
+
+    def __init__(self, conf):
+        self.conf = conf
+
+    def domain_xml(self, args):
+        """Print the live libvirt domain XML of a server, read by its compute.
+
+        Exit codes: 0 ok, 1 error, 2 server not found, 3 server has no host.
+        """
+        from volumesvc import context, exception, rpc
+        from volumesvc.compute import rpcapi as compute_rpcapi
+        from volumesvc.db import api as db_api
+        from volumesvc.objects import instance as instance_obj
+
+        db = db_api.Database(self.conf)
+        try:
+            instance = instance_obj.get_by_uuid(db, context.get_admin_context(),
+                                                args.server_id)
+        except exception.InstanceNotFound:
+            print(f"Server {args.server_id} not found", file=sys.stderr)
+            return 2
+        finally:
+            db.dispose()
+        if not instance.host:
+            print(f"Server {args.server_id} has no host", file=sys.stderr)
+            return 3
+        transport = rpc.get_transport(self.conf)
+        try:
+            xml = compute_rpcapi.ComputeAPI(self.conf, transport).get_domain_xml(
+                context.get_admin_context(), host=instance.host, instance_uuid=instance.uuid)
+        finally:
+            transport.cleanup()
+        print(xml)
+        return 0
+
+
 def _print_table(rows, columns):
     cells = [[_cell(row[c]) for c in columns] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
@@ -86,7 +124,7 @@ def _cell(value):
     return "-" if value is None else str(value)
 
 
-CATEGORIES = {"db": DbCommands, "service": ServiceCommands}
+CATEGORIES = {"db": DbCommands, "service": ServiceCommands, "server": ServerCommands}
 
 
 def _add_parsers(subparsers):
@@ -103,6 +141,12 @@ def _add_parsers(subparsers):
     lst.add_argument("--host", dest="host_filter", default=None)
     lst.add_argument("--json", action="store_true", help="machine-readable output")
 
+    srv = subparsers.add_parser("server", help=ServerCommands.__doc__)
+    srv_actions = srv.add_subparsers(dest="action", required=True)
+    dom = srv_actions.add_parser("domain_xml", aliases=["domain-xml"],
+                                 help=ServerCommands.domain_xml.__doc__)
+    dom.add_argument("server_id")
+
 
 def main(argv=None):
     category_opt = cfg.SubCommandOpt("category", title="Command categories",
@@ -116,7 +160,7 @@ def main(argv=None):
     args = conf.category
     handler = CATEGORIES[args.name](conf)
     try:
-        return getattr(handler, args.action)(args)
+        return getattr(handler, args.action.replace("-", "_"))(args)
     except Exception as exc:  # noqa: BLE001 - operators get a message, not a traceback
         print(f"volumesvc-manage: {args.name} {args.action} failed: {exc}", file=sys.stderr)
         return 1

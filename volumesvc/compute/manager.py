@@ -61,6 +61,10 @@ class ComputeManager:
     def ping(self, context):
         return {"host": self.host, "capabilities": self.capabilities()}
 
+    def get_domain_xml(self, context, *, instance_uuid):
+        """The domain as libvirt reports it now ('' when there is none)."""
+        return self.driver.get_domain_xml({"uuid": instance_uuid})
+
     def _lock(self, instance_uuid):
         return lockutils.lock(f"instance-{instance_uuid}")
 

@@ -5,7 +5,8 @@ manager imports ``VERSION`` so the two can never disagree):
 
 * 1.0 - Initial version: ping, build_and_run_instance, terminate_instance,
         reboot_instance.
-* 1.1 - reserve_block_device_name, attach_volume, detach_volume.
+* 1.1 - reserve_block_device_name, attach_volume, detach_volume,
+        get_domain_xml.
 """
 
 from volumesvc import rpc
@@ -74,3 +75,9 @@ class ComputeAPI:
         """Cast: detach the disk and delete the Cinder attachment."""
         self._prepare(host, "1.1").cast(ctxt, "detach_volume", instance=instance, bdm=bdm,
                                         attachment_id=attachment_id)
+
+    def get_domain_xml(self, ctxt, *, host, instance_uuid, timeout=None):
+        """Call: the live libvirt XML of the instance's domain (diagnostics)."""
+        cctxt = self._prepare(host, "1.1",
+                              timeout=timeout or self._conf.rpc_response_timeout)
+        return cctxt.call(ctxt, "get_domain_xml", instance_uuid=instance_uuid)

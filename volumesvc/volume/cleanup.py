@@ -39,9 +39,11 @@ def wait_for_status(cinder, context, volume_id, statuses, *, timeout, interval=0
 def release_volumes(cinder, context, bdms, *, timeout):
     """Delete the BDMs' attachments, then their delete-on-termination volumes.
 
-    ``bdms`` are dicts. Errors on one volume are logged and the rest still
-    released; the first error is raised at the end so the caller can mark
-    the instance.
+    ``bdms`` are dicts. A failed attachment delete is raised (after trying
+    the others): the server must not disappear while Cinder still shows the
+    volume attached to it. A volume that cannot be deleted (for example it
+    has snapshots, made by createImage) is only logged, as Nova does: the
+    server is deleted and the volume stays, detached and ``available``.
     """
     first_error = None
     for bdm in bdms:
@@ -50,14 +52,25 @@ def release_volumes(cinder, context, bdms, *, timeout):
         try:
             if bdm.get("attachment_id"):
                 cinder.attachment_delete(context, bdm["attachment_id"])
-            if bdm.get("delete_on_termination"):
-                wait_for_status(cinder, context, bdm["volume_id"], ("available",),
-                                timeout=timeout)
-                cinder.delete(context, bdm["volume_id"])
-        except exception.VolumeNotFound:
-            LOG.info("Volume %s is already gone", bdm["volume_id"])
+        except exception.VolumeAttachmentNotFound:
+            pass
         except Exception as exc:  # noqa: BLE001 - release the others first
-            LOG.warning("Releasing volume %s failed: %s", bdm["volume_id"], exc)
+            LOG.warning("Deleting attachment %s of volume %s failed: %s",
+                        bdm["attachment_id"], bdm["volume_id"], exc)
             first_error = first_error or exc
+            continue
+        if bdm.get("delete_on_termination"):
+            _delete_volume(cinder, context, bdm["volume_id"], timeout)
     if first_error is not None:
         raise first_error
+
+
+def _delete_volume(cinder, context, volume_id, timeout):
+    try:
+        wait_for_status(cinder, context, volume_id, ("available", "error"), timeout=timeout)
+        cinder.delete(context, volume_id)
+    except exception.VolumeNotFound:
+        LOG.info("Volume %s is already gone", volume_id)
+    except Exception as exc:  # noqa: BLE001 - the volume stays; the delete goes on
+        LOG.warning("Volume %s was not deleted on termination and is left in Cinder: %s",
+                    volume_id, exc)

@@ -159,8 +159,10 @@ class FakeCinder:
         self._record("delete", volume_id)
         with self._lock:
             volume = self._volume(volume_id)
+            has_snapshots = any(snap.get("volume_id") == volume_id
+                                for snap in self.snapshots.values())
             if volume["status"] not in ("available", "error", "error_extending") or \
-                    volume["attachments"]:
+                    volume["attachments"] or has_snapshots:
                 raise exception.Invalid(reason=(
                     "Volume status must be available or error or error_restoring or "
                     "error_extending or error_managing and must not be migrating, attached, "

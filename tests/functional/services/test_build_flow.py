@@ -157,3 +157,21 @@ def test_image_backed_local_root_disk(stack):
     conductor_rpcapi.ConductorAPI(stack.conf, stack.transport).delete_instance(
         ctx, instance_uuid=uuid)
     stack.wait(lambda: not os.path.exists(path), what="instance dir removed")
+
+
+def test_delete_keeps_going_when_a_volume_cannot_be_deleted(stack):
+    """Regression: a volume with snapshots (createImage) made the delete fail (ERROR)."""
+    ctx = _ctx("p5")
+    uuid = _boot(stack, ctx, [{"source_type": "blank", "destination_type": "volume",
+                               "boot_index": 0, "volume_size": 1,
+                               "delete_on_termination": True}])
+    _wait_state(stack, uuid, "active")
+    (bdm,) = bdm_obj.list_by_instance(stack.db, ctx, uuid)
+    stack.cinder.create_snapshot_force(ctx, bdm.volume_id)
+    instance_obj.save(stack.db, ctx, uuid, {"task_state": "deleting"})
+    conductor_rpcapi.ConductorAPI(stack.conf, stack.transport).delete_instance(
+        ctx, instance_uuid=uuid)
+    stack.wait(lambda: instance_obj.list_instances(stack.db, ctx, deleted=True),
+               what="instance deleted")
+    volume = stack.cinder.get(ctx, bdm.volume_id)
+    assert volume["status"] == "available" and not volume["attachments"]

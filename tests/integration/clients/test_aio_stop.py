@@ -1,15 +1,10 @@
 """volumesvc-aio "stops everything it started on Ctrl-C or SIGTERM" (README), guests included."""
 
-import pytest
-
 from tests.integration.clients.helpers import nova_client, running_aio, unique, wait_server
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: SIGTERM to volumesvc-aio leaves the QEMU processes of running servers behind "
-    "(embedded libvirt domains outlive the compute), holding the Cinder volume files of a "
-    "state dir the operator is about to delete"))
 def test_sigterm_with_a_running_server_leaves_no_qemu_behind():
+    """Regression: the QEMU of running servers outlived the all-in-one."""
     with running_aio("vs-clients-stop-") as aio:
         nova = nova_client(aio)
         bdm = [{"source_type": "blank", "destination_type": "volume", "volume_size": 1,

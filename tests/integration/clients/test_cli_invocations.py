@@ -11,14 +11,22 @@ from tests.integration.conftest import bin_path
 
 
 def _printed_invocations(aio):
-    """The ``openstack``/``nova`` lines volumesvc-aio prints after its ready line."""
+    """The ``openstack``/``nova`` lines volumesvc-aio prints after its ready line.
+
+    Returns {client: (env assignments, argv)}: a line may start with
+    ``NAME=value`` words, as a shell reads them.
+    """
     with open(aio.out_path) as f:
         text = f.read().replace("\\\n", " ")
     commands = {}
     for line in text.splitlines():
         words = shlex.split(line.strip()) if line.startswith("  ") else []
+        assignments = {}
+        while words and "=" in words[0] and not words[0].startswith("-"):
+            name, value = words.pop(0).split("=", 1)
+            assignments[name] = value
         if words and words[0] in ("openstack", "nova"):
-            commands[words[0]] = words
+            commands[words[0]] = (assignments, words)
     assert set(commands) == {"openstack", "nova"}, text
     return commands
 
@@ -50,23 +58,18 @@ def test_osc_and_nova_cli_with_an_endpoint_and_a_static_token(aio):
     assert rc == 0, out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: volumesvc-aio prints client invocations that fail as printed: OSC 'server list' "
-    "needs an identity v3 proxy (Service requires API version '3' but the configured version "
-    "is '2'), and the nova CLI wants a project and an auth URL"))
 @pytest.mark.parametrize("client", ["openstack", "nova"])
 def test_the_invocations_volumesvc_aio_prints_work_as_printed(aio, client):
-    argv = _printed_invocations(aio)[client]
+    """Regression: the printed lines failed (OSC wanted identity v3, nova a project)."""
+    assignments, argv = _printed_invocations(aio)[client]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+    env.update(assignments)
     rc, out = _run(argv, env=env)
     assert rc == 0, f"{shlex.join(argv)}\n{out}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: GET /flavors/{id}/os-extra_specs is an unknown route (404); openstacksdk's "
-    "find_flavor(get_extra_specs=True) calls it whenever extra_specs is empty, so "
-    "'openstack flavor show' fails for every default flavor"))
 def test_osc_flavor_show(aio):
+    """Regression: GET /flavors/{id}/os-extra_specs was missing, so this failed (404)."""
     rc, out = _run([*osc_argv(aio), "flavor", "show", "42", "-f", "value", "-c", "name"],
                    env=osc_env(aio))
     assert (rc, out.strip()) == (0, "m1.nano"), out

@@ -7,10 +7,12 @@ Cinder and our BDMs must agree afterwards and the reason must be visible in
 the instance actions.
 """
 
+import subprocess
 import time
 
 import pytest
 
+from tests.integration.conftest import bin_path
 from volumesvc import aio as harness
 
 VOLUME_API = "3.67"
@@ -84,6 +86,11 @@ def test_conductor_restarted_between_api_cast_and_compute_attach(deployment, cin
         [attachment["attachment_id"]]
     _, actions = dep.request("GET", f"/servers/{server_id}/os-instance-actions")
     assert "attach_volume" in [a["action"] for a in actions["instanceActions"]]
+    # The compute reads the domain back for operators: the disk is there.
+    xml = subprocess.run(
+        [bin_path("volumesvc-manage"), "--config-file", dep.conf, "server", "domain-xml",
+         server_id], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert f"<serial>{volume['id']}</serial>" in xml
 
 
 def test_compute_down_attach_is_refused_and_leaves_nothing(deployment, cinder_api):

@@ -197,6 +197,38 @@ def show_flavor(req, flavor_id):
     return {"flavor": _serialize_flavor(req, flavor)}, 200
 
 
+def _visible_flavor(req, flavor_id):
+    flavor = flavor_obj.get_by_flavorid(req.deps.db, req.context, flavor_id)
+    if not flavor.is_public and not req.context.is_admin:
+        raise exception.FlavorNotFound(flavor_id=flavor_id)
+    return flavor
+
+
+@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_1_BASE,
+                         mv.before(V2_75), strip_unknown=True)
+@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, V2_75)
+@validation.response_body_schema(schema.list_flavor_extra_specs_response_v2_1,
+                                 mv.V2_1_BASE)
+def list_flavor_extra_specs(req, flavor_id):
+    """GET /flavors/{id}/os-extra_specs → 200 ``{"extra_specs": {...}}``."""
+    authorize(req.context, policies.EXTRA_SPECS_INDEX)
+    flavor = _visible_flavor(req, flavor_id)
+    return {"extra_specs": dict(flavor.extra_specs or {})}, 200
+
+
+@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_1_BASE,
+                         mv.before(V2_75), strip_unknown=True)
+@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, V2_75)
+@validation.response_body_schema(schema.show_flavor_extra_spec_response_v2_1, mv.V2_1_BASE)
+def show_flavor_extra_spec(req, flavor_id, key):
+    """GET /flavors/{id}/os-extra_specs/{key} → 200 ``{key: value}``; 404 when unset."""
+    authorize(req.context, policies.EXTRA_SPECS_SHOW)
+    specs = _visible_flavor(req, flavor_id).extra_specs or {}
+    if key not in specs:
+        raise exception.NotFound(f"Flavor {flavor_id} has no extra specs with key {key}.")
+    return {key: specs[key]}, 200
+
+
 def _int_value(body, key, name, minimum, default=None):
     value = body.get(key, default)
     try:

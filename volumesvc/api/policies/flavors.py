@@ -15,6 +15,7 @@ SHOW = "os_compute_api:flavors:show"
 CREATE = "os_compute_api:os-flavor-manage:create"
 DELETE = "os_compute_api:os-flavor-manage:delete"
 EXTRA_SPECS_INDEX = "os_compute_api:os-flavor-extra-specs:index"
+EXTRA_SPECS_SHOW = "os_compute_api:os-flavor-extra-specs:show"
 
 _RULES = [
     policy.DocumentedRuleDefault(
@@ -42,7 +43,14 @@ _RULES = [
         name=EXTRA_SPECS_INDEX, check_str=base.PROJECT_READER_OR_ADMIN,
         description="See flavor extra specs (in flavor responses from 2.61).",
         operations=[{"method": "GET", "path": "/flavors/{flavor_id}"},
-                    {"method": "GET", "path": "/flavors/detail"}],
+                    {"method": "GET", "path": "/flavors/detail"},
+                    {"method": "GET", "path": "/flavors/{flavor_id}/os-extra_specs"}],
+        scope_types=["project"]),
+    policy.DocumentedRuleDefault(
+        name=EXTRA_SPECS_SHOW, check_str=base.PROJECT_READER_OR_ADMIN,
+        description="Show one flavor extra spec.",
+        operations=[{"method": "GET",
+                     "path": "/flavors/{flavor_id}/os-extra_specs/{key}"}],
         scope_types=["project"]),
 ]
 

@@ -114,3 +114,13 @@ create_flavor_response_v2_75 = show_flavor_response_v2_75
 
 # --- DELETE: 202, no body -------------------------------------------------------------
 delete_flavor_response_v2_1 = None
+
+
+# GET /flavors/{id}/os-extra_specs (and one key): the sdk and OSC read it for
+# every flavor whose inline extra_specs are empty.
+list_flavor_extra_specs_query_v2_1 = object_({})
+list_flavor_extra_specs_response_v2_1 = object_({"extra_specs": _extra_specs},
+                                                required=["extra_specs"])
+show_flavor_extra_spec_response_v2_1 = {
+    "type": "object", "minProperties": 1, "maxProperties": 1,
+    "patternProperties": {"^.+$": {"type": "string"}}, "additionalProperties": False}
