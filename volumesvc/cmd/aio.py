@@ -210,7 +210,7 @@ def _client_help(api_url, volume_url, image_url, conf_path, image_id):
   volumesvc-manage --config-file {conf_path} service list
   Cinder (noauth, X-Auth-Token admin:admin, volume API 3.67): {volume_url}
   Glance (no auth): {image_url}  starter image: {image_id}
-  Stop with Ctrl-C (servers' QEMU processes are stopped too)."""
+  Stop with Ctrl-C (this stops the QEMU guests of its servers too)."""
 
 
 def main(argv=None):
