@@ -177,3 +177,45 @@ def make_deployment(tmp_path, rabbit_vhost, pg_database_url):
     for deployment in made:
         for child in deployment.children.values():
             child.stop()
+
+
+class QemuHost:
+    """A LibvirtDriver on ``qemu:///embed`` with its own state directory."""
+
+    def __init__(self, workdir, driver):
+        self.workdir = workdir
+        self.driver = driver
+
+
+@pytest.fixture(scope="session")
+def qemu_host():
+    """One embedded QEMU driver for the whole test process.
+
+    libvirt allows one embedded root per process ("Cannot open embedded
+    driver at path X, already open with path Y"), and its first open probes
+    QEMU for seconds; every in-process real-QEMU test shares this one.
+    """
+    import shutil
+    import tempfile
+
+    from volumesvc import exception
+    from volumesvc.conf import get_conf
+    from volumesvc.virt import driver as virt_driver
+
+    # NOTE: short path on purpose: QEMU's monitor sockets live under the
+    # embedded root and UNIX socket paths are limited to 108 bytes.
+    workdir = tempfile.mkdtemp(prefix="vsvc-qemu-", dir="/var/tmp")
+    conf = get_conf(args=[], default_config_files=[])
+    conf.set_override("state_path", workdir)
+    conf.set_override("host", "it-qemu")
+    conf.set_override("compute_driver", "libvirt")
+    drv = virt_driver.load_driver(conf)
+    try:
+        drv.init_host(conf.host)
+    except exception.HypervisorUnavailable as exc:
+        pytest.fail(f"libvirt is not usable here: {exc}")
+    yield QemuHost(workdir, drv)
+    for guest in drv.host.list_guests():
+        drv.destroy({"uuid": guest.uuid})
+    drv.cleanup_host()
+    shutil.rmtree(workdir, ignore_errors=True)

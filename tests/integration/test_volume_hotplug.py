@@ -8,32 +8,19 @@ volume id) until it is detached again.
 """
 
 import os
-import shutil
-import tempfile
 import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from tests.integration.fixtures_openstack import wait_volume_status
-from volumesvc.conf import get_conf
-from volumesvc.virt import driver as virt_driver
 
 GiB = 1 << 30
 
 
-@pytest.fixture(scope="module")
-def libvirt_driver():
-    workdir = tempfile.mkdtemp(prefix="vsvc-hp-", dir="/var/tmp")
-    conf = get_conf(args=[], default_config_files=[])
-    conf.set_override("state_path", workdir)
-    conf.set_override("host", "it-hotplug")
-    conf.set_override("compute_driver", "libvirt")
-    drv = virt_driver.load_driver(conf)
-    drv.init_host(conf.host)
-    yield drv
-    drv.cleanup_host()
-    shutil.rmtree(workdir, ignore_errors=True)
+@pytest.fixture
+def libvirt_driver(qemu_host):
+    return qemu_host.driver
 
 
 def _disks(drv, instance):
@@ -50,7 +37,7 @@ def test_cinder_volume_hotplugged_into_a_running_domain(libvirt_driver, cinder_a
     libvirt_driver.spawn(instance, None)
     try:
         connector = libvirt_driver.get_volume_connector()
-        assert connector["host"] == "it-hotplug"
+        assert connector["host"] == "it-qemu"
         attachment = cinder_api.attachment_create(ctx, volume["id"], instance["uuid"])
         connection_info = cinder_api.attachment_update(
             ctx, attachment["id"], connector, mountpoint="/dev/sdb")

@@ -12,15 +12,12 @@ tests fail, never skip, when any of it is missing.
 import os
 import shutil
 import subprocess
-import tempfile
 import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from volumesvc import exception
-from volumesvc.conf import get_conf
-from volumesvc.virt import driver as virt_driver
 from volumesvc.virt import power_state
 
 pytestmark = pytest.mark.integration
@@ -42,30 +39,17 @@ def _require_environment(root):
 
 
 @pytest.fixture(scope="module")
-def workdir():
-    # NOTE: short path on purpose: QEMU's monitor sockets live under the
-    # embedded root and UNIX socket paths are limited to 108 bytes.
-    path = tempfile.mkdtemp(prefix="vsvc-qemu-", dir="/var/tmp")
-    _require_environment(path)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def workdir(qemu_host):
+    _require_environment(qemu_host.workdir)
+    return qemu_host.workdir
 
 
 @pytest.fixture(scope="module")
-def driver(workdir):
-    """One driver per module: the first open of a new root probes QEMU (4-12 s)."""
-    conf = get_conf(args=[], default_config_files=[])
-    conf.set_override("state_path", workdir)
-    conf.set_override("compute_driver", "libvirt")
-    drv = virt_driver.load_driver(conf)
-    try:
-        drv.init_host(conf.host)
-    except exception.HypervisorUnavailable as exc:
-        pytest.fail(f"libvirt is not usable here: {exc}")
-    yield drv
-    for guest in drv.host.list_guests():
-        drv.destroy({"uuid": guest.uuid})
-    drv.cleanup_host()
+def driver(qemu_host):
+    """The session's embedded-QEMU driver (one embedded root per process)."""
+    yield qemu_host.driver
+    for guest in qemu_host.driver.host.list_guests():
+        qemu_host.driver.destroy({"uuid": guest.uuid})
 
 
 @pytest.fixture
