@@ -137,7 +137,7 @@ def create_volumes(client, count, timeout):
         ids = list(pool.map(create, range(count)))
     for _ in range(3):  # a volume in error or stuck creating is replaced, at most 3 rounds
         with contextlib.suppress(TimeoutError):
-            wait_volumes(client, ids, ("available", "error"), min(timeout, 120))
+            wait_volumes(client, ids, ("available", "error"), min(timeout, 60))
         statuses = client.volume_statuses()
         bad = [i for i, v in enumerate(ids) if statuses.get(v) != "available"]
         if not bad:
@@ -167,8 +167,12 @@ def wait_volumes(client, ids, wanted, timeout):
 
 
 def detach_all(client, servers, volumes, timeout):
+    statuses = client.volume_statuses()
+
     def detach(pair):
         server, volume = pair
+        if statuses.get(volume) != "in-use":
+            return  # a failed background attach was rolled back: nothing to detach
         status, body = client.api("DELETE", f"/servers/{server}/os-volume_attachments/{volume}")
         _check(status, body, (202, 404), "detach")
 
@@ -284,15 +288,23 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
     # Poll Cinder until every volume is in-use (bounded in time and count).
     in_use_at, polls, last = None, 0, {}
     deadline = t_start + args.storm_timeout
+    changed_at, previous = time.monotonic(), None
     while time.monotonic() < deadline and polls < 100000:
         polls += 1
         statuses = client.volume_statuses()
-        last = {s: sum(1 for v in volumes if statuses.get(v) == s) for s in set(statuses.values())}
+        mine = [statuses.get(v) for v in volumes]
+        last = {s: mine.count(s) for s in set(mine)}
         if last.get("in-use", 0) == n:
             in_use_at = time.monotonic() - t_start
             break
-        if all(r is not None for r in results) and all(r[2] for r in results):
+        if mine != previous:
+            changed_at, previous = time.monotonic(), mine
+        answered = all(r is not None for r in results)
+        if answered and all(r[2] for r in results):
             break  # every request failed: nothing will become in-use
+        if answered and time.monotonic() - changed_at > args.stall_timeout:
+            log(f"no volume changed status for {args.stall_timeout:.0f}s: {last}")
+            break  # some attaches failed in the background (2.101) and were rolled back
         time.sleep(args.poll_interval)
     for t in threads:
         t.join(max(1.0, deadline - time.monotonic()))
@@ -311,7 +323,8 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
         "errors": errors, "last_answer": last_answer,
         "rate": (len(latencies) / last_answer) if last_answer > 0 else None,
         "probe": probe_ok, "probe_failed": probe_failed, "in_use_after": in_use_at,
-        "final_statuses": last, "window": t_end - t_start, "cpu": cpu,
+        "final_statuses": last, "not_in_use": n - last.get("in-use", 0),
+        "window": t_end - t_start, "cpu": cpu,
         "cinder_calls": cinder_calls, "volume_list_polls": polls,
     }
 
@@ -351,6 +364,9 @@ def parse_args(argv):
     p.add_argument("--client-timeout", type=float, default=600.0)
     p.add_argument("--storm-timeout", type=float, default=900.0,
                    help="max seconds per storm until all volumes are in-use")
+    p.add_argument("--stall-timeout", type=float, default=150.0,
+                   help="end a storm when every request was answered and no volume changed "
+                        "status for this long (attaches that failed in the background)")
     p.add_argument("--poll-interval", type=float, default=1.0,
                    help="seconds between Cinder volume-list polls during a storm")
     p.add_argument("--readme", default=os.path.join(HERE, "README.md"))
