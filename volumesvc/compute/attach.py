@@ -58,16 +58,21 @@ class VolumeAttacher:
             "disk_bus": bus, "device_type": device_type or "disk", "tag": tag,
             "delete_on_termination": bool(delete_on_termination), "boot_index": None})
 
-    def attach(self, context, instance, driver_instance, bdm):
-        """Connect, attach LIVE|CONFIG, complete; undo everything on failure."""
+    def attach(self, context, driver_instance, bdm, multiattach=None):
+        """Connect, attach LIVE|CONFIG, complete; undo everything on failure.
+
+        ``multiattach`` is the volume's flag as the API read it; None means
+        ask Cinder.
+        """
         attached = False
         try:
             connector = self.driver.get_volume_connector()
             info = self.cinder.attachment_update(context, bdm["attachment_id"], connector,
                                                  mountpoint=bdm["device_name"])
             info["serial"] = bdm["volume_id"]
-            volume = self.cinder.get(context, bdm["volume_id"])
-            if volume.get("multiattach"):
+            if multiattach is None:
+                multiattach = bool(self.cinder.get(context, bdm["volume_id"]).get("multiattach"))
+            if multiattach:
                 info["multiattach"] = True
             self.driver.check_multiattach(info)
             self.driver.attach_volume(info, driver_instance, bdm["device_name"],

@@ -195,7 +195,7 @@ class ComputeManager:
                 device_type=device_type, tag=tag, multiattach=multiattach,
                 delete_on_termination=delete_on_termination)
 
-    def attach_volume(self, context, *, instance, bdm):
+    def attach_volume(self, context, *, instance, bdm, multiattach=None):
         uuid = instance["uuid"]
         payload_bdms = [bdm]
         with self._lock(uuid):
@@ -203,7 +203,8 @@ class ComputeManager:
                                  bdms=payload_bdms)
             try:
                 with self.reporter.event(context, uuid, "compute_attach_volume"):
-                    self.attacher.attach(context, instance, _driver_instance(instance), bdm)
+                    self.attacher.attach(context, _driver_instance(instance), bdm,
+                                         multiattach=multiattach)
             except Exception as exc:  # noqa: BLE001 - a cast reports through the DB
                 LOG.warning("Attach of volume %s to %s failed: %s", bdm.get("volume_id"),
                             uuid, compute_utils.message_of(exc))

@@ -67,9 +67,10 @@ class ComputeAPI:
                           device_type=device_type, tag=tag, multiattach=multiattach,
                           delete_on_termination=delete_on_termination)
 
-    def attach_volume(self, ctxt, *, host, instance, bdm):
+    def attach_volume(self, ctxt, *, host, instance, bdm, multiattach=None):
         """Cast: connect the volume, attach the disk, complete the attachment."""
-        self._prepare(host, "1.1").cast(ctxt, "attach_volume", instance=instance, bdm=bdm)
+        self._prepare(host, "1.1").cast(ctxt, "attach_volume", instance=instance, bdm=bdm,
+                                        multiattach=multiattach)
 
     def detach_volume(self, ctxt, *, host, instance, bdm, attachment_id):
         """Cast: detach the disk and delete the Cinder attachment."""

@@ -76,13 +76,14 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_ATTACH_EXPECTED)
     def attach_volume(self, context, *, instance_uuid, volume_id, device=None, disk_bus=None,
-                      device_type=None, tag=None, delete_on_termination=False):
+                      device_type=None, tag=None, delete_on_termination=False,
+                      multiattach=None):
         """Called below 2.101 (returns the BDM), cast from 2.101 (result unused)."""
         return attach_task.AttachTask(
             self._conf, self._db, self._compute, self._cinder, context,
             instance_uuid=instance_uuid, volume_id=volume_id, device=device,
             disk_bus=disk_bus, device_type=device_type, tag=tag,
-            delete_on_termination=delete_on_termination).execute()
+            delete_on_termination=delete_on_termination, multiattach=multiattach).execute()
 
     def detach_volume(self, context, *, instance_uuid, volume_id, attachment_id):
         instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)

@@ -116,11 +116,13 @@ class AttachConductor:
         return self._rpcapi.can_attach()
 
     def attach_volume(self, ctxt, *, instance_uuid, volume_id, device=None, disk_bus=None,
-                      device_type=None, tag=None, delete_on_termination=False, wait=False):
+                      device_type=None, tag=None, delete_on_termination=False,
+                      multiattach=None, wait=False):
         self.calls.append(("attach_volume", dict(
             instance_uuid=instance_uuid, volume_id=volume_id, device=device,
             disk_bus=disk_bus, device_type=device_type, tag=tag,
-            delete_on_termination=delete_on_termination, wait=wait)))
+            delete_on_termination=delete_on_termination, multiattach=multiattach,
+            wait=wait)))
         if not wait:
             return None
         if volume_id in CONDUCTOR_FAILURES:

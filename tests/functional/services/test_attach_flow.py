@@ -159,3 +159,17 @@ def test_a_compute_that_only_looks_down_is_asked_before_refusing(stack, server):
     bdm = stack.conductor_api().attach_volume(ctx, instance_uuid=server,
                                               volume_id=volume["id"], wait=True)
     assert bdm["device_name"] == "/dev/sdb"
+
+
+def test_an_api_attach_costs_four_cinder_calls(stack, server):
+    """API get, attachment create, update, complete: nobody asks about the volume twice."""
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "data", "")
+    stack.cinder.calls.clear()
+    stack.api("POST", f"/servers/{server}/os-volume_attachments",
+              {"volumeAttachment": {"volumeId": volume["id"]}}, version="2.101", status=202)
+    # Poll the fake's state directly: polling through its API would add calls.
+    stack.wait(lambda: stack.cinder.volumes[volume["id"]]["status"] == "in-use",
+               what="in-use")
+    names = [name for name, _args in stack.cinder.calls]
+    assert names == ["get", "attachment_create", "attachment_update", "attachment_complete"]

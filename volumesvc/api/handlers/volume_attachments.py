@@ -193,7 +193,10 @@ def create_volume_attachment(req, server_id):
     logic.check_attach(ctx, version=req.version, instance=instance, volume=volume,
                        volume_bdms=bdm_obj.list_by_volume(deps.db, ctx, volume_id),
                        device=device, tag=tag)
+    # NOTE: the multiattach flag travels with the request so neither the
+    # conductor nor the compute has to ask Cinder about the volume again.
     kwargs = dict(instance_uuid=instance.uuid, volume_id=volume_id, device=device, tag=tag,
+                  multiattach=bool(volume.get("multiattach")),
                   delete_on_termination=strutils.bool_from_string(
                       attachment.get("delete_on_termination", False), strict=True))
     if req.is_at_least(V2_101_ASYNC_ATTACH):

@@ -29,13 +29,14 @@ EVENT = "conductor_attach_volume"
 class AttachTask(base.TaskBase):
     def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid,
                  volume_id, device=None, disk_bus=None, device_type=None, tag=None,
-                 delete_on_termination=False):
+                 delete_on_termination=False, multiattach=None):
         super().__init__(context, instance_uuid)
         self.conf = conf
         self.db = db
         self.compute = compute_rpcapi
         self.cinder = cinder
         self.volume_id = volume_id
+        self.multiattach = multiattach
         self.request = {"device": device, "disk_bus": disk_bus, "device_type": device_type,
                         "tag": tag, "delete_on_termination": bool(delete_on_termination)}
         self.bdm = None
@@ -54,13 +55,14 @@ class AttachTask(base.TaskBase):
             raise exception.InstanceInvalidState(
                 instance_uuid=instance.uuid, attr="host", state=None, method="attach_volume")
         self._check_host_up(instance)
-        volume = self.cinder.get(self.context, self.volume_id)
+        if self.multiattach is None:
+            self.multiattach = bool(self.cinder.get(self.context,
+                                                    self.volume_id).get("multiattach"))
         # Step 1: the compute picks the device name and creates the BDM under
         # its per-instance lock (a call: we need the name to go on).
         self.bdm = self.compute.reserve_block_device_name(
             self.context, host=instance.host, instance=instance.to_dict(),
-            volume_id=self.volume_id, multiattach=bool(volume.get("multiattach")),
-            **self.request)
+            volume_id=self.volume_id, multiattach=self.multiattach, **self.request)
         # Step 2: the Cinder attachment (no connector yet: volume "reserved").
         attachment = self.cinder.attachment_create(self.context, self.volume_id,
                                                    instance.uuid)
@@ -70,7 +72,8 @@ class AttachTask(base.TaskBase):
         # Step 3: the action, then the compute does the host side.
         self._record_action()
         self.compute.attach_volume(self.context, host=instance.host,
-                                   instance=instance.to_dict(), bdm=self.bdm)
+                                   instance=instance.to_dict(), bdm=self.bdm,
+                                   multiattach=self.multiattach)
         return self.bdm
 
     def _check_host_up(self, instance):
