@@ -134,9 +134,8 @@ def _from_domain(exc: exception.VolumesvcException) -> APIError:
     return APIError(500, _GENERIC_500, UNKNOWN)
 
 
-_GENERIC_500 = ("Unexpected API Error. Please report this at "
-                "https://bugs.launchpad.net/volumesvc/ and attach the volumesvc API log "
-                "if possible.")
+_GENERIC_500 = ("Unexpected API Error. The volumesvc-api log has the details under this "
+                "request's x-openstack-request-id; please report it to your operator.")
 
 
 def to_api_error(exc: BaseException) -> APIError:
