@@ -369,6 +369,9 @@ def parse_args(argv):
                         "status for this long (attaches that failed in the background)")
     p.add_argument("--poll-interval", type=float, default=1.0,
                    help="seconds between Cinder volume-list polls during a storm")
+    p.add_argument("--ref", default="HEAD",
+                   help="git commit of volumesvc to run (exported to the state dir, so edits "
+                        "to the working tree during the run do not mix in)")
     p.add_argument("--readme", default=os.path.join(HERE, "README.md"))
     p.add_argument("--no-readme", action="store_true")
     p.add_argument("--api-preload", action="store_true",
@@ -394,7 +397,7 @@ def run(args, argv):
     try:
         t0 = time.monotonic()
         log("starting PostgreSQL db, vhosts, Cinder, Glance, volumesvc api/conductor/compute")
-        stack.start()
+        stack.start(args.ref)
         client = Client(stack.api_url, stack.cinder.url, args.client_timeout)
         log(f"stack ready in {time.monotonic() - t0:.0f}s; booting {args.servers + 1} servers")
         servers = boot_servers(client, stack.image_id, args.servers + 1, timeout=600)
@@ -432,7 +435,7 @@ def run(args, argv):
             "idle": idle, "cal": cal, "pss_idle": pss_idle, "pss_after": pss_after,
             "runs": runs, "workers": args.workers, "n": args.servers, "delay": args.delay,
             "loadavg": os.getloadavg(), "api_preload": args.api_preload,
-            "api_threads": args.api_threads,
+            "api_threads": args.api_threads, "commit": stack.commit,
         }
         text = report.markdown(summary)
         print(text, flush=True)

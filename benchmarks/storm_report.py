@@ -102,6 +102,8 @@ def markdown(s):
         f"— {s['date']}", "",
         "```", "cd /work/main && .venv/bin/python benchmarks/attach_storm.py "
         + " ".join(s["argv"]), "```", "",
+        f"volumesvc at `{(s.get('commit') or 'working tree')[:12]}`; load average at the end "
+        f"{', '.join(f'{x:.1f}' for x in s['loadavg'])} (other users share the machine).", "",
         "| Reserve delay | Microversion | N concurrent | Attach p50 / p99 | Attaches/s "
         "| GET during storm p50 / p99 | All in-use after | Failed requests / not attached |",
         "|---|---|---|---|---|---|---|---|",
@@ -210,7 +212,9 @@ Set-up per run, all separate processes on this machine: a fresh PostgreSQL datab
 volumesvc (dropped after), two RabbitMQ vhosts of its own (deleted after), a real Cinder 29
 (noauth, file driver, 1 API worker, its own MariaDB database, dropped after), a Glance 33,
 `volumesvc-api` under gunicorn with `--workers` sync workers, one conductor, one compute
-with `compute_driver = fake` and `[compute] benchmark_reserve_delay = --delay`.
+with `compute_driver = fake` and `[compute] benchmark_reserve_delay = --delay`. volumesvc's
+processes run a `git archive` snapshot of `--ref` (default `HEAD`, recorded with each result),
+so commits landing in the working tree during a run never mix into it.
 The load generator (this Python process, ~N+5 threads) shares the 2 cores and its CPU is
 reported; "machine busy" is all CPU time on the machine in the window, including other
 users' processes. CPU per group is read from `/proc/<pid>/stat` (live members of the

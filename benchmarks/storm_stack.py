@@ -31,6 +31,7 @@ from volumesvc.aio.glance import GlanceHarness
 from volumesvc.db import fixtures as db_fixtures
 
 START_TIMEOUT = 240.0
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST = "storm-compute"
 
 
@@ -75,6 +76,8 @@ class Stack:
         self.glance = None
         self.image_id = None
         self.conf_path = None
+        self.commit = None
+        self.env = None  # volumesvc's processes run a snapshot of the commit, see _snapshot
 
     # -- bookkeeping ------------------------------------------------------------------------
     def _on_stop(self, what, func, *args):
@@ -110,9 +113,29 @@ class Stack:
         self._on_stop(f"drop MariaDB database {name}", _drop_mariadb, name)
         return url
 
+    def _snapshot(self, ref):
+        """Export ``volumesvc/`` at ``ref`` and put it first on our processes' PYTHONPATH.
+
+        Others commit to this tree while a run lasts, and the API imports
+        some modules lazily: without a snapshot an API worker can run newer
+        code than the conductor started a minute earlier.
+        """
+        import subprocess
+
+        self.commit = subprocess.run(["git", "-C", REPO, "rev-parse", ref], check=True,
+                                     capture_output=True, text=True).stdout.strip()
+        src = os.path.join(self.state_dir, "src")
+        os.makedirs(src, exist_ok=True)
+        archive = subprocess.run(["git", "-C", REPO, "archive", self.commit, "volumesvc"],
+                                 check=True, capture_output=True, timeout=120).stdout
+        subprocess.run(["tar", "-x", "-C", src], input=archive, check=True, timeout=120)
+        self.env = dict(os.environ)
+        self.env["PYTHONPATH"] = src + (os.pathsep + self.env["PYTHONPATH"]
+                                        if self.env.get("PYTHONPATH") else "")
+
     def _spawn(self, name, argv, env=None):
         log_path = os.path.join(self.state_dir, "logs", f"{name}.log")
-        proc = ProcessGroup(name, argv, log_path, env=env)
+        proc = ProcessGroup(name, argv, log_path, env=env or self.env)
         self._on_stop(f"stop {name}", proc.stop, 20.0)
         proc.start()
         return proc
@@ -158,7 +181,8 @@ class Stack:
         return path
 
     # -- the whole thing --------------------------------------------------------------------
-    def start(self):
+    def start(self, ref="HEAD"):
+        self._snapshot(ref)
         rabbit.ensure_rabbit()
         system.ensure_mariadb()
         self.log(f"state dir {self.state_dir}")
@@ -187,7 +211,8 @@ class Stack:
         import subprocess
 
         subprocess.run([_venv_bin("volumesvc-manage"), "--config-file", self.conf_path,
-                        "db", "sync"], check=True, stdout=subprocess.DEVNULL, timeout=300)
+                        "db", "sync"], check=True, stdout=subprocess.DEVNULL, timeout=300,
+                       env=self.env)
         for name in ("conductor", "compute", "api"):
             binary = f"volumesvc-{name}"
             if name == "api" and (self.api_preload or self.api_threads > 1):
@@ -211,9 +236,9 @@ class Stack:
         Same worker count; ``api_threads > 1`` gives each worker that many
         threads (``--worker-class gthread``) instead of one sync request.
         """
-        env = dict(os.environ, VOLUMESVC_CONFIG_FILE=self.conf_path)
-        env["PYTHONPATH"] = os.path.dirname(os.path.abspath(__file__)) + (
-            os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env = dict(self.env, VOLUMESVC_CONFIG_FILE=self.conf_path)
+        env["PYTHONPATH"] = os.path.dirname(os.path.abspath(__file__)) + os.pathsep + env[
+            "PYTHONPATH"]
         argv = [_venv_bin("gunicorn"), "--workers", str(self.api_workers),
                 "--bind", f"127.0.0.1:{self.api_port}", "--name", "volumesvc-api"]
         if self.api_threads > 1:
