@@ -154,7 +154,7 @@ def make_deployment(tmp_path, rabbit_vhost, pg_database_url):
             state_path = {tmp_path}
             transport_url = {rabbit_vhost}
             report_interval = 1
-            service_down_time = 4
+            service_down_time = 8
             compute_driver = fake
             graceful_shutdown_timeout = 5
             [database]

@@ -42,7 +42,9 @@ def _boot(dep):
 
     def active():
         _, show = dep.request("GET", f"/servers/{server_id}")
-        assert show["server"]["status"] != "ERROR", (show, dep.logs())
+        if show["server"]["status"] == "ERROR":
+            # pytest.fail is not an Exception, so wait_for does not swallow it.
+            pytest.fail(f"server went ERROR: {show['server'].get('fault')}\n{dep.logs()}")
         return show["server"]["status"] == "ACTIVE"
     _wait(active, "server ACTIVE")
     return server_id
