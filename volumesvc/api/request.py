@@ -3,8 +3,11 @@
 import dataclasses
 
 from flask import request
+from oslo_utils import uuidutils
 
+from volumesvc import exception
 from volumesvc.api import microversions as mv
+from volumesvc.objects import instance as instance_obj
 
 
 @dataclasses.dataclass
@@ -47,3 +50,19 @@ def base_url(conf) -> str:
     if prefix:
         return prefix.rstrip("/")
     return root
+
+
+def get_instance(req, server_id, read_deleted=None):
+    """The instance the caller may see, else 404 (other projects' look missing).
+
+    Every /servers/{id}/... handler starts here, so project isolation and the
+    404 for a malformed id are decided in one place. ``read_deleted="yes"``
+    is for the few views that still show deleted servers (instance actions).
+    """
+    ctx = req.context
+    if not uuidutils.is_uuid_like(server_id):
+        raise exception.InstanceNotFound(instance_id=server_id)
+    instance = instance_obj.get_by_uuid(req.deps.db, ctx, server_id, read_deleted=read_deleted)
+    if not ctx.is_admin and instance.project_id != ctx.project_id:
+        raise exception.InstanceNotFound(instance_id=server_id)
+    return instance

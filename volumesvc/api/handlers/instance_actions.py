@@ -14,10 +14,9 @@ from oslo_utils import timeutils
 from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
-from volumesvc.api.handlers.server_actions import get_instance
 from volumesvc.api.policies import instance_actions as policies
 from volumesvc.api.policy import authorize
-from volumesvc.api.request import base_url
+from volumesvc.api.request import base_url, get_instance
 from volumesvc.api.schemas import instance_actions as schema
 from volumesvc.objects import instance_action as action_obj
 

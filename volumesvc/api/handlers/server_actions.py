@@ -8,7 +8,6 @@ naming the action for Nova actions volumesvc does not serve.
 
 import flask
 from oslo_log import log as logging
-from oslo_utils import uuidutils
 
 from volumesvc import exception
 from volumesvc.api import errors, validation
@@ -16,6 +15,7 @@ from volumesvc.api import microversions as mv
 from volumesvc.api.logic import snapshot, states
 from volumesvc.api.policies import server_actions as policies
 from volumesvc.api.policy import authorize
+from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import server_actions as schema
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -43,17 +43,6 @@ MAX_IMAGE_METADATA_ITEMS = 128
 
 _REBOOT_TASK_STATE = {"SOFT": states.REBOOTING, "HARD": states.REBOOTING_HARD}
 _REBOOT_GATE = {"SOFT": states.REBOOT_SOFT, "HARD": states.REBOOT_HARD}
-
-
-def get_instance(req, server_id, read_deleted=None):
-    """The instance the caller may see, else 404 (other projects' look missing)."""
-    ctx = req.context
-    if not uuidutils.is_uuid_like(server_id):
-        raise exception.InstanceNotFound(instance_id=server_id)
-    instance = instance_obj.get_by_uuid(req.deps.db, ctx, server_id, read_deleted=read_deleted)
-    if not ctx.is_admin and instance.project_id != ctx.project_id:
-        raise exception.InstanceNotFound(instance_id=server_id)
-    return instance
 
 
 def _reboot(req, server_id, body):

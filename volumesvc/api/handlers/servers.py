@@ -9,7 +9,7 @@ project scoping, and ties those together.
 import secrets
 
 import flask
-from oslo_utils import strutils, uuidutils
+from oslo_utils import strutils
 
 from volumesvc import exception, servicegroup
 from volumesvc.api import errors, validation
@@ -18,6 +18,7 @@ from volumesvc.api.logic import bdm as bdm_logic
 from volumesvc.api.logic import build, states
 from volumesvc.api.policies import servers as policies
 from volumesvc.api.policy import authorize
+from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import servers as schema
 from volumesvc.api.views import servers as views
 from volumesvc.objects import block_device as bdm_obj
@@ -55,17 +56,6 @@ def _allowed(req, rule) -> bool:
     except exception.Forbidden:
         return False
     return True
-
-
-def _get_instance(req, server_id):
-    """The live instance, 404 when unknown or another project's (unless admin)."""
-    ctx = req.context
-    if not uuidutils.is_uuid_like(server_id):
-        raise exception.InstanceNotFound(instance_id=server_id)
-    instance = instance_obj.get_by_uuid(req.deps.db, ctx, server_id)
-    if not ctx.is_admin and instance.project_id != ctx.project_id:
-        raise exception.InstanceNotFound(instance_id=server_id)
-    return instance
 
 
 # --- boot -------------------------------------------------------------------------------
@@ -354,7 +344,7 @@ def list_servers_detail(req):
 def show_server(req, server_id):
     """GET /servers/{id} → 200 (404 unknown or another project's)."""
     authorize(req.context, policies.SHOW)
-    instance = _get_instance(req, server_id)
+    instance = get_instance(req, server_id)
     return {"server": _details(req, [instance], show=True)[0]}, 200
 
 
@@ -363,7 +353,7 @@ def delete_server(req, server_id):
     """DELETE /servers/{id} → 204; 409 when locked (non-admin) or racing another task."""
     authorize(req.context, policies.DELETE)
     ctx = req.context
-    instance = _get_instance(req, server_id)
+    instance = get_instance(req, server_id)
     states.check_instance_lock(ctx, instance)
     instance_obj.save(req.deps.db, ctx, instance.uuid, {"task_state": "deleting"},
                       expected_task_state=instance.task_state)

@@ -17,9 +17,9 @@ from volumesvc.api.logic import attach as logic
 from volumesvc.api.logic import states
 from volumesvc.api.policies import volume_attachments as policies
 from volumesvc.api.policy import authorize
+from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import volume_attachments as schema
 from volumesvc.objects import block_device as bdm_obj
-from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 
 LOG = logging.getLogger(__name__)
@@ -32,17 +32,6 @@ V2_89_ATTACHMENT_IDS = mv.V2_89_ATTACHMENT_IDS  # type: ignore[attr-defined]
 V2_101_ASYNC_ATTACH = mv.V2_101_ASYNC_ATTACH  # type: ignore[attr-defined]
 V2_75_STRICT_QUERY = mv.V2_75_STRICT_QUERY
 V2_102_STRICT_QUERY_ALL = mv.V2_102_STRICT_QUERY_ALL
-
-
-def _get_instance(req, server_id):
-    """The live instance, 404 when unknown or another project's (unless admin)."""
-    ctx = req.context
-    if not uuidutils.is_uuid_like(server_id):
-        raise exception.InstanceNotFound(instance_id=server_id)
-    instance = instance_obj.get_by_uuid(req.deps.db, ctx, server_id)
-    if not ctx.is_admin and instance.project_id != ctx.project_id:
-        raise exception.InstanceNotFound(instance_id=server_id)
-    return instance
 
 
 def _authorize(req, rule, instance):
@@ -137,7 +126,7 @@ def _int_param(req, key, default):
 @_response_windows("list_volume_attachments")
 def list_volume_attachments(req, server_id):
     """GET → 200 ``{"volumeAttachments": [...]}``; limit/offset paginate the BDMs."""
-    instance = _get_instance(req, server_id)
+    instance = get_instance(req, server_id)
     _authorize(req, policies.INDEX, instance)
     bdms = bdm_obj.list_by_instance(req.deps.db, req.context, instance.uuid)
     # NOTE: as in Nova (common.limited), the page is cut from all BDMs before
@@ -156,7 +145,7 @@ def list_volume_attachments(req, server_id):
 @_response_windows("show_volume_attachment")
 def show_volume_attachment(req, server_id, volume_id):
     """GET one (``{volume_id}``) → 200; 404 ``Instance <s> is not attached to volume <v>``."""
-    instance = _get_instance(req, server_id)
+    instance = get_instance(req, server_id)
     _authorize(req, policies.SHOW, instance)
     bdm = _bdm_of(req, instance, volume_id, hide_legacy=True)
     return {"volumeAttachment": _serialize_attachment(req, bdm, instance.uuid)}, 200
@@ -181,7 +170,7 @@ def create_volume_attachment(req, server_id):
     Below 2.101 the conductor's own refusals (400/403/409) come back too.
     """
     ctx, deps = req.context, req.deps
-    instance = _get_instance(req, server_id)
+    instance = get_instance(req, server_id)
     _authorize(req, policies.CREATE, instance)
     if not deps.conductor.can_attach():
         raise exception.ConductorTooOld()
@@ -249,7 +238,7 @@ def update_volume_attachment(req, server_id, volume_id):
     flag and then swaps. volumesvc refuses every swap with 409 (only Cinder
     may drive one, and that is not implemented yet).
     """
-    instance = _get_instance(req, server_id)
+    instance = get_instance(req, server_id)
     attachment = req.body["volumeAttachment"]
     if not req.is_at_least(V2_85_UPDATE_ATTACHMENT) or attachment["volumeId"] != volume_id:
         _authorize(req, policies.SWAP, instance)
@@ -273,7 +262,7 @@ def delete_volume_attachment(req, server_id, volume_id):
     the conductor cast.
     """
     ctx, deps = req.context, req.deps
-    instance = _get_instance(req, server_id)
+    instance = get_instance(req, server_id)
     _authorize(req, policies.DELETE, instance)
     logic.check_shelved(req.version, instance, states.DETACH.action)
     volume = _volume(req, volume_id)
