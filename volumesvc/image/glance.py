@@ -19,12 +19,11 @@ Authentication (``[glance] auth_strategy``):
 import json
 
 from keystoneauth1 import exceptions as ks_exception
-from keystoneauth1 import loading as ks_loading
-from keystoneauth1 import plugin as ks_plugin
 from keystoneauth1 import token_endpoint
 from oslo_log import log as logging
 
 from volumesvc import exception
+from volumesvc.common import keystone
 
 LOG = logging.getLogger(__name__)
 
@@ -57,47 +56,12 @@ def to_image(body: dict) -> dict:
     return image
 
 
-class _ContextTokenAuth(ks_plugin.BaseAuthPlugin):
-    """The user's keystone token, with Glance's endpoint from the context's catalog."""
-
-    def __init__(self, token, catalog):
-        self._token = token
-        self._catalog = catalog or []
-
-    def get_token(self, *args, **kwargs):
-        return self._token
-
-    def get_endpoint(self, session, service_type=None, interface=None, region_name=None,
-                     **kwargs):
-        for service in self._catalog:
-            if service.get("type") != service_type:
-                continue
-            for ep in service.get("endpoints", []):
-                if region_name and ep.get("region") != region_name:
-                    continue
-                if ep.get("interface", interface) == interface and ep.get("url"):
-                    return ep["url"]
-        raise ks_exception.EndpointNotFound(f"no {service_type} endpoint in the catalog")
-
-
-class GlanceAPI:
+class GlanceAPI(keystone.SessionFromConf):
     """Image API v2 client bound to one ConfigOpts (see module docstring)."""
 
-    def __init__(self, conf):
-        self.conf = conf
-        self._session = None
-        self._admin_auth = None
+    _GROUP = "glance"
 
     # -- plumbing --------------------------------------------------------------
-    @property
-    def _noauth(self):
-        return self.conf.glance.auth_strategy == "noauth"
-
-    def _get_session(self):
-        if self._session is None:
-            self._session = ks_loading.load_session_from_conf_options(self.conf, "glance")
-        return self._session
-
     def _override(self):
         """``endpoint_override`` without a trailing ``/v2``, or None."""
         override = self.conf.glance.endpoint_override
@@ -116,10 +80,8 @@ class GlanceAPI:
         if token:
             if self._override():
                 return token_endpoint.Token(self._override(), token)
-            return _ContextTokenAuth(token, getattr(context, "service_catalog", None))
-        if self._admin_auth is None:
-            self._admin_auth = ks_loading.load_auth_from_conf_options(self.conf, "glance")
-        return self._admin_auth
+            return keystone.ContextTokenAuth(token, getattr(context, "service_catalog", None))
+        return self._conf_auth()
 
     def _filter(self):
         service_type, service_name, interface = self.conf.glance.catalog_info.split(":")

@@ -26,11 +26,11 @@ from cinderclient import client as cinder_client
 from cinderclient import exceptions as cinder_exception
 from keystoneauth1 import exceptions as ks_exception
 from keystoneauth1 import loading as ks_loading
-from keystoneauth1 import plugin as ks_plugin
 from keystoneauth1 import service_token, token_endpoint
 from oslo_log import log as logging
 
 from volumesvc import exception
+from volumesvc.common import keystone
 
 LOG = logging.getLogger(__name__)
 
@@ -90,50 +90,12 @@ def _to_dict(resource):
     return resource.to_dict()
 
 
-class _ContextTokenAuth(ks_plugin.BaseAuthPlugin):
-    """The user's keystone token, with Cinder's endpoint from the context's catalog."""
-
-    def __init__(self, token, catalog):
-        self._token = token
-        self._catalog = catalog or []
-
-    def get_token(self, *args, **kwargs):
-        return self._token
-
-    def get_endpoint(self, session, service_type=None, interface=None, region_name=None,
-                     **kwargs):
-        interface = (interface or "public").replace("URL", "")
-        for service in self._catalog:
-            if service.get("type") != service_type:
-                continue
-            for ep in service.get("endpoints", []):
-                if region_name and ep.get("region") != region_name:
-                    continue
-                if ep.get("interface", interface) == interface and ep.get("url"):
-                    return ep["url"]
-                if ep.get(f"{interface}URL"):
-                    return ep[f"{interface}URL"]
-        raise ks_exception.EndpointNotFound(f"no {service_type} endpoint in the catalog")
-
-
-class CinderAPI:
+class CinderAPI(keystone.SessionFromConf):
     """Volume API v3 client bound to one ConfigOpts (see module docstring)."""
 
-    def __init__(self, conf):
-        self.conf = conf
-        self._session = None
-        self._admin_auth = None
+    _GROUP = "cinder"
 
     # -- plumbing --------------------------------------------------------------
-    @property
-    def _noauth(self):
-        return self.conf.cinder.auth_strategy == "noauth"
-
-    def _get_session(self):
-        if self._session is None:
-            self._session = ks_loading.load_session_from_conf_options(self.conf, "cinder")
-        return self._session
-
     def _endpoint(self, context, microversion):
         """(endpoint or None, microversion): put the project in the URL when Cinder can route it.
 
@@ -181,11 +143,11 @@ class CinderAPI:
         token = getattr(context, "auth_token", None)
         if token:
             user_auth = (token_endpoint.Token(endpoint, token) if endpoint else
-                         _ContextTokenAuth(token, getattr(context, "service_catalog", None)))
+                         keystone.ContextTokenAuth(token,
+                                                   getattr(context, "service_catalog", None),
+                                                   legacy_interfaces=True))
         else:
-            if self._admin_auth is None:
-                self._admin_auth = ks_loading.load_auth_from_conf_options(self.conf, "cinder")
-            user_auth = self._admin_auth
+            user_auth = self._conf_auth()
         return self._service_user_auth(user_auth)
 
     def client(self, context, microversion=MV_BASE, service=False):
