@@ -6,16 +6,19 @@ their configuration, start them in separate process groups and stop them by
 group. Used by ``volumesvc-aio`` and by the integration tests.
 
 This module holds the pieces both harnesses share: the dependency cache,
-virtualenv installs guarded by a marker file, process groups, HTTP probes.
+virtualenv installs guarded by a marker file, process groups, HTTP probes,
+and :class:`ServiceHarness`, their common lifecycle.
 """
 
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +32,9 @@ def deps_dir(explicit=None) -> str:
     """Where virtualenvs are cached: argument, ``$VOLUMESVC_DEPS_DIR``, ``~/.cache/volumesvc``."""
     return os.path.abspath(os.path.expanduser(
         explicit or os.environ.get("VOLUMESVC_DEPS_DIR") or "~/.cache/volumesvc"))
+
+
+_cache_dir = deps_dir  # the harnesses' ``deps_dir`` keyword shadows the function
 
 
 def install_venv(venv_dir, requirements, log=None) -> bool:
@@ -177,3 +183,134 @@ def wait_for(predicate, timeout, interval=0.5, what="condition", on_fail=None,
                 extra = f"last error: {last_error}\n{extra}"
             raise TimeoutError(f"timed out after {timeout}s waiting for {what}\n{extra}")
         time.sleep(interval)
+
+
+class ServiceHarness:
+    """What the Cinder and Glance harnesses share: venv, db sync, process groups, lifecycle.
+
+    A subclass names its service (``LABEL``, ``VERSION``, ``REQUIREMENTS``,
+    ``DB_SYNC`` = the ``<project>-manage`` arguments) and supplies
+    ``config_file``, ``url``, ``configure()``, ``_commands()`` (name → argv
+    of each process) and ``_ready()``; install/start/stop/clean/setup and the
+    ``with`` form are written once here so the two harnesses cannot drift apart.
+    """
+
+    LABEL = None            # "Cinder"; also names the venv and the manage tool
+    VERSION = None
+    REQUIREMENTS = ()
+    DB_SYNC = ("db", "sync")
+    READY_TIMEOUT = 60.0
+
+    def __init__(self, state_dir, port, deps_dir=None):
+        self.state_dir = os.path.abspath(state_dir)
+        self.port = int(port)
+        self.venv = os.path.join(_cache_dir(deps_dir),
+                                 f"{self.LABEL.lower()}-{self.VERSION}")
+        self.log_dir = os.path.join(self.state_dir, "log")
+        self.processes = []
+
+    def _bin(self, name):
+        return os.path.join(self.venv, "bin", name)
+
+    def install(self) -> bool:
+        """Create the cached virtualenv (tens of seconds once, then nothing)."""
+        os.makedirs(self.log_dir, exist_ok=True)
+        try:
+            return install_venv(self.venv, self.REQUIREMENTS,
+                                log=os.path.join(self.log_dir, "install.log"))
+        except (RuntimeError, OSError) as e:
+            raise RuntimeError(f"Cannot install {self.LABEL} {self.VERSION}: {e}") from e
+
+    def _env(self):
+        """os.environ with the service's venv first on PATH (never ours)."""
+        env = dict(os.environ)
+        env["PATH"] = os.path.join(self.venv, "bin") + os.pathsep + env.get("PATH", "")
+        env.pop("VIRTUAL_ENV", None)
+        return env
+
+    def db_sync(self):
+        manage = f"{self.LABEL.lower()}-manage"
+        result = subprocess.run([self._bin(manage), "--config-file", self.config_file,
+                                 *self.DB_SYNC], env=self._env(), capture_output=True,
+                                text=True, timeout=300)
+        if result.returncode != 0:
+            raise RuntimeError(f"{manage} {' '.join(self.DB_SYNC)} failed:\n"
+                               f"{result.stderr[-3000:]}")
+
+    def start(self):
+        """db sync, then each process of ``_commands()`` in its own process group."""
+        if self.processes:
+            raise RuntimeError(f"{self.LABEL} harness already started")
+        if not os.path.exists(self.config_file):
+            self.configure()
+        self.db_sync()
+        env = self._env()
+        for name, argv in self._commands():
+            proc = ProcessGroup(name, argv, os.path.join(self.log_dir, f"{name}.log"),
+                                env=env, cwd=self.state_dir)
+            self.processes.append(proc.start())
+
+    def _check_alive(self):
+        for proc in self.processes:
+            if not proc.running():
+                raise RuntimeError(f"{proc.name} exited early:\n{proc.tail()}")
+
+    def _logs(self):
+        """What a readiness timeout reports: the tail of every process's log."""
+        return "\n".join(f"--- {p.name}\n{p.tail()}" for p in self.processes)
+
+    def wait_ready(self, timeout=None):
+        wait_for(self._ready, self.READY_TIMEOUT if timeout is None else timeout,
+                 what=f"{self.LABEL} on port {self.port}", on_fail=self._logs)
+        return self
+
+    def stop(self):
+        """SIGTERM each process group (in parallel), SIGKILL what remains."""
+        procs, self.processes = self.processes, []
+        threads = [threading.Thread(target=p.stop) for p in procs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def clean(self):
+        """Remove state_dir (stop first); Cinder's state_path keeps one lock file per volume."""
+        self.stop()
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def setup(self, timeout=None):
+        """install + configure + start + wait_ready; stops what started on failure."""
+        self.install()
+        self.configure()
+        try:
+            self.start()
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __enter__(self):
+        return self.setup()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def run_foreground(self, clean=False, install_only=False):
+        """The ``python -m volumesvc.aio.<service>`` body: run until interrupted."""
+        if clean:
+            self.clean()
+        started = time.monotonic()
+        self.install()
+        print(f"installed in {self.venv} ({time.monotonic() - started:.1f}s)", flush=True)
+        if install_only:
+            return 0
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+        started = time.monotonic()
+        with self:
+            print(f"{self.LABEL} ready at {self.url} in {time.monotonic() - started:.1f}s "
+                  f"(logs in {self.log_dir}); Ctrl-C stops it", flush=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                while all(p.running() for p in self.processes):
+                    time.sleep(1)
+        return 0

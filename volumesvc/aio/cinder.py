@@ -17,17 +17,11 @@ or ``python -m volumesvc.aio.cinder --state-dir D --port P`` for humans.
 """
 
 import argparse
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import threading
-import time
 
-from volumesvc.aio import ProcessGroup, free_port, http_json, install_venv, rabbit, wait_for
-from volumesvc.aio import deps_dir as _deps_dir
+from volumesvc.aio import ServiceHarness, free_port, http_json, rabbit
 
 CINDER_VERSION = "29.0.0"
 REQUIREMENTS = [f"cinder=={CINDER_VERSION}", "python-cinderclient", "fixtures",
@@ -39,7 +33,7 @@ ADMIN_TOKEN = "admin:admin"  # noauth: "<user>:<project>", every request is admi
 SERVICES = ("cinder-api", "cinder-scheduler", "cinder-volume")
 
 
-class CinderHarness:
+class CinderHarness(ServiceHarness):
     """A real Cinder (API, scheduler, volume) with the file driver, noauth.
 
     :param state_dir: everything it writes (config, state_path, logs, volume
@@ -59,23 +53,24 @@ class CinderHarness:
     :param volume_manager: optional ``[DEFAULT] volume_manager`` override.
     """
 
+    LABEL = "Cinder"
+    VERSION = CINDER_VERSION
+    REQUIREMENTS = REQUIREMENTS
+    READY_TIMEOUT = 120.0
+
     def __init__(self, state_dir, *, port=8776, transport_url=None,
                  database_connection=None, deps_dir=None, nova_endpoint=None,
                  glance_url=None, host="volumesvc-cinder", volume_manager=None):
-        self.state_dir = os.path.abspath(state_dir)
-        self.port = int(port)
+        super().__init__(state_dir, port, deps_dir)
         self.transport_url = transport_url or rabbit.transport_url("/")
         self.database_connection = (database_connection or
                                     f"sqlite:///{self.state_dir}/cinder.sqlite")
-        self.venv = os.path.join(_deps_dir(deps_dir), f"cinder-{CINDER_VERSION}")
         self.nova_endpoint = nova_endpoint
         self.glance_url = glance_url
         self.host = host
         self.volume_manager = volume_manager
         self.config_file = os.path.join(self.state_dir, "cinder.conf")
         self.volumes_dir = os.path.join(self.state_dir, "volumes")
-        self.log_dir = os.path.join(self.state_dir, "log")
-        self.processes = []
 
     # -- properties ------------------------------------------------------------
     @property
@@ -87,19 +82,6 @@ class CinderHarness:
     def url(self):
         """Volume API v3 endpoint, the value for ``[cinder] endpoint_override``."""
         return f"{self.endpoint}/v3"
-
-    def _bin(self, name):
-        return os.path.join(self.venv, "bin", name)
-
-    # -- install ---------------------------------------------------------------
-    def install(self) -> bool:
-        """Create the cached Cinder virtualenv (~35 s once, then nothing)."""
-        os.makedirs(self.log_dir, exist_ok=True)
-        try:
-            return install_venv(self.venv, REQUIREMENTS,
-                                log=os.path.join(self.log_dir, "install.log"))
-        except (RuntimeError, OSError) as e:
-            raise RuntimeError(f"Cannot install Cinder {CINDER_VERSION}: {e}") from e
 
     # -- configure -------------------------------------------------------------
     def _venv_etc(self, name):
@@ -165,38 +147,15 @@ class CinderHarness:
 
     # -- run -------------------------------------------------------------------
     def _env(self):
-        env = dict(os.environ)
+        env = super()._env()
         env["PYTHONPATH"] = PLUGINS_DIR + (os.pathsep + env["PYTHONPATH"]
                                            if env.get("PYTHONPATH") else "")
-        env["PATH"] = os.path.join(self.venv, "bin") + os.pathsep + env.get("PATH", "")
-        env.pop("VIRTUAL_ENV", None)
         return env
 
-    def db_sync(self):
-        result = subprocess.run([self._bin("cinder-manage"), "--config-file", self.config_file,
-                                 "db", "sync"], env=self._env(), capture_output=True,
-                                text=True, timeout=300)
-        if result.returncode != 0:
-            raise RuntimeError(f"cinder-manage db sync failed:\n{result.stderr[-3000:]}")
-
-    def start(self):
-        """db sync, then the three services, each in its own process group."""
-        if self.processes:
-            raise RuntimeError("Cinder harness already started")
-        if not os.path.exists(self.config_file):
-            self.configure()
-        self.db_sync()
-        env = self._env()
-        for name in SERVICES:
-            proc = ProcessGroup(name, [self._bin(name), "--config-file", self.config_file],
-                                os.path.join(self.log_dir, f"{name}.log"), env=env,
-                                cwd=self.state_dir)
-            self.processes.append(proc.start())
-
-    def _check_alive(self):
-        for proc in self.processes:
-            if not proc.running():
-                raise RuntimeError(f"{proc.name} exited early:\n{proc.tail()}")
+    def _commands(self):
+        """The three services, each with our cinder.conf."""
+        return [(name, [self._bin(name), "--config-file", self.config_file])
+                for name in SERVICES]
 
     def api_get(self, path, microversion="3.67"):
         """Admin GET on the v3 API (no project in the URL, hence >= 3.67)."""
@@ -205,6 +164,10 @@ class CinderHarness:
             "Accept": "application/json"})
 
     def _ready(self):
+        """GET / is 300, cinder-volume is up and the scheduler knows a pool.
+
+        Before the pool shows up creates fail with "No valid backend".
+        """
         self._check_alive()
         status, _ = http_json(self.endpoint + "/")
         if status != 300:
@@ -214,49 +177,6 @@ class CinderHarness:
             return False
         status, body = self.api_get("/scheduler-stats/get_pools")
         return status == 200 and bool(body.get("pools"))
-
-    def wait_ready(self, timeout=120.0):
-        """Until GET / is 300, cinder-volume is up and the scheduler knows a pool.
-
-        Before the pool shows up creates fail with "No valid backend".
-        """
-        wait_for(self._ready, timeout, what=f"Cinder on port {self.port}",
-                 on_fail=lambda: "\n".join(f"--- {p.name}\n{p.tail()}"
-                                           for p in self.processes))
-        return self
-
-    def stop(self):
-        """SIGTERM each process group, SIGKILL what remains."""
-        procs, self.processes = self.processes, []
-        threads = [threading.Thread(target=p.stop) for p in procs]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-
-    def clean(self):
-        """Remove state_dir (stop first). state_path accumulates one lock file per volume."""
-        self.stop()
-        shutil.rmtree(self.state_dir, ignore_errors=True)
-
-    # -- conveniences -----------------------------------------------------------
-    def setup(self, timeout=120.0):
-        """install + configure + start + wait_ready."""
-        self.install()
-        self.configure()
-        try:
-            self.start()
-            self.wait_ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __enter__(self):
-        return self.setup()
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 def main(argv=None):
@@ -284,23 +204,7 @@ def main(argv=None):
                             database_connection=args.database_connection,
                             deps_dir=args.deps_dir, nova_endpoint=args.nova_endpoint,
                             glance_url=args.glance_url, host=args.host)
-    if args.clean:
-        harness.clean()
-    started = time.monotonic()
-    harness.install()
-    print(f"installed in {harness.venv} ({time.monotonic() - started:.1f}s)", flush=True)
-    if args.install_only:
-        return 0
-    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
-    started = time.monotonic()
-    with harness:
-        print(f"Cinder ready at {harness.url} in {time.monotonic() - started:.1f}s "
-              f"(logs in {harness.log_dir}); Ctrl-C stops it", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            while all(p.running() for p in harness.processes):
-                time.sleep(1)
-    return 0
-
+    return harness.run_foreground(clean=args.clean, install_only=args.install_only)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,16 +11,11 @@ Point Cinder at it with ``CinderHarness(..., glance_url=glance.url)``.
 """
 
 import argparse
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 
-from volumesvc.aio import ProcessGroup, free_port, http_json, install_venv, wait_for
-from volumesvc.aio import deps_dir as _deps_dir
+from volumesvc.aio import ServiceHarness, free_port, http_json
 
 GLANCE_VERSION = "33.0.0"
 REQUIREMENTS = [f"glance=={GLANCE_VERSION}", "python-glanceclient", "gunicorn",
@@ -28,7 +23,7 @@ REQUIREMENTS = [f"glance=={GLANCE_VERSION}", "python-glanceclient", "gunicorn",
 POLICY = '"context_is_admin": ""\n"service_api": ""\n'
 
 
-class GlanceHarness:
+class GlanceHarness(ServiceHarness):
     """A real Glance API (no keystone, file store) under gunicorn.
 
     :param state_dir: config, SQLite DB, images, staging, logs.
@@ -37,32 +32,23 @@ class GlanceHarness:
     :param deps_dir: virtualenv cache (``$VOLUMESVC_DEPS_DIR`` or ``~/.cache/volumesvc``).
     """
 
+    LABEL = "Glance"
+    VERSION = GLANCE_VERSION
+    REQUIREMENTS = REQUIREMENTS
+    DB_SYNC = ("db_sync",)
+    READY_TIMEOUT = 60.0
+
     def __init__(self, state_dir, *, port=9292, database_connection=None, deps_dir=None):
-        self.state_dir = os.path.abspath(state_dir)
-        self.port = int(port)
+        super().__init__(state_dir, port, deps_dir)
         self.database_connection = (database_connection or
                                     f"sqlite:///{self.state_dir}/glance.sqlite")
-        self.venv = os.path.join(_deps_dir(deps_dir), f"glance-{GLANCE_VERSION}")
         self.config_dir = os.path.join(self.state_dir, "etc")
         self.config_file = os.path.join(self.config_dir, "glance-api.conf")
-        self.log_dir = os.path.join(self.state_dir, "log")
-        self.process = None
 
     @property
     def url(self):
         """What clients and Cinder's ``glance_api_servers`` use."""
         return f"http://127.0.0.1:{self.port}"
-
-    def _bin(self, name):
-        return os.path.join(self.venv, "bin", name)
-
-    def install(self) -> bool:
-        os.makedirs(self.log_dir, exist_ok=True)
-        try:
-            return install_venv(self.venv, REQUIREMENTS,
-                                log=os.path.join(self.log_dir, "install.log"))
-        except (RuntimeError, OSError) as e:
-            raise RuntimeError(f"Cannot install Glance {GLANCE_VERSION}: {e}") from e
 
     def config_text(self):
         return "\n".join([
@@ -96,65 +82,24 @@ class GlanceHarness:
             f.write(self.config_text())
 
     def _env(self):
-        env = dict(os.environ)
+        env = super()._env()
         env["OS_GLANCE_CONFIG_DIR"] = self.config_dir
-        env["PATH"] = os.path.join(self.venv, "bin") + os.pathsep + env.get("PATH", "")
-        env.pop("VIRTUAL_ENV", None)
         return env
 
-    def start(self):
-        if self.process:
-            raise RuntimeError("Glance harness already started")
-        if not os.path.exists(self.config_file):
-            self.configure()
-        result = subprocess.run([self._bin("glance-manage"), "--config-file", self.config_file,
-                                 "db_sync"], env=self._env(), capture_output=True, text=True,
-                                timeout=300)
-        if result.returncode != 0:
-            raise RuntimeError(f"glance-manage db_sync failed:\n{result.stderr[-3000:]}")
-        self.process = ProcessGroup(
-            "glance-api",
-            [self._bin("gunicorn"), "--bind", f"127.0.0.1:{self.port}", "--workers", "1",
-             "--timeout", "600", "glance.wsgi.api:application"],
-            os.path.join(self.log_dir, "glance-api.log"), env=self._env(),
-            cwd=self.state_dir).start()
+    def _commands(self):
+        """Glance 33 has no standalone server: glance-api is gunicorn on the WSGI app."""
+        return [("glance-api",
+                 [self._bin("gunicorn"), "--bind", f"127.0.0.1:{self.port}", "--workers", "1",
+                  "--timeout", "600", "glance.wsgi.api:application"])]
 
     def _ready(self):
-        if not self.process.running():
-            raise RuntimeError(f"glance-api exited early:\n{self.process.tail()}")
+        self._check_alive()
         status, _ = http_json(self.url + "/v2/images", headers={"Accept": "application/json"})
         return status == 200
 
-    def wait_ready(self, timeout=60.0):
-        wait_for(self._ready, timeout, what=f"Glance on port {self.port}",
-                 on_fail=lambda: self.process.tail() if self.process else "")
-        return self
-
-    def stop(self):
-        if self.process:
-            self.process.stop()
-            self.process = None
-
-    def clean(self):
-        self.stop()
-        shutil.rmtree(self.state_dir, ignore_errors=True)
-
-    def setup(self, timeout=60.0):
-        self.install()
-        self.configure()
-        try:
-            self.start()
-            self.wait_ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __enter__(self):
-        return self.setup()
-
-    def __exit__(self, *exc):
-        self.stop()
+    def _logs(self):
+        """Only one process: its log tail without a header."""
+        return "".join(p.tail() for p in self.processes)
 
 
 def main(argv=None):
@@ -172,23 +117,7 @@ def main(argv=None):
     harness = GlanceHarness(args.state_dir, port=args.port or free_port(),
                             database_connection=args.database_connection,
                             deps_dir=args.deps_dir)
-    if args.clean:
-        harness.clean()
-    started = time.monotonic()
-    harness.install()
-    print(f"installed in {harness.venv} ({time.monotonic() - started:.1f}s)", flush=True)
-    if args.install_only:
-        return 0
-    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
-    started = time.monotonic()
-    with harness:
-        print(f"Glance ready at {harness.url} in {time.monotonic() - started:.1f}s "
-              f"(logs in {harness.log_dir}); Ctrl-C stops it", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            while harness.process and harness.process.running():
-                time.sleep(1)
-    return 0
-
+    return harness.run_foreground(clean=args.clean, install_only=args.install_only)
 
 if __name__ == "__main__":
     sys.exit(main())
