@@ -133,8 +133,15 @@ def create_volumes(client, count, timeout):
         _check(status, body, (202,), "volume create")
         return body["volume"]["id"]
 
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        ids = list(pool.map(create, range(count)))
+    # NOTE: one create at a time, 10 per batch, each batch available before the next: a
+    # burst of concurrent creates makes cinder-scheduler open ~150 MariaDB connections
+    # (whatever max_pool_size says) and exhausts the server for everyone on the machine.
+    ids = []
+    for first in range(0, count, 10):
+        batch = [create(i) for i in range(first, min(count, first + 10))]
+        with contextlib.suppress(TimeoutError):
+            wait_volumes(client, batch, ("available", "error"), min(timeout, 60))
+        ids += batch
     for _ in range(3):  # a volume in error or stuck creating is replaced, at most 3 rounds
         with contextlib.suppress(TimeoutError):
             wait_volumes(client, ids, ("available", "error"), min(timeout, 60))

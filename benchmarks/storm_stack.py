@@ -38,10 +38,11 @@ HOST = "storm-compute"
 class _Cinder(CinderHarness):
     """CinderHarness with a bounded SQL pool per process.
 
-    MariaDB here allows 151 connections and is shared with other users; 3
-    Cinder processes with oslo.db's default overflow (5 + 50 each) can
-    exhaust it during a burst of volume creates ("Too many connections").
-    Ten connections per process are plenty for one eventlet API worker.
+    MariaDB here allows 151 connections and is shared with other users. NOTE:
+    this cap did not stop cinder-scheduler from holding ~144 connections
+    during a burst of concurrent volume creates (seen with ``ss -tnp``), so
+    ``create_volumes`` creates them one at a time; the cap stays as a bound
+    for the storm itself.
     """
 
     def config_text(self):
