@@ -28,7 +28,7 @@ class RPCService:
     """
 
     def __init__(self, conf, *, binary, topic, manager, transport, heartbeat,
-                 capabilities=None, owns_transport=True):
+                 capabilities=None, owns_transport=True, extra_topics=()):
         self.conf = conf
         self.binary = binary
         self.topic = topic
@@ -39,7 +39,8 @@ class RPCService:
         self._heartbeat = heartbeat
         self._capabilities = capabilities or (lambda: {})
         self._stopping = threading.Event()
-        self._server = None
+        self._extra_topics = tuple(extra_topics)
+        self._servers = []
         self._beat_thread = None
 
     def start(self):
@@ -50,10 +51,13 @@ class RPCService:
         # that ``service list`` shows the service (and its capabilities) as
         # soon as it can act on requests.
         self.report_state()
-        self._server = rpc.get_server(
-            self._transport, self.topic, self.host, [self.manager],
-            version=self.manager.target.version)
-        self._server.start()
+        # NOTE: one RPC server (and so one executor thread pool) per topic:
+        # work on one topic can never take the threads another topic needs.
+        for topic in (self.topic, *self._extra_topics):
+            server = rpc.get_server(self._transport, topic, self.host, [self.manager],
+                                    version=self.manager.target.version)
+            server.start()
+            self._servers.append(server)
         self._beat_thread = threading.Thread(
             target=self._beat_loop, name=f"{self.binary}-heartbeat", daemon=True)
         self._beat_thread.start()
@@ -82,14 +86,18 @@ class RPCService:
             return
         self._stopping.set()
         LOG.info("Stopping %s on %s", self.binary, self.host)
-        if self._server is not None:
-            self._server.stop()
-            waiter = threading.Thread(target=self._server.wait, daemon=True)
+        for server in self._servers:
+            server.stop()
+        waiters = [threading.Thread(target=server.wait, daemon=True)
+                   for server in self._servers]
+        for waiter in waiters:
             waiter.start()
+        for waiter in waiters:
             waiter.join(self.conf.graceful_shutdown_timeout)
             if waiter.is_alive():
                 LOG.warning("RPC handlers still running after %ss; exiting anyway",
                             self.conf.graceful_shutdown_timeout)
+                break
         cleanup = getattr(self.manager, "cleanup_host", None)
         if cleanup:
             cleanup()

@@ -12,6 +12,9 @@ SERVICE_VERSION_HISTORY = (
     # 2: computes create boot volumes with the BDM's volume_type (spec 5);
     #    reserve_block_device_name / attach_volume / detach_volume.
     {"compute_rpc": "1.1", "conductor_rpc": "1.1"},
+    # 3: conductors serve persistence on their own topic; attach passes
+    #    the volume's multiattach flag down.
+    {"compute_rpc": "1.2", "conductor_rpc": "1.2"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
@@ -21,6 +24,6 @@ SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
 MIN_COMPUTE_VOLUME_TYPE = 2
 # Minimum compute service version that completes extends with Cinder
 # (spec 3, microversion 2.105).
-MIN_COMPUTE_EXTEND_COMPLETION = 3
+MIN_COMPUTE_EXTEND_COMPLETION = 4
 
 RELEASE = "0.1.0"

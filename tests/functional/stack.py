@@ -73,10 +73,11 @@ class Stack:
     def add_compute(self, host, **overrides):
         """Start a compute service on ``host`` (own conf copy: own host name)."""
         conf = get_conf(default_config_files=[])
-        for group in ("api", "compute", "libvirt", "virt"):
+        for group in ("api", "compute", "libvirt", "virt", "upgrade_levels"):
             for name, _value in self.conf[group].items():
                 conf.set_override(name, self.conf[group][name], group=group)
-        for name in ("transport_url", "report_interval", "state_path", "compute_driver"):
+        for name in ("transport_url", "report_interval", "state_path", "compute_driver",
+                     "executor_thread_pool_size", "rpc_response_timeout"):
             conf.set_override(name, self.conf[name])
         conf.set_override("host", host)
         for (group, name), value in overrides.items():

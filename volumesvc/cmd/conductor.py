@@ -24,9 +24,12 @@ def build_service(conf, transport=None, *, cinder=None):
     def heartbeat(ctx, **values):
         service_obj.heartbeat(db, ctx, **values)
 
+    from volumesvc.conductor import rpcapi as conductor_rpcapi
+
     return service.RPCService(
         conf, binary="volumesvc-conductor", topic=conf.conductor.topic,
-        manager=mgr, transport=transport, heartbeat=heartbeat, owns_transport=owns_transport)
+        manager=mgr, transport=transport, heartbeat=heartbeat, owns_transport=owns_transport,
+        extra_topics=(conductor_rpcapi.persistence_topic(conf),))
 
 
 def main(argv=None):

@@ -78,7 +78,10 @@ class ConductorManager:
     def attach_volume(self, context, *, instance_uuid, volume_id, device=None, disk_bus=None,
                       device_type=None, tag=None, delete_on_termination=False,
                       multiattach=None):
-        """Called below 2.101 (returns the BDM), cast from 2.101 (result unused)."""
+        """Called below 2.101 (returns the BDM), cast from 2.101 (result unused).
+
+        ``multiattach`` arrives from 1.2 clients; None means ask Cinder.
+        """
         return attach_task.AttachTask(
             self._conf, self._db, self._compute, self._cinder, context,
             instance_uuid=instance_uuid, volume_id=volume_id, device=device,

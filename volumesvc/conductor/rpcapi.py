@@ -8,6 +8,12 @@ manager imports ``VERSION`` so the two can never disagree):
         persistence on behalf of computes.
 * 1.1 - attach_volume (the attach workflow, called below API 2.101 and cast
         from 2.101) and detach_volume.
+* 1.2 - The persistence calls of computes (service_update, instance_*,
+        bdm_*, action events, faults) go to their own topic
+        ``<topic>_persistence``, served by a second RPC server with its own
+        thread pool: workflow tasks that call a compute can no longer take
+        every thread the compute's call-backs need (attach storms starved).
+        attach_volume takes ``multiattach`` (the API's reading of the volume).
 """
 
 import oslo_messaging as messaging
@@ -15,7 +21,13 @@ import oslo_messaging as messaging
 from volumesvc import rpc
 
 TOPIC = "conductor"
-VERSION = "1.1"
+VERSION = "1.2"
+PERSISTENCE_SUFFIX = "_persistence"
+
+
+def persistence_topic(conf):
+    """The topic of the conductors' persistence server (RPC 1.2)."""
+    return conf.conductor.topic + PERSISTENCE_SUFFIX
 
 
 class ConductorAPI:
@@ -32,6 +44,16 @@ class ConductorAPI:
         self._client = rpc.get_client(
             transport, conf.conductor.topic, version=VERSION,
             version_cap=conf.upgrade_levels.conductor)
+        self._persistence = rpc.get_client(
+            transport, persistence_topic(conf), version=VERSION,
+            version_cap=conf.upgrade_levels.conductor)
+
+    def _persistence_client(self):
+        # TODO(remove at RPC 2.0): before 1.2 conductors served persistence
+        # on the workflow topic only.
+        if self._client.can_send_version("1.2"):
+            return self._persistence, "1.2"
+        return self._client, "1.0"
 
     def can_send_version(self, version):
         return self._client.can_send_version(version)
@@ -44,8 +66,9 @@ class ConductorAPI:
         cannot reach any conductor: a missed heartbeat is what makes it
         ``down`` for the API.
         """
-        cctxt = self._client.prepare(
-            version="1.0", timeout=timeout or self._conf.report_interval)
+        client, rpc_version = self._persistence_client()
+        cctxt = client.prepare(version=rpc_version,
+                               timeout=timeout or self._conf.report_interval)
         return cctxt.call(ctxt, "service_update", host=host, binary=binary,
                           topic=topic, version=version, capabilities=capabilities)
 
@@ -96,12 +119,15 @@ class ConductorAPI:
         """
         kwargs = dict(instance_uuid=instance_uuid, volume_id=volume_id, device=device,
                       disk_bus=disk_bus, device_type=device_type, tag=tag,
-                      delete_on_termination=delete_on_termination, multiattach=multiattach)
+                      delete_on_termination=delete_on_termination)
+        version = "1.1"
+        if multiattach is not None and self._client.can_send_version("1.2"):
+            version, kwargs["multiattach"] = "1.2", multiattach
         if not wait:
-            self._client.prepare(version="1.1").cast(ctxt, "attach_volume", **kwargs)
+            self._client.prepare(version=version).cast(ctxt, "attach_volume", **kwargs)
             return None
         cctxt = self._client.prepare(
-            version="1.1", timeout=self._conf.long_rpc_timeout,
+            version=version, timeout=self._conf.long_rpc_timeout,
             call_monitor_timeout=self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "attach_volume", **kwargs)
 
@@ -118,8 +144,8 @@ class ConductorAPI:
     # -- compute → conductor: persistence (calls, short timeouts) ------------
 
     def _call(self, ctxt, method, **kwargs):
-        cctxt = self._client.prepare(version="1.0",
-                                     timeout=self._conf.rpc_response_timeout)
+        client, rpc_version = self._persistence_client()
+        cctxt = client.prepare(version=rpc_version, timeout=self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, method, **kwargs)
 
     def instance_get(self, ctxt, *, instance_uuid):

@@ -173,3 +173,29 @@ def test_an_api_attach_costs_four_cinder_calls(stack, server):
                what="in-use")
     names = [name for name, _args in stack.cinder.calls]
     assert names == ["get", "attachment_create", "attachment_update", "attachment_complete"]
+
+
+def test_an_attach_storm_larger_than_the_conductor_thread_pool(tmp_path):
+    """Regression: >pool-size attach casts took every conductor thread, each waiting
+    on a compute whose call-backs queued behind them; nothing moved until timeouts.
+    """
+    stack = Stack(tmp_path, conf_overrides={
+        (None, "executor_thread_pool_size"): 4,
+        (None, "rpc_response_timeout"): 10,
+        ("compute", "benchmark_reserve_delay"): 0.05})
+    try:
+        ctx = stack.context()
+        servers = []
+        for _ in range(3):
+            uuid = stack.boot(stack.context(), ROOT)
+            servers.append(uuid)
+        for uuid in servers:
+            stack.wait_instance(uuid, "active")
+        volumes = [stack.cinder.create(ctx, 1, f"v{i}", "") for i in range(12)]
+        for i, volume in enumerate(volumes):
+            stack.conductor_api().attach_volume(
+                stack.context(), instance_uuid=servers[i % 3], volume_id=volume["id"])
+        stack.wait(lambda: all(stack.cinder.volumes[v["id"]]["status"] == "in-use"
+                               for v in volumes), timeout=30, what="all 12 in-use")
+    finally:
+        stack.stop()
