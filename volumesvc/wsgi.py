@@ -48,8 +48,32 @@ def init_application(conf=None):
     return create_app(conf if conf is not None else load_conf())
 
 
+def _preimport():
+    """Import what ``api/deps.py`` builds lazily, without building it.
+
+    With ``preload_app`` the workers then share these modules' pages with the
+    master instead of importing them once each; no connection or socket is
+    made here, so nothing crosses the fork.
+    """
+    import oslo_messaging  # noqa: F401
+
+    from volumesvc import rpc  # noqa: F401
+    from volumesvc.conductor import rpcapi  # noqa: F401
+    from volumesvc.db import api as db_api  # noqa: F401
+    from volumesvc.image import glance  # noqa: F401
+    from volumesvc.volume import cinder  # noqa: F401
+
+
 def serve(conf):
-    """Run the API on ``[api] listen_host:listen_port`` with gunicorn workers."""
+    """Run the API on ``[api] listen_host:listen_port`` with gunicorn workers.
+
+    The app is loaded once in the master (``preload_app``) and the workers
+    share its pages: about 170 MB less PSS with 4 workers
+    (benchmarks/attach_storm.py --api-preload). gunicorn's control socket
+    is off: its default path is shared by every gunicorn on the machine.
+    """
+    import gc
+
     from gunicorn.app.base import BaseApplication
 
     class _Server(BaseApplication):
@@ -58,8 +82,15 @@ def serve(conf):
             self.cfg.set("workers", conf.api.workers)
             self.cfg.set("worker_class", "sync")
             self.cfg.set("proc_name", "volumesvc-api")
+            self.cfg.set("preload_app", True)
+            self.cfg.set("control_socket_disable", True)
 
         def load(self):
-            return init_application(conf)
+            application = init_application(conf)
+            _preimport()
+            # NOTE: keep the collector from writing to (and so un-sharing)
+            # every object the workers inherit.
+            gc.freeze()
+            return application
 
     _Server().run()
