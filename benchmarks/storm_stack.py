@@ -164,6 +164,7 @@ class Stack:
                 listen_host = 127.0.0.1
                 listen_port = {self.api_port}
                 workers = {self.api_workers}
+                threads = {self.api_threads}
 
                 [compute]
                 benchmark_reserve_delay = {self.delay}
@@ -216,7 +217,7 @@ class Stack:
                        env=self.env)
         for name in ("conductor", "compute", "api"):
             binary = f"volumesvc-{name}"
-            if name == "api" and (self.api_preload or self.api_threads > 1):
+            if name == "api" and self.api_preload:
                 self.services[name] = self._spawn(binary, *self._preload_argv())
                 continue
             self.services[name] = self._spawn(

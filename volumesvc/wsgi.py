@@ -80,7 +80,11 @@ def serve(conf):
         def load_config(self):
             self.cfg.set("bind", f"{conf.api.listen_host}:{conf.api.listen_port}")
             self.cfg.set("workers", conf.api.workers)
-            self.cfg.set("worker_class", "sync")
+            if conf.api.threads > 1:
+                self.cfg.set("worker_class", "gthread")
+                self.cfg.set("threads", conf.api.threads)
+            else:
+                self.cfg.set("worker_class", "sync")
             self.cfg.set("proc_name", "volumesvc-api")
             self.cfg.set("preload_app", True)
             self.cfg.set("control_socket_disable", True)

@@ -7,6 +7,8 @@ opens a database, and a test can pass fakes for the conductor or Cinder
 instead of patching modules by dotted path.
 """
 
+import threading
+
 from flask import current_app
 
 
@@ -23,11 +25,16 @@ class Deps:
                  enforcer=None):
         self.conf = conf
         self._given = {"db": db, "conductor": conductor, "cinder": cinder, "glance": glance}
+        self._lock = threading.Lock()
         self.enforcer = enforcer
 
     def _lazy(self, name, factory):
+        # NOTE: workers run several threads (gthread): build each dependency
+        # once, under a lock, not once per racing request.
         if self._given[name] is None:
-            self._given[name] = factory()
+            with self._lock:
+                if self._given[name] is None:
+                    self._given[name] = factory()
         return self._given[name]
 
     @property

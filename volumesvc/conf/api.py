@@ -76,11 +76,32 @@ Related options:
         default=2,
         min=1,
         help="""
-Number of gunicorn sync worker processes of volumesvc-api.
+Number of gunicorn worker processes of volumesvc-api.
 
 Related options:
 
-* ``listen_host``, ``listen_port``
+* ``listen_host``, ``listen_port``, ``threads``
+"""),
+    cfg.IntOpt(
+        "threads",
+        default=4,
+        min=1,
+        help="""
+Threads per volumesvc-api worker process (gunicorn ``gthread`` workers).
+
+A request that waits on Cinder (the synchronous checks of an attach) or on
+the conductor (attach below microversion 2.101) holds one thread, not a whole
+worker process, so a slow storage backend cannot make plain reads queue
+behind it.
+
+Possible values:
+
+* 1: classic sync workers, one request per process at a time.
+* A larger number: that many requests in flight per worker.
+
+Related options:
+
+* ``workers``
 """),
 ]
 
