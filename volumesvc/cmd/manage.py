@@ -53,7 +53,9 @@ class ServiceCommands:
         for svc in services:
             rows.append({
                 "id": svc.uuid, "binary": svc.binary, "host": svc.host,
-                "zone": svc.availability_zone,
+                # Nova's convention (and our os-services): only computes have a zone.
+                "zone": (svc.availability_zone or "nova") if svc.binary.endswith("-compute")
+                else "internal",
                 "status": "disabled" if svc.disabled else "enabled",
                 "state": "up" if servicegroup.is_up(self.conf, svc) else "down",
                 "updated_at": svc.updated_at.isoformat() if svc.updated_at else None,
