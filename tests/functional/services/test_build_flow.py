@@ -7,12 +7,8 @@ the same cast the API sends, so each step of the build is visible.
 import pytest
 
 from tests.functional.stack import Stack
-from volumesvc import context as vs_context
-from volumesvc.conductor import rpcapi as conductor_rpcapi
 from volumesvc.objects import block_device as bdm_obj
-from volumesvc.objects import flavor as flavor_obj
 from volumesvc.objects import instance as instance_obj
-from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import instance_fault as fault_obj
 
 
@@ -24,48 +20,16 @@ def stack(tmp_path):
 
 
 def _ctx(project="p1"):
-    return vs_context.RequestContext(user_id="u1", project_id=project, roles=["member"],
-                                     request_id="req-" + project)
-
-
-def _boot(stack, ctx, bdms, needs=()):
-    flavor = flavor_obj.get_by_flavorid(stack.db, ctx, "42")
-    inst = instance_obj.create(stack.db, ctx, {
-        "project_id": ctx.project_id, "user_id": ctx.user_id, "display_name": "s1",
-        "vm_state": "building", "task_state": "scheduling", "power_state": 0,
-        "flavor": flavor.instance_copy(), "availability_zone": None})
-    for values in bdms:
-        bdm_obj.create(stack.db, ctx, dict(values, instance_uuid=inst.uuid))
-    action_obj.action_start(stack.db, ctx, inst.uuid, "create", ctx.request_id,
-                            ctx.user_id, ctx.project_id)
-    api = conductor_rpcapi.ConductorAPI(stack.conf, stack.transport)
-    api.build_instances(ctx, instance_uuids=[inst.uuid],
-                        request_spec={"needs": list(needs)})
-    return inst.uuid
-
-
-def _events(stack, ctx, uuid):
-    """Finished events of the request's action (the event closes just after the state)."""
-    def check():
-        events = action_obj.get_action(stack.db, ctx, uuid, ctx.request_id).events
-        return events if events and all(e.result for e in events) else None
-    return stack.wait(check, what="action events finished")
-
-
-def _wait_state(stack, uuid, vm_state):
-    def check():
-        inst = instance_obj.get_by_uuid(stack.db, stack.admin_context(), uuid)
-        return inst if inst.vm_state == vm_state and inst.task_state is None else None
-    return stack.wait(check, what=f"{uuid} {vm_state}")
+    return Stack.context(project)
 
 
 def test_blank_volume_of_a_type_is_created_attached_and_booted(stack):
     ctx = _ctx()
     stack.cinder.create_volume_type("gold")
-    uuid = _boot(stack, ctx, [{"source_type": "blank", "destination_type": "volume",
+    uuid = stack.boot(ctx, [{"source_type": "blank", "destination_type": "volume",
                                "boot_index": 0, "volume_size": 1, "volume_type": "gold",
                                "delete_on_termination": True}])
-    inst = _wait_state(stack, uuid, "active")
+    inst = stack.wait_instance(uuid, "active")
     assert inst.host == "fn-compute" and inst.power_state == 1 and inst.launched_at
     (bdm,) = bdm_obj.list_by_instance(stack.db, ctx, uuid)
     volume = stack.cinder.get(ctx, bdm.volume_id)
@@ -76,7 +40,7 @@ def test_blank_volume_of_a_type_is_created_attached_and_booted(stack):
     driver = stack.computes["fn-compute"].manager.driver
     xml = driver.get_domain_xml({"uuid": uuid})
     assert f"<serial>{bdm.volume_id}</serial>" in xml
-    events = _events(stack, ctx, uuid)
+    events = stack.events(ctx, uuid)
     assert [(e.event, e.result) for e in events] == [
         ("compute_build_and_run_instance", "Success")]
     stack.wait(lambda: stack.notifier.of("instance.create.end"), what="create.end")
@@ -88,13 +52,13 @@ def test_blank_volume_of_a_type_is_created_attached_and_booted(stack):
     # Reboot (both kinds) keeps it active.
     for kind, task in (("SOFT", "rebooting"), ("HARD", "rebooting_hard")):
         instance_obj.save(stack.db, ctx, uuid, {"task_state": task})
-        conductor_rpcapi.ConductorAPI(stack.conf, stack.transport).reboot_instance(
+        stack.conductor_api().reboot_instance(
             ctx, instance_uuid=uuid, reboot_type=kind)
-        _wait_state(stack, uuid, "active")
+        stack.wait_instance(uuid, "active")
 
     # Delete: the domain goes, the delete_on_termination volume goes.
     instance_obj.save(stack.db, ctx, uuid, {"task_state": "deleting"})
-    conductor_rpcapi.ConductorAPI(stack.conf, stack.transport).delete_instance(
+    stack.conductor_api().delete_instance(
         ctx, instance_uuid=uuid)
     stack.wait(lambda: bdm.volume_id not in stack.cinder.volumes, what="volume deleted")
     stack.wait(lambda: instance_obj.list_instances(stack.db, ctx, deleted=True),
@@ -106,14 +70,14 @@ def test_failed_build_goes_error_and_leaks_nothing(stack):
     ctx = _ctx("p2")
     # A multiattach volume on a host whose driver lacks multiattach fails the build.
     stack.cinder.create_volume_type("multi", {"multiattach": "<is> True"})
-    uuid = _boot(stack, ctx, [
+    uuid = stack.boot(ctx, [
         {"source_type": "blank", "destination_type": "volume", "boot_index": 0,
          "volume_size": 1, "volume_type": "multi", "delete_on_termination": True},
         {"source_type": "blank", "destination_type": "volume", "boot_index": 1,
          "volume_size": 1, "delete_on_termination": False},
     ])
     stack.computes["fn-compute"].manager.driver.capabilities["supports_multiattach"] = False
-    inst = _wait_state(stack, uuid, "error")
+    inst = stack.wait_instance(uuid, "error")
     assert inst.vm_state == "error"
     fault = fault_obj.latest(stack.db, ctx, uuid)
     assert "multiattach" in fault.message.lower()
@@ -122,7 +86,7 @@ def test_failed_build_goes_error_and_leaks_nothing(stack):
     assert not stack.cinder.attachments
     kept = [v for v in stack.cinder.volumes.values() if v["name"].endswith("blank-vol")]
     assert [v["status"] for v in kept] == ["available"]  # not delete_on_termination
-    events = _events(stack, ctx, uuid)
+    events = stack.events(ctx, uuid)
     assert events[0].result == "Error" and "multiattach" in (events[0].details or "").lower()
 
 
@@ -130,9 +94,9 @@ def test_no_valid_host_when_no_compute_is_up(tmp_path):
     stack = Stack(tmp_path, hosts=())
     try:
         ctx = _ctx("p3")
-        uuid = _boot(stack, ctx, [{"source_type": "blank", "destination_type": "volume",
+        uuid = stack.boot(ctx, [{"source_type": "blank", "destination_type": "volume",
                                    "boot_index": 0, "volume_size": 1}])
-        inst = _wait_state(stack, uuid, "error")
+        inst = stack.wait_instance(uuid, "error")
         assert "No valid host" in fault_obj.latest(stack.db, ctx, uuid).message
         assert inst.host is None
     finally:
@@ -142,10 +106,10 @@ def test_no_valid_host_when_no_compute_is_up(tmp_path):
 def test_image_backed_local_root_disk(stack):
     ctx = _ctx("p4")
     image = stack.glance.create(ctx, name="tiny", owner="p4", data=b"\0" * 4096)
-    uuid = _boot(stack, ctx, [{"source_type": "image", "destination_type": "local",
+    uuid = stack.boot(ctx, [{"source_type": "image", "destination_type": "local",
                                "boot_index": 0, "image_id": image["id"],
                                "delete_on_termination": True}])
-    inst = _wait_state(stack, uuid, "active")
+    inst = stack.wait_instance(uuid, "active")
     (bdm,) = bdm_obj.list_by_instance(stack.db, ctx, uuid)
     path = f"{stack.conf.state_path}/instances/{uuid}/disk"
     assert bdm.device_name == "/dev/sda" and inst.root_device_name == "/dev/sda"
@@ -154,7 +118,7 @@ def test_image_backed_local_root_disk(stack):
     import os
     assert os.path.getsize(path) == 1 << 30  # grown to the flavor's 1 GB root disk
     instance_obj.save(stack.db, ctx, uuid, {"task_state": "deleting"})
-    conductor_rpcapi.ConductorAPI(stack.conf, stack.transport).delete_instance(
+    stack.conductor_api().delete_instance(
         ctx, instance_uuid=uuid)
     stack.wait(lambda: not os.path.exists(path), what="instance dir removed")
 
@@ -162,14 +126,14 @@ def test_image_backed_local_root_disk(stack):
 def test_delete_keeps_going_when_a_volume_cannot_be_deleted(stack):
     """Regression: a volume with snapshots (createImage) made the delete fail (ERROR)."""
     ctx = _ctx("p5")
-    uuid = _boot(stack, ctx, [{"source_type": "blank", "destination_type": "volume",
+    uuid = stack.boot(ctx, [{"source_type": "blank", "destination_type": "volume",
                                "boot_index": 0, "volume_size": 1,
                                "delete_on_termination": True}])
-    _wait_state(stack, uuid, "active")
+    stack.wait_instance(uuid, "active")
     (bdm,) = bdm_obj.list_by_instance(stack.db, ctx, uuid)
     stack.cinder.create_snapshot_force(ctx, bdm.volume_id)
     instance_obj.save(stack.db, ctx, uuid, {"task_state": "deleting"})
-    conductor_rpcapi.ConductorAPI(stack.conf, stack.transport).delete_instance(
+    stack.conductor_api().delete_instance(
         ctx, instance_uuid=uuid)
     stack.wait(lambda: instance_obj.list_instances(stack.db, ctx, deleted=True),
                what="instance deleted")
