@@ -12,22 +12,18 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from volumesvc import exception
+from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import block_device as virt_bd
 
 LOG = logging.getLogger(__name__)
 
 
-def _volume_bdms(bdms):
-    return [b for b in bdms if b.get("volume_id") or b.get("destination_type") == "volume"]
-
-
 class VolumeAttacher:
-    def __init__(self, conf, driver, conductor, cinder, reporter):
+    def __init__(self, conf, driver, conductor, cinder):
         self.conf = conf
         self.driver = driver
         self.conductor = conductor
         self.cinder = cinder
-        self.reporter = reporter
 
     def reserve(self, context, instance, *, volume_id, device, disk_bus, device_type, tag,
                 multiattach, delete_on_termination):
@@ -45,7 +41,7 @@ class VolumeAttacher:
             raise exception.VolumeAlreadyAttached(volume_id=volume_id,
                                                   instance_uuids=instance["uuid"])
         maximum = self.conf.compute.max_disk_devices_to_attach
-        if maximum >= 0 and len(_volume_bdms(bdms)) >= maximum:
+        if maximum >= 0 and len(boot_volumes.volume_bdms(bdms)) >= maximum:
             raise exception.TooManyDiskDevices(maximum=maximum)
         bus = disk_bus or virt_bd.DEFAULT_VOLUME_BUS
         # NOTE: the requested device is only a hint (as with Nova's libvirt

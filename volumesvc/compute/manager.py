@@ -42,8 +42,7 @@ class ComputeManager:
         self.cinder = cinder
         self.glance = glance
         self.reporter = compute_utils.ComputeReporter(conductor, notifier, self.host)
-        self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder,
-                                                  self.reporter)
+        self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder)
 
     # -- process lifecycle ---------------------------------------------------
 
