@@ -4,7 +4,7 @@
 ``--module volumesvc.wsgi:application`` after calling it) builds the config
 from ``--config-file`` / ``VOLUMESVC_CONFIG_FILE``, sets up oslo.log and
 returns the app. :func:`serve` is what ``volumesvc-api`` calls; it runs the
-same app under gunicorn sync workers, never the werkzeug dev server.
+same app under gunicorn workers, never the werkzeug dev server.
 """
 
 import os
@@ -83,6 +83,7 @@ def serve(conf):
             if conf.api.threads > 1:
                 self.cfg.set("worker_class", "gthread")
                 self.cfg.set("threads", conf.api.threads)
+                self.cfg.set("keepalive", conf.api.keepalive)
             else:
                 self.cfg.set("worker_class", "sync")
             self.cfg.set("proc_name", "volumesvc-api")

@@ -103,6 +103,32 @@ Related options:
 
 * ``workers``
 """),
+    cfg.IntOpt(
+        "keepalive",
+        default=75,
+        min=0,
+        help="""
+Seconds an idle HTTP/1.1 connection stays open between two requests
+(gunicorn ``keepalive``; used by ``gthread`` workers only). This is what
+``volumesvc-api`` runs with; a gunicorn started directly takes
+``--keep-alive`` instead, as the systemd unit does.
+
+Keep it above every client's polling interval and below the idle timeout of
+any load balancer in front of the API. openstacksdk and novaclient poll a
+server's status every 2 seconds on one kept-alive connection: with a
+keepalive of about that length the server closes the connection just as the
+next poll is sent, and the client fails with "Remote end closed connection
+without response" instead of retrying.
+
+Possible values:
+
+* 0: close the connection after every response.
+* A positive number of seconds.
+
+Related options:
+
+* ``threads``
+"""),
 ]
 
 

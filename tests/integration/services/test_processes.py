@@ -1,7 +1,9 @@
 """api, conductor and compute as separate processes over real RabbitMQ and PostgreSQL."""
 
+import http.client
 import json
 import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -72,3 +74,33 @@ def test_sigterm_stops_services_gracefully(deployment):
         child = deployment["children"][name]
         child.proc.send_signal(15)
         assert child.proc.wait(30) == 0, child.tail()
+
+
+def test_api_keeps_an_idle_connection_open_between_client_polls(make_deployment):
+    """Regression: openstacksdk's 2 s status poll raced gunicorn's 2 s keepalive.
+
+    The server closed the idle connection just as the client sent its next
+    GET on it, and the client failed with "Remote end closed connection
+    without response". A connection idle for longer than that must still
+    answer (``[api] keepalive``).
+    """
+    made = make_deployment(start=("volumesvc-api",))
+    host, port = made.api.removeprefix("http://").split(":")
+    harness.wait_for(lambda: urllib.request.urlopen(made.api, timeout=5).status == 200,
+                     timeout=60, what="the API", children=list(made.children.values()))
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("GET", "/v2.1", headers={"X-Auth-Token": "admin:admin"})
+        first = conn.getresponse()
+        first.read()
+        assert first.status == 200
+        assert first.getheader("Connection", "").lower() != "close"
+        sock = conn.sock
+        time.sleep(3.5)
+        conn.request("GET", "/v2.1", headers={"X-Auth-Token": "admin:admin"})
+        second = conn.getresponse()
+        second.read()
+        assert second.status == 200
+        assert conn.sock is sock, "the client had to open a new connection"
+    finally:
+        conn.close()
