@@ -14,6 +14,7 @@ from volumesvc.api import microversions as mv
 from volumesvc.api.policies import services as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.schemas import services as schema
+from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import service as service_obj
 
 # NOTE: Nova reports every non-compute service in the internal zone.
@@ -180,7 +181,13 @@ def delete_service(req, service_id):
         if not strutils.is_int_like(service_id):
             raise errors.APIError(400, f"Invalid service id {service_id}", errors.BAD_REQUEST)
         service = service_obj.get_by_id(req.deps.db, req.context, int(service_id))
-    # TODO(instances land): refuse (409) to delete a compute service that
-    # still hosts instances, as Nova does.
+    # NOTE: the service row is all that says where these instances run;
+    # deleting it would strand them (and their volume attachments) on a host
+    # nobody can reach any more. Nova refuses the same way.
+    if _is_compute(service) and instance_obj.list_instances(
+            req.deps.db, req.context, host=service.host, limit=1):
+        raise errors.APIError(
+            409, "Unable to delete compute service that is hosting instances. "
+            "Migrate or delete the instances first.", errors.CONFLICT)
     service_obj.destroy(req.deps.db, req.context, service.uuid)
     return None, 204
