@@ -23,6 +23,10 @@ from volumesvc.db import fixtures as db_fixtures
 from volumesvc.image.fake import FakeGlance
 from volumesvc.volume.fake import FakeCinder
 
+# A 1 GiB blank root volume deleted with the server: the smallest boot.
+BLANK_ROOT = [{"source_type": "blank", "destination_type": "volume", "boot_index": 0,
+               "volume_size": 1, "delete_on_termination": True}]
+
 
 class RecordingNotifier:
     """Collects versioned notifications (event_type, payload) for assertions."""

@@ -2,17 +2,7 @@
 
 import pytest
 
-from tests.functional.stack import Stack
-
-ROOT = [{"source_type": "blank", "destination_type": "volume", "boot_index": 0,
-         "volume_size": 1, "delete_on_termination": True}]
-
-
-@pytest.fixture
-def stack(tmp_path):
-    s = Stack(tmp_path)
-    yield s
-    s.stop()
+from tests.functional.stack import BLANK_ROOT as ROOT
 
 
 def _compute(stack):

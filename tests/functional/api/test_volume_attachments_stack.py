@@ -8,18 +8,9 @@ workflow produces.
 
 import pytest
 
-from tests.functional.stack import Stack
+from tests.functional.stack import BLANK_ROOT as ROOT
 
-ROOT = [{"source_type": "blank", "destination_type": "volume", "boot_index": 0,
-         "volume_size": 1, "delete_on_termination": True}]
 TOKEN = "u1:p1"
-
-
-@pytest.fixture
-def stack(tmp_path):
-    s = Stack(tmp_path)
-    yield s
-    s.stop()
 
 
 @pytest.fixture

@@ -7,20 +7,11 @@ attachment without a BDM, and say why in the instance actions.
 
 import pytest
 
+from tests.functional.stack import BLANK_ROOT as ROOT
 from tests.functional.stack import Stack
 from volumesvc import exception
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.virt import fake as fake_libvirt
-
-ROOT = [{"source_type": "blank", "destination_type": "volume", "boot_index": 0,
-         "volume_size": 1, "delete_on_termination": True}]
-
-
-@pytest.fixture
-def stack(tmp_path):
-    s = Stack(tmp_path)
-    yield s
-    s.stop()
 
 
 @pytest.fixture

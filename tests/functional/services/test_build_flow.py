@@ -4,19 +4,11 @@ The API's POST /servers is tested separately; here the conductor receives
 the same cast the API sends, so each step of the build is visible.
 """
 
-import pytest
 
 from tests.functional.stack import Stack
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_fault as fault_obj
-
-
-@pytest.fixture
-def stack(tmp_path):
-    s = Stack(tmp_path)
-    yield s
-    s.stop()
 
 
 def _ctx(project="p1"):
