@@ -384,9 +384,9 @@ def parse_args(argv):
     p.add_argument("--api-preload", action="store_true",
                    help="experiment: run the API as gunicorn --preload (storm_preload_app.py) "
                         "instead of volumesvc-api")
-    p.add_argument("--api-threads", type=int, default=4,
+    p.add_argument("--api-threads", type=int, default=32,
                    help="[api] threads: threads per API worker (gthread; 1 = sync "
-                        "workers); volumesvc's default is 4")
+                        "workers); volumesvc's default is 32")
     p.add_argument("--keep-state", action="store_true", help="keep the state dir (logs)")
     args = p.parse_args(argv)
     if not 1 <= args.servers <= 1000:
