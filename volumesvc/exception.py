@@ -99,11 +99,11 @@ class UnexpectedTaskStateError(VolumesvcException):
                "Expected: %(expected)s. Actual: %(actual)s")
 
 
-class CinderConnectionFailed(VolumesvcException):
+class CinderConnectionFailed(ServiceUnavailable):
     msg_fmt = "Connection to cinder host failed: %(reason)s"
 
 
-class GlanceConnectionFailed(VolumesvcException):
+class GlanceConnectionFailed(ServiceUnavailable):
     msg_fmt = "Connection to glance host failed: %(reason)s"
 
 
@@ -309,6 +309,11 @@ class SwapVolumeNotSupported(Conflict):
 class ComputeHostDown(Conflict):
     msg_fmt = ("Compute host %(host)s of instance %(instance_uuid)s is not up; retry when "
                "the service is back.")
+
+
+class ConductorTimeout(ServiceUnavailable):
+    msg_fmt = ("volumesvc-conductor did not answer in time. The %(action)s may still "
+               "complete or be rolled back; check %(where)s before retrying.")
 
 
 class ConductorTooOld(ServiceUnavailable):

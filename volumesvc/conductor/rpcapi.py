@@ -18,7 +18,7 @@ manager imports ``VERSION`` so the two can never disagree):
 
 import oslo_messaging as messaging
 
-from volumesvc import rpc
+from volumesvc import exception, rpc
 
 TOPIC = "conductor"
 VERSION = "1.2"
@@ -129,7 +129,16 @@ class ConductorAPI:
         cctxt = self._client.prepare(
             version=version, timeout=self._conf.long_rpc_timeout,
             call_monitor_timeout=self._conf.rpc_response_timeout)
-        return cctxt.call(ctxt, "attach_volume", **kwargs)
+        try:
+            return cctxt.call(ctxt, "attach_volume", **kwargs)
+        except messaging.MessagingTimeout as exc:
+            # NOTE: with the call monitor this means the conductor stopped
+            # answering (died, or cut off from the bus). Its task finishes or
+            # rolls back on its own; the client is told where to look (503)
+            # rather than given a 500.
+            raise exception.ConductorTimeout(
+                action="attach",
+                where=f"GET /servers/{instance_uuid}/os-volume_attachments") from exc
 
     def detach_volume(self, ctxt, *, instance_uuid, volume_id, attachment_id):
         """Cast: detach from the domain and delete the Cinder attachment.

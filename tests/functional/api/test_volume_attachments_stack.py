@@ -6,9 +6,15 @@ device, the 2.89 attachment_id and the 2.101 cast are what the real
 workflow produces.
 """
 
+import socket
+
 import pytest
 
 from tests.functional.stack import BLANK_ROOT as ROOT
+from tests.functional.stack import Stack
+from volumesvc.api.app import create_app
+from volumesvc.api.deps import Deps
+from volumesvc.volume.cinder import CinderAPI
 
 TOKEN = "u1:p1"
 
@@ -88,3 +94,42 @@ def test_root_volume_cannot_be_detached(stack, server):
     _, fault, _ = stack.api("DELETE", _path(server, root["volumeId"]), token=TOKEN,
                             status=400)
     assert fault["badRequest"]["message"] == "Cannot detach a root device volume"
+
+
+def test_blocking_attach_to_a_conductor_that_stopped_answering_is_a_503(tmp_path):
+    """Regression: the RPC timeout of the blocking attach was a 500."""
+    stack = Stack(tmp_path, conf_overrides={(None, "long_rpc_timeout"): 2,
+                                            (None, "rpc_response_timeout"): 2})
+    try:
+        server = stack.boot(stack.context(), ROOT)
+        stack.wait_instance(server, "active")
+        volume = stack.cinder.create(stack.context(), 1, "data", "")
+        stack.conductor.stop()
+        _, fault, _ = stack.api("POST", _path(server), {"volumeAttachment": {
+            "volumeId": volume["id"]}}, version="2.100", token=TOKEN, status=503)
+        assert fault == {"serviceUnavailable": {"code": 503, "message": (
+            "volumesvc-conductor did not answer in time. The attach may still complete or "
+            f"be rolled back; check GET /servers/{server}/os-volume_attachments before "
+            "retrying.")}}
+        assert stack.cinder.get(None, volume["id"])["status"] == "available"
+    finally:
+        stack.stop()
+
+
+def test_attach_while_cinder_is_unreachable_is_a_503(stack, server):
+    """Regression: a Cinder that refuses connections gave a 500 (unmapped exception)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed_port = s.getsockname()[1]
+    conf = stack.conf
+    conf.set_override("auth_strategy", "noauth", group="cinder")
+    conf.set_override("endpoint_override", f"http://127.0.0.1:{closed_port}/v3", group="cinder")
+    conf.set_override("http_retries", 0, group="cinder")
+    client = create_app(conf, deps=Deps(conf, db=stack.db, conductor=stack.conductor_api(),
+                                        cinder=CinderAPI(conf), glance=stack.glance)).test_client()
+    resp = client.post(f"/v2.1{_path(server)}", json={"volumeAttachment": {
+        "volumeId": "6bb4c0a4-8f39-4fd5-9b43-4ab6d0e4c1b6"}}, headers={
+        "X-Auth-Token": TOKEN, "OpenStack-API-Version": "compute 2.101"})
+    assert resp.status_code == 503, resp.json
+    message = resp.json["serviceUnavailable"]["message"]
+    assert message.startswith("Connection to cinder host failed"), message
