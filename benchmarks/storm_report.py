@@ -53,9 +53,19 @@ def run_line(r):
             + ", ".join(f"{k} {v:.1f}" for k, v in r["cpu"].items()))
 
 
+# volumesvc's [api] threads default: other thread counts are experiments.
+DEFAULT_API_THREADS = 32
+
+
+def _threads(s):
+    return s.get("api_threads", 1)
+
+
 def _experiment(s):
-    parts = (["gunicorn --preload"] if s.get("api_preload") else []) + (
-        [f"gthread workers × {s['api_threads']} threads"] if s.get("api_threads", 1) > 1 else [])
+    threads = _threads(s)
+    parts = ["gunicorn --preload"] if s.get("api_preload") else []
+    if threads != DEFAULT_API_THREADS:
+        parts.append("sync workers" if threads == 1 else f"gthread workers × {threads} threads")
     return f" (experiment: API with {', '.join(parts)})" if parts else ""
 
 
@@ -219,7 +229,8 @@ state. A warm-up of 4 blocking attaches and detaches runs first.
 Set-up per run, all separate processes on this machine: a fresh PostgreSQL database for
 volumesvc (dropped after), two RabbitMQ vhosts of its own (deleted after), a real Cinder 29
 (noauth, file driver, 1 API worker, its own MariaDB database, dropped after), a Glance 33,
-`volumesvc-api` under gunicorn with `--workers` sync workers, one conductor, one compute
+`volumesvc-api` under gunicorn with `--workers` gthread workers of `--api-threads` threads
+(default 32, volumesvc's own default), one conductor, one compute
 with `compute_driver = fake` and `[compute] benchmark_reserve_delay = --delay`. volumesvc's
 processes run a `git archive` snapshot of `--ref` (default `HEAD`, recorded with each result),
 so commits landing in the working tree during a run never mix into it.
@@ -243,7 +254,8 @@ def update_readme(path, summary, text):
     key = (f"n={summary['n']} delay={summary['delay']:g} workers={summary['workers']} "
            f"mv={','.join(r['version'] for r in summary['runs'])}"
            + (" preload" if summary.get("api_preload") else "")
-           + (f" threads={summary['api_threads']}" if summary.get("api_threads", 1) > 1 else ""))
+           + (f" threads={_threads(summary)}" if _threads(summary) != DEFAULT_API_THREADS
+              else ""))
     block = f"{MARK.format(key=key)}\n{text}\n{END}\n"
     current = ""
     if os.path.exists(path):
