@@ -38,6 +38,9 @@ def load_conf(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     conf = get_conf(_config_args(argv), default_config_files=[], prog="volumesvc-api")
     logging.setup(conf, "volumesvc")
+    from volumesvc.cmd import common
+
+    common.limit_malloc_arenas(conf)
     return conf
 
 

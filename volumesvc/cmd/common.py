@@ -1,5 +1,7 @@
 """What every volumesvc command does first: threads, config, logging."""
 
+import ctypes
+import ctypes.util
 import sys
 
 from oslo_log import log as logging
@@ -18,6 +20,27 @@ def use_native_threads():
         backend.init_backend(backend.BackendType.THREADING)
     except Exception as exc:  # BackendAlreadySelected in an embedding process
         logging.getLogger(__name__).debug("oslo.service backend: %s", exc)
+
+
+# glibc's mallopt() parameter number for M_ARENA_MAX (malloc.h).
+_M_ARENA_MAX = -8
+
+
+def limit_malloc_arenas(conf):
+    """Apply ``[DEFAULT] malloc_arena_max`` to this process (glibc only).
+
+    It has to happen before the process starts threads: arenas already made
+    stay. Children forked later (gunicorn workers) inherit the setting.
+    """
+    if not conf.malloc_arena_max:
+        return
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        applied = libc.mallopt(_M_ARENA_MAX, conf.malloc_arena_max) == 1
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
+        applied = False
+    if not applied:
+        logging.getLogger(__name__).debug("malloc_arena_max not applied on this libc")
 
 
 def parse_config(argv=None, *, prog, cli_opts=(), default_config_files=None,
@@ -40,4 +63,5 @@ def parse_config(argv=None, *, prog, cli_opts=(), default_config_files=None,
     conf(sys.argv[1:] if argv is None else argv, project="volumesvc", prog=prog,
          default_config_files=default_config_files)
     logging.setup(conf, "volumesvc")
+    limit_malloc_arenas(conf)
     return conf
