@@ -10,6 +10,7 @@ and only then lets the process exit.
 
 import signal
 import threading
+import time
 
 from oslo_log import log as logging
 
@@ -86,17 +87,25 @@ class RPCService:
             return
         self._stopping.set()
         LOG.info("Stopping %s on %s", self.binary, self.host)
-        for server in self._servers:
+        # NOTE: one server at a time, the main topic first: its running
+        # handlers (a conductor's attach task waiting on a compute) may need
+        # the extra topics (the compute's persistence calls) to finish.
+        # Stopping those too would leave the compute's calls queued for the
+        # next conductor, whose answers go to a caller that is gone: a BDM
+        # with no Cinder attachment.
+        deadline = time.monotonic() + self.conf.graceful_shutdown_timeout
+        pending = list(self._servers)
+        while pending:
+            server = pending.pop(0)
             server.stop()
-        waiters = [threading.Thread(target=server.wait, daemon=True)
-                   for server in self._servers]
-        for waiter in waiters:
+            waiter = threading.Thread(target=server.wait, daemon=True)
             waiter.start()
-        for waiter in waiters:
-            waiter.join(self.conf.graceful_shutdown_timeout)
+            waiter.join(max(0.0, deadline - time.monotonic()))
             if waiter.is_alive():
                 LOG.warning("RPC handlers still running after %ss; exiting anyway",
                             self.conf.graceful_shutdown_timeout)
+                for rest in pending:
+                    rest.stop()
                 break
         cleanup = getattr(self.manager, "cleanup_host", None)
         if cleanup:

@@ -138,3 +138,42 @@ def test_compute_down_attach_is_refused_and_leaves_nothing(deployment, cinder_ap
     assert volume["id"] not in _bdm_volume_ids(dep, server_id)
     assert _attachments(cinder_api, ctx, volume["id"]) == []
     assert cinder_api.get(ctx, volume["id"])["status"] == "available"
+
+
+def test_conductor_stopped_while_its_attach_task_runs_finishes_it_first(
+        make_deployment, cinder_harness, cinder_api):
+    """Regression: a SIGTERM mid-attach left a BDM with no Cinder attachment.
+
+    The conductor stopped its persistence server together with its workflow
+    server, so the compute's ``bdm_create`` (made while the attach task
+    waited on the reservation) was answered only by the next conductor, to a
+    caller that was gone. The task now drains before persistence stops.
+    """
+    from volumesvc.context import RequestContext
+
+    dep = make_deployment(f"""
+        [cinder]
+        auth_strategy = noauth
+        endpoint_override = {cinder_harness.url}
+        [compute]
+        benchmark_reserve_delay = 3
+        """)
+    harness.wait_for(lambda: dep.compute_state() == "up", 60, what="compute up")
+    server_id = _boot(dep)
+    ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True,
+                         roles=["admin"])
+    volume = cinder_api.create(ctx, 1, "drain", "")
+    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
+
+    status, _ = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
+                            {"volumeAttachment": {"volumeId": volume["id"]}},
+                            version="2.101")
+    assert status == 202
+    time.sleep(1)  # the task now waits on the compute's (3 s) reservation
+    dep.stop("volumesvc-conductor")
+    dep.spawn("volumesvc-conductor")
+
+    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use")
+    bdm = _bdm_volume_ids(dep, server_id)[volume["id"]]
+    assert [a["id"] for a in _attachments(cinder_api, ctx, volume["id"])] == \
+        [bdm["attachment_id"]]
