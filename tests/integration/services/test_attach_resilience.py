@@ -60,16 +60,22 @@ def _bdm_volume_ids(dep, server_id):
     return {a["volumeId"]: a for a in body["volumeAttachments"]}
 
 
-def test_conductor_restarted_between_api_cast_and_compute_attach(deployment, cinder_api):
+def _server_and_volume(dep, cinder_api, name):
+    """An ACTIVE server and an ``available`` 1 GiB volume: (server id, admin ctx, volume)."""
     from volumesvc.context import RequestContext
 
-    dep = deployment
     harness.wait_for(lambda: dep.compute_state() == "up", 60, what="compute up")
     server_id = _boot(dep)
     ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True,
                          roles=["admin"])
-    volume = cinder_api.create(ctx, 1, "resilience", "")
+    volume = cinder_api.create(ctx, 1, name, "")
     _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
+    return server_id, ctx, volume
+
+
+def test_conductor_restarted_between_api_cast_and_compute_attach(deployment, cinder_api):
+    dep = deployment
+    server_id, ctx, volume = _server_and_volume(dep, cinder_api, "resilience")
 
     dep.stop("volumesvc-conductor")
     status, body = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
@@ -96,15 +102,8 @@ def test_conductor_restarted_between_api_cast_and_compute_attach(deployment, cin
 
 
 def test_compute_down_attach_is_refused_and_leaves_nothing(deployment, cinder_api):
-    from volumesvc.context import RequestContext
-
     dep = deployment
-    harness.wait_for(lambda: dep.compute_state() == "up", 60, what="compute up")
-    server_id = _boot(dep)
-    ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True,
-                         roles=["admin"])
-    volume = cinder_api.create(ctx, 1, "down", "")
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
+    server_id, ctx, volume = _server_and_volume(dep, cinder_api, "down")
 
     dep.stop("volumesvc-compute", sig=9)
     harness.wait_for(lambda: dep.compute_state() == "down", 30, what="compute down")
@@ -149,8 +148,6 @@ def test_conductor_stopped_while_its_attach_task_runs_finishes_it_first(
     waited on the reservation) was answered only by the next conductor, to a
     caller that was gone. The task now drains before persistence stops.
     """
-    from volumesvc.context import RequestContext
-
     dep = make_deployment(f"""
         [cinder]
         auth_strategy = noauth
@@ -158,12 +155,7 @@ def test_conductor_stopped_while_its_attach_task_runs_finishes_it_first(
         [compute]
         benchmark_reserve_delay = 3
         """)
-    harness.wait_for(lambda: dep.compute_state() == "up", 60, what="compute up")
-    server_id = _boot(dep)
-    ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True,
-                         roles=["admin"])
-    volume = cinder_api.create(ctx, 1, "drain", "")
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
+    server_id, ctx, volume = _server_and_volume(dep, cinder_api, "drain")
 
     status, _ = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
                             {"volumeAttachment": {"volumeId": volume["id"]}},
