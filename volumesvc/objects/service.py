@@ -107,7 +107,14 @@ def get_by_uuid(db, context, service_uuid) -> Service:
         return Service.from_model(row)
 
 
+# The id column is a 32-bit INTEGER on PostgreSQL and MySQL: anything outside
+# cannot exist, and would be a driver error (a 500) rather than a miss.
+_MAX_ID = 2 ** 31 - 1
+
+
 def get_by_id(db, context, service_id) -> Service:
+    if not 0 < int(service_id) <= _MAX_ID:
+        raise exception.ServiceNotFound(service_id=service_id)
     with db.reader(context) as session:
         row = _live(session, id=service_id)
         if row is None:
