@@ -43,6 +43,7 @@ ATTACHMENT_CONFLICT = "volumesvc.attachment.conflict"
 ATTACHMENT_NOT_FOUND = "volumesvc.attachment.not_found"
 TOO_MANY_DISK_DEVICES = "volumesvc.attachment.too_many_devices"
 CONDUCTOR_TOO_OLD = "volumesvc.conductor.too_old"
+OVER_LIMIT = "volumesvc.request.over_limit"
 
 FAULT_NAMES = {
     400: "badRequest",

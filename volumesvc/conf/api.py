@@ -113,6 +113,18 @@ Related options:
 * ``workers``
 """),
     cfg.IntOpt(
+        "max_servers_per_request",
+        default=100,
+        min=1,
+        help="""
+Most servers one ``POST /servers`` may create (``min_count``/``max_count``).
+
+volumesvc has no instance quota yet; without this bound one request with a
+huge ``min_count`` would make the API build that many records in memory.
+As Nova does with its instance quota, a larger ``max_count`` is lowered to
+this value and a larger ``min_count`` is refused with 403.
+"""),
+    cfg.IntOpt(
         "keepalive",
         default=75,
         min=0,

@@ -110,6 +110,28 @@ def test_volume_types_are_stored_by_name_on_every_instance(api):
     assert deps.cinder.attachments == {}
 
 
+def test_max_count_above_the_per_request_limit_is_lowered_to_it(api):
+    """As Nova lowers max_count to what the instance quota allows."""
+    client, deps = api
+    deps.conf.set_override("max_servers_per_request", 3, group="api")
+    resp = _post(client, {"name": "capped", "flavorRef": "101", "networks": "none",
+                          "min_count": 2, "max_count": 50, "return_reservation_id": True,
+                          "block_device_mapping_v2": [
+                              {"source_type": "blank", "destination_type": "volume",
+                               "boot_index": 0, "volume_size": 1}]})
+    assert resp.status_code == 202, resp.json
+    (cast,) = deps.conductor.casts
+    assert len(cast[1]["instance_uuids"]) == 3
+    resp = _post(client, {"name": "refused", "flavorRef": "101", "networks": "none",
+                          "min_count": 4, "block_device_mapping_v2": [
+                              {"source_type": "blank", "destination_type": "volume",
+                               "boot_index": 0, "volume_size": 1}]})
+    assert resp.status_code == 403
+    assert resp.json["forbidden"]["message"] == (
+        "Requested 4 servers in one request, but at most 3 may be created at once.")
+    assert len(deps.conductor.casts) == 1
+
+
 def test_snapshot_image_mappings_are_used_as_requested(api):
     client, deps = api
     resp = _post(client, {"name": "snap", "flavorRef": "101", "networks": "none",

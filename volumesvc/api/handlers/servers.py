@@ -145,6 +145,12 @@ def create_server(req):
     max_count = _count(server, "max_count", min_count)
     if min_count > max_count:
         raise errors.APIError(400, "min_count must be <= max_count", errors.BAD_REQUEST)
+    limit = req.conf.api.max_servers_per_request
+    if min_count > limit:
+        raise errors.APIError(
+            403, f"Requested {min_count} servers in one request, but at most {limit} may be "
+            "created at once.", errors.OVER_LIMIT)
+    max_count = min(max_count, limit)
     image_ref = server.get("imageRef") or None
     _check_networks(server)
     requested = _requested_bdms(req, server, image_ref)

@@ -188,6 +188,6 @@ def delete_service(req, service_id):
             req.deps.db, req.context, host=service.host, limit=1):
         raise errors.APIError(
             409, "Unable to delete compute service that is hosting instances. "
-            "Migrate or delete the instances first.", errors.CONFLICT)
+            "Migrate or delete the instances first.", errors.SERVICE_IN_USE)
     service_obj.destroy(req.deps.db, req.context, service.uuid)
     return None, 204
