@@ -199,6 +199,8 @@ def create_app(conf, *, deps=None) -> flask.Flask:
     app = flask.Flask("volumesvc.api", static_folder=None)
     app.url_map.strict_slashes = False
     app.json.sort_keys = False
+    # A body above this is refused (413 overLimit) before it is read whole.
+    app.config["MAX_CONTENT_LENGTH"] = conf.oslo_middleware.max_request_body_size
     deps = deps or deps_mod.Deps(conf)
     if deps.enforcer is None:
         deps.enforcer = policy_mod.make_enforcer(conf)

@@ -44,6 +44,7 @@ ATTACHMENT_NOT_FOUND = "volumesvc.attachment.not_found"
 TOO_MANY_DISK_DEVICES = "volumesvc.attachment.too_many_devices"
 CONDUCTOR_TOO_OLD = "volumesvc.conductor.too_old"
 OVER_LIMIT = "volumesvc.request.over_limit"
+TOO_LARGE = "volumesvc.request.too_large"
 
 FAULT_NAMES = {
     400: "badRequest",
@@ -100,6 +101,7 @@ _STATUS_CODES = {
     404: ROUTE_NOT_FOUND,
     405: METHOD_NOT_ALLOWED,
     409: CONFLICT,
+    413: TOO_LARGE,
     415: MEDIA_TYPE,
 }
 
@@ -154,6 +156,9 @@ def to_api_error(exc: BaseException) -> APIError:
         message = exc.description or exc.name
         if status == 404:
             message = "The resource could not be found."
+        elif status == 413:
+            message = ("Request is too large: the body may have at most "
+                       "[oslo_middleware] max_request_body_size bytes.")
         return APIError(status, message, _STATUS_CODES.get(status, UNKNOWN), headers)
     LOG.exception("Unexpected error while serving an API request")
     return APIError(500, _GENERIC_500, UNKNOWN)

@@ -4,7 +4,7 @@ import copy
 
 from keystonemiddleware.auth_token import _opts as auth_token_opts
 from oslo_config import cfg
-from oslo_middleware import http_proxy_to_wsgi
+from oslo_middleware import http_proxy_to_wsgi, sizelimit
 
 api_group = cfg.OptGroup(
     "api",
@@ -159,6 +159,9 @@ def register_opts(conf):
     conf.register_group(copy.deepcopy(api_group))
     conf.register_opts(api_opts, group=api_group)
     conf.register_opts(http_proxy_to_wsgi.OPTS, group="oslo_middleware")
+    # NOTE: the body limit is oslo.middleware's option, enforced by Flask
+    # (MAX_CONTENT_LENGTH) so that a 413 gets a Nova fault body, not webob's.
+    conf.register_opts(sizelimit.OPTS, group="oslo_middleware")
     # NOTE: the version documents must show the URL the client used (tempest
     # follows their self links), so X-Forwarded-* is honoured by default.
     conf.set_default("enable_proxy_headers_parsing", True, group="oslo_middleware")
@@ -170,5 +173,6 @@ def register_opts(conf):
 
 
 def list_opts():
-    return [(api_group, api_opts), ("oslo_middleware", http_proxy_to_wsgi.OPTS),
+    return [(api_group, api_opts),
+            ("oslo_middleware", http_proxy_to_wsgi.OPTS + sizelimit.OPTS),
             *auth_token_opts.list_opts()]

@@ -281,3 +281,16 @@ def test_locked_server_delete(api):
     assert deps.conductor.casts[-1] == ("delete_instance", {"instance_uuid": uuid})
     actions = instance_action.list_actions(deps.db, ctx, uuid)
     assert [a.action for a in actions] == ["delete", "create"]
+
+
+def test_a_body_above_max_request_body_size_is_a_413_fault(api):
+    """Regression: any body size was read and parsed whole (memory per request)."""
+    client, deps = api
+    limit = deps.conf.oslo_middleware.max_request_body_size
+    resp = client.post("/v2.1/servers", data=b'{"server": {"name": "' + b"x" * limit + b'"}}',
+                       headers={**ALICE, "Content-Type": "application/json"})
+    assert resp.status_code == 413
+    assert resp.headers["OpenStack-Error-Code"] == "volumesvc.request.too_large"
+    assert resp.json == {"overLimit": {"code": 413, "message": (
+        "Request is too large: the body may have at most [oslo_middleware] "
+        "max_request_body_size bytes.")}}
