@@ -106,6 +106,21 @@ def response_body_schema(schema_, min_version=None, max_version=None):
     return _declare(RESPONSE, schema_, min_version, max_version)
 
 
+def windows(declare, entries):
+    """Declare ``(first version, schema)`` entries as back-to-back version windows.
+
+    ``declare`` is :func:`schema`, :func:`query_schema` or
+    :func:`response_body_schema`; each schema holds from its version up to
+    the next entry's (the last one to ``MAX_VERSION``).
+    """
+    def decorator(func):
+        for (low, schema_), nxt in zip(entries, list(entries[1:]) + [None], strict=True):
+            high = mv.before(nxt[0]) if nxt else mv.MAX_VERSION
+            func = declare(schema_, low, high)(func)
+        return func
+    return decorator
+
+
 def _pick(func, kind, version):
     for low, high, schema_, options in getattr(func, "_schemas", {}).get(kind, []):
         if low <= version <= high:

@@ -35,18 +35,8 @@ LEGACY_BDM = ("The legacy block_device_mapping format is not supported; use "
               "block_device_mapping_v2.")
 
 
-def _windows(declare, entries):
-    """Declare ``(first version, schema)`` entries as back-to-back version windows."""
-    def decorator(func):
-        for (low, schema_), nxt in zip(entries, list(entries[1:]) + [None], strict=True):
-            high = mv.before(nxt[0]) if nxt else mv.MAX_VERSION
-            func = declare(schema_, low, high)(func)
-        return func
-    return decorator
-
-
 def _response_windows(builder):
-    return _windows(validation.response_body_schema,
+    return validation.windows(validation.response_body_schema,
                     [(low, builder(low)) for low in schema.SERVER_WINDOWS])
 
 
@@ -131,7 +121,7 @@ def _build_request(req, server, flavor, image, validated, max_count):
         tags=server.get("tags", []), hostname=hostname, multiattach=validated.multiattach)
 
 
-@_windows(validation.schema, schema.CREATE_WINDOWS)
+@validation.windows(validation.schema, schema.CREATE_WINDOWS)
 @validation.response_body_schema(schema.create_server_response_v2_1)
 def create_server(req):
     """POST /servers → 202 with the server (or its reservation_id).

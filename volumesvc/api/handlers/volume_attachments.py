@@ -92,23 +92,13 @@ def _serialize_created(req, bdm: dict, instance_uuid, volume_id) -> dict:
     return body
 
 
-def _windows(declare, entries):
-    """Declare ``(first version, schema)`` entries as back-to-back version windows."""
-    def decorator(func):
-        for (low, schema_), nxt in zip(entries, list(entries[1:]) + [None], strict=True):
-            high = mv.before(nxt[0]) if nxt else mv.MAX_VERSION
-            func = declare(schema_, low, high)(func)
-        return func
-    return decorator
-
-
 _REPR_WINDOWS = (mv.V2_1_BASE, V2_70_ATTACHMENT_TAGS, V2_79_DELETE_ON_TERMINATION,
                  V2_89_ATTACHMENT_IDS)
 
 
 def _response_windows(prefix):
     suffixes = ("v2_1", "v2_70", "v2_79", "v2_89")
-    return _windows(validation.response_body_schema, [
+    return validation.windows(validation.response_body_schema, [
         (low, getattr(schema, f"{prefix}_response_{suffix}"))
         for low, suffix in zip(_REPR_WINDOWS, suffixes, strict=True)])
 
@@ -153,11 +143,11 @@ def show_volume_attachment(req, server_id, volume_id):
 
 # --- attach ----------------------------------------------------------------------------------
 
-@_windows(validation.schema, [
+@validation.windows(validation.schema, [
     (mv.V2_1_BASE, schema.create_volume_attachment_v2_1),
     (V2_49_ATTACH_TAGS, schema.create_volume_attachment_v2_49),
     (V2_79_DELETE_ON_TERMINATION, schema.create_volume_attachment_v2_79)])
-@_windows(validation.response_body_schema, [
+@validation.windows(validation.response_body_schema, [
     (mv.V2_1_BASE, schema.create_volume_attachment_response_v2_1),
     (V2_70_ATTACHMENT_TAGS, schema.create_volume_attachment_response_v2_70),
     (V2_79_DELETE_ON_TERMINATION, schema.create_volume_attachment_response_v2_79),
@@ -226,7 +216,7 @@ def _update_flag(req, instance, bdm, attachment):
         bdm_obj.save(req.deps.db, req.context, bdm.uuid, {"delete_on_termination": flag})
 
 
-@_windows(validation.schema, [
+@validation.windows(validation.schema, [
     (mv.V2_1_BASE, schema.update_volume_attachment_v2_1),
     (V2_85_UPDATE_ATTACHMENT, schema.update_volume_attachment_v2_85)])
 @validation.response_body_schema(schema.update_volume_attachment_response_v2_1)
