@@ -17,6 +17,7 @@ import time
 import urllib.request
 
 from volumesvc import aio as harness_util
+from volumesvc import binaries
 from volumesvc.aio import config as aio_config
 
 DEFAULT_STATE_DIR = "/var/lib/volumesvc-aio"
@@ -100,7 +101,7 @@ class AllInOne:
             api_workers=self.args.api_workers, host=self.args.host,
             cinder_url=volume.url, glance_url=image.url)
         self._run_once(["volumesvc-manage", "--config-file", conf_path, "db", "sync"])
-        for binary in ("volumesvc-conductor", "volumesvc-compute", "volumesvc-api"):
+        for binary in (binaries.CONDUCTOR, binaries.COMPUTE, binaries.API):
             self._spawn(binary, conf_path)
 
         timeout = self.args.ready_timeout

@@ -17,6 +17,7 @@ from volumesvc.api.policies import server_actions as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import server_actions as schema
+from volumesvc.compute import task_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
@@ -41,7 +42,7 @@ NOVA_ONLY_ACTIONS = frozenset({
 # Nova's per-image metadata item quota (image_metadata_items).
 MAX_IMAGE_METADATA_ITEMS = 128
 
-_REBOOT_TASK_STATE = {"SOFT": states.REBOOTING, "HARD": states.REBOOTING_HARD}
+_REBOOT_TASK_STATE = {"SOFT": task_states.REBOOTING, "HARD": task_states.REBOOTING_HARD}
 _REBOOT_GATE = {"SOFT": states.REBOOT_SOFT, "HARD": states.REBOOT_HARD}
 
 

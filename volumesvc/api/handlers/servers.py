@@ -11,7 +11,7 @@ import secrets
 import flask
 from oslo_utils import strutils
 
-from volumesvc import exception, servicegroup
+from volumesvc import binaries, exception, servicegroup
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import bdm as bdm_logic
@@ -21,6 +21,7 @@ from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import servers as schema
 from volumesvc.api.views import servers as views
+from volumesvc.compute import task_states, vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import flavor as flavor_obj
 from volumesvc.objects import instance as instance_obj
@@ -208,15 +209,15 @@ def _status_filter(req, filters):
     statuses = [s.upper() for s in req.query.get("status", []) if s]
     if not statuses:
         return None, False
-    vm_states = set()
+    wanted = set()
     for status in statuses:
-        vm_states |= set(views.vm_states_for(status) or [])
-    if not vm_states:
+        wanted |= set(views.vm_states_for(status) or [])
+    if not wanted:
         if req.is_at_least(mv.V2_38_STATUS_FILTER_400):
             raise errors.APIError(400, "Invalid status value", errors.QUERY_INVALID)
         return None, True
-    filters["vm_state"] = sorted(vm_states)
-    if "deleted" in vm_states:
+    filters["vm_state"] = sorted(wanted)
+    if vm_states.DELETED in wanted:
         filters["deleted"] = None
     return set(statuses), False
 
@@ -292,7 +293,7 @@ class _HostStatus:
     def _lookup(self, host):
         try:
             service = service_obj.get_by_host_and_binary(
-                self.req.deps.db, self.req.context, host, bdm_logic.COMPUTE_BINARY)
+                self.req.deps.db, self.req.context, host, binaries.COMPUTE)
         except exception.NotFound:
             return "UNKNOWN"
         if service.forced_down:
@@ -351,7 +352,7 @@ def delete_server(req, server_id):
     ctx = req.context
     instance = get_instance(req, server_id)
     states.check_instance_lock(ctx, instance)
-    instance_obj.save(req.deps.db, ctx, instance.uuid, {"task_state": "deleting"},
+    instance_obj.save(req.deps.db, ctx, instance.uuid, {"task_state": task_states.DELETING},
                       expected_task_state=instance.task_state)
     instance_action.action_start(req.deps.db, ctx, instance.uuid, "delete", ctx.request_id,
                                  ctx.user_id, ctx.project_id)

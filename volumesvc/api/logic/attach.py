@@ -9,12 +9,12 @@ conductor's attach task; from 2.101 its failures are not HTTP errors.
 
 import re
 
-from volumesvc import exception, servicegroup
+from volumesvc import binaries, exception, servicegroup
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import states
+from volumesvc.compute import vm_states
 from volumesvc.objects import service as service_obj
 
-COMPUTE_BINARY = "volumesvc-compute"
 _DEVICE = re.compile(r"(^/dev/x{0,1}[a-z]{0,1}d{0,1})([a-z]+)[0-9]*$")
 
 V2_20_SHELVED_VOLUMES = mv.V2_20_SHELVED_VOLUMES  # type: ignore[attr-defined]
@@ -72,7 +72,7 @@ def check_attach(ctx, *, version, instance, volume, volume_bdms, device=None, ta
     # a 400 at every microversion (at 2.101 the conductor's is only logged).
     if multiattach and version < V2_60_MULTIATTACH:
         raise exception.MultiattachNotSupportedOldMicroversion()
-    if instance.vm_state == states.SHELVED_OFFLOADED:
+    if instance.vm_state == vm_states.SHELVED_OFFLOADED:
         if tag:
             raise exception.VolumeTaggedAttachToShelvedNotSupported()
         if multiattach:
@@ -93,7 +93,7 @@ def check_host_up(conf, db, ctx, instance):
     if not instance.host:
         return
     try:
-        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, COMPUTE_BINARY)
+        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, binaries.COMPUTE)
     except exception.NotFound:
         service = None
     if service is None or not servicegroup.is_up(conf, service):
