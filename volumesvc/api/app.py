@@ -12,7 +12,7 @@ import re
 import flask
 from oslo_middleware import http_proxy_to_wsgi, request_id
 
-from volumesvc.api import auth, errors, routes, validation
+from volumesvc.api import auth, errors, routes, validation, versioned
 from volumesvc.api import deps as deps_mod
 from volumesvc.api import microversions as mv
 from volumesvc.api import policy as policy_mod
@@ -31,7 +31,7 @@ class _RequestId(request_id.RequestId):
     compat_headers = ["x-compute-request-id"]
 
 
-class _OnlyBelowV2:
+class _MiddlewareOnlyOnV2Paths:
     """Send /v2... paths through ``wrapped`` and everything else to ``plain``.
 
     ``GET /`` and the 300 choices carry no request id and need no token.
@@ -50,7 +50,7 @@ class _OnlyBelowV2:
 # http_proxy_to_wsgi must see the request before anything builds a URL;
 # request_id runs before auth so a 401 carries the request id; auth only
 # describes the caller (the app itself answers 401). Scope "v2" entries wrap
-# only the /v2* paths (see _OnlyBelowV2).
+# only the /v2* paths (see _MiddlewareOnlyOnV2Paths).
 MIDDLEWARE = (
     ("http_proxy_to_wsgi", "all",
      lambda app, conf: http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)),
@@ -61,10 +61,10 @@ MIDDLEWARE = (
 
 def _wrap_middleware(flask_app, conf):
     wsgi = flask_app.wsgi_app
-    versioned = wsgi
+    v2_app = wsgi
     for _name, _scope, factory in reversed([m for m in MIDDLEWARE if m[1] == "v2"]):
-        versioned = factory(versioned, conf)
-    outer = _OnlyBelowV2(versioned, wsgi)
+        v2_app = factory(v2_app, conf)
+    outer = _MiddlewareOnlyOnV2Paths(v2_app, wsgi)
     for _name, _scope, factory in reversed([m for m in MIDDLEWARE if m[1] == "all"]):
         outer = factory(outer, conf)
     return outer
@@ -111,7 +111,7 @@ def _handle_error(exc):
     if (isinstance(exc, werkzeug.exceptions.NotFound) and not path.startswith("/v2")):
         conf = flask.current_app.extensions["volumesvc"].conf
         return flask.jsonify(versions.choices(conf, path)), 300
-    if isinstance(exc, mv.VersionNotAvailable):
+    if isinstance(exc, versioned.VersionNotAvailable):
         if exc.status_code == 405:
             # The method does not exist at this version; the others still do.
             allowed = sorted(flask.request.url_rule.methods - {"HEAD", "OPTIONS"}

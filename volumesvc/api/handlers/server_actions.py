@@ -23,7 +23,6 @@ from volumesvc.objects import instance_action as action_obj
 
 LOG = logging.getLogger(__name__)
 
-V2_45_IMAGE_ID_BODY = mv.V2_45_IMAGE_ID_BODY  # type: ignore[attr-defined]
 
 # Server actions Nova has and volumesvc does not serve (a clear 400, not
 # "no such action", so a client knows the name is right).
@@ -91,7 +90,7 @@ def _create_image(req, server_id, body):
     image = snapshot.snapshot_volume_backed(
         ctx, db=deps.db, cinder=deps.cinder, glance=deps.glance, instance=instance,
         name=body["name"], metadata=metadata, bdms=bdms)
-    if req.is_at_least(V2_45_IMAGE_ID_BODY):
+    if req.is_at_least(mv.V2_45_IMAGE_ID_BODY):
         return {"image_id": image["id"]}, 202
     location = deps.glance.image_url(ctx, image["id"])
 
@@ -108,8 +107,8 @@ _ACTIONS = {"reboot": _reboot, "createImage": _create_image}
 
 @validation.schema(schema.server_action_v2_1)
 @validation.response_body_schema(schema.server_action_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_45_IMAGE_ID_BODY))
-@validation.response_body_schema(schema.server_action_response_v2_45, V2_45_IMAGE_ID_BODY)
+                                 mv.before(mv.V2_45_IMAGE_ID_BODY))
+@validation.response_body_schema(schema.server_action_response_v2_45, mv.V2_45_IMAGE_ID_BODY)
 def run_server_action(req, server_id):
     """POST /servers/{id}/action → 202 (see the action functions above).
 

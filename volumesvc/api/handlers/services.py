@@ -9,7 +9,7 @@ Services are identified by their integer id below 2.53 and by uuid from
 from oslo_utils import strutils, uuidutils
 
 from volumesvc import servicegroup
-from volumesvc.api import errors, validation
+from volumesvc.api import errors, validation, versioned
 from volumesvc.api import microversions as mv
 from volumesvc.api.policies import services as policies
 from volumesvc.api.policy import authorize
@@ -95,7 +95,7 @@ def _legacy_values(req, action):
     return {"disabled": True, "disabled_reason": body.get("disabled_reason")}
 
 
-@mv.version_handler(mv.V2_1_BASE, mv.before(mv.V2_53_SERVICE_UUIDS))
+@versioned.version_handler(mv.V2_1_BASE, mv.before(mv.V2_53_SERVICE_UUIDS))
 @validation.schema(schema.update_service_v2_1, mv.V2_1_BASE, mv.before(mv.V2_11_FORCED_DOWN))
 @validation.schema(schema.update_service_v2_11, mv.V2_11_FORCED_DOWN,
                    mv.before(mv.V2_53_SERVICE_UUIDS))
@@ -151,7 +151,7 @@ def _get_by_uuid(req, service_id):
     return service_obj.get_by_uuid(req.deps.db, req.context, service_id)
 
 
-@mv.version_handler(mv.V2_53_SERVICE_UUIDS)  # noqa: F811
+@versioned.version_handler(mv.V2_53_SERVICE_UUIDS)  # noqa: F811
 @validation.schema(schema.update_service_v2_53, mv.V2_53_SERVICE_UUIDS)
 @validation.response_body_schema(schema.update_service_response_v2_53,
                                  mv.V2_53_SERVICE_UUIDS)
