@@ -33,18 +33,21 @@ class VersionNotAvailable(Exception):
 
 
 def version_handler(min_ver: mv.Version, max_ver: mv.Version | None = None,
-                    status_code: int = 404) -> Callable[[Callable[..., Any]], Any]:
+                    status_code: int = 404, *,
+                    name: str | None = None) -> Callable[[Callable[..., Any]], Any]:
     """Register one version window of a handler that changes as a whole.
 
-    Several functions of the same qualified name form one handler; the one
-    whose window holds the request's version runs. Outside every window the
-    request fails with ``status_code``: 404 for a route that does not exist
-    yet, 405 for a method that does not.
+    Several functions of the same ``name`` (default: the function's qualified
+    name) in one module form one handler; the one whose window holds the
+    request's version runs. Outside every window the request fails with
+    ``status_code``: 404 for a route that does not exist yet, 405 for a
+    method that does not. Give each window function its own Python name and
+    the shared ``name``, so no function is redefined.
     """
     high = max_ver or mv.MAX_VERSION
 
     def decorator(func: Callable[..., Any]) -> Any:
-        key = f"{func.__module__}.{func.__qualname__}"
+        key = f"{func.__module__}.{name or func.__qualname__}"
         VERSIONED_METHODS[key].append((min_ver, high, func))
         validation.merge(_MERGED_SCHEMAS[key], func, min_ver, high)
         VERSIONED_METHODS[key].sort(key=lambda entry: entry[0])
@@ -55,17 +58,17 @@ def version_handler(min_ver: mv.Version, max_ver: mv.Version | None = None,
                     return candidate(*args, **kwargs)
             raise VersionNotAvailable(status_code)
 
-        dispatch.__name__ = func.__name__
-        dispatch.__qualname__ = func.__qualname__
+        dispatch.__name__ = name or func.__name__
+        dispatch.__qualname__ = name or func.__qualname__
         dispatch.__module__ = func.__module__
         dispatch.__doc__ = func.__doc__
-        # The app and the tests read these attributes off the dispatcher.
-        attrs: dict[str, Any] = vars(dispatch)
-        attrs["versioned_key"] = key
+        # Set through __dict__ as validation's decorators do: mypy allows no
+        # new attributes on a function. The app and tests read them back.
+        dispatch.__dict__["versioned_key"] = key
         # The dispatcher validates with the schemas of every window.
-        attrs["_schemas"] = _MERGED_SCHEMAS[key]
+        dispatch.__dict__["_schemas"] = _MERGED_SCHEMAS[key]
         if getattr(func, "_policy_exempt", False):
-            attrs["_policy_exempt"] = True
+            dispatch.__dict__["_policy_exempt"] = True
         return dispatch
 
     return decorator

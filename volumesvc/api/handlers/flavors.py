@@ -6,6 +6,7 @@ for 0 before) and unknown query parameters give 400.
 """
 
 import uuid
+from urllib.parse import urlencode
 
 from oslo_utils import strutils
 
@@ -144,8 +145,6 @@ def _page(req):
 def _collection(req, flavors, limit, path, items) -> dict:
     body = {"flavors": items}
     if limit and len(flavors) == limit:
-        from urllib.parse import urlencode
-
         params = {k: v for k, v in req.query.items() if k != "marker"}
         params["marker"] = flavors[-1].flavorid
         versioned, _ = _prefixes(req)

@@ -44,6 +44,11 @@ _REBOOT_TASK_STATE = {"SOFT": states.REBOOTING, "HARD": states.REBOOTING_HARD}
 _REBOOT_GATE = {"SOFT": states.REBOOT_SOFT, "HARD": states.REBOOT_HARD}
 
 
+def _expected_task_states(gate):
+    """The task_states a compare-and-swap save may find; UNSET when the gate checks none."""
+    return instance_obj.UNSET if gate.task_states is states.ANY else list(gate.task_states)
+
+
 def _reboot(req, server_id, body):
     """reboot → 202, no body. 404; 409 lock/state (SOFT and HARD tables of §2)."""
     authorize(req.context, policies.REBOOT)
@@ -56,7 +61,7 @@ def _reboot(req, server_id, body):
         # Compare-and-swap: of two concurrent reboots exactly one wins.
         instance_obj.save(db, ctx, instance.uuid,
                           {"task_state": _REBOOT_TASK_STATE[reboot_type]},
-                          expected_task_state=list(gate.task_states))
+                          expected_task_state=_expected_task_states(gate))
     except exception.UnexpectedTaskStateError as exc:
         current = instance_obj.get_by_uuid(db, ctx, instance.uuid)
         raise states.invalid_state(current, gate.action, "task_state") from exc

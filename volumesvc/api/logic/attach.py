@@ -18,10 +18,12 @@ COMPUTE_BINARY = "volumesvc-compute"
 _DEVICE = re.compile(r"(^/dev/x{0,1}[a-z]{0,1}d{0,1})([a-z]+)[0-9]*$")
 
 
+def gate_vm_states(version, gate: states.Gate) -> frozenset | None:
+    """The vm_states ``gate`` allows at ``version``: shelved ones only from 2.20.
 
-def gate_vm_states(version, gate: states.Gate) -> frozenset:
-    """The vm_states ``gate`` allows at ``version``: shelved ones only from 2.20."""
-    if version >= mv.V2_20_SHELVED_VOLUMES:
+    A gate that checks no vm_state (``states.ANY``) stays unchecked.
+    """
+    if gate.vm_states is states.ANY or version >= mv.V2_20_SHELVED_VOLUMES:
         return gate.vm_states
     return gate.vm_states - states.SHELVED_STATES
 
