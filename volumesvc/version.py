@@ -23,7 +23,8 @@ SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
 # (spec 5, microversion 2.67).
 MIN_COMPUTE_VOLUME_TYPE = 2
 # Minimum compute service version that completes extends with Cinder
-# (spec 3, microversion 2.105).
+# (spec 3). Its microversion, 2.105, is not advertised yet: it comes with the
+# os-server-external-events route (see OWN_VERSIONS in api/microversions.py).
 MIN_COMPUTE_EXTEND_COMPLETION = 4
 
 RELEASE = "0.1.0"

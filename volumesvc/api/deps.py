@@ -28,6 +28,9 @@ class Deps:
         self._lock = threading.Lock()
         self.enforcer = enforcer
 
+    # NOTE: the factories import their modules locally on purpose: the
+    # database engine, oslo.messaging and cinderclient/glance stay unloaded
+    # until a request needs them (version documents and most tests never do).
     def _lazy(self, name, factory):
         # NOTE: workers run several threads (gthread): build each dependency
         # once, under a lock, not once per racing request.

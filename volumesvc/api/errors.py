@@ -113,7 +113,7 @@ class APIError(Exception):
     ``headers`` are extra response headers (``Allow`` on a 405).
     """
 
-    def __init__(self, status: int, message: str, code: str = None, headers=None):
+    def __init__(self, status: int, message: str, code: str | None = None, headers=None):
         super().__init__(message)
         self.status = status
         self.message = message

@@ -6,6 +6,7 @@ for 0 before) and unknown query parameters give 400.
 """
 
 import uuid
+from urllib.parse import urlencode
 
 from oslo_utils import strutils
 
@@ -18,11 +19,18 @@ from volumesvc.api.request import base_url
 from volumesvc.api.schemas import flavors as schema
 from volumesvc.objects import flavor as flavor_obj
 
-V2_55 = mv.V2_55_FLAVOR_DESCRIPTION  # type: ignore[attr-defined]
-V2_61 = mv.V2_61_FLAVOR_EXTRA_SPECS  # type: ignore[attr-defined]
-V2_75 = mv.V2_75_STRICT_QUERY
-V2_102 = mv.V2_102_STRICT_QUERY_ALL
 _MAX_INT = 2147483647
+
+
+# Where the full flavor representation changes: description, extra_specs, swap 0.
+_FLAVOR_WINDOWS = (mv.V2_1_BASE, mv.V2_55_FLAVOR_DESCRIPTION, mv.V2_61_FLAVOR_EXTRA_SPECS,
+                   mv.V2_75_STRICT_QUERY)
+
+
+def _flavor_windows(prefix):
+    """Response schemas ``<prefix>_response_v2_{1,55,61,75}`` over _FLAVOR_WINDOWS."""
+    return validation.windows(validation.response_body_schema, [
+        (low, getattr(schema, f"{prefix}_response_v2_{low.minor}")) for low in _FLAVOR_WINDOWS])
 
 
 def _prefixes(req):
@@ -46,7 +54,7 @@ def _can(req, rule) -> bool:
 
 def _serialize_brief(req, flavor) -> dict:
     body = {"id": flavor.flavorid, "name": flavor.name, "links": _links(req, flavor.flavorid)}
-    if req.is_at_least(V2_55):
+    if req.is_at_least(mv.V2_55_FLAVOR_DESCRIPTION):
         body["description"] = flavor.description
     return body
 
@@ -58,7 +66,7 @@ def _serialize_flavor(req, flavor, show_extra_specs=None) -> dict:
         "ram": flavor.memory_mb,
         "disk": flavor.root_gb,
         # NOTE: Nova shows a swap of 0 as "" until 2.75.
-        "swap": flavor.swap if req.is_at_least(V2_75) else (flavor.swap or ""),
+        "swap": flavor.swap if req.is_at_least(mv.V2_75_STRICT_QUERY) else (flavor.swap or ""),
         "OS-FLV-EXT-DATA:ephemeral": flavor.ephemeral_gb,
         "OS-FLV-DISABLED:disabled": bool(flavor.disabled),
         "vcpus": flavor.vcpus,
@@ -66,9 +74,9 @@ def _serialize_flavor(req, flavor, show_extra_specs=None) -> dict:
         "rxtx_factor": flavor.rxtx_factor or "",
         "links": _links(req, flavor.flavorid),
     }
-    if req.is_at_least(V2_55):
+    if req.is_at_least(mv.V2_55_FLAVOR_DESCRIPTION):
         body["description"] = flavor.description
-    if req.is_at_least(V2_61):
+    if req.is_at_least(mv.V2_61_FLAVOR_EXTRA_SPECS):
         if show_extra_specs is None:
             show_extra_specs = _can(req, policies.EXTRA_SPECS_INDEX)
         if show_extra_specs:
@@ -137,8 +145,6 @@ def _page(req):
 def _collection(req, flavors, limit, path, items) -> dict:
     body = {"flavors": items}
     if limit and len(flavors) == limit:
-        from urllib.parse import urlencode
-
         params = {k: v for k, v in req.query.items() if k != "marker"}
         params["marker"] = flavors[-1].flavorid
         versioned, _ = _prefixes(req)
@@ -147,12 +153,13 @@ def _collection(req, flavors, limit, path, items) -> dict:
     return body
 
 
-@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE, mv.before(V2_75),
+@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE,
+                         mv.before(mv.V2_75_STRICT_QUERY),
                          strip_unknown=True)
-@validation.query_schema(schema.list_flavors_query_v2_75, V2_75)
+@validation.query_schema(schema.list_flavors_query_v2_75, mv.V2_75_STRICT_QUERY)
 @validation.response_body_schema(schema.list_flavors_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_55))
-@validation.response_body_schema(schema.list_flavors_response_v2_55, V2_55)
+                                 mv.before(mv.V2_55_FLAVOR_DESCRIPTION))
+@validation.response_body_schema(schema.list_flavors_response_v2_55, mv.V2_55_FLAVOR_DESCRIPTION)
 def list_flavors(req):
     """GET /flavors → 200: id, name, links (+ description from 2.55)."""
     authorize(req.context, policies.LIST)
@@ -161,33 +168,26 @@ def list_flavors(req):
                        [_serialize_brief(req, f) for f in flavors]), 200
 
 
-@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE, mv.before(V2_75),
+@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE,
+                         mv.before(mv.V2_75_STRICT_QUERY),
                          strip_unknown=True)
-@validation.query_schema(schema.list_flavors_query_v2_75, V2_75)
-@validation.response_body_schema(schema.list_flavors_detail_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_55))
-@validation.response_body_schema(schema.list_flavors_detail_response_v2_55, V2_55,
-                                 mv.before(V2_61))
-@validation.response_body_schema(schema.list_flavors_detail_response_v2_61, V2_61,
-                                 mv.before(V2_75))
-@validation.response_body_schema(schema.list_flavors_detail_response_v2_75, V2_75)
+@validation.query_schema(schema.list_flavors_query_v2_75, mv.V2_75_STRICT_QUERY)
+@_flavor_windows("list_flavors_detail")
 def list_flavors_detail(req):
     """GET /flavors/detail → 200 with every flavor's details (see module docstring)."""
     authorize(req.context, policies.LIST)
     flavors, limit = _page(req)
-    show_extra_specs = req.is_at_least(V2_61) and _can(req, policies.EXTRA_SPECS_INDEX)
+    show_extra_specs = (req.is_at_least(mv.V2_61_FLAVOR_EXTRA_SPECS)
+                        and _can(req, policies.EXTRA_SPECS_INDEX))
     return _collection(req, flavors, limit, "flavors/detail",
                        [_serialize_flavor(req, f, show_extra_specs) for f in flavors]), 200
 
 
-@validation.query_schema(schema.show_flavor_query_v2_1, mv.V2_1_BASE, mv.before(V2_102),
+@validation.query_schema(schema.show_flavor_query_v2_1, mv.V2_1_BASE,
+                         mv.before(mv.V2_102_STRICT_QUERY_ALL),
                          strip_unknown=True)
-@validation.query_schema(schema.show_flavor_query_v2_102, V2_102)
-@validation.response_body_schema(schema.show_flavor_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_55))
-@validation.response_body_schema(schema.show_flavor_response_v2_55, V2_55, mv.before(V2_61))
-@validation.response_body_schema(schema.show_flavor_response_v2_61, V2_61, mv.before(V2_75))
-@validation.response_body_schema(schema.show_flavor_response_v2_75, V2_75)
+@validation.query_schema(schema.show_flavor_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@_flavor_windows("show_flavor")
 def show_flavor(req, flavor_id):
     """GET /flavors/{id} → 200; 404 when unknown (or private, for non-admins)."""
     authorize(req.context, policies.SHOW)
@@ -205,8 +205,8 @@ def _visible_flavor(req, flavor_id):
 
 
 @validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_75), strip_unknown=True)
-@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, V2_75)
+                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
+@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_75_STRICT_QUERY)
 @validation.response_body_schema(schema.list_flavor_extra_specs_response_v2_1,
                                  mv.V2_1_BASE)
 def list_flavor_extra_specs(req, flavor_id):
@@ -217,8 +217,8 @@ def list_flavor_extra_specs(req, flavor_id):
 
 
 @validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_75), strip_unknown=True)
-@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, V2_75)
+                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
+@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_75_STRICT_QUERY)
 @validation.response_body_schema(schema.show_flavor_extra_spec_response_v2_1, mv.V2_1_BASE)
 def show_flavor_extra_spec(req, flavor_id, key):
     """GET /flavors/{id}/os-extra_specs/{key} → 200 ``{key: value}``; 404 when unset."""
@@ -265,15 +265,9 @@ def _create_values(body) -> dict:
     }
 
 
-@validation.schema(schema.create_flavor_v2_1, mv.V2_1_BASE, mv.before(V2_55))
-@validation.schema(schema.create_flavor_v2_55, V2_55)
-@validation.response_body_schema(schema.create_flavor_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_55))
-@validation.response_body_schema(schema.create_flavor_response_v2_55, V2_55,
-                                 mv.before(V2_61))
-@validation.response_body_schema(schema.create_flavor_response_v2_61, V2_61,
-                                 mv.before(V2_75))
-@validation.response_body_schema(schema.create_flavor_response_v2_75, V2_75)
+@validation.schema(schema.create_flavor_v2_1, mv.V2_1_BASE, mv.before(mv.V2_55_FLAVOR_DESCRIPTION))
+@validation.schema(schema.create_flavor_v2_55, mv.V2_55_FLAVOR_DESCRIPTION)
+@_flavor_windows("create_flavor")
 def create_flavor(req):
     """POST /flavors → 200 with the flavor (admin); 409 when the name or id is taken."""
     authorize(req.context, policies.CREATE)

@@ -20,14 +20,6 @@ from volumesvc.api.request import base_url, get_instance
 from volumesvc.api.schemas import instance_actions as schema
 from volumesvc.objects import instance_action as action_obj
 
-V2_21 = mv.V2_21_DELETED_ACTIONS  # type: ignore[attr-defined]
-V2_51 = mv.V2_51_VOLUME_EXTENDED  # type: ignore[attr-defined]
-V2_58 = mv.V2_58_ACTION_PAGING  # type: ignore[attr-defined]
-V2_62 = mv.V2_62_ACTION_EVENT_HOST  # type: ignore[attr-defined]
-V2_66 = mv.V2_66_CHANGES_BEFORE  # type: ignore[attr-defined]
-V2_84 = mv.V2_84_EVENT_DETAILS  # type: ignore[attr-defined]
-V2_102 = mv.V2_102_STRICT_QUERY_ALL
-
 
 def _time(value):
     return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
@@ -54,7 +46,7 @@ def _can(req, rule, project_id) -> bool:
 def _instance(req, server_id):
     # 2.21: actions of deleted servers stay visible.
     return get_instance(req, server_id,
-                        read_deleted="yes" if req.is_at_least(V2_21) else None)
+                        read_deleted="yes" if req.is_at_least(mv.V2_21_DELETED_ACTIONS) else None)
 
 
 def _serialize_action(req, action) -> dict:
@@ -62,7 +54,7 @@ def _serialize_action(req, action) -> dict:
             ("action", "instance_uuid", "request_id", "user_id", "project_id")}
     body["start_time"] = _time(action.start_time)
     body["message"] = action.message
-    if req.is_at_least(V2_58):
+    if req.is_at_least(mv.V2_58_ACTION_PAGING):
         body["updated_at"] = _time(_updated_at(action))
     return body
 
@@ -74,7 +66,7 @@ def _serialize_event(req, event, project_id, *, traceback, host, details) -> dic
         body["traceback"] = event.traceback
     if host:
         body["host"] = event.host
-    if req.is_at_least(V2_62):
+    if req.is_at_least(mv.V2_62_ACTION_EVENT_HOST):
         body["hostId"] = _host_id(project_id, event.host)
     if details:
         body["details"] = event.details
@@ -129,19 +121,21 @@ def _next_links(req, server_id, actions, limit):
 
 
 @validation.query_schema(schema.list_instance_actions_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_58), strip_unknown=True)
-@validation.query_schema(schema.list_instance_actions_query_v2_58, V2_58, mv.before(V2_66))
-@validation.query_schema(schema.list_instance_actions_query_v2_66, V2_66)
+                         mv.before(mv.V2_58_ACTION_PAGING), strip_unknown=True)
+@validation.query_schema(schema.list_instance_actions_query_v2_58, mv.V2_58_ACTION_PAGING,
+                         mv.before(mv.V2_66_CHANGES_BEFORE))
+@validation.query_schema(schema.list_instance_actions_query_v2_66, mv.V2_66_CHANGES_BEFORE)
 @validation.response_body_schema(schema.list_instance_actions_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_58))
-@validation.response_body_schema(schema.list_instance_actions_response_v2_58, V2_58)
+                                 mv.before(mv.V2_58_ACTION_PAGING))
+@validation.response_body_schema(schema.list_instance_actions_response_v2_58,
+                                 mv.V2_58_ACTION_PAGING)
 def list_instance_actions(req, server_id):
     """GET /servers/{id}/os-instance-actions → 200; 404 unknown server; 400 bad marker."""
     authorize(req.context, policies.LIST)
     instance = _instance(req, server_id)
     actions = action_obj.list_actions(req.deps.db, req.context, instance.uuid)
     links = []
-    if req.is_at_least(V2_58):
+    if req.is_at_least(mv.V2_58_ACTION_PAGING):
         actions, limit = _paginate(req, actions)
         links = _next_links(req, server_id, actions, limit)
     body = {"instanceActions": [_serialize_action(req, a) for a in actions]}
@@ -151,15 +145,16 @@ def list_instance_actions(req, server_id):
 
 
 @validation.query_schema(schema.show_instance_action_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_102), strip_unknown=True)
-@validation.query_schema(schema.show_instance_action_query_v2_102, V2_102)
+                         mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
+@validation.query_schema(schema.show_instance_action_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
 @validation.response_body_schema(schema.show_instance_action_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_58))
-@validation.response_body_schema(schema.show_instance_action_response_v2_58, V2_58,
-                                 mv.before(V2_62))
-@validation.response_body_schema(schema.show_instance_action_response_v2_62, V2_62,
-                                 mv.before(V2_84))
-@validation.response_body_schema(schema.show_instance_action_response_v2_84, V2_84)
+                                 mv.before(mv.V2_58_ACTION_PAGING))
+@validation.response_body_schema(schema.show_instance_action_response_v2_58,
+                                 mv.V2_58_ACTION_PAGING, mv.before(mv.V2_62_ACTION_EVENT_HOST))
+@validation.response_body_schema(schema.show_instance_action_response_v2_62,
+                                 mv.V2_62_ACTION_EVENT_HOST, mv.before(mv.V2_84_EVENT_DETAILS))
+@validation.response_body_schema(schema.show_instance_action_response_v2_84,
+                                 mv.V2_84_EVENT_DETAILS)
 def show_instance_action(req, server_id, request_id):
     """GET /servers/{id}/os-instance-actions/{request_id} → 200 with events.
 
@@ -174,14 +169,15 @@ def show_instance_action(req, server_id, request_id):
         raise exception.NotFound(f"Action {request_id} not found") from None
     body = _serialize_action(req, action)
     see_all = _can(req, policies.EVENTS, instance.project_id)
-    if see_all or req.is_at_least(V2_51):
-        details = req.is_at_least(V2_84) and _can(req, policies.EVENTS_DETAILS,
+    if see_all or req.is_at_least(mv.V2_51_VOLUME_EXTENDED):
+        details = req.is_at_least(mv.V2_84_EVENT_DETAILS) and _can(req, policies.EVENTS_DETAILS,
                                                   instance.project_id)
         # NOTE: actions recorded by periodic tasks have no project; the
         # hostId is then built with the server's project, as in Nova.
         project_id = action.project_id or instance.project_id
         body["events"] = [
             _serialize_event(req, e, project_id, traceback=see_all,
-                             host=see_all and req.is_at_least(V2_62), details=details)
+                             host=see_all and req.is_at_least(mv.V2_62_ACTION_EVENT_HOST),
+                             details=details)
             for e in action.events]
     return {"instanceAction": body}, 200

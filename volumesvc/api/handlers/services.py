@@ -9,7 +9,7 @@ Services are identified by their integer id below 2.53 and by uuid from
 from oslo_utils import strutils, uuidutils
 
 from volumesvc import servicegroup
-from volumesvc.api import errors, validation
+from volumesvc.api import errors, validation, versioned
 from volumesvc.api import microversions as mv
 from volumesvc.api.policies import services as policies
 from volumesvc.api.policy import authorize
@@ -95,7 +95,8 @@ def _legacy_values(req, action):
     return {"disabled": True, "disabled_reason": body.get("disabled_reason")}
 
 
-@mv.version_handler(mv.V2_1_BASE, mv.before(mv.V2_53_SERVICE_UUIDS))
+@versioned.version_handler(mv.V2_1_BASE, mv.before(mv.V2_53_SERVICE_UUIDS),
+                           name="update_service")
 @validation.schema(schema.update_service_v2_1, mv.V2_1_BASE, mv.before(mv.V2_11_FORCED_DOWN))
 @validation.schema(schema.update_service_v2_11, mv.V2_11_FORCED_DOWN,
                    mv.before(mv.V2_53_SERVICE_UUIDS))
@@ -103,7 +104,7 @@ def _legacy_values(req, action):
                                  mv.before(mv.V2_11_FORCED_DOWN))
 @validation.response_body_schema(schema.update_service_response_v2_11,
                                  mv.V2_11_FORCED_DOWN, mv.before(mv.V2_53_SERVICE_UUIDS))
-def update_service(req, service_id):
+def _update_service_by_host(req, service_id):
     """PUT /os-services/{enable|disable|disable-log-reason|force-down} → 200.
 
     2.1-2.52: body names host and binary; 2.11 adds force-down.
@@ -135,7 +136,7 @@ def _uuid_values(body) -> dict:
         raise errors.APIError(
             400, "Specifying 'disabled_reason' with status 'enabled' is invalid.",
             errors.SCHEMA_INVALID)
-    values = {}
+    values: dict[str, object] = {}
     if status == "enabled":
         values.update(disabled=False, disabled_reason=None)
     elif status == "disabled":
@@ -151,11 +152,11 @@ def _get_by_uuid(req, service_id):
     return service_obj.get_by_uuid(req.deps.db, req.context, service_id)
 
 
-@mv.version_handler(mv.V2_53_SERVICE_UUIDS)  # noqa: F811
+@versioned.version_handler(mv.V2_53_SERVICE_UUIDS, name="update_service")
 @validation.schema(schema.update_service_v2_53, mv.V2_53_SERVICE_UUIDS)
 @validation.response_body_schema(schema.update_service_response_v2_53,
                                  mv.V2_53_SERVICE_UUIDS)
-def update_service(req, service_id):  # noqa: F811
+def update_service(req, service_id):
     """PUT /os-services/{uuid} → 200 with the full service (2.53+).
 
     Only compute services can be updated (400 otherwise, as in Nova).

@@ -24,15 +24,6 @@ from volumesvc.objects import instance_action as action_obj
 
 LOG = logging.getLogger(__name__)
 
-V2_49_ATTACH_TAGS = mv.V2_49_ATTACH_TAGS  # type: ignore[attr-defined]
-V2_70_ATTACHMENT_TAGS = mv.V2_70_ATTACHMENT_TAGS  # type: ignore[attr-defined]
-V2_79_DELETE_ON_TERMINATION = mv.V2_79_ATTACH_DELETE_ON_TERMINATION  # type: ignore[attr-defined]
-V2_85_UPDATE_ATTACHMENT = mv.V2_85_UPDATE_ATTACHMENT  # type: ignore[attr-defined]
-V2_89_ATTACHMENT_IDS = mv.V2_89_ATTACHMENT_IDS  # type: ignore[attr-defined]
-V2_101_ASYNC_ATTACH = mv.V2_101_ASYNC_ATTACH  # type: ignore[attr-defined]
-V2_75_STRICT_QUERY = mv.V2_75_STRICT_QUERY
-V2_102_STRICT_QUERY_ALL = mv.V2_102_STRICT_QUERY_ALL
-
 
 def _authorize(req, rule, instance):
     authorize(req.context, rule, {"project_id": instance.project_id,
@@ -50,7 +41,7 @@ def _visible(req, bdm) -> bool:
     """Volume BDMs only; from 2.89 only those with a Cinder attachment id."""
     if not bdm.volume_id:
         return False
-    return bool(bdm.attachment_id) or not req.is_at_least(V2_89_ATTACHMENT_IDS)
+    return bool(bdm.attachment_id) or not req.is_at_least(mv.V2_89_ATTACHMENT_IDS)
 
 
 def _bdm_of(req, instance, volume_id, *, hide_legacy=False):
@@ -68,15 +59,15 @@ def _bdm_of(req, instance, volume_id, *, hide_legacy=False):
 
 def _serialize_attachment(req, bdm, instance_uuid) -> dict:
     """One attachment at the request's version (§3.1)."""
-    body = {} if req.is_at_least(V2_89_ATTACHMENT_IDS) else {"id": bdm.volume_id}
+    body = {} if req.is_at_least(mv.V2_89_ATTACHMENT_IDS) else {"id": bdm.volume_id}
     body.update(volumeId=bdm.volume_id, serverId=instance_uuid)
     if bdm.device_name:
         body["device"] = bdm.device_name
-    if req.is_at_least(V2_70_ATTACHMENT_TAGS):
+    if req.is_at_least(mv.V2_70_ATTACHMENT_TAGS):
         body["tag"] = bdm.tag
-    if req.is_at_least(V2_79_DELETE_ON_TERMINATION):
+    if req.is_at_least(mv.V2_79_ATTACH_DELETE_ON_TERMINATION):
         body["delete_on_termination"] = bool(bdm.delete_on_termination)
-    if req.is_at_least(V2_89_ATTACHMENT_IDS):
+    if req.is_at_least(mv.V2_89_ATTACHMENT_IDS):
         body.update(attachment_id=bdm.attachment_id, bdm_uuid=bdm.uuid)
     return body
 
@@ -85,15 +76,15 @@ def _serialize_created(req, bdm: dict, instance_uuid, volume_id) -> dict:
     """The 200 body of POST below 2.101 (§3.2: 2.89 was never applied here)."""
     body = {"id": volume_id, "serverId": instance_uuid, "volumeId": volume_id,
             "device": bdm.get("device_name")}
-    if req.is_at_least(V2_70_ATTACHMENT_TAGS):
+    if req.is_at_least(mv.V2_70_ATTACHMENT_TAGS):
         body["tag"] = bdm.get("tag")
-    if req.is_at_least(V2_79_DELETE_ON_TERMINATION):
+    if req.is_at_least(mv.V2_79_ATTACH_DELETE_ON_TERMINATION):
         body["delete_on_termination"] = bool(bdm.get("delete_on_termination"))
     return body
 
 
-_REPR_WINDOWS = (mv.V2_1_BASE, V2_70_ATTACHMENT_TAGS, V2_79_DELETE_ON_TERMINATION,
-                 V2_89_ATTACHMENT_IDS)
+_REPR_WINDOWS = (mv.V2_1_BASE, mv.V2_70_ATTACHMENT_TAGS, mv.V2_79_ATTACH_DELETE_ON_TERMINATION,
+                 mv.V2_89_ATTACHMENT_IDS)
 
 
 def _response_windows(prefix):
@@ -111,8 +102,8 @@ def _int_param(req, key, default):
 # --- list / show ---------------------------------------------------------------------------
 
 @validation.query_schema(schema.list_volume_attachments_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_75_STRICT_QUERY), strip_unknown=True)
-@validation.query_schema(schema.list_volume_attachments_query_v2_75, V2_75_STRICT_QUERY)
+                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
+@validation.query_schema(schema.list_volume_attachments_query_v2_75, mv.V2_75_STRICT_QUERY)
 @_response_windows("list_volume_attachments")
 def list_volume_attachments(req, server_id):
     """GET → 200 ``{"volumeAttachments": [...]}``; limit/offset paginate the BDMs."""
@@ -130,8 +121,8 @@ def list_volume_attachments(req, server_id):
 
 
 @validation.query_schema(schema.show_volume_attachment_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_102_STRICT_QUERY_ALL), strip_unknown=True)
-@validation.query_schema(schema.show_volume_attachment_query_v2_102, V2_102_STRICT_QUERY_ALL)
+                         mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
+@validation.query_schema(schema.show_volume_attachment_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
 @_response_windows("show_volume_attachment")
 def show_volume_attachment(req, server_id, volume_id):
     """GET one (``{volume_id}``) → 200; 404 ``Instance <s> is not attached to volume <v>``."""
@@ -145,13 +136,13 @@ def show_volume_attachment(req, server_id, volume_id):
 
 @validation.windows(validation.schema, [
     (mv.V2_1_BASE, schema.create_volume_attachment_v2_1),
-    (V2_49_ATTACH_TAGS, schema.create_volume_attachment_v2_49),
-    (V2_79_DELETE_ON_TERMINATION, schema.create_volume_attachment_v2_79)])
+    (mv.V2_49_ATTACH_TAGS, schema.create_volume_attachment_v2_49),
+    (mv.V2_79_ATTACH_DELETE_ON_TERMINATION, schema.create_volume_attachment_v2_79)])
 @validation.windows(validation.response_body_schema, [
     (mv.V2_1_BASE, schema.create_volume_attachment_response_v2_1),
-    (V2_70_ATTACHMENT_TAGS, schema.create_volume_attachment_response_v2_70),
-    (V2_79_DELETE_ON_TERMINATION, schema.create_volume_attachment_response_v2_79),
-    (V2_101_ASYNC_ATTACH, schema.create_volume_attachment_response_v2_101)])
+    (mv.V2_70_ATTACHMENT_TAGS, schema.create_volume_attachment_response_v2_70),
+    (mv.V2_79_ATTACH_DELETE_ON_TERMINATION, schema.create_volume_attachment_response_v2_79),
+    (mv.V2_101_ASYNC_ATTACH, schema.create_volume_attachment_response_v2_101)])
 def create_volume_attachment(req, server_id):
     """POST → 200 with the attachment below 2.101; 202 with no body from 2.101.
 
@@ -178,7 +169,7 @@ def create_volume_attachment(req, server_id):
                   multiattach=bool(volume.get("multiattach")),
                   delete_on_termination=strutils.bool_from_string(
                       attachment.get("delete_on_termination", False), strict=True))
-    if req.is_at_least(V2_101_ASYNC_ATTACH):
+    if req.is_at_least(mv.V2_101_ASYNC_ATTACH):
         deps.conductor.attach_volume(ctx, wait=False, **kwargs)
         return None, 202
     bdm = deps.conductor.attach_volume(ctx, wait=True, **kwargs)
@@ -204,7 +195,7 @@ def _swap(req, instance, old_volume_id, attachment):
         # The new volume comes from the body: a bad request, not a missing URL.
         raise errors.APIError(400, exc.format_message(), errors.BAD_REQUEST) from exc
     bdm = _bdm_of(req, instance, old_volume_id)
-    if req.is_at_least(V2_85_UPDATE_ATTACHMENT):
+    if req.is_at_least(mv.V2_85_UPDATE_ATTACHMENT):
         _update_flag(req, instance, bdm, attachment)
     logic.check_swap(ctx, instance, old_volume, _rw_attachments(req, old_volume))
 
@@ -218,7 +209,7 @@ def _update_flag(req, instance, bdm, attachment):
 
 @validation.windows(validation.schema, [
     (mv.V2_1_BASE, schema.update_volume_attachment_v2_1),
-    (V2_85_UPDATE_ATTACHMENT, schema.update_volume_attachment_v2_85)])
+    (mv.V2_85_UPDATE_ATTACHMENT, schema.update_volume_attachment_v2_85)])
 @validation.response_body_schema(schema.update_volume_attachment_response_v2_1)
 def update_volume_attachment(req, server_id, volume_id):
     """PUT → 202, no body.
@@ -230,7 +221,7 @@ def update_volume_attachment(req, server_id, volume_id):
     """
     instance = get_instance(req, server_id)
     attachment = req.body["volumeAttachment"]
-    if not req.is_at_least(V2_85_UPDATE_ATTACHMENT) or attachment["volumeId"] != volume_id:
+    if not req.is_at_least(mv.V2_85_UPDATE_ATTACHMENT) or attachment["volumeId"] != volume_id:
         _authorize(req, policies.SWAP, instance)
         _swap(req, instance, volume_id, attachment)
         return None, 202

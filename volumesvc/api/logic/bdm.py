@@ -266,7 +266,8 @@ def validate(check: BootCheck, bdms: list[dict]) -> Validated:
             # client sees the generic InvalidBDM text; we keep that text.
             raise exception.InvalidBDM()
     multiattach = _check_volume_types(check, bdms)
-    images, volumes = {}, []
+    images: dict[str, dict] = {}
+    volumes: list = []
     for bdm in bdms:
         if bdm["image_id"] is not None and bdm["source_type"] == "image":
             _check_image(check, bdm, images)
