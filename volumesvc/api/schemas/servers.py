@@ -146,13 +146,13 @@ CREATE_WINDOWS = (
     (mv.V2_90_HOSTNAME, create_server_v2_90),
 )
 
-_LINKS = {"type": "array", "items": object_({
+LINKS = {"type": "array", "items": object_({
     "rel": {"type": "string"}, "href": {"type": "string"},
     "type": {"type": "string"}}, required=["rel", "href"])}
 
 create_server_response_v2_1 = {"oneOf": [
     object_({"server": object_({
-        "id": _UUID, "links": _LINKS, "OS-DCF:diskConfig": {"type": "string"},
+        "id": _UUID, "links": LINKS, "OS-DCF:diskConfig": {"type": "string"},
         "security_groups": {"type": "array", "items": object_(
             {"name": {"type": "string"}}, required=["name"])},
         "adminPass": {"type": "string"},
@@ -196,7 +196,7 @@ def list_servers_detail_response(server, version=None):
 
 list_servers_response_v2_1 = object_({
     "servers": {"type": "array", "items": object_(
-        {"id": _UUID, "name": {"type": "string"}, "links": _LINKS},
+        {"id": _UUID, "name": {"type": "string"}, "links": LINKS},
         required=["id", "name", "links"])},
     "servers_links": _servers_links()}, required=["servers"])
 

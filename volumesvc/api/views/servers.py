@@ -11,6 +11,7 @@ import hashlib
 from volumesvc.api import microversions as mv
 from volumesvc.api.representation import Field, Representation, attr
 from volumesvc.api.request import base_url
+from volumesvc.api.schemas.servers import LINKS
 from volumesvc.api.validation import object_
 
 # (vm_state → default status, {task_state: status}) as Nova's common._STATE_MAP.
@@ -128,9 +129,6 @@ def _fault(instance, ctx):
 _STR = {"type": "string"}
 _NULLABLE_STR = {"type": ["string", "null"]}
 _ANY: dict = {}
-_LINKS = {"type": "array", "items": object_({
-    "rel": {"type": "string"}, "href": {"type": "string"},
-    "type": {"type": "string"}}, required=["rel", "href"])}
 _STRING_MAP = {"type": "object", "additionalProperties": False,
                "patternProperties": {".*": {"type": "string"}}}
 _EMBEDDED_FLAVOR_KEYS = {"vcpus": {"type": "integer"}, "ram": {"type": "integer"},
@@ -166,9 +164,9 @@ SERVER = Representation("server", (
     Field("metadata", _STRING_MAP, lambda i, ctx: dict(i.metadata or {})),
     Field("hostId", _STR, lambda i, ctx: host_id(i.project_id, i.host)),
     Field("image", {"oneOf": [{"type": "string", "maxLength": 0}, object_(
-        {"id": _STR, "links": _LINKS}, required=["id", "links"])]},
+        {"id": _STR, "links": LINKS}, required=["id", "links"])]},
         lambda i, ctx: _image(ctx.req, i)),
-    Field("flavor", object_({"id": _STR, "links": _LINKS}, required=["id", "links"]),
+    Field("flavor", object_({"id": _STR, "links": LINKS}, required=["id", "links"]),
           _flavor_link, last=mv.before(_V2_47)),
     Field("flavor", object_(_EMBEDDED_FLAVOR_KEYS, required=[
         k for k in _EMBEDDED_FLAVOR_KEYS if k != "extra_specs"]), _embedded_flavor,
@@ -178,7 +176,7 @@ SERVER = Representation("server", (
     Field("addresses", object_({}), lambda i, ctx: {}),
     Field("accessIPv4", _STR, lambda i, ctx: i.access_ip_v4 or ""),
     Field("accessIPv6", _STR, lambda i, ctx: i.access_ip_v6 or ""),
-    Field("links", _LINKS, lambda i, ctx: links(ctx.req, i.uuid)),
+    Field("links", LINKS, lambda i, ctx: links(ctx.req, i.uuid)),
     Field("OS-DCF:diskConfig", _STR, lambda i, ctx: DISK_CONFIG),
     Field("OS-EXT-AZ:availability_zone", _STR, lambda i, ctx: i.availability_zone or ""),
     Field("config_drive", _STR, lambda i, ctx: i.config_drive or ""),
