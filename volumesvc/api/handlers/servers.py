@@ -36,9 +36,9 @@ LEGACY_BDM = ("The legacy block_device_mapping format is not supported; use "
               "block_device_mapping_v2.")
 
 
-def _response_windows(builder):
+def _response_windows(envelope, view):
     return validation.windows(validation.response_body_schema,
-                    [(low, builder(low)) for low in schema.SERVER_WINDOWS])
+                              views.SERVER.windows(envelope, view=view))
 
 
 def _allowed(req, rule) -> bool:
@@ -323,7 +323,7 @@ def _details(req, instances, *, show):
 @validation.query_schema(schema.list_servers_query_v2_1, mv.V2_1_BASE,
                          mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
 @validation.query_schema(schema.list_servers_query_v2_75, mv.V2_75_STRICT_QUERY)
-@_response_windows(schema.list_servers_detail_response)
+@_response_windows(schema.list_servers_detail_response, "list")
 def list_servers_detail(req):
     """GET /servers/detail → 200 with full servers (fields per version, §5)."""
     authorize(req.context, policies.DETAIL)
@@ -337,7 +337,7 @@ def list_servers_detail(req):
 @validation.query_schema(schema.show_server_query_v2_1, mv.V2_1_BASE,
                          mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
 @validation.query_schema(schema.show_server_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
-@_response_windows(schema.show_server_response)
+@_response_windows(schema.show_server_response, "show")
 def show_server(req, server_id):
     """GET /servers/{id} → 200 (404 unknown or another project's)."""
     authorize(req.context, policies.SHOW)

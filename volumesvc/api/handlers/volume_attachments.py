@@ -19,10 +19,12 @@ from volumesvc.api.policies import volume_attachments as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import volume_attachments as schema
+from volumesvc.api.views import volume_attachments as views
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
 
 LOG = logging.getLogger(__name__)
+
 
 
 def _authorize(req, rule, instance):
@@ -57,41 +59,9 @@ def _bdm_of(req, instance, volume_id, *, hide_legacy=False):
     return bdm
 
 
-def _serialize_attachment(req, bdm, instance_uuid) -> dict:
-    """One attachment at the request's version (§3.1)."""
-    body = {} if req.is_at_least(mv.V2_89_ATTACHMENT_IDS) else {"id": bdm.volume_id}
-    body.update(volumeId=bdm.volume_id, serverId=instance_uuid)
-    if bdm.device_name:
-        body["device"] = bdm.device_name
-    if req.is_at_least(mv.V2_70_ATTACHMENT_TAGS):
-        body["tag"] = bdm.tag
-    if req.is_at_least(mv.V2_79_ATTACH_DELETE_ON_TERMINATION):
-        body["delete_on_termination"] = bool(bdm.delete_on_termination)
-    if req.is_at_least(mv.V2_89_ATTACHMENT_IDS):
-        body.update(attachment_id=bdm.attachment_id, bdm_uuid=bdm.uuid)
-    return body
-
-
-def _serialize_created(req, bdm: dict, instance_uuid, volume_id) -> dict:
-    """The 200 body of POST below 2.101 (§3.2: 2.89 was never applied here)."""
-    body = {"id": volume_id, "serverId": instance_uuid, "volumeId": volume_id,
-            "device": bdm.get("device_name")}
-    if req.is_at_least(mv.V2_70_ATTACHMENT_TAGS):
-        body["tag"] = bdm.get("tag")
-    if req.is_at_least(mv.V2_79_ATTACH_DELETE_ON_TERMINATION):
-        body["delete_on_termination"] = bool(bdm.get("delete_on_termination"))
-    return body
-
-
-_REPR_WINDOWS = (mv.V2_1_BASE, mv.V2_70_ATTACHMENT_TAGS, mv.V2_79_ATTACH_DELETE_ON_TERMINATION,
-                 mv.V2_89_ATTACHMENT_IDS)
-
-
-def _response_windows(prefix):
-    suffixes = ("v2_1", "v2_70", "v2_79", "v2_89")
-    return validation.windows(validation.response_body_schema, [
-        (low, getattr(schema, f"{prefix}_response_{suffix}"))
-        for low, suffix in zip(_REPR_WINDOWS, suffixes, strict=True)])
+def _response(envelope, view=views.READ, last=None):
+    return validation.windows(validation.response_body_schema,
+                              views.ATTACHMENT.windows(envelope, view=view, last=last))
 
 
 def _int_param(req, key, default):
@@ -104,7 +74,7 @@ def _int_param(req, key, default):
 @validation.query_schema(schema.list_volume_attachments_query_v2_1, mv.V2_1_BASE,
                          mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
 @validation.query_schema(schema.list_volume_attachments_query_v2_75, mv.V2_75_STRICT_QUERY)
-@_response_windows("list_volume_attachments")
+@_response(schema.list_volume_attachments_response)
 def list_volume_attachments(req, server_id):
     """GET → 200 ``{"volumeAttachments": [...]}``; limit/offset paginate the BDMs."""
     instance = get_instance(req, server_id)
@@ -116,20 +86,20 @@ def list_volume_attachments(req, server_id):
     offset = _int_param(req, "offset", 0)
     limit = min(max_limit, _int_param(req, "limit", 0) or max_limit)
     page = bdms[offset:offset + limit]
-    return {"volumeAttachments": [_serialize_attachment(req, bdm, instance.uuid)
+    return {"volumeAttachments": [views.attachment(req, bdm, instance.uuid)
                                   for bdm in page if _visible(req, bdm)]}, 200
 
 
 @validation.query_schema(schema.show_volume_attachment_query_v2_1, mv.V2_1_BASE,
                          mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
 @validation.query_schema(schema.show_volume_attachment_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
-@_response_windows("show_volume_attachment")
+@_response(schema.show_volume_attachment_response)
 def show_volume_attachment(req, server_id, volume_id):
     """GET one (``{volume_id}``) → 200; 404 ``Instance <s> is not attached to volume <v>``."""
     instance = get_instance(req, server_id)
     _authorize(req, policies.SHOW, instance)
     bdm = _bdm_of(req, instance, volume_id, hide_legacy=True)
-    return {"volumeAttachment": _serialize_attachment(req, bdm, instance.uuid)}, 200
+    return {"volumeAttachment": views.attachment(req, bdm, instance.uuid)}, 200
 
 
 # --- attach ----------------------------------------------------------------------------------
@@ -138,11 +108,10 @@ def show_volume_attachment(req, server_id, volume_id):
     (mv.V2_1_BASE, schema.create_volume_attachment_v2_1),
     (mv.V2_49_ATTACH_TAGS, schema.create_volume_attachment_v2_49),
     (mv.V2_79_ATTACH_DELETE_ON_TERMINATION, schema.create_volume_attachment_v2_79)])
-@validation.windows(validation.response_body_schema, [
-    (mv.V2_1_BASE, schema.create_volume_attachment_response_v2_1),
-    (mv.V2_70_ATTACHMENT_TAGS, schema.create_volume_attachment_response_v2_70),
-    (mv.V2_79_ATTACH_DELETE_ON_TERMINATION, schema.create_volume_attachment_response_v2_79),
-    (mv.V2_101_ASYNC_ATTACH, schema.create_volume_attachment_response_v2_101)])
+# 2.101: 202 with no body.
+@validation.windows(validation.response_body_schema, views.ATTACHMENT.windows(
+    schema.show_volume_attachment_response, view=views.CREATED,
+    last=mv.before(mv.V2_101_ASYNC_ATTACH)) + [(mv.V2_101_ASYNC_ATTACH, None)])
 def create_volume_attachment(req, server_id):
     """POST → 200 with the attachment below 2.101; 202 with no body from 2.101.
 
@@ -173,7 +142,7 @@ def create_volume_attachment(req, server_id):
         deps.conductor.attach_volume(ctx, wait=False, **kwargs)
         return None, 202
     bdm = deps.conductor.attach_volume(ctx, wait=True, **kwargs)
-    return {"volumeAttachment": _serialize_created(req, bdm, instance.uuid, volume_id)}, 200
+    return {"volumeAttachment": views.created(req, bdm, instance.uuid, volume_id)}, 200
 
 
 # --- update / swap -----------------------------------------------------------------------------
