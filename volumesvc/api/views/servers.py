@@ -13,29 +13,31 @@ from volumesvc.api.representation import Field, Representation, attr
 from volumesvc.api.request import base_url
 from volumesvc.api.schemas.servers import LINKS
 from volumesvc.api.validation import object_
+from volumesvc.compute import task_states as ts
+from volumesvc.compute import vm_states as vm
 
 # (vm_state → default status, {task_state: status}) as Nova's common._STATE_MAP.
-_REBOOT = {"rebooting": "REBOOT", "reboot_pending": "REBOOT", "reboot_started": "REBOOT",
-           "rebooting_hard": "HARD_REBOOT", "reboot_pending_hard": "HARD_REBOOT",
-           "reboot_started_hard": "HARD_REBOOT"}
-_REBUILD = {"rebuilding": "REBUILD", "rebuild_block_device_mapping": "REBUILD",
-            "rebuild_spawning": "REBUILD"}
-_RESIZE = {"resize_prep": "RESIZE", "resize_migrating": "RESIZE",
-           "resize_migrated": "RESIZE", "resize_finish": "RESIZE"}
+_REBOOT = {ts.REBOOTING: "REBOOT", ts.REBOOT_PENDING: "REBOOT", ts.REBOOT_STARTED: "REBOOT",
+           ts.REBOOTING_HARD: "HARD_REBOOT", ts.REBOOT_PENDING_HARD: "HARD_REBOOT",
+           ts.REBOOT_STARTED_HARD: "HARD_REBOOT"}
+_REBUILD = {ts.REBUILDING: "REBUILD", ts.REBUILD_BLOCK_DEVICE_MAPPING: "REBUILD",
+            ts.REBUILD_SPAWNING: "REBUILD"}
+_RESIZE = {ts.RESIZE_PREP: "RESIZE", ts.RESIZE_MIGRATING: "RESIZE",
+           ts.RESIZE_MIGRATED: "RESIZE", ts.RESIZE_FINISH: "RESIZE"}
 STATE_MAP = {
-    "active": ("ACTIVE", {**_REBOOT, **_REBUILD, **_RESIZE, "migrating": "MIGRATING",
-                          "updating_password": "PASSWORD"}),
-    "building": ("BUILD", {}),
-    "stopped": ("SHUTOFF", {**_RESIZE, **_REBUILD}),
-    "resized": ("VERIFY_RESIZE", {"resize_reverting": "REVERT_RESIZE"}),
-    "paused": ("PAUSED", {}),
-    "suspended": ("SUSPENDED", {}),
-    "rescued": ("RESCUE", {}),
-    "error": ("ERROR", dict(_REBUILD)),
-    "deleted": ("DELETED", {}),
-    "soft-delete": ("SOFT_DELETED", {}),
-    "shelved": ("SHELVED", {}),
-    "shelved_offloaded": ("SHELVED_OFFLOADED", {}),
+    vm.ACTIVE: ("ACTIVE", {**_REBOOT, **_REBUILD, **_RESIZE, ts.MIGRATING: "MIGRATING",
+                           ts.UPDATING_PASSWORD: "PASSWORD"}),
+    vm.BUILDING: ("BUILD", {}),
+    vm.STOPPED: ("SHUTOFF", {**_RESIZE, **_REBUILD}),
+    vm.RESIZED: ("VERIFY_RESIZE", {ts.RESIZE_REVERTING: "REVERT_RESIZE"}),
+    vm.PAUSED: ("PAUSED", {}),
+    vm.SUSPENDED: ("SUSPENDED", {}),
+    vm.RESCUED: ("RESCUE", {}),
+    vm.ERROR: ("ERROR", dict(_REBUILD)),
+    vm.DELETED: ("DELETED", {}),
+    vm.SOFT_DELETED: ("SOFT_DELETED", {}),
+    vm.SHELVED: ("SHELVED", {}),
+    vm.SHELVED_OFFLOADED: ("SHELVED_OFFLOADED", {}),
 }
 _PROGRESS_STATUSES = ("ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING")
 _FAULT_STATUSES = ("ERROR", "DELETED")
