@@ -24,11 +24,11 @@ import uuid
 
 import sqlalchemy as sa
 
+from tests.fixtures import database as db_fixtures
 from volumesvc.aio import ProcessGroup, free_port, rabbit, system, wait_for
 from volumesvc.aio import config as aio_config
 from volumesvc.aio.cinder import CinderHarness
 from volumesvc.aio.glance import GlanceHarness
-from volumesvc.db import fixtures as db_fixtures
 
 START_TIMEOUT = 240.0
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -10,11 +10,11 @@ import uuid
 
 from gabbi import fixture
 
+from tests.fixtures import database as db_fixtures
 from volumesvc import context as vs_context
 from volumesvc.api.app import create_app
 from volumesvc.api.deps import Deps
 from volumesvc.conf import get_conf
-from volumesvc.db import fixtures as db_fixtures
 from volumesvc.objects import service as service_obj
 
 # The app of the file being run (one file at a time, in order).

@@ -7,11 +7,11 @@ casts, Cinder snapshots, the Glance image's properties).
 
 import pytest
 
+from tests.fixtures import database as db_fixtures
 from tests.functional.api import test_server_actions_fixtures as world
 from tests.functional.api.fixtures import _conf
 from volumesvc import context as vs_context
 from volumesvc.api.logic import states
-from volumesvc.db import fixtures as db_fixtures
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 

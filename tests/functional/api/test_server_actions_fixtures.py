@@ -12,14 +12,14 @@ casts are injected through Deps. No test functions live here.
 import datetime
 import json
 
+from tests.fixtures.cinder import FakeCinder
+from tests.fixtures.glance import FakeGlance
 from volumesvc import context as vs_context
 from volumesvc.api.app import create_app
 from volumesvc.api.deps import Deps
-from volumesvc.image.fake import FakeGlance
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
-from volumesvc.volume.fake import FakeCinder
 
 PROJECT = "demo-project"
 OTHER_PROJECT = "other-project"
@@ -74,23 +74,16 @@ class RecordingConductor:
                                                "reboot_type": reboot_type}))
 
 
-def _rekey(table, old, new):
-    record = table.pop(old)
-    record["id"] = new
-    table[new] = record
-
-
 def make_cinder() -> FakeCinder:
     cinder = FakeCinder()
     ctx = vs_context.get_admin_context()
     cinder.create_volume_type("fast")
     cinder.create_volume_type("slow")
     for volume_id, vtype in ((VOL_ROOT, "fast"), (VOL_DATA, "slow")):
-        _rekey(cinder.volumes, cinder.create(ctx, 2, volume_id, "desc", volume_type=vtype)["id"],
-               volume_id)
+        cinder.create(ctx, 2, volume_id, "desc", volume_type=vtype, volume_id=volume_id)
     for n in range(SNAPSHOT_QUOTA + 1):
         volume_id = f"0b0e0000-0000-4000-8000-0000000001{n:02x}"
-        _rekey(cinder.volumes, cinder.create(ctx, 1, volume_id, None)["id"], volume_id)
+        cinder.create(ctx, 1, volume_id, None, volume_id=volume_id)
     cinder.calls.clear()
     return cinder
 

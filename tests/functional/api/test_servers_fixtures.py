@@ -10,14 +10,14 @@ YAML files use. No test functions live here.
 
 import json
 
+from tests.fixtures.cinder import FakeCinder
+from tests.fixtures.glance import FakeGlance
 from volumesvc import context as vs_context
 from volumesvc import version
 from volumesvc.api.app import create_app
 from volumesvc.api.deps import Deps
-from volumesvc.image.fake import FakeGlance
 from volumesvc.objects import flavor as flavor_obj
 from volumesvc.objects import service as service_obj
-from volumesvc.volume.fake import FakeCinder
 
 COMPUTE_HOST = "compute-up"
 TYPE_FAST = "0b5d3a6e-0000-4000-8000-00000000fa57"
@@ -50,25 +50,16 @@ class RecordingConductor:
         self.casts.append(("delete_instance", {"instance_uuid": instance_uuid}))
 
 
-def _rekey(table: dict, old: str, new: str):
-    record = table.pop(old)
-    record["id"] = new
-    table[new] = record
-
-
 def make_cinder() -> FakeCinder:
     cinder = FakeCinder(cross_az_attach=False)
-    _rekey(cinder.volume_types, cinder.create_volume_type("fast")["id"], TYPE_FAST)
-    _rekey(cinder.volume_types, cinder.create_volume_type(
-        "shared", {"multiattach": "<is> True"})["id"], TYPE_MULTI)
+    cinder.create_volume_type("fast", type_id=TYPE_FAST)
+    cinder.create_volume_type("shared", {"multiattach": "<is> True"}, type_id=TYPE_MULTI)
     ctx = vs_context.get_admin_context()
     for volume_id, kwargs in ((VOL_BOOT, {"image_id": IMAGE}), (VOL_DATA, {}),
                               (VOL_MULTI, {"volume_type": "shared", "image_id": IMAGE}),
                               (VOL_OTHER_AZ, {"availability_zone": "other"})):
-        created = cinder.create(ctx, 2, volume_id, None, **kwargs)
-        _rekey(cinder.volumes, created["id"], volume_id)
-    snapshot = cinder.create_snapshot_force(ctx, VOL_BOOT)
-    _rekey(cinder.snapshots, snapshot["id"], SNAPSHOT)
+        cinder.create(ctx, 2, volume_id, None, volume_id=volume_id, **kwargs)
+    cinder.create_snapshot_force(ctx, VOL_BOOT, snapshot_id=SNAPSHOT)
     cinder.calls.clear()
     return cinder
 
@@ -88,8 +79,7 @@ def make_glance() -> FakeGlance:
                 "bdm_v2": True, "root_device_name": "/dev/vda",
                 "block_device_mapping": json.dumps(mapping)}}),
             (IMAGE_QUEUED, {"size": None})):
-        created = glance.create(ctx, name=image_id, owner="admin-project", **kwargs)
-        _rekey(glance.images, created["id"], image_id)
+        glance.create(ctx, name=image_id, owner="admin-project", image_id=image_id, **kwargs)
     glance.calls.clear()
     return glance
 

@@ -8,10 +8,10 @@ and instance actions.
 
 import pytest
 
+from tests.fixtures import database as db_fixtures
 from tests.functional.api import fixtures
 from tests.functional.api import test_volume_attachments_fixtures as world
 from volumesvc import context as vs_context
-from volumesvc.db import fixtures as db_fixtures
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action
 

@@ -13,6 +13,7 @@ files use. No test functions live here.
 
 import datetime
 
+from tests.fixtures.cinder import FakeCinder
 from volumesvc import context as vs_context
 from volumesvc import exception, rpc
 from volumesvc.api.app import create_app
@@ -22,7 +23,6 @@ from volumesvc.db import models
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import service as service_obj
-from volumesvc.volume.fake import FakeCinder
 
 PROJECT = "7e57000000000000000000000000a11c"
 OTHER_PROJECT = "07e4000000000000000000000000b0b0"
@@ -149,20 +149,13 @@ class AttachConductor:
                                                  attachment_id=attachment_id)))
 
 
-def _rekey(table, old, new):
-    record = table.pop(old)
-    record["id"] = new
-    table[new] = record
-
-
 def make_cinder() -> FakeCinder:
     cinder = FakeCinder()
     cinder.create_volume_type("shared", {"multiattach": "<is> True"})
     ctx = vs_context.get_admin_context()
     for name, (_n, multi, attached, extra) in VOLUMES.items():
-        created = cinder.create(ctx, 1, name.lower(), None,
-                                volume_type="shared" if multi else None)
-        _rekey(cinder.volumes, created["id"], VOLUME[name])
+        cinder.create(ctx, 1, name.lower(), None, volume_type="shared" if multi else None,
+                      volume_id=VOLUME[name])
         for server, device, *_rest in attached:
             attachment = cinder.attachment_create(
                 ctx, VOLUME[name], SERVER[server],
