@@ -4,7 +4,7 @@ import pytest
 
 from tests.fixtures import database as db_fixtures
 from tests.fixtures.glance import FakeGlance
-from tests.functional.api import test_server_actions_fixtures as world
+from tests.functional.api.fixtures import ServerActionsWorld as world
 from tests.functional.api.fixtures import _conf
 from volumesvc import context as vs_context
 from volumesvc import exception
