@@ -162,6 +162,8 @@ def test_conductor_stopped_while_its_attach_task_runs_finishes_it_first(
                             version="2.101")
     assert status == 202
     time.sleep(1)  # the task now waits on the compute's (3 s) reservation
+    # ...which the slow driver really is in: nothing is attached yet.
+    assert cinder_api.get(ctx, volume["id"])["status"] != "in-use"
     dep.stop("volumesvc-conductor")
     dep.spawn("volumesvc-conductor")
 
