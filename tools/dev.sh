@@ -76,7 +76,7 @@ venv() {
     if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
         log "installing volumesvc and its test dependencies"
         "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-        "$VENV/bin/pip" install -q -e "$ROOT[test,libvirt,postgresql,mysql]"
+        "$VENV/bin/pip" install -q -e "$ROOT[test,aio,libvirt,postgresql,mysql]"
         touch "$stamp"
     fi
 }

@@ -9,6 +9,7 @@ stops everything it started on SIGINT/SIGTERM.
 """
 
 import argparse
+import importlib
 import os
 import signal
 import sys
@@ -21,6 +22,22 @@ from volumesvc import binaries
 from volumesvc.aio import config as aio_config
 
 DEFAULT_STATE_DIR = "/var/lib/volumesvc-aio"
+
+# Python modules the all-in-one needs beyond volumesvc's own dependencies,
+# all pulled by the ``aio`` extra: PyMySQL for Cinder's MariaDB database
+# (created from this process) and the libvirt binding for the compute.
+EXTRA_MODULES = ("pymysql", "libvirt")
+
+
+def missing_modules():
+    """The EXTRA_MODULES that cannot be imported here."""
+    missing = []
+    for name in EXTRA_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
 
 
 def _parse_args(argv):
@@ -216,6 +233,13 @@ def _client_help(api_url, volume_url, image_url, conf_path, image_id):
 
 def main(argv=None):
     args = _parse_args(sys.argv[1:] if argv is None else argv)
+    missing = missing_modules()
+    if missing:
+        # NOTE: before anything starts, in one line, instead of a traceback
+        # from deep inside the start (e.g. "No module named 'pymysql'").
+        print(f"volumesvc-aio: missing Python modules ({', '.join(missing)}); install the "
+              "all-in-one with: pip install 'volumesvc[aio]'", file=sys.stderr, flush=True)
+        return 1
     aio = AllInOne(args)
     stop = threading.Event()
 

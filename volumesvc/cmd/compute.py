@@ -7,10 +7,9 @@ from volumesvc.cmd import common
 def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=None,
                   glance=None):
     """Assemble the compute service from ``conf`` (tests inject fakes here)."""
-    from volumesvc import rpc, service
+    from volumesvc import rpc, service, virt
     from volumesvc.compute import manager
     from volumesvc.conductor import rpcapi as conductor_rpcapi
-    from volumesvc.virt import driver as virt_driver
 
     owns_transport = transport is None
     transport = transport or rpc.get_transport(conf)
@@ -27,7 +26,7 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
         notifier = rpc.get_notifier(rpc.get_notification_transport(conf),
                                     f"{binaries.COMPUTE}:{conf.host}")
     mgr = manager.ComputeManager(
-        conf, driver=driver or virt_driver.load_driver(conf), conductor=conductor,
+        conf, driver=driver or virt.load_driver(conf), conductor=conductor,
         cinder=cinder, notifier=notifier, glance=glance)
 
     def heartbeat(ctx, **values):

@@ -9,9 +9,8 @@ and instance actions.
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api import test_volume_attachments_fixtures as world
+from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
 from volumesvc import context as vs_context
-from volumesvc.db import fixtures as db_fixtures
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action
 
@@ -23,10 +22,7 @@ V = world.VOLUME
 
 @pytest.fixture
 def api():
-    conf = fixtures._conf()
-    with db_fixtures.fresh_sqlite_database(conf) as db:
-        world.seed(db, vs_context.get_admin_context())
-        app, deps = world.build_app(conf, db)
+    with fixtures.open_world(world) as (app, deps):
         yield app.test_client(), deps
 
 
@@ -178,10 +174,7 @@ def test_conductor_refusals_below_2_101(api, volume, status, fault):
 
 
 def test_conductor_capped_gives_503_at_every_version():
-    conf = fixtures._conf()
-    with db_fixtures.fresh_sqlite_database(conf) as db:
-        world.seed(db, vs_context.get_admin_context())
-        app, deps = world.build_app(conf, db, conductor_cap="1.0")
+    with fixtures.open_world(fixtures.VolumeAttachmentsOldConductorWorld) as (app, deps):
         client = app.test_client()
         for version in ("2.1", "2.60", "2.100", "2.101"):
             resp = _call(client, "POST", f"{ACTIVE}/os-volume_attachments", version,
