@@ -150,7 +150,7 @@ def test_concurrent_reboot_loses_the_compare_and_swap(env, monkeypatch):
     ({"reboot": {"type": "SOFT"}, "createImage": {"name": "x"}}, None),
     ({}, None),
     ({"os-reboot": {"type": "SOFT"}}, "There is no such action: os-reboot"),
-    ({"os-stop": None}, "The 'os-stop' server action is not supported by this service."),
+    ({"pause": None}, "The 'pause' server action is not supported by this service."),
     ({"resize": {"flavorRef": "1"}},
      "The 'resize' server action is not supported by this service."),
 ], ids=lambda value: None if isinstance(value, dict) else "msg")
