@@ -17,6 +17,7 @@ from tests.functional.api.test_server_actions import (
     _post,
     _set_state,
     _uuid,
+    race_task_state,
 )
 from volumesvc import context as vs_context
 from volumesvc.api.logic import states
@@ -143,13 +144,7 @@ def test_an_old_conductor_gets_503_and_nothing_changes(env, monkeypatch):
 
 def test_concurrent_stop_loses_the_compare_and_swap(env, monkeypatch):
     client, deps = env
-    real_save = instance_obj.save
-
-    def racing_save(db, ctx, uuid, values, expected_task_state=instance_obj.UNSET):
-        real_save(db, ctx, uuid, {"task_state": "deleting"})
-        return real_save(db, ctx, uuid, values, expected_task_state=expected_task_state)
-
-    monkeypatch.setattr(instance_obj, "save", racing_save)
+    race_task_state(monkeypatch)
     response = _post(client, "ACTIVE", {"os-stop": None})
     assert response.status_code == 409
     assert "task_state deleting" in response.json["conflictingRequest"]["message"]
