@@ -365,3 +365,65 @@ def test_unshelve_failure_at_each_step_keeps_every_attachment(stack, server, mon
     _action(stack, server, {"unshelve": None})
     _assert_active_here(stack, server)
     assert _domain_serials(stack, server) == before
+
+
+def test_deleting_an_offloaded_server_releases_its_volumes(stack, server):
+    kept = _new_volume(stack, "kept")
+    _attach(stack, server, kept, "2.100", 200)
+    _volume_status(stack, kept, "in-use")
+    root = [v for v in _bdm_volumes(stack, server) if v != kept][0]
+    _shelve_to_offloaded(stack, server)
+    stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
+    stack.wait_for_server_gone(server)
+    _volume_status(stack, kept, "available")
+    stack.wait(lambda: root not in stack.cinder.volumes, what="root volume deleted")
+    assert _attachments(stack, server) == {}
+
+
+def test_offloaded_attach_refusals_leave_nothing_behind(stack, server):
+    _shelve_to_offloaded(stack, server)
+    volume = _new_volume(stack)
+    _attach(stack, server, volume, "2.20", 200)
+    # The same volume again: 400 at the API (it has a BDM on this server).
+    _, body, _ = _attach(stack, server, volume, "2.20", 400)
+    assert "already attached" in body["badRequest"]["message"]
+    # The conductor's own check (a duplicate racing past the API) rolls back.
+    ctx = stack.context()
+    with pytest.raises(exception.VolumeAlreadyAttached):
+        stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume,
+                                            wait=True)
+    assert len(_attachments(stack, server)[volume]) == 1
+    _assert_offloaded(stack, server)
+
+
+def test_offload_failure_keeps_the_server_shelved_and_its_volumes_attached(stack, server,
+                                                                         monkeypatch):
+    data = _new_volume(stack)
+    _attach(stack, server, data, "2.100", 200)
+    _volume_status(stack, data, "in-use")
+    real_create = stack.cinder.attachment_create
+    calls = []
+
+    def create(context, volume_id, instance_uuid, **kwargs):
+        calls.append(volume_id)
+        if len(calls) == 2:
+            raise exception.CinderAPIError(code=503, reason="injected reserve failure")
+        return real_create(context, volume_id, instance_uuid, **kwargs)
+    monkeypatch.setattr(stack.cinder, "attachment_create", create)
+    _action(stack, server, {"shelve": None})
+    stack.wait(lambda: instance_obj.get_by_uuid(stack.db, stack.admin_context(), server)
+               .task_state is None, what="shelve finished")
+    inst = instance_obj.get_by_uuid(stack.db, stack.admin_context(), server)
+    assert (inst.vm_state, inst.host) == ("shelved", HOST)
+    assert "injected reserve failure" in fault_obj.latest(stack.db, stack.admin_context(),
+                                                          server).message
+    attachments = _attachments(stack, server)
+    assert sorted(attachments) == _bdm_volumes(stack, server)
+    assert all(len(records) == 1 for records in attachments.values())
+    monkeypatch.undo()
+    # An operator (or the user) finishes the job: offload again, then unshelve.
+    _action(stack, server, {"shelveOffload": None}, token="admin:p1")
+    stack.wait_for_server_status(server, "SHELVED_OFFLOADED")
+    _assert_offloaded(stack, server)
+    _action(stack, server, {"unshelve": None})
+    _assert_active_here(stack, server)
