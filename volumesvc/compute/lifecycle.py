@@ -214,9 +214,23 @@ class Lifecycle:
                                    "host": None, "node": None})
 
     def _unshelve_in_place(self, context, instance):
+        """Start a ``SHELVED`` server again on its host.
+
+        A volume an interrupted offload already disconnected (no
+        connection_info) is connected again first, so the domain gets every
+        BDM's disk.
+        """
         def work(bdms):
-            self.driver.power_on(compute_utils.driver_instance(instance),
-                                 boot_volumes.block_device_info(bdms))
+            bdi = boot_volumes.block_device_info(bdms)
+            volumes = boot_volumes.BootVolumes(self.conf, self.cinder, self.conductor,
+                                               self.driver, context, instance, self.glance)
+            partial = any(not b.get("connection_info")
+                          for b in boot_volumes.volume_bdms(bdms))
+            if partial:
+                bdi = volumes.connect(bdms)
+            self.driver.power_on(compute_utils.driver_instance(instance), bdi)
+            if partial:
+                volumes.complete(bdms)
             return self._update(context, instance["uuid"], {
                 "vm_state": vm_states.ACTIVE, "task_state": None,
                 "power_state": power_state.RUNNING}, expected=[task_states.UNSHELVING])

@@ -421,9 +421,31 @@ def test_offload_failure_keeps_the_server_shelved_and_its_volumes_attached(stack
     assert sorted(attachments) == _bdm_volumes(stack, server)
     assert all(len(records) == 1 for records in attachments.values())
     monkeypatch.undo()
-    # An operator (or the user) finishes the job: offload again, then unshelve.
+    # Unshelved where it is, the server gets every disk back (one was disconnected).
+    _action(stack, server, {"unshelve": None})
+    _assert_active_here(stack, server)
+    assert len(_domain_serials(stack, server)) == 2
+    # Shelved again with the option at -1 it stays; an operator offloads it.
+    stack.conf.set_override("shelved_offload_time", -1)
+    _action(stack, server, {"shelve": None})
+    stack.wait_for_server_status(server, "SHELVED")
     _action(stack, server, {"shelveOffload": None}, token="admin:p1")
     stack.wait_for_server_status(server, "SHELVED_OFFLOADED")
     _assert_offloaded(stack, server)
     _action(stack, server, {"unshelve": None})
     _assert_active_here(stack, server)
+
+
+def test_a_compute_rpc_cap_below_1_5_clears_the_task_with_a_fault(tmp_path):
+    stack = Stack(tmp_path, conf_overrides={("upgrade_levels", "compute"): "1.2"})
+    try:
+        uuid = stack.boot(stack.context(), ROOT)
+        stack.wait_instance(uuid, "active")
+        request_id = _action(stack, uuid, {"os-stop": None})[2]["x-openstack-request-id"]
+        events = stack.events(stack.context(request_id=request_id), uuid, request_id)
+        assert [(e.event, e.result) for e in events] == [("conductor_stop_instance", "Error")]
+        inst = instance_obj.get_by_uuid(stack.db, stack.admin_context(), uuid)
+        assert (inst.vm_state, inst.task_state) == ("active", None)
+        assert fault_obj.latest(stack.db, stack.admin_context(), uuid) is not None
+    finally:
+        stack.stop()

@@ -19,8 +19,10 @@ LOG = logging.getLogger(__name__)
 def cast_to_host(db, context, instance_uuid, send, *, event, **kwargs):
     """``send(context, host=, instance=, **kwargs)`` to the instance's host.
 
-    Returns the instance, or None when it is gone or has no host (then its
-    task_state is cleared with a fault and an Error ``event``).
+    Returns the instance, or None when it is gone, has no host or the cast
+    cannot be sent (a compute RPC cap below 1.5): then its task_state is
+    cleared with a fault and an Error ``event``, so the server is not left
+    in a task forever.
     """
     try:
         instance = instance_obj.get_by_uuid(db, context, instance_uuid)
@@ -33,7 +35,14 @@ def cast_to_host(db, context, instance_uuid, send, *, event, **kwargs):
         base.fail_instance(db, context, instance_uuid, exc, {"task_state": None},
                            event=event)
         return None
-    send(context, host=instance.host, instance=instance.to_dict(), **kwargs)
+    try:
+        send(context, host=instance.host, instance=instance.to_dict(), **kwargs)
+    except Exception as exc:  # noqa: BLE001 - e.g. [upgrade_levels] compute below 1.5
+        LOG.warning("Could not send %s for %s to %s: %s", event, instance_uuid,
+                    instance.host, exc)
+        base.fail_instance(db, context, instance_uuid, exc, {"task_state": None},
+                           event=event)
+        return None
     return instance
 
 
