@@ -149,3 +149,61 @@ def test_stop_start_shelve_offloaded_attach_detach_unshelve(aio, nova, cinder, o
         for volume_id in volumes:
             with contextlib.suppress(Exception):
                 wait_volume(cinder, volume_id, "available")
+
+
+def test_unshelve_failing_in_cinder_keeps_every_attachment(aio, nova, cinder, osc, volumes):
+    """A real Cinder refusal while unshelve connects: back to offloaded, nothing lost.
+
+    The second volume is put in ``error`` (``os-reset_status``) while the
+    server is offloaded, so Cinder refuses its attachment update after the
+    boot volume was already connected to the host. The server must go back
+    to ``SHELVED_OFFLOADED`` with a fault and both volumes attached to it in
+    Cinder, and unshelve once the volume is usable again.
+    """
+    bdm = [{"source_type": "blank", "destination_type": "volume", "volume_size": 1,
+            "boot_index": 0, "delete_on_termination": True}]
+    server = nova.servers.create(unique("life-fail"), image=None, flavor="42",
+                                 block_device_mapping_v2=bdm, nics="none")
+    try:
+        server = wait_server(nova, server.id, aio=aio)
+        (root,) = attached_volume_ids(server)
+        second = _new_volume(cinder, "second")
+        volumes.append(second)
+        status, body, _ = _http(aio, "POST", f"/servers/{server.id}/os-volume_attachments",
+                                {"volumeAttachment": {"volumeId": second}}, "2.79")
+        assert status == 200, body
+        wait_volume(cinder, second, "in-use")
+        osc("server", "shelve", server.id, json_out=False)
+        wait_server(nova, server.id, "SHELVED_OFFLOADED", aio=aio)
+
+        cinder.volumes.reset_state(second, "error")
+        osc("server", "unshelve", server.id, json_out=False)
+
+        def failed():
+            shown = nova.servers.get(server.id)
+            return (shown if getattr(shown, "OS-EXT-STS:task_state") is None
+                    and shown.status == "SHELVED_OFFLOADED" else None)
+        _wait(failed, "unshelve to fail and roll back", timeout=180)
+        actions = _http(aio, "GET", f"/servers/{server.id}/os-instance-actions/"
+                        + _http(aio, "GET", f"/servers/{server.id}/os-instance-actions")[1]
+                        ["instanceActions"][0]["request_id"], version="2.84")[1]
+        events = actions["instanceAction"]["events"]
+        assert [(e["event"], e["result"]) for e in events] == [
+            ("compute_unshelve_instance", "Error")], events
+        assert not _qemu_running(server.id)
+        for volume_id in (root, second):
+            (att,) = _cinder_attachments(cinder, server.id, volume_id)
+            assert not att.connection_info, att.to_dict()
+
+        cinder.volumes.reset_state(second, "reserved")
+        osc("server", "unshelve", server.id, json_out=False)
+        active = wait_server(nova, server.id, "ACTIVE", aio=aio)
+        assert set(_domain_disks(aio, server.id)) == {root, second}
+        assert set(attached_volume_ids(active)) == {root, second}
+        for volume_id in (root, second):
+            assert cinder.volumes.get(volume_id).status == "in-use"
+    finally:
+        delete_server_quietly(nova, server.id)
+        for volume_id in volumes:
+            with contextlib.suppress(Exception):
+                wait_volume(cinder, volume_id, "available")
