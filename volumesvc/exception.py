@@ -320,3 +320,28 @@ class ConductorTooOld(ServiceUnavailable):
     msg_fmt = ("volumesvc-conductor is not on the same version as volumesvc-api, so this "
                "request cannot be handled until the upgrade is complete. Please try again "
                "later.")
+
+
+class UnshelveInstanceInvalidState(Conflict):
+    msg_fmt = ("The unshelve action on server %(instance_uuid)s cannot name %(what)s while "
+               "it is %(state)s: only a SHELVED_OFFLOADED server is placed again.")
+
+
+class UnshelveHostNotInAZ(Invalid):
+    msg_fmt = ("Host '%(host)s' is not in the requested availability zone "
+               "'%(availability_zone)s'.")
+
+
+class ComputeHostNotFound(Invalid):
+    """400, not 404: the host comes from the request body (unshelve at 2.91)."""
+
+    msg_fmt = "Compute host %(host)s could not be found."
+
+
+class AvailabilityZoneNotFound(Invalid):
+    msg_fmt = "The requested availability zone is not available"
+
+
+class ShelveNotSupported(Invalid):
+    msg_fmt = ("Shelving server %(instance_uuid)s is not supported by this service: only "
+               "servers that boot from a volume can be shelved.")

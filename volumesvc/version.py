@@ -15,6 +15,12 @@ SERVICE_VERSION_HISTORY = (
     # 3: conductors serve persistence on their own topic; attach passes
     #    the volume's multiattach flag down.
     {"compute_rpc": "1.2", "conductor_rpc": "1.2"},
+    # 4, 5: placeholders for the extend-completion (compute RPC 1.3) and
+    #    attachment-reconciliation (1.4) branches; the merge renumbers.
+    {"compute_rpc": "1.3", "conductor_rpc": "1.2"},
+    {"compute_rpc": "1.4", "conductor_rpc": "1.4"},
+    # 6: stop/start, shelve/offload/unshelve (compute and conductor RPC 1.5).
+    {"compute_rpc": "1.5", "conductor_rpc": "1.5"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
@@ -26,5 +32,8 @@ MIN_COMPUTE_VOLUME_TYPE = 2
 # (spec 3). Its microversion, 2.105, is not advertised yet: it comes with the
 # os-server-external-events route (see OWN_VERSIONS in api/microversions.py).
 MIN_COMPUTE_EXTEND_COMPLETION = 4
+# Minimum compute service version that can stop/start/shelve/unshelve; the
+# conductor places an unshelved server on such a compute only.
+MIN_COMPUTE_LIFECYCLE = 6
 
 RELEASE = "0.1.0"

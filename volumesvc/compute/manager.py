@@ -13,6 +13,7 @@ from oslo_utils import timeutils
 
 from volumesvc import exception
 from volumesvc.compute import attach as attach_mod
+from volumesvc.compute import lifecycle as lifecycle_mod
 from volumesvc.compute import rpcapi, task_states, vm_states
 from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
@@ -22,11 +23,7 @@ from volumesvc.volume import cleanup
 LOG = logging.getLogger(__name__)
 
 
-def _driver_instance(instance):
-    """The small dict the virt driver needs, from the instance record."""
-    flavor = instance.get("flavor") or {}
-    return {"uuid": instance["uuid"], "instance_name": instance.get("instance_name"),
-            "memory_mb": flavor.get("memory_mb") or 64, "vcpus": flavor.get("vcpus") or 1}
+_driver_instance = compute_utils.driver_instance
 
 
 class ComputeManager:
@@ -43,6 +40,9 @@ class ComputeManager:
         self.glance = glance
         self.reporter = compute_utils.ComputeReporter(conductor, notifier, self.host)
         self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder)
+        self.lifecycle = lifecycle_mod.Lifecycle(conf, driver=driver, conductor=conductor,
+                                                 cinder=cinder, reporter=self.reporter,
+                                                 glance=glance)
 
     # -- process lifecycle ---------------------------------------------------
 
@@ -68,10 +68,8 @@ class ComputeManager:
         return lockutils.lock(f"instance-{instance_uuid}")
 
     def _update(self, context, instance_uuid, values, expected=None):
-        kwargs = {"expected_task_state": expected, "check_task_state": True} \
-            if expected is not None else {}
-        return self.conductor.instance_update(
-            context, instance_uuid=instance_uuid, values=values, **kwargs)
+        return compute_utils.update_instance(self.conductor, context, instance_uuid, values,
+                                             expected)
 
     # -- build -----------------------------------------------------------------
 
@@ -178,6 +176,28 @@ class ComputeManager:
                 LOG.exception("Reboot of instance %s failed", uuid)
                 self.reporter.fault(context, uuid, exc)
                 self._update(context, uuid, {"vm_state": vm_states.ERROR, "task_state": None})
+
+    # -- stop/start, shelve/offload/unshelve (1.5; compute/lifecycle.py) ---------
+
+    def stop_instance(self, context, *, instance):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.stop(context, instance)
+
+    def start_instance(self, context, *, instance):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.start(context, instance)
+
+    def shelve_instance(self, context, *, instance, offload):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.shelve(context, instance, offload=offload)
+
+    def shelve_offload_instance(self, context, *, instance):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.offload(context, instance)
+
+    def unshelve_instance(self, context, *, instance, bdms):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.unshelve(context, instance, bdms)
 
     # -- volume attachments ------------------------------------------------------
 

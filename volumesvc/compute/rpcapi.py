@@ -8,12 +8,17 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.1 - reserve_block_device_name, attach_volume, detach_volume,
         get_domain_xml.
 * 1.2 - attach_volume takes ``multiattach`` (saves the compute a Cinder read).
+* 1.3 - (reserved for the extend-completion branch; placeholder until merged)
+* 1.4 - (reserved for the attachment-reconciliation branch; placeholder until merged)
+* 1.5 - stop_instance, start_instance, shelve_instance, shelve_offload_instance,
+        unshelve_instance (compute/lifecycle.py).
 """
 
 from volumesvc import rpc
 
 TOPIC = "compute"
-VERSION = "1.2"
+VERSION = "1.5"
+LIFECYCLE_VERSION = "1.5"
 
 
 class ComputeAPI:
@@ -86,3 +91,29 @@ class ComputeAPI:
         cctxt = self._prepare(host, "1.1",
                               timeout=timeout or self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "get_domain_xml", instance_uuid=instance_uuid)
+
+    # -- lifecycle (1.5): casts, progress and failures reported through the DB --
+
+    def _lifecycle_cast(self, ctxt, host, method, **kwargs):
+        self._prepare(host, LIFECYCLE_VERSION).cast(ctxt, method, **kwargs)
+
+    def stop_instance(self, ctxt, *, host, instance):
+        """Cast: power the domain off; it stays defined (attach while stopped)."""
+        self._lifecycle_cast(ctxt, host, "stop_instance", instance=instance)
+
+    def start_instance(self, ctxt, *, host, instance):
+        """Cast: redefine the domain from the BDMs and start it."""
+        self._lifecycle_cast(ctxt, host, "start_instance", instance=instance)
+
+    def shelve_instance(self, ctxt, *, host, instance, offload):
+        """Cast: power off and mark shelved; ``offload`` goes on to offload at once."""
+        self._lifecycle_cast(ctxt, host, "shelve_instance", instance=instance,
+                             offload=offload)
+
+    def shelve_offload_instance(self, ctxt, *, host, instance):
+        """Cast: destroy the domain, disconnect every volume, clear the host."""
+        self._lifecycle_cast(ctxt, host, "shelve_offload_instance", instance=instance)
+
+    def unshelve_instance(self, ctxt, *, host, instance, bdms):
+        """Cast: connect every volume on ``host``, define and start the domain."""
+        self._lifecycle_cast(ctxt, host, "unshelve_instance", instance=instance, bdms=bdms)

@@ -14,6 +14,11 @@ manager imports ``VERSION`` so the two can never disagree):
         thread pool: workflow tasks that call a compute can no longer take
         every thread the compute's call-backs need (attach storms starved).
         attach_volume takes ``multiattach`` (the API's reading of the volume).
+* 1.3 - (reserved for the extend-completion branch; placeholder until merged)
+* 1.4 - (reserved for the attachment-reconciliation branch; placeholder until merged)
+* 1.5 - stop_instance, start_instance, shelve_instance, shelve_offload_instance,
+        unshelve_instance (API → conductor casts). attach_volume and
+        detach_volume of a shelved-offloaded server run here without a compute.
 """
 
 import oslo_messaging as messaging
@@ -21,7 +26,8 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.2"
+VERSION = "1.5"
+LIFECYCLE_VERSION = "1.5"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -98,6 +104,41 @@ class ConductorAPI:
         self._client.prepare(version="1.0").cast(
             ctxt, "reboot_instance", instance_uuid=instance_uuid,
             reboot_type=reboot_type)
+
+    # -- API → conductor: stop/start/shelve/unshelve (1.5; conductor/tasks/power.py,
+    #    shelve.py, unshelve.py) --------------------------------------------------
+
+    def can_lifecycle(self):
+        """False when ``[upgrade_levels] conductor`` pins us below 1.5 (API: 503)."""
+        return self._client.can_send_version(LIFECYCLE_VERSION)
+
+    def _lifecycle_cast(self, ctxt, method, **kwargs):
+        self._client.prepare(version=LIFECYCLE_VERSION).cast(ctxt, method, **kwargs)
+
+    def stop_instance(self, ctxt, *, instance_uuid):
+        """Cast: power the domain off (task_state already ``powering-off``)."""
+        self._lifecycle_cast(ctxt, "stop_instance", instance_uuid=instance_uuid)
+
+    def start_instance(self, ctxt, *, instance_uuid):
+        """Cast: recreate the domain from the BDMs and start it (``powering-on``)."""
+        self._lifecycle_cast(ctxt, "start_instance", instance_uuid=instance_uuid)
+
+    def shelve_instance(self, ctxt, *, instance_uuid):
+        """Cast: power off, shelve, offload when ``shelved_offload_time`` is 0."""
+        self._lifecycle_cast(ctxt, "shelve_instance", instance_uuid=instance_uuid)
+
+    def shelve_offload_instance(self, ctxt, *, instance_uuid):
+        """Cast: offload a shelved server (domain gone, volumes disconnected, no host)."""
+        self._lifecycle_cast(ctxt, "shelve_offload_instance", instance_uuid=instance_uuid)
+
+    def unshelve_instance(self, ctxt, *, instance_uuid, availability_zone=None, host=None):
+        """Cast: place an offloaded server on a compute (or restart a shelved one).
+
+        ``availability_zone``/``host`` narrow the choice (2.77/2.91); the
+        API has checked they exist.
+        """
+        self._lifecycle_cast(ctxt, "unshelve_instance", instance_uuid=instance_uuid,
+                             availability_zone=availability_zone, host=host)
 
     # -- API → conductor: volume attachments (1.1) ----------------------------
 

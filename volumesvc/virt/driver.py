@@ -85,6 +85,14 @@ class ComputeDriver:
     def reboot(self, instance, block_device_info, reboot_type=REBOOT_SOFT):
         raise NotImplementedError()
 
+    def power_off(self, instance):
+        """Stop the guest; its definition (and so its disks) stays for attach/start."""
+        raise NotImplementedError()
+
+    def power_on(self, instance, block_device_info):
+        """Start the guest with exactly the disks of ``block_device_info``."""
+        raise NotImplementedError()
+
     # -- volumes ----------------------------------------------------------
     def get_device_name_for_instance(self, instance, used_names, bus):
         """The device name a volume being attached gets on ``bus``.

@@ -104,6 +104,26 @@ class RecordingConductor:
         self.casts.append(("reboot_instance", {"instance_uuid": instance_uuid,
                                                "reboot_type": reboot_type}))
 
+    def can_lifecycle(self):
+        return True
+
+    def stop_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("stop_instance", {"instance_uuid": instance_uuid}))
+
+    def start_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("start_instance", {"instance_uuid": instance_uuid}))
+
+    def shelve_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("shelve_instance", {"instance_uuid": instance_uuid}))
+
+    def shelve_offload_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("shelve_offload_instance", {"instance_uuid": instance_uuid}))
+
+    def unshelve_instance(self, ctxt, *, instance_uuid, availability_zone=None, host=None):
+        self.casts.append(("unshelve_instance", {"instance_uuid": instance_uuid,
+                                                 "availability_zone": availability_zone,
+                                                 "host": host}))
+
 
 class World:
     """No rows and no doubles: the plain app."""

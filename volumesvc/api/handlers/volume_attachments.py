@@ -20,6 +20,7 @@ from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import volume_attachments as schema
 from volumesvc.api.views import volume_attachments as views
+from volumesvc.compute import vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
 
@@ -208,8 +209,8 @@ def delete_volume_attachment(req, server_id, volume_id):
 
     Checks in order: server 404, policy, shelved below 2.20 409, volume 404,
     attachment 404, root disk 400, lock/state 409, compute host down 409,
-    Cinder ``os-begin_detaching`` 400; then the ``detach_volume`` action and
-    the conductor cast.
+    Cinder ``os-begin_detaching`` 400 (not for a shelved-offloaded server);
+    then the ``detach_volume`` action and the conductor cast.
     """
     ctx, deps = req.context, req.deps
     instance = get_instance(req, server_id)
@@ -221,7 +222,12 @@ def delete_volume_attachment(req, server_id, volume_id):
     states.check_gate(ctx, instance, states.DETACH,
                       vm_states=logic.gate_vm_states(req.version, states.DETACH))
     logic.check_host_up(req.conf, deps.db, ctx, instance)
-    deps.cinder.begin_detaching(ctx, volume_id)
+    # NOTE: as Nova, no os-begin_detaching for a shelved-offloaded server:
+    # its volumes may be only ``reserved`` (offload left an attachment with
+    # no connector), which Cinder refuses to begin detaching.
+    offloaded = instance.vm_state == vm_states.SHELVED_OFFLOADED
+    if not offloaded:
+        deps.cinder.begin_detaching(ctx, volume_id)
     try:
         action_obj.action_start(deps.db, ctx, instance.uuid, "detach_volume", ctx.request_id,
                                 ctx.user_id, ctx.project_id)
@@ -232,6 +238,7 @@ def delete_volume_attachment(req, server_id, volume_id):
         # Nothing will detach it: give the volume back its in-use status.
         LOG.exception("Detach of volume %s from %s could not be started", volume_id,
                       instance.uuid)
-        deps.cinder.roll_detaching(ctx, volume_id)
+        if not offloaded:
+            deps.cinder.roll_detaching(ctx, volume_id)
         raise
     return None, 202

@@ -14,7 +14,8 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from volumesvc import binaries, exception, servicegroup
-from volumesvc.conductor.tasks import base
+from volumesvc.compute import vm_states
+from volumesvc.conductor.tasks import base, offloaded
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
@@ -51,6 +52,8 @@ class AttachTask(base.TaskBase):
 
     def _execute(self):
         instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
+        if instance.vm_state == vm_states.SHELVED_OFFLOADED:
+            return offloaded.attach(self, instance)
         if not instance.host:
             raise exception.InstanceInvalidState(
                 instance_uuid=instance.uuid, attr="host", state=None, method="attach_volume")

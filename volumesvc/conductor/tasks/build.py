@@ -18,15 +18,21 @@ class NoValidHost(exception.VolumesvcException):
     msg_fmt = "No valid host was found. %(reason)s"
 
 
-def select_host(conf, db, context, *, needs=(), availability_zone=None):
+def select_host(conf, db, context, *, needs=(), availability_zone=None, hosts=None,
+                min_version=0):
     """The up, enabled compute with every capability in ``needs`` and fewest instances.
 
     No placement service here: the candidate set is small (one row per
     compute) and read in one query, so a plain filter-and-weigh is enough.
+    ``hosts`` limits the candidates (unshelve to a host, 2.91);
+    ``min_version`` skips computes too old for the work (service version).
     """
     candidates = []
     for service in service_obj.list_services(db, context, binary=binaries.COMPUTE):
         if service.disabled or not servicegroup.is_up(conf, service):
+            continue
+        if (hosts is not None and service.host not in hosts) or (
+                (service.version or 0) < min_version):
             continue
         caps = service.capabilities or {}
         if any(not caps.get(need) for need in needs):

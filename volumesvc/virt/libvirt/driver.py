@@ -148,8 +148,29 @@ class LibvirtDriver(driver.ComputeDriver):
             except (self.libvirt.libvirtError, exception.VirtDriverError) as exc:
                 LOG.warning("Soft reboot of %s failed (%s); rebooting hard",
                             instance["uuid"], exc)
-        self._stop(guest)
-        guest.undefine()
+        self.power_on(instance, block_device_info)
+
+    def power_off(self, instance):
+        """Stop the domain (QEMU exits, so it lets go of every volume); keep it defined.
+
+        A stopped server keeps a defined domain so that attach and detach
+        while stopped edit its persistent config, as with Nova. No domain at
+        all (lost with the host's state) is not an error: it is off.
+        """
+        guest = self._host.find_guest(instance["uuid"])
+        if guest is not None:
+            self._stop(guest)
+
+    def power_on(self, instance, block_device_info):
+        """Redefine the domain from ``block_device_info`` and start it.
+
+        As Nova's start (a hard reboot underneath): the disk set is exactly
+        the BDMs', whatever the old definition held.
+        """
+        guest = self._host.find_guest(instance["uuid"])
+        if guest is not None:
+            self._stop(guest)
+            guest.undefine()
         self._define_and_start(instance, block_device_info)
 
     def get_domain_xml(self, instance):
