@@ -227,6 +227,12 @@ class InvalidBDMVolumeType(InvalidBDM):
     msg_fmt = "Volume type %(id_or_name)s could not be found."
 
 
+class MultiattachNotSupportedByHost(Conflict):
+    msg_fmt = ("Volume %(volume_id)s is multiattach, but server %(instance_uuid)s is on "
+               "host %(host)s, whose compute driver cannot share a disk between servers "
+               "(capability supports_multiattach is off).")
+
+
 class MultiattachNotSupportedOldMicroversion(Invalid):
     msg_fmt = "Multiattach volumes are only supported starting with compute API version 2.60."
 

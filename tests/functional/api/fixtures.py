@@ -425,6 +425,9 @@ class AttachConductor:
                                                  attachment_id=attachment_id)))
 
 
+NO_MULTIATTACH_HOST = "nomulti-compute"
+
+
 class VolumeAttachmentsWorld(World):
     """The volume attachment journeys (gabbits/volume-attachments-*.yaml).
 
@@ -457,6 +460,8 @@ class VolumeAttachmentsWorld(World):
         "HOST_DOWN": (12, "active", None, {"host": HOST_DOWN, "node": HOST_DOWN}),
         "NOT_LAUNCHED": (13, "active", None, {"launched_at": None}),
         "SECOND": (14, "active", None, {}),
+        "NO_MULTIATTACH_HOST": (15, "active", None, {"host": NO_MULTIATTACH_HOST,
+                                                     "node": NO_MULTIATTACH_HOST}),
     }
     SERVER = {name: _attach_server_uuid(n) for name, (n, *_rest) in SERVERS.items()}
     # Volumes: (n, multiattach, attached to [(server name, device, tag, boot_index,
@@ -532,6 +537,12 @@ class VolumeAttachmentsWorld(World):
     @classmethod
     def seed(cls, db, ctx):
         _compute_services(db, ctx, down=(cls.HOST_DOWN,))
+        # An up compute whose driver cannot share disks (api-contract §3.5).
+        service_obj.heartbeat(db, ctx, host=NO_MULTIATTACH_HOST, binary="volumesvc-compute",
+                              topic="compute", version=1,
+                              capabilities={"supports_multiattach": False,
+                                            "supports_extend_volume": True,
+                                            "supports_tagged_attach_volume": True})
         _servers(db, ctx, cls.SERVERS, cls.server_uuid, project=cls.PROJECT, user="alice")
         # A local disk: never listed as an attachment.
         bdm_obj.create(db, ctx, {"instance_uuid": cls.SERVER["ACTIVE"],
