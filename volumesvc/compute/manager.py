@@ -139,6 +139,7 @@ class ComputeManager:
                 with self.reporter.event(context, uuid, "compute_terminate_instance"):
                     self.driver.destroy(_driver_instance(instance),
                                         boot_volumes.block_device_info(bdms))
+                    self.attacher.disconnect_all(context, uuid, bdms)
                     cleanup.release_volumes(self.cinder, context.elevated(), bdms,
                                             timeout=self._conf.compute.volume_wait_timeout)
                     boot_volumes.remove_instance_dir(self._conf, uuid)

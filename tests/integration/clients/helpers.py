@@ -261,8 +261,12 @@ class Aio:
 
 
 @contextlib.contextmanager
-def running_aio(prefix):
+def running_aio(prefix, extra_args=()):
     """Start ``volumesvc-aio`` on free ports, wait for its ready line, stop and clean up after.
+
+    ``extra_args`` go to ``volumesvc-aio`` after ours; ``{host}`` in them
+    stands for the first compute's host name (e.g. ``--compute-driver
+    {host}-2=libvirt,-supports_multiattach`` with ``--computes 2``).
 
     Fails (never skips) with its output and log tails if it does not come up.
     After the stop, QEMU processes of its state dir still running are recorded
@@ -277,7 +281,8 @@ def running_aio(prefix):
         proc = subprocess.Popen(
             [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
              "--volume-port", str(volume_port), "--image-port", str(image_port),
-             "--host", f"clients-{api_port}", "--no-install"],
+             "--host", f"clients-{api_port}", "--no-install",
+             *(arg.format(host=f"clients-{api_port}") for arg in extra_args)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
     handle = Aio(state, api_port, proc, out_path)
