@@ -15,6 +15,15 @@ SERVICE_VERSION_HISTORY = (
     # 3: conductors serve persistence on their own topic; attach passes
     #    the volume's multiattach flag down.
     {"compute_rpc": "1.2", "conductor_rpc": "1.2"},
+    # 4-6: PLACEHOLDERS for branches not merged yet (extend completion 4,
+    #    dangling attachment reconciliation 5, 6 taken too); the merge
+    #    replaces them with the real entries and renumbers.
+    {"compute_rpc": "1.3", "conductor_rpc": "1.2"},
+    {"compute_rpc": "1.4", "conductor_rpc": "1.4"},
+    {"compute_rpc": "1.5", "conductor_rpc": "1.5"},
+    # 7: os-assisted-volume-snapshots: conductor and compute
+    #    volume_snapshot_create / volume_snapshot_delete.
+    {"compute_rpc": "1.6", "conductor_rpc": "1.6"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)

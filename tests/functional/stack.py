@@ -166,6 +166,20 @@ class Stack:
                                              request_spec={"needs": list(needs)})
         return inst.uuid
 
+    def boot_active(self, count=1, bdms=BLANK_ROOT):
+        """``count`` servers booted (rows made directly) and waited ACTIVE; their uuids."""
+        uuids = [self.boot(self.context(), bdms) for _ in range(count)]
+        for server_id in uuids:
+            self.wait_instance(server_id, "active")
+        return uuids
+
+    def attach_volume(self, server_id, volume_id, *, version="2.60", status=200,
+                      token="u1:p1", **fields):
+        """POST os-volume_attachments; returns the response body."""
+        return self.api("POST", f"/servers/{server_id}/os-volume_attachments",
+                        {"volumeAttachment": {"volumeId": volume_id, **fields}},
+                        version=version, token=token, status=status)[1]
+
     def conductor_api(self):
         return conductor_rpcapi.ConductorAPI(self.conf, self.transport)
 

@@ -13,7 +13,7 @@ from oslo_utils import timeutils
 
 from volumesvc import exception
 from volumesvc.compute import attach as attach_mod
-from volumesvc.compute import rpcapi, task_states, vm_states
+from volumesvc.compute import rpcapi, snapshots, task_states, vm_states
 from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
@@ -43,6 +43,7 @@ class ComputeManager:
         self.glance = glance
         self.reporter = compute_utils.ComputeReporter(conductor, notifier, self.host)
         self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder)
+        self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
 
     # -- process lifecycle ---------------------------------------------------
 
@@ -227,3 +228,15 @@ class ComputeManager:
                                      bdms=[bdm], exc=exc)
                 return
             self.reporter.notify(context, instance, "volume_detach", "end", bdms=[bdm])
+
+    # -- assisted volume snapshots (1.6) ------------------------------------------
+
+    def volume_snapshot_create(self, context, *, instance, volume_id, create_info):
+        with self._lock(instance["uuid"]):
+            self.snapshots.create(context, _driver_instance(instance), volume_id, create_info)
+
+    def volume_snapshot_delete(self, context, *, instance, volume_id, snapshot_id,
+                               delete_info):
+        with self._lock(instance["uuid"]):
+            self.snapshots.delete(context, _driver_instance(instance), volume_id,
+                                  snapshot_id, delete_info)

@@ -14,6 +14,9 @@ manager imports ``VERSION`` so the two can never disagree):
         thread pool: workflow tasks that call a compute can no longer take
         every thread the compute's call-backs need (attach storms starved).
         attach_volume takes ``multiattach`` (the API's reading of the volume).
+* 1.6 - volume_snapshot_create, volume_snapshot_delete (API → conductor casts
+        for os-assisted-volume-snapshots). (1.3-1.5 belong to branches merged
+        separately.)
 """
 
 import oslo_messaging as messaging
@@ -21,7 +24,7 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.2"
+VERSION = "1.6"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -149,6 +152,21 @@ class ConductorAPI:
         self._client.prepare(version="1.1").cast(
             ctxt, "detach_volume", instance_uuid=instance_uuid, volume_id=volume_id,
             attachment_id=attachment_id)
+
+    # -- API → conductor: assisted volume snapshots (1.6) ---------------------
+
+    def volume_snapshot_create(self, ctxt, *, instance_uuid, volume_id, create_info):
+        """Cast: have the server's compute take the snapshot Cinder asked for."""
+        self._client.prepare(version="1.6").cast(
+            ctxt, "volume_snapshot_create", instance_uuid=instance_uuid,
+            volume_id=volume_id, create_info=create_info)
+
+    def volume_snapshot_delete(self, ctxt, *, instance_uuid, volume_id, snapshot_id,
+                               delete_info):
+        """Cast: have the server's compute merge the snapshot away."""
+        self._client.prepare(version="1.6").cast(
+            ctxt, "volume_snapshot_delete", instance_uuid=instance_uuid,
+            volume_id=volume_id, snapshot_id=snapshot_id, delete_info=delete_info)
 
     # -- compute → conductor: persistence (calls, short timeouts) ------------
 

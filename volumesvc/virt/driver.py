@@ -115,6 +115,14 @@ class ComputeDriver:
         """The live guest definition, for diagnostics and tests ('' if none)."""
         return ""
 
+    def volume_snapshot_create(self, instance, volume_id, create_info):
+        """Switch the volume's disk to Cinder's new overlay; return the new file path."""
+        raise exception.AssistedSnapshotNotSupported()
+
+    def volume_snapshot_delete(self, instance, volume_id, delete_info):
+        """Merge a snapshot file out of the disk's chain; return the active file path."""
+        raise exception.AssistedSnapshotNotSupported()
+
     # -- host side of a volume connection -------------------------------------
     def connect_volume(self, connection_info):
         """Make the volume reachable on this host before a domain uses it.

@@ -391,6 +391,15 @@ class AttachConductor:
     def can_attach(self):
         return self._rpcapi.can_attach()
 
+    def can_send_version(self, version):
+        return self._rpcapi.can_send_version(version)
+
+    def volume_snapshot_create(self, ctxt, **kwargs):
+        self.calls.append(("volume_snapshot_create", kwargs))
+
+    def volume_snapshot_delete(self, ctxt, **kwargs):
+        self.calls.append(("volume_snapshot_delete", kwargs))
+
     def attach_volume(self, ctxt, *, instance_uuid, volume_id, device=None, disk_bus=None,
                       device_type=None, tag=None, delete_on_termination=False,
                       multiattach=None, wait=False):

@@ -9,7 +9,7 @@ on ``host-b``.
 
 import pytest
 
-from tests.functional.stack import BLANK_ROOT, Stack
+from tests.functional.stack import Stack
 from volumesvc.objects import block_device as bdm_obj
 
 TOKEN = "u1:p1"
@@ -39,22 +39,16 @@ def shared(tmp_path):
     stack = Stack(tmp_path, hosts=("host-a",))
     stack.cinder.create_volume_type("multi", {"multiattach": "<is> True"})
     connectors = {}
-    on_a = [stack.boot(stack.context(), BLANK_ROOT) for _ in range(2)]
-    for uuid in on_a:
-        stack.wait_instance(uuid, "active")
+    on_a = stack.boot_active(2)
     stack.add_compute("host-b")
-    on_b = stack.boot(stack.context(), BLANK_ROOT)  # host-b now has fewer servers
-    stack.wait_instance(on_b, "active")
+    (on_b,) = stack.boot_active()  # host-b now has fewer servers
     for host, service in stack.computes.items():
         connectors[host] = RecordingConnector()
         service.manager.driver.volume_connectors["local"] = connectors[host]
     volume_id = stack.cinder.create(stack.context(), 1, "shared", "",
                                     volume_type="multi")["id"]
     for uuid in (*on_a, on_b):
-        stack.api("POST", f"/servers/{uuid}/os-volume_attachments",
-                  {"volumeAttachment": {"volumeId": volume_id,
-                                        "delete_on_termination": True}},
-                  version="2.79", token=TOKEN, status=200)
+        stack.attach_volume(uuid, volume_id, version="2.79", delete_on_termination=True)
     _wait_attachments(stack, volume_id, 3)
     yield stack, connectors, on_a, on_b, volume_id
     stack.stop()
@@ -109,15 +103,11 @@ def test_every_attach_connects_on_its_host(tmp_path):
         stack.cinder.create_volume_type("multi", {"multiattach": "<is> True"})
         connector = RecordingConnector()
         stack.computes["host-a"].manager.driver.volume_connectors["local"] = connector
-        servers = [stack.boot(stack.context(), BLANK_ROOT) for _ in range(2)]
-        for uuid in servers:
-            stack.wait_instance(uuid, "active")
+        servers = stack.boot_active(2)
         volume_id = stack.cinder.create(stack.context(), 1, "shared", "",
                                         volume_type="multi")["id"]
         for uuid in servers:
-            stack.api("POST", f"/servers/{uuid}/os-volume_attachments",
-                      {"volumeAttachment": {"volumeId": volume_id}}, version="2.60",
-                      token=TOKEN, status=200)
+            stack.attach_volume(uuid, volume_id)
         _wait_attachments(stack, volume_id, 2)
         assert connector.of(volume_id) == ["connect", "connect"]
     finally:

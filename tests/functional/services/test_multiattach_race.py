@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.functional.stack import BLANK_ROOT, Stack
+from tests.functional.stack import Stack
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
 
@@ -33,12 +33,7 @@ def race(tmp_path):
         return update(*args, **kwargs)
 
     stack.cinder.attachment_update = slow_update
-    servers = []
-    for _ in range(2):
-        servers.append(stack.boot(stack.context(), BLANK_ROOT))
-    for uuid in servers:
-        stack.wait_instance(uuid, "active")
-    yield stack, servers
+    yield stack, stack.boot_active(2)
     stack.stop()
 
 

@@ -127,3 +127,16 @@ class Guest:
         """Size of the disk as QEMU presents it to the guest, in bytes."""
         capacity, _allocation, _physical = self._domain.blockInfo(target_dev, 0)
         return capacity
+
+    # -- assisted volume snapshots (virt/libvirt/snapshots.py) -----------------
+    def snapshot_create(self, xml, flags):
+        self._domain.snapshotCreateXML(xml, flags)
+
+    def block_rebase(self, target_dev, base):
+        self._domain.blockRebase(target_dev, base, 0, 0)
+
+    def block_commit(self, target_dev, base, top):
+        self._domain.blockCommit(target_dev, base, top, 0, 0)
+
+    def block_job_running(self, target_dev) -> bool:
+        return bool(self._domain.blockJobInfo(target_dev, 0))
