@@ -272,6 +272,13 @@ def summary(rows):
     return "\n".join(lines)
 
 
+def count_retries(state_dir):
+    """How often the conductor retried a refused multiattach reservation (its log)."""
+    path = os.path.join(state_dir, "logs", "volumesvc-conductor.log")
+    with open(path, errors="replace") as f:
+        return sum("Cinder refused to reserve multiattach volume" in line for line in f)
+
+
 def _parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--compute-url", help="compute API of a running all-in-one")
@@ -299,6 +306,8 @@ def main(argv=None):
                 "{host}-2=libvirt,-supports_multiattach")) as aio:
             rows, failures = run(Client(aio.compute_url, aio.volume_url), args.rounds,
                                  micro, single)
+            print(f"reservations Cinder refused and the conductor retried: "
+                  f"{count_retries(aio.state_dir)}")
     print(summary(rows))
     print(f"{len(rows) - failures}/{len(rows)} rounds passed")
     return 1 if failures else 0

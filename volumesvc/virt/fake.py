@@ -45,6 +45,8 @@ VIR_DOMAIN_AFFECT_CONFIG = 2
 VIR_DOMAIN_XML_INACTIVE = 2
 VIR_DOMAIN_BLOCK_RESIZE_BYTES = 1
 VIR_DOMAIN_SNAPSHOT_CREATE_NO_METADATA = 4
+VIR_DOMAIN_BLOCK_COMMIT_ACTIVE = 4
+VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT = 2
 VIR_DOMAIN_SNAPSHOT_CREATE_DISK_ONLY = 16
 VIR_DOMAIN_SNAPSHOT_CREATE_REUSE_EXT = 32
 VIR_DOMAIN_EVENT_ID_LIFECYCLE = 0
@@ -143,6 +145,7 @@ class FakeDomain:
         self._transient = False
         self._sizes = {}  # target dev -> capacity for non-file disks
         self._unplug_pending = set()  # id() of live virtio disks awaiting the guest
+        self._pivots = {}  # target dev -> base of an active commit waiting to pivot
 
     # -- identity and state ---------------------------------------------------
     def UUIDString(self):  # noqa: N802 - the binding's names
@@ -347,13 +350,25 @@ class FakeDomain:
         return 0
 
     def blockCommit(self, disk_name, base, top, bandwidth=0, flags=0):  # noqa: N802
+        """Commits finish at once; committing the active image waits for a pivot."""
         disk = self._find_live_disk(disk_name)
         if top and os.path.realpath(top) == _disk_path(disk):
-            self._set_source(disk_name, base)
+            if not flags & VIR_DOMAIN_BLOCK_COMMIT_ACTIVE:
+                raise libvirtError("invalid argument: commit of the active layer needs "
+                                   "VIR_DOMAIN_BLOCK_COMMIT_ACTIVE", VIR_ERR_INVALID_ARG)
+            self._pivots[disk_name] = base
         return 0
 
     def blockJobInfo(self, disk_name, flags=0):  # noqa: N802
-        return {}  # jobs finish at once
+        # An active commit sits "ready" (cur == end) until pivoted; others are done.
+        return {"type": 4, "bandwidth": 0, "cur": 1, "end": 1} \
+            if disk_name in self._pivots else {}
+
+    def blockJobAbort(self, disk_name, flags=0):  # noqa: N802
+        base = self._pivots.pop(disk_name, None)
+        if base is not None and flags & VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT:
+            self._set_source(disk_name, base)
+        return 0
 
     def blockInfo(self, disk_name, flags=0):  # noqa: N802
         disk = self._find_live_disk(disk_name)

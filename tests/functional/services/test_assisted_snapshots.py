@@ -102,3 +102,24 @@ def test_a_multiattach_volume_on_two_servers_is_refused(stack):
         f"Block Device Mapping {volume_id} is a multi-attach volume and is not valid for "
         "this operation.")
     assert stack.cinder.snapshots[snapshot_id]["status"] == "available"
+
+
+def test_merging_a_file_below_the_active_one_keeps_the_active_one(stack, attached):
+    server, volume_id, base = attached
+    first, second = (stack.cinder.create_snapshot_force(stack.context(), volume_id)["id"]
+                     for _ in range(2))
+    for snapshot_id, overlay in ((first, base + ".snap1"), (second, base + ".snap2")):
+        open(overlay, "wb").close()
+        _create(stack, volume_id, snapshot_id, os.path.basename(overlay))
+        _snapshot_status(stack, snapshot_id, "creating", "90%")
+    assert _source(stack, server, volume_id) == base + ".snap2"
+    # Delete the first snapshot: snap1 is committed down into the base while
+    # snap2 stays the active file (no pivot).
+    delete_info = json.dumps({"volume_id": volume_id,
+                              "file_to_merge": os.path.basename(base) + ".snap1",
+                              "merge_target_file": os.path.basename(base)})
+    stack.api("DELETE", f"/os-assisted-volume-snapshots/{first}?delete_info="
+              f"{urllib.parse.quote(delete_info)}", token=ADMIN, status=204)
+    _snapshot_status(stack, first, "deleting", "90%")
+    assert _source(stack, server, volume_id) == base + ".snap2"
+    assert _bdm_path(stack, server, volume_id) == base + ".snap2"

@@ -48,9 +48,13 @@ def create(libvirt, guest, disk, all_devs, create_info):
     return new_path
 
 
-def _wait_job(guest, target_dev, timeout):
+def _wait_job(guest, target_dev, timeout, *, until_ready=False):
+    """Wait for the disk's block job to end (or, ``until_ready``, to reach cur == end)."""
     deadline = time.monotonic() + timeout
-    while guest.block_job_running(target_dev):
+    while True:
+        info = guest.block_job_info(target_dev)
+        if not info or (until_ready and info.get("end") and info["cur"] == info["end"]):
+            return
         if time.monotonic() > deadline:
             raise exception.VirtDriverError(
                 reason=f"block job on {target_dev} still running after {timeout}s")
@@ -70,7 +74,12 @@ def delete(guest, disk, delete_info, timeout):
         return current
     top = _path_beside(current, to_merge)
     base = _path_beside(current, target)
-    guest.block_commit(disk.target_dev, base, top)
-    _wait_job(guest, disk.target_dev, timeout)
-    # Committing the active image itself leaves the base active.
-    return base if os.path.realpath(top) == os.path.realpath(current) else current
+    # NOTE: committing the active image itself is an "active commit": the job
+    # copies, then waits (ready) until we pivot the disk onto the base.
+    active = os.path.realpath(top) == os.path.realpath(current)
+    guest.block_commit(disk.target_dev, base, top, active=active)
+    _wait_job(guest, disk.target_dev, timeout, until_ready=active)
+    if not active:
+        return current
+    guest.block_job_pivot(disk.target_dev)
+    return base
