@@ -138,3 +138,27 @@ def test_a_single_attach_volume_at_2_101_leaves_an_error_event_for_the_loser(rac
     assert entry["attachment_id"] == bdm.attachment_id
     assert not [a for a in stack.cinder.attachments.values()
                 if a["volume_id"] == volume_id and a["status"] == "reserved"]
+
+
+def test_a_boot_from_a_multiattach_root_waits_for_another_servers_attach(race):
+    stack, (other, _second) = race
+    volume_id = stack.cinder.create(stack.context(), 1, "root", "",
+                                    volume_type="multi")["id"]
+    stack.cinder.volumes[volume_id]["bootable"] = "true"
+    # Another server's attach is half way: the volume is "attaching".
+    held = stack.cinder.attachment_create(None, volume_id, other)
+    stack.cinder.attachment_update(None, held["id"], {"host": "fn-compute"}, "/dev/vdb")
+    finisher = threading.Timer(0.5, stack.cinder.attachment_complete, (None, held["id"]))
+    finisher.start()
+    try:
+        _, body, _ = stack.api("POST", "/servers", {"server": {
+            "name": "bfv", "flavorRef": "42", "networks": "none",
+            "block_device_mapping_v2": [{"source_type": "volume", "uuid": volume_id,
+                                         "destination_type": "volume", "boot_index": 0}]}},
+            version="2.60", token=TOKEN, status=202)
+    finally:
+        finisher.join()
+    assert _refusals(stack, volume_id) >= 1
+    stack.wait_for_server_status(body["server"]["id"], "ACTIVE", timeout=30)
+    _settled(stack, volume_id, "in-use")
+    assert len(stack.cinder.get(None, volume_id)["attachments"]) == 2
