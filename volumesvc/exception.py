@@ -73,6 +73,19 @@ class VolumeBDMNotFound(NotFound):
     msg_fmt = "No volume Block Device Mapping with id %(volume_id)s."
 
 
+class VolumeBDMIsMultiAttach(Invalid):
+    msg_fmt = ("Block Device Mapping %(volume_id)s is a multi-attach volume and is not "
+               "valid for this operation.")
+
+
+class InstanceNotReady(Invalid):
+    msg_fmt = "Instance %(instance_id)s is not ready"
+
+
+class AssistedSnapshotNotSupported(VolumesvcException):
+    msg_fmt = "Assisted volume snapshots are not supported by this compute driver."
+
+
 class ImageNotFound(NotFound):
     msg_fmt = "Image %(image_id)s could not be found."
 
@@ -225,6 +238,12 @@ class InvalidBDMVolumeType(InvalidBDM):
     """A requested volume type Cinder does not know: 400 at boot (404 elsewhere)."""
 
     msg_fmt = "Volume type %(id_or_name)s could not be found."
+
+
+class MultiattachNotSupportedByHost(Conflict):
+    msg_fmt = ("Volume %(volume_id)s is multiattach, but server %(instance_uuid)s is on "
+               "host %(host)s, whose compute driver cannot share a disk between servers "
+               "(capability supports_multiattach is off).")
 
 
 class MultiattachNotSupportedOldMicroversion(Invalid):

@@ -21,6 +21,9 @@ SERVICE_VERSION_HISTORY = (
     {"compute_rpc": "1.4", "conductor_rpc": "1.4"},
     # 6: stop/start, shelve/offload/unshelve (compute and conductor RPC 1.5).
     {"compute_rpc": "1.5", "conductor_rpc": "1.5"},
+    # 7: os-assisted-volume-snapshots: conductor and compute
+    #    volume_snapshot_create / volume_snapshot_delete.
+    {"compute_rpc": "1.6", "conductor_rpc": "1.6"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)

@@ -54,6 +54,59 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
     return path
 
 
+def compute_hosts(first_host, count):
+    """The host names of ``count`` computes: ``first_host``, then ``-2``, ``-3``..."""
+    return [first_host] + [f"{first_host}-{n}" for n in range(2, count + 1)]
+
+
+def parse_compute_driver(spec):
+    """``HOST=DRIVER[,-CAPABILITY...]`` → (host, driver, [disabled capabilities]).
+
+    ``DRIVER`` is any ``[DEFAULT] compute_driver`` value; each ``-name``
+    after it switches a capability off on that host (``[virt]
+    disabled_capabilities``), e.g. ``aio-compute-2=libvirt,-supports_multiattach``
+    for a hypervisor that cannot share a disk between servers.
+    """
+    host, sep, rest = spec.partition("=")
+    parts = [p.strip() for p in rest.split(",")] if sep else []
+    if not host.strip() or not parts or not parts[0]:
+        raise ValueError(f"{spec!r}: expected HOST=DRIVER[,-CAPABILITY...]")
+    disabled = []
+    for part in parts[1:]:
+        if not part.startswith("-") or len(part) < 2:
+            raise ValueError(f"{spec!r}: {part!r} is not -CAPABILITY")
+        disabled.append(part[1:])
+    return host.strip(), parts[0], disabled
+
+
+def write_compute_config(state_dir, *, host, first, driver="libvirt",
+                         disabled_capabilities=()):
+    """``<state_dir>/compute-<host>.conf``: what one compute overrides.
+
+    Read after ``volumesvc.conf`` (a second ``--config-file``): its own host
+    name (RPC server), driver and capabilities, and for every compute but
+    the first its own embedded QEMU root, so two computes never share a
+    libvirt state directory, as two machines would not.
+    """
+    root = os.path.join(state_dir, "libvirt" if first else f"libvirt-{host}")
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(state_dir, f"compute-{host}.conf")
+    text = textwrap.dedent(f"""\
+        [DEFAULT]
+        host = {host}
+        compute_driver = {driver}
+
+        [libvirt]
+        connection_uri = qemu:///embed?root={root}
+
+        [virt]
+        disabled_capabilities = {",".join(disabled_capabilities)}
+        """)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def compute_is_up(conf_path, host):
     """True once the compute on ``host`` has heartbeated recently."""
     from volumesvc import binaries, context, servicegroup

@@ -81,6 +81,7 @@ DOMAIN_MAP = {
     exception.TaggedAttachmentNotSupported: (400, ATTACHMENT_INVALID),
     exception.MultiattachNotSupportedByVirtDriver: (400, ATTACHMENT_INVALID),
     exception.MultiattachNotSupportedOldMicroversion: (400, ATTACHMENT_INVALID),
+    exception.MultiattachNotSupportedByHost: (409, ATTACHMENT_CONFLICT),
     exception.InvalidDevicePath: (400, ATTACHMENT_INVALID),
     exception.MultiattachToShelvedNotSupported: (400, ATTACHMENT_INVALID),
     exception.VolumeTaggedAttachToShelvedNotSupported: (400, ATTACHMENT_INVALID),

@@ -13,6 +13,7 @@ Adding a resource: a handler module in ``handlers/``, its schemas in
 """
 
 from volumesvc.api.handlers import (
+    assisted_volume_snapshots,
     flavors,
     instance_actions,
     server_actions,
@@ -61,6 +62,13 @@ ROUTES = {
         "GET": volume_attachments.show_volume_attachment,
         "PUT": volume_attachments.update_volume_attachment,
         "DELETE": volume_attachments.delete_volume_attachment,
+    },
+    # Assisted volume snapshots (Cinder's remotefs drivers; api-contract §8).
+    "/v2.1/os-assisted-volume-snapshots": {
+        "POST": assisted_volume_snapshots.create_assisted_volume_snapshot,
+    },
+    "/v2.1/os-assisted-volume-snapshots/<snapshot_id>": {
+        "DELETE": assisted_volume_snapshots.delete_assisted_volume_snapshot,
     },
     # Flavors.
     "/v2.1/flavors": {"GET": flavors.list_flavors, "POST": flavors.create_flavor},

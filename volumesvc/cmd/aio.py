@@ -49,13 +49,36 @@ def _parse_args(argv):
     parser.add_argument("--volume-port", type=int, default=8776, help="Cinder API port")
     parser.add_argument("--image-port", type=int, default=9292, help="Glance API port")
     parser.add_argument("--host", default="aio-compute",
-                        help="name of the compute host (and its RPC server)")
+                        help="name of the (first) compute host and its RPC server")
+    parser.add_argument("--computes", type=int, default=1, metavar="N",
+                        help="run N compute agents, named HOST, HOST-2, ... HOST-N, each "
+                             "with its own embedded QEMU root (default 1)")
+    parser.add_argument("--compute-driver", action="append", default=[],
+                        metavar="HOST=DRIVER[,-CAPABILITY...]",
+                        help="driver of one compute (repeatable; default libvirt), with "
+                             "capabilities switched off, e.g. "
+                             "aio-compute-2=libvirt,-supports_multiattach")
     parser.add_argument("--api-workers", type=int, default=2)
     parser.add_argument("--ready-timeout", type=float, default=600.0,
                         help="seconds to wait for everything to answer")
     parser.add_argument("--no-install", action="store_true",
                         help="do not apt-get install missing system packages")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.computes < 1:
+        parser.error("--computes must be at least 1")
+    hosts = aio_config.compute_hosts(args.host, args.computes)
+    args.drivers = {}
+    for spec in args.compute_driver:
+        try:
+            host, driver, disabled = aio_config.parse_compute_driver(spec)
+        except ValueError as exc:
+            parser.error(f"--compute-driver {exc}")
+        if host not in hosts:
+            parser.error(f"--compute-driver {spec!r}: no compute {host!r} "
+                         f"(the computes are {', '.join(hosts)})")
+        args.drivers[host] = (driver, disabled)
+    args.hosts = hosts
+    return args
 
 
 def _http_ok(url, statuses=(200, 300)):
@@ -118,27 +141,38 @@ class AllInOne:
             api_workers=self.args.api_workers, host=self.args.host,
             cinder_url=volume.url, glance_url=image.url)
         self._run_once(["volumesvc-manage", "--config-file", conf_path, "db", "sync"])
-        for binary in (binaries.CONDUCTOR, binaries.COMPUTE, binaries.API):
-            self._spawn(binary, conf_path)
+        self._spawn(binaries.CONDUCTOR, conf_path)
+        for index, host in enumerate(self.args.hosts):
+            driver, disabled = self.args.drivers.get(host, ("libvirt", []))
+            host_conf = aio_config.write_compute_config(
+                self.state_dir, host=host, first=index == 0, driver=driver,
+                disabled_capabilities=disabled)
+            # NOTE: the first compute keeps the historical log name.
+            self._spawn(binaries.COMPUTE, conf_path, host_conf,
+                        log_name=binaries.COMPUTE if index == 0
+                        else f"{binaries.COMPUTE}-{host}")
+        self._spawn(binaries.API, conf_path)
 
         timeout = self.args.ready_timeout
         image.wait_ready(timeout)
         volume.wait_ready(timeout)
         harness_util.wait_for(lambda: _http_ok(api_url), timeout, what="the compute API",
                               children=self.children)
-        harness_util.wait_for(lambda: aio_config.compute_is_up(conf_path, self.args.host),
-                              timeout, what="the compute service to report up",
-                              children=self.children)
+        for host in self.args.hosts:
+            harness_util.wait_for(lambda host=host: aio_config.compute_is_up(conf_path, host),
+                                  timeout, what=f"the compute service on {host} to report up",
+                                  children=self.children)
         image_id = aio_config.ensure_image(image.url, self.state_dir)
         return api_url, volume.url, image.url, conf_path, image_id
 
-    def _spawn(self, binary, conf_path):
+    def _spawn(self, binary, *conf_paths, log_name=None):
         exe = os.path.join(os.path.dirname(sys.executable), binary)
-        log_path = os.path.join(self.state_dir, "logs", f"{binary}.log")
+        log_path = os.path.join(self.state_dir, "logs", f"{log_name or binary}.log")
         os.makedirs(os.path.dirname(log_path), exist_ok=True)
-        child = harness_util.ProcessGroup(
-            binary, [exe if os.path.exists(exe) else binary, "--config-file", conf_path],
-            log_path)
+        argv = [exe if os.path.exists(exe) else binary]
+        for path in conf_paths:
+            argv += ["--config-file", path]
+        child = harness_util.ProcessGroup(log_name or binary, argv, log_path)
         self.children.append(child.start())
 
     def _run_once(self, argv):

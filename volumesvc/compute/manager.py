@@ -14,7 +14,7 @@ from oslo_utils import timeutils
 from volumesvc import exception
 from volumesvc.compute import attach as attach_mod
 from volumesvc.compute import lifecycle as lifecycle_mod
-from volumesvc.compute import rpcapi, task_states, vm_states
+from volumesvc.compute import rpcapi, snapshots, task_states, vm_states
 from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
@@ -43,6 +43,7 @@ class ComputeManager:
         self.lifecycle = lifecycle_mod.Lifecycle(conf, driver=driver, conductor=conductor,
                                                  cinder=cinder, reporter=self.reporter,
                                                  glance=glance)
+        self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
 
     # -- process lifecycle ---------------------------------------------------
 
@@ -137,6 +138,7 @@ class ComputeManager:
                 with self.reporter.event(context, uuid, "compute_terminate_instance"):
                     self.driver.destroy(_driver_instance(instance),
                                         boot_volumes.block_device_info(bdms))
+                    self.attacher.disconnect_all(context, uuid, bdms)
                     cleanup.release_volumes(self.cinder, context.elevated(), bdms,
                                             timeout=self._conf.compute.volume_wait_timeout)
                     boot_volumes.remove_instance_dir(self._conf, uuid)
@@ -246,3 +248,15 @@ class ComputeManager:
                                      bdms=[bdm], exc=exc)
                 return
             self.reporter.notify(context, instance, "volume_detach", "end", bdms=[bdm])
+
+    # -- assisted volume snapshots (1.6) ------------------------------------------
+
+    def volume_snapshot_create(self, context, *, instance, volume_id, create_info):
+        with self._lock(instance["uuid"]):
+            self.snapshots.create(context, _driver_instance(instance), volume_id, create_info)
+
+    def volume_snapshot_delete(self, context, *, instance, volume_id, snapshot_id,
+                               delete_info):
+        with self._lock(instance["uuid"]):
+            self.snapshots.delete(context, _driver_instance(instance), volume_id,
+                                  snapshot_id, delete_info)

@@ -12,12 +12,13 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.4 - (reserved for the attachment-reconciliation branch; placeholder until merged)
 * 1.5 - stop_instance, start_instance, shelve_instance, shelve_offload_instance,
         unshelve_instance (compute/lifecycle.py).
+* 1.6 - volume_snapshot_create, volume_snapshot_delete (assisted snapshots).
 """
 
 from volumesvc import rpc
 
 TOPIC = "compute"
-VERSION = "1.5"
+VERSION = "1.6"
 LIFECYCLE_VERSION = "1.5"
 
 
@@ -117,3 +118,14 @@ class ComputeAPI:
     def unshelve_instance(self, ctxt, *, host, instance, bdms):
         """Cast: connect every volume on ``host``, define and start the domain."""
         self._lifecycle_cast(ctxt, host, "unshelve_instance", instance=instance, bdms=bdms)
+    def volume_snapshot_create(self, ctxt, *, host, instance, volume_id, create_info):
+        """Cast: switch the volume's disk to the new qcow2 overlay; report to Cinder."""
+        self._prepare(host, "1.6").cast(ctxt, "volume_snapshot_create", instance=instance,
+                                        volume_id=volume_id, create_info=create_info)
+
+    def volume_snapshot_delete(self, ctxt, *, host, instance, volume_id, snapshot_id,
+                               delete_info):
+        """Cast: merge the snapshot's file out of the disk chain; report to Cinder."""
+        self._prepare(host, "1.6").cast(ctxt, "volume_snapshot_delete", instance=instance,
+                                        volume_id=volume_id, snapshot_id=snapshot_id,
+                                        delete_info=delete_info)

@@ -127,6 +127,21 @@ class ConductorManager:
                                     bdm=bdm.to_dict(),
                                     attachment_id=attachment_id or bdm.attachment_id)
 
+    # -- assisted volume snapshots (1.6) -------------------------------------
+
+    def volume_snapshot_create(self, context, *, instance_uuid, volume_id, create_info):
+        instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
+        self._compute.volume_snapshot_create(
+            context, host=instance.host, instance=instance.to_dict(), volume_id=volume_id,
+            create_info=create_info)
+
+    def volume_snapshot_delete(self, context, *, instance_uuid, volume_id, snapshot_id,
+                               delete_info):
+        instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
+        self._compute.volume_snapshot_delete(
+            context, host=instance.host, instance=instance.to_dict(), volume_id=volume_id,
+            snapshot_id=snapshot_id, delete_info=delete_info)
+
     # -- persistence on behalf of computes (calls) -------------------------
 
     @messaging.expected_exceptions(*_EXPECTED)

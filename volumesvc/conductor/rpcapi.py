@@ -19,6 +19,8 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.5 - stop_instance, start_instance, shelve_instance, shelve_offload_instance,
         unshelve_instance (API → conductor casts). attach_volume and
         detach_volume of a shelved-offloaded server run here without a compute.
+* 1.6 - volume_snapshot_create, volume_snapshot_delete (API → conductor casts
+        for os-assisted-volume-snapshots).
 """
 
 import oslo_messaging as messaging
@@ -26,7 +28,7 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.5"
+VERSION = "1.6"
 LIFECYCLE_VERSION = "1.5"
 PERSISTENCE_SUFFIX = "_persistence"
 
@@ -190,6 +192,21 @@ class ConductorAPI:
         self._client.prepare(version="1.1").cast(
             ctxt, "detach_volume", instance_uuid=instance_uuid, volume_id=volume_id,
             attachment_id=attachment_id)
+
+    # -- API → conductor: assisted volume snapshots (1.6) ---------------------
+
+    def volume_snapshot_create(self, ctxt, *, instance_uuid, volume_id, create_info):
+        """Cast: have the server's compute take the snapshot Cinder asked for."""
+        self._client.prepare(version="1.6").cast(
+            ctxt, "volume_snapshot_create", instance_uuid=instance_uuid,
+            volume_id=volume_id, create_info=create_info)
+
+    def volume_snapshot_delete(self, ctxt, *, instance_uuid, volume_id, snapshot_id,
+                               delete_info):
+        """Cast: have the server's compute merge the snapshot away."""
+        self._client.prepare(version="1.6").cast(
+            ctxt, "volume_snapshot_delete", instance_uuid=instance_uuid,
+            volume_id=volume_id, snapshot_id=snapshot_id, delete_info=delete_info)
 
     # -- compute → conductor: persistence (calls, short timeouts) ------------
 

@@ -341,6 +341,19 @@ class CinderAPI(keystone.SessionFromConf):
     def delete_snapshot(self, context, snapshot_id):
         self.client(context).volume_snapshots.delete(snapshot_id)
 
+    @translate(exception.SnapshotNotFound, "snapshot_id")
+    def update_snapshot_status(self, context, snapshot_id, status, progress=None):
+        """``os-update_snapshot_status``: how an assisted snapshot is going.
+
+        Cinder's remotefs driver polls the snapshot for ``creating``/90%
+        (or ``deleting``/90%) after it asked for the snapshot, and fails it on
+        ``error``/``error_deleting``.
+        """
+        update = {"status": status}
+        if progress is not None:
+            update["progress"] = progress
+        self.client(context).volume_snapshots.update_snapshot_status(snapshot_id, update)
+
     @translate()
     def get_absolute_limits(self, context):
         """{'maxTotalVolumes': ..., 'totalGigabytesUsed': ..., ...}."""

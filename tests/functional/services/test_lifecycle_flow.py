@@ -11,7 +11,7 @@ import pytest
 from tests.functional.stack import BLANK_ROOT as ROOT
 from tests.functional.stack import Stack
 from volumesvc import exception
-from volumesvc.conductor.tasks import build as build_task
+from volumesvc.conductor import scheduling
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
@@ -288,8 +288,8 @@ def _inject(stack, monkeypatch, step):
     """Make unshelve fail at ``step``; returns the text the fault must carry."""
     if step == "schedule":
         def no_host(*args, **kwargs):
-            raise build_task.NoValidHost(reason="injected: no host")
-        monkeypatch.setattr(build_task, "select_host", no_host)
+            raise scheduling.NoValidHost(reason="injected: no host")
+        monkeypatch.setattr(scheduling, "pick_host", no_host)
         return "injected: no host"
     cinder = stack.cinder
     if step == "connect":

@@ -198,6 +198,48 @@ def server_attr(server, key):
     return server.to_dict()[key]
 
 
+# -- raw HTTP and the live domain ---------------------------------------------------
+
+def compute_http(aio, method, path, body=None, version="2.1"):
+    req = urllib.request.Request(
+        aio.compute_url + path, method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"X-Auth-Token": ADMIN_TOKEN, "OpenStack-API-Version": f"compute {version}",
+                 "Content-Type": "application/json", "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            raw = resp.read()
+            return resp.status, (json.loads(raw) if raw else None), dict(resp.headers)
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        return exc.code, (json.loads(raw) if raw else None), dict(exc.headers)
+
+
+def domain_disks(aio, server_id):
+    """Serial → source file of the live domain, as the compute reads it from libvirt."""
+    import xml.etree.ElementTree as ET
+
+    out = subprocess.run(
+        [bin_path("volumesvc-manage"), "--config-file",
+         os.path.join(aio.state_dir, "volumesvc.conf"), "server", "domain-xml", server_id],
+        capture_output=True, text=True, timeout=60, check=True).stdout
+    disks = {}
+    for disk in ET.fromstring(out).findall("./devices/disk"):
+        source = disk.find("source")
+        disks[disk.findtext("serial")] = source.get("file") or source.get("dev")
+    return disks
+
+
+def wait_until(predicate, what, timeout=90):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"timed out waiting for {what}")
+
+
 # -- the all-in-one --------------------------------------------------------------
 
 READY_TIMEOUT = 400
@@ -261,8 +303,12 @@ class Aio:
 
 
 @contextlib.contextmanager
-def running_aio(prefix):
+def running_aio(prefix, extra_args=()):
     """Start ``volumesvc-aio`` on free ports, wait for its ready line, stop and clean up after.
+
+    ``extra_args`` go to ``volumesvc-aio`` after ours; ``{host}`` in them
+    stands for the first compute's host name (e.g. ``--compute-driver
+    {host}-2=libvirt,-supports_multiattach`` with ``--computes 2``).
 
     Fails (never skips) with its output and log tails if it does not come up.
     After the stop, QEMU processes of its state dir still running are recorded
@@ -277,7 +323,8 @@ def running_aio(prefix):
         proc = subprocess.Popen(
             [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
              "--volume-port", str(volume_port), "--image-port", str(image_port),
-             "--host", f"clients-{api_port}", "--no-install"],
+             "--host", f"clients-{api_port}", "--no-install",
+             *(arg.format(host=f"clients-{api_port}") for arg in extra_args)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
     handle = Aio(state, api_port, proc, out_path)

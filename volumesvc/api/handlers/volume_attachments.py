@@ -116,8 +116,9 @@ def show_volume_attachment(req, server_id, volume_id):
 def create_volume_attachment(req, server_id):
     """POST → 200 with the attachment below 2.101; 202 with no body from 2.101.
 
-    404 server/volume; 409 lock/state; 400 device, already attached,
-    multiattach below 2.60; 503 when the conductor cannot take the request.
+    404 server/volume; 409 lock/state, multiattach volume on a host without
+    the capability; 400 device, already attached, multiattach below 2.60;
+    503 when the conductor cannot take the request.
     Below 2.101 the conductor's own refusals (400/403/409) come back too.
     """
     ctx, deps = req.context, req.deps
@@ -133,6 +134,7 @@ def create_volume_attachment(req, server_id):
     logic.check_attach(ctx, version=req.version, instance=instance, volume=volume,
                        volume_bdms=bdm_obj.list_by_volume(deps.db, ctx, volume_id),
                        device=device, tag=tag)
+    logic.check_host_capabilities(deps.db, ctx, instance, volume)
     # NOTE: the multiattach flag travels with the request so neither the
     # conductor nor the compute has to ask Cinder about the volume again.
     kwargs = dict(instance_uuid=instance.uuid, volume_id=volume_id, device=device, tag=tag,

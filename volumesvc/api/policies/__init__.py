@@ -7,6 +7,7 @@ adds its module to ``_MODULES``.
 import itertools
 
 from volumesvc.api.policies import (
+    assisted_volume_snapshots,
     base,
     flavors,
     instance_actions,
@@ -17,7 +18,7 @@ from volumesvc.api.policies import (
 )
 
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
-            volume_attachments)
+            volume_attachments, assisted_volume_snapshots)
 
 
 def list_rules():

@@ -1,6 +1,6 @@
 """Unshelve: place a shelved-offloaded server on a compute and cast the spawn.
 
-The host is chosen as for a boot (``build.select_host``): up, enabled, new
+The host is chosen as for a boot (``scheduling.pick_host``): up, enabled, new
 enough for the lifecycle RPC, with every capability the server's volumes need
 (``supports_multiattach`` when one of them is multiattach), in the requested
 availability zone or on the requested host (2.77/2.91). A ``SHELVED`` server
@@ -16,7 +16,8 @@ from oslo_log import log as logging
 
 from volumesvc import exception, version
 from volumesvc.compute import task_states, vm_states
-from volumesvc.conductor.tasks import base, build
+from volumesvc.conductor import scheduling
+from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 
@@ -41,7 +42,7 @@ class UnshelveTask(base.TaskBase):
         for bdm in bdms:
             if bdm.volume_id and self.cinder.get(self.context, bdm.volume_id).get(
                     "multiattach"):
-                return ["supports_multiattach"]
+                return [scheduling.MULTIATTACH]
         return []
 
     def _execute(self):
@@ -53,11 +54,12 @@ class UnshelveTask(base.TaskBase):
         bdms = bdm_obj.list_by_instance(self.db, self.context, instance.uuid)
         host = instance.host
         if instance.vm_state != vm_states.SHELVED or not host:
-            host = build.select_host(
-                self.conf, self.db, self.context, needs=self._needs(bdms),
-                availability_zone=self.availability_zone,
-                hosts=[self.host] if self.host else None,
-                min_version=version.MIN_COMPUTE_LIFECYCLE)
+            host = scheduling.pick_host(
+                self.conf, self.db, self.context, scheduling.Requirements(
+                    needs=tuple(self._needs(bdms)),
+                    availability_zone=self.availability_zone,
+                    hosts=(self.host,) if self.host else None,
+                    min_version=version.MIN_COMPUTE_LIFECYCLE))
             try:
                 instance = instance_obj.save(self.db, self.context, instance.uuid,
                                              {"host": host, "node": host},
