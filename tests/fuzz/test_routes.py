@@ -150,7 +150,9 @@ def test_made_up_paths(world):
         segments = data.draw(st.lists(_SEGMENTS, min_size=1, max_size=5))
         method = data.draw(st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD",
                                             "OPTIONS"]))
-        url = prefix + "/" + "/".join(fst.quote(fst._encodable(s), safe="") for s in segments)
+        url = prefix + "/" + "/".join(fst.quote(fst.encodable(s), safe="") for s in segments)
+        if url.startswith("//"):
+            url = "/x" + url[1:]  # the test client would read "//host" as a netloc
         version, headers = data.draw(fst.versions())
         headers = dict(headers, **{"X-Auth-Token": world_mod.ADMIN})
         request = {"method": method, "url": url, "token": world_mod.ADMIN, "body": None,
