@@ -55,8 +55,10 @@ FAULT_NAMES = {
     405: "badMethod",
     409: "conflictingRequest",
     413: "overLimit",
+    414: "overLimit",
     415: "badMediaType",
     429: "overLimit",
+    431: "overLimit",
     501: "notImplemented",
     503: "serviceUnavailable",
 }
@@ -104,6 +106,8 @@ _STATUS_CODES = {
     405: METHOD_NOT_ALLOWED,
     409: CONFLICT,
     413: TOO_LARGE,
+    414: TOO_LARGE,
+    431: TOO_LARGE,
     415: MEDIA_TYPE,
 }
 

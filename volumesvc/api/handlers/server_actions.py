@@ -89,6 +89,7 @@ def _create_image(req, server_id, body):
     if len(metadata) > MAX_IMAGE_METADATA_ITEMS:
         raise exception.OverQuota("Quota exceeded for metadata: image metadata items "
                                   f"limit is {MAX_IMAGE_METADATA_ITEMS}")
+    snapshot.check_metadata(metadata)
     bdms = bdm_obj.list_by_instance(deps.db, ctx, instance.uuid)
     if not snapshot.is_volume_backed(instance, bdms):
         raise errors.APIError(

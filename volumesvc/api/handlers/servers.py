@@ -52,10 +52,8 @@ def _allowed(req, rule) -> bool:
 # --- boot -------------------------------------------------------------------------------
 
 def _count(server, key, default):
-    value = int(server.get(key, default))
-    if value < 1:
-        raise errors.APIError(400, f"{key} must be >= 1", errors.SCHEMA_INVALID)
-    return value
+    # NOTE: compared with max_servers_per_request (403), never stored.
+    return validation.bounded_int(server.get(key, default), key, 1, None)
 
 
 def _check_networks(server):
@@ -226,7 +224,8 @@ def _limit(req):
     max_limit = req.conf.api.max_limit
     if "limit" not in req.query:
         return max_limit
-    return min(int(req.last("limit")), max_limit)
+    return min(validation.bounded_int(req.last("limit"), "limit", code=errors.QUERY_INVALID),
+               max_limit)
 
 
 def _list(req, all_tenants_rule):

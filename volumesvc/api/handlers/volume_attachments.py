@@ -14,7 +14,7 @@ from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import attach as logic
-from volumesvc.api.logic import states
+from volumesvc.api.logic import ownership, states
 from volumesvc.api.policies import volume_attachments as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
@@ -33,11 +33,17 @@ def _authorize(req, rule, instance):
                                   "user_id": instance.user_id})
 
 
-def _volume(req, volume_id):
-    """Cinder's view of the volume; VolumeNotFound (404) when it has none."""
+def _volume(req, volume_id, *, owned=True):
+    """Cinder's view of the volume; VolumeNotFound (404) when it has none.
+
+    ``owned``: another project's volume is as unknown as a missing one
+    (logic/ownership.py). Detach passes False: what a server holds it may
+    always let go of, whoever owns it.
+    """
     if not uuidutils.is_uuid_like(volume_id):
         raise exception.VolumeNotFound(volume_id=volume_id)
-    return req.deps.cinder.get(req.context, volume_id)
+    volume = req.deps.cinder.get(req.context, volume_id)
+    return ownership.check_volume(req.context, volume) if owned else volume
 
 
 def _visible(req, bdm) -> bool:
@@ -67,7 +73,9 @@ def _response(envelope, view=views.READ, last=None):
 
 def _int_param(req, key, default):
     value = req.last(key)
-    return int(value) if value is not None else default
+    if value is None:
+        return default
+    return validation.bounded_int(value, key, code=errors.QUERY_INVALID)
 
 
 # --- list / show ---------------------------------------------------------------------------
@@ -160,7 +168,7 @@ def _rw_attachments(req, volume) -> int:
 
 def _swap(req, instance, old_volume_id, attachment):
     ctx = req.context
-    old_volume = _volume(req, old_volume_id)
+    old_volume = _volume(req, old_volume_id, owned=False)
     try:
         _volume(req, attachment["volumeId"])
     except exception.VolumeNotFound as exc:
@@ -218,7 +226,7 @@ def delete_volume_attachment(req, server_id, volume_id):
     instance = get_instance(req, server_id)
     _authorize(req, policies.DELETE, instance)
     logic.check_shelved(req.version, instance, states.DETACH.action)
-    volume = _volume(req, volume_id)
+    volume = _volume(req, volume_id, owned=False)
     bdm = _bdm_of(req, instance, volume_id)
     logic.check_root(bdm)
     states.check_gate(ctx, instance, states.DETACH,

@@ -19,6 +19,7 @@ import re
 import string
 import uuid as uuidlib
 
+from volumesvc.api.logic import undo
 from volumesvc.compute import task_states, vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -111,12 +112,8 @@ def _reserve_volumes(ctx, deps, bdms, instance_uuid) -> dict:
 
 
 def _delete_attachments(ctx, cinder, attachment_ids):
-    for attachment_id in attachment_ids:
-        try:
-            cinder.attachment_delete(ctx, attachment_id)
-        except Exception:  # noqa: BLE001 - cleanup must try every one
-            LOG.exception("Could not delete attachment %s after a failed boot",
-                          attachment_id)
+    undo.each(lambda attachment_id: cinder.attachment_delete(ctx, attachment_id),
+              attachment_ids, "attachment")
 
 
 def _instance_values(ctx, request, uuid, index, resv_id) -> dict:
