@@ -10,6 +10,7 @@ from volumesvc.api.policies import (
     base,
     flavors,
     instance_actions,
+    ips,
     server_actions,
     servers,
     services,
@@ -17,7 +18,7 @@ from volumesvc.api.policies import (
 )
 
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
-            volume_attachments)
+            volume_attachments, ips)
 
 
 def list_rules():

@@ -35,5 +35,12 @@ _RULES = [
 ]
 
 
+def project_rule(name, check_str, description, method, path):
+    """A documented project-scoped rule for one operation (the common case)."""
+    return policy.DocumentedRuleDefault(
+        name=name, check_str=check_str, description=description,
+        operations=[{"method": method, "path": path}], scope_types=["project"])
+
+
 def list_rules():
     return _RULES
