@@ -90,10 +90,15 @@ class GlanceHarness(ServiceHarness):
             os.makedirs(os.path.join(self.state_dir, d), exist_ok=True)
         shutil.copyfile(os.path.join(self.venv, "etc", "glance", "glance-api-paste.ini"),
                         os.path.join(self.config_dir, "glance-api-paste.ini"))
+        # NOTE: the open policy only without keystone; oslo.policy finds a
+        # policy.yaml in the config dir by itself, so a keystone start in a
+        # state dir that ran without keystone must remove it.
+        policy_path = os.path.join(self.config_dir, "policy.yaml")
         if self.keystone is None:
-            # NOTE: only then: oslo.policy would also find it in the config dir.
-            with open(os.path.join(self.config_dir, "policy.yaml"), "w") as f:
+            with open(policy_path, "w") as f:
                 f.write(POLICY)
+        elif os.path.exists(policy_path):
+            os.remove(policy_path)
         with open(self.config_file, "w") as f:
             f.write(self.config_text())
 

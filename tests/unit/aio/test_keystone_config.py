@@ -123,3 +123,18 @@ def test_every_exclusion_gives_its_reason():
         regex, _, reason = line.partition(" # ")
         assert regex.startswith("tempest\\.") and len(reason.strip()) > 3, line
         assert "fail" not in reason.lower(), line
+
+
+def test_a_keystone_start_removes_the_open_policy_of_an_earlier_noauth_start(tmp_path):
+    """Regression: oslo.policy reads etc/policy.yaml by itself; left over, it opened Glance."""
+    deps = tmp_path / "deps"
+    paste = deps / f"glance-{glance.GLANCE_VERSION}" / "etc" / "glance"
+    paste.mkdir(parents=True)
+    (paste / "glance-api-paste.ini").write_text("[pipeline:glance-api]\n")
+    state = str(tmp_path / "glance")
+    glance.GlanceHarness(state, port=1, deps_dir=str(deps)).configure()
+    policy = tmp_path / "glance" / "etc" / "policy.yaml"
+    assert policy.exists()
+    glance.GlanceHarness(state, port=1, deps_dir=str(deps),
+                         keystone=_keystone(tmp_path)).configure()
+    assert not policy.exists()
