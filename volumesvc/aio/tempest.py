@@ -26,7 +26,8 @@ import sys
 import time
 import urllib.request
 
-from volumesvc.aio import _cache_dir, frozen_requirements, install_venv
+from volumesvc.aio import deps_dir as cache_dir
+from volumesvc.aio import frozen_requirements, install_venv
 
 TEMPEST_VERSION = "47.0.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -120,7 +121,7 @@ class TempestWorkspace:
     def __init__(self, root, deps_dir=None):
         self.root = os.path.abspath(root)
         self.workspace = os.path.join(self.root, "workspace")
-        self.venv = os.path.join(_cache_dir(deps_dir), f"tempest-{TEMPEST_VERSION}")
+        self.venv = os.path.join(cache_dir(deps_dir), f"tempest-{TEMPEST_VERSION}")
         self.config_file = os.path.join(self.workspace, "etc", "tempest.conf")
 
     def _bin(self, name):
