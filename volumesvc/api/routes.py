@@ -16,6 +16,7 @@ from volumesvc.api.handlers import (
     assisted_volume_snapshots,
     flavors,
     instance_actions,
+    ips,
     server_actions,
     servers,
     services,
@@ -53,6 +54,9 @@ ROUTES = {
     "/v2.1/servers/<server_id>/os-instance-actions/<request_id>": {
         "GET": instance_actions.show_instance_action,
     },
+    # Addresses by network (always none: volumesvc does no networking).
+    "/v2.1/servers/<server_id>/ips": {"GET": ips.list_ips},
+    "/v2.1/servers/<server_id>/ips/<network_label>": {"GET": ips.show_ips},
     # Volume attachments (attach, detach, update/swap; api-contract §3).
     "/v2.1/servers/<server_id>/os-volume_attachments": {
         "GET": volume_attachments.list_volume_attachments,

@@ -6,6 +6,7 @@ Boot validation lives in ``logic/bdm.py`` and row creation in
 project scoping, and ties those together.
 """
 
+import ipaddress
 import secrets
 
 import flask
@@ -100,6 +101,15 @@ def _image(req, image_ref):
     return image
 
 
+def _canonical_ipv6(address):
+    """The compressed form, as Nova stores it (``0:…:babe:220.12.22.2`` → ``::babe:dc0c:1602``).
+
+    The schema has already checked it is an IPv6 address; the long forms it
+    accepts need up to 45 characters and the column holds 39.
+    """
+    return ipaddress.IPv6Address(address).compressed if address else address
+
+
 def _build_request(req, server, flavor, image, validated, max_count):
     hostname = server.get("hostname")
     if hostname and max_count > 1:
@@ -116,7 +126,8 @@ def _build_request(req, server, flavor, image, validated, max_count):
         user_data=server.get("user_data"),
         config_drive="True" if config_drive is not None and strutils.bool_from_string(
             config_drive) else None,
-        access_ip_v4=server.get("accessIPv4"), access_ip_v6=server.get("accessIPv6"),
+        access_ip_v4=server.get("accessIPv4"),
+        access_ip_v6=_canonical_ipv6(server.get("accessIPv6")),
         tags=server.get("tags", []), hostname=hostname, multiattach=validated.multiattach)
 
 
