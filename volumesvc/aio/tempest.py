@@ -48,7 +48,7 @@ COMPUTE_FEATURES = {
     "volume_multiattach": True,
     "snapshot": True,
     "swap_volume": False,
-    "shelve": False,
+    "shelve": True,
     "shelve_migrate": False,
     "resize": False,
     "cold_migration": False,
@@ -71,7 +71,11 @@ COMPUTE_FEATURES = {
 }
 
 
-def tempest_conf(*, identity_url, password, image_id, workspace):
+MULTIATTACH_TYPE = "multiattach"
+
+
+def tempest_conf(*, identity_url, password, image_id, workspace,
+                 multiattach_type=MULTIATTACH_TYPE):
     """The tempest.conf text for a keystone all-in-one (see the module docstring)."""
     sections = {
         "DEFAULT": {"log_dir": os.path.join(workspace, "logs"), "log_file": "tempest.log"},
@@ -85,8 +89,11 @@ def tempest_conf(*, identity_url, password, image_id, workspace):
                     "min_microversion": "2.1", "max_microversion": MAX_MICROVERSION,
                     "region": "RegionOne", "build_timeout": 180},
         "compute-feature-enabled": COMPUTE_FEATURES,
+        # volume_type_multiattach: without it tempest's "multiattach" volumes
+        # are plain ones and its second attach is refused.
         "volume": {"catalog_type": "block-storage", "region": "RegionOne",
                    "build_timeout": 180, "volume_size": 1,
+                   "volume_type_multiattach": multiattach_type,
                    "min_microversion": "3.0", "max_microversion": "3.71"},
         # NOTE: neutron "available" keeps the attach classes from skipping;
         # tempest then boots without networks (no fixed_network_name) and its
@@ -193,17 +200,39 @@ def _admin_token(identity_url, password):
         return resp.headers["X-Subject-Token"], json.load(resp)["token"]["catalog"]
 
 
+def _admin_call(identity_url, password, service_type, path, body=None):
+    """One admin request to the public endpoint of ``service_type``; its parsed answer."""
+    token, catalog = _admin_token(identity_url, password)
+    base = next(ep["url"] for service in catalog if service["type"] == service_type
+                for ep in service["endpoints"] if ep["interface"] == "public")
+    req = urllib.request.Request(
+        base.rstrip("/") + path, method="GET" if body is None else "POST",
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"X-Auth-Token": token, "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.load(resp)
+
+
+def multiattach_volume_type(identity_url, password, name=MULTIATTACH_TYPE):
+    """Make sure Cinder has the public volume type ``name`` with ``multiattach``.
+
+    tempest makes its multiattach volumes with ``[volume]
+    volume_type_multiattach`` and does not create that type itself.
+    """
+    types = _admin_call(identity_url, password, "block-storage", "/types")["volume_types"]
+    if not any(t["name"] == name for t in types):
+        _admin_call(identity_url, password, "block-storage", "/types", {"volume_type": {
+            "name": name, "extra_specs": {"multiattach": "<is> True"}}})
+    return name
+
+
 def starter_image(identity_url, password):
     """The all-in-one's starter image id, found through the catalog's image endpoint."""
     from volumesvc.aio.config import STARTER_IMAGE_NAME
 
-    token, catalog = _admin_token(identity_url, password)
-    image_url = next(ep["url"] for service in catalog if service["type"] == "image"
-                     for ep in service["endpoints"] if ep["interface"] == "public")
-    req = urllib.request.Request(f"{image_url}/v2/images?name={STARTER_IMAGE_NAME}",
-                                 headers={"X-Auth-Token": token})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        images = [i for i in json.load(resp)["images"] if i["status"] == "active"]
+    images = [i for i in _admin_call(identity_url, password, "image",
+                                     f"/v2/images?name={STARTER_IMAGE_NAME}")["images"]
+              if i["status"] == "active"]
     if not images:
         raise RuntimeError(f"no active {STARTER_IMAGE_NAME} image in Glance")
     return images[0]["id"]
@@ -221,7 +250,9 @@ def run_against(state_dir, *, deps_dir=None, out=sys.stdout):
     workspace.install()
     workspace.init()
     workspace.configure(identity_url=admin["auth_url"], password=admin["password"],
-                        image_id=starter_image(admin["auth_url"], admin["password"]))
+                        image_id=starter_image(admin["auth_url"], admin["password"]),
+                        multiattach_type=multiattach_volume_type(admin["auth_url"],
+                                                                 admin["password"]))
     print(f"tempest: {workspace.venv} and {workspace.workspace} ready in "
           f"{time.monotonic() - started:.1f}s", file=out, flush=True)
     selected = workspace.list_tests()

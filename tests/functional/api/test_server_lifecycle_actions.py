@@ -117,6 +117,18 @@ def test_404_and_bad_bodies(env, action):
     assert deps.conductor.casts == []
 
 
+@pytest.mark.parametrize("action", sorted(set(ACTIONS) - {"unshelve"}))
+def test_an_empty_object_body_is_taken_like_null(env, action):
+    """Regression: ``{"os-stop": {}}`` (tempest sends it) was a 400 "not of type 'null'"."""
+    client, deps = env
+    gate, task_state, cast, _, headers = ACTIONS[action]
+    _set_state(deps, "ACTIVE", sorted(gate.vm_states)[0], None)
+    response = _post(client, "ACTIVE", {action: {}}, headers)
+    assert response.status_code == 202, response.json
+    assert _instance(deps).task_state == task_state
+    assert deps.conductor.casts[-1][0] == cast
+
+
 def test_shelve_offload_is_admin_only(env):
     client, deps = env
     _set_state(deps, "ACTIVE", "shelved", None)

@@ -106,6 +106,10 @@ def test_tempest_conf_and_summary():
     assert ini["identity"]["uri_v3"] == "http://k/v3"
     assert ini["compute"]["image_ref"] == "img"
     assert ini["compute-feature-enabled"]["volume_multiattach"] == "True"
+    # tempest's multiattach volumes need a type that says so (else: plain volumes)
+    assert ini["volume"]["volume_type_multiattach"] == tempest.MULTIATTACH_TYPE
+    # os-stop/os-start need no flag; shelve is served (for volume-backed servers)
+    assert ini["compute-feature-enabled"]["shelve"] == "True"
     assert ini["validation"]["run_validation"] == "False"
     assert ini["network"]["catalog_type"] == "identity"
     output = "Totals\n======\n - Passed: 40\n - Skipped: 0\n - Expected Fail: 0\n - Failed: 1\n"

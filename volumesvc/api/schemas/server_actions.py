@@ -26,8 +26,11 @@ create_image = object_({
     },
 }, required=["name"])
 
-# os-stop, os-start, shelve, shelveOffload: Nova's bodies are ``null``.
-_no_body = {"type": "null"}
+# os-stop, os-start, shelve, shelveOffload: Nova reads nothing from these
+# bodies. Its documented body is ``null``, but clients send ``{}`` as well
+# (tempest's servers client does), and Nova takes both; an object with
+# members is still refused, as no option of these actions exists.
+_no_body = {"type": ["null", "object"], "additionalProperties": False}
 # unshelve below 2.77: Nova reads nothing from the body (null or an object).
 unshelve_v2_1 = {"type": ["null", "object"]}
 # 2.77: an availability zone to unshelve an offloaded server into.
