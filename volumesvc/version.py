@@ -15,6 +15,10 @@ SERVICE_VERSION_HISTORY = (
     # 3: conductors serve persistence on their own topic; attach passes
     #    the volume's multiattach flag down.
     {"compute_rpc": "1.2", "conductor_rpc": "1.2"},
+    # 4: computes take external events (external_instance_event) and complete
+    #    in-use extends with Cinder (spec 3, API 2.105); conductors forward
+    #    the events to the instance's host.
+    {"compute_rpc": "1.3", "conductor_rpc": "1.3"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)

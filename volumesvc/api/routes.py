@@ -16,6 +16,7 @@ from volumesvc.api.handlers import (
     flavors,
     instance_actions,
     server_actions,
+    server_external_events,
     servers,
     services,
     versions,
@@ -61,6 +62,10 @@ ROUTES = {
         "GET": volume_attachments.show_volume_attachment,
         "PUT": volume_attachments.update_volume_attachment,
         "DELETE": volume_attachments.delete_volume_attachment,
+    },
+    # External events from Cinder, Neutron, Ironic (api-contract §7).
+    "/v2.1/os-server-external-events": {
+        "POST": server_external_events.create_server_external_events,
     },
     # Flavors.
     "/v2.1/flavors": {"GET": flavors.list_flavors, "POST": flavors.create_flavor},

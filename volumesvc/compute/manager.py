@@ -13,6 +13,7 @@ from oslo_utils import timeutils
 
 from volumesvc import exception
 from volumesvc.compute import attach as attach_mod
+from volumesvc.compute import events as events_mod
 from volumesvc.compute import rpcapi
 from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
@@ -43,6 +44,8 @@ class ComputeManager:
         self.glance = glance
         self.reporter = compute_utils.ComputeReporter(conductor, notifier, self.host)
         self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder)
+        self.events = events_mod.ExternalEvents(conf, driver, conductor, cinder,
+                                                self.reporter)
 
     # -- process lifecycle ---------------------------------------------------
 
@@ -227,3 +230,10 @@ class ComputeManager:
                                      bdms=[bdm], exc=exc)
                 return
             self.reporter.notify(context, instance, "volume_detach", "end", bdms=[bdm])
+
+    # -- external events (1.3) ------------------------------------------------------
+
+    def external_instance_event(self, context, *, instance, events):
+        """Events the API accepted for this instance (see ``compute/events.py``)."""
+        with self._lock(instance["uuid"]):
+            self.events.handle(context, instance, _driver_instance(instance), events)

@@ -8,12 +8,14 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.1 - reserve_block_device_name, attach_volume, detach_volume,
         get_domain_xml.
 * 1.2 - attach_volume takes ``multiattach`` (saves the compute a Cinder read).
+* 1.3 - external_instance_event (volume-extended with extend completion,
+        power-update, network events; service version 4).
 """
 
 from volumesvc import rpc
 
 TOPIC = "compute"
-VERSION = "1.2"
+VERSION = "1.3"
 
 
 class ComputeAPI:
@@ -86,3 +88,16 @@ class ComputeAPI:
         cctxt = self._prepare(host, "1.1",
                               timeout=timeout or self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "get_domain_xml", instance_uuid=instance_uuid)
+
+    def can_send_events(self):
+        """False when ``[upgrade_levels] compute`` pins us below 1.3."""
+        return self._client.can_send_version("1.3")
+
+    def external_instance_event(self, ctxt, *, host, instance, events):
+        """Cast: handle external events (already accepted by the API) for one instance.
+
+        ``events`` are dicts ``{name, tag, status, completion}``; see
+        ``compute/events.py``.
+        """
+        self._prepare(host, "1.3").cast(ctxt, "external_instance_event",
+                                        instance=instance, events=events)

@@ -95,6 +95,27 @@ class ConductorManager:
                                     bdm=bdm.to_dict(),
                                     attachment_id=attachment_id or bdm.attachment_id)
 
+    # -- external events (1.3) -----------------------------------------------
+
+    def external_instance_event(self, context, *, instance_uuid, events):
+        """Forward to the instance's host, read now (it may have changed since the API)."""
+        try:
+            instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
+        except exception.InstanceNotFound:
+            LOG.warning("Instance %s is gone; events %s dropped", instance_uuid,
+                        [e.get("name") for e in events])
+            return
+        if not instance.host:
+            LOG.warning("Instance %s has no host; events %s dropped", instance_uuid,
+                        [e.get("name") for e in events])
+            return
+        if not self._compute.can_send_events():
+            LOG.warning("[upgrade_levels] compute is below 1.3; events %s for instance %s "
+                        "dropped", [e.get("name") for e in events], instance_uuid)
+            return
+        self._compute.external_instance_event(
+            context, host=instance.host, instance=instance.to_dict(), events=events)
+
     # -- persistence on behalf of computes (calls) -------------------------
 
     @messaging.expected_exceptions(*_EXPECTED)

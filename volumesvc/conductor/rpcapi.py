@@ -14,6 +14,8 @@ manager imports ``VERSION`` so the two can never disagree):
         thread pool: workflow tasks that call a compute can no longer take
         every thread the compute's call-backs need (attach storms starved).
         attach_volume takes ``multiattach`` (the API's reading of the volume).
+* 1.3 - external_instance_event: the API's accepted external events, passed
+        on to the compute hosting the instance (service version 4).
 """
 
 import oslo_messaging as messaging
@@ -21,7 +23,7 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.2"
+VERSION = "1.3"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -149,6 +151,21 @@ class ConductorAPI:
         self._client.prepare(version="1.1").cast(
             ctxt, "detach_volume", instance_uuid=instance_uuid, volume_id=volume_id,
             attachment_id=attachment_id)
+
+    # -- API → conductor: external events (1.3) -------------------------------
+
+    def can_send_events(self):
+        """False when ``[upgrade_levels] conductor`` pins us below 1.3."""
+        return self._client.can_send_version("1.3")
+
+    def external_instance_event(self, ctxt, *, instance_uuid, events):
+        """Cast: hand the events of one instance to the compute that hosts it.
+
+        ``events`` are the accepted events as dicts ``{name, tag, status,
+        completion}`` (``completion``: the event arrived at 2.105 or later).
+        """
+        self._client.prepare(version="1.3").cast(
+            ctxt, "external_instance_event", instance_uuid=instance_uuid, events=events)
 
     # -- compute → conductor: persistence (calls, short timeouts) ------------
 

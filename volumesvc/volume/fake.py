@@ -18,7 +18,7 @@ than against a yes-machine:
 
 Returned values are deep copies, like JSON from a server. ``calls`` records
 (method, args) for assertions. Test-only helpers: ``create_volume_type``,
-``set_status``.
+``set_status``, ``show_metadata``, ``fail_next``.
 """
 
 import copy
@@ -34,6 +34,7 @@ from volumesvc import exception
 LOG = logging.getLogger(__name__)
 GiB = 1024 ** 3
 DEFAULT_TYPE = "__DEFAULT__"
+EXTEND_NEW_SIZE = "extend_new_size"
 
 
 def _now():
@@ -61,6 +62,9 @@ class FakeCinder:
         self.snapshots = {}
         self.volume_types = {}
         self.calls = []
+        self._failures = {}
+        self._admin_metadata = {}  # volume id -> Cinder's admin metadata
+        self._shown_metadata = {}  # volume id -> test overrides of what metadata shows
         self._lock = threading.RLock()
         self.create_volume_type(DEFAULT_TYPE)
         if volume_dir:
@@ -69,6 +73,13 @@ class FakeCinder:
     # -- helpers -----------------------------------------------------------------
     def _record(self, method, *args):
         self.calls.append((method, args))
+        failure = self._failures.pop(method, None)
+        if failure is not None:
+            raise failure
+
+    def fail_next(self, method, error):
+        """Test helper: the next call of ``method`` raises ``error`` (a Cinder outage)."""
+        self._failures[method] = error
 
     def _volume(self, volume_id):
         try:
@@ -114,11 +125,31 @@ class FakeCinder:
         with self._lock:
             self._volume(volume_id)["status"] = status
 
+    def show_metadata(self, volume_id, key, value):
+        """Test helper: what ``metadata`` shows for ``key`` (None: hidden) until completion.
+
+        Cinder itself still holds its admin metadata, as when the harness's
+        filter shows something other than what the completion will read.
+        """
+        with self._lock:
+            self._volume(volume_id)
+            self._shown_metadata.setdefault(volume_id, {})[key] = value
+
+    def _view(self, volume):
+        view = copy.deepcopy(volume)
+        view["metadata"].update(self._admin_metadata.get(volume["id"], {}))
+        for key, value in self._shown_metadata.get(volume["id"], {}).items():
+            if value is None:
+                view["metadata"].pop(key, None)
+            else:
+                view["metadata"][key] = value
+        return view
+
     # -- volumes -----------------------------------------------------------------
     def get(self, context, volume_id):
         self._record("get", volume_id)
         with self._lock:
-            return copy.deepcopy(self._volume(volume_id))
+            return self._view(self._volume(volume_id))
 
     def get_all(self, context, search_opts=None):
         with self._lock:
@@ -185,8 +216,11 @@ class FakeCinder:
                     "New size for extend must be greater than current size. "
                     f"(current: {volume['size']}, extended: {new_size})."))
             if volume["status"] == "in-use" and self.hold_extend:
+                # NOTE: Cinder keeps the target in admin metadata; the
+                # harness's test-only filter shows it in ``metadata``.
                 volume["status"] = "extending"
-                volume["extend_new_size"] = int(new_size)
+                self._admin_metadata.setdefault(volume_id, {})[EXTEND_NEW_SIZE] = \
+                    str(int(new_size))
                 return
             volume["size"] = int(new_size)
             self._resize_file(volume_id, volume["size"])
@@ -195,15 +229,17 @@ class FakeCinder:
         self._record("extend_volume_completion", volume_id, bool(error))
         with self._lock:
             volume = self._volume(volume_id)
-            if volume["status"] != "extending" or "extend_new_size" not in volume:
+            admin = self._admin_metadata.get(volume_id, {})
+            if volume["status"] != "extending" or EXTEND_NEW_SIZE not in admin:
                 raise exception.Invalid(reason="Volume is not being extended.")
-            new_size = volume.pop("extend_new_size")
+            new_size = int(admin.pop(EXTEND_NEW_SIZE))
+            self._shown_metadata.pop(volume_id, None)
             if error:
                 volume["status"] = "error_extending"
                 return
+            # NOTE: Cinder only records the outcome: the compute grew the file.
             volume["size"] = new_size
             volume["status"] = "in-use" if volume["attachments"] else "available"
-            self._resize_file(volume_id, new_size)
 
     def begin_detaching(self, context, volume_id):
         self._record("begin_detaching", volume_id)

@@ -11,13 +11,14 @@ from volumesvc.api.policies import (
     flavors,
     instance_actions,
     server_actions,
+    server_external_events,
     servers,
     services,
     volume_attachments,
 )
 
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
-            volume_attachments)
+            volume_attachments, server_external_events)
 
 
 def list_rules():
