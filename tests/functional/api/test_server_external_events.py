@@ -10,18 +10,10 @@ import uuid
 
 import pytest
 
-from tests.functional.stack import BLANK_ROOT as ROOT
 from volumesvc.objects import instance as instance_obj
 
 PATH = "/os-server-external-events"
 UNKNOWN = "0e9e0000-0000-4000-8000-0000000000ff"
-
-
-@pytest.fixture
-def server(stack):
-    uuid_ = stack.boot(stack.context(), ROOT)
-    stack.wait_instance(uuid_, "active")
-    return uuid_
 
 
 @pytest.fixture

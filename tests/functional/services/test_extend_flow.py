@@ -33,13 +33,6 @@ def _attached_volume(stack, server, size=1):
     return volume["id"]
 
 
-@pytest.fixture
-def server(stack):
-    uuid = stack.boot(stack.context(), ROOT)
-    stack.wait_instance(uuid, "active")
-    return uuid
-
-
 def _post_event(stack, server, volume_id, version):
     _, body, headers = stack.api("POST", "/os-server-external-events", {"events": [
         {"name": "volume-extended", "server_uuid": server, "tag": volume_id}]},
