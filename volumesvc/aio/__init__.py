@@ -314,3 +314,36 @@ class ServiceHarness:
                 while all(p.running() for p in self.processes):
                     time.sleep(1)
         return 0
+
+
+def qemu_pids(root):
+    """PIDs of QEMU processes whose command line names files under ``root``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if "qemu-system" in cmdline and root in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
+def stop_qemu_guests(root, timeout=10.0):
+    """SIGTERM the QEMU processes under ``root``, SIGKILL what is left after ``timeout``.
+
+    In production guests outlive their compute agent on purpose; a harness
+    owns its whole machine state, so nothing of it may stay.
+    """
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in qemu_pids(root):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout
+        while qemu_pids(root) and time.monotonic() < deadline and sig == signal.SIGTERM:
+            time.sleep(0.2)

@@ -128,7 +128,9 @@ class ExternalEvents:
         size = int(volume["size"])
         self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values={"volume_size": size})
         self.driver.check_extend()
-        self._resize(driver_instance, bdm, volume["id"], size)
+        seen = self._resize(driver_instance, bdm, volume["id"], size)
+        LOG.info("Volume %s of instance %s resized to %d GiB (the guest sees %s bytes)",
+                 volume["id"], driver_instance["uuid"], size, seen)
 
     def _extend_and_complete(self, context, driver_instance, bdm, volume):
         """Spec 3: resize to extend_new_size, then report the outcome to Cinder."""
@@ -143,7 +145,7 @@ class ExternalEvents:
                 raise exception.ExtendVolumeFailed(volume_id=volume_id,
                                                    reason="the BDM has no connection_info")
             self.driver.check_extend()
-            self._resize(driver_instance, bdm, volume_id, size)
+            seen = self._resize(driver_instance, bdm, volume_id, size)
         except Exception as exc:
             LOG.error("Extend of volume %s on instance %s failed, completing with error: "
                       "%s", volume_id, driver_instance["uuid"], compute_utils.message_of(exc))
@@ -151,8 +153,8 @@ class ExternalEvents:
             raise
         self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values={"volume_size": size})
         self._complete(context, volume_id, error=False)
-        LOG.info("Volume %s of instance %s extended to %d GiB and completed with Cinder",
-                 volume_id, driver_instance["uuid"], size)
+        LOG.info("Volume %s of instance %s resized to %d GiB (the guest sees %s bytes) and "
+                 "completed with Cinder", volume_id, driver_instance["uuid"], size, seen)
 
     def _resize(self, driver_instance, bdm, volume_id, size_gb):
         connection_info = bdm["connection_info"]
@@ -167,6 +169,7 @@ class ExternalEvents:
             raise exception.ExtendVolumeFailed(
                 volume_id=volume_id,
                 reason=f"the guest sees {seen} bytes after the resize, not {size_gb} GiB")
+        return seen
 
     def _complete(self, context, volume_id, *, error):
         """os-extend_volume_completion; a failure is logged and re-raised for the event."""
