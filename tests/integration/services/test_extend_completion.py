@@ -224,8 +224,8 @@ def test_old_compute_makes_the_api_complete_with_error(env, server):
     volume_id = _attached_volume(env, server)
     db = env.db()
     ctx = get_admin_context()
-    service_obj.heartbeat(db, ctx, host="it-old-compute", binary="volumesvc-compute",
-                          topic="compute", version=3, capabilities={})
+    old = service_obj.heartbeat(db, ctx, host="it-old-compute", binary="volumesvc-compute",
+                                topic="compute", version=3, capabilities={})
     instance_obj.save(db, ctx, server, {"host": "it-old-compute"})
     try:
         env.api.extend(env.ctx, volume_id, 2)
@@ -234,6 +234,7 @@ def test_old_compute_makes_the_api_complete_with_error(env, server):
         assert os.path.getsize(env.volume_file(volume_id)) == GiB
     finally:
         instance_obj.save(db, ctx, server, {"host": HOST})
+        service_obj.destroy(db, ctx, old.uuid)
         db.dispose()
     api_log = (pathlib.Path(env.dep.tmp_path) / "volumesvc-api.log").read_text()
     assert f"Completing the extend of volume {volume_id} with error" in api_log
@@ -249,3 +250,51 @@ def test_stock_cinder_flow_still_grows_the_guest(env, server):
     assert event["result"] == "Success", event
     assert _bdm_size(env, server, volume_id) == 2
     assert f"resized to 2 GiB (the guest sees {2 * GiB} bytes)" in _guest_line(env, volume_id)
+
+
+def test_failing_block_resize_ends_in_error_extending(env, server):
+    volume_id = _attached_volume(env, server)
+    path = env.volume_file(volume_id)
+    before = _extend_actions(env, server)
+    # An immutable file: QEMU's truncate in blockResize fails with EPERM.
+    subprocess.run(["chattr", "+i", path], check=True)
+    try:
+        env.api.extend(env.ctx, volume_id, 2)
+        volume = _settled(env, volume_id)
+    finally:
+        subprocess.run(["chattr", "-i", path], check=True)
+    assert (volume["status"], volume["size"]) == ("error_extending", 1)
+    assert os.path.getsize(path) == GiB
+    event = _extend_event(env, server, before)
+    assert event["result"] == "Error", event
+    assert "Could not resize file: Operation not permitted" in event["details"], event
+    assert f"Extend of volume {volume_id} on instance {server} failed" in env.compute_log()
+
+
+def test_driver_without_extend_ends_in_error_extending(env, server):
+    extra = pathlib.Path(env.dep.tmp_path) / "no-extend.conf"
+    extra.write_text("[virt]\ndisabled_capabilities = supports_extend_volume\n")
+
+    def restart_compute(*more):
+        env.dep.stop("volumesvc-compute")
+        child = harness.ProcessGroup(
+            "volumesvc-compute",
+            [bin_path("volumesvc-compute"), "--config-file", env.dep.conf, *more],
+            log_path=str(pathlib.Path(env.dep.tmp_path) / "volumesvc-compute.log")).start()
+        env.dep.children["volumesvc-compute"] = child
+        # Up again once it heartbeats with its capabilities.
+        _wait(lambda: env.dep.services()["volumesvc-compute"]["capabilities"]
+              .get("supports_extend_volume") is (not more), "compute restarted", 120)
+
+    volume_id = _attached_volume(env, server)
+    restart_compute("--config-file", str(extra))
+    try:
+        before = _extend_actions(env, server)
+        env.api.extend(env.ctx, volume_id, 2)
+        volume = _settled(env, volume_id)
+        assert (volume["status"], volume["size"]) == ("error_extending", 1)
+        event = _extend_event(env, server, before)
+        assert event["result"] == "Error" and "not supported by the hypervisor" in \
+            event["details"], event
+    finally:
+        restart_compute()
