@@ -27,7 +27,8 @@ SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
 # (spec 5, microversion 2.67).
 MIN_COMPUTE_VOLUME_TYPE = 2
 # Minimum compute service version that completes extends with Cinder
-# (spec 3, microversion 2.105).
+# (spec 3, microversion 2.105, served by os-server-external-events). It is
+# also the first compute version that takes external events at all.
 MIN_COMPUTE_EXTEND_COMPLETION = 4
 
 RELEASE = "0.1.0"

@@ -12,6 +12,8 @@ import sys
 
 from oslo_log import log as logging
 
+from volumesvc import binaries
+
 DEFAULT_CONFIG_FILE = "/etc/volumesvc/volumesvc.conf"
 CONFIG_ENV = "VOLUMESVC_CONFIG_FILE"
 
@@ -36,7 +38,7 @@ def load_conf(argv=None):
     from volumesvc.conf import get_conf
 
     argv = sys.argv[1:] if argv is None else argv
-    conf = get_conf(_config_args(argv), default_config_files=[], prog="volumesvc-api")
+    conf = get_conf(_config_args(argv), default_config_files=[], prog=binaries.API)
     logging.setup(conf, "volumesvc")
     from volumesvc.cmd import common
 
@@ -89,7 +91,7 @@ def serve(conf):
                 self.cfg.set("keepalive", conf.api.keepalive)
             else:
                 self.cfg.set("worker_class", "sync")
-            self.cfg.set("proc_name", "volumesvc-api")
+            self.cfg.set("proc_name", binaries.API)
             self.cfg.set("preload_app", True)
             self.cfg.set("control_socket_disable", True)
 

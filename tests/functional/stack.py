@@ -11,6 +11,9 @@ import json
 import time
 import uuid
 
+from tests.fixtures import database as db_fixtures
+from tests.fixtures.cinder import FakeCinder
+from tests.fixtures.glance import FakeGlance
 from volumesvc import context as vs_context
 from volumesvc import rpc
 from volumesvc.api.app import create_app
@@ -19,9 +22,6 @@ from volumesvc.cmd import compute as compute_cmd
 from volumesvc.cmd import conductor as conductor_cmd
 from volumesvc.conductor import rpcapi as conductor_rpcapi
 from volumesvc.conf import get_conf
-from volumesvc.db import fixtures as db_fixtures
-from volumesvc.image.fake import FakeGlance
-from volumesvc.volume.fake import FakeCinder
 
 # A 1 GiB blank root volume deleted with the server: the smallest boot.
 BLANK_ROOT = [{"source_type": "blank", "destination_type": "volume", "boot_index": 0,

@@ -56,8 +56,8 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
 
 def compute_is_up(conf_path, host):
     """True once the compute on ``host`` has heartbeated recently."""
+    from volumesvc import binaries, context, servicegroup
     from volumesvc import conf as vs_conf
-    from volumesvc import context, servicegroup
     from volumesvc.db import api as db_api
     from volumesvc.objects import service as service_obj
 
@@ -65,7 +65,7 @@ def compute_is_up(conf_path, host):
     db = db_api.Database(conf)
     try:
         services = service_obj.list_services(
-            db, context.get_admin_context(), binary="volumesvc-compute", host=host)
+            db, context.get_admin_context(), binary=binaries.COMPUTE, host=host)
         return any(servicegroup.is_up(conf, s) for s in services)
     finally:
         db.dispose()

@@ -7,6 +7,7 @@ from oslo_utils import uuidutils
 
 from volumesvc import exception
 from volumesvc.api import microversions as mv
+from volumesvc.api.deps import Deps
 from volumesvc.objects import instance as instance_obj
 
 
@@ -23,8 +24,8 @@ class ApiRequest:
     version: mv.Version
     body: object
     query: dict
-    deps: object
-    project_id: str = None
+    deps: Deps
+    project_id: str | None = None
 
     @property
     def conf(self):

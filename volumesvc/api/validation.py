@@ -1,12 +1,13 @@
 """Request and response JSON-schema validation, per microversion range.
 
 Decorators only *declare* schemas on the handler (``func._schemas``); the
-app's single view wrapper (``app._call_handler``) applies them with the
+app's single view wrapper (``app._make_view``) applies them with the
 negotiated version. Declaration time is where mistakes are caught: ranges of
 one kind may not overlap or leave gaps between them, and every object schema
 must say ``additionalProperties: false`` (an unknown key is a 400, as in
-Nova). ``tests/unit/api/test_schema_coverage.py`` walks the URL map and fails
-on a route/method without the schemas its method needs.
+Nova). ``test_every_route_and_method_declares_its_schemas`` in
+``tests/unit/api/test_app_contract.py`` walks the URL map and fails on a
+route/method without the schemas its method needs (``REQUIRED_KINDS``).
 """
 
 import logging
@@ -76,8 +77,9 @@ def _add(schemas: dict, kind, entry, name):
 def merge(target: dict, func, low, high):
     """Fold the schemas of one version window of a versioned handler into ``target``.
 
-    A window's schemas are clipped to the window, so ``version_handler``
-    dispatchers expose one gap-free, overlap-free set across all windows.
+    A window's schemas are clipped to the window, so
+    ``versioned.version_handler`` dispatchers expose one gap-free,
+    overlap-free set across all windows.
     """
     for kind, entries in getattr(func, "_schemas", {}).items():
         for min_v, max_v, schema_, options in entries:

@@ -9,6 +9,7 @@ stops everything it started on SIGINT/SIGTERM.
 """
 
 import argparse
+import importlib
 import os
 import signal
 import sys
@@ -16,9 +17,26 @@ import threading
 import urllib.request
 
 from volumesvc import aio as harness_util
+from volumesvc import binaries
 from volumesvc.aio import config as aio_config
 
 DEFAULT_STATE_DIR = "/var/lib/volumesvc-aio"
+
+# Python modules the all-in-one needs beyond volumesvc's own dependencies,
+# all pulled by the ``aio`` extra: PyMySQL for Cinder's MariaDB database
+# (created from this process) and the libvirt binding for the compute.
+EXTRA_MODULES = ("pymysql", "libvirt")
+
+
+def missing_modules():
+    """The EXTRA_MODULES that cannot be imported here."""
+    missing = []
+    for name in EXTRA_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
 
 
 def _parse_args(argv):
@@ -99,7 +117,7 @@ class AllInOne:
             api_workers=self.args.api_workers, host=self.args.host,
             cinder_url=volume.url, glance_url=image.url)
         self._run_once(["volumesvc-manage", "--config-file", conf_path, "db", "sync"])
-        for binary in ("volumesvc-conductor", "volumesvc-compute", "volumesvc-api"):
+        for binary in (binaries.CONDUCTOR, binaries.COMPUTE, binaries.API):
             self._spawn(binary, conf_path)
 
         timeout = self.args.ready_timeout
@@ -185,6 +203,13 @@ def _client_help(api_url, volume_url, image_url, conf_path, image_id):
 
 def main(argv=None):
     args = _parse_args(sys.argv[1:] if argv is None else argv)
+    missing = missing_modules()
+    if missing:
+        # NOTE: before anything starts, in one line, instead of a traceback
+        # from deep inside the start (e.g. "No module named 'pymysql'").
+        print(f"volumesvc-aio: missing Python modules ({', '.join(missing)}); install the "
+              "all-in-one with: pip install 'volumesvc[aio]'", file=sys.stderr, flush=True)
+        return 1
     aio = AllInOne(args)
     stop = threading.Event()
 

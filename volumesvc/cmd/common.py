@@ -4,6 +4,7 @@ import ctypes
 import ctypes.util
 import sys
 
+from oslo_config import cfg
 from oslo_log import log as logging
 
 
@@ -53,7 +54,7 @@ def parse_config(argv=None, *, prog, cli_opts=(), default_config_files=None,
     use_native_threads()
     from volumesvc import conf as vs_conf
 
-    conf = vs_conf.register_all(__import__("oslo_config").cfg.ConfigOpts())
+    conf = vs_conf.register_all(cfg.ConfigOpts())
     for opt in cli_opts:
         conf.register_cli_opt(opt)
     if operator_tool:

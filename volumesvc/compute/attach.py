@@ -6,8 +6,6 @@ instance action events) and notifications. Each undoes its own work on
 failure so a BDM and a Cinder attachment always exist together or not at all.
 """
 
-import time
-
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
@@ -28,9 +26,6 @@ class VolumeAttacher:
     def reserve(self, context, instance, *, volume_id, device, disk_bus, device_type, tag,
                 multiattach, delete_on_termination):
         """Pick the next free device name and create the BDM (caller holds the lock)."""
-        delay = self.conf.compute.benchmark_reserve_delay
-        if delay:
-            time.sleep(delay)  # benchmark only: a slow compute host
         caps = self.driver.capabilities
         if tag and not caps.get("supports_tagged_attach_volume"):
             raise exception.TaggedAttachmentNotSupported()
@@ -44,10 +39,8 @@ class VolumeAttacher:
         if maximum >= 0 and len(boot_volumes.volume_bdms(bdms)) >= maximum:
             raise exception.TooManyDiskDevices(maximum=maximum)
         bus = disk_bus or virt_bd.DEFAULT_VOLUME_BUS
-        # NOTE: the requested device is only a hint (as with Nova's libvirt
-        # driver): the name is the next free one on the bus.
-        name = virt_bd.get_next_device_name(
-            [b.get("device_name") for b in bdms if b.get("device_name")], bus)
+        name = self.driver.get_device_name_for_instance(
+            instance, [b.get("device_name") for b in bdms if b.get("device_name")], bus)
         return self.conductor.bdm_create(context, values={
             "instance_uuid": instance["uuid"], "source_type": "volume",
             "destination_type": "volume", "volume_id": volume_id, "device_name": name,

@@ -26,6 +26,7 @@ from oslo_serialization import jsonutils
 
 from volumesvc import exception
 from volumesvc.compute import utils as compute_utils
+from volumesvc.compute import vm_states
 from volumesvc.virt import power_state
 
 LOG = logging.getLogger(__name__)
@@ -38,8 +39,8 @@ EXTENDING = "extending"
 EXTEND_NEW_SIZE = "extend_new_size"
 
 # power-update tag -> (vm_state, power_state) the instance record takes.
-_POWER_TARGETS = {POWER_ON: ("active", power_state.RUNNING),
-                  POWER_OFF: ("stopped", power_state.SHUTDOWN)}
+_POWER_TARGETS = {POWER_ON: (vm_states.ACTIVE, power_state.RUNNING),
+                  POWER_OFF: (vm_states.STOPPED, power_state.SHUTDOWN)}
 
 
 def target_size(volume):

@@ -14,7 +14,7 @@ from oslo_utils import timeutils
 from volumesvc import exception
 from volumesvc.compute import attach as attach_mod
 from volumesvc.compute import events as events_mod
-from volumesvc.compute import rpcapi
+from volumesvc.compute import rpcapi, task_states, vm_states
 from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
@@ -91,21 +91,21 @@ class ComputeManager:
                                                self.driver, context, instance, self.glance)
             try:
                 with self.reporter.event(context, uuid, "compute_build_and_run_instance"):
-                    self._update(context, uuid, {"task_state": "block_device_mapping"},
-                                 expected=["scheduling"])
+                    self._update(context, uuid, {"task_state": task_states.BLOCK_DEVICE_MAPPING},
+                                 expected=[task_states.SCHEDULING])
                     volumes.create_volumes(bdms)
                     bdi = volumes.connect(bdms)
-                    self._update(context, uuid, {"task_state": "spawning",
+                    self._update(context, uuid, {"task_state": task_states.SPAWNING,
                                                  "root_device_name": bdi["root_device_name"]},
-                                 expected=["block_device_mapping"])
+                                 expected=[task_states.BLOCK_DEVICE_MAPPING])
                     self.driver.spawn(_driver_instance(instance), bdi)
                     volumes.complete(bdms)
                     instance = self._update(
                         context, uuid,
-                        {"vm_state": "active", "task_state": None,
+                        {"vm_state": vm_states.ACTIVE, "task_state": None,
                          "power_state": power_state.RUNNING,
                          "launched_at": timeutils.utcnow().isoformat()},
-                        expected=["spawning"])
+                        expected=[task_states.SPAWNING])
             except exception.UnexpectedTaskStateError as exc:
                 # Deleted (or otherwise taken over) while building: undo, no ERROR.
                 LOG.info("Build of %s interrupted: %s", uuid, exc.format_message())
@@ -116,7 +116,7 @@ class ComputeManager:
                 self._undo_build(context, instance, volumes, bdms)
                 self.reporter.fault(context, uuid, exc)
                 try:
-                    instance = self._update(context, uuid, {"vm_state": "error",
+                    instance = self._update(context, uuid, {"vm_state": vm_states.ERROR,
                                                             "task_state": None})
                 except exception.InstanceNotFound:
                     return
@@ -151,10 +151,10 @@ class ComputeManager:
             except Exception as exc:  # noqa: BLE001
                 LOG.exception("Delete of instance %s failed", uuid)
                 self.reporter.fault(context, uuid, exc)
-                self._update(context, uuid, {"vm_state": "error", "task_state": None})
+                self._update(context, uuid, {"vm_state": vm_states.ERROR, "task_state": None})
                 return
-            self.reporter.notify(context, dict(instance, vm_state="deleted"), "delete", "end",
-                                 bdms=bdms)
+            self.reporter.notify(context, dict(instance, vm_state=vm_states.DELETED), "delete",
+                                 "end", bdms=bdms)
 
     # -- reboot ----------------------------------------------------------------
 
@@ -162,18 +162,17 @@ class ComputeManager:
         """SOFT or HARD reboot; a failure leaves the server ERROR with a fault."""
         uuid = instance["uuid"]
         hard = reboot_type == "HARD"
-        pending = "reboot_pending_hard" if hard else "reboot_pending"
-        started = "reboot_started_hard" if hard else "reboot_started"
+        requested, pending, started = task_states.reboot_steps(hard)
         with self._lock(uuid):
             try:
                 with self.reporter.event(context, uuid, "compute_reboot_instance"):
                     self._update(context, uuid, {"task_state": pending},
-                                 expected=["rebooting_hard" if hard else "rebooting"])
+                                 expected=[requested])
                     bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
                     bdi = boot_volumes.block_device_info(bdms)
                     self._update(context, uuid, {"task_state": started}, expected=[pending])
                     self.driver.reboot(_driver_instance(instance), bdi, reboot_type)
-                    self._update(context, uuid, {"vm_state": "active", "task_state": None,
+                    self._update(context, uuid, {"vm_state": vm_states.ACTIVE, "task_state": None,
                                                  "power_state": power_state.RUNNING},
                                  expected=[started])
             except exception.InstanceNotFound:
@@ -181,7 +180,7 @@ class ComputeManager:
             except Exception as exc:  # noqa: BLE001
                 LOG.exception("Reboot of instance %s failed", uuid)
                 self.reporter.fault(context, uuid, exc)
-                self._update(context, uuid, {"vm_state": "error", "task_state": None})
+                self._update(context, uuid, {"vm_state": vm_states.ERROR, "task_state": None})
 
     # -- volume attachments ------------------------------------------------------
 

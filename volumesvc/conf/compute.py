@@ -43,18 +43,6 @@ Related options:
 
 * ``[DEFAULT] service_down_time``
 """),
-    cfg.FloatOpt(
-        "benchmark_reserve_delay",
-        default=0.0,
-        min=0.0,
-        help="""
-BENCHMARK ONLY. Seconds the compute sleeps while reserving a device name, to
-reproduce a slow compute host under an attach storm.
-
-Related options:
-
-* Never set this in production.
-"""),
 ]
 
 

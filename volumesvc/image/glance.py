@@ -5,7 +5,7 @@ glanceclient: the few calls we make do not need it). Glance's errors are
 translated into ``volumesvc.exception`` here, and images leave as plain dicts
 with Nova's shape: the core attributes at the top and every custom property
 under ``properties``, so nothing above this layer knows Glance flattens
-them. Tests swap in ``volumesvc.image.fake.FakeGlance``.
+them. Tests swap in their double (``tests/fixtures/glance.py``).
 
 Authentication (``[glance] auth_strategy``):
 

@@ -1,6 +1,7 @@
 """The compute driver interface the compute manager programs against.
 
-The manager builds exactly one driver per process with :func:`load_driver`
+The manager builds exactly one driver per process with
+:func:`volumesvc.virt.load_driver`
 and calls only the methods of :class:`ComputeDriver`. Drivers never touch the
 database: everything they need arrives as plain dicts (``instance``,
 ``block_device_info``, ``connection_info``).
@@ -85,6 +86,16 @@ class ComputeDriver:
         raise NotImplementedError()
 
     # -- volumes ----------------------------------------------------------
+    def get_device_name_for_instance(self, instance, used_names, bus):
+        """The device name a volume being attached gets on ``bus``.
+
+        The compute calls this while it reserves the attachment (under the
+        instance lock, inside the conductor's RPC call), so it must stay
+        short. The requested device is only a hint, as with Nova's libvirt
+        driver: the name is the next free one on the bus.
+        """
+        return block_device.get_next_device_name(used_names, bus)
+
     def attach_volume(self, connection_info, instance, mountpoint, disk_bus=None,
                       device_type=None):
         raise NotImplementedError()
@@ -146,20 +157,3 @@ def build_connector(conf, initiator_file=_ISCSI_INITIATOR_FILE):
         connector["initiator"] = initiator
     return connector
 
-
-def load_driver(conf, **kwargs):
-    """Build the driver named by ``[DEFAULT] compute_driver``.
-
-    ``kwargs`` go to the driver's constructor (the libvirt driver accepts a
-    ``libvirt_module`` so tests inject volumesvc.virt.fake instead of the real
-    binding).
-    """
-    name = conf.compute_driver
-    if name == "libvirt":
-        from volumesvc.virt.libvirt import driver as libvirt_driver
-        return libvirt_driver.LibvirtDriver(conf, **kwargs)
-    if name == "fake":
-        from volumesvc.virt import fake
-        return fake.FakeDriver(conf, **kwargs)
-    raise exception.ConfigInvalid(reason=f"unknown compute_driver {name!r}; "
-                                  "choices: libvirt, fake")

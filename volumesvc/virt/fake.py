@@ -14,7 +14,10 @@ survive (see libvirt.md):
 * blockResize needs a running domain and grows the backing file.
 
 :class:`FakeDriver` is the LibvirtDriver running on it (``compute_driver =
-fake``), for functional tests of the compute agent.
+fake``): a product choice, not only a test double, because the attach-storm
+benchmark and the integration tier's deployments run their computes on it
+(no QEMU), and the LibvirtDriver unit tests run on it. Recording wrappers
+and slow-host doubles for tests live in ``tests/fixtures/virt.py``.
 """
 
 import copy
@@ -424,8 +427,6 @@ class FakeLibvirt:
 
     def __init__(self):
         self._hosts = {}
-        self.opened = []  # every FakeConnection handed out, for tests
-        self.event_impl_registered = False
 
     def __getattr__(self, name):
         if name.startswith("VIR_"):
@@ -439,7 +440,6 @@ class FakeLibvirt:
         return 0
 
     def virEventRegisterDefaultImpl(self):  # noqa: N802
-        self.event_impl_registered = True
         return 0
 
     def virEventRunDefaultImpl(self):  # noqa: N802
@@ -452,9 +452,7 @@ class FakeLibvirt:
                                VIR_ERR_NO_SUPPORT)
         state = self._hosts.setdefault(
             uri, {"domains": {}, "ids": itertools.count(1), "callbacks": {}})
-        conn = FakeConnection(state, uri)
-        self.opened.append(conn)
-        return conn
+        return FakeConnection(state, uri)
 
 
 class FakeDriver(libvirt_driver.LibvirtDriver):

@@ -4,7 +4,7 @@ Why one adapter: every call picks its own volume API microversion (the
 behaviour we rely on is pinned per call, not per client), cinderclient's
 exceptions are translated into ``volumesvc.exception`` at this boundary, and
 results leave as plain dicts, so nothing above this layer knows cinderclient
-exists and tests can swap in ``volumesvc.volume.fake.FakeCinder``.
+exists and tests can swap in their double (``tests/fixtures/cinder.py``).
 
 Authentication:
 

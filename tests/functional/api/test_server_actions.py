@@ -7,11 +7,10 @@ casts, Cinder snapshots, the Glance image's properties).
 
 import pytest
 
-from tests.functional.api import test_server_actions_fixtures as world
-from tests.functional.api.fixtures import _conf
+from tests.functional.api import fixtures
+from tests.functional.api.fixtures import ServerActionsWorld as world
 from volumesvc import context as vs_context
 from volumesvc.api.logic import states
-from volumesvc.db import fixtures as db_fixtures
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 
@@ -27,10 +26,7 @@ TASK_STATES = [None, "rebooting", "reboot_pending", "reboot_started", "rebooting
 
 @pytest.fixture
 def env():
-    conf = _conf()
-    with db_fixtures.fresh_sqlite_database(conf) as db:
-        world.seed(db, vs_context.get_admin_context())
-        app, deps = world.build_app(conf, db)
+    with fixtures.open_world(world) as (app, deps):
         yield app.test_client(), deps
 
 

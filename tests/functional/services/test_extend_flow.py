@@ -12,7 +12,7 @@ import pytest
 
 from tests.functional.stack import BLANK_ROOT as ROOT
 from tests.functional.stack import Stack
-from volumesvc import exception
+from volumesvc import binaries, exception
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
@@ -183,7 +183,7 @@ def test_driver_without_extend_completes_with_error(tmp_path):
 def _move_to_old_compute(stack, server, version):
     """The server's host becomes a compute whose service row reports ``version``."""
     ctx = stack.admin_context()
-    service_obj.heartbeat(stack.db, ctx, host="old-compute", binary="volumesvc-compute",
+    service_obj.heartbeat(stack.db, ctx, host="old-compute", binary=binaries.COMPUTE,
                           topic="compute", version=version, capabilities={})
     instance_obj.save(stack.db, ctx, server, {"host": "old-compute"})
 

@@ -21,6 +21,7 @@ import pytest
 
 from tests.integration.conftest import Deployment, bin_path, free_port
 from volumesvc import aio as harness
+from volumesvc import binaries
 from volumesvc.aio import config as aio_config
 from volumesvc.aio import rabbit, system
 from volumesvc.aio.cinder import CinderHarness
@@ -224,7 +225,7 @@ def test_old_compute_makes_the_api_complete_with_error(env, server):
     volume_id = _attached_volume(env, server)
     db = env.db()
     ctx = get_admin_context()
-    old = service_obj.heartbeat(db, ctx, host="it-old-compute", binary="volumesvc-compute",
+    old = service_obj.heartbeat(db, ctx, host="it-old-compute", binary=binaries.COMPUTE,
                                 topic="compute", version=3, capabilities={})
     instance_obj.save(db, ctx, server, {"host": "it-old-compute"})
     try:

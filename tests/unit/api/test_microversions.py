@@ -1,4 +1,4 @@
-"""The microversion list, negotiation and version_handler windows."""
+"""The microversion list and its constants, negotiation, version_handler windows."""
 
 import os
 import re
@@ -6,6 +6,7 @@ import re
 import pytest
 
 from volumesvc.api import microversions as mv
+from volumesvc.api import versioned
 from volumesvc.api.handlers import services  # noqa: F401 - registers versioned handlers
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
@@ -28,8 +29,29 @@ def test_constants_are_unique_and_named_after_their_version():
     assert len(names) == len(set(names))
     for version, name, summary in mv.VERSIONS:
         assert name.startswith("V" + version.replace(".", "_") + "_")
-        assert getattr(mv, name) == mv.parse(version)
         assert summary and "\n" not in summary
+
+
+def _module_constants(module):
+    """Every ``V<major>_<minor>_*`` name bound at module level, with its value."""
+    return {name: value for name, value in vars(module).items()
+            if re.match(r"^V\d+_\d+_", name)}
+
+
+def test_module_constants_match_versions_one_to_one():
+    listed = {name: mv.parse(version) for version, name, _ in mv.VERSIONS}
+    constants = _module_constants(mv)
+    assert sorted(constants) == sorted(listed), "constant without entry, or entry without one"
+    for name, value in listed.items():
+        assert constants[name] == value, name
+        assert isinstance(constants[name], mv.Version), name
+    assert len(set(constants.values())) == len(constants), "two constants share a version"
+
+
+def test_constant_check_catches_an_extra_constant(monkeypatch):
+    monkeypatch.setattr(mv, "V2_999_PROBE", mv.Version(2, 999), raising=False)
+    listed = {name for _, name, _ in mv.VERSIONS}
+    assert set(_module_constants(mv)) - listed == {"V2_999_PROBE"}
 
 
 @pytest.mark.parametrize("headers, expected", [
@@ -69,26 +91,26 @@ def test_response_headers_echo_and_vary_both():
 
 
 def test_versioned_handler_windows_do_not_overlap():
-    assert mv.VERSIONED_METHODS, "no versioned handlers registered"
-    assert mv.overlapping_windows() == []
+    assert versioned.VERSIONED_METHODS, "no versioned handlers registered"
+    assert versioned.overlapping_windows() == []
 
 
 def test_overlap_detection_works():
-    key_before = set(mv.VERSIONED_METHODS)
+    key_before = set(versioned.VERSIONED_METHODS)
 
-    @mv.version_handler(mv.parse("2.1"), mv.parse("2.10"))
+    @versioned.version_handler(mv.parse("2.1"), mv.parse("2.10"))
     def probe(req):
         pass
 
-    @mv.version_handler(mv.parse("2.10"))  # noqa: F811 - overlaps at 2.10
+    @versioned.version_handler(mv.parse("2.10"))  # noqa: F811 - overlaps at 2.10
     def probe(req):  # noqa: F811
         pass
 
     try:
-        assert mv.overlapping_windows() == [f"{__name__}.{probe.__qualname__}"]
+        assert versioned.overlapping_windows() == [f"{__name__}.{probe.__qualname__}"]
     finally:
-        for key in set(mv.VERSIONED_METHODS) - key_before:
-            del mv.VERSIONED_METHODS[key]
+        for key in set(versioned.VERSIONED_METHODS) - key_before:
+            del versioned.VERSIONED_METHODS[key]
 
 
 def test_history_doc_has_a_section_per_version():

@@ -10,11 +10,11 @@ from unittest import mock
 import pytest
 from keystoneauth1 import exceptions as ks_exception
 
+from tests.fixtures.glance import FakeGlance
 from volumesvc import exception
 from volumesvc.conf import get_conf
 from volumesvc.context import RequestContext
 from volumesvc.image import glance
-from volumesvc.image.fake import FakeGlance
 
 IMG = "33333333-3333-3333-3333-333333333333"
 

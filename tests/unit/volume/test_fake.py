@@ -4,10 +4,10 @@ import os
 
 import pytest
 
+from tests.fixtures.cinder import FakeCinder
 from volumesvc import exception
 from volumesvc.context import RequestContext
 from volumesvc.volume.cinder import CinderAPI
-from volumesvc.volume.fake import FakeCinder
 
 CONNECTOR = {"host": "h1", "platform": "x86_64", "os_type": "linux", "multipath": False}
 
@@ -153,3 +153,11 @@ def test_types_snapshots_limits(fake, ctx):
     fake.delete_snapshot(ctx, snap["id"])
     with pytest.raises(exception.SnapshotNotFound):
         fake.get_snapshot(ctx, snap["id"])
+
+
+def test_create_with_a_fixed_id_for_fixtures(fake, ctx):
+    vtype = fake.create_volume_type("fast", type_id="t-fast")
+    vol = fake.create(ctx, 1, "v", None, volume_type="fast", volume_id="v-fixed")
+    snap = fake.create_snapshot_force(ctx, "v-fixed", snapshot_id="s-fixed")
+    assert (vtype["id"], vol["id"], snap["id"]) == ("t-fast", "v-fixed", "s-fixed")
+    assert fake.get(ctx, "v-fixed")["volume_type_id"] == "t-fast"

@@ -17,13 +17,13 @@ from volumesvc.api.policies import server_actions as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import server_actions as schema
+from volumesvc.compute import task_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 
 LOG = logging.getLogger(__name__)
 
-V2_45_IMAGE_ID_BODY = mv.V2_45_IMAGE_ID_BODY  # type: ignore[attr-defined]
 
 # Server actions Nova has and volumesvc does not serve (a clear 400, not
 # "no such action", so a client knows the name is right).
@@ -41,8 +41,13 @@ NOVA_ONLY_ACTIONS = frozenset({
 # Nova's per-image metadata item quota (image_metadata_items).
 MAX_IMAGE_METADATA_ITEMS = 128
 
-_REBOOT_TASK_STATE = {"SOFT": states.REBOOTING, "HARD": states.REBOOTING_HARD}
+_REBOOT_TASK_STATE = {"SOFT": task_states.REBOOTING, "HARD": task_states.REBOOTING_HARD}
 _REBOOT_GATE = {"SOFT": states.REBOOT_SOFT, "HARD": states.REBOOT_HARD}
+
+
+def _expected_task_states(gate):
+    """The task_states a compare-and-swap save may find; UNSET when the gate checks none."""
+    return instance_obj.UNSET if gate.task_states is states.ANY else list(gate.task_states)
 
 
 def _reboot(req, server_id, body):
@@ -57,7 +62,7 @@ def _reboot(req, server_id, body):
         # Compare-and-swap: of two concurrent reboots exactly one wins.
         instance_obj.save(db, ctx, instance.uuid,
                           {"task_state": _REBOOT_TASK_STATE[reboot_type]},
-                          expected_task_state=list(gate.task_states))
+                          expected_task_state=_expected_task_states(gate))
     except exception.UnexpectedTaskStateError as exc:
         current = instance_obj.get_by_uuid(db, ctx, instance.uuid)
         raise states.invalid_state(current, gate.action, "task_state") from exc
@@ -91,7 +96,7 @@ def _create_image(req, server_id, body):
     image = snapshot.snapshot_volume_backed(
         ctx, db=deps.db, cinder=deps.cinder, glance=deps.glance, instance=instance,
         name=body["name"], metadata=metadata, bdms=bdms)
-    if req.is_at_least(V2_45_IMAGE_ID_BODY):
+    if req.is_at_least(mv.V2_45_IMAGE_ID_BODY):
         return {"image_id": image["id"]}, 202
     location = deps.glance.image_url(ctx, image["id"])
 
@@ -108,8 +113,8 @@ _ACTIONS = {"reboot": _reboot, "createImage": _create_image}
 
 @validation.schema(schema.server_action_v2_1)
 @validation.response_body_schema(schema.server_action_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_45_IMAGE_ID_BODY))
-@validation.response_body_schema(schema.server_action_response_v2_45, V2_45_IMAGE_ID_BODY)
+                                 mv.before(mv.V2_45_IMAGE_ID_BODY))
+@validation.response_body_schema(schema.server_action_response_v2_45, mv.V2_45_IMAGE_ID_BODY)
 def run_server_action(req, server_id):
     """POST /servers/{id}/action → 202 (see the action functions above).
 

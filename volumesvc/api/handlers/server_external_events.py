@@ -6,8 +6,6 @@ events; Ironic ``power-update``. Each event gets its own ``code``; the answer
 is 200 when all were accepted and 207 when any failed, even all of them.
 """
 
-import collections
-
 from volumesvc import exception
 from volumesvc.api import microversions as mv
 from volumesvc.api import validation
@@ -18,10 +16,11 @@ from volumesvc.api.schemas import server_external_events as schema
 
 _REQUEST_WINDOWS = (
     (mv.V2_1_BASE, schema.create_server_external_events_v2_1),
-    (mv.V2_51_VOLUME_EXTENDED, schema.create_server_external_events_v2_51),  # type: ignore[attr-defined]
-    (mv.V2_76_POWER_UPDATE, schema.create_server_external_events_v2_76),  # type: ignore[attr-defined]
-    (mv.V2_82_ACCELERATOR_EVENT, schema.create_server_external_events_v2_82),  # type: ignore[attr-defined]
-    (mv.V2_93_VOLUME_REBUILD, schema.create_server_external_events_v2_93),  # type: ignore[attr-defined]
+    (mv.V2_51_VOLUME_EXTENDED, schema.create_server_external_events_v2_51),
+    (mv.V2_76_POWER_UPDATE, schema.create_server_external_events_v2_76),
+    (mv.V2_82_ACCELERATOR_EVENT, schema.create_server_external_events_v2_82),
+    (mv.V2_93_VOLUME_REBUILD, schema.create_server_external_events_v2_93),
+    (mv.V2_105_EXTEND_COMPLETION, schema.create_server_external_events_v2_105),
 )
 
 
@@ -39,7 +38,7 @@ def create_server_external_events(req):
     if not conductor.can_send_events():
         raise exception.ConductorTooOld()
     router = external_events.EventRouter(req)
-    accepted = collections.OrderedDict()  # server uuid -> [wire events]
+    accepted: dict[str, list[dict]] = {}  # server uuid -> wire events, in request order
     response = []
     for event in req.body["events"]:
         outcome = router.decide(event)

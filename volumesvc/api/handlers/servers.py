@@ -11,7 +11,7 @@ import secrets
 import flask
 from oslo_utils import strutils
 
-from volumesvc import exception, servicegroup
+from volumesvc import binaries, exception, servicegroup
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import bdm as bdm_logic
@@ -21,6 +21,7 @@ from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import servers as schema
 from volumesvc.api.views import servers as views
+from volumesvc.compute import task_states, vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import flavor as flavor_obj
 from volumesvc.objects import instance as instance_obj
@@ -35,9 +36,9 @@ LEGACY_BDM = ("The legacy block_device_mapping format is not supported; use "
               "block_device_mapping_v2.")
 
 
-def _response_windows(builder):
+def _response_windows(envelope, view):
     return validation.windows(validation.response_body_schema,
-                    [(low, builder(low)) for low in schema.SERVER_WINDOWS])
+                              views.SERVER.windows(envelope, view=view))
 
 
 def _allowed(req, rule) -> bool:
@@ -208,15 +209,15 @@ def _status_filter(req, filters):
     statuses = [s.upper() for s in req.query.get("status", []) if s]
     if not statuses:
         return None, False
-    vm_states = set()
+    wanted = set()
     for status in statuses:
-        vm_states |= set(views.vm_states_for(status) or [])
-    if not vm_states:
+        wanted |= set(views.vm_states_for(status) or [])
+    if not wanted:
         if req.is_at_least(mv.V2_38_STATUS_FILTER_400):
             raise errors.APIError(400, "Invalid status value", errors.QUERY_INVALID)
         return None, True
-    filters["vm_state"] = sorted(vm_states)
-    if "deleted" in vm_states:
+    filters["vm_state"] = sorted(wanted)
+    if vm_states.DELETED in wanted:
         filters["deleted"] = None
     return set(statuses), False
 
@@ -292,7 +293,7 @@ class _HostStatus:
     def _lookup(self, host):
         try:
             service = service_obj.get_by_host_and_binary(
-                self.req.deps.db, self.req.context, host, bdm_logic.COMPUTE_BINARY)
+                self.req.deps.db, self.req.context, host, binaries.COMPUTE)
         except exception.NotFound:
             return "UNKNOWN"
         if service.forced_down:
@@ -322,7 +323,7 @@ def _details(req, instances, *, show):
 @validation.query_schema(schema.list_servers_query_v2_1, mv.V2_1_BASE,
                          mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
 @validation.query_schema(schema.list_servers_query_v2_75, mv.V2_75_STRICT_QUERY)
-@_response_windows(schema.list_servers_detail_response)
+@_response_windows(schema.list_servers_detail_response, "list")
 def list_servers_detail(req):
     """GET /servers/detail → 200 with full servers (fields per version, §5)."""
     authorize(req.context, policies.DETAIL)
@@ -336,7 +337,7 @@ def list_servers_detail(req):
 @validation.query_schema(schema.show_server_query_v2_1, mv.V2_1_BASE,
                          mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
 @validation.query_schema(schema.show_server_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
-@_response_windows(schema.show_server_response)
+@_response_windows(schema.show_server_response, "show")
 def show_server(req, server_id):
     """GET /servers/{id} → 200 (404 unknown or another project's)."""
     authorize(req.context, policies.SHOW)
@@ -351,7 +352,7 @@ def delete_server(req, server_id):
     ctx = req.context
     instance = get_instance(req, server_id)
     states.check_instance_lock(ctx, instance)
-    instance_obj.save(req.deps.db, ctx, instance.uuid, {"task_state": "deleting"},
+    instance_obj.save(req.deps.db, ctx, instance.uuid, {"task_state": task_states.DELETING},
                       expected_task_state=instance.task_state)
     instance_action.action_start(req.deps.db, ctx, instance.uuid, "delete", ctx.request_id,
                                  ctx.user_id, ctx.project_id)

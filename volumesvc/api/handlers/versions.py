@@ -36,12 +36,14 @@ _VERSIONS = {
 def _entry(conf, key, *, detailed, self_path=None):
     info = _VERSIONS[key]
     base = base_url(conf)
-    doc = {k: info[k] for k in ("id", "status", "version", "min_version", "updated")}
-    doc["links"] = [{"rel": "self", "href": base + (self_path or info["path"])}]
+    doc: dict[str, object] = {
+        k: info[k] for k in ("id", "status", "version", "min_version", "updated")}
+    links = [{"rel": "self", "href": base + (self_path or info["path"])}]
+    doc["links"] = links
     media = [{"base": "application/json", "type": info["media"]}]
     if detailed:
-        doc["links"].append({"rel": "describedby", "type": "text/html",
-                             "href": "http://docs.openstack.org/"})
+        links.append({"rel": "describedby", "type": "text/html",
+                      "href": "http://docs.openstack.org/"})
         doc["media-types"] = media
     return doc, media
 

@@ -19,19 +19,12 @@ from volumesvc.api.policies import volume_attachments as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import volume_attachments as schema
+from volumesvc.api.views import volume_attachments as views
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
 
 LOG = logging.getLogger(__name__)
 
-V2_49_ATTACH_TAGS = mv.V2_49_ATTACH_TAGS  # type: ignore[attr-defined]
-V2_70_ATTACHMENT_TAGS = mv.V2_70_ATTACHMENT_TAGS  # type: ignore[attr-defined]
-V2_79_DELETE_ON_TERMINATION = mv.V2_79_ATTACH_DELETE_ON_TERMINATION  # type: ignore[attr-defined]
-V2_85_UPDATE_ATTACHMENT = mv.V2_85_UPDATE_ATTACHMENT  # type: ignore[attr-defined]
-V2_89_ATTACHMENT_IDS = mv.V2_89_ATTACHMENT_IDS  # type: ignore[attr-defined]
-V2_101_ASYNC_ATTACH = mv.V2_101_ASYNC_ATTACH  # type: ignore[attr-defined]
-V2_75_STRICT_QUERY = mv.V2_75_STRICT_QUERY
-V2_102_STRICT_QUERY_ALL = mv.V2_102_STRICT_QUERY_ALL
 
 
 def _authorize(req, rule, instance):
@@ -50,7 +43,7 @@ def _visible(req, bdm) -> bool:
     """Volume BDMs only; from 2.89 only those with a Cinder attachment id."""
     if not bdm.volume_id:
         return False
-    return bool(bdm.attachment_id) or not req.is_at_least(V2_89_ATTACHMENT_IDS)
+    return bool(bdm.attachment_id) or not req.is_at_least(mv.V2_89_ATTACHMENT_IDS)
 
 
 def _bdm_of(req, instance, volume_id, *, hide_legacy=False):
@@ -66,41 +59,9 @@ def _bdm_of(req, instance, volume_id, *, hide_legacy=False):
     return bdm
 
 
-def _serialize_attachment(req, bdm, instance_uuid) -> dict:
-    """One attachment at the request's version (§3.1)."""
-    body = {} if req.is_at_least(V2_89_ATTACHMENT_IDS) else {"id": bdm.volume_id}
-    body.update(volumeId=bdm.volume_id, serverId=instance_uuid)
-    if bdm.device_name:
-        body["device"] = bdm.device_name
-    if req.is_at_least(V2_70_ATTACHMENT_TAGS):
-        body["tag"] = bdm.tag
-    if req.is_at_least(V2_79_DELETE_ON_TERMINATION):
-        body["delete_on_termination"] = bool(bdm.delete_on_termination)
-    if req.is_at_least(V2_89_ATTACHMENT_IDS):
-        body.update(attachment_id=bdm.attachment_id, bdm_uuid=bdm.uuid)
-    return body
-
-
-def _serialize_created(req, bdm: dict, instance_uuid, volume_id) -> dict:
-    """The 200 body of POST below 2.101 (§3.2: 2.89 was never applied here)."""
-    body = {"id": volume_id, "serverId": instance_uuid, "volumeId": volume_id,
-            "device": bdm.get("device_name")}
-    if req.is_at_least(V2_70_ATTACHMENT_TAGS):
-        body["tag"] = bdm.get("tag")
-    if req.is_at_least(V2_79_DELETE_ON_TERMINATION):
-        body["delete_on_termination"] = bool(bdm.get("delete_on_termination"))
-    return body
-
-
-_REPR_WINDOWS = (mv.V2_1_BASE, V2_70_ATTACHMENT_TAGS, V2_79_DELETE_ON_TERMINATION,
-                 V2_89_ATTACHMENT_IDS)
-
-
-def _response_windows(prefix):
-    suffixes = ("v2_1", "v2_70", "v2_79", "v2_89")
-    return validation.windows(validation.response_body_schema, [
-        (low, getattr(schema, f"{prefix}_response_{suffix}"))
-        for low, suffix in zip(_REPR_WINDOWS, suffixes, strict=True)])
+def _response(envelope, view=views.READ, last=None):
+    return validation.windows(validation.response_body_schema,
+                              views.ATTACHMENT.windows(envelope, view=view, last=last))
 
 
 def _int_param(req, key, default):
@@ -111,9 +72,9 @@ def _int_param(req, key, default):
 # --- list / show ---------------------------------------------------------------------------
 
 @validation.query_schema(schema.list_volume_attachments_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_75_STRICT_QUERY), strip_unknown=True)
-@validation.query_schema(schema.list_volume_attachments_query_v2_75, V2_75_STRICT_QUERY)
-@_response_windows("list_volume_attachments")
+                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
+@validation.query_schema(schema.list_volume_attachments_query_v2_75, mv.V2_75_STRICT_QUERY)
+@_response(schema.list_volume_attachments_response)
 def list_volume_attachments(req, server_id):
     """GET → 200 ``{"volumeAttachments": [...]}``; limit/offset paginate the BDMs."""
     instance = get_instance(req, server_id)
@@ -125,33 +86,32 @@ def list_volume_attachments(req, server_id):
     offset = _int_param(req, "offset", 0)
     limit = min(max_limit, _int_param(req, "limit", 0) or max_limit)
     page = bdms[offset:offset + limit]
-    return {"volumeAttachments": [_serialize_attachment(req, bdm, instance.uuid)
+    return {"volumeAttachments": [views.attachment(req, bdm, instance.uuid)
                                   for bdm in page if _visible(req, bdm)]}, 200
 
 
 @validation.query_schema(schema.show_volume_attachment_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_102_STRICT_QUERY_ALL), strip_unknown=True)
-@validation.query_schema(schema.show_volume_attachment_query_v2_102, V2_102_STRICT_QUERY_ALL)
-@_response_windows("show_volume_attachment")
+                         mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
+@validation.query_schema(schema.show_volume_attachment_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@_response(schema.show_volume_attachment_response)
 def show_volume_attachment(req, server_id, volume_id):
     """GET one (``{volume_id}``) → 200; 404 ``Instance <s> is not attached to volume <v>``."""
     instance = get_instance(req, server_id)
     _authorize(req, policies.SHOW, instance)
     bdm = _bdm_of(req, instance, volume_id, hide_legacy=True)
-    return {"volumeAttachment": _serialize_attachment(req, bdm, instance.uuid)}, 200
+    return {"volumeAttachment": views.attachment(req, bdm, instance.uuid)}, 200
 
 
 # --- attach ----------------------------------------------------------------------------------
 
 @validation.windows(validation.schema, [
     (mv.V2_1_BASE, schema.create_volume_attachment_v2_1),
-    (V2_49_ATTACH_TAGS, schema.create_volume_attachment_v2_49),
-    (V2_79_DELETE_ON_TERMINATION, schema.create_volume_attachment_v2_79)])
-@validation.windows(validation.response_body_schema, [
-    (mv.V2_1_BASE, schema.create_volume_attachment_response_v2_1),
-    (V2_70_ATTACHMENT_TAGS, schema.create_volume_attachment_response_v2_70),
-    (V2_79_DELETE_ON_TERMINATION, schema.create_volume_attachment_response_v2_79),
-    (V2_101_ASYNC_ATTACH, schema.create_volume_attachment_response_v2_101)])
+    (mv.V2_49_ATTACH_TAGS, schema.create_volume_attachment_v2_49),
+    (mv.V2_79_ATTACH_DELETE_ON_TERMINATION, schema.create_volume_attachment_v2_79)])
+# 2.101: 202 with no body.
+@validation.windows(validation.response_body_schema, views.ATTACHMENT.windows(
+    schema.show_volume_attachment_response, view=views.CREATED,
+    last=mv.before(mv.V2_101_ASYNC_ATTACH)) + [(mv.V2_101_ASYNC_ATTACH, None)])
 def create_volume_attachment(req, server_id):
     """POST → 200 with the attachment below 2.101; 202 with no body from 2.101.
 
@@ -178,11 +138,11 @@ def create_volume_attachment(req, server_id):
                   multiattach=bool(volume.get("multiattach")),
                   delete_on_termination=strutils.bool_from_string(
                       attachment.get("delete_on_termination", False), strict=True))
-    if req.is_at_least(V2_101_ASYNC_ATTACH):
+    if req.is_at_least(mv.V2_101_ASYNC_ATTACH):
         deps.conductor.attach_volume(ctx, wait=False, **kwargs)
         return None, 202
     bdm = deps.conductor.attach_volume(ctx, wait=True, **kwargs)
-    return {"volumeAttachment": _serialize_created(req, bdm, instance.uuid, volume_id)}, 200
+    return {"volumeAttachment": views.created(req, bdm, instance.uuid, volume_id)}, 200
 
 
 # --- update / swap -----------------------------------------------------------------------------
@@ -204,7 +164,7 @@ def _swap(req, instance, old_volume_id, attachment):
         # The new volume comes from the body: a bad request, not a missing URL.
         raise errors.APIError(400, exc.format_message(), errors.BAD_REQUEST) from exc
     bdm = _bdm_of(req, instance, old_volume_id)
-    if req.is_at_least(V2_85_UPDATE_ATTACHMENT):
+    if req.is_at_least(mv.V2_85_UPDATE_ATTACHMENT):
         _update_flag(req, instance, bdm, attachment)
     logic.check_swap(ctx, instance, old_volume, _rw_attachments(req, old_volume))
 
@@ -218,7 +178,7 @@ def _update_flag(req, instance, bdm, attachment):
 
 @validation.windows(validation.schema, [
     (mv.V2_1_BASE, schema.update_volume_attachment_v2_1),
-    (V2_85_UPDATE_ATTACHMENT, schema.update_volume_attachment_v2_85)])
+    (mv.V2_85_UPDATE_ATTACHMENT, schema.update_volume_attachment_v2_85)])
 @validation.response_body_schema(schema.update_volume_attachment_response_v2_1)
 def update_volume_attachment(req, server_id, volume_id):
     """PUT → 202, no body.
@@ -230,7 +190,7 @@ def update_volume_attachment(req, server_id, volume_id):
     """
     instance = get_instance(req, server_id)
     attachment = req.body["volumeAttachment"]
-    if not req.is_at_least(V2_85_UPDATE_ATTACHMENT) or attachment["volumeId"] != volume_id:
+    if not req.is_at_least(mv.V2_85_UPDATE_ATTACHMENT) or attachment["volumeId"] != volume_id:
         _authorize(req, policies.SWAP, instance)
         _swap(req, instance, volume_id, attachment)
         return None, 202

@@ -22,12 +22,11 @@ import json
 
 from oslo_utils import strutils
 
-from volumesvc import exception
+from volumesvc import binaries, exception
 from volumesvc.api import microversions as mv
 from volumesvc.objects import service as service_obj
 from volumesvc.version import MIN_COMPUTE_VOLUME_TYPE
 
-COMPUTE_BINARY = "volumesvc-compute"
 # Nova's [DEFAULT] max_local_block_devices default.
 MAX_LOCAL_BLOCK_DEVICES = 3
 DISK_BUSES = frozenset({"fdc", "ide", "sata", "scsi", "usb", "virtio", "xen", "lxc", "uml"})
@@ -171,7 +170,7 @@ def _check_volume_types(check, bdms) -> bool:
         if types is None:
             # NOTE: once per request and before the lookup, as Nova Stein-Train did.
             minimum = service_obj.get_minimum_version(
-                check.deps.db, check.context, COMPUTE_BINARY)
+                check.deps.db, check.context, binaries.COMPUTE)
             if minimum < MIN_COMPUTE_VOLUME_TYPE:
                 raise exception.VolumeTypeSupportNotYetAvailable()
             types = check.deps.cinder.get_volume_types(check.context)
@@ -267,7 +266,8 @@ def validate(check: BootCheck, bdms: list[dict]) -> Validated:
             # client sees the generic InvalidBDM text; we keep that text.
             raise exception.InvalidBDM()
     multiattach = _check_volume_types(check, bdms)
-    images, volumes = {}, []
+    images: dict[str, dict] = {}
+    volumes: list = []
     for bdm in bdms:
         if bdm["image_id"] is not None and bdm["source_type"] == "image":
             _check_image(check, bdm, images)

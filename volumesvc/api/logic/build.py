@@ -19,6 +19,7 @@ import re
 import string
 import uuid as uuidlib
 
+from volumesvc.compute import task_states, vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action
@@ -117,7 +118,7 @@ def _instance_values(ctx, request, uuid, index, resv_id) -> dict:
         "uuid": uuid, "project_id": ctx.project_id, "user_id": ctx.user_id,
         "display_name": name, "display_description": request.description,
         "hostname": hostname, "availability_zone": request.availability_zone,
-        "vm_state": "building", "task_state": "scheduling", "power_state": 0,
+        "vm_state": vm_states.BUILDING, "task_state": task_states.SCHEDULING, "power_state": 0,
         "flavor_id": request.flavor.id, "flavor": request.flavor.instance_copy(),
         "image_ref": request.image_ref or None, "key_name": request.key_name,
         "metadata": dict(request.metadata), "config_drive": request.config_drive,

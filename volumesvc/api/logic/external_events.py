@@ -14,9 +14,8 @@ import dataclasses
 
 from oslo_log import log as logging
 
-from volumesvc import exception
+from volumesvc import binaries, exception
 from volumesvc.api import microversions as mv
-from volumesvc.api.logic.bdm import COMPUTE_BINARY
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
@@ -24,7 +23,7 @@ from volumesvc.version import MIN_COMPUTE_EXTEND_COMPLETION
 
 LOG = logging.getLogger(__name__)
 
-V2_105_EXTEND_COMPLETION = mv.V2_105_EXTEND_COMPLETION  # type: ignore[attr-defined]
+V2_105_EXTEND_COMPLETION = mv.V2_105_EXTEND_COMPLETION
 
 VOLUME_EXTENDED = "volume-extended"
 # Events whose tag is their payload (the volume, the power state, the ARQ).
@@ -70,7 +69,7 @@ class EventRouter:
         if host not in self._versions:
             try:
                 service = service_obj.get_by_host_and_binary(self.db, self._read_ctx, host,
-                                                             COMPUTE_BINARY)
+                                                             binaries.COMPUTE)
                 self._versions[host] = service.version or 0
             except exception.NotFound:
                 self._versions[host] = 0

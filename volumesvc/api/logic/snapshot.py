@@ -75,7 +75,8 @@ def check_snapshot_quota(cinder, ctx, count: int) -> None:
 
 
 def _split(bdms):
-    local, volumes = [], []
+    local: list = []
+    volumes: list = []
     for bdm in bdms:
         if bdm.no_device:
             continue

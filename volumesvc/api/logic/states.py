@@ -4,39 +4,15 @@ Every operation that cares about an instance's state names a :class:`Gate`
 from :data:`GATES`; :func:`check_gate` applies it in Nova's order (lock,
 vm_state, task_state, launched_at), so all handlers answer the same 409 with
 the same message. The attachments, servers and server-action handlers share
-these constants: the table in the contract is written down once, here.
+these gates: the table in the contract is written down once, here. The state
+values themselves come from ``compute/vm_states.py`` and
+``compute/task_states.py``, which the conductor and compute use too.
 """
 
 import dataclasses
 
 from volumesvc import exception
-
-# vm_state values (Nova's names).
-ACTIVE = "active"
-BUILDING = "building"
-PAUSED = "paused"
-SUSPENDED = "suspended"
-STOPPED = "stopped"
-RESCUED = "rescued"
-RESIZED = "resized"
-SOFT_DELETED = "soft-delete"
-DELETED = "deleted"
-ERROR = "error"
-SHELVED = "shelved"
-SHELVED_OFFLOADED = "shelved_offloaded"
-
-# task_state values used by the gates.
-REBOOTING = "rebooting"
-REBOOT_PENDING = "reboot_pending"
-REBOOT_STARTED = "reboot_started"
-REBOOTING_HARD = "rebooting_hard"
-REBOOT_PENDING_HARD = "reboot_pending_hard"
-REBOOT_STARTED_HARD = "reboot_started_hard"
-RESUMING = "resuming"
-PAUSING = "pausing"
-UNPAUSING = "unpausing"
-SUSPENDING = "suspending"
-IMAGE_SNAPSHOT = "image_snapshot"
+from volumesvc.compute import task_states, vm_states
 
 # Sentinel: the operation does not look at this attribute at all.
 ANY = None
@@ -62,17 +38,21 @@ _NO_TASK = frozenset({None})
 
 # attach/detach also allow shelved/shelved_offloaded, but only from 2.20
 # (the handler removes them below that: see SHELVED_STATES).
-ATTACH_VM_STATES = frozenset({ACTIVE, PAUSED, STOPPED, RESIZED, SOFT_DELETED, SHELVED,
-                              SHELVED_OFFLOADED})
-SHELVED_STATES = frozenset({SHELVED, SHELVED_OFFLOADED})
-SWAP_VM_STATES = frozenset({ACTIVE, PAUSED, RESIZED})
-SOFT_REBOOT_VM_STATES = frozenset({ACTIVE})
-HARD_REBOOT_VM_STATES = frozenset({ACTIVE, STOPPED, PAUSED, SUSPENDED, ERROR})
+ATTACH_VM_STATES = frozenset({
+    vm_states.ACTIVE, vm_states.PAUSED, vm_states.STOPPED, vm_states.RESIZED,
+    vm_states.SOFT_DELETED, vm_states.SHELVED, vm_states.SHELVED_OFFLOADED})
+SHELVED_STATES = frozenset({vm_states.SHELVED, vm_states.SHELVED_OFFLOADED})
+SWAP_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.PAUSED, vm_states.RESIZED})
+SOFT_REBOOT_VM_STATES = frozenset({vm_states.ACTIVE})
+HARD_REBOOT_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAUSED,
+                                   vm_states.SUSPENDED, vm_states.ERROR})
 # Nova's task_states.ALLOW_REBOOT: a hard reboot may interrupt these.
-HARD_REBOOT_TASK_STATES = frozenset({None, REBOOTING, REBOOT_PENDING, REBOOT_STARTED,
-                                     REBOOTING_HARD, RESUMING, PAUSING, UNPAUSING,
-                                     SUSPENDING})
-CREATE_IMAGE_VM_STATES = frozenset({ACTIVE, STOPPED, PAUSED, SUSPENDED})
+HARD_REBOOT_TASK_STATES = frozenset({
+    None, task_states.REBOOTING, task_states.REBOOT_PENDING, task_states.REBOOT_STARTED,
+    task_states.REBOOTING_HARD, task_states.RESUMING, task_states.PAUSING,
+    task_states.UNPAUSING, task_states.SUSPENDING})
+CREATE_IMAGE_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAUSED,
+                                    vm_states.SUSPENDED})
 
 # The §2 table. Keys are what handlers pass to check_gate().
 GATES = {

@@ -49,6 +49,10 @@ create_server_external_events_v2_82 = _adding(create_server_external_events_v2_7
 create_server_external_events_v2_93 = _adding(create_server_external_events_v2_82,
                                               "volume-reimaged")
 
+# 2.105 (volumesvc): the same body; a volume-extended event for a volume Cinder
+# left ``extending`` now completes the extend (os-extend_volume_completion).
+create_server_external_events_v2_105 = copy.deepcopy(create_server_external_events_v2_93)
+
 # --- response: the request's events, each with code and status ------------------------
 create_server_external_events_response_v2_1 = object_({"events": {
     "type": "array", "minItems": 1, "items": object_({

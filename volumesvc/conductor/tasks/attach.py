@@ -13,7 +13,7 @@ import traceback
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from volumesvc import exception, servicegroup
+from volumesvc import binaries, exception, servicegroup
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -88,7 +88,7 @@ class AttachTask(base.TaskBase):
         """
         try:
             service = service_obj.get_by_host_and_binary(
-                self.db, self.context, instance.host, "volumesvc-compute")
+                self.db, self.context, instance.host, binaries.COMPUTE)
         except exception.NotFound:
             service = None
         if service is not None and servicegroup.is_up(self.conf, service):

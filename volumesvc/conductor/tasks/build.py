@@ -2,7 +2,8 @@
 
 from oslo_log import log as logging
 
-from volumesvc import exception, servicegroup
+from volumesvc import binaries, exception, servicegroup
+from volumesvc.compute import task_states, vm_states
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -11,7 +12,6 @@ from volumesvc.objects import service as service_obj
 
 LOG = logging.getLogger(__name__)
 
-COMPUTE_BINARY = "volumesvc-compute"
 
 
 class NoValidHost(exception.VolumesvcException):
@@ -25,7 +25,7 @@ def select_host(conf, db, context, *, needs=(), availability_zone=None):
     compute) and read in one query, so a plain filter-and-weigh is enough.
     """
     candidates = []
-    for service in service_obj.list_services(db, context, binary=COMPUTE_BINARY):
+    for service in service_obj.list_services(db, context, binary=binaries.COMPUTE):
         if service.disabled or not servicegroup.is_up(conf, service):
             continue
         caps = service.capabilities or {}
@@ -62,7 +62,7 @@ class BuildTask(base.TaskBase):
         try:
             instance = instance_obj.save(
                 self.db, self.context, instance.uuid, {"host": host, "node": host},
-                expected_task_state=["scheduling"])
+                expected_task_state=[task_states.SCHEDULING])
         except exception.UnexpectedTaskStateError:
             LOG.info("Instance %s changed while scheduling (deleted?); not building",
                      self.instance_uuid)
@@ -85,7 +85,7 @@ class BuildTask(base.TaskBase):
             exc, exception.VolumesvcException) else str(exc)
         try:
             instance_obj.save(self.db, self.context, self.instance_uuid,
-                              {"vm_state": "error", "task_state": None})
+                              {"vm_state": vm_states.ERROR, "task_state": None})
         except exception.InstanceNotFound:
             return
         fault_obj.create(self.db, self.context, instance_uuid=self.instance_uuid,
