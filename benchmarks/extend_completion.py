@@ -1,7 +1,7 @@
 """Extend of an attached volume on the all-in-one: Cinder's request to in-use at the new size.
 
-Starts ``volumesvc-aio`` (real Cinder 29 with the test-only extend-completion
-extension, real QEMU), boots one server from a blank volume and attaches a
+Starts ``volumesvc-aio --auth noauth2`` (real Cinder 29 with the test-only
+extend-completion extension, real QEMU), boots one server from a blank volume and attaches a
 1 GiB data volume. Then, ``--extends`` times (default 20), grows the data
 volume by 1 GiB through Cinder's API and measures, from just before that
 request, until Cinder shows it ``in-use`` at the new size **and** the volume
@@ -72,7 +72,8 @@ class Aio:
         self.proc = subprocess.Popen(
             [exe, "--state-dir", self.state_dir, "--api-port", str(self.api_port),
              "--volume-port", str(self.volume_port), "--image-port", str(self.image_port),
-             "--host", "bench-extend", "--api-workers", "1", "--no-install"],
+             "--host", "bench-extend", "--api-workers", "1", "--no-install",
+             "--auth", "noauth2"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
         deadline = time.monotonic() + timeout

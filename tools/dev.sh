@@ -4,6 +4,8 @@
 #   tools/dev.sh aio [volumesvc-aio args]   bring up the all-in-one (foreground)
 #   tools/dev.sh test [pytest args]         ruff, mypy, then the whole suite (unit, functional,
 #                                           integration)
+#   tools/dev.sh tempest [--state-dir D]    tempest's listed compute volume tests against the
+#                                           running keystone all-in-one (state dir D)
 #   tools/dev.sh setup                      only install (system packages, services, venv)
 #
 # Idempotent: on a machine that already has everything it only checks.
@@ -91,6 +93,10 @@ case "$cmd" in
         setup
         exec "$VENV/bin/volumesvc-aio" "$@"
         ;;
+    tempest)
+        setup
+        exec "$VENV/bin/python" -m volumesvc.aio.tempest "$@"
+        ;;
     test)
         setup
         cd "$ROOT"
@@ -106,7 +112,7 @@ case "$cmd" in
         exit $rc
         ;;
     *)
-        sed -n '2,9p' "$0" >&2
+        sed -n '2,11p' "$0" >&2
         exit 2
         ;;
 esac

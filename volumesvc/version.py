@@ -19,6 +19,14 @@ SERVICE_VERSION_HISTORY = (
     #    in-use extends with Cinder (spec 3, API 2.105); conductors forward
     #    the events to the instance's host.
     {"compute_rpc": "1.3", "conductor_rpc": "1.3"},
+    # 5: placeholder for the attachment-reconciliation branch (compute RPC
+    #    1.4); its merge fills this entry in.
+    {"compute_rpc": "1.4", "conductor_rpc": "1.4"},
+    # 6: stop/start, shelve/offload/unshelve (compute and conductor RPC 1.5).
+    {"compute_rpc": "1.5", "conductor_rpc": "1.5"},
+    # 7: os-assisted-volume-snapshots: conductor and compute
+    #    volume_snapshot_create / volume_snapshot_delete.
+    {"compute_rpc": "1.6", "conductor_rpc": "1.6"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
@@ -30,5 +38,8 @@ MIN_COMPUTE_VOLUME_TYPE = 2
 # (spec 3, microversion 2.105, served by os-server-external-events). It is
 # also the first compute version that takes external events at all.
 MIN_COMPUTE_EXTEND_COMPLETION = 4
+# Minimum compute service version that can stop/start/shelve/unshelve; the
+# conductor places an unshelved server on such a compute only.
+MIN_COMPUTE_LIFECYCLE = 6
 
 RELEASE = "0.1.0"

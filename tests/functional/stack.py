@@ -74,8 +74,12 @@ class Stack:
             cinder=self.cinder, glance=self.glance))
         self.client = self.app.test_client()
 
-    def add_compute(self, host, **overrides):
-        """Start a compute service on ``host`` (own conf copy: own host name)."""
+    def add_compute(self, host, overrides=None):
+        """Start a compute service on ``host`` (own conf copy: own host name).
+
+        ``overrides``: ``{(group, name): value}`` for this compute only, e.g.
+        ``{("virt", "disabled_capabilities"): ["supports_multiattach"]}``.
+        """
         conf = get_conf(default_config_files=[])
         for group in ("api", "compute", "libvirt", "virt", "upgrade_levels"):
             for name, _value in self.conf[group].items():
@@ -84,7 +88,7 @@ class Stack:
                      "executor_thread_pool_size", "rpc_response_timeout"):
             conf.set_override(name, self.conf[name])
         conf.set_override("host", host)
-        for (group, name), value in overrides.items():
+        for (group, name), value in (overrides or {}).items():
             conf.set_override(name, value, group=group)
         service = compute_cmd.build_service(conf, self.transport, cinder=self.cinder,
                                             notifier=self.notifier, glance=self.glance)
@@ -161,6 +165,20 @@ class Stack:
         self.conductor_api().build_instances(ctx, instance_uuids=[inst.uuid],
                                              request_spec={"needs": list(needs)})
         return inst.uuid
+
+    def boot_active(self, count=1, bdms=BLANK_ROOT):
+        """``count`` servers booted (rows made directly) and waited ACTIVE; their uuids."""
+        uuids = [self.boot(self.context(), bdms) for _ in range(count)]
+        for server_id in uuids:
+            self.wait_instance(server_id, "active")
+        return uuids
+
+    def attach_volume(self, server_id, volume_id, *, version="2.60", status=200,
+                      token="u1:p1", **fields):
+        """POST os-volume_attachments; returns the response body."""
+        return self.api("POST", f"/servers/{server_id}/os-volume_attachments",
+                        {"volumeAttachment": {"volumeId": volume_id, **fields}},
+                        version=version, token=token, status=status)[1]
 
     def conductor_api(self):
         return conductor_rpcapi.ConductorAPI(self.conf, self.transport)

@@ -23,6 +23,7 @@ from tests.integration.fixtures_openstack import (  # noqa: F401 - fixtures
     cinder_harness,
     glance_harness,
 )
+from volumesvc import binaries
 from volumesvc.aio import rabbit
 
 BIN = os.path.dirname(sys.executable)
@@ -110,7 +111,21 @@ class Deployment:
                                      log_path=str(self.tmp_path / f"{binary}.log"),
                                      env=self.env).start()
         self.children[binary] = child
+        if binary == binaries.API:
+            # NOTE: a test's first request may not race gunicorn's bind: on a
+            # loaded machine the compute reports 'up' before the API listens
+            # (seen as 'Connection refused' on the first boot in a CI run).
+            harness.wait_for(self._api_answers, 120, what="volumesvc-api listening",
+                             children=[child])
         return child
+
+    def _api_answers(self):
+        """True once the API answers HTTP at all (any status: it is serving)."""
+        try:
+            with urllib.request.urlopen(f"{self.api}/", timeout=10):
+                return True
+        except urllib.error.HTTPError:
+            return True
 
     def stop(self, binary, sig=15):
         child = self.children[binary]

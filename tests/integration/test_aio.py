@@ -23,7 +23,7 @@ def test_aio_ready_line_discovery_and_service_list():
     proc = subprocess.Popen(
         [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
          "--volume-port", str(volume_port), "--image-port", str(image_port),
-         "--host", "aio-it", "--no-install"],
+         "--host", "aio-it", "--no-install", "--auth", "noauth2"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines = []
     try:

@@ -161,3 +161,14 @@ def test_tasks_are_collected_with_their_intervals_from_config():
     assert tasks["_Manager.sweep"].interval == 0
     tasks["_Manager.reconcile"].func("ctx")
     assert manager.calls == ["ctx"]
+
+
+def test_the_conductor_offloads_shelved_servers_on_shelved_poll_interval():
+    from volumesvc.conductor.manager import ConductorManager
+    from volumesvc.conf import get_conf
+
+    conf = get_conf(default_config_files=[])
+    conf.set_override("shelved_poll_interval", 7)
+    manager = ConductorManager(conf, db=None, compute_rpcapi=None, cinder=None)
+    (task,) = [t for t in periodic.tasks_of(manager, conf) if "shelved" in t.name]
+    assert (task.interval, task.option) == (7.0, "[DEFAULT] shelved_poll_interval")

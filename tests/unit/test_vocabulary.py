@@ -32,10 +32,11 @@ ALLOWED: set[str] = set()
 
 BINARY_NAMES = frozenset({binaries.API, binaries.CONDUCTOR, binaries.COMPUTE})
 STATES = vm_states.ALL | task_states.ALL
-# State values that are also common words in other vocabularies.
+# State values that are also common words in other vocabularies ("deleting"
+# is also a Cinder volume/snapshot status, reported by assisted snapshots).
 AMBIGUOUS = frozenset({vm_states.ACTIVE, vm_states.ERROR, vm_states.DELETED,
                        vm_states.PAUSED, vm_states.SUSPENDED,
-                       task_states.BLOCK_DEVICE_MAPPING})
+                       task_states.BLOCK_DEVICE_MAPPING, task_states.DELETING})
 STATE_NAMES = ("vm_state", "task_state")
 STATE_KEYWORDS = frozenset({"vm_state", "task_state", "vm_states", "task_states", "expected",
                             "expected_task_state", "expected_vm_state"})

@@ -15,7 +15,8 @@ import flask
 import werkzeug.exceptions
 from oslo_middleware import http_proxy_to_wsgi, request_id
 
-from volumesvc.api import auth, errors, routes, validation, versioned
+from volumesvc import logsafe
+from volumesvc.api import auth, errors, jsonbody, routes, validation, versioned
 from volumesvc.api import deps as deps_mod
 from volumesvc.api import microversions as mv
 from volumesvc.api import policy as policy_mod
@@ -138,8 +139,12 @@ def _handle_error(exc):
             exc = errors.APIError(404, "The resource could not be found.",
                                   errors.ROUTE_NOT_FOUND)
     error = errors.to_api_error(exc)
+    # NOTE: the path is the client's (a decoded %0a would start a new line).
+    where = logsafe.escape(f"{flask.request.method} {path}")
     if error.status >= 500:
-        LOG.error("%s %s failed: %s", flask.request.method, path, error.message)
+        LOG.error("%s failed: %s", where, logsafe.escape(error.message))
+    else:
+        LOG.info("%s refused: %d %s", where, error.status, error.code)
     response = flask.jsonify(errors.fault_body(error.status, error.message))
     response.status_code = error.status
     response.headers[errors.ERROR_CODE_HEADER] = error.code
@@ -154,10 +159,11 @@ def _read_body(method):
     raw = flask.request.get_data(cache=True)
     if not raw:
         return None
-    body = flask.request.get_json(force=True, silent=True)
-    if body is None:
-        raise errors.APIError(400, "Malformed request body", errors.MALFORMED_JSON)
-    return body
+    try:
+        return jsonbody.parse(raw)
+    except jsonbody.BadBody as exc:
+        raise errors.APIError(400, f"Malformed request body: {exc}",
+                              errors.MALFORMED_JSON) from None
 
 
 def _context_or_401(handler):

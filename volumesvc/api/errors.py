@@ -55,8 +55,10 @@ FAULT_NAMES = {
     405: "badMethod",
     409: "conflictingRequest",
     413: "overLimit",
+    414: "overLimit",
     415: "badMediaType",
     429: "overLimit",
+    431: "overLimit",
     501: "notImplemented",
     503: "serviceUnavailable",
 }
@@ -81,6 +83,7 @@ DOMAIN_MAP = {
     exception.TaggedAttachmentNotSupported: (400, ATTACHMENT_INVALID),
     exception.MultiattachNotSupportedByVirtDriver: (400, ATTACHMENT_INVALID),
     exception.MultiattachNotSupportedOldMicroversion: (400, ATTACHMENT_INVALID),
+    exception.MultiattachNotSupportedByHost: (409, ATTACHMENT_CONFLICT),
     exception.InvalidDevicePath: (400, ATTACHMENT_INVALID),
     exception.MultiattachToShelvedNotSupported: (400, ATTACHMENT_INVALID),
     exception.VolumeTaggedAttachToShelvedNotSupported: (400, ATTACHMENT_INVALID),
@@ -103,6 +106,8 @@ _STATUS_CODES = {
     405: METHOD_NOT_ALLOWED,
     409: CONFLICT,
     413: TOO_LARGE,
+    414: TOO_LARGE,
+    431: TOO_LARGE,
     415: MEDIA_TYPE,
 }
 

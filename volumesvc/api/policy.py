@@ -42,7 +42,9 @@ def authorize(ctx, rule: str, target: dict | None = None):
     enforcer = current_app.extensions["volumesvc"].enforcer
     try:
         enforcer.authorize(rule, target, ctx, do_raise=True)
-    except oslo_policy.PolicyNotAuthorized as exc:
+    except (oslo_policy.PolicyNotAuthorized, oslo_policy.InvalidScope) as exc:
+        # NOTE: InvalidScope (a system- or domain-scoped token on a project
+        # API) is not a PolicyNotAuthorized; uncaught it was a 500.
         raise exception.Forbidden(
             f"Policy doesn't allow {rule} to be performed.") from exc
 

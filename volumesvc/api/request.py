@@ -43,8 +43,10 @@ class ApiRequest:
 def base_url(conf) -> str:
     """Scheme://host[:port][/script] the client used, or [api] compute_link_prefix.
 
-    http_proxy_to_wsgi has already rewritten the environ from X-Forwarded-*,
-    so ``request.url_root`` is what the client (or its proxy) sees.
+    With ``[oslo_middleware] enable_proxy_headers_parsing`` on (off by
+    default: clients could forge them), http_proxy_to_wsgi has already
+    rewritten the environ from X-Forwarded-*/Forwarded, so
+    ``request.url_root`` is what the client of the proxy sees.
     """
     root = request.url_root.rstrip("/")
     prefix = conf.api.compute_link_prefix

@@ -191,6 +191,34 @@ def missing_kinds(func, method: str):
 
 # --- small schema helpers ----------------------------------------------------
 
+# The largest value of the database's (signed 32-bit) integer columns; every
+# integer the API reads from a request is held to it (see bounded_int).
+MAX_INT = 2147483647
+
+
+def bounded_int(value, name: str, minimum: int = 0, maximum: int | None = MAX_INT,
+                code: str = errors.SCHEMA_INVALID) -> int:
+    """``value`` (an int or its string form) as an int in [minimum, maximum], else 400.
+
+    Schemas can bound JSON integers but not the integers spelled as
+    strings that Nova accepts, and ``int()`` of either may be larger than
+    any column (or, past 4300 digits, raise): every integer taken from a
+    request goes through here before it is compared, stored or sliced with.
+    ``maximum=None`` for a count that is only compared, never stored.
+    """
+    try:
+        number = int(value)
+        if isinstance(value, float) and number != value:
+            raise ValueError(value)
+    except (TypeError, ValueError, OverflowError):
+        raise errors.APIError(400, f"Invalid input for {name}: it must be an integer.",
+                              code) from None
+    if number < minimum or (maximum is not None and number > maximum):
+        raise errors.APIError(
+            400, f"Invalid input for {name}: it must be >= {minimum} and <= {maximum}.", code)
+    return number
+
+
 def multi_params(item_schema):
     """A query parameter that may repeat: its values form a list."""
     return {"type": "array", "items": item_schema}

@@ -7,6 +7,8 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from volumesvc import logsafe
+
 
 def use_native_threads():
     """Select oslo.service's threading backend before anything imports it.
@@ -64,5 +66,7 @@ def parse_config(argv=None, *, prog, cli_opts=(), default_config_files=None,
     conf(sys.argv[1:] if argv is None else argv, project="volumesvc", prog=prog,
          default_config_files=default_config_files)
     logging.setup(conf, "volumesvc")
+    # Conductor and compute log values that came from API requests too.
+    logsafe.install()
     limit_malloc_arenas(conf)
     return conf

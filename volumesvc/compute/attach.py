@@ -10,6 +10,7 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from volumesvc import exception
+from volumesvc.compute import connections
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import block_device as virt_bd
 
@@ -22,6 +23,28 @@ class VolumeAttacher:
         self.driver = driver
         self.conductor = conductor
         self.cinder = cinder
+
+    def _disconnect(self, context, instance_uuid, info):
+        return connections.disconnect(
+            context, cinder=self.cinder, conductor=self.conductor, driver=self.driver,
+            host=self.conf.host, instance_uuid=instance_uuid, connection_info=info)
+
+    def disconnect_all(self, context, instance_uuid, bdms):
+        """Host side of a deleted server's volumes (after its domain is gone).
+
+        A failure is logged, not raised: the server is being deleted and its
+        attachments are released regardless.
+        """
+        for bdm in boot_volumes.volume_bdms(bdms):
+            info = bdm.get("connection_info")
+            info = jsonutils.loads(info) if isinstance(info, str) else info
+            if not info:
+                continue
+            try:
+                self._disconnect(context, instance_uuid, info)
+            except Exception as exc:  # noqa: BLE001 - the delete goes on
+                LOG.warning("Could not disconnect volume %s of %s: %s",
+                            bdm.get("volume_id"), instance_uuid, exc)
 
     def reserve(self, context, instance, *, volume_id, device, disk_bus, device_type, tag,
                 multiattach, delete_on_termination):
@@ -53,7 +76,8 @@ class VolumeAttacher:
         ``multiattach`` is the volume's flag as the API read it; None means
         ask Cinder.
         """
-        attached = False
+        attached = connected = False
+        info = None
         try:
             connector = self.driver.get_volume_connector()
             info = self.cinder.attachment_update(context, bdm["attachment_id"], connector,
@@ -64,6 +88,8 @@ class VolumeAttacher:
             if multiattach:
                 info["multiattach"] = True
             self.driver.check_multiattach(info)
+            self.driver.connect_volume(info)
+            connected = True
             self.driver.attach_volume(info, driver_instance, bdm["device_name"],
                                       disk_bus=bdm.get("disk_bus"),
                                       device_type=bdm.get("device_type"))
@@ -72,16 +98,19 @@ class VolumeAttacher:
                                       values={"connection_info": jsonutils.dumps(info)})
             self.cinder.attachment_complete(context, bdm["attachment_id"])
         except Exception:
-            self._undo_attach(context, driver_instance, bdm, info if attached else None)
+            self._undo_attach(context, driver_instance, bdm, info, attached=attached,
+                              connected=connected)
             raise
 
-    def _undo_attach(self, context, driver_instance, bdm, info):
-        if info is not None:
-            try:
+    def _undo_attach(self, context, driver_instance, bdm, info, *, attached, connected):
+        try:
+            if attached:
                 self.driver.detach_volume(info, driver_instance, bdm["device_name"])
-            except Exception as exc:  # noqa: BLE001 - release Cinder and the BDM anyway
-                LOG.warning("Could not detach %s after a failed attach: %s",
-                            bdm["volume_id"], exc)
+            if connected:
+                self._disconnect(context, driver_instance["uuid"], info)
+        except Exception as exc:  # noqa: BLE001 - release Cinder and the BDM anyway
+            LOG.warning("Could not detach %s after a failed attach: %s",
+                        bdm["volume_id"], exc)
         try:
             self.cinder.attachment_delete(context.elevated(), bdm["attachment_id"])
         except Exception as exc:  # noqa: BLE001
@@ -94,6 +123,9 @@ class VolumeAttacher:
     def detach(self, context, driver_instance, bdm, attachment_id):
         """Detach from the domain, delete the attachment, forget the BDM.
 
+        Only this server's attachment (``attachment_id``) goes; the host
+        connection stays while another server here uses a multiattach volume.
+
         A failure before Cinder was told leaves the volume attached
         (``roll_detaching`` undoes the API's ``os-begin_detaching``).
         """
@@ -102,6 +134,7 @@ class VolumeAttacher:
         try:
             if info:
                 self.driver.detach_volume(info, driver_instance, bdm.get("device_name"))
+                self._disconnect(context, driver_instance["uuid"], info)
         except Exception:
             try:
                 self.cinder.roll_detaching(context, bdm["volume_id"])

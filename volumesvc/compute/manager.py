@@ -14,7 +14,8 @@ from oslo_utils import timeutils
 from volumesvc import exception
 from volumesvc.compute import attach as attach_mod
 from volumesvc.compute import events as events_mod
-from volumesvc.compute import rpcapi, task_states, vm_states
+from volumesvc.compute import lifecycle as lifecycle_mod
+from volumesvc.compute import rpcapi, snapshots, task_states, vm_states
 from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
@@ -23,11 +24,7 @@ from volumesvc.volume import cleanup
 LOG = logging.getLogger(__name__)
 
 
-def _driver_instance(instance):
-    """The small dict the virt driver needs, from the instance record."""
-    flavor = instance.get("flavor") or {}
-    return {"uuid": instance["uuid"], "instance_name": instance.get("instance_name"),
-            "memory_mb": flavor.get("memory_mb") or 64, "vcpus": flavor.get("vcpus") or 1}
+_driver_instance = compute_utils.driver_instance
 
 
 class ComputeManager:
@@ -46,6 +43,10 @@ class ComputeManager:
         self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder)
         self.events = events_mod.ExternalEvents(conf, driver, conductor, cinder,
                                                 self.reporter)
+        self.lifecycle = lifecycle_mod.Lifecycle(conf, driver=driver, conductor=conductor,
+                                                 cinder=cinder, reporter=self.reporter,
+                                                 glance=glance)
+        self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
 
     # -- process lifecycle ---------------------------------------------------
 
@@ -71,10 +72,8 @@ class ComputeManager:
         return lockutils.lock(f"instance-{instance_uuid}")
 
     def _update(self, context, instance_uuid, values, expected=None):
-        kwargs = {"expected_task_state": expected, "check_task_state": True} \
-            if expected is not None else {}
-        return self.conductor.instance_update(
-            context, instance_uuid=instance_uuid, values=values, **kwargs)
+        return compute_utils.update_instance(self.conductor, context, instance_uuid, values,
+                                             expected)
 
     # -- build -----------------------------------------------------------------
 
@@ -142,6 +141,7 @@ class ComputeManager:
                 with self.reporter.event(context, uuid, "compute_terminate_instance"):
                     self.driver.destroy(_driver_instance(instance),
                                         boot_volumes.block_device_info(bdms))
+                    self.attacher.disconnect_all(context, uuid, bdms)
                     cleanup.release_volumes(self.cinder, context.elevated(), bdms,
                                             timeout=self._conf.compute.volume_wait_timeout)
                     boot_volumes.remove_instance_dir(self._conf, uuid)
@@ -181,6 +181,28 @@ class ComputeManager:
                 LOG.exception("Reboot of instance %s failed", uuid)
                 self.reporter.fault(context, uuid, exc)
                 self._update(context, uuid, {"vm_state": vm_states.ERROR, "task_state": None})
+
+    # -- stop/start, shelve/offload/unshelve (1.5; compute/lifecycle.py) ---------
+
+    def stop_instance(self, context, *, instance):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.stop(context, instance)
+
+    def start_instance(self, context, *, instance):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.start(context, instance)
+
+    def shelve_instance(self, context, *, instance, offload):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.shelve(context, instance, offload=offload)
+
+    def shelve_offload_instance(self, context, *, instance):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.offload(context, instance)
+
+    def unshelve_instance(self, context, *, instance, bdms):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.unshelve(context, instance, bdms)
 
     # -- volume attachments ------------------------------------------------------
 
@@ -236,3 +258,15 @@ class ComputeManager:
         """Events the API accepted for this instance (see ``compute/events.py``)."""
         with self._lock(instance["uuid"]):
             self.events.handle(context, instance, _driver_instance(instance), events)
+
+    # -- assisted volume snapshots (1.6) ------------------------------------------
+
+    def volume_snapshot_create(self, context, *, instance, volume_id, create_info):
+        with self._lock(instance["uuid"]):
+            self.snapshots.create(context, _driver_instance(instance), volume_id, create_info)
+
+    def volume_snapshot_delete(self, context, *, instance, volume_id, snapshot_id,
+                               delete_info):
+        with self._lock(instance["uuid"]):
+            self.snapshots.delete(context, _driver_instance(instance), volume_id,
+                                  snapshot_id, delete_info)

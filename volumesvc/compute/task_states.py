@@ -30,6 +30,15 @@ REBOOTING_HARD = "rebooting_hard"
 REBOOT_PENDING_HARD = "reboot_pending_hard"
 REBOOT_STARTED_HARD = "reboot_started_hard"
 
+# stop/start (os-stop, os-start)
+POWERING_OFF = "powering-off"
+POWERING_ON = "powering-on"
+
+# shelve, shelveOffload, unshelve (volume-backed servers: no image upload)
+SHELVING = "shelving"
+SHELVING_OFFLOADING = "shelving_offloading"
+UNSHELVING = "unshelving"
+
 # power actions a hard reboot may interrupt (Nova's ALLOW_REBOOT).
 PAUSING = "pausing"
 UNPAUSING = "unpausing"
@@ -51,6 +60,7 @@ UPDATING_PASSWORD = "updating_password"
 
 ALL = frozenset({
     SCHEDULING, BLOCK_DEVICE_MAPPING, SPAWNING, DELETING, IMAGE_SNAPSHOT,
+    POWERING_OFF, POWERING_ON, SHELVING, SHELVING_OFFLOADING, UNSHELVING,
     REBOOTING, REBOOT_PENDING, REBOOT_STARTED, REBOOTING_HARD, REBOOT_PENDING_HARD,
     REBOOT_STARTED_HARD, PAUSING, UNPAUSING, SUSPENDING, RESUMING, REBUILDING,
     REBUILD_BLOCK_DEVICE_MAPPING, REBUILD_SPAWNING, RESIZE_PREP, RESIZE_MIGRATING,

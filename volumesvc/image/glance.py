@@ -177,13 +177,21 @@ class GlanceAPI(keystone.SessionFromConf):
                 raise exception.Invalid(reason=f"{key} is an image attribute, not a property")
             body[key] = _property_value(value)
         image = self._request(context, "POST", "/images", json=body).json()
-        if data is not None:
-            self.upload(context, image["id"], data)
-        elif size == 0:
-            self.upload(context, image["id"], b"")
-        else:
+        if data is None and size != 0:
             return to_image(image)
+        try:
+            self.upload(context, image["id"], b"" if data is None else data)
+        except Exception:
+            # NOTE: a record whose upload failed stays queued for ever.
+            self._delete_quietly(context, image["id"])
+            raise
         return self.get(context, image["id"])
+
+    def _delete_quietly(self, context, image_id) -> None:
+        try:
+            self.delete(context, image_id)
+        except Exception:  # noqa: BLE001 - the original failure is what matters
+            LOG.exception("Could not delete image %s after its upload failed", image_id)
 
     def upload(self, context, image_id, data) -> None:
         """PUT the image data (bytes or a file object); 204 from Glance."""

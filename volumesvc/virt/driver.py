@@ -56,6 +56,10 @@ class ComputeDriver:
         for name in conf.virt.disabled_capabilities:
             caps[name] = False
         self.capabilities = caps
+        #: driver_volume_type -> host connector (os-brick's connect_volume /
+        #: disconnect_volume interface). A type without one (``local``: a file
+        #: the hypervisor opens itself) has no host-side connection.
+        self.volume_connectors = {}
 
     # -- host -------------------------------------------------------------
     def init_host(self, host):
@@ -85,6 +89,14 @@ class ComputeDriver:
     def reboot(self, instance, block_device_info, reboot_type=REBOOT_SOFT):
         raise NotImplementedError()
 
+    def power_off(self, instance):
+        """Stop the guest; its definition (and so its disks) stays for attach/start."""
+        raise NotImplementedError()
+
+    def power_on(self, instance, block_device_info):
+        """Start the guest with exactly the disks of ``block_device_info``."""
+        raise NotImplementedError()
+
     # -- volumes ----------------------------------------------------------
     def get_device_name_for_instance(self, instance, used_names, bus):
         """The device name a volume being attached gets on ``bus``.
@@ -110,6 +122,31 @@ class ComputeDriver:
     def get_domain_xml(self, instance):
         """The live guest definition, for diagnostics and tests ('' if none)."""
         return ""
+
+    def volume_snapshot_create(self, instance, volume_id, create_info):
+        """Switch the volume's disk to Cinder's new overlay; return the new file path."""
+        raise exception.AssistedSnapshotNotSupported()
+
+    def volume_snapshot_delete(self, instance, volume_id, delete_info):
+        """Merge a snapshot file out of the disk's chain; return the active file path."""
+        raise exception.AssistedSnapshotNotSupported()
+
+    # -- host side of a volume connection -------------------------------------
+    def connect_volume(self, connection_info):
+        """Make the volume reachable on this host before a domain uses it.
+
+        Connecting again for a second server is harmless (os-brick's
+        connectors are idempotent), so every attach connects.
+        """
+        connector = self.volume_connectors.get(connection_info.get("driver_volume_type"))
+        if connector is not None:
+            connector.connect_volume(connection_info.get("data") or {})
+
+    def disconnect_volume(self, connection_info):
+        """Drop the host-side connection; the caller decides it is the last user."""
+        connector = self.volume_connectors.get(connection_info.get("driver_volume_type"))
+        if connector is not None:
+            connector.disconnect_volume(connection_info.get("data") or {}, None)
 
     # -- shared checks ------------------------------------------------------
     def check_multiattach(self, connection_info):

@@ -104,6 +104,26 @@ class RecordingConductor:
         self.casts.append(("reboot_instance", {"instance_uuid": instance_uuid,
                                                "reboot_type": reboot_type}))
 
+    def can_lifecycle(self):
+        return True
+
+    def stop_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("stop_instance", {"instance_uuid": instance_uuid}))
+
+    def start_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("start_instance", {"instance_uuid": instance_uuid}))
+
+    def shelve_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("shelve_instance", {"instance_uuid": instance_uuid}))
+
+    def shelve_offload_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("shelve_offload_instance", {"instance_uuid": instance_uuid}))
+
+    def unshelve_instance(self, ctxt, *, instance_uuid, availability_zone=None, host=None):
+        self.casts.append(("unshelve_instance", {"instance_uuid": instance_uuid,
+                                                 "availability_zone": availability_zone,
+                                                 "host": host}))
+
 
 class World:
     """No rows and no doubles: the plain app."""
@@ -391,6 +411,15 @@ class AttachConductor:
     def can_attach(self):
         return self._rpcapi.can_attach()
 
+    def can_send_version(self, version):
+        return self._rpcapi.can_send_version(version)
+
+    def volume_snapshot_create(self, ctxt, **kwargs):
+        self.calls.append(("volume_snapshot_create", kwargs))
+
+    def volume_snapshot_delete(self, ctxt, **kwargs):
+        self.calls.append(("volume_snapshot_delete", kwargs))
+
     def attach_volume(self, ctxt, *, instance_uuid, volume_id, device=None, disk_bus=None,
                       device_type=None, tag=None, delete_on_termination=False,
                       multiattach=None, wait=False):
@@ -425,6 +454,9 @@ class AttachConductor:
                                                  attachment_id=attachment_id)))
 
 
+NO_MULTIATTACH_HOST = "nomulti-compute"
+
+
 class VolumeAttachmentsWorld(World):
     """The volume attachment journeys (gabbits/volume-attachments-*.yaml).
 
@@ -457,6 +489,8 @@ class VolumeAttachmentsWorld(World):
         "HOST_DOWN": (12, "active", None, {"host": HOST_DOWN, "node": HOST_DOWN}),
         "NOT_LAUNCHED": (13, "active", None, {"launched_at": None}),
         "SECOND": (14, "active", None, {}),
+        "NO_MULTIATTACH_HOST": (15, "active", None, {"host": NO_MULTIATTACH_HOST,
+                                                     "node": NO_MULTIATTACH_HOST}),
     }
     SERVER = {name: _attach_server_uuid(n) for name, (n, *_rest) in SERVERS.items()}
     # Volumes: (n, multiattach, attached to [(server name, device, tag, boot_index,
@@ -532,6 +566,12 @@ class VolumeAttachmentsWorld(World):
     @classmethod
     def seed(cls, db, ctx):
         _compute_services(db, ctx, down=(cls.HOST_DOWN,))
+        # An up compute whose driver cannot share disks (api-contract §3.5).
+        service_obj.heartbeat(db, ctx, host=NO_MULTIATTACH_HOST, binary="volumesvc-compute",
+                              topic="compute", version=1,
+                              capabilities={"supports_multiattach": False,
+                                            "supports_extend_volume": True,
+                                            "supports_tagged_attach_volume": True})
         _servers(db, ctx, cls.SERVERS, cls.server_uuid, project=cls.PROJECT, user="alice")
         # A local disk: never listed as an attachment.
         bdm_obj.create(db, ctx, {"instance_uuid": cls.SERVER["ACTIVE"],

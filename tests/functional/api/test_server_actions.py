@@ -47,6 +47,17 @@ def _set_state(deps, name, vm_state, task_state):
                                                   "task_state": task_state})
 
 
+def race_task_state(monkeypatch, task_state="deleting"):
+    """Another request sets ``task_state`` just before each instance save."""
+    real_save = instance_obj.save
+
+    def racing_save(db, ctx, uuid, values, expected_task_state=instance_obj.UNSET):
+        real_save(db, ctx, uuid, {"task_state": task_state})
+        return real_save(db, ctx, uuid, values, expected_task_state=expected_task_state)
+
+    monkeypatch.setattr(instance_obj, "save", racing_save)
+
+
 def _allowed(gate, vm_state, task_state):
     return vm_state in gate.vm_states and task_state in gate.task_states
 
@@ -130,13 +141,7 @@ def test_reboot_404s(env):
 def test_concurrent_reboot_loses_the_compare_and_swap(env, monkeypatch):
     """Another request sets task_state between our check and our write: 409."""
     client, deps = env
-    real_save = instance_obj.save
-
-    def racing_save(db, ctx, uuid, values, expected_task_state=instance_obj.UNSET):
-        real_save(db, ctx, uuid, {"task_state": "deleting"})
-        return real_save(db, ctx, uuid, values, expected_task_state=expected_task_state)
-
-    monkeypatch.setattr(instance_obj, "save", racing_save)
+    race_task_state(monkeypatch)
     response = _post(client, "ACTIVE", {"reboot": {"type": "SOFT"}})
     assert response.status_code == 409
     assert response.json["conflictingRequest"]["message"].endswith("task_state deleting")
@@ -150,7 +155,7 @@ def test_concurrent_reboot_loses_the_compare_and_swap(env, monkeypatch):
     ({"reboot": {"type": "SOFT"}, "createImage": {"name": "x"}}, None),
     ({}, None),
     ({"os-reboot": {"type": "SOFT"}}, "There is no such action: os-reboot"),
-    ({"os-stop": None}, "The 'os-stop' server action is not supported by this service."),
+    ({"pause": None}, "The 'pause' server action is not supported by this service."),
     ({"resize": {"flavorRef": "1"}},
      "The 'resize' server action is not supported by this service."),
 ], ids=lambda value: None if isinstance(value, dict) else "msg")

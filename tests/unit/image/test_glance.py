@@ -86,6 +86,17 @@ def test_create_sends_owner_and_string_properties_then_uploads_empty(api, sessio
     assert upload.kwargs["data"] == b""
 
 
+@pytest.mark.parametrize("delete_status", [204, 500])
+def test_a_record_whose_upload_failed_is_deleted(api, session, ctx, delete_status):
+    session.request.side_effect = [_Response(201, _flat("queued")),
+                                   _Response(500, {"message": "disk full"}),
+                                   _Response(delete_status)]
+    with pytest.raises(exception.GlanceAPIError):
+        api.create(ctx, name="snap", owner="p1")
+    _create, _upload, delete = session.request.call_args_list
+    assert delete.args == (f"/v2/images/{IMG}", "DELETE")
+
+
 def test_create_refuses_core_attribute_as_property(api, ctx):
     with pytest.raises(exception.Invalid):
         api.create(ctx, name="x", owner="p", properties={"size": 3})

@@ -66,6 +66,41 @@ def test_non_multiattach_in_use_refused(fake, ctx):
         fake.attachment_create(ctx, vid, "s2")
 
 
+def test_a_second_attachment_for_the_same_server_is_allowed(fake, ctx):
+    """As Cinder 29's _attachment_reserve (shelve-offload relies on it)."""
+    vid = fake.create(ctx, 1, "v", "d")["id"]
+    first = _attach(fake, ctx, vid, "s1")
+    second = fake.attachment_create(ctx, vid, "s1")
+    assert fake.get(ctx, vid)["status"] == "in-use"   # left alone
+    fake.attachment_delete(ctx, first)
+    assert fake.get(ctx, vid)["status"] == "reserved"
+    # ... and again while reserved; another server is still refused.
+    third = fake.attachment_create(ctx, vid, "s1")
+    with pytest.raises(exception.Invalid, match="current status is reserved"):
+        fake.attachment_create(ctx, vid, "s2")
+    fake.attachment_delete(ctx, second["id"])
+    fake.attachment_delete(ctx, third["id"])
+    assert fake.get(ctx, vid)["status"] == "available"
+
+
+def test_no_new_reservation_while_attaching_even_for_the_same_server(fake, ctx):
+    vid = fake.create(ctx, 1, "v", "d")["id"]
+    att = fake.attachment_create(ctx, vid, "s1")
+    fake.attachment_update(ctx, att["id"], CONNECTOR)
+    with pytest.raises(exception.Invalid, match="current status is attaching"):
+        fake.attachment_create(ctx, vid, "s1")
+
+
+def test_complete_without_a_connector(fake, ctx):
+    """Cinder 29 completes a connector-less attachment (attach to an offloaded server)."""
+    vid = fake.create(ctx, 1, "v", "d")["id"]
+    att = fake.attachment_create(ctx, vid, "s1")
+    fake.attachment_complete(ctx, att["id"])
+    vol = fake.get(ctx, vid)
+    assert (vol["status"], vol["attach_status"]) == ("in-use", "attached")
+    assert fake.attachment_get(ctx, att["id"])["connection_info"] == {}
+
+
 def test_second_reservation_while_reserved_is_refused(fake, ctx):
     fake.create_volume_type("multi", {"multiattach": "<is> True"})
     vid = fake.create(ctx, 1, "v", "d", volume_type="multi")["id"]

@@ -19,8 +19,6 @@ from volumesvc.api.schemas import flavors as schema
 from volumesvc.api.views import flavors as views
 from volumesvc.objects import flavor as flavor_obj
 
-_MAX_INT = 2147483647
-
 
 def _can(req, rule) -> bool:
     """A policy check that only decides what to show (never a 403)."""
@@ -44,8 +42,9 @@ def _int_filter(req, key):
     if value is None:
         return None
     try:
-        return int(value)
-    except ValueError:
+        # NOTE: bounded to the column, or the database overflows (500).
+        return validation.bounded_int(value, key, 0, validation.MAX_INT)
+    except errors.APIError:
         raise errors.APIError(400, f"Invalid {key} filter [{value}]",
                               errors.QUERY_INVALID) from None
 
@@ -93,7 +92,8 @@ def _page(req):
             raise errors.APIError(400, f"marker [{marker}] not found", errors.QUERY_INVALID)
         flavors = flavors[ids.index(marker) + 1:]
     max_limit = req.conf.api.max_limit
-    limit = min(int(req.last("limit", max_limit)), max_limit)
+    limit = min(validation.bounded_int(req.last("limit", max_limit), "limit",
+                                       code=errors.QUERY_INVALID), max_limit)
     return flavors[:limit], limit
 
 
@@ -182,35 +182,44 @@ def show_flavor_extra_spec(req, flavor_id, key):
 
 
 def _int_value(body, key, name, minimum, default=None):
-    value = body.get(key, default)
-    try:
-        value = int(value)
-    except (TypeError, ValueError):
-        raise errors.APIError(400, f"Invalid input received: {name} must be an integer.",
-                              errors.SCHEMA_INVALID) from None
-    if not minimum <= value <= _MAX_INT:
-        raise errors.APIError(
-            400, f"Invalid input received: {name} must be >= {minimum} and <= {_MAX_INT}.",
-            errors.SCHEMA_INVALID)
+    return validation.bounded_int(body.get(key, default), name, minimum)
+
+
+def _flavorid(body) -> str:
+    """The id as stored: a JSON number becomes its string form (as in Nova)."""
+    flavorid = body.get("id")
+    if flavorid is None:
+        return str(uuid.uuid4())
+    if not isinstance(flavorid, str):
+        # NOTE: never through float(): an integer of 400 digits overflows it.
+        if isinstance(flavorid, float) and flavorid.is_integer():
+            flavorid = int(flavorid)
+        flavorid = str(flavorid)
+        if len(flavorid) > 255:
+            raise errors.APIError(400, "Invalid input for field/attribute id: it must be "
+                                  "at most 255 characters.", errors.SCHEMA_INVALID)
+    return flavorid
+
+
+def _rxtx_factor(body) -> float:
+    """A finite positive float: ``"9"*400`` would otherwise be stored as infinity."""
+    value = float(body.get("rxtx_factor", 1.0))
+    if not 0 < value <= schema.MAX_RXTX_FACTOR:
+        raise errors.APIError(400, "Invalid input for field/attribute rxtx_factor: it must be "
+                              f"> 0 and <= {schema.MAX_RXTX_FACTOR}.", errors.SCHEMA_INVALID)
     return value
 
 
 def _create_values(body) -> dict:
-    flavorid = body.get("id")
-    if flavorid is None:
-        flavorid = str(uuid.uuid4())
-    elif not isinstance(flavorid, str):
-        # NOTE: Nova accepts a JSON number and stores its string form.
-        flavorid = str(int(flavorid)) if float(flavorid).is_integer() else str(flavorid)
     return {
-        "flavorid": flavorid,
+        "flavorid": _flavorid(body),
         "name": body["name"],
         "memory_mb": _int_value(body, "ram", "ram", 1),
         "vcpus": _int_value(body, "vcpus", "vcpus", 1),
         "root_gb": _int_value(body, "disk", "disk", 0),
         "ephemeral_gb": _int_value(body, "OS-FLV-EXT-DATA:ephemeral", "ephemeral", 0, 0),
         "swap": _int_value(body, "swap", "swap", 0, 0),
-        "rxtx_factor": float(body.get("rxtx_factor", 1.0)),
+        "rxtx_factor": _rxtx_factor(body),
         "is_public": strutils.bool_from_string(
             body.get("os-flavor-access:is_public", True), strict=True),
         "description": body.get("description"),

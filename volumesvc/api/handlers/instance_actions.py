@@ -39,7 +39,8 @@ def _since(req, key):
         return None
     try:
         return timeutils.normalize_time(timeutils.parse_isotime(value))
-    except ValueError:
+    except (ValueError, OverflowError):
+        # OverflowError: 0001-01-01T00:00:00+01:00 is before datetime.min in UTC.
         # NOTE: jsonschema checks "date-time" only when rfc3339-validator
         # is installed, so the parse is the check that always runs.
         raise errors.APIError(400, f"Invalid input for query parameters {key}. Value: "
@@ -65,7 +66,8 @@ def _paginate(req, actions):
     if before:
         actions = [a for a in actions if views.updated_at(a) <= before]
     max_limit = req.conf.api.max_limit
-    limit = min(int(req.last("limit", max_limit)), max_limit)
+    limit = min(validation.bounded_int(req.last("limit", max_limit), "limit",
+                                       code=errors.QUERY_INVALID), max_limit)
     return actions[:limit], limit
 
 

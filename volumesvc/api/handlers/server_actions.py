@@ -1,7 +1,9 @@
 """POST /servers/{id}/action: the single top-level key names the action.
 
-Served: ``reboot`` (SOFT/HARD, api-contract §6 and the §2 gates) and
-``createImage`` of a volume-backed server (§6, spec 5). Any other key is a
+Served: ``reboot`` (SOFT/HARD, api-contract §6 and the §2 gates),
+``createImage`` of a volume-backed server (§6, spec 5), and the lifecycle
+actions ``os-stop``, ``os-start``, ``shelve``, ``shelveOffload`` and
+``unshelve`` (``server_lifecycle.py``). Any other key is a
 400: Nova's ``There is no such action`` for unknown keys, and a message
 naming the action for Nova actions volumesvc does not serve.
 """
@@ -12,6 +14,7 @@ from oslo_log import log as logging
 from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
+from volumesvc.api.handlers import server_lifecycle
 from volumesvc.api.logic import snapshot, states
 from volumesvc.api.policies import server_actions as policies
 from volumesvc.api.policy import authorize
@@ -28,9 +31,9 @@ LOG = logging.getLogger(__name__)
 # Server actions Nova has and volumesvc does not serve (a clear 400, not
 # "no such action", so a client knows the name is right).
 NOVA_ONLY_ACTIONS = frozenset({
-    "os-start", "os-stop", "resize", "confirmResize", "revertResize", "rebuild",
+    "resize", "confirmResize", "revertResize", "rebuild",
     "changePassword", "createBackup", "os-migrateLive", "migrate", "evacuate", "pause",
-    "unpause", "suspend", "resume", "lock", "unlock", "shelve", "shelveOffload", "unshelve",
+    "unpause", "suspend", "resume", "lock", "unlock",
     "rescue", "unrescue", "os-resetState", "injectNetworkInfo", "resetNetwork",
     "addSecurityGroup", "removeSecurityGroup", "addFixedIp", "removeFixedIp",
     "addFloatingIp", "removeFloatingIp", "os-getConsoleOutput", "os-getVNCConsole",
@@ -86,6 +89,7 @@ def _create_image(req, server_id, body):
     if len(metadata) > MAX_IMAGE_METADATA_ITEMS:
         raise exception.OverQuota("Quota exceeded for metadata: image metadata items "
                                   f"limit is {MAX_IMAGE_METADATA_ITEMS}")
+    snapshot.check_metadata(metadata)
     bdms = bdm_obj.list_by_instance(deps.db, ctx, instance.uuid)
     if not snapshot.is_volume_backed(instance, bdms):
         raise errors.APIError(
@@ -108,10 +112,13 @@ def _create_image(req, server_id, body):
     return None, 202
 
 
-_ACTIONS = {"reboot": _reboot, "createImage": _create_image}
+_ACTIONS = {"reboot": _reboot, "createImage": _create_image, **server_lifecycle.ACTIONS}
 
 
-@validation.schema(schema.server_action_v2_1)
+@validation.windows(validation.schema, [
+    (mv.V2_1_BASE, schema.server_action_v2_1),
+    (mv.V2_77_UNSHELVE_AZ, schema.server_action_v2_77),
+    (mv.V2_91_UNSHELVE_HOST, schema.server_action_v2_91)])
 @validation.response_body_schema(schema.server_action_response_v2_1, mv.V2_1_BASE,
                                  mv.before(mv.V2_45_IMAGE_ID_BODY))
 @validation.response_body_schema(schema.server_action_response_v2_45, mv.V2_45_IMAGE_ID_BODY)

@@ -6,6 +6,7 @@ Boot validation lives in ``logic/bdm.py`` and row creation in
 project scoping, and ties those together.
 """
 
+import ipaddress
 import secrets
 
 import flask
@@ -52,10 +53,8 @@ def _allowed(req, rule) -> bool:
 # --- boot -------------------------------------------------------------------------------
 
 def _count(server, key, default):
-    value = int(server.get(key, default))
-    if value < 1:
-        raise errors.APIError(400, f"{key} must be >= 1", errors.SCHEMA_INVALID)
-    return value
+    # NOTE: compared with max_servers_per_request (403), never stored.
+    return validation.bounded_int(server.get(key, default), key, 1, None)
 
 
 def _check_networks(server):
@@ -102,6 +101,15 @@ def _image(req, image_ref):
     return image
 
 
+def _canonical_ipv6(address):
+    """The compressed form, as Nova stores it (``0:…:babe:220.12.22.2`` → ``::babe:dc0c:1602``).
+
+    The schema has already checked it is an IPv6 address; the long forms it
+    accepts need up to 45 characters and the column holds 39.
+    """
+    return ipaddress.IPv6Address(address).compressed if address else address
+
+
 def _build_request(req, server, flavor, image, validated, max_count):
     hostname = server.get("hostname")
     if hostname and max_count > 1:
@@ -118,7 +126,8 @@ def _build_request(req, server, flavor, image, validated, max_count):
         user_data=server.get("user_data"),
         config_drive="True" if config_drive is not None and strutils.bool_from_string(
             config_drive) else None,
-        access_ip_v4=server.get("accessIPv4"), access_ip_v6=server.get("accessIPv6"),
+        access_ip_v4=server.get("accessIPv4"),
+        access_ip_v6=_canonical_ipv6(server.get("accessIPv6")),
         tags=server.get("tags", []), hostname=hostname, multiattach=validated.multiattach)
 
 
@@ -226,7 +235,8 @@ def _limit(req):
     max_limit = req.conf.api.max_limit
     if "limit" not in req.query:
         return max_limit
-    return min(int(req.last("limit")), max_limit)
+    return min(validation.bounded_int(req.last("limit"), "limit", code=errors.QUERY_INVALID),
+               max_limit)
 
 
 def _list(req, all_tenants_rule):

@@ -2,8 +2,9 @@
 
 ``GET /`` lists v2.0 and v2.1; ``GET /v2[/]`` and ``GET /v2.1[/]`` show one;
 any other root path answers 300 with the choices (built by :func:`choices`,
-called from the app's 404 handling). hrefs are absolute and honour
-X-Forwarded-* because tempest follows each self link and compares.
+called from the app's 404 handling). hrefs are absolute (tempest follows
+each self link and compares); X-Forwarded-* shapes them only with
+``[oslo_middleware] enable_proxy_headers_parsing`` on.
 """
 
 from volumesvc.api import microversions as mv

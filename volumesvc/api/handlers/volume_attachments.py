@@ -14,12 +14,13 @@ from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import attach as logic
-from volumesvc.api.logic import states
+from volumesvc.api.logic import ownership, states
 from volumesvc.api.policies import volume_attachments as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import volume_attachments as schema
 from volumesvc.api.views import volume_attachments as views
+from volumesvc.compute import vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
 
@@ -32,11 +33,17 @@ def _authorize(req, rule, instance):
                                   "user_id": instance.user_id})
 
 
-def _volume(req, volume_id):
-    """Cinder's view of the volume; VolumeNotFound (404) when it has none."""
+def _volume(req, volume_id, *, owned=True):
+    """Cinder's view of the volume; VolumeNotFound (404) when it has none.
+
+    ``owned``: another project's volume is as unknown as a missing one
+    (logic/ownership.py). Detach passes False: what a server holds it may
+    always let go of, whoever owns it.
+    """
     if not uuidutils.is_uuid_like(volume_id):
         raise exception.VolumeNotFound(volume_id=volume_id)
-    return req.deps.cinder.get(req.context, volume_id)
+    volume = req.deps.cinder.get(req.context, volume_id)
+    return ownership.check_volume(req.context, volume) if owned else volume
 
 
 def _visible(req, bdm) -> bool:
@@ -66,7 +73,9 @@ def _response(envelope, view=views.READ, last=None):
 
 def _int_param(req, key, default):
     value = req.last(key)
-    return int(value) if value is not None else default
+    if value is None:
+        return default
+    return validation.bounded_int(value, key, code=errors.QUERY_INVALID)
 
 
 # --- list / show ---------------------------------------------------------------------------
@@ -115,8 +124,9 @@ def show_volume_attachment(req, server_id, volume_id):
 def create_volume_attachment(req, server_id):
     """POST → 200 with the attachment below 2.101; 202 with no body from 2.101.
 
-    404 server/volume; 409 lock/state; 400 device, already attached,
-    multiattach below 2.60; 503 when the conductor cannot take the request.
+    404 server/volume; 409 lock/state, multiattach volume on a host without
+    the capability; 400 device, already attached, multiattach below 2.60;
+    503 when the conductor cannot take the request.
     Below 2.101 the conductor's own refusals (400/403/409) come back too.
     """
     ctx, deps = req.context, req.deps
@@ -132,6 +142,7 @@ def create_volume_attachment(req, server_id):
     logic.check_attach(ctx, version=req.version, instance=instance, volume=volume,
                        volume_bdms=bdm_obj.list_by_volume(deps.db, ctx, volume_id),
                        device=device, tag=tag)
+    logic.check_host_capabilities(deps.db, ctx, instance, volume)
     # NOTE: the multiattach flag travels with the request so neither the
     # conductor nor the compute has to ask Cinder about the volume again.
     kwargs = dict(instance_uuid=instance.uuid, volume_id=volume_id, device=device, tag=tag,
@@ -157,7 +168,7 @@ def _rw_attachments(req, volume) -> int:
 
 def _swap(req, instance, old_volume_id, attachment):
     ctx = req.context
-    old_volume = _volume(req, old_volume_id)
+    old_volume = _volume(req, old_volume_id, owned=False)
     try:
         _volume(req, attachment["volumeId"])
     except exception.VolumeNotFound as exc:
@@ -208,20 +219,25 @@ def delete_volume_attachment(req, server_id, volume_id):
 
     Checks in order: server 404, policy, shelved below 2.20 409, volume 404,
     attachment 404, root disk 400, lock/state 409, compute host down 409,
-    Cinder ``os-begin_detaching`` 400; then the ``detach_volume`` action and
-    the conductor cast.
+    Cinder ``os-begin_detaching`` 400 (not for a shelved-offloaded server);
+    then the ``detach_volume`` action and the conductor cast.
     """
     ctx, deps = req.context, req.deps
     instance = get_instance(req, server_id)
     _authorize(req, policies.DELETE, instance)
     logic.check_shelved(req.version, instance, states.DETACH.action)
-    volume = _volume(req, volume_id)
+    volume = _volume(req, volume_id, owned=False)
     bdm = _bdm_of(req, instance, volume_id)
     logic.check_root(bdm)
     states.check_gate(ctx, instance, states.DETACH,
                       vm_states=logic.gate_vm_states(req.version, states.DETACH))
     logic.check_host_up(req.conf, deps.db, ctx, instance)
-    deps.cinder.begin_detaching(ctx, volume_id)
+    # NOTE: as Nova, no os-begin_detaching for a shelved-offloaded server:
+    # its volumes may be only ``reserved`` (offload left an attachment with
+    # no connector), which Cinder refuses to begin detaching.
+    offloaded = instance.vm_state == vm_states.SHELVED_OFFLOADED
+    if not offloaded:
+        deps.cinder.begin_detaching(ctx, volume_id)
     try:
         action_obj.action_start(deps.db, ctx, instance.uuid, "detach_volume", ctx.request_id,
                                 ctx.user_id, ctx.project_id)
@@ -232,6 +248,7 @@ def delete_volume_attachment(req, server_id, volume_id):
         # Nothing will detach it: give the volume back its in-use status.
         LOG.exception("Detach of volume %s from %s could not be started", volume_id,
                       instance.uuid)
-        deps.cinder.roll_detaching(ctx, volume_id)
+        if not offloaded:
+            deps.cinder.roll_detaching(ctx, volume_id)
         raise
     return None, 202

@@ -79,6 +79,26 @@ def check_attach(ctx, *, version, instance, volume, volume_bdms, device=None, ta
             raise exception.MultiattachToShelvedNotSupported()
 
 
+def check_host_capabilities(db, ctx, instance, volume):
+    """409 up front for a multiattach volume on a host that cannot share disks.
+
+    Nova only finds out on the compute (400 below 2.101, an Error event
+    from 2.101); the capabilities every compute publishes with its
+    heartbeat let the API refuse before anything is reserved, so the
+    volume stays ``available``. A host whose record does not mention the
+    capability (an older compute) is left to the compute's own check.
+    """
+    if not volume.get("multiattach") or not instance.host:
+        return
+    try:
+        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, binaries.COMPUTE)
+    except exception.NotFound:
+        return
+    if (service.capabilities or {}).get("supports_multiattach") is False:
+        raise exception.MultiattachNotSupportedByHost(
+            volume_id=volume["id"], instance_uuid=instance.uuid, host=instance.host)
+
+
 def check_root(bdm):
     """A boot volume stays: 400 ``Cannot detach a root device volume``."""
     if bdm.boot_index == 0:

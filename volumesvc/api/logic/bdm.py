@@ -24,6 +24,8 @@ from oslo_utils import strutils
 
 from volumesvc import binaries, exception
 from volumesvc.api import microversions as mv
+from volumesvc.api import validation
+from volumesvc.api.logic import ownership
 from volumesvc.objects import service as service_obj
 from volumesvc.version import MIN_COMPUTE_VOLUME_TYPE
 
@@ -38,7 +40,9 @@ _BDM_KEYS = ("source_type", "destination_type", "boot_index", "device_name", "de
 
 def _boot_index(value):
     """Nova: a missing or null boot_index means "not bootable" (-1)."""
-    return -1 if value is None else int(value)
+    if value is None:
+        return -1
+    return validation.bounded_int(value, "boot_index", -validation.MAX_INT - 1)
 
 
 def _normalize(item: dict) -> dict:
@@ -47,7 +51,7 @@ def _normalize(item: dict) -> dict:
     bdm["delete_on_termination"] = strutils.bool_from_string(
         item.get("delete_on_termination", False))
     if bdm["volume_size"] is not None:
-        bdm["volume_size"] = int(bdm["volume_size"])
+        bdm["volume_size"] = validation.bounded_int(bdm["volume_size"], "volume_size", 1)
     # "" and null both mean "no type" (api-contract §4.2 rule 3).
     bdm["volume_type"] = bdm["volume_type"] or None
     return bdm
@@ -203,7 +207,8 @@ def _check_volume(check, bdm) -> dict:
     """A source volume: it exists, and a root volume must be bootable."""
     volume_id = bdm["volume_id"]
     try:
-        volume = check.deps.cinder.get(check.context, volume_id)
+        volume = ownership.check_volume(
+            check.context, check.deps.cinder.get(check.context, volume_id))
     except exception.CinderConnectionFailed:
         raise
     except Exception as exc:  # noqa: BLE001 - Nova: any failure is "failed to get"
@@ -226,7 +231,8 @@ def _check_attachable(check, volume) -> bool:
 def _check_snapshot(check, bdm):
     snapshot_id = bdm["snapshot_id"]
     try:
-        snapshot = check.deps.cinder.get_snapshot(check.context, snapshot_id)
+        snapshot = ownership.check_snapshot(
+            check.context, check.deps.cinder.get_snapshot(check.context, snapshot_id))
     except exception.CinderConnectionFailed:
         raise
     except Exception as exc:  # noqa: BLE001

@@ -53,6 +53,14 @@ HARD_REBOOT_TASK_STATES = frozenset({
     task_states.UNPAUSING, task_states.SUSPENDING})
 CREATE_IMAGE_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAUSED,
                                     vm_states.SUSPENDED})
+# Nova's compute API: stop from active/error, start from stopped, shelve from
+# any state with a domain, offload only when shelved, unshelve from both.
+STOP_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.ERROR})
+START_VM_STATES = frozenset({vm_states.STOPPED})
+SHELVE_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAUSED,
+                              vm_states.SUSPENDED})
+SHELVE_OFFLOAD_VM_STATES = frozenset({vm_states.SHELVED})
+UNSHELVE_VM_STATES = SHELVED_STATES
 
 # The §2 table. Keys are what handlers pass to check_gate().
 GATES = {
@@ -64,6 +72,11 @@ GATES = {
     # NOTE: Nova's snapshot_volume_backed has no check_instance_lock.
     "create_image": Gate("createImage", CREATE_IMAGE_VM_STATES, _NO_TASK, check_lock=False),
     "delete": Gate("delete", ANY, ANY, must_have_launched=False),
+    "stop": Gate("stop", STOP_VM_STATES, _NO_TASK),
+    "start": Gate("start", START_VM_STATES, _NO_TASK),
+    "shelve": Gate("shelve", SHELVE_VM_STATES, _NO_TASK),
+    "shelve_offload": Gate("shelve_offload", SHELVE_OFFLOAD_VM_STATES, _NO_TASK),
+    "unshelve": Gate("unshelve", UNSHELVE_VM_STATES, _NO_TASK),
     "update_attachment": Gate("update_attachment", ANY, ANY, check_lock=False,
                               must_have_launched=False),
 }
@@ -75,6 +88,11 @@ REBOOT_SOFT = GATES["reboot_soft"]
 REBOOT_HARD = GATES["reboot_hard"]
 CREATE_IMAGE = GATES["create_image"]
 DELETE = GATES["delete"]
+STOP = GATES["stop"]
+START = GATES["start"]
+SHELVE = GATES["shelve"]
+SHELVE_OFFLOAD = GATES["shelve_offload"]
+UNSHELVE = GATES["unshelve"]
 
 
 def _attr(instance, name):

@@ -2,7 +2,7 @@
 
 import copy
 
-from volumesvc.api.validation import multi_params, object_
+from volumesvc.api.validation import MAX_INT, multi_params, object_
 
 # --- GET /flavors and /flavors/detail query -------------------------------------------
 VALID_SORT_KEYS = ["created_at", "description", "disabled", "ephemeral_gb", "flavorid", "id",
@@ -42,11 +42,12 @@ def many(flavor, version=None):
 
 
 # --- POST /flavors (admin) ---------------------------------------------------------
-_MAX_INT = 2147483647
+# The largest single-precision float (Nova's bound for rxtx_factor).
+MAX_RXTX_FACTOR = 3.40282e+38
 _positive = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 1,
-             "maximum": _MAX_INT, "minLength": 1}
+             "maximum": MAX_INT, "minLength": 1}
 _non_negative = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 0,
-                 "maximum": _MAX_INT, "minLength": 1}
+                 "maximum": MAX_INT, "minLength": 1}
 _bool_like = {"type": ["boolean", "string"],
               "enum": [True, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes",
                        "yes", "y", "t", False, "False", "FALSE", "false", "0", "OFF", "Off",
@@ -63,7 +64,7 @@ create_flavor_v2_1 = object_({"flavor": object_({
     "OS-FLV-EXT-DATA:ephemeral": _non_negative,
     "swap": _non_negative,
     "rxtx_factor": {"type": ["number", "string"], "pattern": r"^[0-9]+(\.[0-9]+)?$",
-                    "exclusiveMinimum": 0, "maximum": 3.40282e+38},
+                    "exclusiveMinimum": 0, "maximum": MAX_RXTX_FACTOR},
     "os-flavor-access:is_public": _bool_like,
 }, required=["name", "ram", "vcpus", "disk"])}, required=["flavor"])
 # 2.55 adds description.

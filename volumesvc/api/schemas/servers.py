@@ -96,6 +96,9 @@ def _create(*, description=False, bdm_item=None, networks_required=False,
         "config_drive": _BOOL_LIKE,
         "accessIPv4": {"type": "string", "format": "ipv4"},
         "accessIPv6": {"type": "string", "format": "ipv6"},
+        # Accepted as Nova does; volumesvc never repartitions a disk, so
+        # servers always show MANUAL.
+        "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
         "min_count": _POSITIVE_INT,
         "max_count": _POSITIVE_INT,
         "return_reservation_id": _BOOL_LIKE,

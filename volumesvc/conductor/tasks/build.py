@@ -2,42 +2,16 @@
 
 from oslo_log import log as logging
 
-from volumesvc import binaries, exception, servicegroup
+from volumesvc import exception
 from volumesvc.compute import task_states, vm_states
+from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_fault as fault_obj
-from volumesvc.objects import service as service_obj
 
 LOG = logging.getLogger(__name__)
 
-
-
-class NoValidHost(exception.VolumesvcException):
-    msg_fmt = "No valid host was found. %(reason)s"
-
-
-def select_host(conf, db, context, *, needs=(), availability_zone=None):
-    """The up, enabled compute with every capability in ``needs`` and fewest instances.
-
-    No placement service here: the candidate set is small (one row per
-    compute) and read in one query, so a plain filter-and-weigh is enough.
-    """
-    candidates = []
-    for service in service_obj.list_services(db, context, binary=binaries.COMPUTE):
-        if service.disabled or not servicegroup.is_up(conf, service):
-            continue
-        caps = service.capabilities or {}
-        if any(not caps.get(need) for need in needs):
-            continue
-        if availability_zone and (service.availability_zone or "nova") != availability_zone:
-            continue
-        candidates.append(service.host)
-    if not candidates:
-        raise NoValidHost(reason=f"No up and enabled compute host has {list(needs) or 'room'}.")
-    load = {host: len(instance_obj.list_instances(db, context, host=host)) for host in candidates}
-    return min(sorted(candidates), key=lambda host: load[host])
 
 
 class BuildTask(base.TaskBase):
@@ -56,9 +30,9 @@ class BuildTask(base.TaskBase):
         except exception.InstanceNotFound:
             LOG.info("Instance %s was deleted before it was scheduled", self.instance_uuid)
             return None
-        host = select_host(self.conf, self.db, self.context,
-                           needs=self.request_spec.get("needs") or (),
-                           availability_zone=self.request_spec.get("availability_zone"))
+        host = scheduling.pick_host(
+            self.conf, self.db, self.context,
+            scheduling.Requirements.from_request_spec(self.request_spec))
         try:
             instance = instance_obj.save(
                 self.db, self.context, instance.uuid, {"host": host, "node": host},

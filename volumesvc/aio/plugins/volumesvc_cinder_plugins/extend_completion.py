@@ -93,12 +93,19 @@ def _post_event(context, event):
     NOTE: not through Cinder's novaclient helper: novaclient refuses any
     version above its own maximum (2.96).
     """
+    group = cfg.CONF[nova.NOVA_GROUP]
     try:
         auth = ks_loading.load_auth_from_conf_options(cfg.CONF, nova.NOVA_GROUP)
+        if cfg.CONF.auth_strategy == "keystone":
+            # As Cinder's own novaclient helper: add the service token.
+            from cinder import service_auth
+
+            auth = service_auth.get_auth_plugin(context, auth=auth)
         session = ks_loading.load_session_from_conf_options(cfg.CONF, nova.NOVA_GROUP,
                                                             auth=auth)
         endpoint = auth.get_endpoint(session, service_type="compute",
-                                     interface=cfg.CONF[nova.NOVA_GROUP].interface)
+                                     interface=group.interface,
+                                     region_name=group.region_name)
         response = session.post(
             endpoint.rstrip("/") + "/os-server-external-events", json={"events": [event]},
             headers={"OpenStack-API-Version": f"compute {COMPLETION_MICROVERSION}",
