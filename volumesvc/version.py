@@ -15,6 +15,14 @@ SERVICE_VERSION_HISTORY = (
     # 3: conductors serve persistence on their own topic; attach passes
     #    the volume's multiattach flag down.
     {"compute_rpc": "1.2", "conductor_rpc": "1.2"},
+    # 4: PLACEHOLDER for the extend-completion work (compute/conductor RPC
+    #    1.3), merged from another branch; keeps the history contiguous here.
+    {"compute_rpc": "1.3", "conductor_rpc": "1.3"},
+    # 5: dangling volume attachments: computes reconcile BDMs with Cinder on
+    #    reboot, on request (compute RPC 1.4) and when they start; conductors
+    #    serve reconcile_volume_attachments, instance_list_by_host and
+    #    action_start (conductor RPC 1.4).
+    {"compute_rpc": "1.4", "conductor_rpc": "1.4"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)

@@ -13,7 +13,7 @@ from oslo_utils import timeutils
 
 from volumesvc import exception
 from volumesvc.compute import attach as attach_mod
-from volumesvc.compute import rpcapi
+from volumesvc.compute import reconcile_runner, rpcapi
 from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
@@ -43,14 +43,25 @@ class ComputeManager:
         self.glance = glance
         self.reporter = compute_utils.ComputeReporter(conductor, notifier, self.host)
         self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder)
+        self.reconciler = reconcile_runner.ReconcileRunner(
+            conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
+            attacher=self.attacher, reporter=self.reporter, lock=self._lock,
+            driver_instance=_driver_instance)
 
     # -- process lifecycle ---------------------------------------------------
 
     def init_host(self):
-        """Connect the virt driver; called once before the RPC server starts."""
+        """Connect the virt driver, then recover interrupted volume attachments.
+
+        Called once before the RPC server starts, so an attach this compute
+        was running when it died is finished or rolled back before any new
+        work arrives (``compute/reconcile_runner.py``).
+        """
         self.driver.init_host(self.host)
+        self.reconciler.recover_host()
 
     def cleanup_host(self):
+        self.reconciler.stop()
         self.driver.cleanup_host()
 
     def capabilities(self):
@@ -139,8 +150,10 @@ class ComputeManager:
                 with self.reporter.event(context, uuid, "compute_terminate_instance"):
                     self.driver.destroy(_driver_instance(instance),
                                         boot_volumes.block_device_info(bdms))
-                    cleanup.release_volumes(self.cinder, context.elevated(), bdms,
-                                            timeout=self._conf.compute.volume_wait_timeout)
+                    cleanup.release_instance(
+                        self.cinder, context.elevated(), uuid, bdms,
+                        timeout=self._conf.compute.volume_wait_timeout,
+                        page_size=self._conf.cinder.list_page_size)
                     boot_volumes.remove_instance_dir(self._conf, uuid)
                     self.conductor.instance_destroy(context, instance_uuid=uuid)
             except exception.InstanceNotFound:
@@ -167,6 +180,8 @@ class ComputeManager:
                     self._update(context, uuid, {"task_state": pending},
                                  expected=["rebooting_hard" if hard else "rebooting"])
                     bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+                    # Dangling attachments leave before the disks are rebuilt (§10).
+                    bdms = self.reconciler.for_reboot(context, instance, bdms)
                     bdi = boot_volumes.block_device_info(bdms)
                     self._update(context, uuid, {"task_state": started}, expected=[pending])
                     self.driver.reboot(_driver_instance(instance), bdi, reboot_type)
@@ -189,10 +204,15 @@ class ComputeManager:
                                   disk_bus=None, device_type=None, tag=None,
                                   multiattach=False, delete_on_termination=False):
         with self._lock(instance["uuid"]):
-            return self.attacher.reserve(
+            bdm = self.attacher.reserve(
                 context, instance, volume_id=volume_id, device=device, disk_bus=disk_bus,
                 device_type=device_type, tag=tag, multiattach=multiattach,
                 delete_on_termination=delete_on_termination)
+        # NOTE: if the conductor (or cinder-api) dies before the attach goes
+        # on, this check finds the reservation stale and rolls it back.
+        self.reconciler.watch(instance["uuid"],
+                              self._conf.compute.attachment_reservation_timeout + 1)
+        return bdm
 
     def attach_volume(self, context, *, instance, bdm, multiattach=None):
         uuid = instance["uuid"]
@@ -227,3 +247,16 @@ class ComputeManager:
                                      bdms=[bdm], exc=exc)
                 return
             self.reporter.notify(context, instance, "volume_detach", "end", bdms=[bdm])
+
+    # -- dangling attachments (1.4) ---------------------------------------------------
+
+    def reconcile_volume_attachments(self, context, *, instances, dry_run=False,
+                                     attachments=None, available_volume_ids=None):
+        """Reconcile BDMs and Cinder attachments of ``instances``; one report each.
+
+        ``attachments``/``available_volume_ids``: a listing the caller made
+        once for many servers (None: each server lists its own).
+        """
+        return self.reconciler.reconcile(
+            context, instances, dry_run=dry_run, attachments=attachments,
+            available_volume_ids=available_volume_ids)

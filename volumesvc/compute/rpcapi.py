@@ -8,12 +8,15 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.1 - reserve_block_device_name, attach_volume, detach_volume,
         get_domain_xml.
 * 1.2 - attach_volume takes ``multiattach`` (saves the compute a Cinder read).
+* 1.3 - (reserved for the extend-completion work; merged separately).
+* 1.4 - reconcile_volume_attachments (dangling BDMs and Cinder attachments
+        of given servers, optionally from one listing made by the caller).
 """
 
 from volumesvc import rpc
 
 TOPIC = "compute"
-VERSION = "1.2"
+VERSION = "1.4"
 
 
 class ComputeAPI:
@@ -86,3 +89,18 @@ class ComputeAPI:
         cctxt = self._prepare(host, "1.1",
                               timeout=timeout or self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "get_domain_xml", instance_uuid=instance_uuid)
+
+    def reconcile_volume_attachments(self, ctxt, *, host, instances, dry_run=False,
+                                     attachments=None, available_volume_ids=None,
+                                     timeout=None):
+        """Call: reconcile the servers' BDMs with Cinder; one report dict per server.
+
+        A call (the operator command prints the reports) with
+        ``long_rpc_timeout`` and the call monitor: a batch waits for each
+        server's instance lock in turn.
+        """
+        cctxt = self._prepare(host, "1.4", timeout=timeout or self._conf.long_rpc_timeout,
+                              call_monitor_timeout=self._conf.rpc_response_timeout)
+        return cctxt.call(ctxt, "reconcile_volume_attachments", instances=instances,
+                          dry_run=dry_run, attachments=attachments,
+                          available_volume_ids=available_volume_ids)

@@ -43,6 +43,37 @@ Related options:
 
 * ``[DEFAULT] service_down_time``
 """),
+    cfg.IntOpt(
+        "attachment_reservation_timeout",
+        default=600,
+        min=1,
+        help="""
+Seconds after which a volume attachment that is still in the middle of an
+attach (a BDM without a Cinder attachment id, a Cinder attachment still
+``reserved`` or ``attaching``) counts as abandoned: a conductor, compute or
+cinder-api died during the attach. The compute then rolls it back (or
+finishes it, when Cinder already has the connector) instead of leaving the
+volume ``reserved`` forever. Younger work is never touched by the dangling
+attachment reconciliation.
+
+Related options:
+
+* ``[DEFAULT] long_rpc_timeout``: keep this above the time an attach may
+  legitimately wait in a compute's queue.
+"""),
+    cfg.FloatOpt(
+        "debug_attach_delay",
+        default=0.0,
+        min=0.0,
+        help="""
+TESTING ONLY. Seconds the compute waits after giving Cinder its connector and
+before attaching the disk, so a test can kill it while the Cinder attachment
+is ``attaching``.
+
+Related options:
+
+* Never set this in production.
+"""),
     cfg.FloatOpt(
         "benchmark_reserve_delay",
         default=0.0,

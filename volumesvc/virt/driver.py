@@ -100,6 +100,10 @@ class ComputeDriver:
         """The live guest definition, for diagnostics and tests ('' if none)."""
         return ""
 
+    def has_volume_disk(self, instance, volume_id):
+        """Whether the domain (live or persistent) has the volume's disk."""
+        return False
+
     # -- shared checks ------------------------------------------------------
     def check_multiattach(self, connection_info):
         """Refuse a multiattach volume when this driver lacks the capability."""

@@ -40,6 +40,30 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
 
 
+class _Volume(dict):
+    """A volume record that stamps ``updated_at`` on every status change, as Cinder does.
+
+    The dangling-attachment reconciliation reads it to tell an attach that is
+    still going from one abandoned long ago.
+    """
+
+    def __setitem__(self, key, value):
+        if key == "status":
+            super().__setitem__("updated_at", _now())
+        super().__setitem__(key, value)
+
+
+def _page(items, marker, limit):
+    """Cinder's marker pagination over ``items`` (each with an ``id``)."""
+    start = 0
+    if marker is not None:
+        ids = [item["id"] for item in items]
+        if marker not in ids:
+            raise exception.Invalid(reason=f"Marker {marker} could not be found.")
+        start = ids.index(marker) + 1
+    return items[start:start + limit] if limit else items[start:]
+
+
 class FakeCinder:
     """Same interface as CinderAPI; state lives in this object.
 
@@ -137,7 +161,7 @@ class FakeCinder:
             if int(size) < 1:
                 raise exception.Invalid(reason="Volume size must be an integer and >= 1")
             multiattach = vtype["extra_specs"].get("multiattach") == "<is> True"
-            volume = {
+            volume = _Volume({
                 "id": str(uuid.uuid4()), "name": name, "description": description,
                 "size": int(size), "status": "available", "attach_status": "detached",
                 "multiattach": multiattach, "attachments": [],
@@ -148,7 +172,8 @@ class FakeCinder:
                 "metadata": dict(metadata or {}), "created_at": _now(),
                 "user_id": getattr(context, "user_id", None),
                 "os-vol-tenant-attr:tenant_id": getattr(context, "project_id", None),
-            }
+                "updated_at": _now(),
+            })
             if image_id:
                 volume["volume_image_metadata"] = {"image_id": image_id}
             self.volumes[volume["id"]] = volume
@@ -297,6 +322,22 @@ class FakeCinder:
                     if (instance_id is None or a["instance"] == instance_id)
                     and (volume_id is None or a["volume_id"] == volume_id)]
 
+    def attachment_list_page(self, context, *, instance_id=None, marker=None, limit=None):
+        """One page of attachment summaries, oldest first (CinderAPI's paging)."""
+        self._record("attachment_list_page", instance_id, marker, limit)
+        with self._lock:
+            items = [{"id": a["id"], "status": a["status"], "instance": a["instance"],
+                      "volume_id": a["volume_id"]}
+                     for a in self.attachments.values()
+                     if instance_id is None or a["instance"] == instance_id]
+            return _page(items, marker, limit)
+
+    def volume_id_page(self, context, *, status, marker=None, limit=None):
+        self._record("volume_id_page", status, marker, limit)
+        with self._lock:
+            items = [v for v in self.volumes.values() if v["status"] == status]
+            return [v["id"] for v in _page(items, marker, limit)]
+
     def attachment_update(self, context, attachment_id, connector, mountpoint=None):
         self._record("attachment_update", attachment_id, connector, mountpoint)
         with self._lock:
@@ -379,3 +420,35 @@ class FakeCinder:
                     "totalVolumesUsed": len(self.volumes),
                     "totalGigabytesUsed": sum(v["size"] for v in self.volumes.values()),
                     "totalSnapshotsUsed": len(self.snapshots)}
+
+
+class CountingCinder:
+    """Wraps a Cinder double and counts its calls: one call is one HTTP request.
+
+    Test-only: lets a test assert how many requests a workflow makes to
+    Cinder (``requests`` in total, ``by_method`` per adapter method).
+    """
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.by_method = {}
+        self._lock = threading.Lock()
+
+    @property
+    def requests(self):
+        return sum(self.by_method.values())
+
+    def reset(self):
+        with self._lock:
+            self.by_method.clear()
+
+    def __getattr__(self, name):
+        target = getattr(self.inner, name)
+        if not callable(target) or name.startswith("_") or name == "check_availability_zone":
+            return target
+
+        def counted(*args, **kwargs):
+            with self._lock:
+                self.by_method[name] = self.by_method.get(name, 0) + 1
+            return target(*args, **kwargs)
+        return counted
