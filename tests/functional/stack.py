@@ -47,7 +47,8 @@ class RecordingNotifier:
 class Stack:
     """One deployment: ``stack.api(...)`` talks HTTP to it, helpers poll state."""
 
-    def __init__(self, tmp_path, *, hosts=("fn-compute",), conf_overrides=None):
+    def __init__(self, tmp_path, *, hosts=("fn-compute",), conf_overrides=None,
+                 cinder_wrapper=None):
         self.conf = get_conf(default_config_files=[])
         conf = self.conf
         conf.set_override("auth_strategy", "noauth2", group="api")
@@ -61,6 +62,8 @@ class Stack:
             conf.set_override(name, value, group=group)
         self.db = db_fixtures.sqlite_database(conf, str(tmp_path))
         self.cinder = FakeCinder(volume_dir=str(tmp_path / "volumes"))
+        if cinder_wrapper is not None:
+            self.cinder = cinder_wrapper(self.cinder)  # e.g. CountingCinder
         self.glance = FakeGlance()
         self.notifier = RecordingNotifier()
         self.transport = rpc.get_transport(conf)
@@ -74,8 +77,12 @@ class Stack:
             cinder=self.cinder, glance=self.glance))
         self.client = self.app.test_client()
 
-    def add_compute(self, host, **overrides):
-        """Start a compute service on ``host`` (own conf copy: own host name)."""
+    def add_compute(self, host, driver=None, **overrides):
+        """Start a compute service on ``host`` (own conf copy: own host name).
+
+        ``driver``: reuse a stopped compute's driver, whose domains survive
+        like QEMU processes outliving a killed compute agent.
+        """
         conf = get_conf(default_config_files=[])
         for group in ("api", "compute", "libvirt", "virt", "upgrade_levels"):
             for name, _value in self.conf[group].items():
@@ -87,7 +94,8 @@ class Stack:
         for (group, name), value in overrides.items():
             conf.set_override(name, value, group=group)
         service = compute_cmd.build_service(conf, self.transport, cinder=self.cinder,
-                                            notifier=self.notifier, glance=self.glance)
+                                            notifier=self.notifier, glance=self.glance,
+                                            driver=driver)
         service.start()
         self.computes[host] = service
         return service

@@ -19,6 +19,7 @@
     items could not be repaired (printed; run it again).
 """
 
+import contextlib
 import json
 import sys
 
@@ -46,22 +47,46 @@ def add_parsers(subparsers):
 class VolumeAttachmentCommands:
     """Dangling volume attachments (BDMs and Cinder attachments that disagree)."""
 
-    def __init__(self, conf):
+    def __init__(self, conf, *, db=None, cinder=None, conductor=None):
+        """``db``/``cinder``/``conductor`` are built from ``conf`` unless given (tests)."""
         self.conf = conf
+        self._db = db
+        self._cinder = cinder
+        self._conductor = conductor
+
+    @contextlib.contextmanager
+    def _database(self):
+        if self._db is not None:
+            yield self._db
+            return
+        from volumesvc.db import api as db_api
+
+        db = db_api.Database(self.conf)
+        try:
+            yield db
+        finally:
+            db.dispose()
+
+    def _cinder_api(self):
+        if self._cinder is None:
+            from volumesvc.volume import cinder as cinder_api
+
+            self._cinder = cinder_api.CinderAPI(self.conf)
+        return self._cinder
 
     # -- show ----------------------------------------------------------------------------
     def show(self, args):
         """Show the BDM of a volume on a server, with Cinder's view of it."""
         from volumesvc import context, exception
-        from volumesvc.db import api as db_api
         from volumesvc.objects import block_device as bdm_obj
         from volumesvc.objects import instance as instance_obj
 
         ctx = context.get_admin_context()
-        db = db_api.Database(self.conf)
         try:
-            instance_obj.get_by_uuid(db, ctx, args.server_id)
-            bdm = bdm_obj.get_by_volume_and_instance(db, ctx, args.volume_id, args.server_id)
+            with self._database() as db:
+                instance_obj.get_by_uuid(db, ctx, args.server_id)
+                bdm = bdm_obj.get_by_volume_and_instance(db, ctx, args.volume_id,
+                                                         args.server_id)
         except exception.InstanceNotFound:
             print(f"Server {args.server_id} not found", file=sys.stderr)
             return EXIT_NOT_FOUND
@@ -69,8 +94,6 @@ class VolumeAttachmentCommands:
             print(f"Volume {args.volume_id} is not attached to server {args.server_id}",
                   file=sys.stderr)
             return EXIT_SKIPPED
-        finally:
-            db.dispose()
         row = {"server_id": args.server_id, "volume_id": bdm.volume_id, "bdm_uuid": bdm.uuid,
                "device_name": bdm.device_name, "attachment_id": bdm.attachment_id,
                "connected": bool(bdm.connection_info),
@@ -88,9 +111,8 @@ class VolumeAttachmentCommands:
 
     def _cinder_view(self, ctx, bdm):
         from volumesvc import exception
-        from volumesvc.volume import cinder as cinder_api
 
-        cinder = cinder_api.CinderAPI(self.conf)
+        cinder = self._cinder_api()
         view = {"cinder_attachment_status": None, "cinder_volume_status": None}
         try:
             view["cinder_volume_status"] = cinder.get(ctx, bdm.volume_id)["status"]
@@ -114,17 +136,14 @@ class VolumeAttachmentCommands:
         if args.all_servers:
             return self._all_servers(args)
         from volumesvc import context, exception
-        from volumesvc.db import api as db_api
         from volumesvc.objects import instance as instance_obj
 
-        db = db_api.Database(self.conf)
         try:
-            instance_obj.get_by_uuid(db, context.get_admin_context(), args.server_id)
+            with self._database() as db:
+                instance_obj.get_by_uuid(db, context.get_admin_context(), args.server_id)
         except exception.InstanceNotFound:
             print(f"Server {args.server_id} not found", file=sys.stderr)
             return EXIT_NOT_FOUND
-        finally:
-            db.dispose()
         reports = self._reconcile([args.server_id], args.dry_run)
         report = reports[0]
         if args.json:
@@ -139,6 +158,10 @@ class VolumeAttachmentCommands:
         from volumesvc import context, rpc
         from volumesvc.conductor import rpcapi as conductor_rpcapi
 
+        if self._conductor is not None:
+            return self._conductor.reconcile_volume_attachments(
+                context.get_admin_context(), instance_uuids=uuids, dry_run=dry_run,
+                attachments=attachments, available_volume_ids=available)
         transport = rpc.get_transport(self.conf)
         try:
             return conductor_rpcapi.ConductorAPI(self.conf, transport) \
@@ -151,18 +174,13 @@ class VolumeAttachmentCommands:
     def _all_servers(self, args):
         from volumesvc import context
         from volumesvc.compute import reconcile
-        from volumesvc.db import api as db_api
         from volumesvc.objects import instance as instance_obj
-        from volumesvc.volume import cinder as cinder_api
 
         ctx = context.get_admin_context()
-        db = db_api.Database(self.conf)
-        try:
+        with self._database() as db:
             instances = [(i.uuid, i.host) for i in instance_obj.list_instances(db, ctx)
                          if i.host]
-        finally:
-            db.dispose()
-        snapshot = reconcile.SnapshotView.fetch(cinder_api.CinderAPI(self.conf), ctx,
+        snapshot = reconcile.SnapshotView.fetch(self._cinder_api(), ctx,
                                                 self.conf.cinder.list_page_size)
         batches = _batches(instances, max(1, args.batch_size))
         progress = _Progress(len(instances), enabled=sys.stderr.isatty() and not args.json)
