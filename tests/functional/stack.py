@@ -170,6 +170,45 @@ class Stack:
                                              request_spec={"needs": list(needs)})
         return inst.uuid
 
+    def populate_attached_servers(self, count, *, host="fn-compute"):
+        """``count`` ACTIVE servers on ``host``, each with one attached volume, fast.
+
+        Rows and Cinder records are written directly (no build, no domain):
+        what a large deployment looks like to the attachment reconciliation.
+        Returns [(server uuid, volume id, attachment id)].
+        """
+        import uuid as uuidlib
+
+        from oslo_utils import timeutils
+
+        from volumesvc.db import models
+
+        ctx = self.admin_context()
+        cinder = getattr(self.cinder, "inner", self.cinder)  # not counted
+        made, instances, rows = [], [], []
+        for i in range(count):
+            server = str(uuidlib.uuid4())
+            volume = cinder.create(ctx, 1, f"v{i}", "")
+            attachment = cinder.attachment_create(ctx, volume["id"], server)
+            cinder.attachment_update(ctx, attachment["id"], {"host": host})
+            cinder.attachment_complete(ctx, attachment["id"])
+            instances.append(models.Instance(
+                uuid=server, project_id="p1", user_id="u1", display_name=f"s{i}",
+                host=host, vm_state="active", task_state=None, power_state=1,
+                launched_at=timeutils.utcnow()))
+            rows.append(models.BlockDeviceMapping(
+                uuid=str(uuidlib.uuid4()), instance_uuid=server, source_type="volume",
+                destination_type="volume", volume_id=volume["id"],
+                attachment_id=attachment["id"], device_name="/dev/sdb",
+                connection_info=json.dumps({"driver_volume_type": "fake", "data": {},
+                                            "serial": volume["id"]})))
+            made.append((server, volume["id"], attachment["id"]))
+        with self.db.writer(ctx) as session:
+            session.add_all(instances)
+            session.flush()  # the BDMs' foreign key needs the instances first
+            session.add_all(rows)
+        return made
+
     def conductor_api(self):
         return conductor_rpcapi.ConductorAPI(self.conf, self.transport)
 

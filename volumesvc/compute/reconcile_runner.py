@@ -106,12 +106,16 @@ class ReconcileRunner:
     def _one(self, context, instance, *, dry_run=False, view=None, recovering=False,
              action_exists=False):
         uuid = instance["uuid"]
+        bdms = instance.get("bdms") if view is not None else None
         with self._lock(uuid):
-            try:
-                instance = self.conductor.instance_get(context, instance_uuid=uuid)
-            except exception.InstanceNotFound:
-                return reconcile.Report(instance_uuid=uuid, dry_run=dry_run,
-                                        skipped="server not found")
+            if bdms is None:
+                # NOTE: read under the lock; a caller's listing comes with
+                # BDMs the conductor read after it (see conductor/tasks/reconcile.py).
+                try:
+                    instance = self.conductor.instance_get(context, instance_uuid=uuid)
+                except exception.InstanceNotFound:
+                    return reconcile.Report(instance_uuid=uuid, dry_run=dry_run,
+                                            skipped="server not found")
             reason = skip_reason(instance)
             if instance.get("host") != self.host:
                 reason = f"server is on host {instance.get('host')}"
@@ -119,7 +123,8 @@ class ReconcileRunner:
                 return reconcile.Report(instance_uuid=uuid, dry_run=dry_run, skipped=reason)
             view = view or self.reconciler.instance_view(context.elevated())
             report, _ = self.reconciler.run(context, instance, self._driver_instance(instance),
-                                            view=view, dry_run=dry_run, recovering=recovering)
+                                            view=view, bdms=bdms, dry_run=dry_run,
+                                            recovering=recovering)
         if not dry_run:
             self._record(context, report, action_exists=action_exists)
         return report
