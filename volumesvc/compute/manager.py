@@ -58,7 +58,7 @@ class ComputeManager:
         work arrives (``compute/reconcile_runner.py``).
         """
         self.driver.init_host(self.host)
-        self.reconciler.recover_host()
+        self.reconciler.recover_host(timeout=self._conf.report_interval)
 
     def cleanup_host(self):
         self.reconciler.stop()

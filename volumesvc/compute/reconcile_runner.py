@@ -145,16 +145,20 @@ class ReconcileRunner:
                              details=report.summary()[:4000])
 
     # -- compute start ----------------------------------------------------------------
-    def recover_host(self):
+    def recover_host(self, timeout=None):
         """Reconcile every server of this host (called before the RPC server starts).
 
         An attach this compute was running when it died (Cinder attachment
         ``attaching``) is finished or rolled back now; younger work of other
-        services is watched until its reservation timeout.
+        services is watched until its reservation timeout. ``timeout``
+        bounds the wait for a conductor: with none answering the compute
+        starts anyway (nothing can send it work then) and retries from a
+        watch.
         """
         context = vs_context.get_admin_context()
         try:
-            instances = self.conductor.instance_list_by_host(context, host=self.host)
+            instances = self.conductor.instance_list_by_host(context, host=self.host,
+                                                             timeout=timeout)
         except Exception as exc:  # noqa: BLE001 - try again once the conductor answers
             LOG.warning("Could not list the servers of %s to recover interrupted volume "
                         "attachments (retrying in %ss): %s", self.host,
@@ -172,6 +176,32 @@ class ReconcileRunner:
                 continue
             self._rewatch(report, 0)
             reports.append(report)
+        return reports
+
+    # -- periodic -----------------------------------------------------------------------
+    def periodic(self):
+        """Reconcile this host's idle servers; one Cinder listing serves all of them.
+
+        Servers in a task (or never launched) are left for their own
+        workflow. Cinder unreachable: skipped with a warning until next time.
+        """
+        context = vs_context.get_admin_context()
+        instances = [i for i in self.conductor.instance_list_by_host(context, host=self.host)
+                     if skip_reason(i) is None]
+        if not instances:
+            return []
+        try:
+            view = reconcile.SnapshotView.fetch(self.cinder, context,
+                                                self.conf.cinder.list_page_size)
+        except (exception.CinderConnectionFailed, exception.CinderAPIError) as exc:
+            LOG.warning("Cinder unreachable; periodic reconciliation of volume attachments "
+                        "on %s skipped: %s", self.host, exc)
+            return []
+        reports = [self._one(context, instance, view=view) for instance in instances]
+        changed = sum(1 for r in reports if r.changed)
+        if changed:
+            LOG.info("Periodic reconciliation of volume attachments changed %d of %d "
+                     "servers on %s", changed, len(reports), self.host)
         return reports
 
     # -- watches ------------------------------------------------------------------------

@@ -174,10 +174,10 @@ class ConductorAPI:
 
     # -- compute → conductor: persistence (calls, short timeouts) ------------
 
-    def _call(self, ctxt, method, *, version=None, **kwargs):
+    def _call(self, ctxt, method, *, version=None, timeout=None, **kwargs):
         client, rpc_version = self._persistence_client()
         cctxt = client.prepare(version=version or rpc_version,
-                               timeout=self._conf.rpc_response_timeout)
+                               timeout=timeout or self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, method, **kwargs)
 
     def instance_get(self, ctxt, *, instance_uuid):
@@ -224,9 +224,10 @@ class ConductorAPI:
         return self._call(ctxt, "instance_fault_create", instance_uuid=instance_uuid,
                           code=code, message=message, details=details, host=host)
 
-    def instance_list_by_host(self, ctxt, *, host):
+    def instance_list_by_host(self, ctxt, *, host, timeout=None):
         """Call (1.4): the live instances of ``host`` as dicts."""
-        return self._call(ctxt, "instance_list_by_host", version="1.4", host=host)
+        return self._call(ctxt, "instance_list_by_host", version="1.4", timeout=timeout,
+                          host=host)
 
     def action_start(self, ctxt, *, instance_uuid, action, request_id):
         """Call (1.4): start an instance action for work the compute began itself."""
