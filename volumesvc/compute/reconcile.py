@@ -306,27 +306,43 @@ class _Run:
 
     def execute(self, work, view):
         orphans = list(work.orphans)
-        stale_volumes = set()
+        stale_volumes = {bdm["volume_id"] for bdm in work.stale_reservations}
         for bdm in work.stale_reservations:
-            stale_volumes.add(bdm["volume_id"])
-            self._remove_bdm(bdm, f"reservation without a Cinder attachment for more than "
-                                  f"{self.r.timeout}s")
+            self._safely(self._remove_bdm, bdm, f"reservation without a Cinder attachment "
+                                                f"for more than {self.r.timeout}s")
         for bdm in work.unlisted:
-            self._check_unlisted(bdm)
+            self._safely(self._check_unlisted, bdm)
         for bdm, attachment in work.attached:
-            if view.suspect_volume(bdm["volume_id"]) and self._volume_gone(bdm):
+            if view.suspect_volume(bdm["volume_id"]) and self._safely(self._volume_gone, bdm):
                 orphans.append(attachment)
         for bdm, attachment in work.interrupted:
-            self._interrupted(bdm, attachment)
+            self._safely(self._interrupted, bdm, attachment)
         for attachment in work.orphans_in_progress:
-            if attachment.get("volume_id") in stale_volumes or self._stale_volume(attachment):
+            if attachment.get("volume_id") in stale_volumes or \
+                    self._safely(self._stale_volume, attachment):
                 orphans.append(attachment)
             else:
                 self.report.busy.append(_busy(attachment.get("volume_id"), attachment["id"],
                                               f"Cinder attachment {attachment.get('status')}"
                                               " without a BDM, younger than the timeout"))
         for attachment in orphans:
-            self._delete_attachment(attachment, "claims the server but no BDM knows it")
+            self._safely(self._delete_attachment, attachment,
+                         "claims the server but no BDM knows it")
+
+    def _safely(self, step, *args):
+        """Run one step; a Cinder or conductor error is reported and the pass goes on.
+
+        Cinder unreachable ends the pass (every further step would fail too).
+        """
+        try:
+            return step(*args)
+        except exception.CinderConnectionFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one item must not stop the others
+            LOG.warning("Reconciling volume attachments of %s: %s failed: %s", self.uuid,
+                        step.__name__.strip("_"), exc)
+            self.report.errors.append(f"{step.__name__.strip('_')}: {exc}")
+            return None
 
     # -- BDM side -----------------------------------------------------------------
     def _check_unlisted(self, bdm):
@@ -401,17 +417,16 @@ class _Run:
             return
         reason = (f"attach made no progress for more than {self.r.timeout}s "
                   f"(Cinder attachment {attachment.get('status')})")
+        if not self.dry_run:
+            LOG.info("Rolling back the abandoned attach of volume %s to %s (attachment %s)",
+                     volume_id, self.uuid, attachment_id)
+            self._detach_disk(bdm)
+            self.r.cinder.attachment_delete(self.admin, attachment_id)
+            try:
+                self.r.conductor.bdm_destroy(self.context, bdm_uuid=bdm["uuid"])
+            except exception.NotFound:
+                pass
         self.report.rolled_back.append(dict(entry, reason=reason))
-        if self.dry_run:
-            return
-        LOG.info("Rolling back the abandoned attach of volume %s to %s (attachment %s)",
-                 volume_id, self.uuid, attachment_id)
-        self._detach_disk(bdm)
-        self.r.cinder.attachment_delete(self.admin, attachment_id)
-        try:
-            self.r.conductor.bdm_destroy(self.context, bdm_uuid=bdm["uuid"])
-        except exception.NotFound:
-            pass
 
     # -- Cinder side ------------------------------------------------------------------
     def _stale_volume(self, attachment) -> bool:
@@ -435,9 +450,6 @@ class _Run:
                  attachment["id"], attachment.get("volume_id"), self.uuid, reason)
         try:
             self.r.cinder.attachment_delete(self.admin, attachment["id"])
-        except exception.CinderConnectionFailed:
-            raise
-        except Exception as exc:  # noqa: BLE001 - report it, go on with the others
-            LOG.warning("Could not delete Cinder attachment %s: %s", attachment["id"], exc)
+        except Exception:
             self.report.deleted_attachments.remove(entry)
-            self.report.errors.append(f"delete of attachment {attachment['id']}: {exc}")
+            raise
