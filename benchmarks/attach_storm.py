@@ -31,7 +31,9 @@ import time
 import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+# The storm modules beside this script, and the repository root for the
+# throwaway-database fixture the benchmark shares with the tests.
+sys.path[:0] = [HERE, os.path.dirname(HERE)]
 
 import storm_metrics as metrics  # noqa: E402
 import storm_report as report  # noqa: E402
@@ -365,7 +367,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--servers", type=int, default=100, help="N: servers, volumes, attaches")
     p.add_argument("--delay", type=float, default=2.0,
-                   help="[compute] benchmark_reserve_delay in seconds")
+                   help="seconds the compute's driver (storm_driver.py) takes to "
+                        "reserve a device name")
     p.add_argument("--workers", type=int, default=4, help="[api] workers (gunicorn sync)")
     p.add_argument("--microversions", default="2.100,2.101")
     p.add_argument("--client-timeout", type=float, default=600.0)

@@ -26,9 +26,9 @@ def _args(**kwargs):
 
 
 def run(servers, dangling, page_size, one_by_one):
+    from tests.fixtures.cinder import CountingCinder
     from tests.functional.stack import Stack
     from volumesvc.cmd import manage_attachments
-    from volumesvc.volume.fake import CountingCinder
 
     stack = Stack(pathlib.Path(tempfile.mkdtemp(prefix="reconcile-walk-")),
                   cinder_wrapper=CountingCinder,

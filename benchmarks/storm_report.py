@@ -212,7 +212,8 @@ def compare(s, idle_p99, cal):
 HEADER = """# Benchmarks
 
 Load and scale measurements (not pass/fail tests). Compare with
-`/work/shared/docs/performance-anchors.md` (Nova 34 on the same machine kind).
+`../shared/docs/performance-anchors.md` (relative to the repository; Nova 34 on the same
+machine kind).
 
 ## attach_storm.py
 
@@ -231,9 +232,10 @@ volumesvc (dropped after), two RabbitMQ vhosts of its own (deleted after), a rea
 (noauth, file driver, 1 API worker, its own MariaDB database, dropped after), a Glance 33,
 `volumesvc-api` under gunicorn with `--workers` gthread workers of `--api-threads` threads
 (default 32, volumesvc's own default), one conductor, one compute
-with `compute_driver = fake` and `[compute] benchmark_reserve_delay = --delay`. volumesvc's
-processes run a `git archive` snapshot of `--ref` (default `HEAD`, recorded with each result),
-so commits landing in the working tree during a run never mix into it.
+with `compute_driver = storm_driver:SlowHostDriver` (`storm_driver.py`: the fake driver
+taking `--delay` seconds to reserve each device name). volumesvc's processes run a
+`git archive` snapshot of `--ref` (default `HEAD`, recorded with each result), so commits
+landing in the working tree during a run never mix into it.
 The load generator (this Python process, ~N+5 threads) shares the 2 cores and its CPU is
 reported; "machine busy" is all CPU time on the machine in the window, including other
 users' processes. CPU per group is read from `/proc/<pid>/stat` (live members of the

@@ -3,8 +3,9 @@
 A fresh PostgreSQL database for volumesvc, two RabbitMQ vhosts of its own, a
 real Cinder 29 (MariaDB database, file driver, 1 API worker) and a Glance 33
 (one tiny raw image to boot from), then volumesvc-api (gunicorn, N sync
-workers), one volumesvc-conductor and one volumesvc-compute on the fake
-libvirt driver with ``[compute] benchmark_reserve_delay``.
+workers), one volumesvc-conductor and one volumesvc-compute on
+``storm_driver.SlowHostDriver`` (the fake libvirt driver, ``delay`` seconds
+per device-name reservation).
 
 :class:`Stack` records an undo step for everything it creates, so
 :meth:`Stack.stop` (called from a ``finally``, also on Ctrl-C/SIGTERM)
@@ -24,11 +25,11 @@ import uuid
 
 import sqlalchemy as sa
 
+from tests.fixtures import database as db_fixtures
 from volumesvc.aio import ProcessGroup, free_port, rabbit, system, wait_for
 from volumesvc.aio import config as aio_config
 from volumesvc.aio.cinder import CinderHarness
 from volumesvc.aio.glance import GlanceHarness
-from volumesvc.db import fixtures as db_fixtures
 
 START_TIMEOUT = 240.0
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -115,7 +116,7 @@ class Stack:
         return url
 
     def _snapshot(self, ref):
-        """Export ``volumesvc/`` at ``ref`` and put it first on our processes' PYTHONPATH.
+        """Export ``volumesvc/`` and the storm driver at ``ref``, first on our PYTHONPATH.
 
         Others commit to this tree while a run lasts, and the API imports
         some modules lazily: without a snapshot an API worker can run newer
@@ -127,12 +128,14 @@ class Stack:
                                      capture_output=True, text=True).stdout.strip()
         src = os.path.join(self.state_dir, "src")
         os.makedirs(src, exist_ok=True)
-        archive = subprocess.run(["git", "-C", REPO, "archive", self.commit, "volumesvc"],
+        archive = subprocess.run(["git", "-C", REPO, "archive", self.commit, "volumesvc",
+                                  "benchmarks/storm_driver.py"],
                                  check=True, capture_output=True, timeout=120).stdout
         subprocess.run(["tar", "-x", "-C", src], input=archive, check=True, timeout=120)
-        self.env = dict(os.environ)
-        self.env["PYTHONPATH"] = src + (os.pathsep + self.env["PYTHONPATH"]
-                                        if self.env.get("PYTHONPATH") else "")
+        self.env = dict(os.environ, STORM_RESERVE_DELAY=str(self.delay))
+        path = os.pathsep.join([src, os.path.join(src, "benchmarks")])
+        self.env["PYTHONPATH"] = path + (os.pathsep + self.env["PYTHONPATH"]
+                                         if self.env.get("PYTHONPATH") else "")
 
     def _spawn(self, name, argv, env=None):
         log_path = os.path.join(self.state_dir, "logs", f"{name}.log")
@@ -153,7 +156,7 @@ class Stack:
                 transport_url = {transport_url}
                 report_interval = 2
                 service_down_time = 10
-                compute_driver = fake
+                compute_driver = storm_driver:SlowHostDriver
                 debug = false
 
                 [database]
@@ -165,9 +168,6 @@ class Stack:
                 listen_port = {self.api_port}
                 workers = {self.api_workers}
                 threads = {self.api_threads}
-
-                [compute]
-                benchmark_reserve_delay = {self.delay}
 
                 [cinder]
                 auth_strategy = noauth

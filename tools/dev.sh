@@ -2,7 +2,10 @@
 # Developer entry point: each sub-command installs what it needs first.
 #
 #   tools/dev.sh aio [volumesvc-aio args]   bring up the all-in-one (foreground)
-#   tools/dev.sh test [pytest args]         run the whole suite (unit, functional, integration)
+#   tools/dev.sh test [pytest args]         ruff, mypy, then the whole suite (unit, functional,
+#                                           integration)
+#   tools/dev.sh tempest [--state-dir D]    tempest's listed compute volume tests against the
+#                                           running keystone all-in-one (state dir D)
 #   tools/dev.sh setup                      only install (system packages, services, venv)
 #
 # Idempotent: on a machine that already has everything it only checks.
@@ -75,7 +78,7 @@ venv() {
     if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
         log "installing volumesvc and its test dependencies"
         "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-        "$VENV/bin/pip" install -q -e "$ROOT[test,libvirt,postgresql,mysql]"
+        "$VENV/bin/pip" install -q -e "$ROOT[test,aio,libvirt,postgresql,mysql]"
         touch "$stamp"
     fi
 }
@@ -90,9 +93,16 @@ case "$cmd" in
         setup
         exec "$VENV/bin/volumesvc-aio" "$@"
         ;;
+    tempest)
+        setup
+        exec "$VENV/bin/python" -m volumesvc.aio.tempest "$@"
+        ;;
     test)
         setup
         cd "$ROOT"
+        # Lint and type errors fail fast, before the long test run.
+        "$VENV/bin/ruff" check volumesvc tests
+        "$VENV/bin/mypy" volumesvc/api volumesvc/objects
         set +e
         "$VENV/bin/pytest" -p no:cacheprovider -ra "$@"
         rc=$?
@@ -102,7 +112,7 @@ case "$cmd" in
         exit $rc
         ;;
     *)
-        sed -n '2,9p' "$0" >&2
+        sed -n '2,11p' "$0" >&2
         exit 2
         ;;
 esac

@@ -73,6 +73,19 @@ class VolumeBDMNotFound(NotFound):
     msg_fmt = "No volume Block Device Mapping with id %(volume_id)s."
 
 
+class VolumeBDMIsMultiAttach(Invalid):
+    msg_fmt = ("Block Device Mapping %(volume_id)s is a multi-attach volume and is not "
+               "valid for this operation.")
+
+
+class InstanceNotReady(Invalid):
+    msg_fmt = "Instance %(instance_id)s is not ready"
+
+
+class AssistedSnapshotNotSupported(VolumesvcException):
+    msg_fmt = "Assisted volume snapshots are not supported by this compute driver."
+
+
 class ImageNotFound(NotFound):
     msg_fmt = "Image %(image_id)s could not be found."
 
@@ -227,6 +240,12 @@ class InvalidBDMVolumeType(InvalidBDM):
     msg_fmt = "Volume type %(id_or_name)s could not be found."
 
 
+class MultiattachNotSupportedByHost(Conflict):
+    msg_fmt = ("Volume %(volume_id)s is multiattach, but server %(instance_uuid)s is on "
+               "host %(host)s, whose compute driver cannot share a disk between servers "
+               "(capability supports_multiattach is off).")
+
+
 class MultiattachNotSupportedOldMicroversion(Invalid):
     msg_fmt = "Multiattach volumes are only supported starting with compute API version 2.60."
 
@@ -320,3 +339,28 @@ class ConductorTooOld(ServiceUnavailable):
     msg_fmt = ("volumesvc-conductor is not on the same version as volumesvc-api, so this "
                "request cannot be handled until the upgrade is complete. Please try again "
                "later.")
+
+
+class UnshelveInstanceInvalidState(Conflict):
+    msg_fmt = ("The unshelve action on server %(instance_uuid)s cannot name %(what)s while "
+               "it is %(state)s: only a SHELVED_OFFLOADED server is placed again.")
+
+
+class UnshelveHostNotInAZ(Invalid):
+    msg_fmt = ("Host '%(host)s' is not in the requested availability zone "
+               "'%(availability_zone)s'.")
+
+
+class ComputeHostNotFound(Invalid):
+    """400, not 404: the host comes from the request body (unshelve at 2.91)."""
+
+    msg_fmt = "Compute host %(host)s could not be found."
+
+
+class AvailabilityZoneNotFound(Invalid):
+    msg_fmt = "The requested availability zone is not available"
+
+
+class ShelveNotSupported(Invalid):
+    msg_fmt = ("Shelving server %(instance_uuid)s is not supported by this service: only "
+               "servers that boot from a volume can be shelved.")

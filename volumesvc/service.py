@@ -3,9 +3,10 @@
 Each ``volumesvc-conductor`` / ``volumesvc-compute`` process owns exactly one
 :class:`RPCService`. It starts the oslo.messaging server on the threading
 executor, heartbeats the service record every ``report_interval`` seconds
-from a daemon thread, and on SIGTERM or SIGINT stops taking new messages,
-waits up to ``graceful_shutdown_timeout`` for the handlers already running
-and only then lets the process exit.
+from a daemon thread, runs the manager's periodic tasks
+(:mod:`volumesvc.periodic`), and on SIGTERM or SIGINT stops taking new
+messages and starting periodic runs, waits up to ``graceful_shutdown_timeout``
+for the handlers and runs already going and only then lets the process exit.
 """
 
 import signal
@@ -15,13 +16,13 @@ import time
 from oslo_log import log as logging
 
 from volumesvc import context as vs_context
-from volumesvc import rpc, version
+from volumesvc import periodic, rpc, version
 
 LOG = logging.getLogger(__name__)
 
 
 class RPCService:
-    """One RPC server plus its heartbeat.
+    """One RPC server plus its heartbeat and its manager's periodic tasks.
 
     ``heartbeat`` is a callable ``(context, host, binary, topic, version,
     capabilities)`` that persists the service record: the conductor writes
@@ -43,6 +44,9 @@ class RPCService:
         self._extra_topics = tuple(extra_topics)
         self._servers = []
         self._beat_thread = None
+        self._periodic = periodic.PeriodicRunner(
+            periodic.tasks_of(manager, conf), context_factory=vs_context.get_admin_context,
+            thread_prefix=binary)
 
     def start(self):
         init_host = getattr(self.manager, "init_host", None)
@@ -62,6 +66,7 @@ class RPCService:
         self._beat_thread = threading.Thread(
             target=self._beat_loop, name=f"{self.binary}-heartbeat", daemon=True)
         self._beat_thread.start()
+        self._periodic.start()
         LOG.info("%s started on host %s (topic %s, service version %d)",
                  self.binary, self.host, self.topic, version.SERVICE_VERSION)
 
@@ -86,6 +91,7 @@ class RPCService:
         if self._stopping.is_set():
             return
         self._stopping.set()
+        self._periodic.stop()
         LOG.info("Stopping %s on %s", self.binary, self.host)
         # NOTE: one server at a time, the main topic first: its running
         # handlers (a conductor's attach task waiting on a compute) may need
@@ -107,6 +113,9 @@ class RPCService:
                 for rest in pending:
                     rest.stop()
                 break
+        # NOTE: periodic runs already going get what is left of the same
+        # deadline: the whole stop stays within graceful_shutdown_timeout.
+        self._periodic.wait(deadline - time.monotonic())
         cleanup = getattr(self.manager, "cleanup_host", None)
         if cleanup:
             cleanup()

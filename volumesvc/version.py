@@ -15,14 +15,19 @@ SERVICE_VERSION_HISTORY = (
     # 3: conductors serve persistence on their own topic; attach passes
     #    the volume's multiattach flag down.
     {"compute_rpc": "1.2", "conductor_rpc": "1.2"},
-    # 4: PLACEHOLDER for the extend-completion work (compute/conductor RPC
-    #    1.3), merged from another branch; keeps the history contiguous here.
-    {"compute_rpc": "1.3", "conductor_rpc": "1.3"},
+    # 4: placeholder for the extend-completion branch (compute RPC 1.3); the
+    #    merge renumbers.
+    {"compute_rpc": "1.3", "conductor_rpc": "1.2"},
     # 5: dangling volume attachments: computes reconcile BDMs with Cinder on
     #    reboot, on request (compute RPC 1.4) and when they start; conductors
     #    serve reconcile_volume_attachments, instance_list_by_host and
     #    action_start (conductor RPC 1.4).
     {"compute_rpc": "1.4", "conductor_rpc": "1.4"},
+    # 6: stop/start, shelve/offload/unshelve (compute and conductor RPC 1.5).
+    {"compute_rpc": "1.5", "conductor_rpc": "1.5"},
+    # 7: os-assisted-volume-snapshots: conductor and compute
+    #    volume_snapshot_create / volume_snapshot_delete.
+    {"compute_rpc": "1.6", "conductor_rpc": "1.6"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
@@ -31,7 +36,11 @@ SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
 # (spec 5, microversion 2.67).
 MIN_COMPUTE_VOLUME_TYPE = 2
 # Minimum compute service version that completes extends with Cinder
-# (spec 3, microversion 2.105).
+# (spec 3). Its microversion, 2.105, is not advertised yet: it comes with the
+# os-server-external-events route (see OWN_VERSIONS in api/microversions.py).
 MIN_COMPUTE_EXTEND_COMPLETION = 4
+# Minimum compute service version that can stop/start/shelve/unshelve; the
+# conductor places an unshelved server on such a compute only.
+MIN_COMPUTE_LIFECYCLE = 6
 
 RELEASE = "0.1.0"

@@ -7,10 +7,13 @@ returns the app. :func:`serve` is what ``volumesvc-api`` calls; it runs the
 same app under gunicorn workers, never the werkzeug dev server.
 """
 
+import logging as std_logging
 import os
 import sys
 
 from oslo_log import log as logging
+
+from volumesvc import binaries, logsafe
 
 DEFAULT_CONFIG_FILE = "/etc/volumesvc/volumesvc.conf"
 CONFIG_ENV = "VOLUMESVC_CONFIG_FILE"
@@ -36,8 +39,10 @@ def load_conf(argv=None):
     from volumesvc.conf import get_conf
 
     argv = sys.argv[1:] if argv is None else argv
-    conf = get_conf(_config_args(argv), default_config_files=[], prog="volumesvc-api")
+    conf = get_conf(_config_args(argv), default_config_files=[], prog=binaries.API)
     logging.setup(conf, "volumesvc")
+    # Everything this process logs may quote a client (paths, headers).
+    logsafe.install()
     from volumesvc.cmd import common
 
     common.limit_malloc_arenas(conf)
@@ -84,16 +89,19 @@ def serve(conf):
             self.cfg.set("bind", f"{conf.api.listen_host}:{conf.api.listen_port}")
             self.cfg.set("workers", conf.api.workers)
             if conf.api.threads > 1:
-                self.cfg.set("worker_class", "gthread")
+                self.cfg.set("worker_class", "volumesvc.api.gunicorn_workers.ThreadWorker")
                 self.cfg.set("threads", conf.api.threads)
                 self.cfg.set("keepalive", conf.api.keepalive)
             else:
-                self.cfg.set("worker_class", "sync")
-            self.cfg.set("proc_name", "volumesvc-api")
+                self.cfg.set("worker_class", "volumesvc.api.gunicorn_workers.SyncWorker")
+            self.cfg.set("proc_name", binaries.API)
             self.cfg.set("preload_app", True)
             self.cfg.set("control_socket_disable", True)
 
         def load(self):
+            # gunicorn's own loggers quote request lines it refused.
+            for name in ("gunicorn.error", "gunicorn.access"):
+                logsafe.install(std_logging.getLogger(name))
             application = init_application(conf)
             _preimport()
             # NOTE: keep the collector from writing to (and so un-sharing)

@@ -11,6 +11,9 @@ import json
 import time
 import uuid
 
+from tests.fixtures import database as db_fixtures
+from tests.fixtures.cinder import FakeCinder
+from tests.fixtures.glance import FakeGlance
 from volumesvc import context as vs_context
 from volumesvc import rpc
 from volumesvc.api.app import create_app
@@ -19,9 +22,6 @@ from volumesvc.cmd import compute as compute_cmd
 from volumesvc.cmd import conductor as conductor_cmd
 from volumesvc.conductor import rpcapi as conductor_rpcapi
 from volumesvc.conf import get_conf
-from volumesvc.db import fixtures as db_fixtures
-from volumesvc.image.fake import FakeGlance
-from volumesvc.volume.fake import FakeCinder
 
 # A 1 GiB blank root volume deleted with the server: the smallest boot.
 BLANK_ROOT = [{"source_type": "blank", "destination_type": "volume", "boot_index": 0,
@@ -77,9 +77,11 @@ class Stack:
             cinder=self.cinder, glance=self.glance))
         self.client = self.app.test_client()
 
-    def add_compute(self, host, driver=None, **overrides):
+    def add_compute(self, host, overrides=None, driver=None):
         """Start a compute service on ``host`` (own conf copy: own host name).
 
+        ``overrides``: ``{(group, name): value}`` for this compute only, e.g.
+        ``{("virt", "disabled_capabilities"): ["supports_multiattach"]}``.
         ``driver``: reuse a stopped compute's driver, whose domains survive
         like QEMU processes outliving a killed compute agent.
         """
@@ -91,7 +93,7 @@ class Stack:
                      "executor_thread_pool_size", "rpc_response_timeout"):
             conf.set_override(name, self.conf[name])
         conf.set_override("host", host)
-        for (group, name), value in overrides.items():
+        for (group, name), value in (overrides or {}).items():
             conf.set_override(name, value, group=group)
         service = compute_cmd.build_service(conf, self.transport, cinder=self.cinder,
                                             notifier=self.notifier, glance=self.glance,
@@ -208,6 +210,20 @@ class Stack:
             session.flush()  # the BDMs' foreign key needs the instances first
             session.add_all(rows)
         return made
+
+    def boot_active(self, count=1, bdms=BLANK_ROOT):
+        """``count`` servers booted (rows made directly) and waited ACTIVE; their uuids."""
+        uuids = [self.boot(self.context(), bdms) for _ in range(count)]
+        for server_id in uuids:
+            self.wait_instance(server_id, "active")
+        return uuids
+
+    def attach_volume(self, server_id, volume_id, *, version="2.60", status=200,
+                      token="u1:p1", **fields):
+        """POST os-volume_attachments; returns the response body."""
+        return self.api("POST", f"/servers/{server_id}/os-volume_attachments",
+                        {"volumeAttachment": {"volumeId": volume_id, **fields}},
+                        version=version, token=token, status=status)[1]
 
     def conductor_api(self):
         return conductor_rpcapi.ConductorAPI(self.conf, self.transport)

@@ -23,9 +23,13 @@ from tests.integration.fixtures_openstack import (  # noqa: F401 - fixtures
     cinder_harness,
     glance_harness,
 )
+from volumesvc import binaries
 from volumesvc.aio import rabbit
 
 BIN = os.path.dirname(sys.executable)
+# The repository root: on the services' PYTHONPATH so that a test can name a
+# driver double from tests/fixtures in ``compute_driver``.
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PG_ADMIN_URL = os.environ.get("VOLUMESVC_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
 MYSQL_ADMIN_URL = os.environ.get("VOLUMESVC_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306")
 
@@ -91,19 +95,37 @@ class Deployment:
     all-in-one does not allow; that is what resilience tests need.
     """
 
-    def __init__(self, tmp_path, conf_path, port):
+    def __init__(self, tmp_path, conf_path, port, env=None):
         self.tmp_path = tmp_path
         self.conf = str(conf_path)
         self.api = f"http://127.0.0.1:{port}"
         self.children = {}
+        path = os.environ.get("PYTHONPATH")
+        self.env = {**os.environ, **(env or {}),
+                    "PYTHONPATH": REPO + (os.pathsep + path if path else "")}
 
     def spawn(self, binary):
         from volumesvc import aio as harness
 
         child = harness.ProcessGroup(binary, [bin_path(binary), "--config-file", self.conf],
-                                     log_path=str(self.tmp_path / f"{binary}.log")).start()
+                                     log_path=str(self.tmp_path / f"{binary}.log"),
+                                     env=self.env).start()
         self.children[binary] = child
+        if binary == binaries.API:
+            # NOTE: a test's first request may not race gunicorn's bind: on a
+            # loaded machine the compute reports 'up' before the API listens
+            # (seen as 'Connection refused' on the first boot in a CI run).
+            harness.wait_for(self._api_answers, 120, what="volumesvc-api listening",
+                             children=[child])
         return child
+
+    def _api_answers(self):
+        """True once the API answers HTTP at all (any status: it is serving)."""
+        try:
+            with urllib.request.urlopen(f"{self.api}/", timeout=10):
+                return True
+        except urllib.error.HTTPError:
+            return True
 
     def stop(self, binary, sig=15):
         child = self.children[binary]
@@ -141,11 +163,15 @@ class Deployment:
 
 @pytest.fixture
 def make_deployment(tmp_path, rabbit_vhost, pg_database_url):
-    """Factory: ``make_deployment(extra_ini="")`` writes the config, syncs, starts all three."""
+    """Factory: ``make_deployment(extra_ini="")`` writes the config, syncs, starts all three.
+
+    ``compute_driver`` and ``env`` (extra environment of the processes) let a
+    test run a driver double such as ``tests.fixtures.virt:SlowReserveDriver``.
+    """
     made = []
 
     def make(extra_ini="", start=("volumesvc-conductor", "volumesvc-compute",
-                                   "volumesvc-api")):
+                                   "volumesvc-api"), compute_driver="fake", env=None):
         port = free_port()
         conf_path = tmp_path / "volumesvc.conf"
         conf_path.write_text(textwrap.dedent(f"""\
@@ -155,7 +181,7 @@ def make_deployment(tmp_path, rabbit_vhost, pg_database_url):
             transport_url = {rabbit_vhost}
             report_interval = 1
             service_down_time = 8
-            compute_driver = fake
+            compute_driver = {compute_driver}
             graceful_shutdown_timeout = 5
             [database]
             connection = {pg_database_url}
@@ -167,7 +193,7 @@ def make_deployment(tmp_path, rabbit_vhost, pg_database_url):
             """) + textwrap.dedent(extra_ini))
         subprocess.run([bin_path("volumesvc-manage"), "--config-file", str(conf_path),
                         "db", "sync"], check=True, capture_output=True, timeout=120)
-        deployment = Deployment(tmp_path, conf_path, port)
+        deployment = Deployment(tmp_path, conf_path, port, env=env)
         for binary in start:
             deployment.spawn(binary)
         made.append(deployment)
@@ -198,9 +224,8 @@ def qemu_host():
     import shutil
     import tempfile
 
-    from volumesvc import exception
+    from volumesvc import exception, virt
     from volumesvc.conf import get_conf
-    from volumesvc.virt import driver as virt_driver
 
     # NOTE: short path on purpose: QEMU's monitor sockets live under the
     # embedded root and UNIX socket paths are limited to 108 bytes.
@@ -209,7 +234,7 @@ def qemu_host():
     conf.set_override("state_path", workdir)
     conf.set_override("host", "it-qemu")
     conf.set_override("compute_driver", "libvirt")
-    drv = virt_driver.load_driver(conf)
+    drv = virt.load_driver(conf)
     try:
         drv.init_host(conf.host)
     except exception.HypervisorUnavailable as exc:

@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
+from tests.fixtures import database as db_fixtures
 from tests.integration.conftest import bin_path
 from volumesvc.conf import get_conf
-from volumesvc.db import fixtures as db_fixtures
 from volumesvc.db import migration
 
 

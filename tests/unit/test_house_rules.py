@@ -70,3 +70,12 @@ def test_only_the_adapters_import_external_clients():
             and any(n == lib or n.startswith(lib + ".") for n in _imports(p))
         }
         assert users <= owners, (lib, users - owners)
+
+
+def test_the_package_never_imports_test_code():
+    """Test doubles and fixtures live under tests/; the product must not need them."""
+    offenders = {
+        str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
+        if any(n == "tests" or n.startswith("tests.") for n in _imports(p))
+    }
+    assert offenders == set()

@@ -71,6 +71,16 @@ def install_venv(venv_dir, requirements, log=None) -> bool:
     return True
 
 
+def frozen_requirements(path):
+    """The ``name==version`` lines of a frozen requirements file next to a harness.
+
+    Installed as the exact requirement list, so the venv marker changes
+    (and the venv is rebuilt) only when the file does.
+    """
+    with open(path) as f:
+        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+
+
 def free_port(host="127.0.0.1") -> int:
     """A TCP port nothing listens on right now (racy, but fine for tests)."""
     with socket.socket() as s:
@@ -324,3 +334,26 @@ class ServiceHarness:
                 while all(p.running() for p in self.processes):
                     time.sleep(1)
         return 0
+
+
+def single_process_main(harness_cls, module, description, argv=None):
+    """``python -m volumesvc.aio.<module>`` for a one-process harness (Glance, Keystone).
+
+    Both take the same arguments (no RabbitMQ, no peers), so the command
+    line is written once.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=f"python -m volumesvc.aio.{module}",
+                                     description=description)
+    parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--database-connection")
+    parser.add_argument("--deps-dir")
+    parser.add_argument("--install-only", action="store_true")
+    parser.add_argument("--clean", action="store_true", help="wipe state-dir first")
+    args = parser.parse_args(argv)
+    harness = harness_cls(args.state_dir, port=args.port or free_port(),
+                          database_connection=args.database_connection,
+                          deps_dir=args.deps_dir)
+    return harness.run_foreground(clean=args.clean, install_only=args.install_only)

@@ -22,6 +22,7 @@ import shutil
 import sys
 
 from volumesvc.aio import ServiceHarness, free_port, http_json, rabbit
+from volumesvc.aio import keystone as keystone_mod
 
 CINDER_VERSION = "29.0.0"
 REQUIREMENTS = [f"cinder=={CINDER_VERSION}", "python-cinderclient", "fixtures",
@@ -51,6 +52,9 @@ class CinderHarness(ServiceHarness):
     :param glance_url: Glance endpoint for image-backed volumes.
     :param host: Cinder's fixed host name (cinder-volume is ``host@file``).
     :param volume_manager: optional ``[DEFAULT] volume_manager`` override.
+    :param keystone: a started KeystoneHarness: validate tokens as the
+        ``cinder`` user and call the compute API (``[nova]``, endpoint from the
+        catalog) with a service token (see ``aio/keystone.py``).
     """
 
     LABEL = "Cinder"
@@ -60,8 +64,10 @@ class CinderHarness(ServiceHarness):
 
     def __init__(self, state_dir, *, port=8776, transport_url=None,
                  database_connection=None, deps_dir=None, nova_endpoint=None,
-                 glance_url=None, host="volumesvc-cinder", volume_manager=None):
+                 glance_url=None, host="volumesvc-cinder", volume_manager=None,
+                 keystone=None):
         super().__init__(state_dir, port, deps_dir)
+        self.keystone = keystone
         self.transport_url = transport_url or rabbit.transport_url("/")
         self.database_connection = (database_connection or
                                     f"sqlite:///{self.state_dir}/cinder.sqlite")
@@ -92,7 +98,7 @@ class CinderHarness(ServiceHarness):
         state = os.path.join(self.state_dir, "state")
         lines = [
             "[DEFAULT]",
-            "auth_strategy = noauth",
+            f"auth_strategy = {'keystone' if self.keystone else 'noauth'}",
             f"transport_url = {self.transport_url}",
             f"host = {self.host}",
             "my_ip = 127.0.0.1",
@@ -130,7 +136,9 @@ class CinderHarness(ServiceHarness):
             f"file_volume_dir = {self.volumes_dir}",
             "",
         ]
-        if self.nova_endpoint:
+        if self.keystone is not None:
+            lines += keystone_sections(self.keystone)
+        elif self.nova_endpoint:
             lines += ["[nova]", "auth_type = none", f"endpoint = {self.nova_endpoint}", ""]
         return "\n".join(lines)
 
@@ -176,8 +184,9 @@ class CinderHarness(ServiceHarness):
 
     def api_get(self, path, microversion="3.67"):
         """Admin GET on the v3 API (no project in the URL, hence >= 3.67)."""
+        token = self.keystone.token() if self.keystone is not None else ADMIN_TOKEN
         return http_json(self.url + path, headers={
-            "X-Auth-Token": ADMIN_TOKEN, "OpenStack-API-Version": f"volume {microversion}",
+            "X-Auth-Token": token, "OpenStack-API-Version": f"volume {microversion}",
             "Accept": "application/json"})
 
     def _ready(self):
@@ -194,6 +203,20 @@ class CinderHarness(ServiceHarness):
             return False
         status, body = self.api_get("/scheduler-stats/get_pools")
         return status == 200 and bool(body.get("pools"))
+
+
+def keystone_sections(keystone):
+    """Cinder's keystone sections: its authtoken, ``[nova]`` and ``[service_user]``.
+
+    ``[nova]`` finds the compute API in the catalog (type ``compute``); the
+    service token on those calls is what our service-only policies (swap,
+    external events) and Cinder's own attachment-delete guard look for.
+    """
+    return [*keystone.authtoken_section("cinder"),
+            *keystone.password_section("nova", "cinder", extra=[
+                f"region_name = {keystone_mod.REGION}", "interface = public"]),
+            *keystone.password_section("service_user", "cinder", extra=[
+                "send_service_user_token = true"])]
 
 
 def main(argv=None):

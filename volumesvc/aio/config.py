@@ -5,12 +5,15 @@ import textwrap
 
 
 def write_config(state_dir, *, transport_url, api_port, api_workers, host,
-                 cinder_url, glance_url):
+                 cinder_url, glance_url, keystone=None):
     """Write ``<state_dir>/volumesvc.conf`` for api, conductor and compute.
 
     One file for all three processes, as an operator would have on one
-    machine: SQLite in WAL mode under the state dir, embedded QEMU, noauth2,
-    the Cinder and Glance this all-in-one started.
+    machine: SQLite in WAL mode under the state dir, embedded QEMU, the
+    Cinder and Glance this all-in-one started. Without ``keystone`` (a
+    started KeystoneHarness) everything is noauth2/noauth; with it the API
+    validates tokens and the adapters authenticate as the ``volumesvc``
+    user, sending a service token to Cinder.
     """
     path = os.path.join(state_dir, "volumesvc.conf")
     for sub in ("libvirt", "locks", "logs"):
@@ -49,15 +52,83 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
         [oslo_concurrency]
         lock_path = {state_dir}/locks
         """)
+    if keystone is not None:
+        text = _with_keystone(text, keystone)
     with open(path, "w") as f:
         f.write(text)
     return path
 
 
+def compute_hosts(first_host, count):
+    """The host names of ``count`` computes: ``first_host``, then ``-2``, ``-3``..."""
+    return [first_host] + [f"{first_host}-{n}" for n in range(2, count + 1)]
+
+
+def parse_compute_driver(spec):
+    """``HOST=DRIVER[,-CAPABILITY...]`` → (host, driver, [disabled capabilities]).
+
+    ``DRIVER`` is any ``[DEFAULT] compute_driver`` value; each ``-name``
+    after it switches a capability off on that host (``[virt]
+    disabled_capabilities``), e.g. ``aio-compute-2=libvirt,-supports_multiattach``
+    for a hypervisor that cannot share a disk between servers.
+    """
+    host, sep, rest = spec.partition("=")
+    parts = [p.strip() for p in rest.split(",")] if sep else []
+    if not host.strip() or not parts or not parts[0]:
+        raise ValueError(f"{spec!r}: expected HOST=DRIVER[,-CAPABILITY...]")
+    disabled = []
+    for part in parts[1:]:
+        if not part.startswith("-") or len(part) < 2:
+            raise ValueError(f"{spec!r}: {part!r} is not -CAPABILITY")
+        disabled.append(part[1:])
+    return host.strip(), parts[0], disabled
+
+
+def write_compute_config(state_dir, *, host, first, driver="libvirt",
+                         disabled_capabilities=()):
+    """``<state_dir>/compute-<host>.conf``: what one compute overrides.
+
+    Read after ``volumesvc.conf`` (a second ``--config-file``): its own host
+    name (RPC server), driver and capabilities, and for every compute but
+    the first its own embedded QEMU root, so two computes never share a
+    libvirt state directory, as two machines would not.
+    """
+    root = os.path.join(state_dir, "libvirt" if first else f"libvirt-{host}")
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(state_dir, f"compute-{host}.conf")
+    text = textwrap.dedent(f"""\
+        [DEFAULT]
+        host = {host}
+        compute_driver = {driver}
+
+        [libvirt]
+        connection_uri = qemu:///embed?root={root}
+
+        [virt]
+        disabled_capabilities = {",".join(disabled_capabilities)}
+        """)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+def _with_keystone(text, keystone):
+    """``text`` switched from noauth to keystone: authtoken, adapters, service token."""
+    text = (text.replace("auth_strategy = noauth2", "auth_strategy = keystone")
+                .replace("auth_strategy = noauth\n", "auth_strategy = keystone\n"))
+    lines = text.splitlines()
+    for group in ("cinder", "glance"):
+        # keystoneauth credentials for calls made without a user (periodic tasks).
+        at = lines.index(f"[{group}]") + 1
+        lines[at:at] = keystone.password_section(group, "volumesvc")[1:-1]
+    lines += ["", *keystone.authtoken_section("volumesvc"),
+              *keystone.password_section("service_user", "volumesvc",
+                                         extra=["send_service_user_token = true"])]
+    return "\n".join(lines) + "\n"
+
+
 def compute_is_up(conf_path, host):
     """True once the compute on ``host`` has heartbeated recently."""
+    from volumesvc import binaries, context, servicegroup
     from volumesvc import conf as vs_conf
-    from volumesvc import context, servicegroup
     from volumesvc.db import api as db_api
     from volumesvc.objects import service as service_obj
 
@@ -65,7 +136,7 @@ def compute_is_up(conf_path, host):
     db = db_api.Database(conf)
     try:
         services = service_obj.list_services(
-            db, context.get_admin_context(), binary="volumesvc-compute", host=host)
+            db, context.get_admin_context(), binary=binaries.COMPUTE, host=host)
         return any(servicegroup.is_up(conf, s) for s in services)
     finally:
         db.dispose()
@@ -75,18 +146,22 @@ STARTER_IMAGE_NAME = "volumesvc-tiny-raw"
 STARTER_IMAGE_BYTES = 1 << 20
 
 
-def ensure_image(glance_url, state_dir, owner="admin"):
+def ensure_image(glance_url, state_dir, owner="admin", token=None):
     """Upload one small public raw image so image-backed boot works out of the box.
 
     Idempotent: an active image of the same name is reused across restarts.
+    ``token``: an admin's keystone token when Glance validates tokens.
     Returns the image id.
     """
     import json
     import urllib.request
 
     def request(method, path, body=None, content_type="application/json"):
+        headers = {"Content-Type": content_type}
+        if token:
+            headers["X-Auth-Token"] = token
         req = urllib.request.Request(glance_url + path, data=body, method=method,
-                                     headers={"Content-Type": content_type})
+                                     headers=headers)
         with urllib.request.urlopen(req, timeout=30) as resp:
             data = resp.read()
             return json.loads(data) if data else None

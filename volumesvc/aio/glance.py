@@ -10,12 +10,11 @@ config from ``$OS_GLANCE_CONFIG_DIR/glance-api.conf``.
 Point Cinder at it with ``CinderHarness(..., glance_url=glance.url)``.
 """
 
-import argparse
 import os
 import shutil
 import sys
 
-from volumesvc.aio import ServiceHarness, free_port, http_json
+from volumesvc.aio import ServiceHarness, http_json, single_process_main
 
 GLANCE_VERSION = "33.0.0"
 REQUIREMENTS = [f"glance=={GLANCE_VERSION}", "python-glanceclient", "gunicorn",
@@ -24,12 +23,14 @@ POLICY = '"context_is_admin": ""\n"service_api": ""\n'
 
 
 class GlanceHarness(ServiceHarness):
-    """A real Glance API (no keystone, file store) under gunicorn.
+    """A real Glance API (no keystone unless given one, file store) under gunicorn.
 
     :param state_dir: config, SQLite DB, images, staging, logs.
     :param port: API port on 127.0.0.1 (Glance's usual is 9292).
     :param database_connection: SQLAlchemy URL; default SQLite in state_dir.
     :param deps_dir: virtualenv cache (``$VOLUMESVC_DEPS_DIR`` or ``~/.cache/volumesvc``).
+    :param keystone: a started KeystoneHarness: validate tokens (user ``glance``)
+        with Glance's default policy instead of the open noauth set-up.
     """
 
     LABEL = "Glance"
@@ -38,8 +39,10 @@ class GlanceHarness(ServiceHarness):
     DB_SYNC = ("db_sync",)
     READY_TIMEOUT = 60.0
 
-    def __init__(self, state_dir, *, port=9292, database_connection=None, deps_dir=None):
+    def __init__(self, state_dir, *, port=9292, database_connection=None, deps_dir=None,
+                 keystone=None):
         super().__init__(state_dir, port, deps_dir)
+        self.keystone = keystone
         self.database_connection = (database_connection or
                                     f"sqlite:///{self.state_dir}/glance.sqlite")
         self.config_dir = os.path.join(self.state_dir, "etc")
@@ -51,7 +54,9 @@ class GlanceHarness(ServiceHarness):
         return f"http://127.0.0.1:{self.port}"
 
     def config_text(self):
-        return "\n".join([
+        """glance-api.conf: noauth with an open policy, or keystone with the default policy."""
+        keystone = self.keystone is not None
+        lines = [
             "[DEFAULT]",
             f"node_staging_uri = file://{self.state_dir}/staging",
             "bind_host = 127.0.0.1",
@@ -60,24 +65,40 @@ class GlanceHarness(ServiceHarness):
             "use_stderr = true",
             "", "[database]", f"connection = {self.database_connection}",
             "", "[paste_deploy]",
-            "flavor =",  # empty: the unauthenticated-context pipeline
+            # empty: the unauthenticated-context pipeline
+            "flavor = keystone" if keystone else "flavor =",
             f"config_file = {self.config_dir}/glance-api-paste.ini",
             "", "[glance_store]",
             "stores = file",
             "default_store = file",
             f"filesystem_store_datadir = {self.state_dir}/images/",
-            "", "[oslo_policy]", f"policy_file = {self.config_dir}/policy.yaml",
             "", "[oslo_concurrency]", f"lock_path = {self.state_dir}/lock",
             "",
-        ])
+        ]
+        if keystone:
+            lines += self.keystone.authtoken_section("glance",
+                                                     service_token_roles_required=False)
+        else:
+            lines += ["[oslo_policy]", f"policy_file = {self.config_dir}/policy.yaml", ""]
+        return "\n".join(lines)
+
+    def _auth_headers(self):
+        return {"X-Auth-Token": self.keystone.token()} if self.keystone is not None else {}
 
     def configure(self):
         for d in ("etc", "images", "staging", "lock", "log"):
             os.makedirs(os.path.join(self.state_dir, d), exist_ok=True)
         shutil.copyfile(os.path.join(self.venv, "etc", "glance", "glance-api-paste.ini"),
                         os.path.join(self.config_dir, "glance-api-paste.ini"))
-        with open(os.path.join(self.config_dir, "policy.yaml"), "w") as f:
-            f.write(POLICY)
+        # NOTE: the open policy only without keystone; oslo.policy finds a
+        # policy.yaml in the config dir by itself, so a keystone start in a
+        # state dir that ran without keystone must remove it.
+        policy_path = os.path.join(self.config_dir, "policy.yaml")
+        if self.keystone is None:
+            with open(policy_path, "w") as f:
+                f.write(POLICY)
+        elif os.path.exists(policy_path):
+            os.remove(policy_path)
         with open(self.config_file, "w") as f:
             f.write(self.config_text())
 
@@ -94,7 +115,8 @@ class GlanceHarness(ServiceHarness):
 
     def _ready(self):
         self._check_alive()
-        status, _ = http_json(self.url + "/v2/images", headers={"Accept": "application/json"})
+        status, _ = http_json(self.url + "/v2/images", headers={
+            "Accept": "application/json", **self._auth_headers()})
         return status == 200
 
     def _logs(self):
@@ -103,21 +125,10 @@ class GlanceHarness(ServiceHarness):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m volumesvc.aio.glance",
-        description="Install, configure and run a real Glance 33 (no keystone, file store) "
-                    "in the foreground until interrupted.")
-    parser.add_argument("--state-dir", required=True)
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--database-connection")
-    parser.add_argument("--deps-dir")
-    parser.add_argument("--install-only", action="store_true")
-    parser.add_argument("--clean", action="store_true", help="wipe state-dir first")
-    args = parser.parse_args(argv)
-    harness = GlanceHarness(args.state_dir, port=args.port or free_port(),
-                            database_connection=args.database_connection,
-                            deps_dir=args.deps_dir)
-    return harness.run_foreground(clean=args.clean, install_only=args.install_only)
+    return single_process_main(
+        GlanceHarness, "glance", "Install, configure and run a real Glance 33 (no keystone, "
+        "file store) in the foreground until interrupted.", argv)
+
 
 if __name__ == "__main__":
     sys.exit(main())

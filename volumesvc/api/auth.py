@@ -1,12 +1,15 @@
 """Authentication: noauth2 and keystone, both ending in a RequestContext.
 
-Both strategies only *describe* the caller in the WSGI environ; the app's
-``before_request`` turns that into ``g.context`` and answers 401 itself, so a
-401 has the same fault body and version headers as every other error.
+Both strategies only *describe* the caller in the WSGI environ
+(``ENV_CONTEXT``); the app's view wrapper (``app._make_view``) reads it and
+answers 401 itself, so a 401 has the same fault body and version headers as
+every other error.
 keystonemiddleware therefore runs with ``delay_auth_decision``: it marks a bad
 token ``X-Identity-Status: Invalid`` and, on our 401, adds its
 ``WWW-Authenticate`` header so clients can find keystone.
 """
+
+import json
 
 from keystonemiddleware import auth_token
 
@@ -52,8 +55,6 @@ class KeystoneContext:
             ctx.is_admin = "admin" in [role.lower() for role in ctx.roles]
             catalog = environ.get("HTTP_X_SERVICE_CATALOG")
             if catalog:
-                import json
-
                 ctx.service_catalog = json.loads(catalog)
             environ[ENV_CONTEXT] = ctx
         return self.application(environ, start_response)

@@ -1,15 +1,15 @@
 """What API handlers depend on, built from conf or injected by tests.
 
-The app keeps one ``Deps`` in ``app.extensions["volumesvc"]``; handlers reach
-it through :func:`get`. Anything not passed to the constructor is created
-lazily on first use, so a test that only exercises version documents never
-opens a database, and a test can pass fakes for the conductor or Cinder
-instead of patching modules by dotted path.
+The app keeps one ``Deps`` in ``app.extensions["volumesvc"]``; handlers get
+it as ``req.deps`` (``api/request.py``'s ``ApiRequest``, built per request in
+``api/app.py``) and ``api/policy.py`` reads its ``enforcer`` there. Anything
+not passed to the constructor is created lazily on first use, so a test that
+only exercises version documents never opens a database, and a test can
+pass fakes for the conductor or Cinder instead of patching modules by dotted
+path.
 """
 
 import threading
-
-from flask import current_app
 
 
 class Deps:
@@ -28,6 +28,9 @@ class Deps:
         self._lock = threading.Lock()
         self.enforcer = enforcer
 
+    # NOTE: the factories import their modules locally on purpose: the
+    # database engine, oslo.messaging and cinderclient/glance stay unloaded
+    # until a request needs them (version documents and most tests never do).
     def _lazy(self, name, factory):
         # NOTE: workers run several threads (gthread): build each dependency
         # once, under a lock, not once per racing request.
@@ -69,8 +72,3 @@ class Deps:
 
             return glance.GlanceAPI(self.conf)
         return self._lazy("glance", build)
-
-
-def get() -> Deps:
-    """The Deps of the app serving the current request."""
-    return current_app.extensions["volumesvc"]

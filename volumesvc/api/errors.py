@@ -1,12 +1,13 @@
 """API errors: stable error codes, fault names and the central exception map.
 
 Domain exceptions (``volumesvc.exception``) know nothing about HTTP. This
-module is the one place that decides their status code; the app factory
-registers :func:`handle_exception` for everything, so no error ever leaves
-as HTML or a traceback. The body is Nova's fault shape
-``{"<faultName>": {"code": <status>, "message": ...}}``; the stable dotted
-code rides in the ``OpenStack-Error-Code`` header and in the log, because
-Nova clients (and tempest) read only the body's two keys.
+module is the one place that decides their status code: the app's single
+error handler (``_handle_error`` in ``api/app.py``, registered for every
+exception) turns whatever was raised into an :class:`APIError` with
+:func:`to_api_error`, so no error ever leaves as HTML or a traceback. The
+body is Nova's fault shape ``{"<faultName>": {"code": <status>, "message":
+...}}``; the stable dotted code rides in the ``OpenStack-Error-Code`` header,
+because Nova clients (and tempest) read only the body's two keys.
 """
 
 import logging
@@ -54,8 +55,10 @@ FAULT_NAMES = {
     405: "badMethod",
     409: "conflictingRequest",
     413: "overLimit",
+    414: "overLimit",
     415: "badMediaType",
     429: "overLimit",
+    431: "overLimit",
     501: "notImplemented",
     503: "serviceUnavailable",
 }
@@ -80,6 +83,7 @@ DOMAIN_MAP = {
     exception.TaggedAttachmentNotSupported: (400, ATTACHMENT_INVALID),
     exception.MultiattachNotSupportedByVirtDriver: (400, ATTACHMENT_INVALID),
     exception.MultiattachNotSupportedOldMicroversion: (400, ATTACHMENT_INVALID),
+    exception.MultiattachNotSupportedByHost: (409, ATTACHMENT_CONFLICT),
     exception.InvalidDevicePath: (400, ATTACHMENT_INVALID),
     exception.MultiattachToShelvedNotSupported: (400, ATTACHMENT_INVALID),
     exception.VolumeTaggedAttachToShelvedNotSupported: (400, ATTACHMENT_INVALID),
@@ -102,6 +106,8 @@ _STATUS_CODES = {
     405: METHOD_NOT_ALLOWED,
     409: CONFLICT,
     413: TOO_LARGE,
+    414: TOO_LARGE,
+    431: TOO_LARGE,
     415: MEDIA_TYPE,
 }
 
@@ -112,7 +118,7 @@ class APIError(Exception):
     ``headers`` are extra response headers (``Allow`` on a 405).
     """
 
-    def __init__(self, status: int, message: str, code: str = None, headers=None):
+    def __init__(self, status: int, message: str, code: str | None = None, headers=None):
         super().__init__(message)
         self.status = status
         self.message = message

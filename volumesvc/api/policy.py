@@ -7,11 +7,14 @@ shows up as a 500 in the functional tests instead of an open door. Handlers
 that are public on purpose are marked with :func:`public`.
 """
 
+import sys
+
 from flask import current_app, g
 from oslo_policy import policy as oslo_policy
 
 from volumesvc import exception
 from volumesvc.api import policies
+from volumesvc.conf import get_conf
 
 
 def make_enforcer(conf) -> oslo_policy.Enforcer:
@@ -22,16 +25,12 @@ def make_enforcer(conf) -> oslo_policy.Enforcer:
 
 def get_enforcer():
     """Entry point for oslopolicy-* tools; they pass their args on sys.argv."""
-    import sys
-
-    from volumesvc.conf import get_conf
-
     args = [arg for arg in sys.argv[1:] if arg.startswith("--config")]
     conf = get_conf(args)
     return make_enforcer(conf)
 
 
-def authorize(ctx, rule: str, target: dict = None):
+def authorize(ctx, rule: str, target: dict | None = None):
     """Raise Forbidden unless ``ctx`` passes ``rule`` for ``target``.
 
     ``target`` defaults to the caller's own project, as in Nova, so project
@@ -43,7 +42,9 @@ def authorize(ctx, rule: str, target: dict = None):
     enforcer = current_app.extensions["volumesvc"].enforcer
     try:
         enforcer.authorize(rule, target, ctx, do_raise=True)
-    except oslo_policy.PolicyNotAuthorized as exc:
+    except (oslo_policy.PolicyNotAuthorized, oslo_policy.InvalidScope) as exc:
+        # NOTE: InvalidScope (a system- or domain-scoped token on a project
+        # API) is not a PolicyNotAuthorized; uncaught it was a 500.
         raise exception.Forbidden(
             f"Policy doesn't allow {rule} to be performed.") from exc
 

@@ -7,6 +7,7 @@ from oslo_utils import uuidutils
 
 from volumesvc import exception
 from volumesvc.api import microversions as mv
+from volumesvc.api.deps import Deps
 from volumesvc.objects import instance as instance_obj
 
 
@@ -23,8 +24,8 @@ class ApiRequest:
     version: mv.Version
     body: object
     query: dict
-    deps: object
-    project_id: str = None
+    deps: Deps
+    project_id: str | None = None
 
     @property
     def conf(self):
@@ -42,8 +43,10 @@ class ApiRequest:
 def base_url(conf) -> str:
     """Scheme://host[:port][/script] the client used, or [api] compute_link_prefix.
 
-    http_proxy_to_wsgi has already rewritten the environ from X-Forwarded-*,
-    so ``request.url_root`` is what the client (or its proxy) sees.
+    With ``[oslo_middleware] enable_proxy_headers_parsing`` on (off by
+    default: clients could forge them), http_proxy_to_wsgi has already
+    rewritten the environ from X-Forwarded-*/Forwarded, so
+    ``request.url_root`` is what the client of the proxy sees.
     """
     root = request.url_root.rstrip("/")
     prefix = conf.api.compute_link_prefix

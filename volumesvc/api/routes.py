@@ -13,8 +13,10 @@ Adding a resource: a handler module in ``handlers/``, its schemas in
 """
 
 from volumesvc.api.handlers import (
+    assisted_volume_snapshots,
     flavors,
     instance_actions,
+    ips,
     server_actions,
     servers,
     services,
@@ -52,6 +54,9 @@ ROUTES = {
     "/v2.1/servers/<server_id>/os-instance-actions/<request_id>": {
         "GET": instance_actions.show_instance_action,
     },
+    # Addresses by network (always none: volumesvc does no networking).
+    "/v2.1/servers/<server_id>/ips": {"GET": ips.list_ips},
+    "/v2.1/servers/<server_id>/ips/<network_label>": {"GET": ips.show_ips},
     # Volume attachments (attach, detach, update/swap; api-contract §3).
     "/v2.1/servers/<server_id>/os-volume_attachments": {
         "GET": volume_attachments.list_volume_attachments,
@@ -61,6 +66,13 @@ ROUTES = {
         "GET": volume_attachments.show_volume_attachment,
         "PUT": volume_attachments.update_volume_attachment,
         "DELETE": volume_attachments.delete_volume_attachment,
+    },
+    # Assisted volume snapshots (Cinder's remotefs drivers; api-contract §8).
+    "/v2.1/os-assisted-volume-snapshots": {
+        "POST": assisted_volume_snapshots.create_assisted_volume_snapshot,
+    },
+    "/v2.1/os-assisted-volume-snapshots/<snapshot_id>": {
+        "DELETE": assisted_volume_snapshots.delete_assisted_volume_snapshot,
     },
     # Flavors.
     "/v2.1/flavors": {"GET": flavors.list_flavors, "POST": flavors.create_flavor},

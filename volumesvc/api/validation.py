@@ -1,12 +1,13 @@
 """Request and response JSON-schema validation, per microversion range.
 
 Decorators only *declare* schemas on the handler (``func._schemas``); the
-app's single view wrapper (``app._call_handler``) applies them with the
+app's single view wrapper (``app._make_view``) applies them with the
 negotiated version. Declaration time is where mistakes are caught: ranges of
 one kind may not overlap or leave gaps between them, and every object schema
 must say ``additionalProperties: false`` (an unknown key is a 400, as in
-Nova). ``tests/unit/api/test_schema_coverage.py`` walks the URL map and fails
-on a route/method without the schemas its method needs.
+Nova). ``test_every_route_and_method_declares_its_schemas`` in
+``tests/unit/api/test_app_contract.py`` walks the URL map and fails on a
+route/method without the schemas its method needs (``REQUIRED_KINDS``).
 """
 
 import logging
@@ -76,8 +77,9 @@ def _add(schemas: dict, kind, entry, name):
 def merge(target: dict, func, low, high):
     """Fold the schemas of one version window of a versioned handler into ``target``.
 
-    A window's schemas are clipped to the window, so ``version_handler``
-    dispatchers expose one gap-free, overlap-free set across all windows.
+    A window's schemas are clipped to the window, so
+    ``versioned.version_handler`` dispatchers expose one gap-free,
+    overlap-free set across all windows.
     """
     for kind, entries in getattr(func, "_schemas", {}).items():
         for min_v, max_v, schema_, options in entries:
@@ -188,6 +190,34 @@ def missing_kinds(func, method: str):
 
 
 # --- small schema helpers ----------------------------------------------------
+
+# The largest value of the database's (signed 32-bit) integer columns; every
+# integer the API reads from a request is held to it (see bounded_int).
+MAX_INT = 2147483647
+
+
+def bounded_int(value, name: str, minimum: int = 0, maximum: int | None = MAX_INT,
+                code: str = errors.SCHEMA_INVALID) -> int:
+    """``value`` (an int or its string form) as an int in [minimum, maximum], else 400.
+
+    Schemas can bound JSON integers but not the integers spelled as
+    strings that Nova accepts, and ``int()`` of either may be larger than
+    any column (or, past 4300 digits, raise): every integer taken from a
+    request goes through here before it is compared, stored or sliced with.
+    ``maximum=None`` for a count that is only compared, never stored.
+    """
+    try:
+        number = int(value)
+        if isinstance(value, float) and number != value:
+            raise ValueError(value)
+    except (TypeError, ValueError, OverflowError):
+        raise errors.APIError(400, f"Invalid input for {name}: it must be an integer.",
+                              code) from None
+    if number < minimum or (maximum is not None and number > maximum):
+        raise errors.APIError(
+            400, f"Invalid input for {name}: it must be >= {minimum} and <= {maximum}.", code)
+    return number
+
 
 def multi_params(item_schema):
     """A query parameter that may repeat: its values form a list."""

@@ -9,6 +9,7 @@ stops everything it started on SIGINT/SIGTERM.
 """
 
 import argparse
+import importlib
 import os
 import signal
 import sys
@@ -17,9 +18,26 @@ import time
 import urllib.request
 
 from volumesvc import aio as harness_util
+from volumesvc import binaries
 from volumesvc.aio import config as aio_config
 
 DEFAULT_STATE_DIR = "/var/lib/volumesvc-aio"
+
+# Python modules the all-in-one needs beyond volumesvc's own dependencies,
+# all pulled by the ``aio`` extra: PyMySQL for Cinder's MariaDB database
+# (created from this process) and the libvirt binding for the compute.
+EXTRA_MODULES = ("pymysql", "libvirt")
+
+
+def missing_modules():
+    """The EXTRA_MODULES that cannot be imported here."""
+    missing = []
+    for name in EXTRA_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
 
 
 def _parse_args(argv):
@@ -30,14 +48,42 @@ def _parse_args(argv):
     parser.add_argument("--api-port", type=int, default=8774, help="compute API port")
     parser.add_argument("--volume-port", type=int, default=8776, help="Cinder API port")
     parser.add_argument("--image-port", type=int, default=9292, help="Glance API port")
+    parser.add_argument("--identity-port", type=int, default=5000, help="Keystone API port")
+    parser.add_argument("--auth", choices=("keystone", "noauth2"), default="keystone",
+                        help="keystone (default): a real Keystone validates every token and "
+                             "<state dir>/clouds.yaml names its users; noauth2: no Keystone, "
+                             "the token is user:project (quick tests)")
     parser.add_argument("--host", default="aio-compute",
-                        help="name of the compute host (and its RPC server)")
+                        help="name of the (first) compute host and its RPC server")
+    parser.add_argument("--computes", type=int, default=1, metavar="N",
+                        help="run N compute agents, named HOST, HOST-2, ... HOST-N, each "
+                             "with its own embedded QEMU root (default 1)")
+    parser.add_argument("--compute-driver", action="append", default=[],
+                        metavar="HOST=DRIVER[,-CAPABILITY...]",
+                        help="driver of one compute (repeatable; default libvirt), with "
+                             "capabilities switched off, e.g. "
+                             "aio-compute-2=libvirt,-supports_multiattach")
     parser.add_argument("--api-workers", type=int, default=2)
     parser.add_argument("--ready-timeout", type=float, default=600.0,
                         help="seconds to wait for everything to answer")
     parser.add_argument("--no-install", action="store_true",
                         help="do not apt-get install missing system packages")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.computes < 1:
+        parser.error("--computes must be at least 1")
+    hosts = aio_config.compute_hosts(args.host, args.computes)
+    args.drivers = {}
+    for spec in args.compute_driver:
+        try:
+            host, driver, disabled = aio_config.parse_compute_driver(spec)
+        except ValueError as exc:
+            parser.error(f"--compute-driver {exc}")
+        if host not in hosts:
+            parser.error(f"--compute-driver {spec!r}: no compute {host!r} "
+                         f"(the computes are {', '.join(hosts)})")
+        args.drivers[host] = (driver, disabled)
+    args.hosts = hosts
+    return args
 
 
 def _http_ok(url, statuses=(200, 300)):
@@ -58,6 +104,8 @@ class AllInOne:
         self.children = []
         self.harnesses = []
         self.vhost = None
+        self.keystone = None
+        self.clouds_yaml = None
 
     def _log(self, message):
         print(f"volumesvc-aio: {message}", flush=True)
@@ -76,9 +124,12 @@ class AllInOne:
         transport_url = rabbit.ensure_vhost(f"volumesvc-{tag}")
         api_url = f"http://127.0.0.1:{self.args.api_port}/v2.1"
 
+        if self.args.auth == "keystone":
+            self.keystone = self._start_keystone(api_url)
         self._log("starting Glance and Cinder (the first run installs them from PyPI)")
         image = glance.GlanceHarness(
-            os.path.join(self.state_dir, "glance"), port=self.args.image_port)
+            os.path.join(self.state_dir, "glance"), port=self.args.image_port,
+            keystone=self.keystone)
         self.harnesses.append(image)
         image.install()
         image.configure()
@@ -89,7 +140,7 @@ class AllInOne:
             os.path.join(self.state_dir, "cinder"), port=self.args.volume_port,
             transport_url=rabbit.ensure_vhost(f"cinder-{tag}"),
             database_connection=system.mariadb_database(f"cinder_{tag.replace('-', '_')}"),
-            nova_endpoint=api_url, glance_url=image.url)
+            nova_endpoint=api_url, glance_url=image.url, keystone=self.keystone)
         self.harnesses.append(volume)
         volume.install()
         volume.configure()
@@ -98,29 +149,67 @@ class AllInOne:
         conf_path = aio_config.write_config(
             self.state_dir, transport_url=transport_url, api_port=self.args.api_port,
             api_workers=self.args.api_workers, host=self.args.host,
-            cinder_url=volume.url, glance_url=image.url)
+            cinder_url=volume.url, glance_url=image.url, keystone=self.keystone)
         self._run_once(["volumesvc-manage", "--config-file", conf_path, "db", "sync"])
-        for binary in ("volumesvc-conductor", "volumesvc-compute", "volumesvc-api"):
-            self._spawn(binary, conf_path)
+        self._spawn(binaries.CONDUCTOR, conf_path)
+        for index, host in enumerate(self.args.hosts):
+            driver, disabled = self.args.drivers.get(host, ("libvirt", []))
+            host_conf = aio_config.write_compute_config(
+                self.state_dir, host=host, first=index == 0, driver=driver,
+                disabled_capabilities=disabled)
+            # NOTE: the first compute keeps the historical log name.
+            self._spawn(binaries.COMPUTE, conf_path, host_conf,
+                        log_name=binaries.COMPUTE if index == 0
+                        else f"{binaries.COMPUTE}-{host}")
+        self._spawn(binaries.API, conf_path)
 
         timeout = self.args.ready_timeout
         image.wait_ready(timeout)
         volume.wait_ready(timeout)
         harness_util.wait_for(lambda: _http_ok(api_url), timeout, what="the compute API",
                               children=self.children)
-        harness_util.wait_for(lambda: aio_config.compute_is_up(conf_path, self.args.host),
-                              timeout, what="the compute service to report up",
-                              children=self.children)
-        image_id = aio_config.ensure_image(image.url, self.state_dir)
+        for host in self.args.hosts:
+            harness_util.wait_for(lambda host=host: aio_config.compute_is_up(conf_path, host),
+                                  timeout, what=f"the compute service on {host} to report up",
+                                  children=self.children)
+        token = self.keystone.token() if self.keystone is not None else None
+        image_id = aio_config.ensure_image(image.url, self.state_dir, token=token)
         return api_url, volume.url, image.url, conf_path, image_id
 
-    def _spawn(self, binary, conf_path):
+    def _start_keystone(self, api_url):
+        """Keystone first: the others validate tokens against it from their start.
+
+        Returns the harness once users, projects and the catalog exist, and
+        writes ``<state dir>/clouds.yaml``.
+        """
+        from volumesvc.aio import keystone
+
+        self._log("starting Keystone (the first run installs it from PyPI)")
+        identity = keystone.KeystoneHarness(os.path.join(self.state_dir, "keystone"),
+                                            port=self.args.identity_port)
+        self.harnesses.append(identity)
+        identity.setup(self.args.ready_timeout)
+        volume_url = f"http://127.0.0.1:{self.args.volume_port}/v3"
+        identity.provision({
+            "compute": ("nova", api_url),
+            "image": ("glance", f"http://127.0.0.1:{self.args.image_port}"),
+            # tempest 47 looks block storage up as block-storage; older
+            # clients as volumev3: the same endpoint under both.
+            "volumev3": ("cinderv3", volume_url),
+            "block-storage": ("cinder", volume_url),
+        })
+        self.clouds_yaml = identity.write_clouds_yaml(
+            os.path.join(self.state_dir, "clouds.yaml"))
+        return identity
+
+    def _spawn(self, binary, *conf_paths, log_name=None):
         exe = os.path.join(os.path.dirname(sys.executable), binary)
-        log_path = os.path.join(self.state_dir, "logs", f"{binary}.log")
+        log_path = os.path.join(self.state_dir, "logs", f"{log_name or binary}.log")
         os.makedirs(os.path.dirname(log_path), exist_ok=True)
-        child = harness_util.ProcessGroup(
-            binary, [exe if os.path.exists(exe) else binary, "--config-file", conf_path],
-            log_path)
+        argv = [exe if os.path.exists(exe) else binary]
+        for path in conf_paths:
+            argv += ["--config-file", path]
+        child = harness_util.ProcessGroup(log_name or binary, argv, log_path)
         self.children.append(child.start())
 
     def _run_once(self, argv):
@@ -213,8 +302,30 @@ def _client_help(api_url, volume_url, image_url, conf_path, image_id):
   Stop with Ctrl-C (this stops the QEMU guests of its servers too)."""
 
 
+def _keystone_client_help(aio, api_url, volume_url, image_url, conf_path, image_id):
+    clouds = aio.clouds_yaml
+    return f"""volumesvc-aio: identity={aio.keystone.url} clouds.yaml={clouds}
+volumesvc-aio: point clients at it through clouds.yaml (no endpoint overrides needed):
+  export OS_CLIENT_CONFIG_FILE={clouds}
+  openstack --os-cloud volumesvc-aio server list          # admin
+  openstack --os-cloud volumesvc-aio-demo server list     # member of project demo
+  openstack --os-cloud volumesvc-aio-reader server list   # reader of project demo
+  openstacksdk: openstack.connect(cloud="volumesvc-aio-demo")
+  volumesvc-manage --config-file {conf_path} service list
+  compute: {api_url}  Cinder (keystone): {volume_url}
+  Glance (keystone): {image_url}  starter image: {image_id}
+  Stop with Ctrl-C (this stops the QEMU guests of its servers too)."""
+
+
 def main(argv=None):
     args = _parse_args(sys.argv[1:] if argv is None else argv)
+    missing = missing_modules()
+    if missing:
+        # NOTE: before anything starts, in one line, instead of a traceback
+        # from deep inside the start (e.g. "No module named 'pymysql'").
+        print(f"volumesvc-aio: missing Python modules ({', '.join(missing)}); install the "
+              "all-in-one with: pip install 'volumesvc[aio]'", file=sys.stderr, flush=True)
+        return 1
     aio = AllInOne(args)
     stop = threading.Event()
 
@@ -234,7 +345,11 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
     print(f"volumesvc-aio: ready compute={api_url} volume={volume_url}", flush=True)
-    print(_client_help(api_url, volume_url, image_url, conf_path, image_id), flush=True)
+    if aio.keystone is not None:
+        print(_keystone_client_help(aio, api_url, volume_url, image_url, conf_path, image_id),
+              flush=True)
+    else:
+        print(_client_help(api_url, volume_url, image_url, conf_path, image_id), flush=True)
     while not stop.wait(1.0):
         dead = [c for c in aio.children if not c.running()]
         if dead:

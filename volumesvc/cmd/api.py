@@ -4,11 +4,12 @@ Production deployments run ``gunicorn 'volumesvc.wsgi:init_application()'``
 or uwsgi from a systemd unit instead; this command reads the same config.
 """
 
+from volumesvc import binaries
 from volumesvc.cmd import common
 
 
 def main(argv=None):
-    conf = common.parse_config(argv, prog="volumesvc-api")
+    conf = common.parse_config(argv, prog=binaries.API)
     from volumesvc import wsgi
 
     wsgi.serve(conf)

@@ -4,7 +4,10 @@ import ctypes
 import ctypes.util
 import sys
 
+from oslo_config import cfg
 from oslo_log import log as logging
+
+from volumesvc import logsafe
 
 
 def use_native_threads():
@@ -53,7 +56,7 @@ def parse_config(argv=None, *, prog, cli_opts=(), default_config_files=None,
     use_native_threads()
     from volumesvc import conf as vs_conf
 
-    conf = vs_conf.register_all(__import__("oslo_config").cfg.ConfigOpts())
+    conf = vs_conf.register_all(cfg.ConfigOpts())
     for opt in cli_opts:
         conf.register_cli_opt(opt)
     if operator_tool:
@@ -63,5 +66,7 @@ def parse_config(argv=None, *, prog, cli_opts=(), default_config_files=None,
     conf(sys.argv[1:] if argv is None else argv, project="volumesvc", prog=prog,
          default_config_files=default_config_files)
     logging.setup(conf, "volumesvc")
+    # Conductor and compute log values that came from API requests too.
+    logsafe.install()
     limit_malloc_arenas(conf)
     return conf

@@ -1,15 +1,15 @@
 """volumesvc-compute: the per-hypervisor agent (no database credentials)."""
 
+from volumesvc import binaries
 from volumesvc.cmd import common
 
 
 def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=None,
                   glance=None):
     """Assemble the compute service from ``conf`` (tests inject fakes here)."""
-    from volumesvc import rpc, service
+    from volumesvc import rpc, service, virt
     from volumesvc.compute import manager
     from volumesvc.conductor import rpcapi as conductor_rpcapi
-    from volumesvc.virt import driver as virt_driver
 
     owns_transport = transport is None
     transport = transport or rpc.get_transport(conf)
@@ -24,22 +24,22 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
         glance = glance_api.GlanceAPI(conf)
     if notifier is None:
         notifier = rpc.get_notifier(rpc.get_notification_transport(conf),
-                                    f"volumesvc-compute:{conf.host}")
+                                    f"{binaries.COMPUTE}:{conf.host}")
     mgr = manager.ComputeManager(
-        conf, driver=driver or virt_driver.load_driver(conf), conductor=conductor,
+        conf, driver=driver or virt.load_driver(conf), conductor=conductor,
         cinder=cinder, notifier=notifier, glance=glance)
 
     def heartbeat(ctx, **values):
         conductor.service_update(ctx, **values)
 
     return service.RPCService(
-        conf, binary="volumesvc-compute", topic=conf.compute.topic,
+        conf, binary=binaries.COMPUTE, topic=conf.compute.topic,
         manager=mgr, transport=transport, heartbeat=heartbeat,
         capabilities=mgr.capabilities, owns_transport=owns_transport)
 
 
 def main(argv=None):
-    conf = common.parse_config(argv, prog="volumesvc-compute")
+    conf = common.parse_config(argv, prog=binaries.COMPUTE)
     from volumesvc import service
 
     service.serve(build_service(conf))

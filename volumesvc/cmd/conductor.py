@@ -1,5 +1,6 @@
 """volumesvc-conductor: orchestration and persistence on behalf of computes."""
 
+from volumesvc import binaries
 from volumesvc.cmd import common
 
 
@@ -27,13 +28,13 @@ def build_service(conf, transport=None, *, cinder=None):
     from volumesvc.conductor import rpcapi as conductor_rpcapi
 
     return service.RPCService(
-        conf, binary="volumesvc-conductor", topic=conf.conductor.topic,
+        conf, binary=binaries.CONDUCTOR, topic=conf.conductor.topic,
         manager=mgr, transport=transport, heartbeat=heartbeat, owns_transport=owns_transport,
         extra_topics=(conductor_rpcapi.persistence_topic(conf),))
 
 
 def main(argv=None):
-    conf = common.parse_config(argv, prog="volumesvc-conductor")
+    conf = common.parse_config(argv, prog=binaries.CONDUCTOR)
     from volumesvc import service
 
     service.serve(build_service(conf))

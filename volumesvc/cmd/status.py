@@ -5,6 +5,7 @@ import sys
 from oslo_config import cfg
 from oslo_upgradecheck import upgradecheck
 
+from volumesvc import binaries
 from volumesvc.cmd import common
 
 
@@ -44,7 +45,7 @@ class Checks(upgradecheck.UpgradeCommands):
         db = db_api.Database(self.conf)
         ctx = context.get_admin_context()
         try:
-            computes = service_obj.list_services(db, ctx, binary="volumesvc-compute")
+            computes = service_obj.list_services(db, ctx, binary=binaries.COMPUTE)
         except Exception as exc:  # noqa: BLE001 - no schema yet: report, do not crash
             return upgradecheck.Result(
                 upgradecheck.Code.FAILURE, f"Cannot read the service records: {exc}")

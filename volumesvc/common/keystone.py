@@ -58,6 +58,7 @@ class SessionFromConf:
         self.conf = conf
         self._session = None
         self._admin_auth = None
+        self._service_auth = None
 
     @property
     def _noauth(self):

@@ -6,12 +6,11 @@ instance action events) and notifications. Each undoes its own work on
 failure so a BDM and a Cinder attachment always exist together or not at all.
 """
 
-import time
-
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from volumesvc import exception
+from volumesvc.compute import connections
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import block_device as virt_bd
 
@@ -25,12 +24,31 @@ class VolumeAttacher:
         self.conductor = conductor
         self.cinder = cinder
 
+    def _disconnect(self, context, instance_uuid, info):
+        return connections.disconnect(
+            context, cinder=self.cinder, conductor=self.conductor, driver=self.driver,
+            host=self.conf.host, instance_uuid=instance_uuid, connection_info=info)
+
+    def disconnect_all(self, context, instance_uuid, bdms):
+        """Host side of a deleted server's volumes (after its domain is gone).
+
+        A failure is logged, not raised: the server is being deleted and its
+        attachments are released regardless.
+        """
+        for bdm in boot_volumes.volume_bdms(bdms):
+            info = bdm.get("connection_info")
+            info = jsonutils.loads(info) if isinstance(info, str) else info
+            if not info:
+                continue
+            try:
+                self._disconnect(context, instance_uuid, info)
+            except Exception as exc:  # noqa: BLE001 - the delete goes on
+                LOG.warning("Could not disconnect volume %s of %s: %s",
+                            bdm.get("volume_id"), instance_uuid, exc)
+
     def reserve(self, context, instance, *, volume_id, device, disk_bus, device_type, tag,
                 multiattach, delete_on_termination):
         """Pick the next free device name and create the BDM (caller holds the lock)."""
-        delay = self.conf.compute.benchmark_reserve_delay
-        if delay:
-            time.sleep(delay)  # benchmark only: a slow compute host
         caps = self.driver.capabilities
         if tag and not caps.get("supports_tagged_attach_volume"):
             raise exception.TaggedAttachmentNotSupported()
@@ -44,10 +62,8 @@ class VolumeAttacher:
         if maximum >= 0 and len(boot_volumes.volume_bdms(bdms)) >= maximum:
             raise exception.TooManyDiskDevices(maximum=maximum)
         bus = disk_bus or virt_bd.DEFAULT_VOLUME_BUS
-        # NOTE: the requested device is only a hint (as with Nova's libvirt
-        # driver): the name is the next free one on the bus.
-        name = virt_bd.get_next_device_name(
-            [b.get("device_name") for b in bdms if b.get("device_name")], bus)
+        name = self.driver.get_device_name_for_instance(
+            instance, [b.get("device_name") for b in bdms if b.get("device_name")], bus)
         return self.conductor.bdm_create(context, values={
             "instance_uuid": instance["uuid"], "source_type": "volume",
             "destination_type": "volume", "volume_id": volume_id, "device_name": name,
@@ -62,21 +78,20 @@ class VolumeAttacher:
         Cinder attachment ``attaching`` (updating it again is allowed by
         Cinder); a disk the domain already has is not attached twice.
         """
-        attached = False
+        attached = connected = False
         info = None
         try:
             connector = self.driver.get_volume_connector()
             info = self.cinder.attachment_update(context, bdm["attachment_id"], connector,
                                                  mountpoint=bdm["device_name"])
             info["serial"] = bdm["volume_id"]
-            delay = self.conf.compute.debug_attach_delay
-            if delay:
-                time.sleep(delay)  # tests only: a compute dying mid-attach
             if multiattach is None:
                 multiattach = bool(self.cinder.get(context, bdm["volume_id"]).get("multiattach"))
             if multiattach:
                 info["multiattach"] = True
             self.driver.check_multiattach(info)
+            self.driver.connect_volume(info)
+            connected = True
             if not (resume and self.driver.has_volume_disk(driver_instance, bdm["volume_id"])):
                 self.driver.attach_volume(info, driver_instance, bdm["device_name"],
                                           disk_bus=bdm.get("disk_bus"),
@@ -86,20 +101,23 @@ class VolumeAttacher:
                                       values={"connection_info": jsonutils.dumps(info)})
             self.cinder.attachment_complete(context, bdm["attachment_id"])
         except Exception:
-            self._undo_attach(context, driver_instance, bdm, info if attached else None)
+            self._undo_attach(context, driver_instance, bdm, info, attached=attached,
+                              connected=connected)
             raise
 
     def resume(self, context, driver_instance, bdm):
         """Finish an interrupted attach (see ``attach``); roll it back when that fails."""
         self.attach(context, driver_instance, bdm, resume=True)
 
-    def _undo_attach(self, context, driver_instance, bdm, info):
-        if info is not None:
-            try:
+    def _undo_attach(self, context, driver_instance, bdm, info, *, attached, connected):
+        try:
+            if attached:
                 self.driver.detach_volume(info, driver_instance, bdm["device_name"])
-            except Exception as exc:  # noqa: BLE001 - release Cinder and the BDM anyway
-                LOG.warning("Could not detach %s after a failed attach: %s",
-                            bdm["volume_id"], exc)
+            if connected:
+                self._disconnect(context, driver_instance["uuid"], info)
+        except Exception as exc:  # noqa: BLE001 - release Cinder and the BDM anyway
+            LOG.warning("Could not detach %s after a failed attach: %s",
+                        bdm["volume_id"], exc)
         try:
             self.cinder.attachment_delete(context.elevated(), bdm["attachment_id"])
         except Exception as exc:  # noqa: BLE001
@@ -112,6 +130,9 @@ class VolumeAttacher:
     def detach(self, context, driver_instance, bdm, attachment_id):
         """Detach from the domain, delete the attachment, forget the BDM.
 
+        Only this server's attachment (``attachment_id``) goes; the host
+        connection stays while another server here uses a multiattach volume.
+
         A failure before Cinder was told leaves the volume attached
         (``roll_detaching`` undoes the API's ``os-begin_detaching``).
         """
@@ -120,6 +141,7 @@ class VolumeAttacher:
         try:
             if info:
                 self.driver.detach_volume(info, driver_instance, bdm.get("device_name"))
+                self._disconnect(context, driver_instance["uuid"], info)
         except Exception:
             try:
                 self.cinder.roll_detaching(context, bdm["volume_id"])

@@ -11,9 +11,10 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from volumesvc import exception
+from volumesvc import exception, periodic
 from volumesvc.compute import attach as attach_mod
-from volumesvc.compute import reconcile_runner, rpcapi
+from volumesvc.compute import lifecycle as lifecycle_mod
+from volumesvc.compute import reconcile_runner, rpcapi, snapshots, task_states, vm_states
 from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
@@ -22,11 +23,7 @@ from volumesvc.volume import cleanup
 LOG = logging.getLogger(__name__)
 
 
-def _driver_instance(instance):
-    """The small dict the virt driver needs, from the instance record."""
-    flavor = instance.get("flavor") or {}
-    return {"uuid": instance["uuid"], "instance_name": instance.get("instance_name"),
-            "memory_mb": flavor.get("memory_mb") or 64, "vcpus": flavor.get("vcpus") or 1}
+_driver_instance = compute_utils.driver_instance
 
 
 class ComputeManager:
@@ -43,6 +40,10 @@ class ComputeManager:
         self.glance = glance
         self.reporter = compute_utils.ComputeReporter(conductor, notifier, self.host)
         self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder)
+        self.lifecycle = lifecycle_mod.Lifecycle(conf, driver=driver, conductor=conductor,
+                                                 cinder=cinder, reporter=self.reporter,
+                                                 glance=glance)
+        self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
         self.reconciler = reconcile_runner.ReconcileRunner(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
@@ -79,10 +80,8 @@ class ComputeManager:
         return lockutils.lock(f"instance-{instance_uuid}")
 
     def _update(self, context, instance_uuid, values, expected=None):
-        kwargs = {"expected_task_state": expected, "check_task_state": True} \
-            if expected is not None else {}
-        return self.conductor.instance_update(
-            context, instance_uuid=instance_uuid, values=values, **kwargs)
+        return compute_utils.update_instance(self.conductor, context, instance_uuid, values,
+                                             expected)
 
     # -- build -----------------------------------------------------------------
 
@@ -99,21 +98,21 @@ class ComputeManager:
                                                self.driver, context, instance, self.glance)
             try:
                 with self.reporter.event(context, uuid, "compute_build_and_run_instance"):
-                    self._update(context, uuid, {"task_state": "block_device_mapping"},
-                                 expected=["scheduling"])
+                    self._update(context, uuid, {"task_state": task_states.BLOCK_DEVICE_MAPPING},
+                                 expected=[task_states.SCHEDULING])
                     volumes.create_volumes(bdms)
                     bdi = volumes.connect(bdms)
-                    self._update(context, uuid, {"task_state": "spawning",
+                    self._update(context, uuid, {"task_state": task_states.SPAWNING,
                                                  "root_device_name": bdi["root_device_name"]},
-                                 expected=["block_device_mapping"])
+                                 expected=[task_states.BLOCK_DEVICE_MAPPING])
                     self.driver.spawn(_driver_instance(instance), bdi)
                     volumes.complete(bdms)
                     instance = self._update(
                         context, uuid,
-                        {"vm_state": "active", "task_state": None,
+                        {"vm_state": vm_states.ACTIVE, "task_state": None,
                          "power_state": power_state.RUNNING,
                          "launched_at": timeutils.utcnow().isoformat()},
-                        expected=["spawning"])
+                        expected=[task_states.SPAWNING])
             except exception.UnexpectedTaskStateError as exc:
                 # Deleted (or otherwise taken over) while building: undo, no ERROR.
                 LOG.info("Build of %s interrupted: %s", uuid, exc.format_message())
@@ -124,7 +123,7 @@ class ComputeManager:
                 self._undo_build(context, instance, volumes, bdms)
                 self.reporter.fault(context, uuid, exc)
                 try:
-                    instance = self._update(context, uuid, {"vm_state": "error",
+                    instance = self._update(context, uuid, {"vm_state": vm_states.ERROR,
                                                             "task_state": None})
                 except exception.InstanceNotFound:
                     return
@@ -150,6 +149,7 @@ class ComputeManager:
                 with self.reporter.event(context, uuid, "compute_terminate_instance"):
                     self.driver.destroy(_driver_instance(instance),
                                         boot_volumes.block_device_info(bdms))
+                    self.attacher.disconnect_all(context, uuid, bdms)
                     cleanup.release_instance(
                         self.cinder, context.elevated(), uuid, bdms,
                         timeout=self._conf.compute.volume_wait_timeout,
@@ -161,10 +161,10 @@ class ComputeManager:
             except Exception as exc:  # noqa: BLE001
                 LOG.exception("Delete of instance %s failed", uuid)
                 self.reporter.fault(context, uuid, exc)
-                self._update(context, uuid, {"vm_state": "error", "task_state": None})
+                self._update(context, uuid, {"vm_state": vm_states.ERROR, "task_state": None})
                 return
-            self.reporter.notify(context, dict(instance, vm_state="deleted"), "delete", "end",
-                                 bdms=bdms)
+            self.reporter.notify(context, dict(instance, vm_state=vm_states.DELETED), "delete",
+                                 "end", bdms=bdms)
 
     # -- reboot ----------------------------------------------------------------
 
@@ -172,20 +172,19 @@ class ComputeManager:
         """SOFT or HARD reboot; a failure leaves the server ERROR with a fault."""
         uuid = instance["uuid"]
         hard = reboot_type == "HARD"
-        pending = "reboot_pending_hard" if hard else "reboot_pending"
-        started = "reboot_started_hard" if hard else "reboot_started"
+        requested, pending, started = task_states.reboot_steps(hard)
         with self._lock(uuid):
             try:
                 with self.reporter.event(context, uuid, "compute_reboot_instance"):
                     self._update(context, uuid, {"task_state": pending},
-                                 expected=["rebooting_hard" if hard else "rebooting"])
+                                 expected=[requested])
                     bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
                     # Dangling attachments leave before the disks are rebuilt (§10).
                     bdms = self.reconciler.for_reboot(context, instance, bdms)
                     bdi = boot_volumes.block_device_info(bdms)
                     self._update(context, uuid, {"task_state": started}, expected=[pending])
                     self.driver.reboot(_driver_instance(instance), bdi, reboot_type)
-                    self._update(context, uuid, {"vm_state": "active", "task_state": None,
+                    self._update(context, uuid, {"vm_state": vm_states.ACTIVE, "task_state": None,
                                                  "power_state": power_state.RUNNING},
                                  expected=[started])
             except exception.InstanceNotFound:
@@ -193,7 +192,29 @@ class ComputeManager:
             except Exception as exc:  # noqa: BLE001
                 LOG.exception("Reboot of instance %s failed", uuid)
                 self.reporter.fault(context, uuid, exc)
-                self._update(context, uuid, {"vm_state": "error", "task_state": None})
+                self._update(context, uuid, {"vm_state": vm_states.ERROR, "task_state": None})
+
+    # -- stop/start, shelve/offload/unshelve (1.5; compute/lifecycle.py) ---------
+
+    def stop_instance(self, context, *, instance):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.stop(context, instance)
+
+    def start_instance(self, context, *, instance):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.start(context, instance)
+
+    def shelve_instance(self, context, *, instance, offload):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.shelve(context, instance, offload=offload)
+
+    def shelve_offload_instance(self, context, *, instance):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.offload(context, instance)
+
+    def unshelve_instance(self, context, *, instance, bdms):
+        with self._lock(instance["uuid"]):
+            self.lifecycle.unshelve(context, instance, bdms)
 
     # -- volume attachments ------------------------------------------------------
 
@@ -250,6 +271,11 @@ class ComputeManager:
 
     # -- dangling attachments (1.4) ---------------------------------------------------
 
+    @periodic.periodic_task("compute", "dangling_attachment_reconcile_interval")
+    def _reconcile_dangling_attachments(self, context):
+        """Reconcile this host's idle servers with Cinder (off unless configured)."""
+        self.reconciler.periodic(context)
+
     def reconcile_volume_attachments(self, context, *, instances, dry_run=False,
                                      attachments=None, available_volume_ids=None):
         """Reconcile BDMs and Cinder attachments of ``instances``; one report each.
@@ -260,3 +286,15 @@ class ComputeManager:
         return self.reconciler.reconcile(
             context, instances, dry_run=dry_run, attachments=attachments,
             available_volume_ids=available_volume_ids)
+
+    # -- assisted volume snapshots (1.6) ------------------------------------------
+
+    def volume_snapshot_create(self, context, *, instance, volume_id, create_info):
+        with self._lock(instance["uuid"]):
+            self.snapshots.create(context, _driver_instance(instance), volume_id, create_info)
+
+    def volume_snapshot_delete(self, context, *, instance, volume_id, snapshot_id,
+                               delete_info):
+        with self._lock(instance["uuid"]):
+            self.snapshots.delete(context, _driver_instance(instance), volume_id,
+                                  snapshot_id, delete_info)

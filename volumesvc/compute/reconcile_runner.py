@@ -27,13 +27,13 @@ from oslo_log import log as logging
 
 from volumesvc import context as vs_context
 from volumesvc import exception
-from volumesvc.compute import reconcile
+from volumesvc.compute import reconcile, vm_states
 
 LOG = logging.getLogger(__name__)
 
 # Server states whose volumes are left alone: their BDMs belong to a build
 # (or a delete) that is still running or that failed before launching.
-_NOT_LAUNCHED = frozenset({"building", "deleted"})
+_NOT_LAUNCHED = frozenset({vm_states.BUILDING, vm_states.DELETED})
 # A watch that keeps finding work in progress (or no Cinder) gives up after this many tries.
 WATCH_ATTEMPTS = 5
 
@@ -179,13 +179,12 @@ class ReconcileRunner:
         return reports
 
     # -- periodic -----------------------------------------------------------------------
-    def periodic(self):
+    def periodic(self, context):
         """Reconcile this host's idle servers; one Cinder listing serves all of them.
 
         Servers in a task (or never launched) are left for their own
         workflow. Cinder unreachable: skipped with a warning until next time.
         """
-        context = vs_context.get_admin_context()
         instances = [i for i in self.conductor.instance_list_by_host(context, host=self.host)
                      if skip_reason(i) is None]
         if not instances:

@@ -8,15 +8,19 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.1 - reserve_block_device_name, attach_volume, detach_volume,
         get_domain_xml.
 * 1.2 - attach_volume takes ``multiattach`` (saves the compute a Cinder read).
-* 1.3 - (reserved for the extend-completion work; merged separately).
+* 1.3 - (reserved for the extend-completion branch; placeholder until merged)
 * 1.4 - reconcile_volume_attachments (dangling BDMs and Cinder attachments
         of given servers, optionally from one listing made by the caller).
+* 1.5 - stop_instance, start_instance, shelve_instance, shelve_offload_instance,
+        unshelve_instance (compute/lifecycle.py).
+* 1.6 - volume_snapshot_create, volume_snapshot_delete (assisted snapshots).
 """
 
 from volumesvc import rpc
 
 TOPIC = "compute"
-VERSION = "1.4"
+VERSION = "1.6"
+LIFECYCLE_VERSION = "1.5"
 
 
 class ComputeAPI:
@@ -104,3 +108,40 @@ class ComputeAPI:
         return cctxt.call(ctxt, "reconcile_volume_attachments", instances=instances,
                           dry_run=dry_run, attachments=attachments,
                           available_volume_ids=available_volume_ids)
+
+    # -- lifecycle (1.5): casts, progress and failures reported through the DB --
+
+    def _lifecycle_cast(self, ctxt, host, method, **kwargs):
+        self._prepare(host, LIFECYCLE_VERSION).cast(ctxt, method, **kwargs)
+
+    def stop_instance(self, ctxt, *, host, instance):
+        """Cast: power the domain off; it stays defined (attach while stopped)."""
+        self._lifecycle_cast(ctxt, host, "stop_instance", instance=instance)
+
+    def start_instance(self, ctxt, *, host, instance):
+        """Cast: redefine the domain from the BDMs and start it."""
+        self._lifecycle_cast(ctxt, host, "start_instance", instance=instance)
+
+    def shelve_instance(self, ctxt, *, host, instance, offload):
+        """Cast: power off and mark shelved; ``offload`` goes on to offload at once."""
+        self._lifecycle_cast(ctxt, host, "shelve_instance", instance=instance,
+                             offload=offload)
+
+    def shelve_offload_instance(self, ctxt, *, host, instance):
+        """Cast: destroy the domain, disconnect every volume, clear the host."""
+        self._lifecycle_cast(ctxt, host, "shelve_offload_instance", instance=instance)
+
+    def unshelve_instance(self, ctxt, *, host, instance, bdms):
+        """Cast: connect every volume on ``host``, define and start the domain."""
+        self._lifecycle_cast(ctxt, host, "unshelve_instance", instance=instance, bdms=bdms)
+    def volume_snapshot_create(self, ctxt, *, host, instance, volume_id, create_info):
+        """Cast: switch the volume's disk to the new qcow2 overlay; report to Cinder."""
+        self._prepare(host, "1.6").cast(ctxt, "volume_snapshot_create", instance=instance,
+                                        volume_id=volume_id, create_info=create_info)
+
+    def volume_snapshot_delete(self, ctxt, *, host, instance, volume_id, snapshot_id,
+                               delete_info):
+        """Cast: merge the snapshot's file out of the disk chain; report to Cinder."""
+        self._prepare(host, "1.6").cast(ctxt, "volume_snapshot_delete", instance=instance,
+                                        volume_id=volume_id, snapshot_id=snapshot_id,
+                                        delete_info=delete_info)

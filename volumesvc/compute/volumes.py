@@ -116,6 +116,7 @@ class BootVolumes:
             if volume.get("multiattach"):
                 info["multiattach"] = True
             self.driver.check_multiattach(info)
+            self.driver.connect_volume(info)
             self._save(bdm, device_name=device, disk_bus=bus,
                        device_type=bdm.get("device_type") or "disk",
                        connection_info=jsonutils.dumps(info))

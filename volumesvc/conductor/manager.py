@@ -9,12 +9,15 @@ to the object functions.
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from volumesvc import exception
+from volumesvc import exception, periodic
 from volumesvc.conductor import rpcapi
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
+from volumesvc.conductor.tasks import offloaded, power
 from volumesvc.conductor.tasks import reconcile as reconcile_task
+from volumesvc.conductor.tasks import shelve as shelve_task
+from volumesvc.conductor.tasks import unshelve as unshelve_task
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
@@ -73,6 +76,30 @@ class ConductorManager:
             context, host=instance.host, instance=instance.to_dict(),
             reboot_type=reboot_type)
 
+    # -- stop/start, shelve/offload/unshelve (1.5) --------------------------
+
+    def stop_instance(self, context, *, instance_uuid):
+        power.stop(self._db, self._compute, context, instance_uuid)
+
+    def start_instance(self, context, *, instance_uuid):
+        power.start(self._db, self._compute, context, instance_uuid)
+
+    def shelve_instance(self, context, *, instance_uuid):
+        shelve_task.shelve(self._conf, self._db, self._compute, context, instance_uuid)
+
+    def shelve_offload_instance(self, context, *, instance_uuid):
+        shelve_task.shelve_offload(self._db, self._compute, context, instance_uuid)
+
+    def unshelve_instance(self, context, *, instance_uuid, availability_zone=None, host=None):
+        unshelve_task.UnshelveTask(
+            self._conf, self._db, self._compute, self._cinder, context,
+            instance_uuid=instance_uuid, availability_zone=availability_zone,
+            host=host).execute()
+
+    @periodic.periodic_task(None, "shelved_poll_interval")
+    def _offload_shelved_instances(self, context):
+        shelve_task.offload_expired(self._conf, self._db, self._compute, context)
+
     # -- volume attachments (1.1) -------------------------------------------
 
     @messaging.expected_exceptions(*_ATTACH_EXPECTED)
@@ -92,6 +119,11 @@ class ConductorManager:
     def detach_volume(self, context, *, instance_uuid, volume_id, attachment_id):
         instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
         bdm = bdm_obj.get_by_volume_and_instance(self._db, context, volume_id, instance_uuid)
+        if not instance.host:
+            # Shelved-offloaded (1.5): no domain, only Cinder and the BDM.
+            offloaded.detach(self._cinder, self._db, context, bdm,
+                             attachment_id or bdm.attachment_id)
+            return
         self._compute.detach_volume(context, host=instance.host, instance=instance.to_dict(),
                                     bdm=bdm.to_dict(),
                                     attachment_id=attachment_id or bdm.attachment_id)
@@ -105,6 +137,21 @@ class ConductorManager:
             self._conf, self._db, self._compute, context, instance_uuids=instance_uuids,
             dry_run=dry_run, attachments=attachments,
             available_volume_ids=available_volume_ids).execute()
+
+    # -- assisted volume snapshots (1.6) -------------------------------------
+
+    def volume_snapshot_create(self, context, *, instance_uuid, volume_id, create_info):
+        instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
+        self._compute.volume_snapshot_create(
+            context, host=instance.host, instance=instance.to_dict(), volume_id=volume_id,
+            create_info=create_info)
+
+    def volume_snapshot_delete(self, context, *, instance_uuid, volume_id, snapshot_id,
+                               delete_info):
+        instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
+        self._compute.volume_snapshot_delete(
+            context, host=instance.host, instance=instance.to_dict(), volume_id=volume_id,
+            snapshot_id=snapshot_id, delete_info=delete_info)
 
     # -- persistence on behalf of computes (calls) -------------------------
 

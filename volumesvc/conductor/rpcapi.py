@@ -14,11 +14,16 @@ manager imports ``VERSION`` so the two can never disagree):
         thread pool: workflow tasks that call a compute can no longer take
         every thread the compute's call-backs need (attach storms starved).
         attach_volume takes ``multiattach`` (the API's reading of the volume).
-* 1.3 - (reserved for the extend-completion work; merged separately).
+* 1.3 - (reserved for the extend-completion branch; placeholder until merged)
 * 1.4 - reconcile_volume_attachments (operators: dangling BDMs and Cinder
         attachments of given servers, through their computes);
         instance_list_by_host and action_start for computes (recovery on
         start, cleanups nobody asked for).
+* 1.5 - stop_instance, start_instance, shelve_instance, shelve_offload_instance,
+        unshelve_instance (API → conductor casts). attach_volume and
+        detach_volume of a shelved-offloaded server run here without a compute.
+* 1.6 - volume_snapshot_create, volume_snapshot_delete (API → conductor casts
+        for os-assisted-volume-snapshots).
 """
 
 import oslo_messaging as messaging
@@ -26,7 +31,8 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.4"
+VERSION = "1.6"
+LIFECYCLE_VERSION = "1.5"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -104,6 +110,41 @@ class ConductorAPI:
             ctxt, "reboot_instance", instance_uuid=instance_uuid,
             reboot_type=reboot_type)
 
+    # -- API → conductor: stop/start/shelve/unshelve (1.5; conductor/tasks/power.py,
+    #    shelve.py, unshelve.py) --------------------------------------------------
+
+    def can_lifecycle(self):
+        """False when ``[upgrade_levels] conductor`` pins us below 1.5 (API: 503)."""
+        return self._client.can_send_version(LIFECYCLE_VERSION)
+
+    def _lifecycle_cast(self, ctxt, method, **kwargs):
+        self._client.prepare(version=LIFECYCLE_VERSION).cast(ctxt, method, **kwargs)
+
+    def stop_instance(self, ctxt, *, instance_uuid):
+        """Cast: power the domain off (task_state already ``powering-off``)."""
+        self._lifecycle_cast(ctxt, "stop_instance", instance_uuid=instance_uuid)
+
+    def start_instance(self, ctxt, *, instance_uuid):
+        """Cast: recreate the domain from the BDMs and start it (``powering-on``)."""
+        self._lifecycle_cast(ctxt, "start_instance", instance_uuid=instance_uuid)
+
+    def shelve_instance(self, ctxt, *, instance_uuid):
+        """Cast: power off, shelve, offload when ``shelved_offload_time`` is 0."""
+        self._lifecycle_cast(ctxt, "shelve_instance", instance_uuid=instance_uuid)
+
+    def shelve_offload_instance(self, ctxt, *, instance_uuid):
+        """Cast: offload a shelved server (domain gone, volumes disconnected, no host)."""
+        self._lifecycle_cast(ctxt, "shelve_offload_instance", instance_uuid=instance_uuid)
+
+    def unshelve_instance(self, ctxt, *, instance_uuid, availability_zone=None, host=None):
+        """Cast: place an offloaded server on a compute (or restart a shelved one).
+
+        ``availability_zone``/``host`` narrow the choice (2.77/2.91); the
+        API has checked they exist.
+        """
+        self._lifecycle_cast(ctxt, "unshelve_instance", instance_uuid=instance_uuid,
+                             availability_zone=availability_zone, host=host)
+
     # -- API → conductor: volume attachments (1.1) ----------------------------
 
     def can_attach(self):
@@ -171,6 +212,21 @@ class ConductorAPI:
         return cctxt.call(ctxt, "reconcile_volume_attachments", instance_uuids=instance_uuids,
                           dry_run=dry_run, attachments=attachments,
                           available_volume_ids=available_volume_ids)
+
+    # -- API → conductor: assisted volume snapshots (1.6) ---------------------
+
+    def volume_snapshot_create(self, ctxt, *, instance_uuid, volume_id, create_info):
+        """Cast: have the server's compute take the snapshot Cinder asked for."""
+        self._client.prepare(version="1.6").cast(
+            ctxt, "volume_snapshot_create", instance_uuid=instance_uuid,
+            volume_id=volume_id, create_info=create_info)
+
+    def volume_snapshot_delete(self, ctxt, *, instance_uuid, volume_id, snapshot_id,
+                               delete_info):
+        """Cast: have the server's compute merge the snapshot away."""
+        self._client.prepare(version="1.6").cast(
+            ctxt, "volume_snapshot_delete", instance_uuid=instance_uuid,
+            volume_id=volume_id, snapshot_id=snapshot_id, delete_info=delete_info)
 
     # -- compute → conductor: persistence (calls, short timeouts) ------------
 

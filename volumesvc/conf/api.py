@@ -162,9 +162,10 @@ def register_opts(conf):
     # NOTE: the body limit is oslo.middleware's option, enforced by Flask
     # (MAX_CONTENT_LENGTH) so that a 413 gets a Nova fault body, not webob's.
     conf.register_opts(sizelimit.OPTS, group="oslo_middleware")
-    # NOTE: the version documents must show the URL the client used (tempest
-    # follows their self links), so X-Forwarded-* is honoured by default.
-    conf.set_default("enable_proxy_headers_parsing", True, group="oslo_middleware")
+    # NOTE: [oslo_middleware] enable_proxy_headers_parsing keeps its default
+    # (off): any client can send X-Forwarded-*/Forwarded, and honouring them
+    # would let it rewrite every link the API returns. Deployments behind a
+    # proxy that sets (and strips client-sent) headers turn it on.
     # [keystone_authtoken] is read by keystonemiddleware from this ConfigOpts
     # (``oslo_config_config``); registering it here makes it settable in
     # tests and visible to the sample generator.

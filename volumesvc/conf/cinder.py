@@ -66,6 +66,36 @@ Allow attaching a volume to a server in a different availability zone. When
 false, volumes created at boot are placed in the server's zone and attaching
 a volume from another zone is refused.
 """),
+    cfg.IntOpt(
+        "attachment_reserve_retries",
+        default=10,
+        min=0,
+        help="""
+How many times an attachment of a multiattach volume is asked for again when
+Cinder refuses it because the volume is busy with another server's attach
+(Cinder reserves no second attachment while the volume is ``reserved`` or
+``attaching``). Two attaches sent together then both succeed instead of one
+failing. 0 turns the retry off. A refusal for a volume that is not
+multiattach is never retried: it is final.
+
+Related options:
+
+* ``attachment_reserve_interval``
+"""),
+    cfg.FloatOpt(
+        "attachment_reserve_interval",
+        default=0.5,
+        min=0.0,
+        help="""
+Seconds before the first retry of a refused multiattach reservation. Each
+further retry waits twice as long, up to eight times this value, with 25 per cent
+jitter so that racing requests do not retry in step; the defaults bound the
+whole wait to about half a minute.
+
+Related options:
+
+* ``attachment_reserve_retries``
+"""),
 ]
 
 

@@ -44,6 +44,29 @@ Related options:
 * ``[DEFAULT] service_down_time``
 """),
     cfg.IntOpt(
+        "dangling_attachment_reconcile_interval",
+        default=0,
+        min=0,
+        help="""
+Seconds between two runs of the compute's periodic reconciliation of volume
+attachments: for every server of the host that is not in a task, a BDM whose
+Cinder attachment or volume is gone (or ``available``) is removed, and a
+Cinder attachment that claims the server without a BDM is deleted, as on a
+reboot. One paged listing of Cinder's attachments serves all the servers of
+a run.
+
+Possible values:
+
+* 0 (default): off. Reboots, ``volumesvc-manage volume_attachment cleanup``
+  and the reservation watches still reconcile.
+* A positive integer: the interval in seconds.
+
+Related options:
+
+* ``attachment_reservation_timeout``
+* ``[cinder] list_page_size``
+"""),
+    cfg.IntOpt(
         "attachment_reservation_timeout",
         default=600,
         min=1,
@@ -60,31 +83,6 @@ Related options:
 
 * ``[DEFAULT] long_rpc_timeout``: keep this above the time an attach may
   legitimately wait in a compute's queue.
-"""),
-    cfg.FloatOpt(
-        "debug_attach_delay",
-        default=0.0,
-        min=0.0,
-        help="""
-TESTING ONLY. Seconds the compute waits after giving Cinder its connector and
-before attaching the disk, so a test can kill it while the Cinder attachment
-is ``attaching``.
-
-Related options:
-
-* Never set this in production.
-"""),
-    cfg.FloatOpt(
-        "benchmark_reserve_delay",
-        default=0.0,
-        min=0.0,
-        help="""
-BENCHMARK ONLY. Seconds the compute sleeps while reserving a device name, to
-reproduce a slow compute host under an attach storm.
-
-Related options:
-
-* Never set this in production.
 """),
 ]
 

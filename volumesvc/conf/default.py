@@ -71,6 +71,41 @@ send heartbeats meanwhile.
         min=0,
         help="Seconds a service waits for running RPC handlers when it is stopped."),
     cfg.IntOpt(
+        "shelved_offload_time",
+        default=0,
+        min=-1,
+        help="""
+Seconds a shelved server keeps its host (domain defined, volumes connected)
+before it is offloaded.
+
+Only volume-backed servers can be shelved here, and for them Nova's default,
+0, fits: nothing but the domain is left on the host, so it is offloaded at
+once and the server goes straight to ``SHELVED_OFFLOADED``.
+
+Possible values:
+
+* -1: never offload by itself (``shelveOffload`` still does).
+* 0: offload as part of the shelve.
+* A positive number: the conductor offloads servers shelved for longer
+  (checked every ``shelved_poll_interval`` seconds).
+
+Related options:
+
+* ``shelved_poll_interval``
+"""),
+    cfg.IntOpt(
+        "shelved_poll_interval",
+        default=3600,
+        min=0,
+        help="""
+Seconds between two runs of the conductor task that offloads servers shelved
+for longer than ``shelved_offload_time``; 0 turns the task off.
+
+Related options:
+
+* ``shelved_offload_time`` (the task offloads nothing unless it is positive)
+"""),
+    cfg.IntOpt(
         "malloc_arena_max",
         default=2,
         min=0,

@@ -11,10 +11,17 @@ driver_opts = [
     cfg.StrOpt(
         "compute_driver",
         default="libvirt",
-        choices=[("libvirt", "libvirt/QEMU (volumesvc.virt.libvirt.driver)"),
-                 ("fake", "In-memory driver for tests (volumesvc.virt.fake)")],
         help="""
 Hypervisor driver used by volumesvc-compute.
+
+Possible values:
+
+* ``libvirt``: libvirt/QEMU (``volumesvc.virt.libvirt.driver``).
+* ``fake``: the libvirt driver on an in-memory, pure-Python libvirt
+  (``volumesvc.virt.fake``): no QEMU, for benchmarks and test deployments.
+* ``package.module:Class``: a driver class outside volumesvc (a
+  ``ComputeDriver`` subclass), importable by the compute through
+  ``PYTHONPATH``; e.g. ``tests.fixtures.virt:SlowReserveDriver``.
 
 Related options:
 

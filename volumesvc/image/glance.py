@@ -5,7 +5,7 @@ glanceclient: the few calls we make do not need it). Glance's errors are
 translated into ``volumesvc.exception`` here, and images leave as plain dicts
 with Nova's shape: the core attributes at the top and every custom property
 under ``properties``, so nothing above this layer knows Glance flattens
-them. Tests swap in ``volumesvc.image.fake.FakeGlance``.
+them. Tests swap in their double (``tests/fixtures/glance.py``).
 
 Authentication (``[glance] auth_strategy``):
 
@@ -177,13 +177,21 @@ class GlanceAPI(keystone.SessionFromConf):
                 raise exception.Invalid(reason=f"{key} is an image attribute, not a property")
             body[key] = _property_value(value)
         image = self._request(context, "POST", "/images", json=body).json()
-        if data is not None:
-            self.upload(context, image["id"], data)
-        elif size == 0:
-            self.upload(context, image["id"], b"")
-        else:
+        if data is None and size != 0:
             return to_image(image)
+        try:
+            self.upload(context, image["id"], b"" if data is None else data)
+        except Exception:
+            # NOTE: a record whose upload failed stays queued for ever.
+            self._delete_quietly(context, image["id"])
+            raise
         return self.get(context, image["id"])
+
+    def _delete_quietly(self, context, image_id) -> None:
+        try:
+            self.delete(context, image_id)
+        except Exception:  # noqa: BLE001 - the original failure is what matters
+            LOG.exception("Could not delete image %s after its upload failed", image_id)
 
     def upload(self, context, image_id, data) -> None:
         """PUT the image data (bytes or a file object); 204 from Glance."""

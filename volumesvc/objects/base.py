@@ -39,6 +39,8 @@ class DictMixin:
     """
 
     _MODEL_ATTRS: typing.ClassVar[dict[str, str]] = {}
+    # Every subclass is a dataclass; this tells type checkers so.
+    __dataclass_fields__: typing.ClassVar[dict[str, dataclasses.Field[typing.Any]]]
 
     def to_dict(self) -> dict:
         values = {}
@@ -62,7 +64,9 @@ class DictMixin:
         NOTE: ignoring unknown keys lets a newer service send a field an
         older one does not know yet during a rolling upgrade.
         """
-        datetimes = _datetime_fields(cls)
+        # A plain ``type`` for the cache: mypy does not see class objects as Hashable.
+        klass: type = cls
+        datetimes = _datetime_fields(klass)
         kwargs = {}
         for field in dataclasses.fields(cls):
             if field.name not in values:

@@ -117,7 +117,10 @@ def list_instances(db, context, *, project_id=None, host=None, vm_state=None, na
     ``deleted``: False for live rows only, True for deleted only, None for both.
     ``name`` is a plain substring of display_name (no regex: it must behave
     the same on every backend). ``marker`` is the uuid of the last instance
-    of the previous page, looked up whether deleted or not.
+    of the previous page, looked up whether deleted or not but only within
+    ``project_id`` when one is given: another project's server must look as
+    unknown as a made-up uuid (MarkerNotFound), or the marker tells which
+    uuids exist.
     """
     model = models.Instance
     statement = sa.select(model)
@@ -135,7 +138,10 @@ def list_instances(db, context, *, project_id=None, host=None, vm_state=None, na
         statement = statement.where(model.display_name.contains(name, autoescape=True))
     with db.reader(context) as session:
         if marker is not None:
-            marker_row = session.scalars(sa.select(model).where(model.uuid == marker)).first()
+            marker_query = sa.select(model).where(model.uuid == marker)
+            if project_id is not None:
+                marker_query = marker_query.where(model.project_id == project_id)
+            marker_row = session.scalars(marker_query).first()
             if marker_row is None:
                 raise exception.MarkerNotFound(marker=marker)
             statement = statement.where(base.keyset_after(model, marker_row))

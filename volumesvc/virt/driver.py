@@ -1,6 +1,7 @@
 """The compute driver interface the compute manager programs against.
 
-The manager builds exactly one driver per process with :func:`load_driver`
+The manager builds exactly one driver per process with
+:func:`volumesvc.virt.load_driver`
 and calls only the methods of :class:`ComputeDriver`. Drivers never touch the
 database: everything they need arrives as plain dicts (``instance``,
 ``block_device_info``, ``connection_info``).
@@ -55,6 +56,10 @@ class ComputeDriver:
         for name in conf.virt.disabled_capabilities:
             caps[name] = False
         self.capabilities = caps
+        #: driver_volume_type -> host connector (os-brick's connect_volume /
+        #: disconnect_volume interface). A type without one (``local``: a file
+        #: the hypervisor opens itself) has no host-side connection.
+        self.volume_connectors = {}
 
     # -- host -------------------------------------------------------------
     def init_host(self, host):
@@ -84,7 +89,25 @@ class ComputeDriver:
     def reboot(self, instance, block_device_info, reboot_type=REBOOT_SOFT):
         raise NotImplementedError()
 
+    def power_off(self, instance):
+        """Stop the guest; its definition (and so its disks) stays for attach/start."""
+        raise NotImplementedError()
+
+    def power_on(self, instance, block_device_info):
+        """Start the guest with exactly the disks of ``block_device_info``."""
+        raise NotImplementedError()
+
     # -- volumes ----------------------------------------------------------
+    def get_device_name_for_instance(self, instance, used_names, bus):
+        """The device name a volume being attached gets on ``bus``.
+
+        The compute calls this while it reserves the attachment (under the
+        instance lock, inside the conductor's RPC call), so it must stay
+        short. The requested device is only a hint, as with Nova's libvirt
+        driver: the name is the next free one on the bus.
+        """
+        return block_device.get_next_device_name(used_names, bus)
+
     def attach_volume(self, connection_info, instance, mountpoint, disk_bus=None,
                       device_type=None):
         raise NotImplementedError()
@@ -103,6 +126,31 @@ class ComputeDriver:
     def has_volume_disk(self, instance, volume_id):
         """Whether the domain (live or persistent) has the volume's disk."""
         return False
+
+    def volume_snapshot_create(self, instance, volume_id, create_info):
+        """Switch the volume's disk to Cinder's new overlay; return the new file path."""
+        raise exception.AssistedSnapshotNotSupported()
+
+    def volume_snapshot_delete(self, instance, volume_id, delete_info):
+        """Merge a snapshot file out of the disk's chain; return the active file path."""
+        raise exception.AssistedSnapshotNotSupported()
+
+    # -- host side of a volume connection -------------------------------------
+    def connect_volume(self, connection_info):
+        """Make the volume reachable on this host before a domain uses it.
+
+        Connecting again for a second server is harmless (os-brick's
+        connectors are idempotent), so every attach connects.
+        """
+        connector = self.volume_connectors.get(connection_info.get("driver_volume_type"))
+        if connector is not None:
+            connector.connect_volume(connection_info.get("data") or {})
+
+    def disconnect_volume(self, connection_info):
+        """Drop the host-side connection; the caller decides it is the last user."""
+        connector = self.volume_connectors.get(connection_info.get("driver_volume_type"))
+        if connector is not None:
+            connector.disconnect_volume(connection_info.get("data") or {}, None)
 
     # -- shared checks ------------------------------------------------------
     def check_multiattach(self, connection_info):
@@ -150,20 +198,3 @@ def build_connector(conf, initiator_file=_ISCSI_INITIATOR_FILE):
         connector["initiator"] = initiator
     return connector
 
-
-def load_driver(conf, **kwargs):
-    """Build the driver named by ``[DEFAULT] compute_driver``.
-
-    ``kwargs`` go to the driver's constructor (the libvirt driver accepts a
-    ``libvirt_module`` so tests inject volumesvc.virt.fake instead of the real
-    binding).
-    """
-    name = conf.compute_driver
-    if name == "libvirt":
-        from volumesvc.virt.libvirt import driver as libvirt_driver
-        return libvirt_driver.LibvirtDriver(conf, **kwargs)
-    if name == "fake":
-        from volumesvc.virt import fake
-        return fake.FakeDriver(conf, **kwargs)
-    raise exception.ConfigInvalid(reason=f"unknown compute_driver {name!r}; "
-                                  "choices: libvirt, fake")

@@ -14,7 +14,10 @@ survive (see libvirt.md):
 * blockResize needs a running domain and grows the backing file.
 
 :class:`FakeDriver` is the LibvirtDriver running on it (``compute_driver =
-fake``), for functional tests of the compute agent.
+fake``): a product choice, not only a test double, because the attach-storm
+benchmark and the integration tier's deployments run their computes on it
+(no QEMU), and the LibvirtDriver unit tests run on it. Recording wrappers
+and slow-host doubles for tests live in ``tests/fixtures/virt.py``.
 """
 
 import copy
@@ -41,6 +44,11 @@ VIR_DOMAIN_AFFECT_LIVE = 1
 VIR_DOMAIN_AFFECT_CONFIG = 2
 VIR_DOMAIN_XML_INACTIVE = 2
 VIR_DOMAIN_BLOCK_RESIZE_BYTES = 1
+VIR_DOMAIN_SNAPSHOT_CREATE_NO_METADATA = 4
+VIR_DOMAIN_BLOCK_COMMIT_ACTIVE = 4
+VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT = 2
+VIR_DOMAIN_SNAPSHOT_CREATE_DISK_ONLY = 16
+VIR_DOMAIN_SNAPSHOT_CREATE_REUSE_EXT = 32
 VIR_DOMAIN_EVENT_ID_LIFECYCLE = 0
 VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED = 15
 VIR_ERR_INTERNAL_ERROR = 1
@@ -137,6 +145,7 @@ class FakeDomain:
         self._transient = False
         self._sizes = {}  # target dev -> capacity for non-file disks
         self._unplug_pending = set()  # id() of live virtio disks awaiting the guest
+        self._pivots = {}  # target dev -> base of an active commit waiting to pivot
 
     # -- identity and state ---------------------------------------------------
     def UUIDString(self):  # noqa: N802 - the binding's names
@@ -312,6 +321,55 @@ class FakeDomain:
             self._sizes[disk.find("target").get("dev")] = size
         return 0
 
+    def _set_source(self, disk_name, path):
+        """Point the live and persistent disk at ``path`` (a new active file)."""
+        for root in (self._live, self._persistent):
+            for disk in _disks(root) if root is not None else ():
+                if disk.find("target").get("dev") == disk_name:
+                    disk.find("source").set("file", path)
+
+    def snapshotCreateXML(self, xml, flags=0):  # noqa: N802
+        """External disk-only snapshots into existing files (REUSE_EXT) only."""
+        self._require_active()
+        wanted = VIR_DOMAIN_SNAPSHOT_CREATE_DISK_ONLY | VIR_DOMAIN_SNAPSHOT_CREATE_REUSE_EXT
+        if flags & wanted != wanted:
+            raise libvirtError("fake libvirt only takes disk-only, reuse-ext snapshots",
+                               VIR_ERR_NO_SUPPORT)
+        for disk in ET.fromstring(xml).iter("disk"):
+            if disk.get("snapshot") != "external":
+                continue
+            path = disk.find("source").get("file")
+            if not os.path.exists(path):
+                raise libvirtError(f"cannot open {path}: No such file", VIR_ERR_SYSTEM_ERROR)
+            self._find_live_disk(disk.get("name"))
+            self._set_source(disk.get("name"), path)
+        return None
+
+    def blockRebase(self, disk_name, base, bandwidth=0, flags=0):  # noqa: N802
+        self._find_live_disk(disk_name)  # the pull finishes at once here
+        return 0
+
+    def blockCommit(self, disk_name, base, top, bandwidth=0, flags=0):  # noqa: N802
+        """Commits finish at once; committing the active image waits for a pivot."""
+        disk = self._find_live_disk(disk_name)
+        if top and os.path.realpath(top) == _disk_path(disk):
+            if not flags & VIR_DOMAIN_BLOCK_COMMIT_ACTIVE:
+                raise libvirtError("invalid argument: commit of the active layer needs "
+                                   "VIR_DOMAIN_BLOCK_COMMIT_ACTIVE", VIR_ERR_INVALID_ARG)
+            self._pivots[disk_name] = base
+        return 0
+
+    def blockJobInfo(self, disk_name, flags=0):  # noqa: N802
+        # An active commit sits "ready" (cur == end) until pivoted; others are done.
+        return {"type": 4, "bandwidth": 0, "cur": 1, "end": 1} \
+            if disk_name in self._pivots else {}
+
+    def blockJobAbort(self, disk_name, flags=0):  # noqa: N802
+        base = self._pivots.pop(disk_name, None)
+        if base is not None and flags & VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT:
+            self._set_source(disk_name, base)
+        return 0
+
     def blockInfo(self, disk_name, flags=0):  # noqa: N802
         disk = self._find_live_disk(disk_name)
         path = _disk_path(disk)
@@ -424,8 +482,6 @@ class FakeLibvirt:
 
     def __init__(self):
         self._hosts = {}
-        self.opened = []  # every FakeConnection handed out, for tests
-        self.event_impl_registered = False
 
     def __getattr__(self, name):
         if name.startswith("VIR_"):
@@ -439,7 +495,6 @@ class FakeLibvirt:
         return 0
 
     def virEventRegisterDefaultImpl(self):  # noqa: N802
-        self.event_impl_registered = True
         return 0
 
     def virEventRunDefaultImpl(self):  # noqa: N802
@@ -452,9 +507,7 @@ class FakeLibvirt:
                                VIR_ERR_NO_SUPPORT)
         state = self._hosts.setdefault(
             uri, {"domains": {}, "ids": itertools.count(1), "callbacks": {}})
-        conn = FakeConnection(state, uri)
-        self.opened.append(conn)
-        return conn
+        return FakeConnection(state, uri)
 
 
 class FakeDriver(libvirt_driver.LibvirtDriver):

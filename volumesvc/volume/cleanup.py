@@ -41,6 +41,8 @@ def wait_for_status(cinder, context, volume_id, statuses, *, timeout, interval=0
 def release_volumes(cinder, context, bdms, *, timeout):
     """Delete the BDMs' attachments, then their delete-on-termination volumes.
 
+    A multiattach volume that other servers still use is left to them.
+
     ``bdms`` are dicts. A failed attachment delete is raised (after trying
     the others): the server must not disappear while Cinder still shows the
     volume attached to it. A volume that cannot be deleted (for example it
@@ -61,7 +63,8 @@ def release_volumes(cinder, context, bdms, *, timeout):
                         bdm["attachment_id"], bdm["volume_id"], exc)
             first_error = first_error or exc
             continue
-        if bdm.get("delete_on_termination"):
+        if bdm.get("delete_on_termination") and not _still_attached(
+                cinder, context, bdm["volume_id"]):
             _delete_volume(cinder, context, bdm["volume_id"], timeout)
     if first_error is not None:
         raise first_error
@@ -94,6 +97,27 @@ def release_instance(cinder, context, instance_uuid, bdms, *, timeout, page_size
                  "but no BDM knew it", attachment["id"], attachment.get("volume_id"),
                  instance_uuid)
         cinder.attachment_delete(context, attachment["id"])
+
+
+def _still_attached(cinder, context, volume_id) -> bool:
+    """True when a multiattach volume still has other servers' attachments.
+
+    Their servers keep the volume: Nova's delete of such a volume is refused
+    by Cinder and only logged, so the volume outlives this server and goes
+    with the last one (if that one is delete_on_termination too). Checked
+    up front so the delete does not wait ``timeout`` for an ``available``
+    that will not come.
+    """
+    try:
+        volume = cinder.get(context, volume_id)
+    except exception.VolumeNotFound:
+        return False
+    if volume.get("multiattach") and volume.get("attachments"):
+        LOG.info("Volume %s is delete_on_termination but still attached to %s; it stays",
+                 volume_id, ", ".join(a.get("server_id") or "?"
+                                      for a in volume["attachments"]))
+        return True
+    return False
 
 
 def _delete_volume(cinder, context, volume_id, timeout):

@@ -1,28 +1,46 @@
-"""Gabbi fixtures: each YAML file gets a fresh ConfigOpts, noauth2 and database.
+"""The API tests' worlds and their gabbi fixtures, in one module.
+
+A *world* is what a group of journeys starts from: rows seeded in a fresh,
+migrated SQLite database, plus the Cinder, Glance and conductor doubles
+injected through ``Deps``. Its fixed ids are the ids the YAML files use.
+gabbi looks the ``*Fixture`` names up here (``fixture_module`` in
+test_api.py); the pytest tests of the same endpoints open the same worlds
+with :func:`open_world`. Each YAML file gets a fresh ConfigOpts (noauth2,
+response validation on) and a fresh database.
 
 gabbi 4 builds its WSGI transport from the ``intercept`` factory when a test
 runs, but the app depends on config the fixture creates; :class:`LazyApp`
 therefore forwards to whatever app the currently running fixture built.
 """
 
+import contextlib
 import datetime
-import uuid
+import json
 
 from gabbi import fixture
 
+from tests.fixtures import database as db_fixtures
+from tests.fixtures.cinder import FakeCinder
+from tests.fixtures.glance import FakeGlance
 from volumesvc import context as vs_context
+from volumesvc import exception, rpc, version
 from volumesvc.api.app import create_app
 from volumesvc.api.deps import Deps
+from volumesvc.conductor import rpcapi as conductor_rpcapi
 from volumesvc.conf import get_conf
-from volumesvc.db import fixtures as db_fixtures
+from volumesvc.db import models
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import flavor as flavor_obj
+from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
 
 # The app of the file being run (one file at a time, in order).
 _CURRENT = {}
 
-# Fixed ids the YAML files refer to (no env vars: the fixture owns its data).
 COMPUTE_UP_HOST = "compute-up"
 COMPUTE_DOWN_HOST = "compute-down"
+LAUNCHED = datetime.datetime(2026, 1, 1, 12, 0, 0)
 
 
 class LazyApp:
@@ -41,67 +59,569 @@ def _conf():
     return conf
 
 
+def _compute_services(db, ctx, *, up=(COMPUTE_UP_HOST,), down=(), compute_version=1):
+    """Compute services on ``up`` and ``down`` hosts; the down ones silent for an hour."""
+    for host in (*up, *down):
+        service_obj.heartbeat(db, ctx, host=host, binary="volumesvc-compute",
+                              topic="compute", version=compute_version, capabilities={})
+    old = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None) - \
+        datetime.timedelta(hours=1)
+    for host in down:
+        service = service_obj.get_by_host_and_binary(db, ctx, host, "volumesvc-compute")
+        with db.writer(ctx) as session:
+            row = session.get(models.Service, service.id)
+            row.last_seen_up = row.updated_at = row.created_at = old
+
+
+def _servers(db, ctx, servers, server_uuid, *, project, user):
+    """Instances from a ``{name: (n, vm_state, task_state, extra values)}`` table."""
+    for name, (n, vm_state, task_state, extra) in servers.items():
+        values = {"uuid": server_uuid(n), "project_id": project, "user_id": user,
+                  "display_name": name.lower(), "vm_state": vm_state,
+                  "task_state": task_state, "power_state": 1, "host": COMPUTE_UP_HOST,
+                  "node": COMPUTE_UP_HOST, "launched_at": LAUNCHED,
+                  "root_device_name": "/dev/vda", "image_ref": ""}
+        values.update(extra)
+        instance_obj.create(db, ctx, values)
+
+
+class RecordingConductor:
+    """Conductor double: records every cast as (method, kwargs)."""
+
+    def __init__(self):
+        self.casts = []
+
+    def build_instances(self, ctxt, *, instance_uuids, request_spec):
+        # NOTE: what goes on the bus must be JSON; fail here if it is not.
+        json.dumps(request_spec)
+        self.casts.append(("build_instances", {"instance_uuids": list(instance_uuids),
+                                               "request_spec": request_spec}))
+
+    def delete_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("delete_instance", {"instance_uuid": instance_uuid}))
+
+    def reboot_instance(self, ctxt, *, instance_uuid, reboot_type):
+        self.casts.append(("reboot_instance", {"instance_uuid": instance_uuid,
+                                               "reboot_type": reboot_type}))
+
+    def can_lifecycle(self):
+        return True
+
+    def stop_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("stop_instance", {"instance_uuid": instance_uuid}))
+
+    def start_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("start_instance", {"instance_uuid": instance_uuid}))
+
+    def shelve_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("shelve_instance", {"instance_uuid": instance_uuid}))
+
+    def shelve_offload_instance(self, ctxt, *, instance_uuid):
+        self.casts.append(("shelve_offload_instance", {"instance_uuid": instance_uuid}))
+
+    def unshelve_instance(self, ctxt, *, instance_uuid, availability_zone=None, host=None):
+        self.casts.append(("unshelve_instance", {"instance_uuid": instance_uuid,
+                                                 "availability_zone": availability_zone,
+                                                 "host": host}))
+
+
+class World:
+    """No rows and no doubles: the plain app."""
+
+    @classmethod
+    def seed(cls, db, ctx):
+        """Nothing by default; worlds add rows."""
+
+    @classmethod
+    def build_app(cls, conf, db):
+        """(app, deps) on ``db`` with this world's doubles."""
+        deps = Deps(conf, db=db)
+        return create_app(conf, deps=deps), deps
+
+
+@contextlib.contextmanager
+def open_world(world):
+    """Yield (app, deps) of ``world`` on a fresh config and database."""
+    conf = _conf()
+    with db_fixtures.fresh_sqlite_database(conf) as db:
+        world.seed(db, vs_context.get_admin_context())
+        yield world.build_app(conf, db)
+
+
+class ServicesWorld(World):
+    """Two computes (one up, one long silent) and a conductor."""
+
+    @classmethod
+    def seed(cls, db, ctx):
+        _compute_services(db, ctx, down=(COMPUTE_DOWN_HOST,))
+        service_obj.heartbeat(db, ctx, host="controller", binary="volumesvc-conductor",
+                              topic="conductor", version=1, capabilities={})
+
+
+class ServersWorld(World):
+    """The /servers journeys (servers-*.yaml).
+
+    One up compute at the current service version, three flavors, a
+    FakeCinder with fixed-id volume types, volumes and a snapshot, a
+    FakeGlance with a plain image and a volume-backed snapshot image
+    (``bdm_v2``), and a conductor double that records casts.
+    """
+
+    COMPUTE_VERSION = version.SERVICE_VERSION
+    TYPE_FAST = "0b5d3a6e-0000-4000-8000-00000000fa57"
+    TYPE_MULTI = "0b5d3a6e-0000-4000-8000-0000000a1111"
+    VOL_BOOT = "5a1e0000-0000-4000-8000-000000000001"
+    VOL_DATA = "5a1e0000-0000-4000-8000-000000000002"
+    VOL_MULTI = "5a1e0000-0000-4000-8000-000000000003"
+    VOL_OTHER_AZ = "5a1e0000-0000-4000-8000-000000000004"
+    VOL_UNKNOWN = "5a1e0000-0000-4000-8000-0000000000ff"
+    SNAPSHOT = "5a1e0000-0000-4000-8000-0000000005a9"
+    IMAGE = "1a6e0000-0000-4000-8000-000000000001"
+    IMAGE_BFV_SNAPSHOT = "1a6e0000-0000-4000-8000-000000000002"
+    IMAGE_QUEUED = "1a6e0000-0000-4000-8000-000000000003"
+    IMAGE_UNKNOWN = "1a6e0000-0000-4000-8000-0000000000ff"
+    RecordingConductor = RecordingConductor
+
+    @classmethod
+    def make_cinder(cls) -> FakeCinder:
+        cinder = FakeCinder(cross_az_attach=False)
+        cinder.create_volume_type("fast", type_id=cls.TYPE_FAST)
+        cinder.create_volume_type("shared", {"multiattach": "<is> True"},
+                                  type_id=cls.TYPE_MULTI)
+        ctx = vs_context.get_admin_context()
+        for volume_id, kwargs in (
+                (cls.VOL_BOOT, {"image_id": cls.IMAGE}), (cls.VOL_DATA, {}),
+                (cls.VOL_MULTI, {"volume_type": "shared", "image_id": cls.IMAGE}),
+                (cls.VOL_OTHER_AZ, {"availability_zone": "other"})):
+            cinder.create(ctx, 2, volume_id, None, volume_id=volume_id, **kwargs)
+        cinder.create_snapshot_force(ctx, cls.VOL_BOOT, snapshot_id=cls.SNAPSHOT)
+        cinder.calls.clear()
+        return cinder
+
+    @classmethod
+    def make_glance(cls) -> FakeGlance:
+        glance = FakeGlance()
+        ctx = vs_context.get_admin_context()
+        mapping = [{"source_type": "snapshot", "destination_type": "volume",
+                    "snapshot_id": cls.SNAPSHOT, "boot_index": 0, "device_name": "/dev/vda",
+                    "delete_on_termination": True, "volume_size": 3, "volume_type": "fast",
+                    "volume_id": None, "image_id": None, "guest_format": None,
+                    "no_device": None, "tag": None, "disk_bus": "virtio",
+                    "device_type": "disk"}]
+        for image_id, kwargs in (
+                (cls.IMAGE, {"data": b"qcow2", "min_disk": 1}),
+                (cls.IMAGE_BFV_SNAPSHOT, {"properties": {
+                    "bdm_v2": True, "root_device_name": "/dev/vda",
+                    "block_device_mapping": json.dumps(mapping)}}),
+                (cls.IMAGE_QUEUED, {"size": None})):
+            glance.create(ctx, name=image_id, owner="admin-project", image_id=image_id,
+                          **kwargs)
+        glance.calls.clear()
+        return glance
+
+    @classmethod
+    def seed(cls, db, ctx):
+        _compute_services(db, ctx, compute_version=cls.COMPUTE_VERSION)
+        for flavorid, name, extra in (
+                ("101", "test.small", {}),
+                ("102", "test.ephemeral", {"ephemeral_gb": 1, "swap": 512}),
+                ("103", "test.disabled", {"disabled": True})):
+            flavor_obj.create(db, ctx, {"flavorid": flavorid, "name": name, "memory_mb": 512,
+                                        "vcpus": 1, "root_gb": 1,
+                                        "extra_specs": {"hw:cpu_policy": "shared"}, **extra})
+
+    @classmethod
+    def build_app(cls, conf, db):
+        deps = Deps(conf, db=db, cinder=cls.make_cinder(), glance=cls.make_glance(),
+                    conductor=RecordingConductor())
+        return create_app(conf, deps=deps), deps
+
+
+class ServersOldComputeWorld(ServersWorld):
+    """Computes that predate BDM volume_type (version 0, so minimum 0)."""
+
+    COMPUTE_VERSION = 0
+
+
+def _actions_server_uuid(n: int) -> str:
+    return f"5e4e0000-0000-4000-8000-{n:012x}"
+
+
+class ServerActionsWorld(World):
+    """Server actions, flavors and instance actions.
+
+    Servers of project ``demo-project`` (token ``demo:demo-project``) in the
+    states the §2 gates care about, a volume-backed server with a swap disk
+    and two volumes of type ``fast``/``slow``, a server with more volumes than
+    the snapshot quota allows, a deleted server, and recorded instance actions
+    with events.
+    """
+
+    PROJECT = "demo-project"
+    OTHER_PROJECT = "other-project"
+    server_uuid = staticmethod(_actions_server_uuid)
+    # Named servers the YAML files use (n, vm_state, task_state, extra values).
+    SERVERS = {
+        "ACTIVE": (1, "active", None, {}),
+        "STOPPED": (2, "stopped", None, {}),
+        "PAUSED": (3, "paused", None, {}),
+        "SUSPENDED": (4, "suspended", None, {}),
+        "ERROR": (5, "error", None, {}),
+        "BUILDING": (6, "building", "spawning", {"launched_at": None}),
+        "RESCUED": (7, "rescued", None, {}),
+        "SHELVED": (8, "shelved", None, {}),
+        "REBOOTING": (9, "active", "rebooting", {}),
+        "REBOOTING_HARD": (10, "active", "rebooting_hard", {}),
+        "DELETING": (11, "active", "deleting", {}),
+        "LOCKED": (12, "active", None, {"locked": True, "locked_by": "owner"}),
+        "NOT_LAUNCHED": (13, "active", None, {"launched_at": None}),
+        "IMAGE_BACKED": (14, "active", None,
+                         {"image_ref": "1a6e0000-0000-4000-8000-000000000001"}),
+        "OVER_QUOTA": (15, "active", None, {}),
+        "OTHER_PROJECT": (16, "active", None, {"project_id": OTHER_PROJECT}),
+        "PAUSING": (17, "paused", "pausing", {}),
+        "SNAPSHOTTING": (18, "active", "image_snapshot", {}),
+        "RESIZED": (19, "resized", None, {}),
+        "DELETED": (20, "active", None, {}),
+        "ACTIONS": (21, "active", None, {}),
+        "LOCKED_STOPPED": (22, "stopped", None, {"locked": True}),
+    }
+    SNAPSHOT_QUOTA = 10
+    VOL_ROOT = "0b0e0000-0000-4000-8000-000000000001"
+    VOL_DATA = "0b0e0000-0000-4000-8000-000000000002"
+    # Action request ids seeded on the ACTIONS server (oldest first).
+    ACTION_REQUESTS = [f"req-5eed0000-0000-4000-8000-{n:012x}" for n in range(1, 6)]
+
+    @staticmethod
+    def _quota_volume(n):
+        return f"0b0e0000-0000-4000-8000-0000000001{n:02x}"
+
+    @classmethod
+    def make_cinder(cls) -> FakeCinder:
+        cinder = FakeCinder()
+        ctx = vs_context.get_admin_context()
+        cinder.create_volume_type("fast")
+        cinder.create_volume_type("slow")
+        for volume_id, vtype in ((cls.VOL_ROOT, "fast"), (cls.VOL_DATA, "slow")):
+            cinder.create(ctx, 2, volume_id, "desc", volume_type=vtype, volume_id=volume_id)
+        for n in range(cls.SNAPSHOT_QUOTA + 1):
+            cinder.create(ctx, 1, cls._quota_volume(n), None, volume_id=cls._quota_volume(n))
+        cinder.calls.clear()
+        return cinder
+
+    @staticmethod
+    def _volume_bdm(instance_uuid, volume_id, boot_index, device, vtype=None):
+        return {"instance_uuid": instance_uuid, "source_type": "volume",
+                "destination_type": "volume", "volume_id": volume_id,
+                "boot_index": boot_index, "device_name": device, "disk_bus": "virtio",
+                "device_type": "disk", "volume_size": 2,
+                "delete_on_termination": boot_index == 0, "volume_type": vtype}
+
+    @classmethod
+    def _seed_servers(cls, db, ctx):
+        _servers(db, ctx, cls.SERVERS, cls.server_uuid, project=cls.PROJECT, user="demo")
+        active = cls.server_uuid(cls.SERVERS["ACTIVE"][0])
+        # NOTE: volumes are stored before the swap disk on purpose: the image
+        # mapping must still list local disks first.
+        bdm_obj.create(db, ctx, cls._volume_bdm(active, cls.VOL_ROOT, 0, "/dev/vda"))
+        bdm_obj.create(db, ctx, cls._volume_bdm(active, cls.VOL_DATA, None, "/dev/vdb"))
+        bdm_obj.create(db, ctx, {"instance_uuid": active, "source_type": "blank",
+                                 "destination_type": "local", "guest_format": "swap",
+                                 "boot_index": -1, "device_name": "/dev/vdc",
+                                 "volume_size": 1, "delete_on_termination": True})
+        for name in cls.SERVERS:
+            if name in ("ACTIVE", "IMAGE_BACKED"):
+                continue
+            uuid = cls.server_uuid(cls.SERVERS[name][0])
+            if name == "OVER_QUOTA":
+                for n in range(cls.SNAPSHOT_QUOTA + 1):
+                    bdm_obj.create(db, ctx, cls._volume_bdm(
+                        uuid, cls._quota_volume(n), 0 if n == 0 else None,
+                        f"/dev/vd{chr(ord('a') + n)}"))
+            else:
+                bdm_obj.create(db, ctx, cls._volume_bdm(uuid, cls.VOL_ROOT, 0, "/dev/vda"))
+        instance_obj.destroy(db, ctx, cls.server_uuid(cls.SERVERS["DELETED"][0]))
+
+    @classmethod
+    def _seed_actions(cls, db, ctx):
+        uuid = cls.server_uuid(cls.SERVERS["ACTIONS"][0])
+        names = ["create", "reboot", "createImage", "attach_volume", "detach_volume"]
+        for request_id, name in zip(cls.ACTION_REQUESTS, names, strict=True):
+            action_obj.action_start(db, ctx, uuid, name, request_id, "demo", cls.PROJECT)
+        first = cls.ACTION_REQUESTS[0]
+        host = COMPUTE_UP_HOST
+        action_obj.event_start(db, ctx, uuid, first, "compute_build_and_run_instance",
+                               host=host)
+        action_obj.event_finish(db, ctx, uuid, first, "compute_build_and_run_instance",
+                                result="Success", details="built")
+        action_obj.event_start(db, ctx, uuid, first, "compute_attach_volume", host=host)
+        action_obj.event_finish(db, ctx, uuid, first, "compute_attach_volume",
+                                result="Error",
+                                traceback="Traceback (most recent call last): boom",
+                                details="device busy")
+        deleted = cls.server_uuid(cls.SERVERS["DELETED"][0])
+        action_obj.action_start(db, ctx, deleted, "delete", "req-de1e7ed0", "demo",
+                                cls.PROJECT)
+
+    @classmethod
+    def seed(cls, db, ctx):
+        cls._seed_servers(db, ctx)
+        cls._seed_actions(db, ctx)
+
+    @classmethod
+    def build_app(cls, conf, db):
+        conf.set_override("endpoint_override", "http://glance.example.test:9292",
+                          group="glance")
+        deps = Deps(conf, db=db, cinder=cls.make_cinder(), glance=FakeGlance(),
+                    conductor=RecordingConductor())
+        return create_app(conf, deps=deps), deps
+
+    @staticmethod
+    def image_mapping(image) -> list:
+        """The decoded ``block_device_mapping`` property of an image (for assertions)."""
+        return json.loads(image["properties"]["block_device_mapping"])
+
+
+def _attach_server_uuid(n: int) -> str:
+    return f"a77a0000-0000-4000-8000-{n:012x}"
+
+
+def _attach_volume_uuid(n: int) -> str:
+    return f"b01e0000-0000-4000-8000-{n:012x}"
+
+
+class AttachConductor:
+    """Conductor double for the attachment API.
+
+    ``can_attach`` asks a real rpcapi client built from ``conf`` (so
+    ``[upgrade_levels] conductor`` decides it, as in production). An
+    attach *call* picks the next free ``/dev/vdX`` under the instance, creates
+    a reserved Cinder attachment and the BDM, and returns the BDM dict; a
+    *cast* only records. The Cinder attachment is completed at once, as the
+    compute attach the real conductor casts would do. ``calls`` holds
+    (method, kwargs) of everything; ``failures`` maps a volume id to the
+    exception an attach call of it raises.
+    """
+
+    def __init__(self, conf, db, cinder, failures=None):
+        self._rpcapi = conductor_rpcapi.ConductorAPI(conf, rpc.get_transport(conf))
+        self.db, self.cinder, self.failures = db, cinder, failures or {}
+        self.calls = []
+
+    def can_attach(self):
+        return self._rpcapi.can_attach()
+
+    def can_send_version(self, version):
+        return self._rpcapi.can_send_version(version)
+
+    def volume_snapshot_create(self, ctxt, **kwargs):
+        self.calls.append(("volume_snapshot_create", kwargs))
+
+    def volume_snapshot_delete(self, ctxt, **kwargs):
+        self.calls.append(("volume_snapshot_delete", kwargs))
+
+    def attach_volume(self, ctxt, *, instance_uuid, volume_id, device=None, disk_bus=None,
+                      device_type=None, tag=None, delete_on_termination=False,
+                      multiattach=None, wait=False):
+        self.calls.append(("attach_volume", dict(
+            instance_uuid=instance_uuid, volume_id=volume_id, device=device,
+            disk_bus=disk_bus, device_type=device_type, tag=tag,
+            delete_on_termination=delete_on_termination, multiattach=multiattach,
+            wait=wait)))
+        if not wait:
+            return None
+        if volume_id in self.failures:
+            raise self.failures[volume_id]()
+        ctx = vs_context.get_admin_context()
+        used = {b.device_name for b in bdm_obj.list_by_instance(self.db, ctx, instance_uuid)}
+        name = next(f"/dev/vd{c}" for c in "bcdefghijklmnopqrstuvwxyz"
+                    if f"/dev/vd{c}" not in used)
+        attachment = self.cinder.attachment_create(ctx, volume_id, instance_uuid)
+        # What the compute's attach (cast by the real conductor) ends with.
+        self.cinder.attachment_update(ctx, attachment["id"], {"host": COMPUTE_UP_HOST}, name)
+        self.cinder.attachment_complete(ctx, attachment["id"])
+        bdm = bdm_obj.create(self.db, ctx, {
+            "instance_uuid": instance_uuid, "source_type": "volume",
+            "destination_type": "volume", "volume_id": volume_id, "device_name": name,
+            "tag": tag, "delete_on_termination": delete_on_termination,
+            "attachment_id": attachment["id"], "disk_bus": disk_bus or "virtio",
+            "device_type": device_type or "disk"})
+        return bdm.to_dict()
+
+    def detach_volume(self, ctxt, *, instance_uuid, volume_id, attachment_id):
+        self.calls.append(("detach_volume", dict(instance_uuid=instance_uuid,
+                                                 volume_id=volume_id,
+                                                 attachment_id=attachment_id)))
+
+
+NO_MULTIATTACH_HOST = "nomulti-compute"
+
+
+class VolumeAttachmentsWorld(World):
+    """The volume attachment journeys (gabbits/volume-attachments-*.yaml).
+
+    Servers of project ``PROJECT`` (token ``alice:<PROJECT>``) in the states
+    the §2 attach/detach/swap gates care about, on an up compute and on a
+    long-silent one; a FakeCinder with available, in-use, multiattach and
+    migrating volumes whose Cinder attachments match the BDM rows; and an
+    :class:`AttachConductor`.
+    """
+
+    CONDUCTOR_CAP = None  # [upgrade_levels] conductor
+    PROJECT = "7e57000000000000000000000000a11c"
+    OTHER_PROJECT = "07e4000000000000000000000000b0b0"
+    HOST_DOWN = COMPUTE_DOWN_HOST
+    server_uuid = staticmethod(_attach_server_uuid)
+    volume_uuid = staticmethod(_attach_volume_uuid)
+    # name -> (n, vm_state, task_state, extra instance values)
+    SERVERS = {
+        "ACTIVE": (1, "active", None, {}),
+        "STOPPED": (2, "stopped", None, {}),
+        "PAUSED": (3, "paused", None, {}),
+        "SHELVED": (4, "shelved", None, {}),
+        "SHELVED_OFFLOADED": (5, "shelved_offloaded", None, {"host": None, "node": None}),
+        "LOCKED": (6, "active", None, {"locked": True, "locked_by": "owner"}),
+        "BUILDING": (7, "building", "spawning", {"launched_at": None}),
+        "REBOOTING": (8, "active", "rebooting", {}),
+        "ERROR": (9, "error", None, {}),
+        "SUSPENDED": (10, "suspended", None, {}),
+        "OTHER_PROJECT": (11, "active", None, {"project_id": OTHER_PROJECT}),
+        "HOST_DOWN": (12, "active", None, {"host": HOST_DOWN, "node": HOST_DOWN}),
+        "NOT_LAUNCHED": (13, "active", None, {"launched_at": None}),
+        "SECOND": (14, "active", None, {}),
+        "NO_MULTIATTACH_HOST": (15, "active", None, {"host": NO_MULTIATTACH_HOST,
+                                                     "node": NO_MULTIATTACH_HOST}),
+    }
+    SERVER = {name: _attach_server_uuid(n) for name, (n, *_rest) in SERVERS.items()}
+    # Volumes: (n, multiattach, attached to [(server name, device, tag, boot_index,
+    # delete_on_termination, legacy: no attachment_id in the BDM)], extra volume values)
+    VOLUMES = {
+        "ROOT": (1, False, [("ACTIVE", "/dev/vda", None, 0, True, False)], {}),
+        "DATA": (2, False, [("ACTIVE", "/dev/vdb", "data", None, False, False)], {}),
+        "LEGACY": (3, False, [("ACTIVE", "/dev/vdc", None, None, True, True)], {}),
+        "MIGRATING": (4, False, [("ACTIVE", "/dev/vdd", None, None, False, False)],
+                      {"migration_status": "migrating"}),
+        "SHARED": (5, True, [("ACTIVE", "/dev/vde", None, None, False, False),
+                             ("SECOND", "/dev/vdb", None, None, False, False)],
+                   {"migration_status": "migrating"}),
+        "FREE": (6, False, [], {}),
+        "FREE2": (7, False, [], {}),
+        "MULTI": (8, True, [], {}),
+        "STOPPED_DATA": (9, False, [("STOPPED", "/dev/vdb", None, None, False, False)], {}),
+        "SHELVED_DATA": (10, False, [("SHELVED", "/dev/vdb", None, None, False, False)], {}),
+        "LOCKED_DATA": (11, False, [("LOCKED", "/dev/vdb", None, None, False, False)], {}),
+        "DOWN_DATA": (12, False, [("HOST_DOWN", "/dev/vdb", None, None, False, False)], {}),
+        "REBOOTING_DATA": (13, False, [("REBOOTING", "/dev/vdb", None, None, False, False)],
+                           {}),
+        "DETACHING": (14, False, [("SECOND", "/dev/vdc", None, None, False, False)],
+                      {"status": "detaching"}),
+        # The attach call fails in the conductor/compute with these (below 2.101).
+        "TOO_MANY": (20, False, [], {}),
+        "DEVICE_BUSY": (21, False, [], {}),
+        "NO_TAGS": (22, False, [], {}),
+    }
+    VOLUME = {name: _attach_volume_uuid(n) for name, (n, *_rest) in VOLUMES.items()}
+    VOLUME["UNKNOWN"] = _attach_volume_uuid(0xff)
+    # What the conductor double raises for an attach call of these volumes.
+    CONDUCTOR_FAILURES = {
+        VOLUME["TOO_MANY"]: lambda: exception.TooManyDiskDevices(maximum=2),
+        VOLUME["DEVICE_BUSY"]: lambda: exception.DevicePathInUse(path="/dev/vdz"),
+        VOLUME["NO_TAGS"]: lambda: exception.TaggedAttachmentNotSupported(),
+    }
+    AttachConductor = AttachConductor
+
+    @classmethod
+    def make_cinder(cls) -> FakeCinder:
+        cinder = FakeCinder()
+        cinder.create_volume_type("shared", {"multiattach": "<is> True"})
+        ctx = vs_context.get_admin_context()
+        for name, (_n, multi, attached, extra) in cls.VOLUMES.items():
+            cinder.create(ctx, 1, name.lower(), None, volume_type="shared" if multi else None,
+                          volume_id=cls.VOLUME[name])
+            for server, device, *_rest in attached:
+                attachment = cinder.attachment_create(
+                    ctx, cls.VOLUME[name], cls.SERVER[server],
+                    connector={"host": COMPUTE_UP_HOST, "mountpoint": device},
+                    mountpoint=device)
+                cinder.attachment_complete(ctx, attachment["id"])
+            cinder.volumes[cls.VOLUME[name]].update(extra)
+        cinder.calls.clear()
+        return cinder
+
+    @classmethod
+    def _seed_bdms(cls, db, ctx, cinder):
+        for name, (_n, _multi, attached, _extra) in cls.VOLUMES.items():
+            volume_id = cls.VOLUME[name]
+            entries = {e["server_id"]: e["attachment_id"]
+                       for e in cinder.volumes[volume_id]["attachments"]}
+            for server, device, tag, boot_index, dot, legacy in attached:
+                bdm_obj.create(db, ctx, {
+                    "instance_uuid": cls.SERVER[server], "source_type": "volume",
+                    "destination_type": "volume", "volume_id": volume_id,
+                    "boot_index": boot_index, "device_name": device, "tag": tag,
+                    "delete_on_termination": dot, "disk_bus": "virtio",
+                    "device_type": "disk",
+                    "attachment_id": None if legacy else entries[cls.SERVER[server]]})
+
+    @classmethod
+    def seed(cls, db, ctx):
+        _compute_services(db, ctx, down=(cls.HOST_DOWN,))
+        # An up compute whose driver cannot share disks (api-contract §3.5).
+        service_obj.heartbeat(db, ctx, host=NO_MULTIATTACH_HOST, binary="volumesvc-compute",
+                              topic="compute", version=1,
+                              capabilities={"supports_multiattach": False,
+                                            "supports_extend_volume": True,
+                                            "supports_tagged_attach_volume": True})
+        _servers(db, ctx, cls.SERVERS, cls.server_uuid, project=cls.PROJECT, user="alice")
+        # A local disk: never listed as an attachment.
+        bdm_obj.create(db, ctx, {"instance_uuid": cls.SERVER["ACTIVE"],
+                                 "source_type": "blank", "destination_type": "local",
+                                 "guest_format": "swap", "boot_index": -1,
+                                 "device_name": "/dev/vdz", "volume_size": 1,
+                                 "delete_on_termination": True})
+
+    @classmethod
+    def build_app(cls, conf, db):
+        conf.set_override("transport_url", "fake:/")
+        if cls.CONDUCTOR_CAP:
+            conf.set_override("conductor", cls.CONDUCTOR_CAP, group="upgrade_levels")
+        cinder = cls.make_cinder()
+        cls._seed_bdms(db, vs_context.get_admin_context(), cinder)
+        deps = Deps(conf, db=db, cinder=cinder,
+                    conductor=AttachConductor(conf, db, cinder, cls.CONDUCTOR_FAILURES))
+        return create_app(conf, deps=deps), deps
+
+
+class VolumeAttachmentsOldConductorWorld(VolumeAttachmentsWorld):
+    """``[upgrade_levels] conductor = 1.0``: too old for attach (503)."""
+
+    CONDUCTOR_CAP = "1.0"
+
+
+# -- gabbi fixtures: one per world, named in the YAML files ---------------------------------
+
 class APIFixture(fixture.GabbiFixture):
-    """Fresh config, noauth2 and a migrated SQLite database for one YAML file."""
+    """A fresh config, database and app of ``world`` for one YAML file."""
+
+    world = World
 
     def start_fixture(self):
-        self.conf = _conf()
-        self._db_cm = db_fixtures.fresh_sqlite_database(self.conf)
-        self.db = self._db_cm.__enter__()
-        self.seed(self.db, vs_context.get_admin_context())
-        _CURRENT["app"] = create_app(self.conf, deps=Deps(self.conf, db=self.db))
-
-    def seed(self, db, ctx):
-        """Nothing by default; subclasses add rows."""
+        self._opened = open_world(self.world)
+        app, self.deps = self._opened.__enter__()
+        _CURRENT["app"] = app
 
     def stop_fixture(self):
         _CURRENT.clear()
-        self._db_cm.__exit__(None, None, None)
+        self._opened.__exit__(None, None, None)
 
 
-class ServicesFixture(APIFixture):
-    """Two computes (one up, one long silent), a conductor, fixed uuids."""
-
-    def seed(self, db, ctx):
-        for host in (COMPUTE_UP_HOST, COMPUTE_DOWN_HOST):
-            service_obj.heartbeat(db, ctx, host=host, binary="volumesvc-compute",
-                                  topic="compute", version=1, capabilities={})
-        service_obj.heartbeat(db, ctx, host="controller", binary="volumesvc-conductor",
-                              topic="conductor", version=1, capabilities={})
-        # Age the down compute's last heartbeat past service_down_time.
-        down = service_obj.get_by_host_and_binary(db, ctx, COMPUTE_DOWN_HOST,
-                                                  "volumesvc-compute")
-        old = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None) - \
-            datetime.timedelta(hours=1)
-        with db.writer(ctx) as session:
-            from volumesvc.db import models
-
-            row = session.get(models.Service, down.id)
-            row.last_seen_up = old
-            row.updated_at = old
-            row.created_at = old
+def _fixture(world):
+    return type(world.__name__.replace("World", "Fixture"), (APIFixture,), {"world": world})
 
 
-def random_uuid():
-    return str(uuid.uuid4())
-
-
-# The /servers journeys' fixtures live beside their tests (test_servers_fixtures.py).
-from tests.functional.api import test_servers_fixtures as _servers  # noqa: E402
-
-ServersFixture = _servers.servers_fixture_class(APIFixture, _servers.version.SERVICE_VERSION)
-# A deployment whose computes predate BDM volume_type (version 0 → minimum 0).
-ServersOldComputeFixture = _servers.servers_fixture_class(APIFixture, 0)
-
-# Server actions, flavors and instance actions (test_server_actions_fixtures.py).
-from tests.functional.api import test_server_actions_fixtures as _actions  # noqa: E402
-
-ServerActionsFixture = _actions.actions_fixture_class(APIFixture)
-
-# Volume attachments (test_volume_attachments_fixtures.py); the second one has
-# [upgrade_levels] conductor = 1.0, too old for attach (503).
-from tests.functional.api import test_volume_attachments_fixtures as _attachments  # noqa: E402
-
-VolumeAttachmentsFixture = _attachments.attachments_fixture_class(APIFixture)
-VolumeAttachmentsOldConductorFixture = _attachments.attachments_fixture_class(
-    APIFixture, conductor_cap="1.0")
+ServicesFixture = _fixture(ServicesWorld)
+ServersFixture = _fixture(ServersWorld)
+ServersOldComputeFixture = _fixture(ServersOldComputeWorld)
+ServerActionsFixture = _fixture(ServerActionsWorld)
+VolumeAttachmentsFixture = _fixture(VolumeAttachmentsWorld)
+VolumeAttachmentsOldConductorFixture = _fixture(VolumeAttachmentsOldConductorWorld)

@@ -7,11 +7,10 @@ casts, Cinder snapshots, the Glance image's properties).
 
 import pytest
 
-from tests.functional.api import test_server_actions_fixtures as world
-from tests.functional.api.fixtures import _conf
+from tests.functional.api import fixtures
+from tests.functional.api.fixtures import ServerActionsWorld as world
 from volumesvc import context as vs_context
 from volumesvc.api.logic import states
-from volumesvc.db import fixtures as db_fixtures
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 
@@ -27,10 +26,7 @@ TASK_STATES = [None, "rebooting", "reboot_pending", "reboot_started", "rebooting
 
 @pytest.fixture
 def env():
-    conf = _conf()
-    with db_fixtures.fresh_sqlite_database(conf) as db:
-        world.seed(db, vs_context.get_admin_context())
-        app, deps = world.build_app(conf, db)
+    with fixtures.open_world(world) as (app, deps):
         yield app.test_client(), deps
 
 
@@ -49,6 +45,17 @@ def _set_state(deps, name, vm_state, task_state):
     ctx = vs_context.get_admin_context()
     instance_obj.save(deps.db, ctx, _uuid(name), {"vm_state": vm_state,
                                                   "task_state": task_state})
+
+
+def race_task_state(monkeypatch, task_state="deleting"):
+    """Another request sets ``task_state`` just before each instance save."""
+    real_save = instance_obj.save
+
+    def racing_save(db, ctx, uuid, values, expected_task_state=instance_obj.UNSET):
+        real_save(db, ctx, uuid, {"task_state": task_state})
+        return real_save(db, ctx, uuid, values, expected_task_state=expected_task_state)
+
+    monkeypatch.setattr(instance_obj, "save", racing_save)
 
 
 def _allowed(gate, vm_state, task_state):
@@ -134,13 +141,7 @@ def test_reboot_404s(env):
 def test_concurrent_reboot_loses_the_compare_and_swap(env, monkeypatch):
     """Another request sets task_state between our check and our write: 409."""
     client, deps = env
-    real_save = instance_obj.save
-
-    def racing_save(db, ctx, uuid, values, expected_task_state=instance_obj.UNSET):
-        real_save(db, ctx, uuid, {"task_state": "deleting"})
-        return real_save(db, ctx, uuid, values, expected_task_state=expected_task_state)
-
-    monkeypatch.setattr(instance_obj, "save", racing_save)
+    race_task_state(monkeypatch)
     response = _post(client, "ACTIVE", {"reboot": {"type": "SOFT"}})
     assert response.status_code == 409
     assert response.json["conflictingRequest"]["message"].endswith("task_state deleting")
@@ -154,7 +155,7 @@ def test_concurrent_reboot_loses_the_compare_and_swap(env, monkeypatch):
     ({"reboot": {"type": "SOFT"}, "createImage": {"name": "x"}}, None),
     ({}, None),
     ({"os-reboot": {"type": "SOFT"}}, "There is no such action: os-reboot"),
-    ({"os-stop": None}, "The 'os-stop' server action is not supported by this service."),
+    ({"pause": None}, "The 'pause' server action is not supported by this service."),
     ({"resize": {"flavorRef": "1"}},
      "The 'resize' server action is not supported by this service."),
 ], ids=lambda value: None if isinstance(value, dict) else "msg")

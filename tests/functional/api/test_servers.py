@@ -8,9 +8,8 @@ Cinder attachments, and the exact key set of a server per microversion.
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api import test_servers_fixtures as world
+from tests.functional.api.fixtures import ServersWorld as world
 from volumesvc import context as vs_context
-from volumesvc.db import fixtures as db_fixtures
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action
@@ -21,10 +20,7 @@ ADMIN = {"X-Auth-Token": "admin:admin-project"}
 
 @pytest.fixture
 def api():
-    conf = fixtures._conf()
-    with db_fixtures.fresh_sqlite_database(conf) as db:
-        world.seed(db, vs_context.get_admin_context())
-        app, deps = world.build_app(conf, db)
+    with fixtures.open_world(world) as (app, deps):
         yield app.test_client(), deps
 
 

@@ -2,13 +2,13 @@
 
 import pytest
 
-from tests.functional.api import test_server_actions_fixtures as world
+from tests.fixtures import database as db_fixtures
+from tests.fixtures.glance import FakeGlance
+from tests.functional.api.fixtures import ServerActionsWorld as world
 from tests.functional.api.fixtures import _conf
 from volumesvc import context as vs_context
 from volumesvc import exception
 from volumesvc.api.logic import snapshot
-from volumesvc.db import fixtures as db_fixtures
-from volumesvc.image.fake import FakeGlance
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 

@@ -9,9 +9,8 @@ and instance actions.
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api import test_volume_attachments_fixtures as world
+from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
 from volumesvc import context as vs_context
-from volumesvc.db import fixtures as db_fixtures
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action
 
@@ -23,10 +22,7 @@ V = world.VOLUME
 
 @pytest.fixture
 def api():
-    conf = fixtures._conf()
-    with db_fixtures.fresh_sqlite_database(conf) as db:
-        world.seed(db, vs_context.get_admin_context())
-        app, deps = world.build_app(conf, db)
+    with fixtures.open_world(world) as (app, deps):
         yield app.test_client(), deps
 
 
@@ -48,7 +44,7 @@ KEYS = {
     "2.88": KEYS_2_1 | {"tag", "delete_on_termination"},
     "2.89": {"volumeId", "serverId", "device", "tag", "delete_on_termination",
              "attachment_id", "bdm_uuid"},
-    "2.105": {"volumeId", "serverId", "device", "tag", "delete_on_termination",
+    "2.104": {"volumeId", "serverId", "device", "tag", "delete_on_termination",
               "attachment_id", "bdm_uuid"},
 }
 
@@ -61,7 +57,7 @@ def test_list_and_show_exact_keys(api, version):
     items = resp.json["volumeAttachments"]
     # Local disks never; legacy (no attachment_id) BDMs only before 2.89.
     expected = [V["ROOT"], V["DATA"], V["LEGACY"], V["MIGRATING"], V["SHARED"]]
-    if version in ("2.89", "2.105"):
+    if version in ("2.89", "2.104"):
         expected.remove(V["LEGACY"])
     assert [item["volumeId"] for item in items] == expected
     assert all(set(item) == KEYS[version] for item in items)
@@ -178,10 +174,7 @@ def test_conductor_refusals_below_2_101(api, volume, status, fault):
 
 
 def test_conductor_capped_gives_503_at_every_version():
-    conf = fixtures._conf()
-    with db_fixtures.fresh_sqlite_database(conf) as db:
-        world.seed(db, vs_context.get_admin_context())
-        app, deps = world.build_app(conf, db, conductor_cap="1.0")
+    with fixtures.open_world(fixtures.VolumeAttachmentsOldConductorWorld) as (app, deps):
         client = app.test_client()
         for version in ("2.1", "2.60", "2.100", "2.101"):
             resp = _call(client, "POST", f"{ACTIVE}/os-volume_attachments", version,

@@ -9,9 +9,9 @@ import os
 
 import pytest
 
+from tests.fixtures import database as db_fixtures
 from volumesvc import conf as vs_conf
 from volumesvc import context as vs_context
-from volumesvc.db import fixtures as db_fixtures
 
 BACKEND_PARAMS = [
     pytest.param("sqlite", id="sqlite"),

@@ -2,8 +2,8 @@
 
 import pytest
 
+from tests.fixtures import database as db_fixtures
 from tests.functional.db import conftest
-from volumesvc.db import fixtures as db_fixtures
 from volumesvc.db import migration
 from volumesvc.objects import flavor
 

@@ -16,9 +16,9 @@ from alembic import autogenerate
 from alembic import migration as alembic_migration
 from oslo_db import exception as db_exc
 
+from tests.fixtures import database as db_fixtures
 from tests.functional.db import conftest
 from volumesvc.db import api as db_api
-from volumesvc.db import fixtures as db_fixtures
 from volumesvc.db import migration, models
 
 

@@ -10,9 +10,9 @@ transaction must begin IMMEDIATE (volumesvc/db/api.py).
 import threading
 import uuid
 
+from tests.fixtures import database as fixtures
 from volumesvc import context
 from volumesvc.conf import get_conf
-from volumesvc.db import fixtures
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import service as service_obj

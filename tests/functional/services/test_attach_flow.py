@@ -7,6 +7,7 @@ attachment without a BDM, and say why in the instance actions.
 
 import pytest
 
+from tests.fixtures import virt as virt_fixtures
 from tests.functional.stack import BLANK_ROOT as ROOT
 from tests.functional.stack import Stack
 from volumesvc import exception
@@ -166,15 +167,18 @@ def test_an_api_attach_costs_four_cinder_calls(stack, server):
     assert names == ["get", "attachment_create", "attachment_update", "attachment_complete"]
 
 
-def test_an_attach_storm_larger_than_the_conductor_thread_pool(tmp_path):
+def test_an_attach_storm_larger_than_the_conductor_thread_pool(tmp_path, monkeypatch):
     """Regression: >pool-size attach casts took every conductor thread, each waiting
     on a compute whose call-backs queued behind them; nothing moved until timeouts.
     """
+    # A slow compute host, loaded by name as a separate process would load it.
+    monkeypatch.setenv(virt_fixtures.RESERVE_DELAY_ENV, "0.05")
     stack = Stack(tmp_path, conf_overrides={
         (None, "executor_thread_pool_size"): 4,
         (None, "rpc_response_timeout"): 10,
-        ("compute", "benchmark_reserve_delay"): 0.05})
+        (None, "compute_driver"): "tests.fixtures.virt:SlowReserveDriver"})
     try:
+        assert stack.computes["fn-compute"].manager.driver.reserve_delay == 0.05
         ctx = stack.context()
         servers = []
         for _ in range(3):

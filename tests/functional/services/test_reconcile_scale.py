@@ -6,9 +6,9 @@ double; each adapter call is one HTTP request to a real Cinder.
 
 import pytest
 
+from tests.fixtures.cinder import CountingCinder
 from tests.functional.stack import Stack
 from volumesvc.cmd import manage_attachments
-from volumesvc.volume.fake import CountingCinder
 
 PAGE = 100
 DANGLING = 5

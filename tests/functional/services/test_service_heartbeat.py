@@ -1,10 +1,10 @@
 """Conductor and compute in one process over fake://: heartbeats and liveness."""
 
 import datetime
-import time
 
 import pytest
 
+from tests.polling import eventually
 from volumesvc import conf as vs_conf
 from volumesvc import context, rpc, servicegroup, version
 from volumesvc.cmd import compute as compute_cmd
@@ -28,15 +28,6 @@ def conf(tmp_path):
     return conf
 
 
-def _wait(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_compute_heartbeats_through_the_conductor(conf):
     transport = rpc.get_transport(conf)
     conductor = conductor_cmd.build_service(conf, transport=transport)
@@ -50,7 +41,7 @@ def test_compute_heartbeats_through_the_conductor(conf):
             def compute_rows():
                 return service_obj.list_services(db, ctx, binary="volumesvc-compute")
 
-            assert _wait(lambda: compute_rows() and compute_rows()[0].report_count >= 2)
+            assert eventually(lambda: compute_rows() and compute_rows()[0].report_count >= 2)
             row = compute_rows()[0]
             assert row.host == "fn-compute"
             assert row.version == version.SERVICE_VERSION

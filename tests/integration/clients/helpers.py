@@ -198,11 +198,54 @@ def server_attr(server, key):
     return server.to_dict()[key]
 
 
+# -- raw HTTP and the live domain ---------------------------------------------------
+
+def compute_http(aio, method, path, body=None, version="2.1"):
+    req = urllib.request.Request(
+        aio.compute_url + path, method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"X-Auth-Token": ADMIN_TOKEN, "OpenStack-API-Version": f"compute {version}",
+                 "Content-Type": "application/json", "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            raw = resp.read()
+            return resp.status, (json.loads(raw) if raw else None), dict(resp.headers)
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        return exc.code, (json.loads(raw) if raw else None), dict(exc.headers)
+
+
+def domain_disks(aio, server_id):
+    """Serial → source file of the live domain, as the compute reads it from libvirt."""
+    import xml.etree.ElementTree as ET
+
+    out = subprocess.run(
+        [bin_path("volumesvc-manage"), "--config-file",
+         os.path.join(aio.state_dir, "volumesvc.conf"), "server", "domain-xml", server_id],
+        capture_output=True, text=True, timeout=60, check=True).stdout
+    disks = {}
+    for disk in ET.fromstring(out).findall("./devices/disk"):
+        source = disk.find("source")
+        disks[disk.findtext("serial")] = source.get("file") or source.get("dev")
+    return disks
+
+
+def wait_until(predicate, what, timeout=90):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"timed out waiting for {what}")
+
+
 # -- the all-in-one --------------------------------------------------------------
 
 READY_TIMEOUT = 400
 _READY = re.compile(r"^volumesvc-aio: ready compute=(\S+) volume=(\S+)$")
-_IMAGE = re.compile(r"Glance \(no auth\): (\S+)\s+starter image: (\S+)")
+_IMAGE = re.compile(r"Glance \((?:no auth|keystone)\): (\S+)\s+starter image: (\S+)")
+_IDENTITY = re.compile(r"^volumesvc-aio: identity=(\S+) clouds.yaml=(\S+)$", re.M)
 
 
 @dataclasses.dataclass
@@ -215,6 +258,8 @@ class Aio:
     volume_url: str = ""
     image_url: str = ""
     image_id: str = ""
+    identity_url: str = ""
+    clouds_yaml: str = ""
     returncode: int | None = None
     leftover_qemu: list = dataclasses.field(default_factory=list)
 
@@ -223,7 +268,8 @@ class Aio:
         parts = []
         paths = [self.out_path, *sorted(glob.glob(os.path.join(self.state_dir, "logs", "*.log"))),
                  *sorted(glob.glob(os.path.join(self.state_dir, "cinder", "log", "*.log"))),
-                 *sorted(glob.glob(os.path.join(self.state_dir, "glance", "log", "*.log")))]
+                 *sorted(glob.glob(os.path.join(self.state_dir, "glance", "log", "*.log"))),
+                 *sorted(glob.glob(os.path.join(self.state_dir, "keystone", "log", "*.log")))]
         for path in paths:
             with contextlib.suppress(OSError), open(path, errors="replace") as f:
                 tail = "".join(f.readlines()[-lines:])
@@ -261,8 +307,15 @@ class Aio:
 
 
 @contextlib.contextmanager
-def running_aio(prefix):
+def running_aio(prefix, extra_args=(), auth="noauth2"):
     """Start ``volumesvc-aio`` on free ports, wait for its ready line, stop and clean up after.
+
+    ``extra_args`` go to ``volumesvc-aio`` after ours; ``{host}`` in them
+    stands for the first compute's host name (e.g. ``--compute-driver
+    {host}-2=libvirt,-supports_multiattach`` with ``--computes 2``).
+    ``auth`` is its ``--auth``: this suite uses noauth2 (endpoint-only
+    clients); ``tests/integration/keystone`` passes keystone and reads the
+    identity URL and clouds.yaml path from the output.
 
     Fails (never skips) with its output and log tails if it does not come up.
     After the stop, QEMU processes of its state dir still running are recorded
@@ -277,7 +330,9 @@ def running_aio(prefix):
         proc = subprocess.Popen(
             [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
              "--volume-port", str(volume_port), "--image-port", str(image_port),
-             "--host", f"clients-{api_port}", "--no-install"],
+             "--identity-port", str(free_port()), "--auth", auth,
+             "--host", f"clients-{api_port}", "--no-install",
+             *(arg.format(host=f"clients-{api_port}") for arg in extra_args)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
     handle = Aio(state, api_port, proc, out_path)
@@ -298,6 +353,9 @@ def running_aio(prefix):
             time.sleep(0.5)
         handle.compute_url, handle.volume_url = ready.group(1), ready.group(2)
         handle.image_url, handle.image_id = image.group(1), image.group(2)
+        identity = _IDENTITY.search(text)
+        if identity:
+            handle.identity_url, handle.clouds_yaml = identity.group(1), identity.group(2)
         yield handle
     finally:
         handle.stop()

@@ -6,24 +6,23 @@ by the compute (``volumesvc-manage server domain-xml``) to show the disk
 arrive and leave with the volume id as serial.
 """
 
-import json
 import os
-import subprocess
-import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from tests.integration.clients.helpers import (
-    ADMIN_TOKEN,
+    compute_http,
     delete_server_quietly,
     delete_volume_quietly,
+    domain_disks,
     unique,
     wait_server,
+    wait_until,
     wait_volume,
 )
-from tests.integration.conftest import bin_path
+
+# Shared with the multiattach suite (helpers.py); the short names read better here.
+_http, _domain_disks, _wait = compute_http, domain_disks, wait_until
 
 KEYS = {
     "2.1": {"id", "volumeId", "serverId", "device"},
@@ -32,46 +31,6 @@ KEYS = {
     "2.89": {"volumeId", "serverId", "device", "tag", "delete_on_termination",
              "attachment_id", "bdm_uuid"},
 }
-
-
-def _http(aio, method, path, body=None, version="2.1"):
-    req = urllib.request.Request(
-        aio.compute_url + path, method=method,
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={"X-Auth-Token": ADMIN_TOKEN, "OpenStack-API-Version": f"compute {version}",
-                 "Content-Type": "application/json", "Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as resp:
-            raw = resp.read()
-            return resp.status, (json.loads(raw) if raw else None), dict(resp.headers)
-    except urllib.error.HTTPError as exc:
-        raw = exc.read()
-        return exc.code, (json.loads(raw) if raw else None), dict(exc.headers)
-
-
-def _domain_disks(aio, server_id):
-    """Serial → source file of the live domain, as the compute reads it from libvirt."""
-    import xml.etree.ElementTree as ET
-
-    out = subprocess.run(
-        [bin_path("volumesvc-manage"), "--config-file",
-         os.path.join(aio.state_dir, "volumesvc.conf"), "server", "domain-xml", server_id],
-        capture_output=True, text=True, timeout=60, check=True).stdout
-    disks = {}
-    for disk in ET.fromstring(out).findall("./devices/disk"):
-        source = disk.find("source")
-        disks[disk.findtext("serial")] = source.get("file") or source.get("dev")
-    return disks
-
-
-def _wait(predicate, what, timeout=90):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from tests.fixtures import virt as virt_fixtures
 from tests.integration.conftest import bin_path
 from volumesvc import aio as harness
 
@@ -152,9 +153,8 @@ def test_conductor_stopped_while_its_attach_task_runs_finishes_it_first(
         [cinder]
         auth_strategy = noauth
         endpoint_override = {cinder_harness.url}
-        [compute]
-        benchmark_reserve_delay = 3
-        """)
+        """, compute_driver="tests.fixtures.virt:SlowReserveDriver",
+        env={virt_fixtures.RESERVE_DELAY_ENV: "3"})
     server_id, ctx, volume = _server_and_volume(dep, cinder_api, "drain")
 
     status, _ = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
@@ -162,6 +162,8 @@ def test_conductor_stopped_while_its_attach_task_runs_finishes_it_first(
                             version="2.101")
     assert status == 202
     time.sleep(1)  # the task now waits on the compute's (3 s) reservation
+    # ...which the slow driver really is in: nothing is attached yet.
+    assert cinder_api.get(ctx, volume["id"])["status"] != "in-use"
     dep.stop("volumesvc-conductor")
     dep.spawn("volumesvc-conductor")
 

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 
+from tests.fixtures import virt as virt_fixtures
 from tests.integration.conftest import bin_path
 from tests.integration.services.test_attach_resilience import (
     _attachments,
@@ -26,14 +27,14 @@ from tests.integration.services.test_attach_resilience import (
 TIMEOUT = 10  # [compute] attachment_reservation_timeout in these deployments
 
 
-def _deploy(make_deployment, cinder_harness, extra=""):
+def _deploy(make_deployment, cinder_harness, **kwargs):
     return make_deployment(f"""
         [cinder]
         auth_strategy = noauth
         endpoint_override = {cinder_harness.url}
         [compute]
         attachment_reservation_timeout = {TIMEOUT}
-        """ + extra)
+        """, **kwargs)
 
 
 def _manage(dep, *args):
@@ -154,9 +155,9 @@ def _attach_async(dep, server_id, volume_id):
 
 def test_compute_killed_while_the_attachment_is_attaching(
         make_deployment, cinder_harness, cinder_api):
-    dep = _deploy(make_deployment, cinder_harness, """
-        debug_attach_delay = 5
-        """)
+    dep = _deploy(make_deployment, cinder_harness,
+                  compute_driver="tests.fixtures.virt:SlowAttachDriver",
+                  env={virt_fixtures.ATTACH_DELAY_ENV: "5"})
     server_id, ctx, volume = _server_and_volume(dep, cinder_api, "kill-compute")
     _attach_async(dep, server_id, volume["id"])
     _wait(lambda: [a["status"] for a in _attachments(cinder_api, ctx, volume["id"])]
@@ -209,9 +210,9 @@ def test_cinder_api_killed_while_the_attachment_create_is_in_flight(
 
 def test_conductor_killed_while_the_compute_reserves_the_device(
         make_deployment, cinder_harness, cinder_api):
-    dep = _deploy(make_deployment, cinder_harness, """
-        benchmark_reserve_delay = 3
-        """)
+    dep = _deploy(make_deployment, cinder_harness,
+                  compute_driver="tests.fixtures.virt:SlowReserveDriver",
+                  env={virt_fixtures.RESERVE_DELAY_ENV: "3"})
     server_id, ctx, volume = _server_and_volume(dep, cinder_api, "kill-conductor")
     _attach_async(dep, server_id, volume["id"])
     time.sleep(1.5)  # the compute is inside its 3 s reservation

@@ -7,7 +7,7 @@ import pytest
 
 from volumesvc import exception
 from volumesvc.api import microversions as mv
-from volumesvc.api.logic import attach
+from volumesvc.api.logic import attach, states
 
 V2_1, V2_20, V2_59, V2_60 = (mv.parse(v) for v in ("2.1", "2.20", "2.59", "2.60"))
 USER = types.SimpleNamespace(is_admin=False)
@@ -131,3 +131,13 @@ def test_every_swap_is_refused_in_order():
 
 def test_host_up_skips_servers_without_a_host():
     attach.check_host_up(None, None, None, _instance(host=None))
+
+
+@pytest.mark.parametrize("version", ["2.19", "2.20"])
+def test_a_gate_that_checks_no_vm_state_stays_unchecked(version):
+    # Below 2.20 the shelved states are subtracted; a gate without vm_states
+    # (states.ANY) used to raise a TypeError there instead of staying open.
+    gate = states.Gate(action="probe", vm_states=states.ANY, task_states=states.ANY)
+    assert attach.gate_vm_states(mv.parse(version), gate) is states.ANY
+    shelved_out = attach.gate_vm_states(mv.parse("2.19"), states.ATTACH)
+    assert not shelved_out & states.SHELVED_STATES

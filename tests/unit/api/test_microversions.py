@@ -1,4 +1,4 @@
-"""The microversion list, negotiation and version_handler windows."""
+"""The microversion list and its constants, negotiation, version_handler windows."""
 
 import os
 import re
@@ -6,20 +6,21 @@ import re
 import pytest
 
 from volumesvc.api import microversions as mv
+from volumesvc.api import versioned
 from volumesvc.api.handlers import services  # noqa: F401 - registers versioned handlers
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
 NAMED_BY_CONTRACT = (
     "2.1 2.3 2.9 2.11 2.16 2.19 2.20 2.26 2.27 2.32 2.33 2.37 2.42 2.45 2.47 2.49 2.51 "
     "2.53 2.58 2.60 2.62 2.63 2.67 2.70 2.71 2.73 2.75 2.79 2.84 2.85 2.89 2.90 2.93 2.96 "
-    "2.98 2.100 2.101 2.102 2.104 2.105").split()
+    "2.98 2.100 2.101 2.102 2.104").split()
 
 
 def test_every_step_from_2_1_to_max_is_listed_once():
     versions = [v for v, _, _ in mv.VERSIONS]
-    assert versions == [f"2.{n}" for n in range(1, 106)]
+    assert versions == [f"2.{n}" for n in range(1, 105)]
     assert str(mv.MIN_VERSION) == "2.1"
-    assert str(mv.MAX_VERSION) == "2.105"
+    assert str(mv.MAX_VERSION) == "2.104"
     assert set(NAMED_BY_CONTRACT) <= set(versions)
 
 
@@ -28,8 +29,29 @@ def test_constants_are_unique_and_named_after_their_version():
     assert len(names) == len(set(names))
     for version, name, summary in mv.VERSIONS:
         assert name.startswith("V" + version.replace(".", "_") + "_")
-        assert getattr(mv, name) == mv.parse(version)
         assert summary and "\n" not in summary
+
+
+def _module_constants(module):
+    """Every ``V<major>_<minor>_*`` name bound at module level, with its value."""
+    return {name: value for name, value in vars(module).items()
+            if re.match(r"^V\d+_\d+_", name)}
+
+
+def test_module_constants_match_versions_one_to_one():
+    listed = {name: mv.parse(version) for version, name, _ in mv.VERSIONS}
+    constants = _module_constants(mv)
+    assert sorted(constants) == sorted(listed), "constant without entry, or entry without one"
+    for name, value in listed.items():
+        assert constants[name] == value, name
+        assert isinstance(constants[name], mv.Version), name
+    assert len(set(constants.values())) == len(constants), "two constants share a version"
+
+
+def test_constant_check_catches_an_extra_constant(monkeypatch):
+    monkeypatch.setattr(mv, "V2_999_PROBE", mv.Version(2, 999), raising=False)
+    listed = {name for _, name, _ in mv.VERSIONS}
+    assert set(_module_constants(mv)) - listed == {"V2_999_PROBE"}
 
 
 @pytest.mark.parametrize("headers, expected", [
@@ -40,8 +62,8 @@ def test_constants_are_unique_and_named_after_their_version():
     ({"OpenStack-API-Version": "compute 2.53", "X-OpenStack-Nova-API-Version": "2.11"}, "2.53"),
     ({"OpenStack-API-Version": "compute 2.20, volume 3.7, compute 2.27"}, "2.27"),
     ({"OpenStack-API-Version": "volume 3.7", "X-OpenStack-Nova-API-Version": "2.42"}, "2.42"),
-    ({"OpenStack-API-Version": "compute latest"}, "2.105"),
-    ({"X-OpenStack-Nova-API-Version": "latest"}, "2.105"),
+    ({"OpenStack-API-Version": "compute latest"}, "2.104"),
+    ({"X-OpenStack-Nova-API-Version": "latest"}, "2.104"),
 ])
 def test_negotiate(headers, expected):
     assert str(mv.negotiate(headers)) == expected
@@ -53,7 +75,7 @@ def test_malformed_is_invalid(value):
         mv.negotiate({"X-OpenStack-Nova-API-Version": value})
 
 
-@pytest.mark.parametrize("value", ["2.0", "2.106", "2.200", "3.0", "1.1"])
+@pytest.mark.parametrize("value", ["2.0", "2.105", "2.200", "3.0", "1.1"])
 def test_out_of_range_keeps_requested_version(value):
     with pytest.raises(mv.UnsupportedVersion) as info:
         mv.negotiate({"OpenStack-API-Version": f"compute {value}"})
@@ -69,26 +91,26 @@ def test_response_headers_echo_and_vary_both():
 
 
 def test_versioned_handler_windows_do_not_overlap():
-    assert mv.VERSIONED_METHODS, "no versioned handlers registered"
-    assert mv.overlapping_windows() == []
+    assert versioned.VERSIONED_METHODS, "no versioned handlers registered"
+    assert versioned.overlapping_windows() == []
 
 
 def test_overlap_detection_works():
-    key_before = set(mv.VERSIONED_METHODS)
+    key_before = set(versioned.VERSIONED_METHODS)
 
-    @mv.version_handler(mv.parse("2.1"), mv.parse("2.10"))
+    @versioned.version_handler(mv.parse("2.1"), mv.parse("2.10"))
     def probe(req):
         pass
 
-    @mv.version_handler(mv.parse("2.10"))  # noqa: F811 - overlaps at 2.10
+    @versioned.version_handler(mv.parse("2.10"))  # noqa: F811 - overlaps at 2.10
     def probe(req):  # noqa: F811
         pass
 
     try:
-        assert mv.overlapping_windows() == [f"{__name__}.{probe.__qualname__}"]
+        assert versioned.overlapping_windows() == [f"{__name__}.{probe.__qualname__}"]
     finally:
-        for key in set(mv.VERSIONED_METHODS) - key_before:
-            del mv.VERSIONED_METHODS[key]
+        for key in set(versioned.VERSIONED_METHODS) - key_before:
+            del versioned.VERSIONED_METHODS[key]
 
 
 def test_history_doc_has_a_section_per_version():

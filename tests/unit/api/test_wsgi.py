@@ -5,6 +5,7 @@ import pytest
 
 from volumesvc import wsgi
 from volumesvc.api import microversions as mv
+from volumesvc.api import versioned
 
 
 def test_config_args_prefer_command_line(monkeypatch, tmp_path):
@@ -27,13 +28,13 @@ def test_init_application_reads_env_config(monkeypatch, tmp_path):
 @pytest.mark.parametrize("version, outcome", [("2.1", 404), ("2.9", 404), ("2.10", "old"),
                                               ("2.19", "old"), ("2.20", "new")])
 def test_version_handler_dispatch(version, outcome):
-    before = set(mv.VERSIONED_METHODS)
+    before = set(versioned.VERSIONED_METHODS)
 
-    @mv.version_handler(mv.parse("2.10"), mv.parse("2.19"))
+    @versioned.version_handler(mv.parse("2.10"), mv.parse("2.19"))
     def show_probe():
         return "old"
 
-    @mv.version_handler(mv.parse("2.20"))  # noqa: F811
+    @versioned.version_handler(mv.parse("2.20"))  # noqa: F811
     def show_probe():  # noqa: F811
         return "new"
 
@@ -41,14 +42,14 @@ def test_version_handler_dispatch(version, outcome):
         with flask.Flask("t").app_context():
             flask.g.microversion = mv.parse(version)
             if outcome == 404:
-                with pytest.raises(mv.VersionNotAvailable) as info:
+                with pytest.raises(versioned.VersionNotAvailable) as info:
                     show_probe()
                 assert info.value.status_code == 404
             else:
                 assert show_probe() == outcome
     finally:
-        for key in set(mv.VERSIONED_METHODS) - before:
-            del mv.VERSIONED_METHODS[key]
+        for key in set(versioned.VERSIONED_METHODS) - before:
+            del versioned.VERSIONED_METHODS[key]
 
 
 def test_overrides_do_not_leak_between_fresh_configs():

@@ -10,11 +10,11 @@ from unittest import mock
 import pytest
 from keystoneauth1 import exceptions as ks_exception
 
+from tests.fixtures.glance import FakeGlance
 from volumesvc import exception
 from volumesvc.conf import get_conf
 from volumesvc.context import RequestContext
 from volumesvc.image import glance
-from volumesvc.image.fake import FakeGlance
 
 IMG = "33333333-3333-3333-3333-333333333333"
 
@@ -84,6 +84,17 @@ def test_create_sends_owner_and_string_properties_then_uploads_empty(api, sessio
     assert body["n"] == "3"
     assert upload.args == (f"/v2/images/{IMG}/file", "PUT")
     assert upload.kwargs["data"] == b""
+
+
+@pytest.mark.parametrize("delete_status", [204, 500])
+def test_a_record_whose_upload_failed_is_deleted(api, session, ctx, delete_status):
+    session.request.side_effect = [_Response(201, _flat("queued")),
+                                   _Response(500, {"message": "disk full"}),
+                                   _Response(delete_status)]
+    with pytest.raises(exception.GlanceAPIError):
+        api.create(ctx, name="snap", owner="p1")
+    _create, _upload, delete = session.request.call_args_list
+    assert delete.args == (f"/v2/images/{IMG}", "DELETE")
 
 
 def test_create_refuses_core_attribute_as_property(api, ctx):

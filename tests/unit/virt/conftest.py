@@ -5,6 +5,7 @@ import uuid
 
 import pytest
 
+from tests.fixtures import virt as virt_fixtures
 from volumesvc.conf import get_conf
 from volumesvc.virt import fake
 
@@ -20,7 +21,7 @@ def conf(tmp_path):
 
 @pytest.fixture
 def fake_libvirt():
-    return fake.FakeLibvirt()
+    return virt_fixtures.RecordingLibvirt()
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ import pathlib
 
 import pytest
 
-from volumesvc import exception
+from tests.fixtures import virt as virt_fixtures
+from volumesvc import exception, virt
 from volumesvc.virt import driver, fake
 from volumesvc.virt.libvirt import driver as libvirt_driver
 
@@ -14,28 +15,40 @@ VIRT = pathlib.Path(driver.__file__).parent
 
 def test_load_fake_driver(conf):
     conf.set_override("compute_driver", "fake")
-    drv = driver.load_driver(conf)
+    drv = virt.load_driver(conf)
     assert isinstance(drv, fake.FakeDriver)
     assert isinstance(drv, libvirt_driver.LibvirtDriver)
 
 
 def test_load_libvirt_driver_with_injected_binding(conf):
     lv = fake.FakeLibvirt()
-    drv = driver.load_driver(conf, libvirt_module=lv)
+    drv = virt.load_driver(conf, libvirt_module=lv)
     assert type(drv) is libvirt_driver.LibvirtDriver
     assert drv.libvirt is lv
 
 
-def test_unknown_driver_is_a_config_error(conf):
-    # choices= keeps bad values out of config files; the code path is guarded too.
-    with pytest.raises(ValueError):
-        conf.set_override("compute_driver", "xenapi")
+# NOTE: ids without ":" — gabbi's pytest plugin takes such ids for its own tests.
+@pytest.mark.parametrize("name", ["xenapi", "volumesvc.virt.nope:Driver",
+                                  "volumesvc.virt.fake:NoSuchDriver", "volumesvc.virt.fake:"],
+                         ids=["unknown-name", "no-module", "no-class", "empty-class"])
+def test_unknown_driver_is_a_config_error(conf, name):
+    conf.set_override("compute_driver", name)
+    with pytest.raises(exception.ConfigInvalid, match=name.split(":")[0]):
+        virt.load_driver(conf)
 
-    class Conf:
-        compute_driver = "xenapi"
 
-    with pytest.raises(exception.ConfigInvalid, match="xenapi"):
-        driver.load_driver(Conf())
+def test_a_driver_outside_the_package_is_loaded_by_path(conf, monkeypatch):
+    """``package.module:Class``: how a benchmark or a test runs its own driver."""
+    monkeypatch.setenv(virt_fixtures.RESERVE_DELAY_ENV, "0.25")
+    conf.set_override("compute_driver", "tests.fixtures.virt:SlowReserveDriver")
+    drv = virt.load_driver(conf)
+    assert type(drv) is virt_fixtures.SlowReserveDriver and drv.reserve_delay == 0.25
+
+
+def test_the_reservation_asks_the_driver_for_the_device_name(conf):
+    drv = fake.FakeDriver(conf)
+    assert drv.get_device_name_for_instance(
+        {"uuid": "u"}, ["/dev/sda", "/dev/sdb", "/dev/vda"], "scsi") == "/dev/sdc"
 
 
 def test_bad_cache_modes_fail_at_start(conf):
@@ -88,11 +101,19 @@ def _imports(path):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
 
 
 def test_virt_never_imports_the_database():
     for path in VIRT.rglob("*.py"):
         assert not any(m.startswith("volumesvc.db") for m in _imports(path)), path
+
+
+def test_the_driver_interface_never_imports_a_driver():
+    """Regression: driver.py imported fake.py and libvirt/driver.py (which import it)."""
+    drivers = {"volumesvc.virt.fake", "volumesvc.virt.libvirt", "volumesvc.virt.libvirt.driver"}
+    assert not drivers & set(_imports(VIRT / "driver.py"))
+    assert not drivers & set(_imports(VIRT / "__init__.py"))
 
 
 def test_only_host_and_guest_import_libvirt():

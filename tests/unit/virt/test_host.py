@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.fixtures import virt as virt_fixtures
 from volumesvc import exception
 from volumesvc.virt import fake
 from volumesvc.virt.libvirt import host as host_mod
@@ -40,7 +41,7 @@ def test_open_failure_is_hypervisor_unavailable():
 
 
 def test_connection_is_reused_and_event_loop_registered():
-    lv = fake.FakeLibvirt()
+    lv = virt_fixtures.RecordingLibvirt()
     host = host_mod.Host("qemu:///embed?root=/nonexistent", libvirt_module=lv)
     assert host.get_connection() is host.get_connection()
     assert lv.event_impl_registered

@@ -2,6 +2,7 @@
 
 import os
 import uuid
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -18,6 +19,18 @@ def _bdi(*bdms):
 def _bdm(connection_info, dev, boot_index=None, bus="scsi"):
     return {"connection_info": connection_info, "mount_device": dev,
             "boot_index": boot_index, "disk_bus": bus, "device_type": "disk"}
+
+
+def _xml_disks(driver, instance, inactive=False):
+    """(target dev, serial) of each disk in the domain XML, read from libvirt itself.
+
+    Deliberately not through the driver's own disk lookup, so a detach that
+    does nothing cannot hide behind a lookup that finds nothing.
+    """
+    dom = driver.host.get_connection().lookupByUUIDString(instance["uuid"])
+    xml = dom.XMLDesc(fake.VIR_DOMAIN_XML_INACTIVE if inactive else 0)
+    return {(disk.find("target").get("dev"), disk.findtext("serial"))
+            for disk in ET.fromstring(xml).iter("disk")}
 
 
 def _other_instance():
@@ -155,8 +168,12 @@ def test_detach_finds_the_disk_by_alias_not_mountpoint(driver, instance, make_vo
     driver.spawn(instance, None)
     vol = make_volume()
     driver.attach_volume(vol, instance, "/dev/sdc")
+    disk = ("sdc", vol["serial"])
+    assert disk in _xml_disks(driver, instance)
+    assert disk in _xml_disks(driver, instance, inactive=True)
     driver.detach_volume(vol, instance, "/dev/sdq")
-    assert driver.get_volume_disk_info(instance, vol["serial"], inactive=True) is None
+    assert _xml_disks(driver, instance) == set()
+    assert _xml_disks(driver, instance, inactive=True) == set()
 
 
 def test_detach_releases_the_lock(driver, instance, make_volume):
@@ -182,11 +199,15 @@ def test_live_virtio_detach_times_out_without_guest(driver, instance, make_volum
 
 
 def test_detach_from_stopped_domain(driver, instance, make_volume):
-    vol = make_volume()
-    driver.spawn(instance, _bdi(_bdm(vol, "/dev/sda", boot_index=0)))
+    root, data = make_volume(), make_volume()
+    driver.spawn(instance, _bdi(_bdm(root, "/dev/sda", boot_index=0), _bdm(data, "/dev/sdb")))
     driver.host.get_guest(instance["uuid"]).poweroff()
-    driver.detach_volume(vol, instance, "/dev/sda")
-    assert driver.get_volume_disk_info(instance, vol["serial"]) is None
+    both = {("sda", root["serial"]), ("sdb", data["serial"])}
+    assert _xml_disks(driver, instance, inactive=True) == both
+    driver.detach_volume(data, instance, "/dev/sdb")
+    # Only that disk goes, from the definition the next start uses.
+    assert _xml_disks(driver, instance, inactive=True) == {("sda", root["serial"])}
+    assert driver.get_volume_disk_info(instance, data["serial"]) is None
 
 
 def test_extend_running_uses_block_resize(driver, instance, make_volume):

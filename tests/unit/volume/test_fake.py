@@ -4,10 +4,10 @@ import os
 
 import pytest
 
+from tests.fixtures.cinder import FakeCinder
 from volumesvc import exception
 from volumesvc.context import RequestContext
 from volumesvc.volume.cinder import CinderAPI
-from volumesvc.volume.fake import FakeCinder
 
 CONNECTOR = {"host": "h1", "platform": "x86_64", "os_type": "linux", "multipath": False}
 
@@ -64,6 +64,41 @@ def test_non_multiattach_in_use_refused(fake, ctx):
     _attach(fake, ctx, vid, "s1")
     with pytest.raises(exception.Invalid, match="not multiattach"):
         fake.attachment_create(ctx, vid, "s2")
+
+
+def test_a_second_attachment_for_the_same_server_is_allowed(fake, ctx):
+    """As Cinder 29's _attachment_reserve (shelve-offload relies on it)."""
+    vid = fake.create(ctx, 1, "v", "d")["id"]
+    first = _attach(fake, ctx, vid, "s1")
+    second = fake.attachment_create(ctx, vid, "s1")
+    assert fake.get(ctx, vid)["status"] == "in-use"   # left alone
+    fake.attachment_delete(ctx, first)
+    assert fake.get(ctx, vid)["status"] == "reserved"
+    # ... and again while reserved; another server is still refused.
+    third = fake.attachment_create(ctx, vid, "s1")
+    with pytest.raises(exception.Invalid, match="current status is reserved"):
+        fake.attachment_create(ctx, vid, "s2")
+    fake.attachment_delete(ctx, second["id"])
+    fake.attachment_delete(ctx, third["id"])
+    assert fake.get(ctx, vid)["status"] == "available"
+
+
+def test_no_new_reservation_while_attaching_even_for_the_same_server(fake, ctx):
+    vid = fake.create(ctx, 1, "v", "d")["id"]
+    att = fake.attachment_create(ctx, vid, "s1")
+    fake.attachment_update(ctx, att["id"], CONNECTOR)
+    with pytest.raises(exception.Invalid, match="current status is attaching"):
+        fake.attachment_create(ctx, vid, "s1")
+
+
+def test_complete_without_a_connector(fake, ctx):
+    """Cinder 29 completes a connector-less attachment (attach to an offloaded server)."""
+    vid = fake.create(ctx, 1, "v", "d")["id"]
+    att = fake.attachment_create(ctx, vid, "s1")
+    fake.attachment_complete(ctx, att["id"])
+    vol = fake.get(ctx, vid)
+    assert (vol["status"], vol["attach_status"]) == ("in-use", "attached")
+    assert fake.attachment_get(ctx, att["id"])["connection_info"] == {}
 
 
 def test_second_reservation_while_reserved_is_refused(fake, ctx):
@@ -150,3 +185,11 @@ def test_types_snapshots_limits(fake, ctx):
     fake.delete_snapshot(ctx, snap["id"])
     with pytest.raises(exception.SnapshotNotFound):
         fake.get_snapshot(ctx, snap["id"])
+
+
+def test_create_with_a_fixed_id_for_fixtures(fake, ctx):
+    vtype = fake.create_volume_type("fast", type_id="t-fast")
+    vol = fake.create(ctx, 1, "v", None, volume_type="fast", volume_id="v-fixed")
+    snap = fake.create_snapshot_force(ctx, "v-fixed", snapshot_id="s-fixed")
+    assert (vtype["id"], vol["id"], snap["id"]) == ("t-fast", "v-fixed", "s-fixed")
+    assert fake.get(ctx, "v-fixed")["volume_type_id"] == "t-fast"

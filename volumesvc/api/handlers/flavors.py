@@ -6,6 +6,7 @@ for 0 before) and unknown query parameters give 400.
 """
 
 import uuid
+from urllib.parse import urlencode
 
 from oslo_utils import strutils
 
@@ -14,27 +15,9 @@ from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
 from volumesvc.api.policies import flavors as policies
 from volumesvc.api.policy import authorize
-from volumesvc.api.request import base_url
 from volumesvc.api.schemas import flavors as schema
+from volumesvc.api.views import flavors as views
 from volumesvc.objects import flavor as flavor_obj
-
-V2_55 = mv.V2_55_FLAVOR_DESCRIPTION  # type: ignore[attr-defined]
-V2_61 = mv.V2_61_FLAVOR_EXTRA_SPECS  # type: ignore[attr-defined]
-V2_75 = mv.V2_75_STRICT_QUERY
-V2_102 = mv.V2_102_STRICT_QUERY_ALL
-_MAX_INT = 2147483647
-
-
-def _prefixes(req):
-    base = base_url(req.conf)
-    project = f"/{req.project_id}" if req.project_id else ""
-    return f"{base}/v2.1{project}", f"{base}{project}"
-
-
-def _links(req, flavorid):
-    versioned, bookmark = _prefixes(req)
-    return [{"rel": "self", "href": f"{versioned}/flavors/{flavorid}"},
-            {"rel": "bookmark", "href": f"{bookmark}/flavors/{flavorid}"}]
 
 
 def _can(req, rule) -> bool:
@@ -44,36 +27,14 @@ def _can(req, rule) -> bool:
         rule, {"project_id": ctx.project_id, "user_id": ctx.user_id}, ctx, do_raise=False)
 
 
-def _serialize_brief(req, flavor) -> dict:
-    body = {"id": flavor.flavorid, "name": flavor.name, "links": _links(req, flavor.flavorid)}
-    if req.is_at_least(V2_55):
-        body["description"] = flavor.description
-    return body
+def _show_extra_specs(req) -> bool:
+    """2.61 extra_specs, when the extra-specs policy allows."""
+    return req.is_at_least(mv.V2_61_FLAVOR_EXTRA_SPECS) and _can(req, policies.EXTRA_SPECS_INDEX)
 
 
-def _serialize_flavor(req, flavor, show_extra_specs=None) -> dict:
-    body = {
-        "id": flavor.flavorid,
-        "name": flavor.name,
-        "ram": flavor.memory_mb,
-        "disk": flavor.root_gb,
-        # NOTE: Nova shows a swap of 0 as "" until 2.75.
-        "swap": flavor.swap if req.is_at_least(V2_75) else (flavor.swap or ""),
-        "OS-FLV-EXT-DATA:ephemeral": flavor.ephemeral_gb,
-        "OS-FLV-DISABLED:disabled": bool(flavor.disabled),
-        "vcpus": flavor.vcpus,
-        "os-flavor-access:is_public": bool(flavor.is_public),
-        "rxtx_factor": flavor.rxtx_factor or "",
-        "links": _links(req, flavor.flavorid),
-    }
-    if req.is_at_least(V2_55):
-        body["description"] = flavor.description
-    if req.is_at_least(V2_61):
-        if show_extra_specs is None:
-            show_extra_specs = _can(req, policies.EXTRA_SPECS_INDEX)
-        if show_extra_specs:
-            body["extra_specs"] = dict(flavor.extra_specs or {})
-    return body
+def _response(envelope, view=views.DETAIL):
+    return validation.windows(validation.response_body_schema,
+                              views.FLAVOR.windows(envelope, view=view))
 
 
 def _int_filter(req, key):
@@ -81,8 +42,9 @@ def _int_filter(req, key):
     if value is None:
         return None
     try:
-        return int(value)
-    except ValueError:
+        # NOTE: bounded to the column, or the database overflows (500).
+        return validation.bounded_int(value, key, 0, validation.MAX_INT)
+    except errors.APIError:
         raise errors.APIError(400, f"Invalid {key} filter [{value}]",
                               errors.QUERY_INVALID) from None
 
@@ -130,71 +92,61 @@ def _page(req):
             raise errors.APIError(400, f"marker [{marker}] not found", errors.QUERY_INVALID)
         flavors = flavors[ids.index(marker) + 1:]
     max_limit = req.conf.api.max_limit
-    limit = min(int(req.last("limit", max_limit)), max_limit)
+    limit = min(validation.bounded_int(req.last("limit", max_limit), "limit",
+                                       code=errors.QUERY_INVALID), max_limit)
     return flavors[:limit], limit
 
 
 def _collection(req, flavors, limit, path, items) -> dict:
     body = {"flavors": items}
     if limit and len(flavors) == limit:
-        from urllib.parse import urlencode
-
         params = {k: v for k, v in req.query.items() if k != "marker"}
         params["marker"] = flavors[-1].flavorid
-        versioned, _ = _prefixes(req)
+        versioned, _ = views.prefixes(req)
         body["flavors_links"] = [{"rel": "next", "href":
                                   f"{versioned}/{path}?{urlencode(params, doseq=True)}"}]
     return body
 
 
-@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE, mv.before(V2_75),
+@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE,
+                         mv.before(mv.V2_75_STRICT_QUERY),
                          strip_unknown=True)
-@validation.query_schema(schema.list_flavors_query_v2_75, V2_75)
-@validation.response_body_schema(schema.list_flavors_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_55))
-@validation.response_body_schema(schema.list_flavors_response_v2_55, V2_55)
+@validation.query_schema(schema.list_flavors_query_v2_75, mv.V2_75_STRICT_QUERY)
+@_response(schema.many, views.BRIEF)
 def list_flavors(req):
     """GET /flavors → 200: id, name, links (+ description from 2.55)."""
     authorize(req.context, policies.LIST)
     flavors, limit = _page(req)
     return _collection(req, flavors, limit, "flavors",
-                       [_serialize_brief(req, f) for f in flavors]), 200
+                       [views.brief(req, f) for f in flavors]), 200
 
 
-@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE, mv.before(V2_75),
+@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE,
+                         mv.before(mv.V2_75_STRICT_QUERY),
                          strip_unknown=True)
-@validation.query_schema(schema.list_flavors_query_v2_75, V2_75)
-@validation.response_body_schema(schema.list_flavors_detail_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_55))
-@validation.response_body_schema(schema.list_flavors_detail_response_v2_55, V2_55,
-                                 mv.before(V2_61))
-@validation.response_body_schema(schema.list_flavors_detail_response_v2_61, V2_61,
-                                 mv.before(V2_75))
-@validation.response_body_schema(schema.list_flavors_detail_response_v2_75, V2_75)
+@validation.query_schema(schema.list_flavors_query_v2_75, mv.V2_75_STRICT_QUERY)
+@_response(schema.many)
 def list_flavors_detail(req):
     """GET /flavors/detail → 200 with every flavor's details (see module docstring)."""
     authorize(req.context, policies.LIST)
     flavors, limit = _page(req)
-    show_extra_specs = req.is_at_least(V2_61) and _can(req, policies.EXTRA_SPECS_INDEX)
+    show_extra_specs = _show_extra_specs(req)
     return _collection(req, flavors, limit, "flavors/detail",
-                       [_serialize_flavor(req, f, show_extra_specs) for f in flavors]), 200
+                       [views.detail(req, f, show_extra_specs) for f in flavors]), 200
 
 
-@validation.query_schema(schema.show_flavor_query_v2_1, mv.V2_1_BASE, mv.before(V2_102),
+@validation.query_schema(schema.show_flavor_query_v2_1, mv.V2_1_BASE,
+                         mv.before(mv.V2_102_STRICT_QUERY_ALL),
                          strip_unknown=True)
-@validation.query_schema(schema.show_flavor_query_v2_102, V2_102)
-@validation.response_body_schema(schema.show_flavor_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_55))
-@validation.response_body_schema(schema.show_flavor_response_v2_55, V2_55, mv.before(V2_61))
-@validation.response_body_schema(schema.show_flavor_response_v2_61, V2_61, mv.before(V2_75))
-@validation.response_body_schema(schema.show_flavor_response_v2_75, V2_75)
+@validation.query_schema(schema.show_flavor_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@_response(schema.one)
 def show_flavor(req, flavor_id):
     """GET /flavors/{id} → 200; 404 when unknown (or private, for non-admins)."""
     authorize(req.context, policies.SHOW)
     flavor = flavor_obj.get_by_flavorid(req.deps.db, req.context, flavor_id)
     if not flavor.is_public and not req.context.is_admin:
         raise exception.FlavorNotFound(flavor_id=flavor_id)
-    return {"flavor": _serialize_flavor(req, flavor)}, 200
+    return {"flavor": views.detail(req, flavor, _show_extra_specs(req))}, 200
 
 
 def _visible_flavor(req, flavor_id):
@@ -205,8 +157,8 @@ def _visible_flavor(req, flavor_id):
 
 
 @validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_75), strip_unknown=True)
-@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, V2_75)
+                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
+@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_75_STRICT_QUERY)
 @validation.response_body_schema(schema.list_flavor_extra_specs_response_v2_1,
                                  mv.V2_1_BASE)
 def list_flavor_extra_specs(req, flavor_id):
@@ -217,8 +169,8 @@ def list_flavor_extra_specs(req, flavor_id):
 
 
 @validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_75), strip_unknown=True)
-@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, V2_75)
+                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
+@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_75_STRICT_QUERY)
 @validation.response_body_schema(schema.show_flavor_extra_spec_response_v2_1, mv.V2_1_BASE)
 def show_flavor_extra_spec(req, flavor_id, key):
     """GET /flavors/{id}/os-extra_specs/{key} → 200 ``{key: value}``; 404 when unset."""
@@ -230,55 +182,59 @@ def show_flavor_extra_spec(req, flavor_id, key):
 
 
 def _int_value(body, key, name, minimum, default=None):
-    value = body.get(key, default)
-    try:
-        value = int(value)
-    except (TypeError, ValueError):
-        raise errors.APIError(400, f"Invalid input received: {name} must be an integer.",
-                              errors.SCHEMA_INVALID) from None
-    if not minimum <= value <= _MAX_INT:
-        raise errors.APIError(
-            400, f"Invalid input received: {name} must be >= {minimum} and <= {_MAX_INT}.",
-            errors.SCHEMA_INVALID)
+    return validation.bounded_int(body.get(key, default), name, minimum)
+
+
+def _flavorid(body) -> str:
+    """The id as stored: a JSON number becomes its string form (as in Nova)."""
+    flavorid = body.get("id")
+    if flavorid is None:
+        return str(uuid.uuid4())
+    if not isinstance(flavorid, str):
+        # NOTE: never through float(): an integer of 400 digits overflows it.
+        if isinstance(flavorid, float) and flavorid.is_integer():
+            flavorid = int(flavorid)
+        flavorid = str(flavorid)
+        if len(flavorid) > 255:
+            raise errors.APIError(400, "Invalid input for field/attribute id: it must be "
+                                  "at most 255 characters.", errors.SCHEMA_INVALID)
+    return flavorid
+
+
+def _rxtx_factor(body) -> float:
+    """A finite positive float: ``"9"*400`` would otherwise be stored as infinity."""
+    value = float(body.get("rxtx_factor", 1.0))
+    if not 0 < value <= schema.MAX_RXTX_FACTOR:
+        raise errors.APIError(400, "Invalid input for field/attribute rxtx_factor: it must be "
+                              f"> 0 and <= {schema.MAX_RXTX_FACTOR}.", errors.SCHEMA_INVALID)
     return value
 
 
 def _create_values(body) -> dict:
-    flavorid = body.get("id")
-    if flavorid is None:
-        flavorid = str(uuid.uuid4())
-    elif not isinstance(flavorid, str):
-        # NOTE: Nova accepts a JSON number and stores its string form.
-        flavorid = str(int(flavorid)) if float(flavorid).is_integer() else str(flavorid)
     return {
-        "flavorid": flavorid,
+        "flavorid": _flavorid(body),
         "name": body["name"],
         "memory_mb": _int_value(body, "ram", "ram", 1),
         "vcpus": _int_value(body, "vcpus", "vcpus", 1),
         "root_gb": _int_value(body, "disk", "disk", 0),
         "ephemeral_gb": _int_value(body, "OS-FLV-EXT-DATA:ephemeral", "ephemeral", 0, 0),
         "swap": _int_value(body, "swap", "swap", 0, 0),
-        "rxtx_factor": float(body.get("rxtx_factor", 1.0)),
+        "rxtx_factor": _rxtx_factor(body),
         "is_public": strutils.bool_from_string(
             body.get("os-flavor-access:is_public", True), strict=True),
         "description": body.get("description"),
     }
 
 
-@validation.schema(schema.create_flavor_v2_1, mv.V2_1_BASE, mv.before(V2_55))
-@validation.schema(schema.create_flavor_v2_55, V2_55)
-@validation.response_body_schema(schema.create_flavor_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_55))
-@validation.response_body_schema(schema.create_flavor_response_v2_55, V2_55,
-                                 mv.before(V2_61))
-@validation.response_body_schema(schema.create_flavor_response_v2_61, V2_61,
-                                 mv.before(V2_75))
-@validation.response_body_schema(schema.create_flavor_response_v2_75, V2_75)
+@validation.windows(validation.schema, [(mv.V2_1_BASE, schema.create_flavor_v2_1),
+                                         (mv.V2_55_FLAVOR_DESCRIPTION,
+                                          schema.create_flavor_v2_55)])
+@_response(schema.one)
 def create_flavor(req):
     """POST /flavors → 200 with the flavor (admin); 409 when the name or id is taken."""
     authorize(req.context, policies.CREATE)
     flavor = flavor_obj.create(req.deps.db, req.context, _create_values(req.body["flavor"]))
-    return {"flavor": _serialize_flavor(req, flavor)}, 200
+    return {"flavor": views.detail(req, flavor, _show_extra_specs(req))}, 200
 
 
 @validation.response_body_schema(schema.delete_flavor_response_v2_1)

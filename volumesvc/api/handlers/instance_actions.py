@@ -6,7 +6,6 @@ limit/marker/changes-since; 2.62 events gain ``hostId`` (and ``host`` for
 admins); 2.66 changes-before; 2.84 events gain ``details``.
 """
 
-import hashlib
 from urllib.parse import urlencode
 
 from oslo_utils import timeutils
@@ -18,31 +17,8 @@ from volumesvc.api.policies import instance_actions as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import base_url, get_instance
 from volumesvc.api.schemas import instance_actions as schema
+from volumesvc.api.views import instance_actions as views
 from volumesvc.objects import instance_action as action_obj
-
-V2_21 = mv.V2_21_DELETED_ACTIONS  # type: ignore[attr-defined]
-V2_51 = mv.V2_51_VOLUME_EXTENDED  # type: ignore[attr-defined]
-V2_58 = mv.V2_58_ACTION_PAGING  # type: ignore[attr-defined]
-V2_62 = mv.V2_62_ACTION_EVENT_HOST  # type: ignore[attr-defined]
-V2_66 = mv.V2_66_CHANGES_BEFORE  # type: ignore[attr-defined]
-V2_84 = mv.V2_84_EVENT_DETAILS  # type: ignore[attr-defined]
-V2_102 = mv.V2_102_STRICT_QUERY_ALL
-
-
-def _time(value):
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
-
-
-def _updated_at(action):
-    # NOTE: Nova stamps updated_at when the action starts; ours is only set
-    # once an event touches the action, so fall back to the start time.
-    return action.updated_at or action.start_time
-
-
-def _host_id(project_id, host) -> str:
-    if not host:
-        return ""
-    return hashlib.sha224(f"{project_id}{host}".encode()).hexdigest()
 
 
 def _can(req, rule, project_id) -> bool:
@@ -54,31 +30,7 @@ def _can(req, rule, project_id) -> bool:
 def _instance(req, server_id):
     # 2.21: actions of deleted servers stay visible.
     return get_instance(req, server_id,
-                        read_deleted="yes" if req.is_at_least(V2_21) else None)
-
-
-def _serialize_action(req, action) -> dict:
-    body = {key: getattr(action, key) for key in
-            ("action", "instance_uuid", "request_id", "user_id", "project_id")}
-    body["start_time"] = _time(action.start_time)
-    body["message"] = action.message
-    if req.is_at_least(V2_58):
-        body["updated_at"] = _time(_updated_at(action))
-    return body
-
-
-def _serialize_event(req, event, project_id, *, traceback, host, details) -> dict:
-    body = {"event": event.event, "start_time": _time(event.start_time),
-            "finish_time": _time(event.finish_time), "result": event.result}
-    if traceback:
-        body["traceback"] = event.traceback
-    if host:
-        body["host"] = event.host
-    if req.is_at_least(V2_62):
-        body["hostId"] = _host_id(project_id, event.host)
-    if details:
-        body["details"] = event.details
-    return body
+                        read_deleted="yes" if req.is_at_least(mv.V2_21_DELETED_ACTIONS) else None)
 
 
 def _since(req, key):
@@ -87,7 +39,8 @@ def _since(req, key):
         return None
     try:
         return timeutils.normalize_time(timeutils.parse_isotime(value))
-    except ValueError:
+    except (ValueError, OverflowError):
+        # OverflowError: 0001-01-01T00:00:00+01:00 is before datetime.min in UTC.
         # NOTE: jsonschema checks "date-time" only when rfc3339-validator
         # is installed, so the parse is the check that always runs.
         raise errors.APIError(400, f"Invalid input for query parameters {key}. Value: "
@@ -109,11 +62,12 @@ def _paginate(req, actions):
         raise errors.APIError(400, "The value of changes-since must be less than or equal "
                               "to changes-before.", errors.QUERY_INVALID)
     if since:
-        actions = [a for a in actions if _updated_at(a) >= since]
+        actions = [a for a in actions if views.updated_at(a) >= since]
     if before:
-        actions = [a for a in actions if _updated_at(a) <= before]
+        actions = [a for a in actions if views.updated_at(a) <= before]
     max_limit = req.conf.api.max_limit
-    limit = min(int(req.last("limit", max_limit)), max_limit)
+    limit = min(validation.bounded_int(req.last("limit", max_limit), "limit",
+                                       code=errors.QUERY_INVALID), max_limit)
     return actions[:limit], limit
 
 
@@ -129,37 +83,32 @@ def _next_links(req, server_id, actions, limit):
 
 
 @validation.query_schema(schema.list_instance_actions_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_58), strip_unknown=True)
-@validation.query_schema(schema.list_instance_actions_query_v2_58, V2_58, mv.before(V2_66))
-@validation.query_schema(schema.list_instance_actions_query_v2_66, V2_66)
-@validation.response_body_schema(schema.list_instance_actions_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_58))
-@validation.response_body_schema(schema.list_instance_actions_response_v2_58, V2_58)
+                         mv.before(mv.V2_58_ACTION_PAGING), strip_unknown=True)
+@validation.query_schema(schema.list_instance_actions_query_v2_58, mv.V2_58_ACTION_PAGING,
+                         mv.before(mv.V2_66_CHANGES_BEFORE))
+@validation.query_schema(schema.list_instance_actions_query_v2_66, mv.V2_66_CHANGES_BEFORE)
+@validation.windows(validation.response_body_schema,
+                    views.ACTION.windows(schema.list_instance_actions_response))
 def list_instance_actions(req, server_id):
     """GET /servers/{id}/os-instance-actions → 200; 404 unknown server; 400 bad marker."""
     authorize(req.context, policies.LIST)
     instance = _instance(req, server_id)
     actions = action_obj.list_actions(req.deps.db, req.context, instance.uuid)
     links = []
-    if req.is_at_least(V2_58):
+    if req.is_at_least(mv.V2_58_ACTION_PAGING):
         actions, limit = _paginate(req, actions)
         links = _next_links(req, server_id, actions, limit)
-    body = {"instanceActions": [_serialize_action(req, a) for a in actions]}
+    body = {"instanceActions": [views.action(req, a) for a in actions]}
     if links:
         body["links"] = links
     return body, 200
 
 
 @validation.query_schema(schema.show_instance_action_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_102), strip_unknown=True)
-@validation.query_schema(schema.show_instance_action_query_v2_102, V2_102)
-@validation.response_body_schema(schema.show_instance_action_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_58))
-@validation.response_body_schema(schema.show_instance_action_response_v2_58, V2_58,
-                                 mv.before(V2_62))
-@validation.response_body_schema(schema.show_instance_action_response_v2_62, V2_62,
-                                 mv.before(V2_84))
-@validation.response_body_schema(schema.show_instance_action_response_v2_84, V2_84)
+                         mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
+@validation.query_schema(schema.show_instance_action_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@validation.windows(validation.response_body_schema, views.ACTION.windows(
+    schema.show_instance_action_response, view=views.SHOW))
 def show_instance_action(req, server_id, request_id):
     """GET /servers/{id}/os-instance-actions/{request_id} → 200 with events.
 
@@ -172,16 +121,12 @@ def show_instance_action(req, server_id, request_id):
         action = action_obj.get_action(req.deps.db, req.context, instance.uuid, request_id)
     except exception.InstanceActionNotFound:
         raise exception.NotFound(f"Action {request_id} not found") from None
-    body = _serialize_action(req, action)
     see_all = _can(req, policies.EVENTS, instance.project_id)
-    if see_all or req.is_at_least(V2_51):
-        details = req.is_at_least(V2_84) and _can(req, policies.EVENTS_DETAILS,
-                                                  instance.project_id)
-        # NOTE: actions recorded by periodic tasks have no project; the
-        # hostId is then built with the server's project, as in Nova.
-        project_id = action.project_id or instance.project_id
-        body["events"] = [
-            _serialize_event(req, e, project_id, traceback=see_all,
-                             host=see_all and req.is_at_least(V2_62), details=details)
-            for e in action.events]
+    shown = see_all or req.is_at_least(mv.V2_51_VOLUME_EXTENDED)
+    details = shown and req.is_at_least(mv.V2_84_EVENT_DETAILS) and _can(
+        req, policies.EVENTS_DETAILS,
+                                                        instance.project_id)
+    body = views.action_with_events(
+        req, action, events=action.events if shown else None, see_all=see_all,
+        details=details, project_id=action.project_id or instance.project_id)
     return {"instanceAction": body}, 200

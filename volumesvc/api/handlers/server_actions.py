@@ -1,7 +1,9 @@
 """POST /servers/{id}/action: the single top-level key names the action.
 
-Served: ``reboot`` (SOFT/HARD, api-contract §6 and the §2 gates) and
-``createImage`` of a volume-backed server (§6, spec 5). Any other key is a
+Served: ``reboot`` (SOFT/HARD, api-contract §6 and the §2 gates),
+``createImage`` of a volume-backed server (§6, spec 5), and the lifecycle
+actions ``os-stop``, ``os-start``, ``shelve``, ``shelveOffload`` and
+``unshelve`` (``server_lifecycle.py``). Any other key is a
 400: Nova's ``There is no such action`` for unknown keys, and a message
 naming the action for Nova actions volumesvc does not serve.
 """
@@ -12,25 +14,26 @@ from oslo_log import log as logging
 from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
+from volumesvc.api.handlers import server_lifecycle
 from volumesvc.api.logic import snapshot, states
 from volumesvc.api.policies import server_actions as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import server_actions as schema
+from volumesvc.compute import task_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 
 LOG = logging.getLogger(__name__)
 
-V2_45_IMAGE_ID_BODY = mv.V2_45_IMAGE_ID_BODY  # type: ignore[attr-defined]
 
 # Server actions Nova has and volumesvc does not serve (a clear 400, not
 # "no such action", so a client knows the name is right).
 NOVA_ONLY_ACTIONS = frozenset({
-    "os-start", "os-stop", "resize", "confirmResize", "revertResize", "rebuild",
+    "resize", "confirmResize", "revertResize", "rebuild",
     "changePassword", "createBackup", "os-migrateLive", "migrate", "evacuate", "pause",
-    "unpause", "suspend", "resume", "lock", "unlock", "shelve", "shelveOffload", "unshelve",
+    "unpause", "suspend", "resume", "lock", "unlock",
     "rescue", "unrescue", "os-resetState", "injectNetworkInfo", "resetNetwork",
     "addSecurityGroup", "removeSecurityGroup", "addFixedIp", "removeFixedIp",
     "addFloatingIp", "removeFloatingIp", "os-getConsoleOutput", "os-getVNCConsole",
@@ -41,8 +44,13 @@ NOVA_ONLY_ACTIONS = frozenset({
 # Nova's per-image metadata item quota (image_metadata_items).
 MAX_IMAGE_METADATA_ITEMS = 128
 
-_REBOOT_TASK_STATE = {"SOFT": states.REBOOTING, "HARD": states.REBOOTING_HARD}
+_REBOOT_TASK_STATE = {"SOFT": task_states.REBOOTING, "HARD": task_states.REBOOTING_HARD}
 _REBOOT_GATE = {"SOFT": states.REBOOT_SOFT, "HARD": states.REBOOT_HARD}
+
+
+def _expected_task_states(gate):
+    """The task_states a compare-and-swap save may find; UNSET when the gate checks none."""
+    return instance_obj.UNSET if gate.task_states is states.ANY else list(gate.task_states)
 
 
 def _reboot(req, server_id, body):
@@ -57,7 +65,7 @@ def _reboot(req, server_id, body):
         # Compare-and-swap: of two concurrent reboots exactly one wins.
         instance_obj.save(db, ctx, instance.uuid,
                           {"task_state": _REBOOT_TASK_STATE[reboot_type]},
-                          expected_task_state=list(gate.task_states))
+                          expected_task_state=_expected_task_states(gate))
     except exception.UnexpectedTaskStateError as exc:
         current = instance_obj.get_by_uuid(db, ctx, instance.uuid)
         raise states.invalid_state(current, gate.action, "task_state") from exc
@@ -81,6 +89,7 @@ def _create_image(req, server_id, body):
     if len(metadata) > MAX_IMAGE_METADATA_ITEMS:
         raise exception.OverQuota("Quota exceeded for metadata: image metadata items "
                                   f"limit is {MAX_IMAGE_METADATA_ITEMS}")
+    snapshot.check_metadata(metadata)
     bdms = bdm_obj.list_by_instance(deps.db, ctx, instance.uuid)
     if not snapshot.is_volume_backed(instance, bdms):
         raise errors.APIError(
@@ -91,7 +100,7 @@ def _create_image(req, server_id, body):
     image = snapshot.snapshot_volume_backed(
         ctx, db=deps.db, cinder=deps.cinder, glance=deps.glance, instance=instance,
         name=body["name"], metadata=metadata, bdms=bdms)
-    if req.is_at_least(V2_45_IMAGE_ID_BODY):
+    if req.is_at_least(mv.V2_45_IMAGE_ID_BODY):
         return {"image_id": image["id"]}, 202
     location = deps.glance.image_url(ctx, image["id"])
 
@@ -103,13 +112,16 @@ def _create_image(req, server_id, body):
     return None, 202
 
 
-_ACTIONS = {"reboot": _reboot, "createImage": _create_image}
+_ACTIONS = {"reboot": _reboot, "createImage": _create_image, **server_lifecycle.ACTIONS}
 
 
-@validation.schema(schema.server_action_v2_1)
+@validation.windows(validation.schema, [
+    (mv.V2_1_BASE, schema.server_action_v2_1),
+    (mv.V2_77_UNSHELVE_AZ, schema.server_action_v2_77),
+    (mv.V2_91_UNSHELVE_HOST, schema.server_action_v2_91)])
 @validation.response_body_schema(schema.server_action_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(V2_45_IMAGE_ID_BODY))
-@validation.response_body_schema(schema.server_action_response_v2_45, V2_45_IMAGE_ID_BODY)
+                                 mv.before(mv.V2_45_IMAGE_ID_BODY))
+@validation.response_body_schema(schema.server_action_response_v2_45, mv.V2_45_IMAGE_ID_BODY)
 def run_server_action(req, server_id):
     """POST /servers/{id}/action → 202 (see the action functions above).
 

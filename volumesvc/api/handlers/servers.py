@@ -6,12 +6,13 @@ Boot validation lives in ``logic/bdm.py`` and row creation in
 project scoping, and ties those together.
 """
 
+import ipaddress
 import secrets
 
 import flask
 from oslo_utils import strutils
 
-from volumesvc import exception, servicegroup
+from volumesvc import binaries, exception, servicegroup
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import bdm as bdm_logic
@@ -21,6 +22,7 @@ from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import servers as schema
 from volumesvc.api.views import servers as views
+from volumesvc.compute import task_states, vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import flavor as flavor_obj
 from volumesvc.objects import instance as instance_obj
@@ -35,9 +37,9 @@ LEGACY_BDM = ("The legacy block_device_mapping format is not supported; use "
               "block_device_mapping_v2.")
 
 
-def _response_windows(builder):
+def _response_windows(envelope, view):
     return validation.windows(validation.response_body_schema,
-                    [(low, builder(low)) for low in schema.SERVER_WINDOWS])
+                              views.SERVER.windows(envelope, view=view))
 
 
 def _allowed(req, rule) -> bool:
@@ -51,10 +53,8 @@ def _allowed(req, rule) -> bool:
 # --- boot -------------------------------------------------------------------------------
 
 def _count(server, key, default):
-    value = int(server.get(key, default))
-    if value < 1:
-        raise errors.APIError(400, f"{key} must be >= 1", errors.SCHEMA_INVALID)
-    return value
+    # NOTE: compared with max_servers_per_request (403), never stored.
+    return validation.bounded_int(server.get(key, default), key, 1, None)
 
 
 def _check_networks(server):
@@ -101,6 +101,15 @@ def _image(req, image_ref):
     return image
 
 
+def _canonical_ipv6(address):
+    """The compressed form, as Nova stores it (``0:…:babe:220.12.22.2`` → ``::babe:dc0c:1602``).
+
+    The schema has already checked it is an IPv6 address; the long forms it
+    accepts need up to 45 characters and the column holds 39.
+    """
+    return ipaddress.IPv6Address(address).compressed if address else address
+
+
 def _build_request(req, server, flavor, image, validated, max_count):
     hostname = server.get("hostname")
     if hostname and max_count > 1:
@@ -117,7 +126,8 @@ def _build_request(req, server, flavor, image, validated, max_count):
         user_data=server.get("user_data"),
         config_drive="True" if config_drive is not None and strutils.bool_from_string(
             config_drive) else None,
-        access_ip_v4=server.get("accessIPv4"), access_ip_v6=server.get("accessIPv6"),
+        access_ip_v4=server.get("accessIPv4"),
+        access_ip_v6=_canonical_ipv6(server.get("accessIPv6")),
         tags=server.get("tags", []), hostname=hostname, multiattach=validated.multiattach)
 
 
@@ -208,15 +218,15 @@ def _status_filter(req, filters):
     statuses = [s.upper() for s in req.query.get("status", []) if s]
     if not statuses:
         return None, False
-    vm_states = set()
+    wanted = set()
     for status in statuses:
-        vm_states |= set(views.vm_states_for(status) or [])
-    if not vm_states:
+        wanted |= set(views.vm_states_for(status) or [])
+    if not wanted:
         if req.is_at_least(mv.V2_38_STATUS_FILTER_400):
             raise errors.APIError(400, "Invalid status value", errors.QUERY_INVALID)
         return None, True
-    filters["vm_state"] = sorted(vm_states)
-    if "deleted" in vm_states:
+    filters["vm_state"] = sorted(wanted)
+    if vm_states.DELETED in wanted:
         filters["deleted"] = None
     return set(statuses), False
 
@@ -225,7 +235,8 @@ def _limit(req):
     max_limit = req.conf.api.max_limit
     if "limit" not in req.query:
         return max_limit
-    return min(int(req.last("limit")), max_limit)
+    return min(validation.bounded_int(req.last("limit"), "limit", code=errors.QUERY_INVALID),
+               max_limit)
 
 
 def _list(req, all_tenants_rule):
@@ -292,7 +303,7 @@ class _HostStatus:
     def _lookup(self, host):
         try:
             service = service_obj.get_by_host_and_binary(
-                self.req.deps.db, self.req.context, host, bdm_logic.COMPUTE_BINARY)
+                self.req.deps.db, self.req.context, host, binaries.COMPUTE)
         except exception.NotFound:
             return "UNKNOWN"
         if service.forced_down:
@@ -322,7 +333,7 @@ def _details(req, instances, *, show):
 @validation.query_schema(schema.list_servers_query_v2_1, mv.V2_1_BASE,
                          mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
 @validation.query_schema(schema.list_servers_query_v2_75, mv.V2_75_STRICT_QUERY)
-@_response_windows(schema.list_servers_detail_response)
+@_response_windows(schema.list_servers_detail_response, "list")
 def list_servers_detail(req):
     """GET /servers/detail → 200 with full servers (fields per version, §5)."""
     authorize(req.context, policies.DETAIL)
@@ -336,7 +347,7 @@ def list_servers_detail(req):
 @validation.query_schema(schema.show_server_query_v2_1, mv.V2_1_BASE,
                          mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
 @validation.query_schema(schema.show_server_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
-@_response_windows(schema.show_server_response)
+@_response_windows(schema.show_server_response, "show")
 def show_server(req, server_id):
     """GET /servers/{id} → 200 (404 unknown or another project's)."""
     authorize(req.context, policies.SHOW)
@@ -351,7 +362,7 @@ def delete_server(req, server_id):
     ctx = req.context
     instance = get_instance(req, server_id)
     states.check_instance_lock(ctx, instance)
-    instance_obj.save(req.deps.db, ctx, instance.uuid, {"task_state": "deleting"},
+    instance_obj.save(req.deps.db, ctx, instance.uuid, {"task_state": task_states.DELETING},
                       expected_task_state=instance.task_state)
     instance_action.action_start(req.deps.db, ctx, instance.uuid, "delete", ctx.request_id,
                                  ctx.user_id, ctx.project_id)

@@ -8,55 +8,21 @@ Services are identified by their integer id below 2.53 and by uuid from
 
 from oslo_utils import strutils, uuidutils
 
-from volumesvc import servicegroup
-from volumesvc.api import errors, validation
+from volumesvc.api import errors, validation, versioned
 from volumesvc.api import microversions as mv
 from volumesvc.api.policies import services as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.schemas import services as schema
+from volumesvc.api.views import services as views
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import service as service_obj
-
-# NOTE: Nova reports every non-compute service in the internal zone.
-INTERNAL_ZONE = "internal"
-DEFAULT_ZONE = "nova"
-
-
-def _is_compute(service) -> bool:
-    return service.binary.endswith("-compute")
-
-
-def _isotime(value):
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
-
-
-def _serialize_service(req, service) -> dict:
-    zone = (service.availability_zone or DEFAULT_ZONE) if _is_compute(service) \
-        else INTERNAL_ZONE
-    body = {
-        "id": service.uuid if req.is_at_least(mv.V2_53_SERVICE_UUIDS) else service.id,
-        "binary": service.binary,
-        "host": service.host,
-        "zone": zone,
-        "status": "disabled" if service.disabled else "enabled",
-        "state": "up" if servicegroup.is_up(req.conf, service) else "down",
-        "updated_at": _isotime(servicegroup.last_heartbeat(service)),
-        "disabled_reason": service.disabled_reason,
-    }
-    if req.is_at_least(mv.V2_11_FORCED_DOWN):
-        body["forced_down"] = bool(service.forced_down)
-    return body
 
 
 @validation.query_schema(schema.list_services_query_v2_1, mv.V2_1_BASE,
                          mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
 @validation.query_schema(schema.list_services_query_v2_75, mv.V2_75_STRICT_QUERY)
-@validation.response_body_schema(schema.list_services_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(mv.V2_11_FORCED_DOWN))
-@validation.response_body_schema(schema.list_services_response_v2_11, mv.V2_11_FORCED_DOWN,
-                                 mv.before(mv.V2_53_SERVICE_UUIDS))
-@validation.response_body_schema(schema.list_services_response_v2_53,
-                                 mv.V2_53_SERVICE_UUIDS)
+@validation.windows(validation.response_body_schema,
+                    views.SERVICE.windows(schema.list_services_response))
 def list_services(req):
     """GET /os-services → 200.
 
@@ -67,7 +33,7 @@ def list_services(req):
     deps = req.deps
     services = service_obj.list_services(
         deps.db, req.context, host=req.last("host"), binary=req.last("binary"))
-    return {"services": [_serialize_service(req, s) for s in services]}, 200
+    return {"services": [views.service(req, s) for s in services]}, 200
 
 
 # --- update: 2.1 - 2.52, PUT /os-services/{action} ---------------------------------
@@ -95,15 +61,14 @@ def _legacy_values(req, action):
     return {"disabled": True, "disabled_reason": body.get("disabled_reason")}
 
 
-@mv.version_handler(mv.V2_1_BASE, mv.before(mv.V2_53_SERVICE_UUIDS))
-@validation.schema(schema.update_service_v2_1, mv.V2_1_BASE, mv.before(mv.V2_11_FORCED_DOWN))
-@validation.schema(schema.update_service_v2_11, mv.V2_11_FORCED_DOWN,
-                   mv.before(mv.V2_53_SERVICE_UUIDS))
-@validation.response_body_schema(schema.update_service_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(mv.V2_11_FORCED_DOWN))
-@validation.response_body_schema(schema.update_service_response_v2_11,
-                                 mv.V2_11_FORCED_DOWN, mv.before(mv.V2_53_SERVICE_UUIDS))
-def update_service(req, service_id):
+@versioned.version_handler(mv.V2_1_BASE, mv.before(mv.V2_53_SERVICE_UUIDS),
+                           name="update_service")
+@validation.windows(validation.schema, [(mv.V2_1_BASE, schema.update_service_v2_1),
+                                         (mv.V2_11_FORCED_DOWN, schema.update_service_v2_11)])
+@validation.windows(validation.response_body_schema, [
+    (mv.V2_1_BASE, schema.update_service_response_v2_1),
+    (mv.V2_11_FORCED_DOWN, schema.update_service_response_v2_11)])
+def _update_service_by_host(req, service_id):
     """PUT /os-services/{enable|disable|disable-log-reason|force-down} → 200.
 
     2.1-2.52: body names host and binary; 2.11 adds force-down.
@@ -135,7 +100,7 @@ def _uuid_values(body) -> dict:
         raise errors.APIError(
             400, "Specifying 'disabled_reason' with status 'enabled' is invalid.",
             errors.SCHEMA_INVALID)
-    values = {}
+    values: dict[str, object] = {}
     if status == "enabled":
         values.update(disabled=False, disabled_reason=None)
     elif status == "disabled":
@@ -151,10 +116,10 @@ def _get_by_uuid(req, service_id):
     return service_obj.get_by_uuid(req.deps.db, req.context, service_id)
 
 
-@mv.version_handler(mv.V2_53_SERVICE_UUIDS)  # noqa: F811
+@versioned.version_handler(mv.V2_53_SERVICE_UUIDS, name="update_service")
 @validation.schema(schema.update_service_v2_53, mv.V2_53_SERVICE_UUIDS)
-@validation.response_body_schema(schema.update_service_response_v2_53,
-                                 mv.V2_53_SERVICE_UUIDS)
+@validation.windows(validation.response_body_schema, views.SERVICE.windows(
+    schema.update_service_response, first=mv.V2_53_SERVICE_UUIDS))
 def update_service(req, service_id):  # noqa: F811
     """PUT /os-services/{uuid} → 200 with the full service (2.53+).
 
@@ -162,13 +127,13 @@ def update_service(req, service_id):  # noqa: F811
     """
     authorize(req.context, policies.UPDATE)
     service = _get_by_uuid(req, service_id)
-    if not _is_compute(service):
+    if not views.is_compute(service):
         raise errors.APIError(
             400, f"Updating a {service.binary} service is not supported. Only compute "
             "services can be updated.", errors.BAD_REQUEST)
     values = _uuid_values(req.body)
     service = service_obj.update(req.deps.db, req.context, service.uuid, **values)
-    return {"service": _serialize_service(req, service)}, 200
+    return {"service": views.service(req, service)}, 200
 
 
 @validation.response_body_schema(schema.delete_service_response_v2_1)
@@ -184,7 +149,7 @@ def delete_service(req, service_id):
     # NOTE: the service row is all that says where these instances run;
     # deleting it would strand them (and their volume attachments) on a host
     # nobody can reach any more. Nova refuses the same way.
-    if _is_compute(service) and instance_obj.list_instances(
+    if views.is_compute(service) and instance_obj.list_instances(
             req.deps.db, req.context, host=service.host, limit=1):
         raise errors.APIError(
             409, "Unable to delete compute service that is hosting instances. "

@@ -2,8 +2,9 @@
 
 ``GET /`` lists v2.0 and v2.1; ``GET /v2[/]`` and ``GET /v2.1[/]`` show one;
 any other root path answers 300 with the choices (built by :func:`choices`,
-called from the app's 404 handling). hrefs are absolute and honour
-X-Forwarded-* because tempest follows each self link and compares.
+called from the app's 404 handling). hrefs are absolute (tempest follows
+each self link and compares); X-Forwarded-* shapes them only with
+``[oslo_middleware] enable_proxy_headers_parsing`` on.
 """
 
 from volumesvc.api import microversions as mv
@@ -36,12 +37,14 @@ _VERSIONS = {
 def _entry(conf, key, *, detailed, self_path=None):
     info = _VERSIONS[key]
     base = base_url(conf)
-    doc = {k: info[k] for k in ("id", "status", "version", "min_version", "updated")}
-    doc["links"] = [{"rel": "self", "href": base + (self_path or info["path"])}]
+    doc: dict[str, object] = {
+        k: info[k] for k in ("id", "status", "version", "min_version", "updated")}
+    links = [{"rel": "self", "href": base + (self_path or info["path"])}]
+    doc["links"] = links
     media = [{"base": "application/json", "type": info["media"]}]
     if detailed:
-        doc["links"].append({"rel": "describedby", "type": "text/html",
-                             "href": "http://docs.openstack.org/"})
+        links.append({"rel": "describedby", "type": "text/html",
+                      "href": "http://docs.openstack.org/"})
         doc["media-types"] = media
     return doc, media
 

@@ -14,24 +14,18 @@ from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import attach as logic
-from volumesvc.api.logic import states
+from volumesvc.api.logic import ownership, states
 from volumesvc.api.policies import volume_attachments as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import volume_attachments as schema
+from volumesvc.api.views import volume_attachments as views
+from volumesvc.compute import vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
 
 LOG = logging.getLogger(__name__)
 
-V2_49_ATTACH_TAGS = mv.V2_49_ATTACH_TAGS  # type: ignore[attr-defined]
-V2_70_ATTACHMENT_TAGS = mv.V2_70_ATTACHMENT_TAGS  # type: ignore[attr-defined]
-V2_79_DELETE_ON_TERMINATION = mv.V2_79_ATTACH_DELETE_ON_TERMINATION  # type: ignore[attr-defined]
-V2_85_UPDATE_ATTACHMENT = mv.V2_85_UPDATE_ATTACHMENT  # type: ignore[attr-defined]
-V2_89_ATTACHMENT_IDS = mv.V2_89_ATTACHMENT_IDS  # type: ignore[attr-defined]
-V2_101_ASYNC_ATTACH = mv.V2_101_ASYNC_ATTACH  # type: ignore[attr-defined]
-V2_75_STRICT_QUERY = mv.V2_75_STRICT_QUERY
-V2_102_STRICT_QUERY_ALL = mv.V2_102_STRICT_QUERY_ALL
 
 
 def _authorize(req, rule, instance):
@@ -39,18 +33,24 @@ def _authorize(req, rule, instance):
                                   "user_id": instance.user_id})
 
 
-def _volume(req, volume_id):
-    """Cinder's view of the volume; VolumeNotFound (404) when it has none."""
+def _volume(req, volume_id, *, owned=True):
+    """Cinder's view of the volume; VolumeNotFound (404) when it has none.
+
+    ``owned``: another project's volume is as unknown as a missing one
+    (logic/ownership.py). Detach passes False: what a server holds it may
+    always let go of, whoever owns it.
+    """
     if not uuidutils.is_uuid_like(volume_id):
         raise exception.VolumeNotFound(volume_id=volume_id)
-    return req.deps.cinder.get(req.context, volume_id)
+    volume = req.deps.cinder.get(req.context, volume_id)
+    return ownership.check_volume(req.context, volume) if owned else volume
 
 
 def _visible(req, bdm) -> bool:
     """Volume BDMs only; from 2.89 only those with a Cinder attachment id."""
     if not bdm.volume_id:
         return False
-    return bool(bdm.attachment_id) or not req.is_at_least(V2_89_ATTACHMENT_IDS)
+    return bool(bdm.attachment_id) or not req.is_at_least(mv.V2_89_ATTACHMENT_IDS)
 
 
 def _bdm_of(req, instance, volume_id, *, hide_legacy=False):
@@ -66,54 +66,24 @@ def _bdm_of(req, instance, volume_id, *, hide_legacy=False):
     return bdm
 
 
-def _serialize_attachment(req, bdm, instance_uuid) -> dict:
-    """One attachment at the request's version (§3.1)."""
-    body = {} if req.is_at_least(V2_89_ATTACHMENT_IDS) else {"id": bdm.volume_id}
-    body.update(volumeId=bdm.volume_id, serverId=instance_uuid)
-    if bdm.device_name:
-        body["device"] = bdm.device_name
-    if req.is_at_least(V2_70_ATTACHMENT_TAGS):
-        body["tag"] = bdm.tag
-    if req.is_at_least(V2_79_DELETE_ON_TERMINATION):
-        body["delete_on_termination"] = bool(bdm.delete_on_termination)
-    if req.is_at_least(V2_89_ATTACHMENT_IDS):
-        body.update(attachment_id=bdm.attachment_id, bdm_uuid=bdm.uuid)
-    return body
-
-
-def _serialize_created(req, bdm: dict, instance_uuid, volume_id) -> dict:
-    """The 200 body of POST below 2.101 (§3.2: 2.89 was never applied here)."""
-    body = {"id": volume_id, "serverId": instance_uuid, "volumeId": volume_id,
-            "device": bdm.get("device_name")}
-    if req.is_at_least(V2_70_ATTACHMENT_TAGS):
-        body["tag"] = bdm.get("tag")
-    if req.is_at_least(V2_79_DELETE_ON_TERMINATION):
-        body["delete_on_termination"] = bool(bdm.get("delete_on_termination"))
-    return body
-
-
-_REPR_WINDOWS = (mv.V2_1_BASE, V2_70_ATTACHMENT_TAGS, V2_79_DELETE_ON_TERMINATION,
-                 V2_89_ATTACHMENT_IDS)
-
-
-def _response_windows(prefix):
-    suffixes = ("v2_1", "v2_70", "v2_79", "v2_89")
-    return validation.windows(validation.response_body_schema, [
-        (low, getattr(schema, f"{prefix}_response_{suffix}"))
-        for low, suffix in zip(_REPR_WINDOWS, suffixes, strict=True)])
+def _response(envelope, view=views.READ, last=None):
+    return validation.windows(validation.response_body_schema,
+                              views.ATTACHMENT.windows(envelope, view=view, last=last))
 
 
 def _int_param(req, key, default):
     value = req.last(key)
-    return int(value) if value is not None else default
+    if value is None:
+        return default
+    return validation.bounded_int(value, key, code=errors.QUERY_INVALID)
 
 
 # --- list / show ---------------------------------------------------------------------------
 
 @validation.query_schema(schema.list_volume_attachments_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_75_STRICT_QUERY), strip_unknown=True)
-@validation.query_schema(schema.list_volume_attachments_query_v2_75, V2_75_STRICT_QUERY)
-@_response_windows("list_volume_attachments")
+                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
+@validation.query_schema(schema.list_volume_attachments_query_v2_75, mv.V2_75_STRICT_QUERY)
+@_response(schema.list_volume_attachments_response)
 def list_volume_attachments(req, server_id):
     """GET → 200 ``{"volumeAttachments": [...]}``; limit/offset paginate the BDMs."""
     instance = get_instance(req, server_id)
@@ -125,38 +95,38 @@ def list_volume_attachments(req, server_id):
     offset = _int_param(req, "offset", 0)
     limit = min(max_limit, _int_param(req, "limit", 0) or max_limit)
     page = bdms[offset:offset + limit]
-    return {"volumeAttachments": [_serialize_attachment(req, bdm, instance.uuid)
+    return {"volumeAttachments": [views.attachment(req, bdm, instance.uuid)
                                   for bdm in page if _visible(req, bdm)]}, 200
 
 
 @validation.query_schema(schema.show_volume_attachment_query_v2_1, mv.V2_1_BASE,
-                         mv.before(V2_102_STRICT_QUERY_ALL), strip_unknown=True)
-@validation.query_schema(schema.show_volume_attachment_query_v2_102, V2_102_STRICT_QUERY_ALL)
-@_response_windows("show_volume_attachment")
+                         mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
+@validation.query_schema(schema.show_volume_attachment_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@_response(schema.show_volume_attachment_response)
 def show_volume_attachment(req, server_id, volume_id):
     """GET one (``{volume_id}``) → 200; 404 ``Instance <s> is not attached to volume <v>``."""
     instance = get_instance(req, server_id)
     _authorize(req, policies.SHOW, instance)
     bdm = _bdm_of(req, instance, volume_id, hide_legacy=True)
-    return {"volumeAttachment": _serialize_attachment(req, bdm, instance.uuid)}, 200
+    return {"volumeAttachment": views.attachment(req, bdm, instance.uuid)}, 200
 
 
 # --- attach ----------------------------------------------------------------------------------
 
 @validation.windows(validation.schema, [
     (mv.V2_1_BASE, schema.create_volume_attachment_v2_1),
-    (V2_49_ATTACH_TAGS, schema.create_volume_attachment_v2_49),
-    (V2_79_DELETE_ON_TERMINATION, schema.create_volume_attachment_v2_79)])
-@validation.windows(validation.response_body_schema, [
-    (mv.V2_1_BASE, schema.create_volume_attachment_response_v2_1),
-    (V2_70_ATTACHMENT_TAGS, schema.create_volume_attachment_response_v2_70),
-    (V2_79_DELETE_ON_TERMINATION, schema.create_volume_attachment_response_v2_79),
-    (V2_101_ASYNC_ATTACH, schema.create_volume_attachment_response_v2_101)])
+    (mv.V2_49_ATTACH_TAGS, schema.create_volume_attachment_v2_49),
+    (mv.V2_79_ATTACH_DELETE_ON_TERMINATION, schema.create_volume_attachment_v2_79)])
+# 2.101: 202 with no body.
+@validation.windows(validation.response_body_schema, views.ATTACHMENT.windows(
+    schema.show_volume_attachment_response, view=views.CREATED,
+    last=mv.before(mv.V2_101_ASYNC_ATTACH)) + [(mv.V2_101_ASYNC_ATTACH, None)])
 def create_volume_attachment(req, server_id):
     """POST → 200 with the attachment below 2.101; 202 with no body from 2.101.
 
-    404 server/volume; 409 lock/state; 400 device, already attached,
-    multiattach below 2.60; 503 when the conductor cannot take the request.
+    404 server/volume; 409 lock/state, multiattach volume on a host without
+    the capability; 400 device, already attached, multiattach below 2.60;
+    503 when the conductor cannot take the request.
     Below 2.101 the conductor's own refusals (400/403/409) come back too.
     """
     ctx, deps = req.context, req.deps
@@ -172,17 +142,18 @@ def create_volume_attachment(req, server_id):
     logic.check_attach(ctx, version=req.version, instance=instance, volume=volume,
                        volume_bdms=bdm_obj.list_by_volume(deps.db, ctx, volume_id),
                        device=device, tag=tag)
+    logic.check_host_capabilities(deps.db, ctx, instance, volume)
     # NOTE: the multiattach flag travels with the request so neither the
     # conductor nor the compute has to ask Cinder about the volume again.
     kwargs = dict(instance_uuid=instance.uuid, volume_id=volume_id, device=device, tag=tag,
                   multiattach=bool(volume.get("multiattach")),
                   delete_on_termination=strutils.bool_from_string(
                       attachment.get("delete_on_termination", False), strict=True))
-    if req.is_at_least(V2_101_ASYNC_ATTACH):
+    if req.is_at_least(mv.V2_101_ASYNC_ATTACH):
         deps.conductor.attach_volume(ctx, wait=False, **kwargs)
         return None, 202
     bdm = deps.conductor.attach_volume(ctx, wait=True, **kwargs)
-    return {"volumeAttachment": _serialize_created(req, bdm, instance.uuid, volume_id)}, 200
+    return {"volumeAttachment": views.created(req, bdm, instance.uuid, volume_id)}, 200
 
 
 # --- update / swap -----------------------------------------------------------------------------
@@ -197,14 +168,14 @@ def _rw_attachments(req, volume) -> int:
 
 def _swap(req, instance, old_volume_id, attachment):
     ctx = req.context
-    old_volume = _volume(req, old_volume_id)
+    old_volume = _volume(req, old_volume_id, owned=False)
     try:
         _volume(req, attachment["volumeId"])
     except exception.VolumeNotFound as exc:
         # The new volume comes from the body: a bad request, not a missing URL.
         raise errors.APIError(400, exc.format_message(), errors.BAD_REQUEST) from exc
     bdm = _bdm_of(req, instance, old_volume_id)
-    if req.is_at_least(V2_85_UPDATE_ATTACHMENT):
+    if req.is_at_least(mv.V2_85_UPDATE_ATTACHMENT):
         _update_flag(req, instance, bdm, attachment)
     logic.check_swap(ctx, instance, old_volume, _rw_attachments(req, old_volume))
 
@@ -218,7 +189,7 @@ def _update_flag(req, instance, bdm, attachment):
 
 @validation.windows(validation.schema, [
     (mv.V2_1_BASE, schema.update_volume_attachment_v2_1),
-    (V2_85_UPDATE_ATTACHMENT, schema.update_volume_attachment_v2_85)])
+    (mv.V2_85_UPDATE_ATTACHMENT, schema.update_volume_attachment_v2_85)])
 @validation.response_body_schema(schema.update_volume_attachment_response_v2_1)
 def update_volume_attachment(req, server_id, volume_id):
     """PUT → 202, no body.
@@ -230,7 +201,7 @@ def update_volume_attachment(req, server_id, volume_id):
     """
     instance = get_instance(req, server_id)
     attachment = req.body["volumeAttachment"]
-    if not req.is_at_least(V2_85_UPDATE_ATTACHMENT) or attachment["volumeId"] != volume_id:
+    if not req.is_at_least(mv.V2_85_UPDATE_ATTACHMENT) or attachment["volumeId"] != volume_id:
         _authorize(req, policies.SWAP, instance)
         _swap(req, instance, volume_id, attachment)
         return None, 202
@@ -248,20 +219,25 @@ def delete_volume_attachment(req, server_id, volume_id):
 
     Checks in order: server 404, policy, shelved below 2.20 409, volume 404,
     attachment 404, root disk 400, lock/state 409, compute host down 409,
-    Cinder ``os-begin_detaching`` 400; then the ``detach_volume`` action and
-    the conductor cast.
+    Cinder ``os-begin_detaching`` 400 (not for a shelved-offloaded server);
+    then the ``detach_volume`` action and the conductor cast.
     """
     ctx, deps = req.context, req.deps
     instance = get_instance(req, server_id)
     _authorize(req, policies.DELETE, instance)
     logic.check_shelved(req.version, instance, states.DETACH.action)
-    volume = _volume(req, volume_id)
+    volume = _volume(req, volume_id, owned=False)
     bdm = _bdm_of(req, instance, volume_id)
     logic.check_root(bdm)
     states.check_gate(ctx, instance, states.DETACH,
                       vm_states=logic.gate_vm_states(req.version, states.DETACH))
     logic.check_host_up(req.conf, deps.db, ctx, instance)
-    deps.cinder.begin_detaching(ctx, volume_id)
+    # NOTE: as Nova, no os-begin_detaching for a shelved-offloaded server:
+    # its volumes may be only ``reserved`` (offload left an attachment with
+    # no connector), which Cinder refuses to begin detaching.
+    offloaded = instance.vm_state == vm_states.SHELVED_OFFLOADED
+    if not offloaded:
+        deps.cinder.begin_detaching(ctx, volume_id)
     try:
         action_obj.action_start(deps.db, ctx, instance.uuid, "detach_volume", ctx.request_id,
                                 ctx.user_id, ctx.project_id)
@@ -272,6 +248,7 @@ def delete_volume_attachment(req, server_id, volume_id):
         # Nothing will detach it: give the volume back its in-use status.
         LOG.exception("Detach of volume %s from %s could not be started", volume_id,
                       instance.uuid)
-        deps.cinder.roll_detaching(ctx, volume_id)
+        if not offloaded:
+            deps.cinder.roll_detaching(ctx, volume_id)
         raise
     return None, 202

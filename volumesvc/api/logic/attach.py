@@ -9,28 +9,28 @@ conductor's attach task; from 2.101 its failures are not HTTP errors.
 
 import re
 
-from volumesvc import exception, servicegroup
+from volumesvc import binaries, exception, servicegroup
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import states
+from volumesvc.compute import vm_states
 from volumesvc.objects import service as service_obj
 
-COMPUTE_BINARY = "volumesvc-compute"
 _DEVICE = re.compile(r"(^/dev/x{0,1}[a-z]{0,1}d{0,1})([a-z]+)[0-9]*$")
 
-V2_20_SHELVED_VOLUMES = mv.V2_20_SHELVED_VOLUMES  # type: ignore[attr-defined]
-V2_60_MULTIATTACH = mv.V2_60_MULTIATTACH  # type: ignore[attr-defined]
 
+def gate_vm_states(version, gate: states.Gate) -> frozenset | None:
+    """The vm_states ``gate`` allows at ``version``: shelved ones only from 2.20.
 
-def gate_vm_states(version, gate: states.Gate) -> frozenset:
-    """The vm_states ``gate`` allows at ``version``: shelved ones only from 2.20."""
-    if version >= V2_20_SHELVED_VOLUMES:
+    A gate that checks no vm_state (``states.ANY``) stays unchecked.
+    """
+    if gate.vm_states is states.ANY or version >= mv.V2_20_SHELVED_VOLUMES:
         return gate.vm_states
     return gate.vm_states - states.SHELVED_STATES
 
 
 def check_shelved(version, instance, action):
     """409 for a shelved(-offloaded) server below 2.20 (detach checks it early)."""
-    if version < V2_20_SHELVED_VOLUMES and instance.vm_state in states.SHELVED_STATES:
+    if version < mv.V2_20_SHELVED_VOLUMES and instance.vm_state in states.SHELVED_STATES:
         raise states.invalid_state(instance, action, "vm_state")
 
 
@@ -70,13 +70,33 @@ def check_attach(ctx, *, version, instance, volume, volume_bdms, device=None, ta
                                               instance_uuids=instance.uuid)
     # NOTE: Nova finds this one in the conductor; done here too so that it is
     # a 400 at every microversion (at 2.101 the conductor's is only logged).
-    if multiattach and version < V2_60_MULTIATTACH:
+    if multiattach and version < mv.V2_60_MULTIATTACH:
         raise exception.MultiattachNotSupportedOldMicroversion()
-    if instance.vm_state == states.SHELVED_OFFLOADED:
+    if instance.vm_state == vm_states.SHELVED_OFFLOADED:
         if tag:
             raise exception.VolumeTaggedAttachToShelvedNotSupported()
         if multiattach:
             raise exception.MultiattachToShelvedNotSupported()
+
+
+def check_host_capabilities(db, ctx, instance, volume):
+    """409 up front for a multiattach volume on a host that cannot share disks.
+
+    Nova only finds out on the compute (400 below 2.101, an Error event
+    from 2.101); the capabilities every compute publishes with its
+    heartbeat let the API refuse before anything is reserved, so the
+    volume stays ``available``. A host whose record does not mention the
+    capability (an older compute) is left to the compute's own check.
+    """
+    if not volume.get("multiattach") or not instance.host:
+        return
+    try:
+        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, binaries.COMPUTE)
+    except exception.NotFound:
+        return
+    if (service.capabilities or {}).get("supports_multiattach") is False:
+        raise exception.MultiattachNotSupportedByHost(
+            volume_id=volume["id"], instance_uuid=instance.uuid, host=instance.host)
 
 
 def check_root(bdm):
@@ -93,7 +113,7 @@ def check_host_up(conf, db, ctx, instance):
     if not instance.host:
         return
     try:
-        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, COMPUTE_BINARY)
+        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, binaries.COMPUTE)
     except exception.NotFound:
         service = None
     if service is None or not servicegroup.is_up(conf, service):

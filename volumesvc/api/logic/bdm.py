@@ -22,12 +22,13 @@ import json
 
 from oslo_utils import strutils
 
-from volumesvc import exception
+from volumesvc import binaries, exception
 from volumesvc.api import microversions as mv
+from volumesvc.api import validation
+from volumesvc.api.logic import ownership
 from volumesvc.objects import service as service_obj
 from volumesvc.version import MIN_COMPUTE_VOLUME_TYPE
 
-COMPUTE_BINARY = "volumesvc-compute"
 # Nova's [DEFAULT] max_local_block_devices default.
 MAX_LOCAL_BLOCK_DEVICES = 3
 DISK_BUSES = frozenset({"fdc", "ide", "sata", "scsi", "usb", "virtio", "xen", "lxc", "uml"})
@@ -39,7 +40,9 @@ _BDM_KEYS = ("source_type", "destination_type", "boot_index", "device_name", "de
 
 def _boot_index(value):
     """Nova: a missing or null boot_index means "not bootable" (-1)."""
-    return -1 if value is None else int(value)
+    if value is None:
+        return -1
+    return validation.bounded_int(value, "boot_index", -validation.MAX_INT - 1)
 
 
 def _normalize(item: dict) -> dict:
@@ -48,7 +51,7 @@ def _normalize(item: dict) -> dict:
     bdm["delete_on_termination"] = strutils.bool_from_string(
         item.get("delete_on_termination", False))
     if bdm["volume_size"] is not None:
-        bdm["volume_size"] = int(bdm["volume_size"])
+        bdm["volume_size"] = validation.bounded_int(bdm["volume_size"], "volume_size", 1)
     # "" and null both mean "no type" (api-contract §4.2 rule 3).
     bdm["volume_type"] = bdm["volume_type"] or None
     return bdm
@@ -171,7 +174,7 @@ def _check_volume_types(check, bdms) -> bool:
         if types is None:
             # NOTE: once per request and before the lookup, as Nova Stein-Train did.
             minimum = service_obj.get_minimum_version(
-                check.deps.db, check.context, COMPUTE_BINARY)
+                check.deps.db, check.context, binaries.COMPUTE)
             if minimum < MIN_COMPUTE_VOLUME_TYPE:
                 raise exception.VolumeTypeSupportNotYetAvailable()
             types = check.deps.cinder.get_volume_types(check.context)
@@ -204,7 +207,8 @@ def _check_volume(check, bdm) -> dict:
     """A source volume: it exists, and a root volume must be bootable."""
     volume_id = bdm["volume_id"]
     try:
-        volume = check.deps.cinder.get(check.context, volume_id)
+        volume = ownership.check_volume(
+            check.context, check.deps.cinder.get(check.context, volume_id))
     except exception.CinderConnectionFailed:
         raise
     except Exception as exc:  # noqa: BLE001 - Nova: any failure is "failed to get"
@@ -227,7 +231,8 @@ def _check_attachable(check, volume) -> bool:
 def _check_snapshot(check, bdm):
     snapshot_id = bdm["snapshot_id"]
     try:
-        snapshot = check.deps.cinder.get_snapshot(check.context, snapshot_id)
+        snapshot = ownership.check_snapshot(
+            check.context, check.deps.cinder.get_snapshot(check.context, snapshot_id))
     except exception.CinderConnectionFailed:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -267,7 +272,8 @@ def validate(check: BootCheck, bdms: list[dict]) -> Validated:
             # client sees the generic InvalidBDM text; we keep that text.
             raise exception.InvalidBDM()
     multiattach = _check_volume_types(check, bdms)
-    images, volumes = {}, []
+    images: dict[str, dict] = {}
+    volumes: list = []
     for bdm in bdms:
         if bdm["image_id"] is not None and bdm["source_type"] == "image":
             _check_image(check, bdm, images)

@@ -19,9 +19,12 @@ import re
 import string
 import uuid as uuidlib
 
+from volumesvc.api.logic import undo
+from volumesvc.compute import task_states, vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action
+from volumesvc.volume import reserve
 
 LOG = logging.getLogger(__name__)
 
@@ -88,13 +91,19 @@ def request_spec(request) -> dict:
             "needs": ["supports_multiattach"] if request.multiattach else []}
 
 
-def _reserve_volumes(ctx, cinder, bdms, instance_uuid) -> dict:
-    """volume_id → attachment_id for every source volume; undone on failure."""
+def _reserve_volumes(ctx, deps, bdms, instance_uuid) -> dict:
+    """volume_id → attachment_id for every source volume; undone on failure.
+
+    A multiattach volume that another server is attaching right now is
+    waited for (bounded, see ``volume/reserve.py``) rather than refused.
+    """
     made = {}
+    cinder = deps.cinder
     try:
         for bdm in bdms:
             if bdm["source_type"] == "volume":
-                attachment = cinder.attachment_create(ctx, bdm["volume_id"], instance_uuid)
+                attachment = reserve.attachment_create(deps.conf, cinder, ctx,
+                                                       bdm["volume_id"], instance_uuid)
                 made[bdm["volume_id"]] = attachment["id"]
     except Exception:
         _delete_attachments(ctx, cinder, made.values())
@@ -103,12 +112,8 @@ def _reserve_volumes(ctx, cinder, bdms, instance_uuid) -> dict:
 
 
 def _delete_attachments(ctx, cinder, attachment_ids):
-    for attachment_id in attachment_ids:
-        try:
-            cinder.attachment_delete(ctx, attachment_id)
-        except Exception:  # noqa: BLE001 - cleanup must try every one
-            LOG.exception("Could not delete attachment %s after a failed boot",
-                          attachment_id)
+    undo.each(lambda attachment_id: cinder.attachment_delete(ctx, attachment_id),
+              attachment_ids, "attachment")
 
 
 def _instance_values(ctx, request, uuid, index, resv_id) -> dict:
@@ -117,7 +122,7 @@ def _instance_values(ctx, request, uuid, index, resv_id) -> dict:
         "uuid": uuid, "project_id": ctx.project_id, "user_id": ctx.user_id,
         "display_name": name, "display_description": request.description,
         "hostname": hostname, "availability_zone": request.availability_zone,
-        "vm_state": "building", "task_state": "scheduling", "power_state": 0,
+        "vm_state": vm_states.BUILDING, "task_state": task_states.SCHEDULING, "power_state": 0,
         "flavor_id": request.flavor.id, "flavor": request.flavor.instance_copy(),
         "image_ref": request.image_ref or None, "key_name": request.key_name,
         "metadata": dict(request.metadata), "config_drive": request.config_drive,
@@ -140,7 +145,7 @@ def create_instances(ctx, deps, request: BuildRequest):
     resv_id = reservation_id()
     # NOTE: bdm.py refuses source volumes with max_count > 1, so the
     # reservations all belong to the first (only) instance.
-    attachments = _reserve_volumes(ctx, deps.cinder, request.bdms, uuids[0])
+    attachments = _reserve_volumes(ctx, deps, request.bdms, uuids[0])
     created = []
     try:
         for index, uuid in enumerate(uuids):

@@ -27,6 +27,8 @@ import traceback
 from oslo_log import log as logging
 
 from volumesvc import exception
+from volumesvc.api.logic import undo
+from volumesvc.image import glance
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
 
@@ -75,7 +77,8 @@ def check_snapshot_quota(cinder, ctx, count: int) -> None:
 
 
 def _split(bdms):
-    local, volumes = [], []
+    local: list = []
+    volumes: list = []
     for bdm in bdms:
         if bdm.no_device:
             continue
@@ -90,13 +93,27 @@ def is_volume_backed(instance, bdms) -> bool:
     return not instance.image_ref
 
 
-def _snapshot_volumes(ctx, cinder, volume_bdms, name):
+def check_metadata(metadata) -> None:
+    """400 for a key Glance keeps as an image attribute (``visibility``, ``owner``...).
+
+    Glance would refuse the image, but only after every volume has been
+    snapshotted; checked first, those snapshots are never made.
+    """
+    reserved = sorted(set(metadata or {}) & glance.CORE_ATTRIBUTES)
+    if reserved:
+        raise exception.Invalid(reason=f"Image metadata may not set the image attribute(s) "
+                                f"{', '.join(reserved)}.")
+
+
+def _snapshot_volumes(ctx, cinder, volume_bdms, name, made):
+    """Snapshot each volume; every snapshot id is appended to ``made`` at once."""
     mappings = []
     for bdm in volume_bdms:
         volume = cinder.get(ctx, bdm.volume_id)
         snapshot = cinder.create_snapshot_force(
             ctx, volume["id"], name=f"snapshot for {name}",
             description=volume.get("description"))
+        made.append(snapshot["id"])
         # Spec 5: the source volume's type name, falling back to what the
         # BDM recorded at boot when Cinder does not say.
         volume_type = volume.get("volume_type") or bdm.volume_type
@@ -104,13 +121,22 @@ def _snapshot_volumes(ctx, cinder, volume_bdms, name):
     return mappings
 
 
+def _delete_snapshots(ctx, cinder, snapshot_ids):
+    """A snapshot left behind keeps its volume from being deleted."""
+    undo.each(lambda snapshot_id: cinder.delete_snapshot(ctx, snapshot_id),
+              snapshot_ids, "snapshot")
+
+
 def snapshot_volume_backed(ctx, *, db, cinder, glance, instance, name, metadata=None,
                            bdms=None) -> dict:
     """Snapshot every volume of ``instance`` and return the new Glance image.
 
-    The instance's state was checked by the caller. Raises OverQuota (403)
-    before anything is created when the snapshots would exceed the quota.
+    The instance's state was checked by the caller. Raises Invalid (400)
+    for metadata Glance would refuse and OverQuota (403) for snapshots over
+    the quota, both before anything is created; when a later step fails,
+    the snapshots already made are deleted again.
     """
+    check_metadata(metadata)
     if bdms is None:
         bdms = bdm_obj.list_by_instance(db, ctx, instance.uuid)
     local, volume_bdms = _split(bdms)
@@ -120,9 +146,10 @@ def snapshot_volume_backed(ctx, *, db, cinder, glance, instance, name, metadata=
     action_obj.action_start(db, ctx, instance.uuid, ACTION, ctx.request_id, ctx.user_id,
                             ctx.project_id)
     action_obj.event_start(db, ctx, instance.uuid, ctx.request_id, EVENT)
+    made: list = []
     try:
         mappings = [image_mapping(bdm) for bdm in local]
-        mappings.extend(_snapshot_volumes(ctx, cinder, volume_bdms, name))
+        mappings.extend(_snapshot_volumes(ctx, cinder, volume_bdms, name, made))
         properties = dict(metadata or {})
         properties.update(instance_uuid=instance.uuid, user_id=ctx.user_id,
                           image_type="snapshot")
@@ -135,6 +162,7 @@ def snapshot_volume_backed(ctx, *, db, cinder, glance, instance, name, metadata=
                               properties=properties, disk_format="raw",
                               container_format="bare", size=0)
     except Exception:
+        _delete_snapshots(ctx, cinder, made)
         action_obj.event_finish(db, ctx, instance.uuid, ctx.request_id, EVENT,
                                 result="Error", traceback=traceback.format_exc())
         raise

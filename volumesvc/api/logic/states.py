@@ -4,39 +4,15 @@ Every operation that cares about an instance's state names a :class:`Gate`
 from :data:`GATES`; :func:`check_gate` applies it in Nova's order (lock,
 vm_state, task_state, launched_at), so all handlers answer the same 409 with
 the same message. The attachments, servers and server-action handlers share
-these constants: the table in the contract is written down once, here.
+these gates: the table in the contract is written down once, here. The state
+values themselves come from ``compute/vm_states.py`` and
+``compute/task_states.py``, which the conductor and compute use too.
 """
 
 import dataclasses
 
 from volumesvc import exception
-
-# vm_state values (Nova's names).
-ACTIVE = "active"
-BUILDING = "building"
-PAUSED = "paused"
-SUSPENDED = "suspended"
-STOPPED = "stopped"
-RESCUED = "rescued"
-RESIZED = "resized"
-SOFT_DELETED = "soft-delete"
-DELETED = "deleted"
-ERROR = "error"
-SHELVED = "shelved"
-SHELVED_OFFLOADED = "shelved_offloaded"
-
-# task_state values used by the gates.
-REBOOTING = "rebooting"
-REBOOT_PENDING = "reboot_pending"
-REBOOT_STARTED = "reboot_started"
-REBOOTING_HARD = "rebooting_hard"
-REBOOT_PENDING_HARD = "reboot_pending_hard"
-REBOOT_STARTED_HARD = "reboot_started_hard"
-RESUMING = "resuming"
-PAUSING = "pausing"
-UNPAUSING = "unpausing"
-SUSPENDING = "suspending"
-IMAGE_SNAPSHOT = "image_snapshot"
+from volumesvc.compute import task_states, vm_states
 
 # Sentinel: the operation does not look at this attribute at all.
 ANY = None
@@ -62,17 +38,29 @@ _NO_TASK = frozenset({None})
 
 # attach/detach also allow shelved/shelved_offloaded, but only from 2.20
 # (the handler removes them below that: see SHELVED_STATES).
-ATTACH_VM_STATES = frozenset({ACTIVE, PAUSED, STOPPED, RESIZED, SOFT_DELETED, SHELVED,
-                              SHELVED_OFFLOADED})
-SHELVED_STATES = frozenset({SHELVED, SHELVED_OFFLOADED})
-SWAP_VM_STATES = frozenset({ACTIVE, PAUSED, RESIZED})
-SOFT_REBOOT_VM_STATES = frozenset({ACTIVE})
-HARD_REBOOT_VM_STATES = frozenset({ACTIVE, STOPPED, PAUSED, SUSPENDED, ERROR})
+ATTACH_VM_STATES = frozenset({
+    vm_states.ACTIVE, vm_states.PAUSED, vm_states.STOPPED, vm_states.RESIZED,
+    vm_states.SOFT_DELETED, vm_states.SHELVED, vm_states.SHELVED_OFFLOADED})
+SHELVED_STATES = frozenset({vm_states.SHELVED, vm_states.SHELVED_OFFLOADED})
+SWAP_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.PAUSED, vm_states.RESIZED})
+SOFT_REBOOT_VM_STATES = frozenset({vm_states.ACTIVE})
+HARD_REBOOT_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAUSED,
+                                   vm_states.SUSPENDED, vm_states.ERROR})
 # Nova's task_states.ALLOW_REBOOT: a hard reboot may interrupt these.
-HARD_REBOOT_TASK_STATES = frozenset({None, REBOOTING, REBOOT_PENDING, REBOOT_STARTED,
-                                     REBOOTING_HARD, RESUMING, PAUSING, UNPAUSING,
-                                     SUSPENDING})
-CREATE_IMAGE_VM_STATES = frozenset({ACTIVE, STOPPED, PAUSED, SUSPENDED})
+HARD_REBOOT_TASK_STATES = frozenset({
+    None, task_states.REBOOTING, task_states.REBOOT_PENDING, task_states.REBOOT_STARTED,
+    task_states.REBOOTING_HARD, task_states.RESUMING, task_states.PAUSING,
+    task_states.UNPAUSING, task_states.SUSPENDING})
+CREATE_IMAGE_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAUSED,
+                                    vm_states.SUSPENDED})
+# Nova's compute API: stop from active/error, start from stopped, shelve from
+# any state with a domain, offload only when shelved, unshelve from both.
+STOP_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.ERROR})
+START_VM_STATES = frozenset({vm_states.STOPPED})
+SHELVE_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAUSED,
+                              vm_states.SUSPENDED})
+SHELVE_OFFLOAD_VM_STATES = frozenset({vm_states.SHELVED})
+UNSHELVE_VM_STATES = SHELVED_STATES
 
 # The §2 table. Keys are what handlers pass to check_gate().
 GATES = {
@@ -84,6 +72,11 @@ GATES = {
     # NOTE: Nova's snapshot_volume_backed has no check_instance_lock.
     "create_image": Gate("createImage", CREATE_IMAGE_VM_STATES, _NO_TASK, check_lock=False),
     "delete": Gate("delete", ANY, ANY, must_have_launched=False),
+    "stop": Gate("stop", STOP_VM_STATES, _NO_TASK),
+    "start": Gate("start", START_VM_STATES, _NO_TASK),
+    "shelve": Gate("shelve", SHELVE_VM_STATES, _NO_TASK),
+    "shelve_offload": Gate("shelve_offload", SHELVE_OFFLOAD_VM_STATES, _NO_TASK),
+    "unshelve": Gate("unshelve", UNSHELVE_VM_STATES, _NO_TASK),
     "update_attachment": Gate("update_attachment", ANY, ANY, check_lock=False,
                               must_have_launched=False),
 }
@@ -95,6 +88,11 @@ REBOOT_SOFT = GATES["reboot_soft"]
 REBOOT_HARD = GATES["reboot_hard"]
 CREATE_IMAGE = GATES["create_image"]
 DELETE = GATES["delete"]
+STOP = GATES["stop"]
+START = GATES["start"]
+SHELVE = GATES["shelve"]
+SHELVE_OFFLOAD = GATES["shelve_offload"]
+UNSHELVE = GATES["unshelve"]
 
 
 def _attr(instance, name):

@@ -6,10 +6,14 @@ adds its module to ``_MODULES``.
 
 import itertools
 
+from oslo_policy import policy
+
 from volumesvc.api.policies import (
+    assisted_volume_snapshots,
     base,
     flavors,
     instance_actions,
+    ips,
     server_actions,
     servers,
     services,
@@ -17,8 +21,33 @@ from volumesvc.api.policies import (
 )
 
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
-            volume_attachments)
+            volume_attachments, assisted_volume_snapshots, ips)
+
+
+# The 2023 project defaults (reader/member) and the pre-2023 one they replace.
+_LEGACY = {base.PROJECT_READER_OR_ADMIN: base.LEGACY_ADMIN_OR_OWNER,
+           base.PROJECT_MEMBER_OR_ADMIN: base.LEGACY_ADMIN_OR_OWNER}
+
+
+def _with_legacy_default(rule):
+    """``rule`` with its pre-2023 default as the deprecated rule, as Nova's rules have.
+
+    ``[oslo_policy] enforce_new_defaults = false`` then lets either pass (a
+    project user without the reader/member roles keeps working during an
+    upgrade); the default (true) enforces only the new check string.
+    """
+    legacy = _LEGACY.get(rule.check_str)
+    if legacy is None or rule.deprecated_rule is not None:
+        return rule
+    return policy.DocumentedRuleDefault(
+        name=rule.name, check_str=rule.check_str, description=rule.description,
+        operations=rule.operations, scope_types=rule.scope_types,
+        deprecated_rule=policy.DeprecatedRule(
+            name=rule.name, check_str=legacy, deprecated_since="2023.1",
+            deprecated_reason="Project reader and member roles replace 'any role in the "
+                              "project' (Nova's 2023 defaults)."))
 
 
 def list_rules():
-    return list(itertools.chain.from_iterable(m.list_rules() for m in _MODULES))
+    return [_with_legacy_default(rule)
+            for rule in itertools.chain.from_iterable(m.list_rules() for m in _MODULES)]

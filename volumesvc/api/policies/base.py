@@ -6,6 +6,9 @@ ADMIN = "rule:context_is_admin"
 PROJECT_READER_OR_ADMIN = "rule:project_reader_or_admin"
 PROJECT_MEMBER_OR_ADMIN = "rule:project_member_or_admin"
 SERVICE_OR_ADMIN = "rule:service_or_admin"
+# Before the 2023 defaults: any role in the owning project, or an admin.
+# Only used with ``[oslo_policy] enforce_new_defaults = false``.
+LEGACY_ADMIN_OR_OWNER = "is_admin:True or project_id:%(project_id)s"
 
 _RULES = [
     policy.RuleDefault(
@@ -33,6 +36,13 @@ _RULES = [
         "service_or_admin", "rule:service_api or rule:context_is_admin",
         "A service user or an admin."),
 ]
+
+
+def project_rule(name, check_str, description, method, path):
+    """A documented project-scoped rule for one operation (the common case)."""
+    return policy.DocumentedRuleDefault(
+        name=name, check_str=check_str, description=description,
+        operations=[{"method": method, "path": path}], scope_types=["project"])
 
 
 def list_rules():

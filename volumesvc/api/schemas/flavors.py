@@ -2,7 +2,7 @@
 
 import copy
 
-from volumesvc.api.validation import multi_params, object_
+from volumesvc.api.validation import MAX_INT, multi_params, object_
 
 # --- GET /flavors and /flavors/detail query -------------------------------------------
 VALID_SORT_KEYS = ["created_at", "description", "disabled", "ephemeral_gb", "flavorid", "id",
@@ -25,64 +25,29 @@ list_flavors_query_v2_75 = copy.deepcopy(list_flavors_query_v2_1)
 show_flavor_query_v2_1 = object_({})
 show_flavor_query_v2_102 = copy.deepcopy(show_flavor_query_v2_1)
 
-# --- representations ---------------------------------------------------------------
-_links = {"type": "array", "items": object_({
+# --- representations: rows in views/flavors.py, envelopes here -----------------------
+LINKS = {"type": "array", "items": object_({
     "rel": {"type": "string"}, "href": {"type": "string"}}, required=["rel", "href"])}
-_brief_v2_1 = {"id": {"type": "string"}, "name": {"type": "string"}, "links": _links}
-# 2.55 adds description.
-_description = {"type": ["string", "null"]}
-_brief_v2_55 = dict(_brief_v2_1, description=_description)
-
-_detail_v2_1 = dict(_brief_v2_1, **{
-    "ram": {"type": "integer"},
-    "disk": {"type": "integer"},
-    # "" when 0, before 2.75.
-    "swap": {"type": ["integer", "string"]},
-    "OS-FLV-EXT-DATA:ephemeral": {"type": "integer"},
-    "OS-FLV-DISABLED:disabled": {"type": "boolean"},
-    "vcpus": {"type": "integer"},
-    "os-flavor-access:is_public": {"type": "boolean"},
-    "rxtx_factor": {"type": ["number", "string"]},
-})
-_detail_v2_55 = dict(_detail_v2_1, description=_description)
-# 2.61 adds extra_specs (only when the extra-specs policy allows: not required).
-_extra_specs = {"type": "object", "patternProperties": {"^.+$": {"type": "string"}},
-                "additionalProperties": False}
-_detail_v2_61 = dict(_detail_v2_55, extra_specs=_extra_specs)
-# 2.75: swap is always an integer.
-_detail_v2_75 = dict(_detail_v2_61, swap={"type": "integer"})
+EXTRA_SPECS = {"type": "object", "patternProperties": {"^.+$": {"type": "string"}},
+               "additionalProperties": False}
 
 
-def _one(flavor, optional=()):
-    required = [key for key in flavor if key not in optional]
-    return object_({"flavor": object_(flavor, required=required)}, required=["flavor"])
+def one(flavor, version=None):
+    return object_({"flavor": flavor}, required=["flavor"])
 
 
-def _many(flavor, optional=()):
-    required = [key for key in flavor if key not in optional]
-    return object_({"flavors": {"type": "array", "items": object_(flavor, required=required)},
-                    "flavors_links": _links}, required=["flavors"])
+def many(flavor, version=None):
+    return object_({"flavors": {"type": "array", "items": flavor}, "flavors_links": LINKS},
+                   required=["flavors"])
 
-
-list_flavors_response_v2_1 = _many(_brief_v2_1)
-list_flavors_response_v2_55 = _many(_brief_v2_55)
-
-list_flavors_detail_response_v2_1 = _many(_detail_v2_1)
-list_flavors_detail_response_v2_55 = _many(_detail_v2_55)
-list_flavors_detail_response_v2_61 = _many(_detail_v2_61, optional=("extra_specs",))
-list_flavors_detail_response_v2_75 = _many(_detail_v2_75, optional=("extra_specs",))
-
-show_flavor_response_v2_1 = _one(_detail_v2_1)
-show_flavor_response_v2_55 = _one(_detail_v2_55)
-show_flavor_response_v2_61 = _one(_detail_v2_61, optional=("extra_specs",))
-show_flavor_response_v2_75 = _one(_detail_v2_75, optional=("extra_specs",))
 
 # --- POST /flavors (admin) ---------------------------------------------------------
-_MAX_INT = 2147483647
+# The largest single-precision float (Nova's bound for rxtx_factor).
+MAX_RXTX_FACTOR = 3.40282e+38
 _positive = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 1,
-             "maximum": _MAX_INT, "minLength": 1}
+             "maximum": MAX_INT, "minLength": 1}
 _non_negative = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 0,
-                 "maximum": _MAX_INT, "minLength": 1}
+                 "maximum": MAX_INT, "minLength": 1}
 _bool_like = {"type": ["boolean", "string"],
               "enum": [True, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes",
                        "yes", "y", "t", False, "False", "FALSE", "false", "0", "OFF", "Off",
@@ -99,18 +64,13 @@ create_flavor_v2_1 = object_({"flavor": object_({
     "OS-FLV-EXT-DATA:ephemeral": _non_negative,
     "swap": _non_negative,
     "rxtx_factor": {"type": ["number", "string"], "pattern": r"^[0-9]+(\.[0-9]+)?$",
-                    "exclusiveMinimum": 0, "maximum": 3.40282e+38},
+                    "exclusiveMinimum": 0, "maximum": MAX_RXTX_FACTOR},
     "os-flavor-access:is_public": _bool_like,
 }, required=["name", "ram", "vcpus", "disk"])}, required=["flavor"])
 # 2.55 adds description.
 create_flavor_v2_55 = copy.deepcopy(create_flavor_v2_1)
 create_flavor_v2_55["properties"]["flavor"]["properties"]["description"] = {
     "type": ["string", "null"], "maxLength": 65535}
-
-create_flavor_response_v2_1 = show_flavor_response_v2_1
-create_flavor_response_v2_55 = show_flavor_response_v2_55
-create_flavor_response_v2_61 = show_flavor_response_v2_61
-create_flavor_response_v2_75 = show_flavor_response_v2_75
 
 # --- DELETE: 202, no body -------------------------------------------------------------
 delete_flavor_response_v2_1 = None
@@ -119,7 +79,7 @@ delete_flavor_response_v2_1 = None
 # GET /flavors/{id}/os-extra_specs (and one key): the sdk and OSC read it for
 # every flavor whose inline extra_specs are empty.
 list_flavor_extra_specs_query_v2_1 = object_({})
-list_flavor_extra_specs_response_v2_1 = object_({"extra_specs": _extra_specs},
+list_flavor_extra_specs_response_v2_1 = object_({"extra_specs": EXTRA_SPECS},
                                                 required=["extra_specs"])
 show_flavor_extra_spec_response_v2_1 = {
     "type": "object", "minProperties": 1, "maxProperties": 1,

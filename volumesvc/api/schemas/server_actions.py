@@ -26,14 +26,43 @@ create_image = object_({
     },
 }, required=["name"])
 
-server_action_v2_1 = {
-    "type": "object",
-    "properties": {"reboot": reboot, "createImage": create_image},
-    # Any other single key reaches the handler (400 with a clear message).
-    "patternProperties": {"^.*$": {}},
-    "minProperties": 1,
-    "maxProperties": 1,
-}
+# os-stop, os-start, shelve, shelveOffload: Nova's bodies are ``null``.
+_no_body = {"type": "null"}
+# unshelve below 2.77: Nova reads nothing from the body (null or an object).
+unshelve_v2_1 = {"type": ["null", "object"]}
+# 2.77: an availability zone to unshelve an offloaded server into.
+unshelve_v2_77 = {"oneOf": [
+    {"type": "null"},
+    object_({"availability_zone": {"type": "string", "minLength": 1, "maxLength": 255}},
+            required=["availability_zone"]),
+]}
+# 2.91: a host (admin), and availability_zone null means "any zone".
+unshelve_v2_91 = {"oneOf": [
+    {"type": "null"},
+    object_({"availability_zone": {"oneOf": [
+                {"type": "null"}, {"type": "string", "minLength": 1, "maxLength": 255}]},
+             "host": {"type": "string", "minLength": 1, "maxLength": 255,
+                      "pattern": r"^[a-zA-Z0-9-._]*$"}},
+            minProperties=1),
+]}
+
+
+def _actions(unshelve):
+    return {
+        "type": "object",
+        "properties": {"reboot": reboot, "createImage": create_image, "os-stop": _no_body,
+                       "os-start": _no_body, "shelve": _no_body, "shelveOffload": _no_body,
+                       "unshelve": unshelve},
+        # Any other single key reaches the handler (400 with a clear message).
+        "patternProperties": {"^.*$": {}},
+        "minProperties": 1,
+        "maxProperties": 1,
+    }
+
+
+server_action_v2_1 = _actions(unshelve_v2_1)
+server_action_v2_77 = _actions(unshelve_v2_77)
+server_action_v2_91 = _actions(unshelve_v2_91)
 
 # --- responses -------------------------------------------------------------------
 # 2.1-2.44: 202 with no body (createImage sends a Location header).

@@ -2,9 +2,9 @@
 
 Request windows follow Nova's ``base_create_*``: 2.19 description, 2.32 BDM
 tag, 2.33-2.41 no BDM tag (bug 1658571), 2.37 networks required, 2.42 tag
-back, 2.52 server tags, 2.67 BDM volume_type, 2.90 hostname. The server body
-is built by :func:`server_body` for the first version of each window where
-its keys change.
+back, 2.52 server tags, 2.67 BDM volume_type, 2.90 hostname. The server
+object itself comes from the ``SERVER`` table in ``views/servers.py`` (one
+row per key); this module only wraps it into the response envelopes.
 """
 
 import copy
@@ -96,6 +96,9 @@ def _create(*, description=False, bdm_item=None, networks_required=False,
         "config_drive": _BOOL_LIKE,
         "accessIPv4": {"type": "string", "format": "ipv4"},
         "accessIPv6": {"type": "string", "format": "ipv6"},
+        # Accepted as Nova does; volumesvc never repartitions a disk, so
+        # servers always show MANUAL.
+        "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
         "min_count": _POSITIVE_INT,
         "max_count": _POSITIVE_INT,
         "return_reservation_id": _BOOL_LIKE,
@@ -146,13 +149,13 @@ CREATE_WINDOWS = (
     (mv.V2_90_HOSTNAME, create_server_v2_90),
 )
 
-_LINKS = {"type": "array", "items": object_({
+LINKS = {"type": "array", "items": object_({
     "rel": {"type": "string"}, "href": {"type": "string"},
     "type": {"type": "string"}}, required=["rel", "href"])}
 
 create_server_response_v2_1 = {"oneOf": [
     object_({"server": object_({
-        "id": _UUID, "links": _LINKS, "OS-DCF:diskConfig": {"type": "string"},
+        "id": _UUID, "links": LINKS, "OS-DCF:diskConfig": {"type": "string"},
         "security_groups": {"type": "array", "items": object_(
             {"name": {"type": "string"}}, required=["name"])},
         "adminPass": {"type": "string"},
@@ -179,99 +182,9 @@ list_servers_query_v2_75 = copy.deepcopy(list_servers_query_v2_1)
 show_server_query_v2_1 = object_({})
 show_server_query_v2_102 = copy.deepcopy(show_server_query_v2_1)
 
-# --- the server representation --------------------------------------------------------
-_NULLABLE_STR = {"type": ["string", "null"]}
-_TIME = {"type": "string"}
-_VOLUME = {"id": {"type": "string"}}
-_ADMIN_2_1 = ("OS-EXT-SRV-ATTR:host", "OS-EXT-SRV-ATTR:instance_name",
-              "OS-EXT-SRV-ATTR:hypervisor_hostname")
-_ADMIN_2_3 = ("OS-EXT-SRV-ATTR:reservation_id", "OS-EXT-SRV-ATTR:launch_index",
-              "OS-EXT-SRV-ATTR:hostname", "OS-EXT-SRV-ATTR:kernel_id",
-              "OS-EXT-SRV-ATTR:ramdisk_id", "OS-EXT-SRV-ATTR:root_device_name",
-              "OS-EXT-SRV-ATTR:user_data")
-
-
-def _flavor(version):
-    if version < mv.V2_47_EMBEDDED_FLAVOR:
-        return object_({"id": {"type": "string"}, "links": _LINKS}, required=["id", "links"])
-    keys = {"vcpus": {"type": "integer"}, "ram": {"type": "integer"},
-            "disk": {"type": "integer"}, "ephemeral": {"type": "integer"},
-            "swap": {"type": "integer"}, "original_name": {"type": "string"},
-            "extra_specs": {"type": "object", "additionalProperties": False,
-                            "patternProperties": {".*": {"type": "string"}}}}
-    return object_(keys, required=[k for k in keys if k != "extra_specs"])
-
-
-def server_body(version, *, show):
-    """The server object schema at ``version`` (exact keys; optional ones not required)."""
-    volume = dict(_VOLUME)
-    if version >= mv.V2_3_EXTENDED_ATTRS:
-        volume["delete_on_termination"] = {"type": "boolean"}
-    required = {
-        "id": _UUID, "name": {"type": "string"}, "status": {"type": "string"},
-        "tenant_id": {"type": "string"}, "user_id": {"type": "string"},
-        "metadata": {"type": "object", "additionalProperties": False,
-                     "patternProperties": {".*": {"type": "string"}}},
-        "hostId": {"type": "string"},
-        "image": {"oneOf": [{"type": "string", "maxLength": 0}, object_(
-            {"id": {"type": "string"}, "links": _LINKS}, required=["id", "links"])]},
-        "flavor": _flavor(version), "created": _TIME, "updated": _TIME,
-        "addresses": object_({}), "accessIPv4": {"type": "string"},
-        "accessIPv6": {"type": "string"}, "links": _LINKS,
-        "OS-DCF:diskConfig": {"type": "string"},
-        "OS-EXT-AZ:availability_zone": {"type": "string"},
-        "config_drive": {"type": "string"}, "key_name": _NULLABLE_STR,
-        "OS-SRV-USG:launched_at": _NULLABLE_STR, "OS-SRV-USG:terminated_at": _NULLABLE_STR,
-        "OS-EXT-STS:task_state": _NULLABLE_STR, "OS-EXT-STS:vm_state": {"type": "string"},
-        "OS-EXT-STS:power_state": {"type": "integer"},
-        "os-extended-volumes:volumes_attached": {"type": "array", "items": object_(
-            volume, required=list(volume))},
-    }
-    optional = {
-        "progress": {"type": "integer"},
-        "fault": object_({"code": {"type": "integer"}, "created": _TIME,
-                          "message": _NULLABLE_STR, "details": _NULLABLE_STR},
-                         required=["code", "created", "message"]),
-        "security_groups": {"type": "array"},
-    }
-    admin = _ADMIN_2_1 + (_ADMIN_2_3 if version >= mv.V2_3_EXTENDED_ATTRS else ())
-    optional.update({key: {} for key in admin})
-    if version >= mv.V2_9_LOCKED:
-        required["locked"] = {"type": "boolean"}
-    if version >= mv.V2_16_HOST_STATUS:
-        optional["host_status"] = {"type": "string", "enum": [
-            "UP", "DOWN", "MAINTENANCE", "UNKNOWN", ""]}
-    if version >= mv.V2_19_DESCRIPTION:
-        required["description"] = _NULLABLE_STR
-    if version >= mv.V2_26_TAGS:
-        required["tags"] = {"type": "array", "items": {"type": "string"}}
-    if version >= mv.V2_63_TRUSTED_CERTS:
-        required["trusted_image_certificates"] = {"type": ["array", "null"]}
-    if show and version >= mv.V2_71_SERVER_GROUPS:
-        required["server_groups"] = {"type": "array", "items": {"type": "string"}}
-    if version >= mv.V2_73_LOCK_REASON:
-        required["locked_reason"] = _NULLABLE_STR
-    if version >= mv.V2_90_HOSTNAME:
-        required["OS-EXT-SRV-ATTR:hostname"] = _NULLABLE_STR
-        optional.pop("OS-EXT-SRV-ATTR:hostname", None)
-    if version >= mv.V2_96_PINNED_AZ:
-        required["pinned_availability_zone"] = _NULLABLE_STR
-    if version >= mv.V2_100_SCHEDULER_HINTS:
-        required["scheduler_hints"] = {"type": "object", "additionalProperties": False,
-                                       "patternProperties": {".*": {}}}
-    return object_({**required, **optional}, required=list(required))
-
-
-# First versions at which the server representation changes.
-SERVER_WINDOWS = (mv.V2_1_BASE, mv.V2_3_EXTENDED_ATTRS, mv.V2_9_LOCKED,
-                  mv.V2_16_HOST_STATUS, mv.V2_19_DESCRIPTION, mv.V2_26_TAGS,
-                  mv.V2_47_EMBEDDED_FLAVOR, mv.V2_63_TRUSTED_CERTS, mv.V2_71_SERVER_GROUPS,
-                  mv.V2_73_LOCK_REASON, mv.V2_90_HOSTNAME, mv.V2_96_PINNED_AZ,
-                  mv.V2_100_SCHEDULER_HINTS)
-
-
-def show_server_response(version):
-    return object_({"server": server_body(version, show=True)}, required=["server"])
+# --- the server representation: rows in views/servers.py, envelopes here ----------------
+def show_server_response(server, version=None):
+    return object_({"server": server}, required=["server"])
 
 
 def _servers_links():
@@ -279,14 +192,14 @@ def _servers_links():
         {"rel": {"type": "string"}, "href": {"type": "string"}}, required=["rel", "href"])}
 
 
-def list_servers_detail_response(version):
-    return object_({"servers": {"type": "array", "items": server_body(version, show=False)},
+def list_servers_detail_response(server, version=None):
+    return object_({"servers": {"type": "array", "items": server},
                     "servers_links": _servers_links()}, required=["servers"])
 
 
 list_servers_response_v2_1 = object_({
     "servers": {"type": "array", "items": object_(
-        {"id": _UUID, "name": {"type": "string"}, "links": _LINKS},
+        {"id": _UUID, "name": {"type": "string"}, "links": LINKS},
         required=["id", "name", "links"])},
     "servers_links": _servers_links()}, required=["servers"])
 

@@ -13,31 +13,15 @@ list_services_query_v2_1 = object_({
 # range without strip_unknown).
 list_services_query_v2_75 = copy.deepcopy(list_services_query_v2_1)
 
-# --- service representation ---------------------------------------------------
-_service_v2_1 = {
-    "id": {"type": "integer"},
-    "binary": {"type": "string"},
-    "host": {"type": "string"},
-    "zone": {"type": "string"},
-    "status": {"type": "string", "enum": ["enabled", "disabled"]},
-    "state": {"type": "string", "enum": ["up", "down"]},
-    "updated_at": {"type": ["string", "null"]},
-    "disabled_reason": {"type": ["string", "null"]},
-}
-# 2.11 adds forced_down.
-_service_v2_11 = dict(_service_v2_1, forced_down={"type": "boolean"})
-# 2.53 identifies services by uuid.
-_service_v2_53 = dict(_service_v2_11, id={"type": "string", "format": "uuid"})
+# --- service representation: rows in views/services.py, envelopes here ------
+def list_services_response(service, version=None):
+    return object_({"services": {"type": "array", "items": service}}, required=["services"])
 
 
-def _list(service):
-    return object_({"services": {"type": "array", "items": object_(
-        service, required=list(service))}}, required=["services"])
+def update_service_response(service, version=None):
+    """PUT /os-services/{uuid} (2.53+): the full service."""
+    return object_({"service": service}, required=["service"])
 
-
-list_services_response_v2_1 = _list(_service_v2_1)
-list_services_response_v2_11 = _list(_service_v2_11)
-list_services_response_v2_53 = _list(_service_v2_53)
 
 # --- PUT /os-services/{action} (2.1 - 2.52, by host and binary) -----------------
 _reason = {"type": "string", "minLength": 1, "maxLength": 255}
@@ -69,9 +53,5 @@ update_service_v2_53 = object_({
     "disabled_reason": _reason,
     "forced_down": {"type": "boolean"},
 })
-update_service_response_v2_53 = object_(
-    {"service": object_(_service_v2_53, required=list(_service_v2_53))},
-    required=["service"])
-
 # --- DELETE: no body in the response ----------------------------------------------
 delete_service_response_v2_1 = None

@@ -57,61 +57,16 @@ update_volume_attachment_v2_85 = _create({
     "volumeId": _UUID, "id": _UUID, "serverId": _UUID, "device": _DEVICE, "tag": _TAG,
     "delete_on_termination": _BOOL_LIKE})
 
-# --- representations ---------------------------------------------------------------------
-_str_or_null = {"type": ["string", "null"]}
-_repr_v2_1 = {"id": _UUID, "volumeId": _UUID, "serverId": _UUID, "device": _str_or_null}
-_REQUIRED_V2_1 = ["id", "volumeId", "serverId"]
-# 2.70: tag (always present).
-_repr_v2_70 = dict(_repr_v2_1, tag=_str_or_null)
-# 2.79: delete_on_termination.
-_repr_v2_79 = dict(_repr_v2_70, delete_on_termination={"type": "boolean"})
-# 2.89: no id; attachment_id and bdm_uuid.
-_repr_v2_89 = {key: value for key, value in _repr_v2_79.items() if key != "id"}
-_repr_v2_89.update(attachment_id=_UUID, bdm_uuid=_UUID)
+# --- representations: rows in views/volume_attachments.py, envelopes here -------------
+def show_volume_attachment_response(attachment, version=None):
+    """GET one, and the 200 of POST below 2.101."""
+    return object_({"volumeAttachment": attachment}, required=["volumeAttachment"])
 
 
-def _attachment(properties, required):
-    return object_(properties, required=required)
-
-
-_attachment_v2_1 = _attachment(_repr_v2_1, _REQUIRED_V2_1)
-_attachment_v2_70 = _attachment(_repr_v2_70, _REQUIRED_V2_1 + ["tag"])
-_attachment_v2_79 = _attachment(_repr_v2_79,
-                                _REQUIRED_V2_1 + ["tag", "delete_on_termination"])
-_attachment_v2_89 = _attachment(_repr_v2_89, [
-    "volumeId", "serverId", "tag", "delete_on_termination", "attachment_id", "bdm_uuid"])
-
-
-def _one(item):
-    return object_({"volumeAttachment": item}, required=["volumeAttachment"])
-
-
-def _many(item):
-    return object_({"volumeAttachments": {"type": "array", "items": item}},
+def list_volume_attachments_response(attachment, version=None):
+    return object_({"volumeAttachments": {"type": "array", "items": attachment}},
                    required=["volumeAttachments"])
 
-
-list_volume_attachments_response_v2_1 = _many(_attachment_v2_1)
-list_volume_attachments_response_v2_70 = _many(_attachment_v2_70)
-list_volume_attachments_response_v2_79 = _many(_attachment_v2_79)
-list_volume_attachments_response_v2_89 = _many(_attachment_v2_89)
-
-show_volume_attachment_response_v2_1 = _one(_attachment_v2_1)
-show_volume_attachment_response_v2_70 = _one(_attachment_v2_70)
-show_volume_attachment_response_v2_79 = _one(_attachment_v2_79)
-show_volume_attachment_response_v2_89 = _one(_attachment_v2_89)
-
-# POST: device always present (may be null); 2.89 never applied; 2.101 no body.
-_created_v2_1 = copy.deepcopy(_attachment_v2_1)
-_created_v2_1["required"].append("device")
-create_volume_attachment_response_v2_1 = _one(_created_v2_1)
-_created_v2_70 = copy.deepcopy(_attachment_v2_70)
-_created_v2_70["required"].append("device")
-create_volume_attachment_response_v2_70 = _one(_created_v2_70)
-_created_v2_79 = copy.deepcopy(_attachment_v2_79)
-_created_v2_79["required"].append("device")
-create_volume_attachment_response_v2_79 = _one(_created_v2_79)
-create_volume_attachment_response_v2_101 = None
 
 # PUT and DELETE: 202, no body.
 update_volume_attachment_response_v2_1 = None

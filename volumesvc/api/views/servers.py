@@ -2,36 +2,42 @@
 
 Handlers collect the rows (instance, its BDMs, its latest fault, the host's
 compute service) and call :func:`detail` or :func:`summary`; this module only
-shapes them, so which key appears at which version is decided in one place.
+shapes them. Which key appears at which version, and its response schema,
+is decided in one place: the :data:`SERVER` table (``api/representation.py``).
 """
 
 import hashlib
 
 from volumesvc.api import microversions as mv
+from volumesvc.api.representation import Field, Representation, attr
 from volumesvc.api.request import base_url
+from volumesvc.api.schemas.servers import LINKS
+from volumesvc.api.validation import object_
+from volumesvc.compute import task_states as ts
+from volumesvc.compute import vm_states as vm
 
 # (vm_state → default status, {task_state: status}) as Nova's common._STATE_MAP.
-_REBOOT = {"rebooting": "REBOOT", "reboot_pending": "REBOOT", "reboot_started": "REBOOT",
-           "rebooting_hard": "HARD_REBOOT", "reboot_pending_hard": "HARD_REBOOT",
-           "reboot_started_hard": "HARD_REBOOT"}
-_REBUILD = {"rebuilding": "REBUILD", "rebuild_block_device_mapping": "REBUILD",
-            "rebuild_spawning": "REBUILD"}
-_RESIZE = {"resize_prep": "RESIZE", "resize_migrating": "RESIZE",
-           "resize_migrated": "RESIZE", "resize_finish": "RESIZE"}
+_REBOOT = {ts.REBOOTING: "REBOOT", ts.REBOOT_PENDING: "REBOOT", ts.REBOOT_STARTED: "REBOOT",
+           ts.REBOOTING_HARD: "HARD_REBOOT", ts.REBOOT_PENDING_HARD: "HARD_REBOOT",
+           ts.REBOOT_STARTED_HARD: "HARD_REBOOT"}
+_REBUILD = {ts.REBUILDING: "REBUILD", ts.REBUILD_BLOCK_DEVICE_MAPPING: "REBUILD",
+            ts.REBUILD_SPAWNING: "REBUILD"}
+_RESIZE = {ts.RESIZE_PREP: "RESIZE", ts.RESIZE_MIGRATING: "RESIZE",
+           ts.RESIZE_MIGRATED: "RESIZE", ts.RESIZE_FINISH: "RESIZE"}
 STATE_MAP = {
-    "active": ("ACTIVE", {**_REBOOT, **_REBUILD, **_RESIZE, "migrating": "MIGRATING",
-                          "updating_password": "PASSWORD"}),
-    "building": ("BUILD", {}),
-    "stopped": ("SHUTOFF", {**_RESIZE, **_REBUILD}),
-    "resized": ("VERIFY_RESIZE", {"resize_reverting": "REVERT_RESIZE"}),
-    "paused": ("PAUSED", {}),
-    "suspended": ("SUSPENDED", {}),
-    "rescued": ("RESCUE", {}),
-    "error": ("ERROR", dict(_REBUILD)),
-    "deleted": ("DELETED", {}),
-    "soft-delete": ("SOFT_DELETED", {}),
-    "shelved": ("SHELVED", {}),
-    "shelved_offloaded": ("SHELVED_OFFLOADED", {}),
+    vm.ACTIVE: ("ACTIVE", {**_REBOOT, **_REBUILD, **_RESIZE, ts.MIGRATING: "MIGRATING",
+                           ts.UPDATING_PASSWORD: "PASSWORD"}),
+    vm.BUILDING: ("BUILD", {}),
+    vm.STOPPED: ("SHUTOFF", {**_RESIZE, **_REBUILD}),
+    vm.RESIZED: ("VERIFY_RESIZE", {ts.RESIZE_REVERTING: "REVERT_RESIZE"}),
+    vm.PAUSED: ("PAUSED", {}),
+    vm.SUSPENDED: ("SUSPENDED", {}),
+    vm.RESCUED: ("RESCUE", {}),
+    vm.ERROR: ("ERROR", dict(_REBUILD)),
+    vm.DELETED: ("DELETED", {}),
+    vm.SOFT_DELETED: ("SOFT_DELETED", {}),
+    vm.SHELVED: ("SHELVED", {}),
+    vm.SHELVED_OFFLOADED: ("SHELVED_OFFLOADED", {}),
 }
 _PROGRESS_STATUSES = ("ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING")
 _FAULT_STATUSES = ("ERROR", "DELETED")
@@ -96,119 +102,147 @@ def _image(req, instance):
             "links": [{"rel": "bookmark", "href": f"{bookmark}/images/{instance.image_ref}"}]}
 
 
-def _flavor(req, instance):
+def _flavor_link(instance, ctx):
+    _, bookmark = _prefixes(ctx.req)
+    flavor_id = (instance.flavor or {}).get("flavorid")
+    return {"id": flavor_id,
+            "links": [{"rel": "bookmark", "href": f"{bookmark}/flavors/{flavor_id}"}]}
+
+
+def _embedded_flavor(instance, ctx):
     flavor = instance.flavor or {}
-    if not req.is_at_least(mv.V2_47_EMBEDDED_FLAVOR):
-        _, bookmark = _prefixes(req)
-        flavor_id = flavor.get("flavorid")
-        return {"id": flavor_id,
-                "links": [{"rel": "bookmark", "href": f"{bookmark}/flavors/{flavor_id}"}]}
     return {"vcpus": flavor.get("vcpus", 0), "ram": flavor.get("memory_mb", 0),
             "disk": flavor.get("root_gb", 0), "ephemeral": flavor.get("ephemeral_gb", 0),
             "swap": flavor.get("swap", 0), "original_name": flavor.get("name"),
             "extra_specs": dict(flavor.get("extra_specs") or {})}
 
 
-def _volumes(req, bdms):
-    volumes = []
-    for bdm in bdms:
-        if not bdm.volume_id:
-            continue
-        item = {"id": bdm.volume_id}
-        if req.is_at_least(mv.V2_3_EXTENDED_ATTRS):
-            item["delete_on_termination"] = bool(bdm.delete_on_termination)
-        volumes.append(item)
-    return volumes
-
-
-def _fault(fault, is_admin):
+def _fault(instance, ctx):
+    fault = ctx.fault
     body = {"code": fault.code, "created": _isotime(fault.created_at),
             "message": fault.message}
     # NOTE: as Nova: details of a 500 are for admins only (they may hold a traceback).
-    if fault.details and (is_admin or fault.code != 500):
+    if fault.details and (ctx.req.context.is_admin or fault.code != 500):
         body["details"] = fault.details
     return body
 
 
-def _admin_attrs(req, instance, bdms) -> dict:
-    attrs = {"OS-EXT-SRV-ATTR:host": instance.host,
-             "OS-EXT-SRV-ATTR:instance_name": instance.instance_name,
-             "OS-EXT-SRV-ATTR:hypervisor_hostname": instance.node}
-    if req.is_at_least(mv.V2_3_EXTENDED_ATTRS):
-        attrs.update({
-            "OS-EXT-SRV-ATTR:reservation_id": instance.reservation_id,
-            "OS-EXT-SRV-ATTR:launch_index": instance.launch_index,
-            "OS-EXT-SRV-ATTR:hostname": instance.hostname,
-            "OS-EXT-SRV-ATTR:kernel_id": "",
-            "OS-EXT-SRV-ATTR:ramdisk_id": "",
-            "OS-EXT-SRV-ATTR:root_device_name": instance.root_device_name,
-            "OS-EXT-SRV-ATTR:user_data": instance.user_data,
-        })
-    return attrs
+# --- the table ---------------------------------------------------------------------------
+_STR = {"type": "string"}
+_NULLABLE_STR = {"type": ["string", "null"]}
+_ANY: dict = {}
+_STRING_MAP = {"type": "object", "additionalProperties": False,
+               "patternProperties": {".*": {"type": "string"}}}
+_EMBEDDED_FLAVOR_KEYS = {"vcpus": {"type": "integer"}, "ram": {"type": "integer"},
+                         "disk": {"type": "integer"}, "ephemeral": {"type": "integer"},
+                         "swap": {"type": "integer"}, "original_name": _STR,
+                         "extra_specs": _STRING_MAP}
+
+
+def _extended(instance, ctx) -> bool:
+    """OS-EXT-SRV-ATTR keys: only when the caller passes the admin policy."""
+    return ctx.extended
+
+
+def _admin(name, value, first=mv.MIN_VERSION, last=None, schema=_ANY):
+    return Field(name, schema, value, first=first, last=last, when=_extended)
+
+
+VOLUME = Representation("volume_attached", (
+    Field("id", _STR, attr("volume_id")),
+    Field("delete_on_termination", {"type": "boolean"},
+          lambda bdm, ctx: bool(bdm.delete_on_termination), first=mv.V2_3_EXTENDED_ATTRS),
+))
+
+SERVER = Representation("server", (
+    Field("id", {"type": "string", "format": "uuid"}, attr("uuid")),
+    Field("name", _STR, attr("display_name")),
+    Field("status", _STR, lambda i, ctx: ctx.status),
+    Field("tenant_id", _STR, attr("project_id")),
+    Field("user_id", _STR, attr("user_id")),
+    Field("metadata", _STRING_MAP, lambda i, ctx: dict(i.metadata or {})),
+    Field("hostId", _STR, lambda i, ctx: host_id(i.project_id, i.host)),
+    Field("image", {"oneOf": [{"type": "string", "maxLength": 0}, object_(
+        {"id": _STR, "links": LINKS}, required=["id", "links"])]},
+        lambda i, ctx: _image(ctx.req, i)),
+    Field("flavor", object_({"id": _STR, "links": LINKS}, required=["id", "links"]),
+          _flavor_link, last=mv.before(mv.V2_47_EMBEDDED_FLAVOR)),
+    Field("flavor", object_(_EMBEDDED_FLAVOR_KEYS, required=[
+        k for k in _EMBEDDED_FLAVOR_KEYS if k != "extra_specs"]), _embedded_flavor,
+        first=mv.V2_47_EMBEDDED_FLAVOR),
+    Field("created", _STR, lambda i, ctx: _isotime(i.created_at)),
+    Field("updated", _STR, lambda i, ctx: _isotime(i.updated_at or i.created_at)),
+    Field("addresses", object_({}), lambda i, ctx: {}),
+    Field("accessIPv4", _STR, lambda i, ctx: i.access_ip_v4 or ""),
+    Field("accessIPv6", _STR, lambda i, ctx: i.access_ip_v6 or ""),
+    Field("links", LINKS, lambda i, ctx: links(ctx.req, i.uuid)),
+    Field("OS-DCF:diskConfig", _STR, lambda i, ctx: DISK_CONFIG),
+    Field("OS-EXT-AZ:availability_zone", _STR, lambda i, ctx: i.availability_zone or ""),
+    Field("config_drive", _STR, lambda i, ctx: i.config_drive or ""),
+    Field("key_name", _NULLABLE_STR, attr("key_name")),
+    Field("OS-SRV-USG:launched_at", _NULLABLE_STR, lambda i, ctx: _usage_time(i.launched_at)),
+    Field("OS-SRV-USG:terminated_at", _NULLABLE_STR,
+          lambda i, ctx: _usage_time(i.terminated_at)),
+    Field("OS-EXT-STS:task_state", _NULLABLE_STR, attr("task_state")),
+    Field("OS-EXT-STS:vm_state", _STR, attr("vm_state")),
+    Field("OS-EXT-STS:power_state", {"type": "integer"}, lambda i, ctx: i.power_state or 0),
+    Field("os-extended-volumes:volumes_attached", None,
+          lambda i, ctx: [bdm for bdm in ctx.bdms if bdm.volume_id], items=VOLUME),
+    Field("progress", {"type": "integer"}, lambda i, ctx: i.progress or 0,
+          when=lambda i, ctx: ctx.status in _PROGRESS_STATUSES),
+    Field("fault", object_({"code": {"type": "integer"}, "created": _STR,
+                            "message": _NULLABLE_STR, "details": _NULLABLE_STR},
+                           required=["code", "created", "message"]), _fault,
+          when=lambda i, ctx: ctx.fault is not None and ctx.status in _FAULT_STATUSES),
+    _admin("OS-EXT-SRV-ATTR:host", attr("host")),
+    _admin("OS-EXT-SRV-ATTR:instance_name", attr("instance_name")),
+    _admin("OS-EXT-SRV-ATTR:hypervisor_hostname", attr("node")),
+    _admin("OS-EXT-SRV-ATTR:reservation_id", attr("reservation_id"), mv.V2_3_EXTENDED_ATTRS),
+    _admin("OS-EXT-SRV-ATTR:launch_index", attr("launch_index"), mv.V2_3_EXTENDED_ATTRS),
+    # Admin-only until 2.89; from 2.90 everyone sees it (the row further down),
+    # admins still at this position.
+    _admin("OS-EXT-SRV-ATTR:hostname", attr("hostname"), mv.V2_3_EXTENDED_ATTRS,
+           mv.before(mv.V2_90_HOSTNAME)),
+    _admin("OS-EXT-SRV-ATTR:hostname", attr("hostname"), mv.V2_90_HOSTNAME, schema=_NULLABLE_STR),
+    _admin("OS-EXT-SRV-ATTR:kernel_id", lambda i, ctx: "", mv.V2_3_EXTENDED_ATTRS),
+    _admin("OS-EXT-SRV-ATTR:ramdisk_id", lambda i, ctx: "", mv.V2_3_EXTENDED_ATTRS),
+    _admin("OS-EXT-SRV-ATTR:root_device_name", attr("root_device_name"), mv.V2_3_EXTENDED_ATTRS),
+    _admin("OS-EXT-SRV-ATTR:user_data", attr("user_data"), mv.V2_3_EXTENDED_ATTRS),
+    Field("locked", {"type": "boolean"}, lambda i, ctx: bool(i.locked),
+          first=mv.V2_9_LOCKED),
+    Field("host_status", {"type": "string", "enum": ["UP", "DOWN", "MAINTENANCE", "UNKNOWN", ""]},
+          lambda i, ctx: ctx.host_status, first=mv.V2_16_HOST_STATUS,
+          when=lambda i, ctx: ctx.host_status is not None),
+    Field("description", _NULLABLE_STR, attr("display_description"),
+          first=mv.V2_19_DESCRIPTION),
+    Field("tags", {"type": "array", "items": _STR}, lambda i, ctx: list(i.tags or []),
+          first=mv.V2_26_TAGS),
+    Field("trusted_image_certificates", {"type": ["array", "null"]}, lambda i, ctx: None,
+          first=mv.V2_63_TRUSTED_CERTS),
+    Field("server_groups", {"type": "array", "items": _STR}, lambda i, ctx: [],
+          first=mv.V2_71_SERVER_GROUPS, views=("show",)),
+    Field("locked_reason", _NULLABLE_STR, attr("locked_reason"),
+          first=mv.V2_73_LOCK_REASON),
+    Field("OS-EXT-SRV-ATTR:hostname", _NULLABLE_STR, attr("hostname"), first=mv.V2_90_HOSTNAME),
+    # NOTE: the AZ the user asked for at boot (stored until a host is chosen).
+    Field("pinned_availability_zone", _NULLABLE_STR,
+          lambda i, ctx: i.availability_zone or None,
+          first=mv.V2_96_PINNED_AZ),
+    # Scheduler hints are not accepted at boot, so there are never any.
+    Field("scheduler_hints", {"type": "object", "additionalProperties": False,
+                              "patternProperties": {".*": {}}}, lambda i, ctx: {},
+          first=mv.V2_100_SCHEDULER_HINTS),
+))
 
 
 def detail(req, instance, *, bdms, fault=None, show=False, extended=False,
            host_status=None) -> dict:
-    """The full server dict at ``req.version``.
+    """The full server dict at ``req.version`` (rows: :data:`SERVER`).
 
     ``extended``: the caller may see OS-EXT-SRV-ATTR (admin policy);
     ``host_status``: UP/DOWN/MAINTENANCE/UNKNOWN/"" when the caller may see it,
     None to leave the key out; ``show``: GET-one (2.71 server_groups).
     """
-    status = status_of(instance.vm_state, instance.task_state)
-    server = {
-        "id": instance.uuid,
-        "name": instance.display_name,
-        "status": status,
-        "tenant_id": instance.project_id,
-        "user_id": instance.user_id,
-        "metadata": dict(instance.metadata or {}),
-        "hostId": host_id(instance.project_id, instance.host),
-        "image": _image(req, instance),
-        "flavor": _flavor(req, instance),
-        "created": _isotime(instance.created_at),
-        "updated": _isotime(instance.updated_at or instance.created_at),
-        "addresses": {},
-        "accessIPv4": instance.access_ip_v4 or "",
-        "accessIPv6": instance.access_ip_v6 or "",
-        "links": links(req, instance.uuid),
-        "OS-DCF:diskConfig": DISK_CONFIG,
-        "OS-EXT-AZ:availability_zone": instance.availability_zone or "",
-        "config_drive": instance.config_drive or "",
-        "key_name": instance.key_name,
-        "OS-SRV-USG:launched_at": _usage_time(instance.launched_at),
-        "OS-SRV-USG:terminated_at": _usage_time(instance.terminated_at),
-        "OS-EXT-STS:task_state": instance.task_state,
-        "OS-EXT-STS:vm_state": instance.vm_state,
-        "OS-EXT-STS:power_state": instance.power_state or 0,
-        "os-extended-volumes:volumes_attached": _volumes(req, bdms),
-    }
-    if status in _PROGRESS_STATUSES:
-        server["progress"] = instance.progress or 0
-    if fault is not None and status in _FAULT_STATUSES:
-        server["fault"] = _fault(fault, req.context.is_admin)
-    if extended:
-        server.update(_admin_attrs(req, instance, bdms))
-    if req.is_at_least(mv.V2_9_LOCKED):
-        server["locked"] = bool(instance.locked)
-    if req.is_at_least(mv.V2_16_HOST_STATUS) and host_status is not None:
-        server["host_status"] = host_status
-    if req.is_at_least(mv.V2_19_DESCRIPTION):
-        server["description"] = instance.display_description
-    if req.is_at_least(mv.V2_26_TAGS):
-        server["tags"] = list(instance.tags or [])
-    if req.is_at_least(mv.V2_63_TRUSTED_CERTS):
-        server["trusted_image_certificates"] = None
-    if show and req.is_at_least(mv.V2_71_SERVER_GROUPS):
-        server["server_groups"] = []
-    if req.is_at_least(mv.V2_73_LOCK_REASON):
-        server["locked_reason"] = instance.locked_reason
-    if req.is_at_least(mv.V2_90_HOSTNAME):
-        server["OS-EXT-SRV-ATTR:hostname"] = instance.hostname
-    if req.is_at_least(mv.V2_96_PINNED_AZ):
-        # NOTE: the AZ the user asked for at boot (stored until a host is chosen).
-        server["pinned_availability_zone"] = instance.availability_zone or None
-    if req.is_at_least(mv.V2_100_SCHEDULER_HINTS):
-        # Scheduler hints are not accepted at boot, so there are never any.
-        server["scheduler_hints"] = {}
-    return server
+    return SERVER.render(req.version, instance, view="show" if show else "list", req=req,
+                         bdms=bdms, fault=fault, extended=extended, host_status=host_status,
+                         status=status_of(instance.vm_state, instance.task_state))

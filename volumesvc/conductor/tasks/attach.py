@@ -13,12 +13,14 @@ import traceback
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from volumesvc import exception, servicegroup
-from volumesvc.conductor.tasks import base
+from volumesvc import binaries, exception, servicegroup
+from volumesvc.compute import vm_states
+from volumesvc.conductor.tasks import base, offloaded
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
+from volumesvc.volume import reserve
 
 LOG = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ class AttachTask(base.TaskBase):
 
     def _execute(self):
         instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
+        if instance.vm_state == vm_states.SHELVED_OFFLOADED:
+            return offloaded.attach(self, instance)
         if not instance.host:
             raise exception.InstanceInvalidState(
                 instance_uuid=instance.uuid, attr="host", state=None, method="attach_volume")
@@ -64,8 +68,9 @@ class AttachTask(base.TaskBase):
             self.context, host=instance.host, instance=instance.to_dict(),
             volume_id=self.volume_id, multiattach=self.multiattach, **self.request)
         # Step 2: the Cinder attachment (no connector yet: volume "reserved").
-        attachment = self.cinder.attachment_create(self.context, self.volume_id,
-                                                   instance.uuid)
+        # A multiattach volume busy with another server's attach is retried.
+        attachment = reserve.attachment_create(self.conf, self.cinder, self.context,
+                                               self.volume_id, instance.uuid)
         self.attachment_id = attachment["id"]
         self.bdm = bdm_obj.save(self.db, self.context, self.bdm["uuid"],
                                 {"attachment_id": self.attachment_id}).to_dict()
@@ -88,7 +93,7 @@ class AttachTask(base.TaskBase):
         """
         try:
             service = service_obj.get_by_host_and_binary(
-                self.db, self.context, instance.host, "volumesvc-compute")
+                self.db, self.context, instance.host, binaries.COMPUTE)
         except exception.NotFound:
             service = None
         if service is not None and servicegroup.is_up(self.conf, service):

@@ -2,42 +2,16 @@
 
 from oslo_log import log as logging
 
-from volumesvc import exception, servicegroup
+from volumesvc import exception
+from volumesvc.compute import task_states, vm_states
+from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_fault as fault_obj
-from volumesvc.objects import service as service_obj
 
 LOG = logging.getLogger(__name__)
 
-COMPUTE_BINARY = "volumesvc-compute"
-
-
-class NoValidHost(exception.VolumesvcException):
-    msg_fmt = "No valid host was found. %(reason)s"
-
-
-def select_host(conf, db, context, *, needs=(), availability_zone=None):
-    """The up, enabled compute with every capability in ``needs`` and fewest instances.
-
-    No placement service here: the candidate set is small (one row per
-    compute) and read in one query, so a plain filter-and-weigh is enough.
-    """
-    candidates = []
-    for service in service_obj.list_services(db, context, binary=COMPUTE_BINARY):
-        if service.disabled or not servicegroup.is_up(conf, service):
-            continue
-        caps = service.capabilities or {}
-        if any(not caps.get(need) for need in needs):
-            continue
-        if availability_zone and (service.availability_zone or "nova") != availability_zone:
-            continue
-        candidates.append(service.host)
-    if not candidates:
-        raise NoValidHost(reason=f"No up and enabled compute host has {list(needs) or 'room'}.")
-    load = {host: len(instance_obj.list_instances(db, context, host=host)) for host in candidates}
-    return min(sorted(candidates), key=lambda host: load[host])
 
 
 class BuildTask(base.TaskBase):
@@ -56,13 +30,13 @@ class BuildTask(base.TaskBase):
         except exception.InstanceNotFound:
             LOG.info("Instance %s was deleted before it was scheduled", self.instance_uuid)
             return None
-        host = select_host(self.conf, self.db, self.context,
-                           needs=self.request_spec.get("needs") or (),
-                           availability_zone=self.request_spec.get("availability_zone"))
+        host = scheduling.pick_host(
+            self.conf, self.db, self.context,
+            scheduling.Requirements.from_request_spec(self.request_spec))
         try:
             instance = instance_obj.save(
                 self.db, self.context, instance.uuid, {"host": host, "node": host},
-                expected_task_state=["scheduling"])
+                expected_task_state=[task_states.SCHEDULING])
         except exception.UnexpectedTaskStateError:
             LOG.info("Instance %s changed while scheduling (deleted?); not building",
                      self.instance_uuid)
@@ -85,7 +59,7 @@ class BuildTask(base.TaskBase):
             exc, exception.VolumesvcException) else str(exc)
         try:
             instance_obj.save(self.db, self.context, self.instance_uuid,
-                              {"vm_state": "error", "task_state": None})
+                              {"vm_state": vm_states.ERROR, "task_state": None})
         except exception.InstanceNotFound:
             return
         fault_obj.create(self.db, self.context, instance_uuid=self.instance_uuid,

@@ -2,7 +2,8 @@
 
 from oslo_log import log as logging
 
-from volumesvc import exception, servicegroup
+from volumesvc import binaries, exception, servicegroup
+from volumesvc.compute import vm_states
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -31,7 +32,7 @@ class DeleteTask(base.TaskBase):
     def _host_is_up(self, host):
         try:
             service = service_obj.get_by_host_and_binary(
-                self.db, self.context, host, "volumesvc-compute")
+                self.db, self.context, host, binaries.COMPUTE)
         except exception.NotFound:
             return False
         return servicegroup.is_up(self.conf, service)
@@ -67,6 +68,6 @@ class DeleteTask(base.TaskBase):
             LOG.exception("Delete of instance %s failed", self.instance_uuid)
             try:
                 instance_obj.save(self.db, self.context, self.instance_uuid,
-                                  {"vm_state": "error", "task_state": None})
+                                  {"vm_state": vm_states.ERROR, "task_state": None})
             except exception.NotFound:
                 pass

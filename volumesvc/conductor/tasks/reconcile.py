@@ -10,14 +10,14 @@ order asked.
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from volumesvc import exception, servicegroup
+from volumesvc import binaries, exception, servicegroup
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import service as service_obj
 
 LOG = logging.getLogger(__name__)
 
-COMPUTE_BINARY = "volumesvc-compute"
+COMPUTE_BINARY = binaries.COMPUTE
 
 
 def _skipped(instance_uuid, reason, dry_run):

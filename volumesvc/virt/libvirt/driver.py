@@ -14,7 +14,7 @@ from oslo_log import log as logging
 
 from volumesvc import exception
 from volumesvc.virt import block_device, driver, power_state
-from volumesvc.virt.libvirt import config, volume
+from volumesvc.virt.libvirt import config, snapshots, volume
 from volumesvc.virt.libvirt import host as host_mod
 
 LOG = logging.getLogger(__name__)
@@ -148,8 +148,29 @@ class LibvirtDriver(driver.ComputeDriver):
             except (self.libvirt.libvirtError, exception.VirtDriverError) as exc:
                 LOG.warning("Soft reboot of %s failed (%s); rebooting hard",
                             instance["uuid"], exc)
-        self._stop(guest)
-        guest.undefine()
+        self.power_on(instance, block_device_info)
+
+    def power_off(self, instance):
+        """Stop the domain (QEMU exits, so it lets go of every volume); keep it defined.
+
+        A stopped server keeps a defined domain so that attach and detach
+        while stopped edit its persistent config, as with Nova. No domain at
+        all (lost with the host's state) is not an error: it is off.
+        """
+        guest = self._host.find_guest(instance["uuid"])
+        if guest is not None:
+            self._stop(guest)
+
+    def power_on(self, instance, block_device_info):
+        """Redefine the domain from ``block_device_info`` and start it.
+
+        As Nova's start (a hard reboot underneath): the disk set is exactly
+        the BDMs', whatever the old definition held.
+        """
+        guest = self._host.find_guest(instance["uuid"])
+        if guest is not None:
+            self._stop(guest)
+            guest.undefine()
         self._define_and_start(instance, block_device_info)
 
     def get_domain_xml(self, instance):
@@ -169,6 +190,32 @@ class LibvirtDriver(driver.ComputeDriver):
         guest = self._host.get_guest(instance["uuid"])
         return guest.find_disk(alias=config.volume_alias(volume_id), serial=volume_id,
                                inactive=inactive)
+
+    # -- assisted volume snapshots ------------------------------------------
+    def _volume_disk(self, instance, volume_id):
+        guest = self._host.get_guest(instance["uuid"])
+        disk = guest.find_disk(alias=config.volume_alias(volume_id), serial=volume_id)
+        if disk is None or disk.source_type != "file" or not disk.source:
+            raise exception.Invalid(
+                reason=f"volume {volume_id} is not a file-backed disk of {instance['uuid']}")
+        return guest, disk
+
+    def volume_snapshot_create(self, instance, volume_id, create_info):
+        guest, disk = self._volume_disk(instance, volume_id)
+        devs = [d.target_dev for d in guest.get_disks()]
+        try:
+            return snapshots.create(self.libvirt, guest, disk, devs, create_info)
+        except self.libvirt.libvirtError as exc:
+            raise self._libvirt_error(exc, f"snapshot of volume {volume_id} failed") from exc
+
+    def volume_snapshot_delete(self, instance, volume_id, delete_info):
+        guest, disk = self._volume_disk(instance, volume_id)
+        try:
+            return snapshots.delete(guest, disk, delete_info,
+                                    self.libvirt_conf.domain_state_timeout)
+        except self.libvirt.libvirtError as exc:
+            raise self._libvirt_error(
+                exc, f"merging a snapshot of volume {volume_id} failed") from exc
 
     # -- volumes ----------------------------------------------------------
     def attach_volume(self, connection_info, instance, mountpoint, disk_bus=None,

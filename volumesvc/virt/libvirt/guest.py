@@ -127,3 +127,23 @@ class Guest:
         """Size of the disk as QEMU presents it to the guest, in bytes."""
         capacity, _allocation, _physical = self._domain.blockInfo(target_dev, 0)
         return capacity
+
+    # -- assisted volume snapshots (virt/libvirt/snapshots.py) -----------------
+    def snapshot_create(self, xml, flags):
+        self._domain.snapshotCreateXML(xml, flags)
+
+    def block_rebase(self, target_dev, base):
+        self._domain.blockRebase(target_dev, base, 0, 0)
+
+    def block_commit(self, target_dev, base, top, active=False):
+        flags = self.libvirt.VIR_DOMAIN_BLOCK_COMMIT_ACTIVE if active else 0
+        self._domain.blockCommit(target_dev, base, top, 0, flags)
+
+    def block_job_info(self, target_dev) -> dict:
+        """libvirt's job info ({} when no job runs on the disk)."""
+        return self._domain.blockJobInfo(target_dev, 0) or {}
+
+    def block_job_pivot(self, target_dev):
+        """End a ready active commit by switching the disk to the commit's base."""
+        self._domain.blockJobAbort(target_dev,
+                                   self.libvirt.VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT)

@@ -1,8 +1,9 @@
 """The libvirt connection: opening it, keeping it alive, and its events.
 
 With guest.py, the only module that touches the libvirt binding. The binding
-is injected (``libvirt_module``) so tests hand in ``volumesvc.virt.fake``
-instead of patching by dotted path; ``None`` means the real ``libvirt``.
+is injected (``libvirt_module``) so the ``fake`` compute driver and tests hand
+in ``volumesvc.virt.fake.FakeLibvirt`` instead of patching by dotted path;
+``None`` means the real ``libvirt``.
 """
 
 import os

@@ -1,0 +1,137 @@
+"""Detach and delete of a multiattach volume shared by several servers (fake://).
+
+FakeCinder's volumes are files (``driver_volume_type: local``), which have
+no host-side connection; a :class:`RecordingConnector` registered for that
+type stands in for os-brick so the connect/disconnect calls each compute
+makes are visible. Two servers share the volume on ``host-a`` and a third
+on ``host-b``.
+"""
+
+import pytest
+
+from tests.functional.stack import Stack
+from volumesvc.objects import block_device as bdm_obj
+
+TOKEN = "u1:p1"
+
+
+class RecordingConnector:
+    """os-brick's connect_volume/disconnect_volume interface, recorded."""
+
+    def __init__(self):
+        self.calls = []
+
+    def connect_volume(self, connection_properties):
+        self.calls.append(("connect", connection_properties["volume_id"]))
+        return {"path": connection_properties.get("device_path")}
+
+    def disconnect_volume(self, connection_properties, device_info, force=False,
+                          ignore_errors=False):
+        self.calls.append(("disconnect", connection_properties["volume_id"]))
+
+    def of(self, volume_id):
+        return [kind for kind, vid in self.calls if vid == volume_id]
+
+
+@pytest.fixture
+def shared(tmp_path):
+    """(stack, {host: connector}, servers on host-a, server on host-b, volume id)."""
+    stack = Stack(tmp_path, hosts=("host-a",))
+    stack.cinder.create_volume_type("multi", {"multiattach": "<is> True"})
+    connectors = {}
+    on_a = stack.boot_active(2)
+    stack.add_compute("host-b")
+    (on_b,) = stack.boot_active()  # host-b now has fewer servers
+    for host, service in stack.computes.items():
+        connectors[host] = RecordingConnector()
+        service.manager.driver.volume_connectors["local"] = connectors[host]
+    volume_id = stack.cinder.create(stack.context(), 1, "shared", "",
+                                    volume_type="multi")["id"]
+    for uuid in (*on_a, on_b):
+        stack.attach_volume(uuid, volume_id, version="2.79", delete_on_termination=True)
+    _wait_attachments(stack, volume_id, 3)
+    yield stack, connectors, on_a, on_b, volume_id
+    stack.stop()
+
+
+def _wait_attachments(stack, volume_id, count):
+    def check():
+        volume = stack.cinder.volumes.get(volume_id)
+        if count == 0:
+            return volume is None or (volume["status"] == "available"
+                                      and not volume["attachments"])
+        return volume and volume["status"] == "in-use" and \
+            len(volume["attachments"]) == count
+    stack.wait(check, what=f"{count} attachments of {volume_id}")
+
+
+def _detach(stack, server, volume_id):
+    stack.api("DELETE", f"/servers/{server}/os-volume_attachments/{volume_id}",
+              token=TOKEN, status=202)
+
+
+def test_the_host_connection_stays_until_the_last_server_on_the_host_leaves(shared):
+    stack, connectors, (first, second), on_b, volume_id = shared
+    for connector in connectors.values():
+        connector.calls.clear()
+    entries = {e["server_id"]: e["attachment_id"]
+               for e in stack.cinder.get(None, volume_id)["attachments"]}
+
+    _detach(stack, first, volume_id)
+    _wait_attachments(stack, volume_id, 2)
+    # Only the first server's attachment went; host-a keeps its connection.
+    left = {e["server_id"]: e["attachment_id"]
+            for e in stack.cinder.get(None, volume_id)["attachments"]}
+    assert left == {second: entries[second], on_b: entries[on_b]}
+    assert connectors["host-a"].of(volume_id) == []
+
+    _detach(stack, on_b, volume_id)
+    _wait_attachments(stack, volume_id, 1)
+    # The only server on host-b: its host disconnects, host-a is untouched.
+    assert connectors["host-b"].of(volume_id) == ["disconnect"]
+    assert connectors["host-a"].of(volume_id) == []
+
+    _detach(stack, second, volume_id)
+    _wait_attachments(stack, volume_id, 0)
+    assert connectors["host-a"].of(volume_id) == ["disconnect"]
+    assert stack.cinder.get(None, volume_id)["status"] == "available"
+
+
+def test_every_attach_connects_on_its_host(tmp_path):
+    stack = Stack(tmp_path, hosts=("host-a",))
+    try:
+        stack.cinder.create_volume_type("multi", {"multiattach": "<is> True"})
+        connector = RecordingConnector()
+        stack.computes["host-a"].manager.driver.volume_connectors["local"] = connector
+        servers = stack.boot_active(2)
+        volume_id = stack.cinder.create(stack.context(), 1, "shared", "",
+                                        volume_type="multi")["id"]
+        for uuid in servers:
+            stack.attach_volume(uuid, volume_id)
+        _wait_attachments(stack, volume_id, 2)
+        assert connector.of(volume_id) == ["connect", "connect"]
+    finally:
+        stack.stop()
+
+
+def test_delete_on_termination_leaves_the_volume_to_the_others_until_the_last(shared):
+    stack, connectors, (first, second), on_b, volume_id = shared
+    for connector in connectors.values():
+        connector.calls.clear()
+    stack.api("DELETE", f"/servers/{first}", token=TOKEN, status=204)
+    stack.wait_for_server_gone(first)
+    _wait_attachments(stack, volume_id, 2)
+    assert volume_id in stack.cinder.volumes
+    assert connectors["host-a"].of(volume_id) == []  # the second server still uses it
+
+    stack.api("DELETE", f"/servers/{on_b}", token=TOKEN, status=204)
+    stack.wait_for_server_gone(on_b)
+    _wait_attachments(stack, volume_id, 1)
+    assert connectors["host-b"].of(volume_id) == ["disconnect"]
+
+    stack.api("DELETE", f"/servers/{second}", token=TOKEN, status=204)
+    stack.wait_for_server_gone(second)
+    stack.wait(lambda: volume_id not in stack.cinder.volumes,
+               what="the volume deleted with its last server")
+    assert connectors["host-a"].of(volume_id) == ["disconnect"]
+    assert bdm_obj.list_by_volume(stack.db, stack.admin_context(), volume_id) == []

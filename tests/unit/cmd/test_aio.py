@@ -1,0 +1,68 @@
+"""volumesvc-aio refuses to start, in one line, when its extra is not installed."""
+
+import sys
+
+import pytest
+
+from volumesvc.cmd import aio
+
+
+@pytest.mark.parametrize("hidden", ["pymysql", "libvirt"])
+def test_a_missing_extra_module_is_one_clear_line(hidden, monkeypatch, capsys, tmp_path):
+    # None in sys.modules makes ``import <hidden>`` fail as if not installed.
+    monkeypatch.setitem(sys.modules, hidden, None)
+    monkeypatch.setattr(aio.AllInOne, "start", lambda self: pytest.fail("must not start"))
+    assert aio.main(["--state-dir", str(tmp_path / "aio"), "--no-install"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert hidden in err and "pip install 'volumesvc[aio]'" in err
+    assert not (tmp_path / "aio").exists()
+
+
+def test_nothing_is_missing_with_the_extra_installed():
+    assert aio.missing_modules() == []
+
+
+def test_computes_get_their_own_names_drivers_and_capabilities():
+    args = aio._parse_args(["--computes", "3", "--compute-driver",
+                            "aio-compute-2=libvirt,-supports_multiattach",
+                            "--compute-driver", "aio-compute-3=fake"])
+    assert args.hosts == ["aio-compute", "aio-compute-2", "aio-compute-3"]
+    assert args.drivers == {"aio-compute-2": ("libvirt", ["supports_multiattach"]),
+                            "aio-compute-3": ("fake", [])}
+    assert aio._parse_args([]).hosts == ["aio-compute"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--computes", "0"],
+    ["--compute-driver", "aio-compute-2=libvirt"],           # no such compute
+    ["--compute-driver", "aio-compute"],                     # no driver
+    ["--compute-driver", "aio-compute=libvirt,supports_multiattach"],  # no '-'
+])
+def test_bad_compute_options_are_usage_errors(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        aio._parse_args(argv)
+    assert exc.value.code == 2
+    assert "volumesvc-aio: error:" in capsys.readouterr().err
+
+
+def test_a_compute_config_overrides_host_driver_root_and_capabilities(tmp_path):
+    from volumesvc import conf as vs_conf
+    from volumesvc.aio import config as aio_config
+
+    state = str(tmp_path)
+    main = aio_config.write_config(state, transport_url="rabbit://g:g@127.0.0.1:5672/v",
+                                   api_port=8774, api_workers=1, host="aio-compute",
+                                   cinder_url="http://c", glance_url="http://g")
+    first = aio_config.write_compute_config(state, host="aio-compute", first=True)
+    second = aio_config.write_compute_config(
+        state, host="aio-compute-2", first=False, driver="fake",
+        disabled_capabilities=["supports_multiattach"])
+    confs = [vs_conf.get_conf(args=["--config-file", main, "--config-file", extra],
+                              default_config_files=[]) for extra in (first, second)]
+    assert [c.host for c in confs] == ["aio-compute", "aio-compute-2"]
+    assert [c.compute_driver for c in confs] == ["libvirt", "fake"]
+    assert [c.libvirt.connection_uri for c in confs] == [
+        f"qemu:///embed?root={state}/libvirt", f"qemu:///embed?root={state}/libvirt-aio-compute-2"]
+    assert [c.virt.disabled_capabilities for c in confs] == [[], ["supports_multiattach"]]
+    assert confs[1].database.connection == confs[0].database.connection

@@ -1,0 +1,252 @@
+"""The host side of stop/start and shelve/offload/unshelve.
+
+Each operation runs from a conductor cast under the manager's per-instance
+lock and reports as the other compute work does: an instance action event
+``compute_<method>``, versioned notifications ``instance.<name>.start|end|
+error`` and, on failure, an instance fault. The task_state moves with a
+compare-and-swap on the one the API (or the previous step) set, so a server
+deleted meanwhile is left to the delete.
+
+Volumes and the three places that must agree about them (BDM, Cinder
+attachment, domain disk):
+
+* stop keeps every attachment and the domain definition (attach while
+  stopped edits it); start redefines the domain from the BDMs, so the disks
+  are exactly the BDMs'.
+* offload destroys the domain and *disconnects* every volume: a new Cinder
+  attachment without a connector replaces the connected one (Cinder cannot
+  drop a connector from an attachment). The new one is made and recorded
+  in the BDM before the old one is deleted, so the volume is attached to the
+  server in Cinder at every moment.
+* unshelve connects every volume BDM with this host's connector (including
+  volumes attached while offloaded, which have no device name yet), spawns
+  the domain with all of them and completes the attachments. Any failure
+  destroys the domain, disconnects again the same way, and puts the server
+  back to ``SHELVED_OFFLOADED`` without a host: no attachment is lost.
+"""
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from volumesvc import exception
+from volumesvc.compute import task_states, vm_states
+from volumesvc.compute import utils as compute_utils
+from volumesvc.compute import volumes as boot_volumes
+from volumesvc.virt import power_state
+
+LOG = logging.getLogger(__name__)
+
+
+class Lifecycle:
+    """Stop, start, shelve, offload and unshelve on one compute host."""
+
+    def __init__(self, conf, *, driver, conductor, cinder, reporter, glance=None):
+        self.conf = conf
+        self.driver = driver
+        self.conductor = conductor
+        self.cinder = cinder
+        self.reporter = reporter
+        self.glance = glance
+
+    def _update(self, context, uuid, values, expected=None):
+        return compute_utils.update_instance(self.conductor, context, uuid, values, expected)
+
+    def _run(self, context, instance, *, name, event, work, on_error, undo=None):
+        """Run ``work(bdms) -> instance`` with the event, notifications and fault.
+
+        On failure ``undo(bdms)`` runs first (best effort), then the fault
+        is recorded and ``on_error`` (instance values) saved. A server whose
+        task_state moved on (deleted meanwhile) or that is gone is left alone.
+        """
+        uuid = instance["uuid"]
+        bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+        self.reporter.notify(context, instance, name, "start", bdms=bdms)
+        try:
+            with self.reporter.event(context, uuid, event):
+                instance = work(bdms)
+        except (exception.InstanceNotFound, exception.UnexpectedTaskStateError) as exc:
+            LOG.info("%s of %s interrupted: %s", name, uuid, compute_utils.message_of(exc))
+            return None
+        except Exception as exc:  # noqa: BLE001 - a cast reports through the DB
+            LOG.exception("%s of instance %s failed", name, uuid)
+            if undo is not None:
+                undo(bdms)
+            self.reporter.fault(context, uuid, exc)
+            try:
+                instance = self._update(context, uuid, on_error)
+            except exception.InstanceNotFound:
+                return None
+            self.reporter.notify(context, instance, name, "error", bdms=bdms, exc=exc)
+            return None
+        self.reporter.notify(context, instance, name, "end", bdms=bdms)
+        return instance
+
+    # -- stop / start -------------------------------------------------------------
+
+    def stop(self, context, instance):
+        """Power off; the server stays as it was (task cleared) if that fails."""
+        def work(bdms):
+            self.driver.power_off(compute_utils.driver_instance(instance))
+            return self._update(context, instance["uuid"], {
+                "vm_state": vm_states.STOPPED, "task_state": None,
+                "power_state": power_state.SHUTDOWN}, expected=[task_states.POWERING_OFF])
+        return self._run(context, instance, name="power_off", event="compute_stop_instance",
+                         work=work, on_error={"task_state": None})
+
+    def start(self, context, instance):
+        """Redefine the domain from the BDMs and start it."""
+        def work(bdms):
+            self.driver.power_on(compute_utils.driver_instance(instance),
+                                 boot_volumes.block_device_info(bdms))
+            return self._update(context, instance["uuid"], {
+                "vm_state": vm_states.ACTIVE, "task_state": None,
+                "power_state": power_state.RUNNING}, expected=[task_states.POWERING_ON])
+        return self._run(context, instance, name="power_on", event="compute_start_instance",
+                         work=work, on_error={"task_state": None})
+
+    # -- shelve / offload ---------------------------------------------------------
+
+    def shelve(self, context, instance, *, offload):
+        """Power off and mark shelved; with ``offload`` go straight on to offload."""
+        uuid = instance["uuid"]
+
+        def work(bdms):
+            self.driver.power_off(compute_utils.driver_instance(instance))
+            values = {"vm_state": vm_states.SHELVED, "power_state": power_state.SHUTDOWN,
+                      "task_state": task_states.SHELVING_OFFLOADING if offload else None}
+            return self._update(context, uuid, values, expected=[task_states.SHELVING])
+        shelved = self._run(context, instance, name="shelve", event="compute_shelve_instance",
+                            work=work, on_error={"task_state": None})
+        if shelved is not None and offload:
+            return self.offload(context, shelved)
+        return shelved
+
+    def offload(self, context, instance):
+        """Destroy the domain, disconnect every volume, forget the host.
+
+        A failure leaves the server ``SHELVED`` (task cleared) with a fault;
+        each volume is then either still connected or already disconnected,
+        and attached in Cinder either way.
+        """
+        uuid = instance["uuid"]
+
+        def work(bdms):
+            self.driver.destroy(compute_utils.driver_instance(instance),
+                                boot_volumes.block_device_info(bdms))
+            self.disconnect_volumes(context, uuid, bdms)
+            boot_volumes.remove_instance_dir(self.conf, uuid)
+            return self._update(context, uuid, {
+                "vm_state": vm_states.SHELVED_OFFLOADED, "task_state": None,
+                "power_state": power_state.NOSTATE, "host": None, "node": None},
+                expected=[task_states.SHELVING_OFFLOADING])
+        return self._run(context, instance, name="shelve_offload",
+                         event="compute_shelve_offload_instance", work=work,
+                         on_error={"task_state": None})
+
+    def disconnect_volumes(self, context, uuid, bdms, *, settle=False):
+        """Swap each volume's connected attachment for one without a connector.
+
+        The new attachment is created and saved in the BDM before the old
+        one is deleted: at every moment Cinder has the volume attached to
+        the server, whatever fails. The BDM forgets its connection_info (it
+        named this host's connection). Every volume is tried; the first
+        failure is raised afterwards.
+
+        ``settle`` (after a failed unshelve) completes each old attachment
+        first: Cinder refuses a new reservation while a volume is still
+        ``attaching`` (connected but not completed), but allows it, for the
+        same server, once the volume is ``in-use`` or ``reserved``.
+        """
+        first_error = None
+        for bdm in boot_volumes.volume_bdms(bdms):
+            old = bdm.get("attachment_id")
+            if not bdm.get("volume_id") or not old:
+                continue
+            try:
+                if settle:
+                    self.cinder.attachment_complete(context, old)
+                new = self.cinder.attachment_create(context, bdm["volume_id"], uuid)["id"]
+                values = {"attachment_id": new, "connection_info": None}
+                bdm.update(values)
+                self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values=values)
+                self.cinder.attachment_delete(context.elevated(), old)
+            except Exception as exc:  # noqa: BLE001 - disconnect the others too
+                LOG.warning("Could not disconnect volume %s of %s: %s", bdm["volume_id"],
+                            uuid, compute_utils.message_of(exc))
+                first_error = first_error or exc
+        if first_error is not None:
+            raise first_error
+
+    # -- unshelve -----------------------------------------------------------------
+
+    def unshelve(self, context, instance, bdms):
+        """Connect the volumes here, spawn, complete; on failure back to offloaded.
+
+        A ``SHELVED`` server (never offloaded) still has its domain and its
+        connections on this host: it is simply started again.
+        """
+        uuid = instance["uuid"]
+        if instance.get("vm_state") == vm_states.SHELVED:
+            return self._unshelve_in_place(context, instance)
+        volumes = boot_volumes.BootVolumes(self.conf, self.cinder, self.conductor,
+                                           self.driver, context, instance, self.glance)
+
+        def work(_bdms):
+            bdi = volumes.connect(bdms)
+            self._update(context, uuid, {"task_state": task_states.SPAWNING,
+                                         "root_device_name": bdi["root_device_name"]},
+                         expected=[task_states.UNSHELVING])
+            self.driver.spawn(compute_utils.driver_instance(instance), bdi)
+            volumes.complete(bdms)
+            return self._update(context, uuid, {
+                "vm_state": vm_states.ACTIVE, "task_state": None,
+                "power_state": power_state.RUNNING,
+                "launched_at": timeutils.utcnow().isoformat()},
+                expected=[task_states.SPAWNING])
+
+        def undo(_bdms):
+            self._undo_unshelve(context, instance, bdms)
+
+        return self._run(context, instance, name="unshelve",
+                         event="compute_unshelve_instance", work=work, undo=undo,
+                         on_error={"vm_state": vm_states.SHELVED_OFFLOADED,
+                                   "task_state": None, "power_state": power_state.NOSTATE,
+                                   "host": None, "node": None})
+
+    def _unshelve_in_place(self, context, instance):
+        """Start a ``SHELVED`` server again on its host.
+
+        A volume an interrupted offload already disconnected (no
+        connection_info) is connected again first, so the domain gets every
+        BDM's disk.
+        """
+        def work(bdms):
+            bdi = boot_volumes.block_device_info(bdms)
+            volumes = boot_volumes.BootVolumes(self.conf, self.cinder, self.conductor,
+                                               self.driver, context, instance, self.glance)
+            partial = any(not b.get("connection_info")
+                          for b in boot_volumes.volume_bdms(bdms))
+            if partial:
+                bdi = volumes.connect(bdms)
+            self.driver.power_on(compute_utils.driver_instance(instance), bdi)
+            if partial:
+                volumes.complete(bdms)
+            return self._update(context, instance["uuid"], {
+                "vm_state": vm_states.ACTIVE, "task_state": None,
+                "power_state": power_state.RUNNING}, expected=[task_states.UNSHELVING])
+        return self._run(context, instance, name="unshelve",
+                         event="compute_unshelve_instance", work=work,
+                         on_error={"task_state": None})
+
+    def _undo_unshelve(self, context, instance, bdms):
+        """No domain, no connection on this host; every volume stays attached."""
+        uuid = instance["uuid"]
+        try:
+            self.driver.destroy(compute_utils.driver_instance(instance))
+        except Exception as exc:  # noqa: BLE001 - disconnect the volumes anyway
+            LOG.warning("Could not destroy the domain of %s: %s", uuid, exc)
+        try:
+            self.disconnect_volumes(context, uuid, bdms, settle=True)
+        except Exception as exc:  # noqa: BLE001 - the fault says what failed first
+            LOG.warning("Could not disconnect every volume of %s after a failed "
+                        "unshelve: %s", uuid, exc)

@@ -1,0 +1,88 @@
+"""Host selection: which compute gets a new (or unshelved) instance.
+
+No placement service here: the candidate set is small (one service row per
+compute) and read in one query, so a plain filter-and-weigh is enough. The
+one entry point, :func:`pick_host`, is shared by every flow that puts an
+instance on a host (build today; unshelve "capability-aware like a boot").
+"""
+
+import dataclasses
+
+from volumesvc import binaries, exception, servicegroup
+from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import service as service_obj
+
+#: The capability a host needs for an instance with a multiattach volume.
+MULTIATTACH = "supports_multiattach"
+
+
+class NoValidHost(exception.VolumesvcException):
+    msg_fmt = "No valid host was found. %(reason)s"
+
+
+@dataclasses.dataclass(frozen=True)
+class Requirements:
+    """What the chosen host must offer.
+
+    ``needs``: capability names the host's driver must publish as true (the
+    ``needs`` of a request spec, e.g. ``["supports_multiattach"]`` for a
+    boot with a multiattach volume); ``availability_zone``: None for any;
+    ``hosts``: only these hosts (unshelve to a host, 2.91), None for any;
+    ``min_version``: skip computes whose service version is older (work they
+    cannot do yet, e.g. unshelve).
+    """
+
+    needs: tuple = ()
+    availability_zone: str | None = None
+    hosts: tuple | None = None
+    min_version: int = 0
+
+    @classmethod
+    def from_request_spec(cls, spec) -> "Requirements":
+        spec = spec or {}
+        return cls(needs=tuple(spec.get("needs") or ()),
+                   availability_zone=spec.get("availability_zone"))
+
+
+def _refusal(service, conf, requirements) -> str | None:
+    """Why ``service`` cannot take the instance, or None when it can."""
+    if requirements.hosts is not None and service.host not in requirements.hosts:
+        return "not a requested host"
+    if service.disabled:
+        return "disabled"
+    if (service.version or 0) < requirements.min_version:
+        return f"service version {service.version} < {requirements.min_version}"
+    if not servicegroup.is_up(conf, service):
+        return "down"
+    caps = service.capabilities or {}
+    missing = [need for need in requirements.needs if not caps.get(need)]
+    if missing:
+        return "lacks " + ", ".join(missing)
+    zone = requirements.availability_zone
+    if zone and (service.availability_zone or "nova") != zone:
+        return f"not in availability zone {zone}"
+    return None
+
+
+def pick_host(conf, db, context, requirements: Requirements) -> str:
+    """The up, enabled compute that meets ``requirements`` with fewest instances.
+
+    Fewest instances spreads consecutive boots across the computes (ties go
+    to the first host name, so the choice is reproducible). Raises
+    :class:`NoValidHost` naming why each compute was left out, so the fault
+    on the ERROR instance tells the operator what to fix.
+    """
+    candidates, refused = [], []
+    for service in service_obj.list_services(db, context, binary=binaries.COMPUTE):
+        reason = _refusal(service, conf, requirements)
+        if reason is None:
+            candidates.append(service.host)
+        else:
+            refused.append(f"{service.host}: {reason}")
+    if not candidates:
+        wanted = list(requirements.needs) or "room"
+        detail = f" ({'; '.join(refused)})" if refused else ""
+        raise NoValidHost(reason=f"No up and enabled compute host has {wanted}{detail}.")
+    load = {host: len(instance_obj.list_instances(db, context, host=host))
+            for host in candidates}
+    return min(sorted(candidates), key=lambda host: load[host])

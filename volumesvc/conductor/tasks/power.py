@@ -1,0 +1,56 @@
+"""Stop and start: find the server's compute and cast the work to it.
+
+The API has set task_state (``powering-off``/``powering-on``) and recorded the
+``stop``/``start`` action; the compute does the rest (``compute/lifecycle.py``).
+A server without a host cannot get here through the §2 gates (a launched
+server in ``active``/``error``/``stopped`` has one); if one does, its task is
+cleared with a fault rather than left spinning.
+"""
+
+from oslo_log import log as logging
+
+from volumesvc import exception
+from volumesvc.conductor.tasks import base
+from volumesvc.objects import instance as instance_obj
+
+LOG = logging.getLogger(__name__)
+
+
+def cast_to_host(db, context, instance_uuid, send, *, event, **kwargs):
+    """``send(context, host=, instance=, **kwargs)`` to the instance's host.
+
+    Returns the instance, or None when it is gone, has no host or the cast
+    cannot be sent (a compute RPC cap below 1.5): then its task_state is
+    cleared with a fault and an Error ``event``, so the server is not left
+    in a task forever.
+    """
+    try:
+        instance = instance_obj.get_by_uuid(db, context, instance_uuid)
+    except exception.InstanceNotFound:
+        LOG.info("Instance %s is gone; %s dropped", instance_uuid, event)
+        return None
+    if not instance.host:
+        exc = exception.InstanceInvalidState(instance_uuid=instance_uuid, attr="host",
+                                             state=None, method=event)
+        base.fail_instance(db, context, instance_uuid, exc, {"task_state": None},
+                           event=event)
+        return None
+    try:
+        send(context, host=instance.host, instance=instance.to_dict(), **kwargs)
+    except Exception as exc:  # noqa: BLE001 - e.g. [upgrade_levels] compute below 1.5
+        LOG.warning("Could not send %s for %s to %s: %s", event, instance_uuid,
+                    instance.host, exc)
+        base.fail_instance(db, context, instance_uuid, exc, {"task_state": None},
+                           event=event)
+        return None
+    return instance
+
+
+def stop(db, compute_rpcapi, context, instance_uuid):
+    return cast_to_host(db, context, instance_uuid, compute_rpcapi.stop_instance,
+                        event="conductor_stop_instance")
+
+
+def start(db, compute_rpcapi, context, instance_uuid):
+    return cast_to_host(db, context, instance_uuid, compute_rpcapi.start_instance,
+                        event="conductor_start_instance")

@@ -1,0 +1,91 @@
+"""Unshelve: place a shelved-offloaded server on a compute and cast the spawn.
+
+The host is chosen as for a boot (``scheduling.pick_host``): up, enabled, new
+enough for the lifecycle RPC, with every capability the server's volumes need
+(``supports_multiattach`` when one of them is multiattach), in the requested
+availability zone or on the requested host (2.77/2.91). A ``SHELVED`` server
+still has its host: the cast goes there.
+
+A failure here (no host fits) leaves the server ``SHELVED_OFFLOADED`` with a
+fault and an Error ``conductor_unshelve_instance`` event; nothing was
+connected yet, so every volume keeps its attachment without a connector.
+Failures on the compute are undone there (``compute/lifecycle.py``).
+"""
+
+from oslo_log import log as logging
+
+from volumesvc import exception, version
+from volumesvc.compute import task_states, vm_states
+from volumesvc.conductor import scheduling
+from volumesvc.conductor.tasks import base
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import instance as instance_obj
+
+LOG = logging.getLogger(__name__)
+
+EVENT = "conductor_unshelve_instance"
+
+
+class UnshelveTask(base.TaskBase):
+    def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid,
+                 availability_zone=None, host=None):
+        super().__init__(context, instance_uuid)
+        self.conf = conf
+        self.db = db
+        self.compute = compute_rpcapi
+        self.cinder = cinder
+        self.availability_zone = availability_zone
+        self.host = host
+        self.placed = False  # host saved on an offloaded instance
+
+    def _needs(self, bdms):
+        for bdm in bdms:
+            if bdm.volume_id and self.cinder.get(self.context, bdm.volume_id).get(
+                    "multiattach"):
+                return [scheduling.MULTIATTACH]
+        return []
+
+    def _execute(self):
+        try:
+            instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
+        except exception.InstanceNotFound:
+            LOG.info("Instance %s was deleted before it was unshelved", self.instance_uuid)
+            return None
+        bdms = bdm_obj.list_by_instance(self.db, self.context, instance.uuid)
+        host = instance.host
+        if instance.vm_state != vm_states.SHELVED or not host:
+            host = scheduling.pick_host(
+                self.conf, self.db, self.context, scheduling.Requirements(
+                    needs=tuple(self._needs(bdms)),
+                    availability_zone=self.availability_zone,
+                    hosts=(self.host,) if self.host else None,
+                    min_version=version.MIN_COMPUTE_LIFECYCLE))
+            try:
+                instance = instance_obj.save(self.db, self.context, instance.uuid,
+                                             {"host": host, "node": host},
+                                             expected_task_state=[task_states.UNSHELVING])
+            except exception.UnexpectedTaskStateError:
+                LOG.info("Instance %s changed while unshelving (deleted?); not placing it",
+                         self.instance_uuid)
+                return None
+            self.placed = True
+        self.compute.unshelve_instance(self.context, host=host, instance=instance.to_dict(),
+                                       bdms=[b.to_dict() for b in bdms])
+        return host
+
+    def rollback(self, exc):
+        """Still offloaded, no task, a fault and an Error event that say why."""
+        values = {"task_state": None}
+        if self.placed:
+            values.update(host=None, node=None)
+        base.fail_instance(self.db, self.context, self.instance_uuid, exc, values,
+                           event=EVENT)
+        LOG.warning("Unshelve of instance %s failed in the conductor: %s",
+                    self.instance_uuid, base.message_of(exc))
+
+    def execute(self):
+        # NOTE: a cast has nobody to raise to; the failure is in the instance.
+        try:
+            return super().execute()
+        except Exception:  # noqa: BLE001
+            return None
