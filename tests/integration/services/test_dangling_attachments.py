@@ -15,6 +15,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from tests.fixtures import virt as virt_fixtures
 from tests.integration.conftest import bin_path
 from tests.integration.services.test_attach_resilience import (
@@ -25,6 +27,25 @@ from tests.integration.services.test_attach_resilience import (
 )
 
 TIMEOUT = 10  # [compute] attachment_reservation_timeout in these deployments
+
+
+@pytest.fixture(autouse=True)
+def made(cinder_api):
+    """Volume ids a test made; deleted afterwards (the session's Cinder has a quota of 10)."""
+    from volumesvc.context import RequestContext
+
+    volume_ids = []
+    yield volume_ids
+    ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True, roles=["admin"])
+    for volume_id in volume_ids:
+        try:
+            for attachment in _attachments(cinder_api, ctx, volume_id):
+                cinder_api.attachment_delete(ctx, attachment["id"])
+            _wait(lambda v=volume_id: cinder_api.get(ctx, v)["status"] == "available",
+                  "available before delete", timeout=30)
+            cinder_api.delete(ctx, volume_id)
+        except Exception:  # noqa: BLE001 - best effort; the next test reports real trouble
+            pass
 
 
 def _deploy(make_deployment, cinder_harness, **kwargs):
@@ -50,8 +71,9 @@ def _compute_log(dep):
     return pathlib.Path(dep.tmp_path / "volumesvc-compute.log").read_text(errors="replace")
 
 
-def _attach(dep, cinder_api, ctx, server_id, name):
+def _attach(dep, cinder_api, ctx, server_id, name, made):
     volume = cinder_api.create(ctx, 1, name, "")
+    made.append(volume["id"])
     _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
     status, body = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
                                {"volumeAttachment": {"volumeId": volume["id"]}},
@@ -61,9 +83,10 @@ def _attach(dep, cinder_api, ctx, server_id, name):
     return volume["id"], _bdm_volume_ids(dep, server_id)[volume["id"]]["attachment_id"]
 
 
-def _stray_attachment(cinder_api, ctx, server_id, name):
+def _stray_attachment(cinder_api, ctx, server_id, name, made):
     """A complete Cinder attachment for the server that volumesvc never made."""
     volume = cinder_api.create(ctx, 1, name, "")
+    made.append(volume["id"])
     _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
     stray = cinder_api.attachment_create(ctx, volume["id"], server_id)
     cinder_api.attachment_update(ctx, stray["id"], {"host": "elsewhere", "ip": "127.0.0.1",
@@ -100,11 +123,12 @@ def _clean(dep, cinder_api, ctx, server_id, volume_id):
 
 
 def test_reboot_cleanup_command_and_delete_with_the_real_cinder(
-        make_deployment, cinder_harness, cinder_api):
+        make_deployment, cinder_harness, cinder_api, made):
     dep = _deploy(make_deployment, cinder_harness)
-    server_id, ctx, _ = _server_and_volume(dep, cinder_api, "dangling")
-    a_id, a_att = _attach(dep, cinder_api, ctx, server_id, "a")
-    c_id, c_att = _attach(dep, cinder_api, ctx, server_id, "c")
+    server_id, ctx, spare = _server_and_volume(dep, cinder_api, "dangling")
+    made.append(spare["id"])
+    a_id, a_att = _attach(dep, cinder_api, ctx, server_id, "a", made)
+    c_id, c_att = _attach(dep, cinder_api, ctx, server_id, "c", made)
 
     # (d) cleanup without a reboot: --dry-run reports, the real run repairs.
     cinder_api.attachment_delete(ctx, a_att)  # behind volumesvc's back
@@ -121,7 +145,7 @@ def test_reboot_cleanup_command_and_delete_with_the_real_cinder(
 
     # (a) + (b): an attachment deleted and one created behind our back, then a reboot.
     cinder_api.attachment_delete(ctx, c_att)
-    b_id, b_att = _stray_attachment(cinder_api, ctx, server_id, "b")
+    b_id, b_att = _stray_attachment(cinder_api, ctx, server_id, "b", made)
     _reboot(dep, server_id, "HARD")
     assert c_id not in _bdm_volume_ids(dep, server_id)
     assert c_id not in _domain_xml(dep, server_id)
@@ -140,7 +164,7 @@ def test_reboot_cleanup_command_and_delete_with_the_real_cinder(
     assert "dangling volume attachments were not reconciled" in _compute_log(dep)
 
     # Server delete releases an attachment no BDM knows.
-    d_id, _d_att = _stray_attachment(cinder_api, ctx, server_id, "d")
+    d_id, _d_att = _stray_attachment(cinder_api, ctx, server_id, "d", made)
     assert dep.request("DELETE", f"/servers/{server_id}")[0] == 204
     _wait(lambda: dep.request("GET", f"/servers/{server_id}")[0] == 404, "server gone")
     assert _attachments(cinder_api, ctx, d_id) == []
@@ -154,11 +178,12 @@ def _attach_async(dep, server_id, volume_id):
 
 
 def test_compute_killed_while_the_attachment_is_attaching(
-        make_deployment, cinder_harness, cinder_api):
+        make_deployment, cinder_harness, cinder_api, made):
     dep = _deploy(make_deployment, cinder_harness,
                   compute_driver="tests.fixtures.virt:SlowAttachDriver",
                   env={virt_fixtures.ATTACH_DELAY_ENV: "5"})
     server_id, ctx, volume = _server_and_volume(dep, cinder_api, "kill-compute")
+    made.append(volume["id"])
     _attach_async(dep, server_id, volume["id"])
     _wait(lambda: [a["status"] for a in _attachments(cinder_api, ctx, volume["id"])]
           == ["attaching"], "the Cinder attachment attaching")
@@ -180,9 +205,10 @@ def test_compute_killed_while_the_attachment_is_attaching(
 
 
 def test_cinder_api_killed_while_the_attachment_create_is_in_flight(
-        make_deployment, cinder_harness, cinder_api):
+        make_deployment, cinder_harness, cinder_api, made):
     dep = _deploy(make_deployment, cinder_harness)
     server_id, ctx, volume = _server_and_volume(dep, cinder_api, "kill-cinder-api")
+    made.append(volume["id"])
     marker = pathlib.Path(cinder_harness.hold_marker)
     marker.touch()
     killed = False
@@ -209,11 +235,12 @@ def test_cinder_api_killed_while_the_attachment_create_is_in_flight(
 
 
 def test_conductor_killed_while_the_compute_reserves_the_device(
-        make_deployment, cinder_harness, cinder_api):
+        make_deployment, cinder_harness, cinder_api, made):
     dep = _deploy(make_deployment, cinder_harness,
                   compute_driver="tests.fixtures.virt:SlowReserveDriver",
                   env={virt_fixtures.RESERVE_DELAY_ENV: "3"})
     server_id, ctx, volume = _server_and_volume(dep, cinder_api, "kill-conductor")
+    made.append(volume["id"])
     _attach_async(dep, server_id, volume["id"])
     time.sleep(1.5)  # the compute is inside its 3 s reservation
     os.killpg(dep.children["volumesvc-conductor"].pid, signal.SIGKILL)
