@@ -19,8 +19,10 @@ SERVICE_VERSION_HISTORY = (
     #    in-use extends with Cinder (spec 3, API 2.105); conductors forward
     #    the events to the instance's host.
     {"compute_rpc": "1.3", "conductor_rpc": "1.3"},
-    # 5: placeholder for the attachment-reconciliation branch (compute RPC
-    #    1.4); its merge fills this entry in.
+    # 5: dangling volume attachments: computes reconcile BDMs with Cinder on
+    #    reboot, on request (compute RPC 1.4) and when they start; conductors
+    #    serve reconcile_volume_attachments, instance_list_by_host and
+    #    action_start (conductor RPC 1.4).
     {"compute_rpc": "1.4", "conductor_rpc": "1.4"},
     # 6: stop/start, shelve/offload/unshelve (compute and conductor RPC 1.5).
     {"compute_rpc": "1.5", "conductor_rpc": "1.5"},

@@ -260,6 +260,16 @@ class ServiceHarness:
                                 env=env, cwd=self.state_dir)
             self.processes.append(proc.start())
 
+    def kill(self, name, signum=signal.SIGKILL):
+        """Kill one process group of the service (resilience tests); see ``respawn``."""
+        proc = next(p for p in self.processes if p.name == name)
+        proc.signal(signum)
+        proc.proc.wait(30)
+
+    def respawn(self, name):
+        """Start a killed process again, with the same command line and log."""
+        next(p for p in self.processes if p.name == name).start()
+
     def _check_alive(self):
         for proc in self.processes:
             if not proc.running():

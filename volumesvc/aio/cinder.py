@@ -170,8 +170,25 @@ class CinderHarness(ServiceHarness):
                 text = f.read()
             with open(path, "w") as f:
                 f.write(with_show_extend_filter(text))
+        self._add_hold_filter(os.path.join(self.state_dir, "api-paste.ini"))
         with open(self.config_file, "w") as f:
             f.write(self.config_text())
+
+    @property
+    def hold_marker(self):
+        """While this file exists, cinder-api holds its answers to attachment creates."""
+        return os.path.join(self.state_dir, "hold-attachment-creates")
+
+    def _add_hold_filter(self, paste_ini):
+        """Put the test-only ``hold`` filter (plugins/.../hold.py) in front of the v3 API."""
+        with open(paste_ini) as f:
+            text = f.read()
+        text = text.replace(" apiv3\n", " volumesvc_hold apiv3\n")
+        text += ("\n[filter:volumesvc_hold]\n"
+                 "paste.filter_factory = volumesvc_cinder_plugins.hold:filter_factory\n"
+                 f"marker_file = {self.hold_marker}\n")
+        with open(paste_ini, "w") as f:
+            f.write(text)
 
     # -- run -------------------------------------------------------------------
     def _env(self):

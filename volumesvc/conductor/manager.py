@@ -15,6 +15,7 @@ from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
 from volumesvc.conductor.tasks import offloaded, power
+from volumesvc.conductor.tasks import reconcile as reconcile_task
 from volumesvc.conductor.tasks import shelve as shelve_task
 from volumesvc.conductor.tasks import unshelve as unshelve_task
 from volumesvc.objects import block_device as bdm_obj
@@ -147,6 +148,15 @@ class ConductorManager:
             return
         self._compute.external_instance_event(
             context, host=instance.host, instance=instance.to_dict(), events=events)
+    # -- dangling volume attachments (1.4) ----------------------------------
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def reconcile_volume_attachments(self, context, *, instance_uuids, dry_run=False,
+                                     attachments=None, available_volume_ids=None):
+        return reconcile_task.ReconcileTask(
+            self._conf, self._db, self._compute, context, instance_uuids=instance_uuids,
+            dry_run=dry_run, attachments=attachments,
+            available_volume_ids=available_volume_ids).execute()
 
     # -- assisted volume snapshots (1.6) -------------------------------------
 
@@ -205,6 +215,15 @@ class ConductorManager:
                             traceback=None, details=None):
         action_obj.event_finish(self._db, context, instance_uuid, request_id, event,
                                 result=result, traceback=traceback, details=details)
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def instance_list_by_host(self, context, *, host):
+        return [i.to_dict() for i in instance_obj.list_instances(self._db, context, host=host)]
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def action_start(self, context, *, instance_uuid, action, request_id):
+        action_obj.action_start(self._db, context, instance_uuid, action, request_id,
+                                context.user_id, context.project_id)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def instance_fault_create(self, context, *, instance_uuid, code, message, details=None,
