@@ -158,6 +158,15 @@ class ExtendVolumeNotSupported(VirtDriverError):
     msg_fmt = "Volume size extension is not supported by the hypervisor."
 
 
+class ExtendVolumeFailed(VolumesvcException):
+    msg_fmt = "Extending volume %(volume_id)s failed: %(reason)s"
+
+
+class ExtendCompletionFailed(VolumesvcException):
+    msg_fmt = ("Reporting the extend of volume %(volume_id)s to Cinder "
+               "(os-extend_volume_completion, error=%(error)s) failed: %(reason)s")
+
+
 class MarkerNotFound(NotFound):
     msg_fmt = "Marker %(marker)s could not be found."
 

@@ -15,9 +15,14 @@ SERVICE_VERSION_HISTORY = (
     # 3: conductors serve persistence on their own topic; attach passes
     #    the volume's multiattach flag down.
     {"compute_rpc": "1.2", "conductor_rpc": "1.2"},
-    # 4, 5: placeholders for the extend-completion (compute RPC 1.3) and
-    #    attachment-reconciliation (1.4) branches; the merge renumbers.
-    {"compute_rpc": "1.3", "conductor_rpc": "1.2"},
+    # 4: computes take external events (external_instance_event) and complete
+    #    in-use extends with Cinder (spec 3, API 2.105); conductors forward
+    #    the events to the instance's host.
+    {"compute_rpc": "1.3", "conductor_rpc": "1.3"},
+    # 5: dangling volume attachments: computes reconcile BDMs with Cinder on
+    #    reboot, on request (compute RPC 1.4) and when they start; conductors
+    #    serve reconcile_volume_attachments, instance_list_by_host and
+    #    action_start (conductor RPC 1.4).
     {"compute_rpc": "1.4", "conductor_rpc": "1.4"},
     # 6: stop/start, shelve/offload/unshelve (compute and conductor RPC 1.5).
     {"compute_rpc": "1.5", "conductor_rpc": "1.5"},
@@ -32,8 +37,8 @@ SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
 # (spec 5, microversion 2.67).
 MIN_COMPUTE_VOLUME_TYPE = 2
 # Minimum compute service version that completes extends with Cinder
-# (spec 3). Its microversion, 2.105, is not advertised yet: it comes with the
-# os-server-external-events route (see OWN_VERSIONS in api/microversions.py).
+# (spec 3, microversion 2.105, served by os-server-external-events). It is
+# also the first compute version that takes external events at all.
 MIN_COMPUTE_EXTEND_COMPLETION = 4
 # Minimum compute service version that can stop/start/shelve/unshelve; the
 # conductor places an unshelved server on such a compute only.

@@ -11,3 +11,13 @@ def stack(tmp_path):
     s = Stack(tmp_path)
     yield s
     s.stop()
+
+
+@pytest.fixture
+def server(stack):
+    """An ACTIVE server booted from a blank 1 GiB volume on the stack's compute."""
+    from tests.functional.stack import BLANK_ROOT
+
+    uuid = stack.boot(stack.context(), BLANK_ROOT)
+    stack.wait_instance(uuid, "active")
+    return uuid

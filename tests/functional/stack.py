@@ -47,7 +47,8 @@ class RecordingNotifier:
 class Stack:
     """One deployment: ``stack.api(...)`` talks HTTP to it, helpers poll state."""
 
-    def __init__(self, tmp_path, *, hosts=("fn-compute",), conf_overrides=None):
+    def __init__(self, tmp_path, *, hosts=("fn-compute",), conf_overrides=None,
+                 cinder_wrapper=None):
         self.conf = get_conf(default_config_files=[])
         conf = self.conf
         conf.set_override("auth_strategy", "noauth2", group="api")
@@ -61,6 +62,8 @@ class Stack:
             conf.set_override(name, value, group=group)
         self.db = db_fixtures.sqlite_database(conf, str(tmp_path))
         self.cinder = FakeCinder(volume_dir=str(tmp_path / "volumes"))
+        if cinder_wrapper is not None:
+            self.cinder = cinder_wrapper(self.cinder)  # e.g. CountingCinder
         self.glance = FakeGlance()
         self.notifier = RecordingNotifier()
         self.transport = rpc.get_transport(conf)
@@ -74,11 +77,13 @@ class Stack:
             cinder=self.cinder, glance=self.glance))
         self.client = self.app.test_client()
 
-    def add_compute(self, host, overrides=None):
+    def add_compute(self, host, overrides=None, driver=None):
         """Start a compute service on ``host`` (own conf copy: own host name).
 
         ``overrides``: ``{(group, name): value}`` for this compute only, e.g.
         ``{("virt", "disabled_capabilities"): ["supports_multiattach"]}``.
+        ``driver``: reuse a stopped compute's driver, whose domains survive
+        like QEMU processes outliving a killed compute agent.
         """
         conf = get_conf(default_config_files=[])
         for group in ("api", "compute", "libvirt", "virt", "upgrade_levels"):
@@ -91,7 +96,8 @@ class Stack:
         for (group, name), value in (overrides or {}).items():
             conf.set_override(name, value, group=group)
         service = compute_cmd.build_service(conf, self.transport, cinder=self.cinder,
-                                            notifier=self.notifier, glance=self.glance)
+                                            notifier=self.notifier, glance=self.glance,
+                                            driver=driver)
         service.start()
         self.computes[host] = service
         return service
@@ -165,6 +171,45 @@ class Stack:
         self.conductor_api().build_instances(ctx, instance_uuids=[inst.uuid],
                                              request_spec={"needs": list(needs)})
         return inst.uuid
+
+    def populate_attached_servers(self, count, *, host="fn-compute"):
+        """``count`` ACTIVE servers on ``host``, each with one attached volume, fast.
+
+        Rows and Cinder records are written directly (no build, no domain):
+        what a large deployment looks like to the attachment reconciliation.
+        Returns [(server uuid, volume id, attachment id)].
+        """
+        import uuid as uuidlib
+
+        from oslo_utils import timeutils
+
+        from volumesvc.db import models
+
+        ctx = self.admin_context()
+        cinder = getattr(self.cinder, "inner", self.cinder)  # not counted
+        made, instances, rows = [], [], []
+        for i in range(count):
+            server = str(uuidlib.uuid4())
+            volume = cinder.create(ctx, 1, f"v{i}", "")
+            attachment = cinder.attachment_create(ctx, volume["id"], server)
+            cinder.attachment_update(ctx, attachment["id"], {"host": host})
+            cinder.attachment_complete(ctx, attachment["id"])
+            instances.append(models.Instance(
+                uuid=server, project_id="p1", user_id="u1", display_name=f"s{i}",
+                host=host, vm_state="active", task_state=None, power_state=1,
+                launched_at=timeutils.utcnow()))
+            rows.append(models.BlockDeviceMapping(
+                uuid=str(uuidlib.uuid4()), instance_uuid=server, source_type="volume",
+                destination_type="volume", volume_id=volume["id"],
+                attachment_id=attachment["id"], device_name="/dev/sdb",
+                connection_info=json.dumps({"driver_volume_type": "fake", "data": {},
+                                            "serial": volume["id"]})))
+            made.append((server, volume["id"], attachment["id"]))
+        with self.db.writer(ctx) as session:
+            session.add_all(instances)
+            session.flush()  # the BDMs' foreign key needs the instances first
+            session.add_all(rows)
+        return made
 
     def boot_active(self, count=1, bdms=BLANK_ROOT):
         """``count`` servers booted (rows made directly) and waited ACTIVE; their uuids."""

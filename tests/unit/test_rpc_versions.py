@@ -44,3 +44,12 @@ def test_service_version_history_ends_at_the_current_rpc_versions():
     assert newest["compute_rpc"] == compute_rpcapi.VERSION
     assert newest["conductor_rpc"] == conductor_rpcapi.VERSION
     assert version.MIN_COMPUTE_VOLUME_TYPE <= version.SERVICE_VERSION
+    assert version.MIN_COMPUTE_EXTEND_COMPLETION <= version.SERVICE_VERSION
+
+
+def test_extend_completion_arrives_with_the_compute_event_rpc():
+    """Service version 4 is the first compute that takes external events (RPC 1.3)."""
+    from volumesvc import version
+
+    first = version.SERVICE_VERSION_HISTORY[version.MIN_COMPUTE_EXTEND_COMPLETION - 1]
+    assert first["compute_rpc"] == "1.3"

@@ -260,6 +260,16 @@ class ServiceHarness:
                                 env=env, cwd=self.state_dir)
             self.processes.append(proc.start())
 
+    def kill(self, name, signum=signal.SIGKILL):
+        """Kill one process group of the service (resilience tests); see ``respawn``."""
+        proc = next(p for p in self.processes if p.name == name)
+        proc.signal(signum)
+        proc.proc.wait(30)
+
+    def respawn(self, name):
+        """Start a killed process again, with the same command line and log."""
+        next(p for p in self.processes if p.name == name).start()
+
     def _check_alive(self):
         for proc in self.processes:
             if not proc.running():
@@ -324,6 +334,39 @@ class ServiceHarness:
                 while all(p.running() for p in self.processes):
                     time.sleep(1)
         return 0
+
+
+def qemu_pids(root):
+    """PIDs of QEMU processes whose command line names files under ``root``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if "qemu-system" in cmdline and root in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
+def stop_qemu_guests(root, timeout=10.0):
+    """SIGTERM the QEMU processes under ``root``, SIGKILL what is left after ``timeout``.
+
+    In production guests outlive their compute agent on purpose; a harness
+    owns its whole machine state, so nothing of it may stay.
+    """
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in qemu_pids(root):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout
+        while qemu_pids(root) and time.monotonic() < deadline and sig == signal.SIGTERM:
+            time.sleep(0.2)
 
 
 def single_process_main(harness_cls, module, description, argv=None):

@@ -29,6 +29,10 @@ REQUIREMENTS = [f"cinder=={CINDER_VERSION}", "python-cinderclient", "fixtures",
                 "PyMySQL", "psycopg2-binary"]
 PLUGINS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins")
 FILE_DRIVER = "volumesvc_cinder_plugins.file_driver.FileVolumeDriver"
+COMPLETION_MANAGER = "volumesvc_cinder_plugins.extend_completion.CompletionVolumeManager"
+SHOW_EXTEND_FILTER = ("[filter:volumesvc_show_extend_new_size]\n"
+                      "paste.filter_factory = volumesvc_cinder_plugins.extend_completion:"
+                      "show_extend_new_size_factory\n")
 BACKEND = "file"
 ADMIN_TOKEN = "admin:admin"  # noauth: "<user>:<project>", every request is admin
 SERVICES = ("cinder-api", "cinder-scheduler", "cinder-volume")
@@ -52,6 +56,10 @@ class CinderHarness(ServiceHarness):
     :param glance_url: Glance endpoint for image-backed volumes.
     :param host: Cinder's fixed host name (cinder-volume is ``host@file``).
     :param volume_manager: optional ``[DEFAULT] volume_manager`` override.
+    :param extend_completion: load the test-only extension of
+        ``aio/plugins/.../extend_completion.py``: attached volumes wait in
+        ``extending`` for the compute's ``os-extend_volume_completion`` (our
+        2.105) and the API shows ``extend_new_size`` in ``metadata``.
     :param keystone: a started KeystoneHarness: validate tokens as the
         ``cinder`` user and call the compute API (``[nova]``, endpoint from the
         catalog) with a service token (see ``aio/keystone.py``).
@@ -65,7 +73,7 @@ class CinderHarness(ServiceHarness):
     def __init__(self, state_dir, *, port=8776, transport_url=None,
                  database_connection=None, deps_dir=None, nova_endpoint=None,
                  glance_url=None, host="volumesvc-cinder", volume_manager=None,
-                 keystone=None):
+                 keystone=None, extend_completion=False):
         super().__init__(state_dir, port, deps_dir)
         self.keystone = keystone
         self.transport_url = transport_url or rabbit.transport_url("/")
@@ -74,7 +82,9 @@ class CinderHarness(ServiceHarness):
         self.nova_endpoint = nova_endpoint
         self.glance_url = glance_url
         self.host = host
-        self.volume_manager = volume_manager
+        self.extend_completion = extend_completion
+        self.volume_manager = volume_manager or (COMPLETION_MANAGER if extend_completion
+                                                 else None)
         self.config_file = os.path.join(self.state_dir, "cinder.conf")
         self.volumes_dir = os.path.join(self.state_dir, "volumes")
 
@@ -139,7 +149,11 @@ class CinderHarness(ServiceHarness):
         if self.keystone is not None:
             lines += keystone_sections(self.keystone)
         elif self.nova_endpoint:
-            lines += ["[nova]", "auth_type = none", f"endpoint = {self.nova_endpoint}", ""]
+            # NOTE: the events go out with the [nova] credentials; our API's
+            # noauth2 wants a token (``user:project``), and only an admin or
+            # a service may post os-server-external-events.
+            lines += ["[nova]", "auth_type = admin_token", f"endpoint = {self.nova_endpoint}",
+                      f"token = {ADMIN_TOKEN}", ""]
         return "\n".join(lines)
 
     def configure(self):
@@ -150,8 +164,31 @@ class CinderHarness(ServiceHarness):
             os.makedirs(d, exist_ok=True)
         for name in ("api-paste.ini", "resource_filters.json"):
             shutil.copyfile(self._venv_etc(name), os.path.join(self.state_dir, name))
+        if self.extend_completion:
+            path = os.path.join(self.state_dir, "api-paste.ini")
+            with open(path) as f:
+                text = f.read()
+            with open(path, "w") as f:
+                f.write(with_show_extend_filter(text))
+        self._add_hold_filter(os.path.join(self.state_dir, "api-paste.ini"))
         with open(self.config_file, "w") as f:
             f.write(self.config_text())
+
+    @property
+    def hold_marker(self):
+        """While this file exists, cinder-api holds its answers to attachment creates."""
+        return os.path.join(self.state_dir, "hold-attachment-creates")
+
+    def _add_hold_filter(self, paste_ini):
+        """Put the test-only ``hold`` filter (plugins/.../hold.py) in front of the v3 API."""
+        with open(paste_ini) as f:
+            text = f.read()
+        text = text.replace(" apiv3\n", " volumesvc_hold apiv3\n")
+        text += ("\n[filter:volumesvc_hold]\n"
+                 "paste.filter_factory = volumesvc_cinder_plugins.hold:filter_factory\n"
+                 f"marker_file = {self.hold_marker}\n")
+        with open(paste_ini, "w") as f:
+            f.write(text)
 
     # -- run -------------------------------------------------------------------
     def _env(self):
@@ -202,6 +239,17 @@ def keystone_sections(keystone):
                 "send_service_user_token = true"])]
 
 
+def with_show_extend_filter(paste_ini):
+    """Cinder's api-paste.ini with the extension's filter just before ``apiv3``."""
+    lines = []
+    for line in paste_ini.splitlines():
+        name, sep, pipeline = line.partition("=")
+        if sep and pipeline.rstrip().endswith(" apiv3") and name.strip() != "use":
+            line = line.rstrip()[:-len(" apiv3")] + " volumesvc_show_extend_new_size apiv3"
+        lines.append(line)
+    return "\n".join(lines) + "\n\n" + SHOW_EXTEND_FILTER
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m volumesvc.aio.cinder",
@@ -217,6 +265,8 @@ def main(argv=None):
     parser.add_argument("--nova-endpoint")
     parser.add_argument("--glance-url")
     parser.add_argument("--host", default="volumesvc-cinder")
+    parser.add_argument("--extend-completion", action="store_true",
+                        help="load the test-only extend-completion extension")
     parser.add_argument("--install-only", action="store_true")
     parser.add_argument("--clean", action="store_true", help="wipe state-dir first")
     args = parser.parse_args(argv)
@@ -226,7 +276,8 @@ def main(argv=None):
     harness = CinderHarness(args.state_dir, port=port, transport_url=transport_url,
                             database_connection=args.database_connection,
                             deps_dir=args.deps_dir, nova_endpoint=args.nova_endpoint,
-                            glance_url=args.glance_url, host=args.host)
+                            glance_url=args.glance_url, host=args.host,
+                            extend_completion=args.extend_completion)
     return harness.run_foreground(clean=args.clean, install_only=args.install_only)
 
 if __name__ == "__main__":

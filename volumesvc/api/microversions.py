@@ -138,6 +138,8 @@ VERSIONS = (
                                         "(404); never served here."),
     ("2.104", "V2_104_PINNED_AZ_UPDATE", "pinned_availability_zone can be changed with "
                                          "PUT /servers/{id}."),
+    ("2.105", "V2_105_EXTEND_COMPLETION", "volume-extended event with completion semantics "
+                                          "(volumesvc)."),
 )
 
 # One constant per entry above, same name and value (a unit test checks).
@@ -245,12 +247,12 @@ V2_101_ASYNC_ATTACH = Version(2, 101)
 V2_102_STRICT_QUERY_ALL = Version(2, 102)
 V2_103_NO_VOLUMES_BOOT = Version(2, 103)
 V2_104_PINNED_AZ_UPDATE = Version(2, 104)
+V2_105_EXTEND_COMPLETION = Version(2, 105)
 
 # Versions that are volumesvc's own rather than Nova's. Each must be served:
 # the unit test maps every one to a route versioned at it or to a named test
-# exercising it. 2.105 (extend completion) comes back here together with the
-# os-server-external-events route; until then the API stops at Nova's 2.104.
-OWN_VERSIONS: tuple[Version, ...] = ()
+# exercising it. 2.105: POST /os-server-external-events completes extends.
+OWN_VERSIONS: tuple[Version, ...] = (V2_105_EXTEND_COMPLETION,)
 
 _VALID = re.compile(r"^[1-9]\d*\.(0|[1-9]\d*)$")
 

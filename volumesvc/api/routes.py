@@ -18,6 +18,7 @@ from volumesvc.api.handlers import (
     instance_actions,
     ips,
     server_actions,
+    server_external_events,
     servers,
     services,
     versions,
@@ -66,6 +67,10 @@ ROUTES = {
         "GET": volume_attachments.show_volume_attachment,
         "PUT": volume_attachments.update_volume_attachment,
         "DELETE": volume_attachments.delete_volume_attachment,
+    },
+    # External events from Cinder, Neutron, Ironic (api-contract §7).
+    "/v2.1/os-server-external-events": {
+        "POST": server_external_events.create_server_external_events,
     },
     # Assisted volume snapshots (Cinder's remotefs drivers; api-contract §8).
     "/v2.1/os-assisted-volume-snapshots": {

@@ -14,7 +14,6 @@ import os
 import signal
 import sys
 import threading
-import time
 import urllib.request
 
 from volumesvc import aio as harness_util
@@ -140,7 +139,8 @@ class AllInOne:
             os.path.join(self.state_dir, "cinder"), port=self.args.volume_port,
             transport_url=rabbit.ensure_vhost(f"cinder-{tag}"),
             database_connection=system.mariadb_database(f"cinder_{tag.replace('-', '_')}"),
-            nova_endpoint=api_url, glance_url=image.url, keystone=self.keystone)
+            nova_endpoint=api_url, glance_url=image.url, keystone=self.keystone,
+            extend_completion=True)
         self.harnesses.append(volume)
         volume.install()
         volume.configure()
@@ -238,20 +238,7 @@ class AllInOne:
         In production guests outlive their compute agent on purpose; the
         all-in-one owns its whole machine state, so nothing of it may stay.
         """
-        root = self.state_dir + "/"
-        for pid in _qemu_pids(root):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 10
-        while _qemu_pids(root) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for pid in _qemu_pids(root):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        harness_util.stop_qemu_guests(self.state_dir + "/")
 
     def _stop_one(self, item):
         try:
@@ -270,22 +257,6 @@ class _Guests:
 
     def stop(self):
         self._aio.stop_guests()
-
-
-def _qemu_pids(root):
-    """PIDs of QEMU processes whose command line names files under ``root``."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        if "qemu-system" in cmdline and root in cmdline:
-            pids.append(int(entry))
-    return pids
 
 
 def _client_help(api_url, volume_url, image_url, conf_path, image_id):

@@ -1,4 +1,4 @@
-"""volumesvc-manage: operator commands (database, services).
+"""volumesvc-manage: operator commands (database, services, volume attachments).
 
 ``volumesvc-manage [--config-file F] <category> <action> [args]``. Exit codes
 follow nova-manage: 0 success, 1 error, higher numbers per command.
@@ -9,7 +9,7 @@ import sys
 
 from oslo_config import cfg
 
-from volumesvc.cmd import common
+from volumesvc.cmd import common, manage_attachments
 
 
 class DbCommands:
@@ -126,7 +126,8 @@ def _cell(value):
     return "-" if value is None else str(value)
 
 
-CATEGORIES = {"db": DbCommands, "service": ServiceCommands, "server": ServerCommands}
+CATEGORIES = {"db": DbCommands, "service": ServiceCommands, "server": ServerCommands,
+              "volume_attachment": manage_attachments.VolumeAttachmentCommands}
 
 
 def _add_parsers(subparsers):
@@ -148,6 +149,8 @@ def _add_parsers(subparsers):
     dom = srv_actions.add_parser("domain_xml", aliases=["domain-xml"],
                                  help=ServerCommands.domain_xml.__doc__)
     dom.add_argument("server_id")
+
+    manage_attachments.add_parsers(subparsers)
 
 
 def main(argv=None):

@@ -70,11 +70,13 @@ class VolumeAttacher:
             "disk_bus": bus, "device_type": device_type or "disk", "tag": tag,
             "delete_on_termination": bool(delete_on_termination), "boot_index": None})
 
-    def attach(self, context, driver_instance, bdm, multiattach=None):
+    def attach(self, context, driver_instance, bdm, multiattach=None, resume=False):
         """Connect, attach LIVE|CONFIG, complete; undo everything on failure.
 
         ``multiattach`` is the volume's flag as the API read it; None means
-        ask Cinder.
+        ask Cinder. ``resume``: finish an attach a dead compute left with the
+        Cinder attachment ``attaching`` (updating it again is allowed by
+        Cinder); a disk the domain already has is not attached twice.
         """
         attached = connected = False
         info = None
@@ -90,9 +92,10 @@ class VolumeAttacher:
             self.driver.check_multiattach(info)
             self.driver.connect_volume(info)
             connected = True
-            self.driver.attach_volume(info, driver_instance, bdm["device_name"],
-                                      disk_bus=bdm.get("disk_bus"),
-                                      device_type=bdm.get("device_type"))
+            if not (resume and self.driver.has_volume_disk(driver_instance, bdm["volume_id"])):
+                self.driver.attach_volume(info, driver_instance, bdm["device_name"],
+                                          disk_bus=bdm.get("disk_bus"),
+                                          device_type=bdm.get("device_type"))
             attached = True
             self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"],
                                       values={"connection_info": jsonutils.dumps(info)})
@@ -101,6 +104,10 @@ class VolumeAttacher:
             self._undo_attach(context, driver_instance, bdm, info, attached=attached,
                               connected=connected)
             raise
+
+    def resume(self, context, driver_instance, bdm):
+        """Finish an interrupted attach (see ``attach``); roll it back when that fails."""
+        self.attach(context, driver_instance, bdm, resume=True)
 
     def _undo_attach(self, context, driver_instance, bdm, info, *, attached, connected):
         try:

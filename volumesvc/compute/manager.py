@@ -11,10 +11,11 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from volumesvc import exception
+from volumesvc import exception, periodic
 from volumesvc.compute import attach as attach_mod
+from volumesvc.compute import events as events_mod
 from volumesvc.compute import lifecycle as lifecycle_mod
-from volumesvc.compute import rpcapi, snapshots, task_states, vm_states
+from volumesvc.compute import reconcile_runner, rpcapi, snapshots, task_states, vm_states
 from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
@@ -40,18 +41,31 @@ class ComputeManager:
         self.glance = glance
         self.reporter = compute_utils.ComputeReporter(conductor, notifier, self.host)
         self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder)
+        self.events = events_mod.ExternalEvents(conf, driver, conductor, cinder,
+                                                self.reporter)
         self.lifecycle = lifecycle_mod.Lifecycle(conf, driver=driver, conductor=conductor,
                                                  cinder=cinder, reporter=self.reporter,
                                                  glance=glance)
         self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
+        self.reconciler = reconcile_runner.ReconcileRunner(
+            conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
+            attacher=self.attacher, reporter=self.reporter, lock=self._lock,
+            driver_instance=_driver_instance)
 
     # -- process lifecycle ---------------------------------------------------
 
     def init_host(self):
-        """Connect the virt driver; called once before the RPC server starts."""
+        """Connect the virt driver, then recover interrupted volume attachments.
+
+        Called once before the RPC server starts, so an attach this compute
+        was running when it died is finished or rolled back before any new
+        work arrives (``compute/reconcile_runner.py``).
+        """
         self.driver.init_host(self.host)
+        self.reconciler.recover_host(timeout=self._conf.report_interval)
 
     def cleanup_host(self):
+        self.reconciler.stop()
         self.driver.cleanup_host()
 
     def capabilities(self):
@@ -139,8 +153,10 @@ class ComputeManager:
                     self.driver.destroy(_driver_instance(instance),
                                         boot_volumes.block_device_info(bdms))
                     self.attacher.disconnect_all(context, uuid, bdms)
-                    cleanup.release_volumes(self.cinder, context.elevated(), bdms,
-                                            timeout=self._conf.compute.volume_wait_timeout)
+                    cleanup.release_instance(
+                        self.cinder, context.elevated(), uuid, bdms,
+                        timeout=self._conf.compute.volume_wait_timeout,
+                        page_size=self._conf.cinder.list_page_size)
                     boot_volumes.remove_instance_dir(self._conf, uuid)
                     self.conductor.instance_destroy(context, instance_uuid=uuid)
             except exception.InstanceNotFound:
@@ -166,6 +182,8 @@ class ComputeManager:
                     self._update(context, uuid, {"task_state": pending},
                                  expected=[requested])
                     bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+                    # Dangling attachments leave before the disks are rebuilt (§10).
+                    bdms = self.reconciler.for_reboot(context, instance, bdms)
                     bdi = boot_volumes.block_device_info(bdms)
                     self._update(context, uuid, {"task_state": started}, expected=[pending])
                     self.driver.reboot(_driver_instance(instance), bdi, reboot_type)
@@ -210,10 +228,15 @@ class ComputeManager:
                                   disk_bus=None, device_type=None, tag=None,
                                   multiattach=False, delete_on_termination=False):
         with self._lock(instance["uuid"]):
-            return self.attacher.reserve(
+            bdm = self.attacher.reserve(
                 context, instance, volume_id=volume_id, device=device, disk_bus=disk_bus,
                 device_type=device_type, tag=tag, multiattach=multiattach,
                 delete_on_termination=delete_on_termination)
+        # NOTE: if the conductor (or cinder-api) dies before the attach goes
+        # on, this check finds the reservation stale and rolls it back.
+        self.reconciler.watch(instance["uuid"],
+                              self._conf.compute.attachment_reservation_timeout + 1)
+        return bdm
 
     def attach_volume(self, context, *, instance, bdm, multiattach=None):
         uuid = instance["uuid"]
@@ -248,6 +271,30 @@ class ComputeManager:
                                      bdms=[bdm], exc=exc)
                 return
             self.reporter.notify(context, instance, "volume_detach", "end", bdms=[bdm])
+
+    # -- external events (1.3) ------------------------------------------------------
+
+    def external_instance_event(self, context, *, instance, events):
+        """Events the API accepted for this instance (see ``compute/events.py``)."""
+        with self._lock(instance["uuid"]):
+            self.events.handle(context, instance, _driver_instance(instance), events)
+    # -- dangling attachments (1.4) ---------------------------------------------------
+
+    @periodic.periodic_task("compute", "dangling_attachment_reconcile_interval")
+    def _reconcile_dangling_attachments(self, context):
+        """Reconcile this host's idle servers with Cinder (off unless configured)."""
+        self.reconciler.periodic(context)
+
+    def reconcile_volume_attachments(self, context, *, instances, dry_run=False,
+                                     attachments=None, available_volume_ids=None):
+        """Reconcile BDMs and Cinder attachments of ``instances``; one report each.
+
+        ``attachments``/``available_volume_ids``: a listing the caller made
+        once for many servers (None: each server lists its own).
+        """
+        return self.reconciler.reconcile(
+            context, instances, dry_run=dry_run, attachments=attachments,
+            available_volume_ids=available_volume_ids)
 
     # -- assisted volume snapshots (1.6) ------------------------------------------
 

@@ -8,8 +8,10 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.1 - reserve_block_device_name, attach_volume, detach_volume,
         get_domain_xml.
 * 1.2 - attach_volume takes ``multiattach`` (saves the compute a Cinder read).
-* 1.3 - (reserved for the extend-completion branch; placeholder until merged)
-* 1.4 - (reserved for the attachment-reconciliation branch; placeholder until merged)
+* 1.3 - external_instance_event (volume-extended with extend completion,
+        power-update, network events; service version 4).
+* 1.4 - reconcile_volume_attachments (dangling BDMs and Cinder attachments
+        of given servers, optionally from one listing made by the caller).
 * 1.5 - stop_instance, start_instance, shelve_instance, shelve_offload_instance,
         unshelve_instance (compute/lifecycle.py).
 * 1.6 - volume_snapshot_create, volume_snapshot_delete (assisted snapshots).
@@ -92,6 +94,33 @@ class ComputeAPI:
         cctxt = self._prepare(host, "1.1",
                               timeout=timeout or self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "get_domain_xml", instance_uuid=instance_uuid)
+
+    def can_send_events(self):
+        """False when ``[upgrade_levels] compute`` pins us below 1.3."""
+        return self._client.can_send_version("1.3")
+
+    def external_instance_event(self, ctxt, *, host, instance, events):
+        """Cast: handle external events (already accepted by the API) for one instance.
+
+        ``events`` are dicts ``{name, tag, status, completion}``; see
+        ``compute/events.py``.
+        """
+        self._prepare(host, "1.3").cast(ctxt, "external_instance_event",
+                                        instance=instance, events=events)
+    def reconcile_volume_attachments(self, ctxt, *, host, instances, dry_run=False,
+                                     attachments=None, available_volume_ids=None,
+                                     timeout=None):
+        """Call: reconcile the servers' BDMs with Cinder; one report dict per server.
+
+        A call (the operator command prints the reports) with
+        ``long_rpc_timeout`` and the call monitor: a batch waits for each
+        server's instance lock in turn.
+        """
+        cctxt = self._prepare(host, "1.4", timeout=timeout or self._conf.long_rpc_timeout,
+                              call_monitor_timeout=self._conf.rpc_response_timeout)
+        return cctxt.call(ctxt, "reconcile_volume_attachments", instances=instances,
+                          dry_run=dry_run, attachments=attachments,
+                          available_volume_ids=available_volume_ids)
 
     # -- lifecycle (1.5): casts, progress and failures reported through the DB --
 

@@ -49,6 +49,14 @@ class ComputeReporter:
                        instance_uuid=instance_uuid, request_id=request_id, event=event,
                        result="Success")
 
+    def record(self, context, instance_uuid, event, *, result, details):
+        """Record a finished event with ``details`` on the action of ``context.request_id``."""
+        if self._safe(self.conductor.action_event_start, context, instance_uuid=instance_uuid,
+                      request_id=context.request_id, event=event, host=self.host):
+            self._safe(self.conductor.action_event_finish, context,
+                       instance_uuid=instance_uuid, request_id=context.request_id,
+                       event=event, result=result, details=details)
+
     def _safe(self, method, context, **kwargs):
         try:
             method(context, **kwargs)

@@ -15,6 +15,7 @@ from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
 from volumesvc.conductor.tasks import offloaded, power
+from volumesvc.conductor.tasks import reconcile as reconcile_task
 from volumesvc.conductor.tasks import shelve as shelve_task
 from volumesvc.conductor.tasks import unshelve as unshelve_task
 from volumesvc.objects import block_device as bdm_obj
@@ -127,6 +128,36 @@ class ConductorManager:
                                     bdm=bdm.to_dict(),
                                     attachment_id=attachment_id or bdm.attachment_id)
 
+    # -- external events (1.3) -----------------------------------------------
+
+    def external_instance_event(self, context, *, instance_uuid, events):
+        """Forward to the instance's host, read now (it may have changed since the API)."""
+        try:
+            instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
+        except exception.InstanceNotFound:
+            LOG.warning("Instance %s is gone; events %s dropped", instance_uuid,
+                        [e.get("name") for e in events])
+            return
+        if not instance.host:
+            LOG.warning("Instance %s has no host; events %s dropped", instance_uuid,
+                        [e.get("name") for e in events])
+            return
+        if not self._compute.can_send_events():
+            LOG.warning("[upgrade_levels] compute is below 1.3; events %s for instance %s "
+                        "dropped", [e.get("name") for e in events], instance_uuid)
+            return
+        self._compute.external_instance_event(
+            context, host=instance.host, instance=instance.to_dict(), events=events)
+    # -- dangling volume attachments (1.4) ----------------------------------
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def reconcile_volume_attachments(self, context, *, instance_uuids, dry_run=False,
+                                     attachments=None, available_volume_ids=None):
+        return reconcile_task.ReconcileTask(
+            self._conf, self._db, self._compute, context, instance_uuids=instance_uuids,
+            dry_run=dry_run, attachments=attachments,
+            available_volume_ids=available_volume_ids).execute()
+
     # -- assisted volume snapshots (1.6) -------------------------------------
 
     def volume_snapshot_create(self, context, *, instance_uuid, volume_id, create_info):
@@ -184,6 +215,15 @@ class ConductorManager:
                             traceback=None, details=None):
         action_obj.event_finish(self._db, context, instance_uuid, request_id, event,
                                 result=result, traceback=traceback, details=details)
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def instance_list_by_host(self, context, *, host):
+        return [i.to_dict() for i in instance_obj.list_instances(self._db, context, host=host)]
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def action_start(self, context, *, instance_uuid, action, request_id):
+        action_obj.action_start(self._db, context, instance_uuid, action, request_id,
+                                context.user_id, context.project_id)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def instance_fault_create(self, context, *, instance_uuid, code, message, details=None,

@@ -14,8 +14,12 @@ manager imports ``VERSION`` so the two can never disagree):
         thread pool: workflow tasks that call a compute can no longer take
         every thread the compute's call-backs need (attach storms starved).
         attach_volume takes ``multiattach`` (the API's reading of the volume).
-* 1.3 - (reserved for the extend-completion branch; placeholder until merged)
-* 1.4 - (reserved for the attachment-reconciliation branch; placeholder until merged)
+* 1.3 - external_instance_event: the API's accepted external events, passed
+        on to the compute hosting the instance (service version 4).
+* 1.4 - reconcile_volume_attachments (operators: dangling BDMs and Cinder
+        attachments of given servers, through their computes);
+        instance_list_by_host and action_start for computes (recovery on
+        start, cleanups nobody asked for).
 * 1.5 - stop_instance, start_instance, shelve_instance, shelve_offload_instance,
         unshelve_instance (API → conductor casts). attach_volume and
         detach_volume of a shelved-offloaded server run here without a compute.
@@ -193,6 +197,37 @@ class ConductorAPI:
             ctxt, "detach_volume", instance_uuid=instance_uuid, volume_id=volume_id,
             attachment_id=attachment_id)
 
+    # -- API → conductor: external events (1.3) -------------------------------
+
+    def can_send_events(self):
+        """False when ``[upgrade_levels] conductor`` pins us below 1.3."""
+        return self._client.can_send_version("1.3")
+
+    def external_instance_event(self, ctxt, *, instance_uuid, events):
+        """Cast: hand the events of one instance to the compute that hosts it.
+
+        ``events`` are the accepted events as dicts ``{name, tag, status,
+        completion}`` (``completion``: the event arrived at 2.105 or later).
+        """
+        self._client.prepare(version="1.3").cast(
+            ctxt, "external_instance_event", instance_uuid=instance_uuid, events=events)
+    # -- operators → conductor (1.4) ---------------------------------------------
+
+    def reconcile_volume_attachments(self, ctxt, *, instance_uuids, dry_run=False,
+                                     attachments=None, available_volume_ids=None):
+        """Call: reconcile each server on its compute; returns one report dict per server.
+
+        ``attachments``/``available_volume_ids``: one Cinder listing made by
+        the caller for many servers (``--all-servers``); None lets each
+        compute list its servers' own.
+        """
+        cctxt = self._client.prepare(
+            version="1.4", timeout=self._conf.long_rpc_timeout,
+            call_monitor_timeout=self._conf.rpc_response_timeout)
+        return cctxt.call(ctxt, "reconcile_volume_attachments", instance_uuids=instance_uuids,
+                          dry_run=dry_run, attachments=attachments,
+                          available_volume_ids=available_volume_ids)
+
     # -- API → conductor: assisted volume snapshots (1.6) ---------------------
 
     def volume_snapshot_create(self, ctxt, *, instance_uuid, volume_id, create_info):
@@ -210,9 +245,10 @@ class ConductorAPI:
 
     # -- compute → conductor: persistence (calls, short timeouts) ------------
 
-    def _call(self, ctxt, method, **kwargs):
+    def _call(self, ctxt, method, *, version=None, timeout=None, **kwargs):
         client, rpc_version = self._persistence_client()
-        cctxt = client.prepare(version=rpc_version, timeout=self._conf.rpc_response_timeout)
+        cctxt = client.prepare(version=version or rpc_version,
+                               timeout=timeout or self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, method, **kwargs)
 
     def instance_get(self, ctxt, *, instance_uuid):
@@ -258,6 +294,16 @@ class ConductorAPI:
                               host=None):
         return self._call(ctxt, "instance_fault_create", instance_uuid=instance_uuid,
                           code=code, message=message, details=details, host=host)
+
+    def instance_list_by_host(self, ctxt, *, host, timeout=None):
+        """Call (1.4): the live instances of ``host`` as dicts."""
+        return self._call(ctxt, "instance_list_by_host", version="1.4", timeout=timeout,
+                          host=host)
+
+    def action_start(self, ctxt, *, instance_uuid, action, request_id):
+        """Call (1.4): start an instance action for work the compute began itself."""
+        return self._call(ctxt, "action_start", version="1.4", instance_uuid=instance_uuid,
+                          action=action, request_id=request_id)
 
 
 # Exceptions a caller can expect across the bus (re-raised as the same class).

@@ -49,6 +49,15 @@ catalog when ``endpoint_override`` is not set.
         default=3,
         min=0,
         help="Number of times a failed connection to Cinder is retried."),
+    cfg.IntOpt(
+        "list_page_size",
+        default=1000,
+        min=1,
+        help="""
+Items per request when volumesvc lists Cinder attachments or volumes (the
+dangling attachment reconciliation). Keep it at or below Cinder's
+``osapi_max_limit`` (1000 by default): Cinder never returns more per page.
+"""),
     cfg.BoolOpt(
         "cross_az_attach",
         default=True,

@@ -43,6 +43,47 @@ Related options:
 
 * ``[DEFAULT] service_down_time``
 """),
+    cfg.IntOpt(
+        "dangling_attachment_reconcile_interval",
+        default=0,
+        min=0,
+        help="""
+Seconds between two runs of the compute's periodic reconciliation of volume
+attachments: for every server of the host that is not in a task, a BDM whose
+Cinder attachment or volume is gone (or ``available``) is removed, and a
+Cinder attachment that claims the server without a BDM is deleted, as on a
+reboot. One paged listing of Cinder's attachments serves all the servers of
+a run.
+
+Possible values:
+
+* 0 (default): off. Reboots, ``volumesvc-manage volume_attachment cleanup``
+  and the reservation watches still reconcile.
+* A positive integer: the interval in seconds.
+
+Related options:
+
+* ``attachment_reservation_timeout``
+* ``[cinder] list_page_size``
+"""),
+    cfg.IntOpt(
+        "attachment_reservation_timeout",
+        default=600,
+        min=1,
+        help="""
+Seconds after which a volume attachment that is still in the middle of an
+attach (a BDM without a Cinder attachment id, a Cinder attachment still
+``reserved`` or ``attaching``) counts as abandoned: a conductor, compute or
+cinder-api died during the attach. The compute then rolls it back (or
+finishes it, when Cinder already has the connector) instead of leaving the
+volume ``reserved`` forever. Younger work is never touched by the dangling
+attachment reconciliation.
+
+Related options:
+
+* ``[DEFAULT] long_rpc_timeout``: keep this above the time an attach may
+  legitimately wait in a compute's queue.
+"""),
 ]
 
 

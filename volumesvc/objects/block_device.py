@@ -96,6 +96,17 @@ def list_by_instance(db, context, instance_uuid, read_deleted=None) -> list[Bloc
         return [BlockDeviceMapping.from_model(row) for row in session.scalars(statement)]
 
 
+def list_by_instances(db, context, instance_uuids) -> dict[str, list[BlockDeviceMapping]]:
+    """Live BDMs of many instances in one query: {instance uuid: [bdm, ...]}."""
+    statement = _select(context, "no").where(
+        models.BlockDeviceMapping.instance_uuid.in_(list(instance_uuids)))
+    found: dict[str, list[BlockDeviceMapping]] = {uuid: [] for uuid in instance_uuids}
+    with db.reader(context) as session:
+        for row in session.scalars(statement):
+            found[row.instance_uuid].append(BlockDeviceMapping.from_model(row))
+    return found
+
+
 def list_by_volume(db, context, volume_id, read_deleted=None) -> list[BlockDeviceMapping]:
     """All live BDMs of a volume: more than one when it is multiattached."""
     statement = _select(context, read_deleted).where(

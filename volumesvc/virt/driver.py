@@ -123,6 +123,10 @@ class ComputeDriver:
         """The live guest definition, for diagnostics and tests ('' if none)."""
         return ""
 
+    def has_volume_disk(self, instance, volume_id):
+        """Whether the domain (live or persistent) has the volume's disk."""
+        return False
+
     def volume_snapshot_create(self, instance, volume_id, create_info):
         """Switch the volume's disk to Cinder's new overlay; return the new file path."""
         raise exception.AssistedSnapshotNotSupported()

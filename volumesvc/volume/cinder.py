@@ -293,6 +293,30 @@ class CinderAPI(keystone.SessionFromConf):
             search_opts=search)
         return [_to_dict(a) for a in attachments]
 
+    @translate()
+    def attachment_list_page(self, context, *, instance_id=None, marker=None, limit=None):
+        """One page of attachments (one request), in every project when allowed.
+
+        ``all_tenants`` is honoured by Cinder for admins only; otherwise the
+        page holds the context's project. Cinder caps a page at its
+        ``osapi_max_limit`` (1000) whatever ``limit`` says, so callers page
+        with :func:`list_all` until a short page.
+        """
+        search = {"all_tenants": 1}
+        if instance_id:
+            search["instance_id"] = instance_id
+        attachments = self.client(context, MV_ATTACHMENTS, service=True).attachments.list(
+            search_opts=search, marker=marker, limit=limit)
+        return [_to_dict(a) for a in attachments]
+
+    @translate()
+    def volume_id_page(self, context, *, status, marker=None, limit=None):
+        """One page of the ids of volumes in ``status``, every project (admins)."""
+        volumes = self.client(context, MV_VOLUME_GET).volumes.list(
+            detailed=False, search_opts={"status": status, "all_tenants": 1},
+            marker=marker, limit=limit)
+        return [v.id for v in volumes]
+
     @translate(exception.VolumeAttachmentNotFound, "attachment_id")
     def attachment_update(self, context, attachment_id, connector, mountpoint=None):
         """Give Cinder our connector; return the connection_info (with attachment_id)."""
@@ -357,3 +381,19 @@ class CinderAPI(keystone.SessionFromConf):
         """{'maxTotalVolumes': ..., 'totalGigabytesUsed': ..., ...}."""
         limits = self.client(context).limits.get()
         return {item.name: item.value for item in limits.absolute}
+
+
+def list_all(page, page_size, key=None, **kwargs):
+    """Every item ``page(marker=, limit=, **kwargs)`` yields, one request per page.
+
+    The marker is the last item's id (``key(item)``, default ``item["id"]``);
+    a page shorter than ``page_size`` ends the walk.
+    """
+    key = key or (lambda item: item["id"])
+    items, marker = [], None
+    while True:
+        chunk = page(marker=marker, limit=page_size, **kwargs)
+        items.extend(chunk)
+        if len(chunk) < page_size or not chunk:
+            return items
+        marker = key(chunk[-1])

@@ -6,11 +6,13 @@ attachment of the instance deleted, and the volumes marked
 ``delete_on_termination`` deleted once they are ``available`` again.
 """
 
+import functools
 import time
 
 from oslo_log import log as logging
 
 from volumesvc import exception
+from volumesvc.volume import cinder as cinder_adapter
 
 LOG = logging.getLogger(__name__)
 
@@ -66,6 +68,35 @@ def release_volumes(cinder, context, bdms, *, timeout):
             _delete_volume(cinder, context, bdm["volume_id"], timeout)
     if first_error is not None:
         raise first_error
+
+
+def release_instance(cinder, context, instance_uuid, bdms, *, timeout, page_size):
+    """Release the BDMs' volumes, then every other attachment Cinder has for the server.
+
+    Attachments no BDM knows about (made behind our back, or left by an
+    attach whose process died) would otherwise outlive the server. A server
+    without volume BDMs does not fail its delete because Cinder cannot be
+    reached: it holds nothing in Cinder as far as we can know.
+    """
+    release_volumes(cinder, context, bdms, timeout=timeout)
+    known = {b.get("attachment_id") for b in bdms if b.get("attachment_id")}
+    try:
+        attachments = cinder_adapter.list_all(
+            functools.partial(cinder.attachment_list_page, context, instance_id=instance_uuid),
+            page_size)
+    except (exception.CinderConnectionFailed, exception.ConfigInvalid) as exc:
+        if any(b.get("volume_id") for b in bdms):
+            raise
+        LOG.warning("Could not list Cinder attachments of deleted server %s: %s",
+                    instance_uuid, exc)
+        return
+    for attachment in attachments:
+        if attachment["id"] in known:
+            continue
+        LOG.info("Deleting Cinder attachment %s of volume %s: it claims deleted server %s "
+                 "but no BDM knew it", attachment["id"], attachment.get("volume_id"),
+                 instance_uuid)
+        cinder.attachment_delete(context, attachment["id"])
 
 
 def _still_attached(cinder, context, volume_id) -> bool:

@@ -17,7 +17,9 @@ from volumesvc.api import routes, versioned
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 # version -> ("route", METHOD, path) or ("test", "tests/...py::test_name").
-SERVED_BY: dict[str, tuple[str, ...]] = {}
+SERVED_BY: dict[str, tuple[str, ...]] = {
+    "2.105": ("route", "POST", "/v2.1/os-server-external-events"),
+}
 
 
 def _starts(handler) -> set:

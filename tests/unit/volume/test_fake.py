@@ -151,7 +151,10 @@ def test_extend_in_use_immediate_and_held(fake, ctx):
     fake.hold_extend = True
     fake.extend(ctx, vid, 3)
     assert (fake.get(ctx, vid)["status"], fake.get(ctx, vid)["size"]) == ("extending", 2)
+    # Shown as Cinder 29 with the harness's extension shows it: a string in metadata.
+    assert fake.get(ctx, vid)["metadata"]["extend_new_size"] == "3"
     fake.extend_volume_completion(ctx, vid, False)
+    assert "extend_new_size" not in fake.get(ctx, vid)["metadata"]
     assert (fake.get(ctx, vid)["status"], fake.get(ctx, vid)["size"]) == ("in-use", 3)
     fake.extend(ctx, vid, 4)
     fake.extend_volume_completion(ctx, vid, True)

@@ -50,8 +50,9 @@ class DeleteTask(base.TaskBase):
             return
         LOG.info("Deleting instance %s locally (host %s is %s)", instance.uuid,
                  instance.host, "down" if instance.host else "unset")
-        cleanup.release_volumes(self.cinder, self.context.elevated(), bdms,
-                                timeout=self.conf.compute.volume_wait_timeout)
+        cleanup.release_instance(self.cinder, self.context.elevated(), instance.uuid, bdms,
+                                 timeout=self.conf.compute.volume_wait_timeout,
+                                 page_size=self.conf.cinder.list_page_size)
         instance_obj.destroy(self.db, self.context, instance.uuid)
         if self.context.request_id:
             try:

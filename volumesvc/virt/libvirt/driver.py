@@ -177,6 +177,14 @@ class LibvirtDriver(driver.ComputeDriver):
         guest = self._host.find_guest(instance["uuid"])
         return guest.get_xml_desc() if guest else ""
 
+    def has_volume_disk(self, instance, volume_id):
+        guest = self._host.find_guest(instance["uuid"])
+        if guest is None:
+            return False
+        alias = config.volume_alias(volume_id)
+        return any(guest.find_disk(alias=alias, serial=volume_id, inactive=inactive)
+                   is not None for inactive in (True, False))
+
     def get_volume_disk_info(self, instance, volume_id, inactive=False):
         """The disk of ``volume_id`` as the (live) domain XML shows it, or None."""
         guest = self._host.get_guest(instance["uuid"])

@@ -46,6 +46,10 @@ class FileVolumeDriver(driver.VolumeDriver):
 
     VERSION = "1.0.0"
     CI_WIKI_NAME = "volumesvc_test_only"
+    # Read by extend_completion.CompletionVolumeManager: while QEMU holds an
+    # attached volume's file only QEMU may grow it (the compute's block
+    # resize), as with Cinder's NFS drivers; Cinder just records the outcome.
+    extend_attached_by_compute = True
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -1,0 +1,316 @@
+"""Dangling volume attachments (issue 10) on fake://: reboot, cleanup, recovery, watches.
+
+The Cinder double is edited behind volumesvc's back exactly as an operator
+would edit a real Cinder (attachments deleted or created directly, a volume
+reset to ``available``); every outcome is checked on both sides and in the
+domain XML.
+"""
+
+import logging
+import threading
+import time
+
+import pytest
+
+from tests.functional.stack import BLANK_ROOT as ROOT
+from tests.functional.stack import Stack
+from volumesvc import exception
+from volumesvc.cmd import manage_attachments
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import instance_action as action_obj
+
+HOST = "fn-compute"
+
+
+@pytest.fixture
+def server(stack):
+    uuid = stack.boot(stack.context(), ROOT)
+    stack.wait_instance(uuid, "active")
+    return uuid
+
+
+def _attach(stack, server):
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "data", "")
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"],
+                                        wait=True)
+    stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "in-use", what="in-use")
+    return volume["id"], bdm_obj.get_by_volume_and_instance(stack.db, ctx, volume["id"], server)
+
+
+def _xml(stack, server):
+    return stack.computes[HOST].manager.driver.get_domain_xml({"uuid": server})
+
+
+def _volume_bdms(stack, server):
+    return {b.volume_id: b for b in bdm_obj.list_by_instance(stack.db, stack.admin_context(),
+                                                             server) if b.volume_id}
+
+
+def _reboot(stack, server, kind):
+    stack.api("POST", f"/servers/{server}/action", {"reboot": {"type": kind}}, status=202)
+    return stack.wait_instance(server, "active")
+
+
+def _reboot_event(stack, server):
+    actions = action_obj.list_actions(stack.db, stack.admin_context(), server)
+    reboot = next(a for a in actions if a.action == "reboot")
+    events = stack.events(stack.admin_context(), server, reboot.request_id)
+    return {e.event: e for e in events}
+
+
+@pytest.mark.parametrize("kind", ["SOFT", "HARD"])
+def test_reboot_removes_a_bdm_whose_attachment_was_deleted_in_cinder(stack, server, kind,
+                                                                     caplog):
+    caplog.set_level(logging.INFO, logger="volumesvc.compute.reconcile")
+    volume_id, bdm = _attach(stack, server)
+    assert f"<serial>{volume_id}</serial>" in _xml(stack, server)
+    stack.cinder.attachment_delete(stack.admin_context(), bdm.attachment_id)  # behind our back
+
+    _reboot(stack, server, kind)
+    assert volume_id not in _volume_bdms(stack, server)
+    assert volume_id not in _xml(stack, server)
+    assert any(server in r.getMessage() and volume_id in r.getMessage()
+               and bdm.attachment_id in r.getMessage() for r in caplog.records
+               if r.levelno == logging.INFO)
+    event = _reboot_event(stack, server)["compute_reconcile_volume_attachments"]
+    assert event.result == "Success" and volume_id in event.details
+    assert _reboot_event(stack, server)["compute_reboot_instance"].result == "Success"
+
+
+def test_reboot_deletes_an_attachment_created_behind_our_back(stack, server):
+    ctx = stack.admin_context()
+    volume = stack.cinder.create(ctx, 1, "stray", "")
+    stray = stack.cinder.attachment_create(ctx, volume["id"], server)
+    stack.cinder.attachment_update(ctx, stray["id"], {"host": "elsewhere"})
+    stack.cinder.attachment_complete(ctx, stray["id"])
+
+    _reboot(stack, server, "HARD")
+    assert stray["id"] not in stack.cinder.attachments
+    assert stack.cinder.get(ctx, volume["id"])["status"] == "available"
+    # The boot volume's own attachment is untouched.
+    root = [b for b in _volume_bdms(stack, server).values() if b.boot_index == 0][0]
+    assert root.attachment_id in stack.cinder.attachments
+
+
+def test_reboot_removes_a_bdm_whose_volume_was_reset_to_available(stack, server):
+    volume_id, bdm = _attach(stack, server)
+    stack.cinder.set_status(volume_id, "available")  # os-reset_status, attachments left
+
+    _reboot(stack, server, "SOFT")
+    assert volume_id not in _volume_bdms(stack, server)
+    assert bdm.attachment_id not in stack.cinder.attachments
+    assert volume_id not in _xml(stack, server)
+
+
+@pytest.mark.parametrize("error", [exception.CinderConnectionFailed(reason="refused"),
+                                   exception.CinderAPIError(code=500, reason="boom")],
+                         ids=["unreachable", "500"])
+def test_reboot_succeeds_when_cinder_fails(stack, server, monkeypatch, error, caplog):
+    volume_id, _bdm = _attach(stack, server)
+
+    def fail(*args, **kwargs):
+        raise error
+    monkeypatch.setattr(stack.cinder, "attachment_list_page", fail)
+    monkeypatch.setattr(stack.cinder, "attachment_get", fail)
+    _reboot(stack, server, "HARD")
+    assert volume_id in _volume_bdms(stack, server)
+    assert f"<serial>{volume_id}</serial>" in _xml(stack, server)
+    assert any(r.levelno == logging.WARNING and "not reconciled" in r.getMessage()
+               for r in caplog.records)
+
+
+def _commands(stack):
+    return manage_attachments.VolumeAttachmentCommands(
+        stack.conf, db=stack.db, cinder=stack.cinder, conductor=stack.conductor_api())
+
+
+class _Args:
+    def __init__(self, **kwargs):
+        self.__dict__.update(dict(server_id=None, volume_id=None, all_servers=False,
+                                  batch_size=100, dry_run=False, json=False), **kwargs)
+
+
+def test_cleanup_dry_run_reports_then_cleanup_repairs_without_a_reboot(stack, server, capsys):
+    gone_id, gone = _attach(stack, server)
+    ctx = stack.admin_context()
+    stack.cinder.attachment_delete(ctx, gone.attachment_id)
+    volume = stack.cinder.create(ctx, 1, "stray", "")
+    stray = stack.cinder.attachment_create(ctx, volume["id"], server)
+    stack.cinder.attachment_update(ctx, stray["id"], {"host": "elsewhere"})
+    stack.cinder.attachment_complete(ctx, stray["id"])
+
+    commands = _commands(stack)
+    assert commands.cleanup(_Args(server_id=server, dry_run=True)) == 0
+    out = capsys.readouterr().out
+    assert f"would remove BDM of volume {gone_id}" in out
+    assert f"would delete Cinder attachment {stray['id']}" in out
+    assert gone_id in _volume_bdms(stack, server) and stray["id"] in stack.cinder.attachments
+
+    assert commands.cleanup(_Args(server_id=server)) == 0
+    out = capsys.readouterr().out
+    assert f"remove BDM of volume {gone_id}" in out and "would" not in out
+    assert gone_id not in _volume_bdms(stack, server)
+    assert gone_id not in _xml(stack, server)      # the running domain lost the disk
+    assert stray["id"] not in stack.cinder.attachments
+    assert stack.wait_instance(server, "active").task_state is None
+
+    assert commands.cleanup(_Args(server_id=server)) == 0
+    assert "nothing dangling" in capsys.readouterr().out
+
+
+def test_show_and_exit_codes(stack, server, capsys):
+    volume_id, bdm = _attach(stack, server)
+    commands = _commands(stack)
+    assert commands.show(_Args(server_id=server, volume_id=volume_id, json=True)) == 0
+    out = capsys.readouterr().out
+    assert bdm.attachment_id in out and '"cinder_attachment_status": "attached"' in out
+    assert commands.show(_Args(server_id="nope", volume_id=volume_id)) == 2
+    assert commands.show(_Args(server_id=server, volume_id="other")) == 3
+    assert commands.cleanup(_Args(server_id="nope")) == 2
+    assert commands.cleanup(_Args()) == 1
+
+
+def test_an_attach_in_progress_is_not_touched_by_a_concurrent_cleanup(stack, server):
+    """The attach waits inside Cinder's attachment create; the cleanup runs meanwhile."""
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "slow", "")
+    entered, release = threading.Event(), threading.Event()
+    create = stack.cinder.attachment_create
+
+    def slow_create(*args, **kwargs):
+        entered.set()
+        release.wait(10)
+        return create(*args, **kwargs)
+    stack.cinder.attachment_create = slow_create
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"])
+    assert entered.wait(10)
+    # Reserved on the compute, no attachment id yet: in progress.
+    reports = stack.conductor_api().reconcile_volume_attachments(
+        stack.admin_context(), instance_uuids=[server])
+    assert reports[0]["removed_bdms"] == [] and reports[0]["deleted_attachments"] == []
+    assert [b["volume_id"] for b in reports[0]["busy"]] == [volume["id"]]
+    release.set()
+    stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "in-use",
+               what="in-use")
+    assert f"<serial>{volume['id']}</serial>" in _xml(stack, server)
+
+
+@pytest.fixture
+def quick_stack(tmp_path):
+    """A stack whose reservations go stale after 1 s."""
+    s = Stack(tmp_path, conf_overrides={("compute", "attachment_reservation_timeout"): 1})
+    yield s
+    s.stop()
+
+
+def test_an_abandoned_reservation_is_rolled_back_by_its_watch(quick_stack):
+    """The conductor died after the compute reserved the device (no attachment id)."""
+    stack = quick_stack
+    server = stack.boot(stack.context(), ROOT)
+    instance = stack.wait_instance(server, "active")
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "orphan", "")
+    compute = stack.computes[HOST].manager
+    compute.reserve_block_device_name(ctx, instance=instance.to_dict(),
+                                      volume_id=volume["id"])
+    assert volume["id"] in _volume_bdms(stack, server)
+    # Nobody goes on with the attach; the watch rolls the reservation back.
+    stack.wait(lambda: volume["id"] not in _volume_bdms(stack, server), timeout=10,
+               what="the stale reservation removed")
+    # The volume can be attached again.
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"],
+                                        wait=True)
+    stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "in-use",
+               what="in-use")
+
+
+def test_a_reserved_attachment_left_by_a_failed_rollback_is_deleted(quick_stack):
+    """cinder-api died during the attachment create: the conductor never learned its id."""
+    stack = quick_stack
+    server = stack.boot(stack.context(), ROOT)
+    stack.wait_instance(server, "active")
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "lost", "")
+    create = stack.cinder.attachment_create
+    created = threading.Event()
+
+    def created_but_lost(*args, **kwargs):
+        create(*args, **kwargs)
+        created.set()
+        raise exception.CinderConnectionFailed(reason="connection reset by peer")
+    stack.cinder.attachment_create = created_but_lost
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"])
+    assert created.wait(10)
+    stack.wait(lambda: volume["id"] not in _volume_bdms(stack, server), what="rolled back")
+    # The conductor's rollback could not know the attachment: the volume stays reserved...
+    assert stack.cinder.get(ctx, volume["id"])["status"] == "reserved"
+    # ...until the reservation's watch finds the attachment stale.
+    stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "available",
+               timeout=10, what="the reserved attachment deleted by the watch")
+    assert [a for a in stack.cinder.attachments.values()
+            if a["volume_id"] == volume["id"]] == []
+
+
+def _interrupted_attach(stack, server):
+    """What a compute killed after giving Cinder its connector leaves behind."""
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "interrupted", "")
+    compute = stack.computes[HOST]
+    instance = compute.manager.conductor.instance_get(ctx, instance_uuid=server)
+    bdm = compute.manager.reserve_block_device_name(ctx, instance=instance,
+                                                    volume_id=volume["id"])
+    attachment = stack.cinder.attachment_create(ctx, volume["id"], server)
+    bdm_obj.save(stack.db, ctx, bdm["uuid"], {"attachment_id": attachment["id"]})
+    stack.cinder.attachment_update(ctx, attachment["id"],
+                                   compute.manager.driver.get_volume_connector())
+    assert stack.cinder.get(ctx, volume["id"])["status"] == "attaching"
+    return volume["id"]
+
+
+def test_compute_start_finishes_an_attach_it_was_running(stack, server):
+    volume_id = _interrupted_attach(stack, server)
+    old = stack.computes.pop(HOST)
+    old.stop()
+    stack.add_compute(HOST, driver=old.manager.driver)  # the domain outlived the agent
+    ctx = stack.admin_context()
+    assert stack.cinder.get(ctx, volume_id)["status"] == "in-use"
+    assert f"<serial>{volume_id}</serial>" in _xml(stack, server)
+    assert _volume_bdms(stack, server)[volume_id].connection_info
+
+
+def test_compute_start_rolls_back_an_attach_it_cannot_finish(stack, server):
+    volume_id = _interrupted_attach(stack, server)
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST)  # a new driver: the domain is gone
+    ctx = stack.admin_context()
+    assert stack.cinder.get(ctx, volume_id)["status"] == "available"
+    assert volume_id not in _volume_bdms(stack, server)
+    actions = action_obj.list_actions(stack.db, ctx, server)
+    cleanup = next(a for a in actions if a.action == "cleanup_volume_attachments")
+    events = action_obj.get_action(stack.db, ctx, server, cleanup.request_id).events
+    assert events[0].result == "Error" and volume_id in events[0].details
+
+
+def test_server_delete_releases_attachments_no_bdm_knows(stack, server):
+    ctx = stack.admin_context()
+    volume = stack.cinder.create(ctx, 1, "stray", "")
+    stray = stack.cinder.attachment_create(ctx, volume["id"], server)
+    stack.api("DELETE", f"/servers/{server}", status=204)
+    stack.wait_for_server_gone(server)
+    assert stray["id"] not in stack.cinder.attachments
+    assert stack.cinder.get(ctx, volume["id"])["status"] == "available"
+
+
+def test_all_servers_walks_every_host_with_progress_and_summary(stack, server, capsys):
+    _gone_id, gone = _attach(stack, server)
+    stack.cinder.attachment_delete(stack.admin_context(), gone.attachment_id)
+    start = time.monotonic()
+    assert _commands(stack).cleanup(_Args(all_servers=True, batch_size=1)) == 0
+    assert time.monotonic() - start < 30
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("1 servers: changed 1 (1 BDMs removed")
+    assert _commands(stack).cleanup(_Args(all_servers=True, json=True)) == 0
+    import json
+    body = json.loads(capsys.readouterr().out)
+    assert body["summary"]["servers"] == 1 and body["summary"]["removed_bdms"] == 0

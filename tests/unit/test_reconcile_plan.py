@@ -1,0 +1,77 @@
+"""The pure part of the dangling-attachment reconciliation: what counts as dangling."""
+
+import datetime
+
+from volumesvc.compute import reconcile
+from volumesvc.volume import cinder
+
+NOW = datetime.datetime(2026, 11, 30, 12, 0, 0)
+OLD = (NOW - datetime.timedelta(seconds=700)).isoformat()
+NEW = (NOW - datetime.timedelta(seconds=5)).isoformat()
+
+
+def _bdm(volume_id, attachment_id=None, updated=NEW, connected=True):
+    return {"uuid": f"bdm-{volume_id}", "destination_type": "volume", "volume_id": volume_id,
+            "attachment_id": attachment_id, "created_at": updated, "updated_at": None,
+            "connection_info": "{}" if connected else None}
+
+
+def _att(attachment_id, volume_id, status="attached"):
+    return {"id": attachment_id, "volume_id": volume_id, "status": status, "instance": "i"}
+
+
+def _plan(bdms, atts, recovering=False):
+    return reconcile.plan(bdms, atts, now=NOW, timeout=600, recovering=recovering)
+
+
+def test_matched_pairs_are_kept_and_strays_sorted():
+    p = _plan([_bdm("v1", "a1"), _bdm("v2", "a2")],
+              [_att("a1", "v1"), _att("a3", "v3"), _att("a4", "v4", "reserved")])
+    assert [b["volume_id"] for b, _ in p.attached] == ["v1"]
+    assert [b["volume_id"] for b in p.unlisted] == ["v2"]
+    assert [a["id"] for a in p.orphans] == ["a3"]
+    assert [a["id"] for a in p.orphans_in_progress] == ["a4"]
+
+
+def test_a_reservation_is_busy_until_it_is_stale():
+    young = _plan([_bdm("v1")], [_att("a1", "v1", "reserved")])
+    assert [b["volume_id"] for b in young.busy] == ["v1", "v1"]  # the BDM and its attachment
+    assert young.orphans == young.orphans_in_progress == young.stale_reservations == []
+    old = _plan([_bdm("v1", updated=OLD)], [_att("a1", "v1", "reserved")])
+    assert [b["volume_id"] for b in old.stale_reservations] == ["v1"]
+    assert [a["id"] for a in old.orphans_in_progress] == ["a1"]
+
+
+def test_pending_attaches_wait_for_the_timeout_unless_the_compute_restarted():
+    bdms = [_bdm("v1", "a1", connected=False), _bdm("v2", "a2", connected=False)]
+    atts = [_att("a1", "v1", "reserved"), _att("a2", "v2", "attaching")]
+    assert [b["volume_id"] for b in _plan(bdms, atts).busy] == ["v1", "v2"]
+    recovering = _plan(bdms, atts, recovering=True)
+    assert [b["volume_id"] for b, _ in recovering.interrupted] == ["v2"]
+    old = [dict(b, created_at=OLD) for b in bdms]
+    assert [b["volume_id"] for b, _ in _plan(old, atts).interrupted] == ["v1", "v2"]
+
+
+def test_unknown_age_is_never_stale():
+    assert not reconcile.is_stale({"updated_at": None, "created_at": None}, NOW, 1)
+    assert reconcile.is_stale({"updated_at": "2026-11-30T11:00:00.000000"}, NOW, 1)
+
+
+def test_snapshot_view_serves_many_servers_from_one_listing():
+    view = reconcile.SnapshotView([dict(_att("a1", "v1"), instance="s1"),
+                                   dict(_att("a2", "v2"), instance="s2")], ["v2"])
+    assert [a["id"] for a in view.attachments("s2")] == ["a2"]
+    assert view.attachments("s3") == []
+    assert view.suspect_volume("v2") and not view.suspect_volume("v1")
+
+
+def test_list_all_pages_until_a_short_page():
+    items = [{"id": str(i)} for i in range(25)]
+    calls = []
+
+    def page(marker=None, limit=None):
+        calls.append(marker)
+        start = 0 if marker is None else int(marker) + 1
+        return items[start:start + limit]
+    assert cinder.list_all(page, 10) == items
+    assert calls == [None, "9", "19"]

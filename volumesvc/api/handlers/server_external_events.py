@@ -1,0 +1,54 @@
+"""POST /os-server-external-events: other services tell us about servers (§7).
+
+Cinder posts ``volume-extended`` after (2.51) or, with extend completion,
+while (2.105, ours) it extends an attached volume; Neutron posts network
+events; Ironic ``power-update``. Each event gets its own ``code``; the answer
+is 200 when all were accepted and 207 when any failed, even all of them.
+"""
+
+from volumesvc import exception
+from volumesvc.api import microversions as mv
+from volumesvc.api import validation
+from volumesvc.api.logic import external_events
+from volumesvc.api.policies import server_external_events as policies
+from volumesvc.api.policy import authorize
+from volumesvc.api.schemas import server_external_events as schema
+
+_REQUEST_WINDOWS = (
+    (mv.V2_1_BASE, schema.create_server_external_events_v2_1),
+    (mv.V2_51_VOLUME_EXTENDED, schema.create_server_external_events_v2_51),
+    (mv.V2_76_POWER_UPDATE, schema.create_server_external_events_v2_76),
+    (mv.V2_82_ACCELERATOR_EVENT, schema.create_server_external_events_v2_82),
+    (mv.V2_93_VOLUME_REBUILD, schema.create_server_external_events_v2_93),
+    (mv.V2_105_EXTEND_COMPLETION, schema.create_server_external_events_v2_105),
+)
+
+
+@validation.windows(validation.schema, _REQUEST_WINDOWS)
+@validation.response_body_schema(schema.create_server_external_events_response_v2_1)
+def create_server_external_events(req):
+    """POST /os-server-external-events → 200, or 207 when any event failed.
+
+    403 for a caller that is neither a service nor an admin; 400 for a body
+    the version does not allow (an event name included); 503 when the
+    conductor is pinned below RPC 1.3.
+    """
+    authorize(req.context, policies.CREATE)
+    conductor = req.deps.conductor
+    if not conductor.can_send_events():
+        raise exception.ConductorTooOld()
+    router = external_events.EventRouter(req)
+    accepted: dict[str, list[dict]] = {}  # server uuid -> wire events, in request order
+    response = []
+    for event in req.body["events"]:
+        outcome = router.decide(event)
+        response.append(dict(event, code=outcome.code,
+                             status="completed" if outcome.accepted else "failed"))
+        if outcome.accepted:
+            router.record_action(event, outcome.instance)
+            accepted.setdefault(outcome.instance.uuid, []).append(router.wire_event(event))
+    for server_uuid, events in accepted.items():
+        conductor.external_instance_event(req.context, instance_uuid=server_uuid,
+                                          events=events)
+    status = 200 if all(e["code"] == 200 for e in response) else 207
+    return {"events": response}, status

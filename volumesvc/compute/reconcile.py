@@ -1,0 +1,455 @@
+"""Reconcile a server's volume BDMs with Cinder's attachments, in both directions.
+
+Why: a BDM and a Cinder attachment must exist together or not at all. They
+drift apart when someone edits Cinder behind our back (an attachment deleted
+or created directly, a volume reset to ``available``), and when a process
+dies in the middle of an attach (api-contract §10; issue 10). Left alone the
+volume stays ``reserved`` or ``attaching`` forever, cannot be detached and
+cannot be attached again.
+
+What counts as dangling, for one server (always under its instance lock):
+
+* a BDM whose Cinder attachment no longer exists, or whose volume is gone or
+  ``available``: the BDM is removed (and its disk leaves the running domain);
+* a Cinder attachment that claims the server but no BDM knows: deleted;
+* an attach that made no progress for ``[compute]
+  attachment_reservation_timeout`` seconds: a BDM still without an
+  attachment id (the conductor died), a Cinder attachment still ``reserved``
+  (the attach cast was lost) or ``attaching`` (the compute died after giving
+  Cinder its connector). The last one is finished when the disk can still be
+  attached, everything else is rolled back.
+
+Work younger than the timeout is never touched: that is an attach in
+progress. Only the per-instance lock makes the BDM list and the Cinder
+listing comparable: a reservation (which creates the BDM before any Cinder
+attachment exists) needs the same lock.
+
+The Cinder side comes from a *view*: :class:`InstanceView` lists one
+server's attachments (reboot, operator cleanup of one server);
+:class:`SnapshotView` serves many servers from one paged listing of every
+attachment (periodic task, ``--all-servers``), and every removal it
+suggests is confirmed with a GET first, so a listing taken a little
+earlier can never remove something that exists now.
+"""
+
+import dataclasses
+import functools
+
+from oslo_log import log as logging
+from oslo_serialization import jsonutils
+from oslo_utils import timeutils
+
+from volumesvc import exception
+from volumesvc.volume import cinder as cinder_adapter
+
+LOG = logging.getLogger(__name__)
+
+# Cinder attachment statuses of work in flight.
+IN_PROGRESS = frozenset({"reserved", "attaching", "detaching"})
+ACTION = "cleanup_volume_attachments"
+EVENT = "compute_reconcile_volume_attachments"
+
+
+@dataclasses.dataclass
+class Report:
+    """What one reconciliation of one server found and did (JSON-able via to_dict)."""
+
+    instance_uuid: str
+    dry_run: bool = False
+    removed_bdms: list = dataclasses.field(default_factory=list)
+    deleted_attachments: list = dataclasses.field(default_factory=list)
+    finished: list = dataclasses.field(default_factory=list)
+    rolled_back: list = dataclasses.field(default_factory=list)
+    busy: list = dataclasses.field(default_factory=list)
+    errors: list = dataclasses.field(default_factory=list)
+    skipped: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.removed_bdms or self.deleted_attachments or self.finished
+                    or self.rolled_back)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def summary(self) -> str:
+        """One line per change, for logs and instance action details."""
+        verb = "would " if self.dry_run else ""
+        lines = [f"{verb}remove BDM of volume {r['volume_id']} (attachment "
+                 f"{r['attachment_id']}): {r['reason']}" for r in self.removed_bdms]
+        lines += [f"{verb}delete Cinder attachment {a['attachment_id']} of volume "
+                  f"{a['volume_id']}: {a['reason']}" for a in self.deleted_attachments]
+        lines += [f"{verb}finish interrupted attach of volume {f['volume_id']}"
+                  for f in self.finished]
+        lines += [f"{verb}roll back attach of volume {r['volume_id']}: {r['reason']}"
+                  for r in self.rolled_back]
+        return "\n".join(lines)
+
+
+# -- the Cinder side -------------------------------------------------------------------
+
+
+class InstanceView:
+    """One server's attachments, listed when asked (``GET /attachments?instance_id=``)."""
+
+    def __init__(self, cinder, context, page_size):
+        self._cinder = cinder
+        self._context = context
+        self._page_size = page_size
+
+    def attachments(self, instance_uuid):
+        page = functools.partial(self._cinder.attachment_list_page, self._context,
+                                 instance_id=instance_uuid)
+        return cinder_adapter.list_all(page, self._page_size)
+
+    def suspect_volume(self, volume_id) -> bool:
+        """Every volume is read (one GET per BDM): a server has few."""
+        return True
+
+
+class SnapshotView:
+    """Many servers from one listing of every attachment and every ``available`` volume.
+
+    Requests grow with pages of attachments, not with servers. A BDM is only
+    suspected (and then confirmed with a GET) when its attachment is missing
+    from the listing or its volume was listed ``available``.
+    """
+
+    def __init__(self, attachments, available_volume_ids):
+        self._by_instance = {}
+        for attachment in attachments:
+            self._by_instance.setdefault(attachment.get("instance"), []).append(attachment)
+        self._available = frozenset(available_volume_ids)
+
+    @classmethod
+    def fetch(cls, cinder, context, page_size):
+        attachments = cinder_adapter.list_all(
+            functools.partial(cinder.attachment_list_page, context), page_size)
+        available = cinder_adapter.list_all(
+            functools.partial(cinder.volume_id_page, context, status="available"),
+            page_size, key=lambda volume_id: volume_id)
+        return cls(attachments, available)
+
+    def attachments(self, instance_uuid):
+        return list(self._by_instance.get(instance_uuid, ()))
+
+    def suspect_volume(self, volume_id) -> bool:
+        return volume_id in self._available
+
+    def for_instances(self, instance_uuids):
+        """(attachments, available ids) restricted to what these servers hold (RPC-sized)."""
+        attachments = [a for uuid in instance_uuids for a in self._by_instance.get(uuid, ())]
+        return attachments, sorted(self._available)
+
+
+# -- deciding (pure) ---------------------------------------------------------------------
+
+
+def _parse_time(value):
+    if not value:
+        return None
+    if isinstance(value, str):
+        value = timeutils.parse_isotime(value)
+    return timeutils.normalize_time(value)
+
+
+def last_progress(record):
+    """When a BDM or a volume last changed (naive UTC), or None when unknown."""
+    return _parse_time(record.get("updated_at")) or _parse_time(record.get("created_at"))
+
+
+def is_stale(record, now, timeout) -> bool:
+    """No progress for longer than ``timeout`` seconds (unknown age: not stale)."""
+    changed = last_progress(record)
+    return changed is not None and (now - changed).total_seconds() > timeout
+
+
+@dataclasses.dataclass
+class Plan:
+    """The server's volume BDMs and Cinder attachments, sorted by what to do."""
+
+    stale_reservations: list = dataclasses.field(default_factory=list)   # bdms
+    unlisted: list = dataclasses.field(default_factory=list)             # bdms
+    attached: list = dataclasses.field(default_factory=list)             # (bdm, att)
+    interrupted: list = dataclasses.field(default_factory=list)          # (bdm, att)
+    orphans: list = dataclasses.field(default_factory=list)              # atts
+    orphans_in_progress: list = dataclasses.field(default_factory=list)  # atts
+    busy: list = dataclasses.field(default_factory=list)                 # dicts
+
+
+def _busy(volume_id, attachment_id, reason):
+    return {"volume_id": volume_id, "attachment_id": attachment_id, "reason": reason}
+
+
+def plan(bdms, attachments, *, now, timeout, recovering=False) -> Plan:
+    """Sort ``bdms`` (the server's, dicts) and ``attachments`` (Cinder's for it).
+
+    ``recovering``: the compute just started, so an ``attaching`` attachment
+    of its own cannot be in progress any more (only this compute's attach
+    gives Cinder a connector, and that attach died with the process).
+    """
+    result = Plan()
+    listed = {a["id"]: a for a in attachments}
+    claimed = set()
+    reserving = set()  # volumes with a young BDM still waiting for its attachment id
+    for bdm in bdms:
+        if bdm.get("destination_type") != "volume" or not bdm.get("volume_id"):
+            continue
+        volume_id, attachment_id = bdm["volume_id"], bdm.get("attachment_id")
+        if not attachment_id:
+            if is_stale(bdm, now, timeout):
+                result.stale_reservations.append(bdm)
+            else:
+                reserving.add(volume_id)
+                result.busy.append(_busy(volume_id, None, "device reserved, no Cinder "
+                                                          "attachment yet"))
+            continue
+        claimed.add(attachment_id)
+        attachment = listed.get(attachment_id)
+        if attachment is None:
+            result.unlisted.append(bdm)
+            continue
+        status = attachment.get("status")
+        pending = status == "attaching" or (status == "reserved"
+                                            and not bdm.get("connection_info"))
+        if not pending:
+            result.attached.append((bdm, attachment))
+        elif (recovering and status == "attaching") or is_stale(bdm, now, timeout):
+            result.interrupted.append((bdm, attachment))
+        else:
+            result.busy.append(_busy(volume_id, attachment_id, f"attach in progress "
+                                                               f"(Cinder: {status})"))
+    for attachment in attachments:
+        if attachment["id"] in claimed:
+            continue
+        if attachment.get("volume_id") in reserving:
+            result.busy.append(_busy(attachment["volume_id"], attachment["id"],
+                                     "attachment of a reservation in progress"))
+        elif attachment.get("status") in IN_PROGRESS:
+            result.orphans_in_progress.append(attachment)
+        else:
+            result.orphans.append(attachment)
+    return result
+
+
+# -- doing ---------------------------------------------------------------------------------
+
+
+def _connection_info(bdm):
+    info = bdm.get("connection_info")
+    return jsonutils.loads(info) if isinstance(info, str) else info
+
+
+class Reconciler:
+    """Runs the reconciliation of one server; the caller holds its instance lock."""
+
+    def __init__(self, conf, *, driver, conductor, cinder, attacher):
+        self.conf = conf
+        self.driver = driver
+        self.conductor = conductor
+        self.cinder = cinder
+        self.attacher = attacher
+
+    @property
+    def timeout(self):
+        return self.conf.compute.attachment_reservation_timeout
+
+    def instance_view(self, context):
+        return InstanceView(self.cinder, context, self.conf.cinder.list_page_size)
+
+    def run(self, context, instance, driver_instance, *, view, bdms=None, dry_run=False,
+            recovering=False):
+        """Reconcile ``instance``; return (Report, the BDMs that remain).
+
+        Cinder unreachable: nothing is changed and ``skipped`` says so. Any
+        other error is recorded per item in ``errors`` and the rest goes on.
+        """
+        uuid = instance["uuid"]
+        report = Report(instance_uuid=uuid, dry_run=dry_run)
+        if bdms is None:
+            bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+        try:
+            attachments = view.attachments(uuid)
+        except (exception.CinderConnectionFailed, exception.CinderAPIError,
+                exception.Forbidden) as exc:
+            LOG.warning("Cinder could not list the attachments of %s; dangling volume "
+                        "attachments were not reconciled: %s", uuid, exc)
+            report.skipped = f"Cinder unreachable: {exc}"
+            return report, bdms
+        work = plan(bdms, attachments, now=timeutils.utcnow(), timeout=self.timeout,
+                    recovering=recovering)
+        report.busy.extend(work.busy)
+        run = _Run(self, context, instance, driver_instance, report, dry_run)
+        try:
+            run.execute(work, view)
+        except exception.CinderConnectionFailed as exc:
+            LOG.warning("Cinder became unreachable while reconciling %s: %s", uuid, exc)
+            report.errors.append(f"Cinder unreachable: {exc}")
+        removed = {r["bdm_uuid"] for r in report.removed_bdms + report.rolled_back}
+        remaining = bdms if dry_run else [b for b in bdms if b.get("uuid") not in removed]
+        if report.changed and not dry_run:
+            LOG.info("Reconciled volume attachments of %s:\n%s", uuid, report.summary())
+        return report, remaining
+
+
+class _Run:
+    """One pass over one server's plan (keeps the step methods short)."""
+
+    def __init__(self, reconciler, context, instance, driver_instance, report, dry_run):
+        self.r = reconciler
+        self.context = context
+        self.admin = context.elevated()
+        self.uuid = instance["uuid"]
+        self.driver_instance = driver_instance
+        self.report = report
+        self.dry_run = dry_run
+
+    def execute(self, work, view):
+        orphans = list(work.orphans)
+        stale_volumes = {bdm["volume_id"] for bdm in work.stale_reservations}
+        for bdm in work.stale_reservations:
+            self._safely(self._remove_bdm, bdm, f"reservation without a Cinder attachment "
+                                                f"for more than {self.r.timeout}s")
+        for bdm in work.unlisted:
+            self._safely(self._check_unlisted, bdm)
+        for bdm, attachment in work.attached:
+            if view.suspect_volume(bdm["volume_id"]) and self._safely(self._volume_gone, bdm):
+                orphans.append(attachment)
+        for bdm, attachment in work.interrupted:
+            self._safely(self._interrupted, bdm, attachment)
+        for attachment in work.orphans_in_progress:
+            if attachment.get("volume_id") in stale_volumes or \
+                    self._safely(self._stale_volume, attachment):
+                orphans.append(attachment)
+            else:
+                self.report.busy.append(_busy(attachment.get("volume_id"), attachment["id"],
+                                              f"Cinder attachment {attachment.get('status')}"
+                                              " without a BDM, younger than the timeout"))
+        for attachment in orphans:
+            self._safely(self._delete_attachment, attachment,
+                         "claims the server but no BDM knows it")
+
+    def _safely(self, step, *args):
+        """Run one step; a Cinder or conductor error is reported and the pass goes on.
+
+        Cinder unreachable ends the pass (every further step would fail too).
+        """
+        try:
+            return step(*args)
+        except exception.CinderConnectionFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one item must not stop the others
+            LOG.warning("Reconciling volume attachments of %s: %s failed: %s", self.uuid,
+                        step.__name__.strip("_"), exc)
+            self.report.errors.append(f"{step.__name__.strip('_')}: {exc}")
+            return None
+
+    # -- BDM side -----------------------------------------------------------------
+    def _check_unlisted(self, bdm):
+        try:
+            self.r.cinder.attachment_get(self.admin, bdm["attachment_id"])
+        except exception.VolumeAttachmentNotFound:
+            self._remove_bdm(bdm, "its Cinder attachment no longer exists")
+        # Found: the listing was older than the attachment; nothing dangles.
+
+    def _volume_gone(self, bdm) -> bool:
+        """Remove the BDM when Cinder says its volume is gone or ``available``."""
+        try:
+            volume = self.r.cinder.get(self.admin, bdm["volume_id"])
+        except exception.VolumeNotFound:
+            self._remove_bdm(bdm, "its volume no longer exists")
+            return True
+        if volume.get("status") == "available":
+            self._remove_bdm(bdm, "its volume is available in Cinder")
+            return True
+        return False
+
+    def _remove_bdm(self, bdm, reason):
+        entry = {"volume_id": bdm["volume_id"], "attachment_id": bdm.get("attachment_id"),
+                 "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name"),
+                 "reason": reason}
+        self.report.removed_bdms.append(entry)
+        if self.dry_run:
+            return
+        LOG.info("Removing dangling volume attachment of server %s: volume %s, attachment "
+                 "%s (%s)", self.uuid, bdm["volume_id"], bdm.get("attachment_id"), reason)
+        self._detach_disk(bdm)
+        try:
+            self.r.conductor.bdm_destroy(self.context, bdm_uuid=bdm["uuid"])
+        except exception.NotFound:
+            pass
+
+    def _detach_disk(self, bdm):
+        """The running domain loses the disk too (a SOFT reboot keeps live devices)."""
+        info = _connection_info(bdm)
+        if not info:
+            return
+        try:
+            self.r.driver.detach_volume(info, self.driver_instance, bdm.get("device_name"))
+        except exception.InstanceNotFound:
+            pass
+        except Exception as exc:  # noqa: BLE001 - the record goes anyway; a HARD reboot drops it
+            LOG.warning("Could not detach the disk of volume %s from %s: %s",
+                        bdm["volume_id"], self.uuid, exc)
+            self.report.errors.append(f"detach of {bdm['volume_id']} from the domain: {exc}")
+
+    # -- interrupted attaches -------------------------------------------------------
+    def _interrupted(self, bdm, attachment):
+        volume_id, attachment_id = bdm["volume_id"], attachment["id"]
+        entry = {"volume_id": volume_id, "attachment_id": attachment_id,
+                 "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name")}
+        if attachment.get("status") == "attaching":
+            # Cinder has our connector: the attach can still be finished.
+            if self.dry_run:
+                self.report.finished.append(entry)
+                return
+            try:
+                self.r.attacher.resume(self.context, self.driver_instance, bdm)
+            except Exception as exc:  # noqa: BLE001 - resume undid everything itself
+                LOG.warning("Interrupted attach of volume %s to %s could not be finished "
+                            "and was rolled back: %s", volume_id, self.uuid, exc)
+                self.report.rolled_back.append(dict(
+                    entry, reason=f"interrupted attach could not be finished: {exc}"))
+                return
+            LOG.info("Finished the interrupted attach of volume %s to %s (attachment %s)",
+                     volume_id, self.uuid, attachment_id)
+            self.report.finished.append(entry)
+            return
+        reason = (f"attach made no progress for more than {self.r.timeout}s "
+                  f"(Cinder attachment {attachment.get('status')})")
+        if not self.dry_run:
+            LOG.info("Rolling back the abandoned attach of volume %s to %s (attachment %s)",
+                     volume_id, self.uuid, attachment_id)
+            self._detach_disk(bdm)
+            self.r.cinder.attachment_delete(self.admin, attachment_id)
+            try:
+                self.r.conductor.bdm_destroy(self.context, bdm_uuid=bdm["uuid"])
+            except exception.NotFound:
+                pass
+        self.report.rolled_back.append(dict(entry, reason=reason))
+
+    # -- Cinder side ------------------------------------------------------------------
+    def _stale_volume(self, attachment) -> bool:
+        """An in-progress attachment without a BDM counts once its volume stopped changing."""
+        try:
+            volume = self.r.cinder.get(self.admin, attachment["volume_id"])
+        except exception.VolumeNotFound:
+            return True
+        return is_stale(volume, timeutils.utcnow(), self.r.timeout)
+
+    def _delete_attachment(self, attachment, reason):
+        entry = {"attachment_id": attachment["id"], "volume_id": attachment.get("volume_id"),
+                 "status": attachment.get("status"), "reason": reason}
+        if any(d["attachment_id"] == attachment["id"]
+               for d in self.report.deleted_attachments):
+            return
+        self.report.deleted_attachments.append(entry)
+        if self.dry_run:
+            return
+        LOG.info("Deleting Cinder attachment %s of volume %s that claims server %s: %s",
+                 attachment["id"], attachment.get("volume_id"), self.uuid, reason)
+        try:
+            self.r.cinder.attachment_delete(self.admin, attachment["id"])
+        except Exception:
+            self.report.deleted_attachments.remove(entry)
+            raise

@@ -1,0 +1,256 @@
+"""When the compute reconciles volume attachments, and how it reports it.
+
+``compute/reconcile.py`` decides and acts for one server; this module runs
+it at the right moments, each under the server's instance lock:
+
+* inside a reboot (SOFT and HARD), before the block-device info is built;
+* on request (``volumesvc-manage volume_attachment cleanup``, through the
+  conductor), for one server or a batch served by one Cinder listing;
+* when the compute starts, before it takes new work: attaches this compute
+  was running when it died are finished or rolled back;
+* from a *watch*: every device reservation asks for a check of its server
+  once the reservation would be stale, so an attach abandoned by a dead
+  conductor or cinder-api is cleaned within
+  ``[compute] attachment_reservation_timeout`` without an operator, a
+  reboot or the (optional) periodic task.
+
+Every change is logged and recorded as an instance action event (on the
+``reboot`` action, the operator's action, or a new
+``cleanup_volume_attachments`` action for work nobody asked for).
+"""
+
+import heapq
+import threading
+import time
+
+from oslo_log import log as logging
+
+from volumesvc import context as vs_context
+from volumesvc import exception
+from volumesvc.compute import reconcile, vm_states
+
+LOG = logging.getLogger(__name__)
+
+# Server states whose volumes are left alone: their BDMs belong to a build
+# (or a delete) that is still running or that failed before launching.
+_NOT_LAUNCHED = frozenset({vm_states.BUILDING, vm_states.DELETED})
+# A watch that keeps finding work in progress (or no Cinder) gives up after this many tries.
+WATCH_ATTEMPTS = 5
+
+
+def skip_reason(instance):
+    """Why a server is not reconciled outside a reboot, or None."""
+    if instance.get("vm_state") in _NOT_LAUNCHED or not instance.get("launched_at"):
+        return "server was never launched"
+    if instance.get("task_state"):
+        return f"server is in task {instance['task_state']}"
+    return None
+
+
+class ReconcileRunner:
+    """The compute's entry points into the reconciliation (one per compute process)."""
+
+    def __init__(self, conf, *, host, driver, conductor, cinder, attacher, reporter,
+                 lock, driver_instance):
+        self.conf = conf
+        self.host = host
+        self.conductor = conductor
+        self.cinder = cinder
+        self.reporter = reporter
+        self._lock = lock
+        self._driver_instance = driver_instance
+        self.reconciler = reconcile.Reconciler(conf, driver=driver, conductor=conductor,
+                                               cinder=cinder, attacher=attacher)
+        self._watch = []          # heap of (due monotonic, instance uuid, attempt)
+        self._watch_cond = threading.Condition()
+        self._watch_thread = None
+        self._stopping = False
+
+    # -- reboot ---------------------------------------------------------------------
+    def for_reboot(self, context, instance, bdms):
+        """Reconcile inside a reboot (lock held by the caller); return the BDMs that remain.
+
+        Nothing here may fail the reboot: Cinder unreachable is a warning
+        (api-contract §10), and any other error skips the cleanup with one.
+        """
+        try:
+            report, remaining = self.reconciler.run(
+                context, instance, self._driver_instance(instance),
+                view=self.reconciler.instance_view(context.elevated()), bdms=bdms)
+        except Exception as exc:  # noqa: BLE001 - the reboot goes on
+            LOG.warning("Dangling volume attachment cleanup of %s failed; rebooting with "
+                        "the BDMs as they are: %s", instance["uuid"], exc)
+            return bdms
+        self._record(context, report, action_exists=True)
+        return remaining
+
+    # -- on request ------------------------------------------------------------------
+    def reconcile(self, context, instances, *, dry_run=False, attachments=None,
+                  available_volume_ids=None, action_exists=False):
+        """Reconcile each server; one Cinder listing for all when ``attachments`` is given.
+
+        Returns one report dict per server. A server in a task (other than
+        one stuck for longer than the reservation timeout) is skipped, as
+        is one that never launched.
+        """
+        if attachments is None:
+            view = None
+        else:
+            view = reconcile.SnapshotView(attachments, available_volume_ids or ())
+        reports = []
+        for instance in instances:
+            reports.append(self._one(context, instance, dry_run=dry_run, view=view,
+                                     action_exists=action_exists).to_dict())
+        return reports
+
+    def _one(self, context, instance, *, dry_run=False, view=None, recovering=False,
+             action_exists=False):
+        uuid = instance["uuid"]
+        bdms = instance.get("bdms") if view is not None else None
+        with self._lock(uuid):
+            if bdms is None:
+                # NOTE: read under the lock; a caller's listing comes with
+                # BDMs the conductor read after it (see conductor/tasks/reconcile.py).
+                try:
+                    instance = self.conductor.instance_get(context, instance_uuid=uuid)
+                except exception.InstanceNotFound:
+                    return reconcile.Report(instance_uuid=uuid, dry_run=dry_run,
+                                            skipped="server not found")
+            reason = skip_reason(instance)
+            if instance.get("host") != self.host:
+                reason = f"server is on host {instance.get('host')}"
+            if reason:
+                return reconcile.Report(instance_uuid=uuid, dry_run=dry_run, skipped=reason)
+            view = view or self.reconciler.instance_view(context.elevated())
+            report, _ = self.reconciler.run(context, instance, self._driver_instance(instance),
+                                            view=view, bdms=bdms, dry_run=dry_run,
+                                            recovering=recovering)
+        if not dry_run:
+            self._record(context, report, action_exists=action_exists)
+        return report
+
+    def _record(self, context, report, *, action_exists):
+        if not report.changed or report.dry_run:
+            return
+        if not action_exists:
+            try:
+                self.conductor.action_start(
+                    context, instance_uuid=report.instance_uuid, action=reconcile.ACTION,
+                    request_id=context.request_id)
+            except Exception as exc:  # noqa: BLE001 - the log line is there anyway
+                LOG.warning("Could not record the cleanup of %s: %s", report.instance_uuid, exc)
+                return
+        result = "Error" if report.rolled_back or report.errors else "Success"
+        self.reporter.record(context, report.instance_uuid, reconcile.EVENT, result=result,
+                             details=report.summary()[:4000])
+
+    # -- compute start ----------------------------------------------------------------
+    def recover_host(self, timeout=None):
+        """Reconcile every server of this host (called before the RPC server starts).
+
+        An attach this compute was running when it died (Cinder attachment
+        ``attaching``) is finished or rolled back now; younger work of other
+        services is watched until its reservation timeout. ``timeout``
+        bounds the wait for a conductor: with none answering the compute
+        starts anyway (nothing can send it work then) and retries from a
+        watch.
+        """
+        context = vs_context.get_admin_context()
+        try:
+            instances = self.conductor.instance_list_by_host(context, host=self.host,
+                                                             timeout=timeout)
+        except Exception as exc:  # noqa: BLE001 - try again once the conductor answers
+            LOG.warning("Could not list the servers of %s to recover interrupted volume "
+                        "attachments (retrying in %ss): %s", self.host,
+                        self._retry_delay(), exc)
+            self.watch(None, self._retry_delay())
+            return []
+        reports = []
+        for instance in instances:
+            try:
+                report = self._one(context, instance, recovering=True)
+            except Exception as exc:  # noqa: BLE001 - one server must not stop the others
+                LOG.warning("Recovering the volume attachments of %s failed: %s",
+                            instance["uuid"], exc)
+                self.watch(instance["uuid"], self._retry_delay())
+                continue
+            self._rewatch(report, 0)
+            reports.append(report)
+        return reports
+
+    # -- periodic -----------------------------------------------------------------------
+    def periodic(self, context):
+        """Reconcile this host's idle servers; one Cinder listing serves all of them.
+
+        Servers in a task (or never launched) are left for their own
+        workflow. Cinder unreachable: skipped with a warning until next time.
+        """
+        instances = [i for i in self.conductor.instance_list_by_host(context, host=self.host)
+                     if skip_reason(i) is None]
+        if not instances:
+            return []
+        try:
+            view = reconcile.SnapshotView.fetch(self.cinder, context,
+                                                self.conf.cinder.list_page_size)
+        except (exception.CinderConnectionFailed, exception.CinderAPIError) as exc:
+            LOG.warning("Cinder unreachable; periodic reconciliation of volume attachments "
+                        "on %s skipped: %s", self.host, exc)
+            return []
+        reports = [self._one(context, instance, view=view) for instance in instances]
+        changed = sum(1 for r in reports if r.changed)
+        if changed:
+            LOG.info("Periodic reconciliation of volume attachments changed %d of %d "
+                     "servers on %s", changed, len(reports), self.host)
+        return reports
+
+    # -- watches ------------------------------------------------------------------------
+    def _retry_delay(self):
+        return self.conf.compute.attachment_reservation_timeout + 1
+
+    def watch(self, instance_uuid, delay, attempt=0):
+        """Reconcile ``instance_uuid`` (None: the whole host) in ``delay`` seconds."""
+        with self._watch_cond:
+            if self._stopping:
+                return
+            heapq.heappush(self._watch, (time.monotonic() + delay, instance_uuid or "",
+                                         attempt))
+            if self._watch_thread is None:
+                self._watch_thread = threading.Thread(
+                    target=self._watch_loop, name="attachment-watch", daemon=True)
+                self._watch_thread.start()
+            self._watch_cond.notify()
+
+    def _rewatch(self, report, attempt):
+        if attempt + 1 >= WATCH_ATTEMPTS:
+            return
+        if report.busy or (report.skipped and report.skipped.startswith("Cinder")) \
+                or (report.skipped or "").startswith("server is in task"):
+            self.watch(report.instance_uuid, self._retry_delay(), attempt + 1)
+
+    def _watch_loop(self):
+        while True:
+            with self._watch_cond:
+                while not self._stopping and (
+                        not self._watch or self._watch[0][0] > time.monotonic()):
+                    timeout = self._watch[0][0] - time.monotonic() if self._watch else None
+                    self._watch_cond.wait(timeout)
+                if self._stopping:
+                    return
+                _due, uuid, attempt = heapq.heappop(self._watch)
+            self._run_watch(uuid, attempt)
+
+    def _run_watch(self, uuid, attempt):
+        if not uuid:
+            self.recover_host()
+            return
+        try:
+            report = self._one(vs_context.get_admin_context(), {"uuid": uuid})
+        except Exception as exc:  # noqa: BLE001 - a watch must never kill its thread
+            LOG.warning("Reconciling the volume attachments of %s failed: %s", uuid, exc)
+            report = reconcile.Report(instance_uuid=uuid, skipped=f"Cinder: {exc}")
+        self._rewatch(report, attempt)
+
+    def stop(self):
+        with self._watch_cond:
+            self._stopping = True
+            self._watch_cond.notify_all()
