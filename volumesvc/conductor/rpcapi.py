@@ -22,6 +22,9 @@ manager imports ``VERSION`` so the two can never disagree):
         detach_volume of a shelved-offloaded server run here without a compute.
 * 1.6 - volume_snapshot_create, volume_snapshot_delete (API → conductor casts
         for os-assisted-volume-snapshots).
+* 1.7 - bdm_create and bdm_update accept ``attach_status``, ``fault_code``
+        and ``fault_message`` (API 2.106; ``fault_at`` is stamped by the
+        conductor). Computes send them only to a 1.7 conductor.
 """
 
 import oslo_messaging as messaging
@@ -29,7 +32,7 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.6"
+VERSION = "1.7"
 LIFECYCLE_VERSION = "1.5"
 PERSISTENCE_SUFFIX = "_persistence"
 

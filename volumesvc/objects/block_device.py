@@ -42,6 +42,10 @@ class BlockDeviceMapping(base.DictMixin):
     delete_on_termination: bool = False
     no_device: bool = False
     tag: str | None = None
+    attach_status: str | None = None
+    fault_code: int | None = None
+    fault_message: str | None = None
+    fault_at: datetime.datetime | None = None
     created_at: datetime.datetime | None = None
     updated_at: datetime.datetime | None = None
     deleted_at: datetime.datetime | None = None
@@ -63,6 +67,17 @@ def _check_values(values):
         raise exception.Invalid(reason=f"cannot set block device mapping fields {sorted(bad)}")
 
 
+def _stamp_fault(values: dict) -> dict:
+    """``fault_at`` follows ``fault_code`` (API 2.106): now when set, None when cleared.
+
+    Stamped where the row is written so no clock crosses the message bus.
+    """
+    if "fault_code" in values and "fault_at" not in values:
+        values = dict(values, fault_at=base.utcnow() if values["fault_code"] is not None
+                      else None)
+    return values
+
+
 def _select(context, read_deleted=None):
     model = models.BlockDeviceMapping
     mode = base.read_deleted(context, read_deleted)
@@ -70,7 +85,7 @@ def _select(context, read_deleted=None):
 
 
 def create(db, context, values: dict) -> BlockDeviceMapping:
-    values = dict(values)
+    values = _stamp_fault(dict(values))
     _check_values(values)
     values.setdefault("uuid", str(uuidlib.uuid4()))
     with db.writer(context) as session:
@@ -116,6 +131,7 @@ def get_by_volume_and_instance(db, context, volume_id, instance_uuid) -> BlockDe
 
 
 def save(db, context, bdm_uuid, values: dict) -> BlockDeviceMapping:
+    values = _stamp_fault(values)
     _check_values(values)
     model = models.BlockDeviceMapping
     with db.writer(context) as session:
