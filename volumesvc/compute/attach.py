@@ -38,12 +38,16 @@ class VolumeAttacher:
     def _reports_status(self) -> bool:
         return self.conductor.can_send_version(STATUS_CONDUCTOR_RPC)
 
-    def _set_status(self, context, bdm, values):
-        """Persist a status transition; a failure to report never breaks the work."""
+    def _set_status(self, context, bdm, values, expected=None):
+        """Persist a status transition (only from ``expected``, when given).
+
+        A failure to report never breaks the work.
+        """
         if not self._reports_status():
             return
+        kwargs = {"expected_status": expected} if expected else {}
         try:
-            self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values=values)
+            self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values=values, **kwargs)
         except exception.NotFound:
             pass
         except Exception as exc:  # noqa: BLE001 - the status is a report, not the work
@@ -135,8 +139,10 @@ class VolumeAttacher:
             self._undo_attach(context, driver_instance, bdm, info, attached=attached,
                               connected=connected, failure=exc)
             raise
-        # Cinder says in-use and the domain has the disk: only now ``attached``.
-        self._set_status(context, bdm, {"attach_status": attach_states.ATTACHED})
+        # Cinder says in-use and the domain has the disk: only now ``attached``
+        # (unless a detach was accepted meanwhile: it shows ``detaching``).
+        self._set_status(context, bdm, {"attach_status": attach_states.ATTACHED},
+                         expected=attach_states.ATTACHING)
 
     def _undo_attach(self, context, driver_instance, bdm, info, *, attached, connected,
                      failure):
@@ -153,11 +159,11 @@ class VolumeAttacher:
         except Exception as exc:  # noqa: BLE001
             LOG.warning("Could not delete attachment %s: %s", bdm["attachment_id"], exc)
         # Kept (deleted) as ``error`` so a 2.106 client learns why.
-        self._set_status(context, bdm, attach_states.fault_values(
+        values = attach_states.fault_values(
             attach_states.ERROR, attach_states.fault_code(failure),
-            compute_utils.message_of(failure)))
+            compute_utils.message_of(failure)) if self._reports_status() else None
         try:
-            self.conductor.bdm_destroy(context, bdm_uuid=bdm["uuid"])
+            self.conductor.bdm_destroy(context, bdm_uuid=bdm["uuid"], values=values)
         except exception.NotFound:
             pass
 

@@ -14,6 +14,7 @@ deletes it (which clears the status: the row stays an ordinary deleted BDM).
 """
 
 import datetime
+import uuid as uuidlib
 
 import sqlalchemy as sa
 
@@ -78,6 +79,26 @@ def forget_failed(db, context, instance_uuid, volume_id) -> int:
         return session.execute(statement).rowcount or 0
 
 
+def save_if(db, context, bdm_uuid, values: dict, expected_status):
+    """Save ``values`` only while the live BDM's status is ``expected_status``.
+
+    Why: the compute reports ``attached`` after Cinder completed the
+    attachment, and by then the API may already have accepted a detach
+    (``detaching``); that later write must not hide the detach. Returns the
+    BDM as it is after the attempt.
+    """
+    model = models.BlockDeviceMapping
+    values = bdm_obj.stamp_fault(values)
+    bdm_obj.check_values(values)
+    statement = (sa.update(model)
+                 .where(model.uuid == bdm_uuid, model.deleted == 0,
+                        model.attach_status == expected_status)
+                 .values(**values))
+    with db.writer(context) as session:
+        session.execute(statement)
+    return bdm_obj.get_by_uuid(db, context, bdm_uuid, read_deleted="yes")
+
+
 def record_failed_attach(db, context, *, instance_uuid, volume_id, bdm_uuid, code,
                          message) -> None:
     """Keep a failed attach as a soft-deleted ``error`` BDM.
@@ -87,14 +108,19 @@ def record_failed_attach(db, context, *, instance_uuid, volume_id, bdm_uuid, cod
     with no device is made so the client still learns why.
     """
     values = states.fault_values(states.ERROR, code, message)
-    if bdm_uuid is None:
-        bdm = bdm_obj.create(db, context, {
-            "instance_uuid": instance_uuid, "source_type": "volume",
-            "destination_type": "volume", "volume_id": volume_id, **values})
-        bdm_uuid = bdm.uuid
-    else:
-        bdm_obj.save(db, context, bdm_uuid, values)
-    try:
-        bdm_obj.destroy(db, context, bdm_uuid)
-    except exception.NotFound:
-        pass
+    if bdm_uuid is not None:
+        try:
+            bdm_obj.destroy(db, context, bdm_uuid, values=values)
+        except exception.NotFound:
+            pass
+        return
+    # Inserted already deleted (one transaction): never a live BDM that would
+    # block the volume or show as attached.
+    with db.writer(context) as session:
+        row = models.BlockDeviceMapping(
+            uuid=str(uuidlib.uuid4()), instance_uuid=instance_uuid, source_type="volume",
+            destination_type="volume", volume_id=volume_id, fault_at=base.utcnow(), **values)
+        session.add(row)
+        session.flush()
+        for key, value in base.soft_delete_values(row).items():
+            setattr(row, key, value)
