@@ -350,3 +350,20 @@ def test_a_detach_accepted_before_the_attach_reported_is_not_overwritten(deploye
     entry = stack.wait(lambda: (lambda e: e if "fault" in e else None)(
         http_.attachment(server, volume, "2.106")), what="failed detach reported")
     assert entry["status"] == "attached" and "held" in entry["fault"]["message"]
+
+
+def test_an_attach_refused_before_a_device_was_reserved_is_an_error_entry(deployed):
+    """The conductor's refusal (here the compute's reserve) is kept too, with no device."""
+    stack, server, http_ = deployed
+    stack.computes["fn-compute"].manager.driver.capabilities[
+        "supports_tagged_attach_volume"] = False
+    volume = _volume(stack)
+    status, body = http_.request("POST", f"/servers/{server}/os-volume_attachments",
+                                 {"volumeAttachment": {"volumeId": volume, "tag": "t"}},
+                                 version="2.106")
+    assert (status, body) == (202, None)
+    entry = _wait_status(stack, http_, server, volume, "error")
+    assert "device" not in entry and entry["attachment_id"] is None
+    assert entry["fault"]["message"] == (
+        "Tagged volume attachment is not supported for this instance's compute host.")
+    assert volume not in http_.attachments(server, "2.105")
