@@ -29,6 +29,12 @@ SERVICE_VERSION_HISTORY = (
     # 7: os-assisted-volume-snapshots: conductor and compute
     #    volume_snapshot_create / volume_snapshot_delete.
     {"compute_rpc": "1.6", "conductor_rpc": "1.6"},
+    # 8: computes report attach progress (API 2.106): the BDM is reserved
+    #    ``attaching``, becomes ``attached`` once Cinder has completed the
+    #    attachment and the disk is in the guest, a failed attach is kept as
+    #    ``error`` and a failed detach goes back to ``attached`` with a fault.
+    #    Conductors persist the BDM status and fault fields (RPC 1.7).
+    {"compute_rpc": "1.7", "conductor_rpc": "1.7"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
@@ -43,5 +49,8 @@ MIN_COMPUTE_EXTEND_COMPLETION = 4
 # Minimum compute service version that can stop/start/shelve/unshelve; the
 # conductor places an unshelved server on such a compute only.
 MIN_COMPUTE_LIFECYCLE = 6
+# Minimum compute service version that reports attach/detach progress (API
+# 2.106); the API marks a detach ``detaching`` only on such a compute.
+MIN_COMPUTE_ATTACH_STATUS = 8
 
 RELEASE = "0.1.0"

@@ -41,7 +41,7 @@ def test_aio_ready_line_discovery_and_service_list():
         status, root = _get(f"http://127.0.0.1:{api_port}/")
         assert status == 200 and [v["id"] for v in root["versions"]] == ["v2.0", "v2.1"]
         status, doc = _get(f"http://127.0.0.1:{api_port}/v2.1")
-        assert doc["version"]["id"] == "v2.1" and doc["version"]["version"] == "2.105"
+        assert doc["version"]["id"] == "v2.1" and doc["version"]["version"] == "2.106"
 
         out = subprocess.run(
             [bin_path("volumesvc-manage"), "--config-file", os.path.join(state, "volumesvc.conf"),

@@ -5,7 +5,7 @@ import textwrap
 
 
 def write_config(state_dir, *, transport_url, api_port, api_workers, host,
-                 cinder_url, glance_url, keystone=None):
+                 cinder_url, glance_url, keystone=None, failed_attachment_ttl=None):
     """Write ``<state_dir>/volumesvc.conf`` for api, conductor and compute.
 
     One file for all three processes, as an operator would have on one
@@ -52,6 +52,9 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
         [oslo_concurrency]
         lock_path = {state_dir}/locks
         """)
+    if failed_attachment_ttl is not None:
+        text = text.replace("[api]\n", f"[api]\nfailed_attachment_ttl = {failed_attachment_ttl}\n",
+                            1)
     if keystone is not None:
         text = _with_keystone(text, keystone)
     with open(path, "w") as f:

@@ -140,6 +140,8 @@ VERSIONS = (
                                          "PUT /servers/{id}."),
     ("2.105", "V2_105_EXTEND_COMPLETION", "volume-extended event with completion semantics "
                                           "(volumesvc)."),
+    ("2.106", "V2_106_ATTACHMENT_STATUS", "status and fault of volume attachments; failed "
+                                          "attaches listed until a TTL (volumesvc)."),
 )
 
 # One constant per entry above, same name and value (a unit test checks).
@@ -248,11 +250,13 @@ V2_102_STRICT_QUERY_ALL = Version(2, 102)
 V2_103_NO_VOLUMES_BOOT = Version(2, 103)
 V2_104_PINNED_AZ_UPDATE = Version(2, 104)
 V2_105_EXTEND_COMPLETION = Version(2, 105)
+V2_106_ATTACHMENT_STATUS = Version(2, 106)
 
 # Versions that are volumesvc's own rather than Nova's. Each must be served:
 # the unit test maps every one to a route versioned at it or to a named test
 # exercising it. 2.105: POST /os-server-external-events completes extends.
-OWN_VERSIONS: tuple[Version, ...] = (V2_105_EXTEND_COMPLETION,)
+# 2.106: status/fault in GET /servers/{id}/os-volume_attachments[/{volume_id}].
+OWN_VERSIONS: tuple[Version, ...] = (V2_105_EXTEND_COMPLETION, V2_106_ATTACHMENT_STATUS)
 
 _VALID = re.compile(r"^[1-9]\d*\.(0|[1-9]\d*)$")
 

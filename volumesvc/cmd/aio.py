@@ -63,6 +63,8 @@ def _parse_args(argv):
                              "capabilities switched off, e.g. "
                              "aio-compute-2=libvirt,-supports_multiattach")
     parser.add_argument("--api-workers", type=int, default=2)
+    parser.add_argument("--failed-attachment-ttl", type=int, default=None, metavar="SECONDS",
+                        help="[api] failed_attachment_ttl (API 2.106; default: the option's)")
     parser.add_argument("--ready-timeout", type=float, default=600.0,
                         help="seconds to wait for everything to answer")
     parser.add_argument("--no-install", action="store_true",
@@ -149,7 +151,8 @@ class AllInOne:
         conf_path = aio_config.write_config(
             self.state_dir, transport_url=transport_url, api_port=self.args.api_port,
             api_workers=self.args.api_workers, host=self.args.host,
-            cinder_url=volume.url, glance_url=image.url, keystone=self.keystone)
+            cinder_url=volume.url, glance_url=image.url, keystone=self.keystone,
+            failed_attachment_ttl=self.args.failed_attachment_ttl)
         self._run_once(["volumesvc-manage", "--config-file", conf_path, "db", "sync"])
         self._spawn(binaries.CONDUCTOR, conf_path)
         for index, host in enumerate(self.args.hosts):

@@ -4,17 +4,28 @@
 ``attach`` and ``detach`` run from casts and report through the DB (BDM,
 instance action events) and notifications. Each undoes its own work on
 failure so a BDM and a Cinder attachment always exist together or not at all.
+
+The BDM's ``attach_status`` (API 2.106, ``attach_states``) moves with the
+work: ``attaching`` from the reservation, ``attached`` only once Cinder has
+completed the attachment and the disk is in the guest, ``error`` with the
+reason for a failed attach (the BDM is still deleted), ``attached`` with a
+fault after a failed detach. A conductor capped below RPC 1.7 does not know
+those fields; then nothing is written and the API shows ``attached``.
 """
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from volumesvc import exception
-from volumesvc.compute import connections
+from volumesvc.compute import attach_states, connections
+from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import block_device as virt_bd
 
 LOG = logging.getLogger(__name__)
+
+# The conductor RPC version that persists BDM status and fault fields.
+STATUS_CONDUCTOR_RPC = "1.7"
 
 
 class VolumeAttacher:
@@ -23,6 +34,30 @@ class VolumeAttacher:
         self.driver = driver
         self.conductor = conductor
         self.cinder = cinder
+
+    def _reports_status(self) -> bool:
+        return self.conductor.can_send_version(STATUS_CONDUCTOR_RPC)
+
+    def _set_status(self, context, bdm, values, expected=None):
+        """Persist a status transition (only from ``expected``, when given).
+
+        A failure to report never breaks the work.
+        """
+        if not self._reports_status():
+            return
+        kwargs = {"expected_status": expected} if expected else {}
+        try:
+            self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values=values, **kwargs)
+        except exception.NotFound:
+            pass
+        except Exception as exc:  # noqa: BLE001 - the status is a report, not the work
+            LOG.warning("Could not record status %s of volume %s: %s",
+                        values.get("attach_status"), bdm.get("volume_id"), exc)
+
+    def detach_failed(self, context, bdm, exc):
+        """The detach did not happen: ``attached`` again, with the reason as the fault."""
+        self._set_status(context, bdm, attach_states.fault_values(
+            attach_states.ATTACHED, attach_states.fault_code(exc), compute_utils.message_of(exc)))
 
     def _disconnect(self, context, instance_uuid, info):
         return connections.disconnect(
@@ -64,11 +99,14 @@ class VolumeAttacher:
         bus = disk_bus or virt_bd.DEFAULT_VOLUME_BUS
         name = self.driver.get_device_name_for_instance(
             instance, [b.get("device_name") for b in bdms if b.get("device_name")], bus)
-        return self.conductor.bdm_create(context, values={
+        values = {
             "instance_uuid": instance["uuid"], "source_type": "volume",
             "destination_type": "volume", "volume_id": volume_id, "device_name": name,
             "disk_bus": bus, "device_type": device_type or "disk", "tag": tag,
-            "delete_on_termination": bool(delete_on_termination), "boot_index": None})
+            "delete_on_termination": bool(delete_on_termination), "boot_index": None}
+        if self._reports_status():
+            values["attach_status"] = attach_states.ATTACHING
+        return self.conductor.bdm_create(context, values=values)
 
     def attach(self, context, driver_instance, bdm, multiattach=None, resume=False):
         """Connect, attach LIVE|CONFIG, complete; undo everything on failure.
@@ -100,16 +138,21 @@ class VolumeAttacher:
             self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"],
                                       values={"connection_info": jsonutils.dumps(info)})
             self.cinder.attachment_complete(context, bdm["attachment_id"])
-        except Exception:
+        except Exception as exc:
             self._undo_attach(context, driver_instance, bdm, info, attached=attached,
-                              connected=connected)
+                              connected=connected, failure=exc)
             raise
+        # Cinder says in-use and the domain has the disk: only now ``attached``
+        # (unless a detach was accepted meanwhile: it shows ``detaching``).
+        self._set_status(context, bdm, {"attach_status": attach_states.ATTACHED},
+                         expected=attach_states.ATTACHING)
 
     def resume(self, context, driver_instance, bdm):
         """Finish an interrupted attach (see ``attach``); roll it back when that fails."""
         self.attach(context, driver_instance, bdm, resume=True)
 
-    def _undo_attach(self, context, driver_instance, bdm, info, *, attached, connected):
+    def _undo_attach(self, context, driver_instance, bdm, info, *, attached, connected,
+                     failure):
         try:
             if attached:
                 self.driver.detach_volume(info, driver_instance, bdm["device_name"])
@@ -122,8 +165,12 @@ class VolumeAttacher:
             self.cinder.attachment_delete(context.elevated(), bdm["attachment_id"])
         except Exception as exc:  # noqa: BLE001
             LOG.warning("Could not delete attachment %s: %s", bdm["attachment_id"], exc)
+        # Kept (deleted) as ``error`` so a 2.106 client learns why.
+        values = attach_states.fault_values(
+            attach_states.ERROR, attach_states.fault_code(failure),
+            compute_utils.message_of(failure)) if self._reports_status() else None
         try:
-            self.conductor.bdm_destroy(context, bdm_uuid=bdm["uuid"])
+            self.conductor.bdm_destroy(context, bdm_uuid=bdm["uuid"], values=values)
         except exception.NotFound:
             pass
 

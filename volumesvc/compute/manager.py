@@ -13,9 +13,16 @@ from oslo_utils import timeutils
 
 from volumesvc import exception, periodic
 from volumesvc.compute import attach as attach_mod
+from volumesvc.compute import (
+    attach_states,
+    reconcile_runner,
+    rpcapi,
+    snapshots,
+    task_states,
+    vm_states,
+)
 from volumesvc.compute import events as events_mod
 from volumesvc.compute import lifecycle as lifecycle_mod
-from volumesvc.compute import reconcile_runner, rpcapi, snapshots, task_states, vm_states
 from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
@@ -25,6 +32,11 @@ LOG = logging.getLogger(__name__)
 
 
 _driver_instance = compute_utils.driver_instance
+
+
+def _with_status(bdm, status):
+    """The BDM as a notification shows it after the phase (API 2.106 status)."""
+    return dict(bdm, attach_status=status)
 
 
 class ComputeManager:
@@ -240,10 +252,9 @@ class ComputeManager:
 
     def attach_volume(self, context, *, instance, bdm, multiattach=None):
         uuid = instance["uuid"]
-        payload_bdms = [bdm]
         with self._lock(uuid):
             self.reporter.notify(context, instance, "volume_attach", "start",
-                                 bdms=payload_bdms)
+                                 bdms=[_with_status(bdm, attach_states.ATTACHING)])
             try:
                 with self.reporter.event(context, uuid, "compute_attach_volume"):
                     self.attacher.attach(context, _driver_instance(instance), bdm,
@@ -252,14 +263,16 @@ class ComputeManager:
                 LOG.warning("Attach of volume %s to %s failed: %s", bdm.get("volume_id"),
                             uuid, compute_utils.message_of(exc))
                 self.reporter.notify(context, instance, "volume_attach", "error",
-                                     bdms=payload_bdms, exc=exc)
+                                     bdms=[_with_status(bdm, attach_states.ERROR)], exc=exc)
                 return
-            self.reporter.notify(context, instance, "volume_attach", "end", bdms=payload_bdms)
+            self.reporter.notify(context, instance, "volume_attach", "end",
+                                 bdms=[_with_status(bdm, attach_states.ATTACHED)])
 
     def detach_volume(self, context, *, instance, bdm, attachment_id):
         uuid = instance["uuid"]
         with self._lock(uuid):
-            self.reporter.notify(context, instance, "volume_detach", "start", bdms=[bdm])
+            self.reporter.notify(context, instance, "volume_detach", "start",
+                                 bdms=[_with_status(bdm, attach_states.DETACHING)])
             try:
                 with self.reporter.event(context, uuid, "compute_detach_volume"):
                     self.attacher.detach(context, _driver_instance(instance), bdm,
@@ -267,10 +280,12 @@ class ComputeManager:
             except Exception as exc:  # noqa: BLE001
                 LOG.warning("Detach of volume %s from %s failed: %s", bdm.get("volume_id"),
                             uuid, compute_utils.message_of(exc))
+                self.attacher.detach_failed(context, bdm, exc)
                 self.reporter.notify(context, instance, "volume_detach", "error",
-                                     bdms=[bdm], exc=exc)
+                                     bdms=[_with_status(bdm, attach_states.ATTACHED)], exc=exc)
                 return
-            self.reporter.notify(context, instance, "volume_detach", "end", bdms=[bdm])
+            self.reporter.notify(context, instance, "volume_detach", "end",
+                                 bdms=[_with_status(bdm, None)])
 
     # -- external events (1.3) ------------------------------------------------------
 

@@ -15,12 +15,15 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.5 - stop_instance, start_instance, shelve_instance, shelve_offload_instance,
         unshelve_instance (compute/lifecycle.py).
 * 1.6 - volume_snapshot_create, volume_snapshot_delete (assisted snapshots).
+* 1.7 - no new method: a 1.7 compute reports attach progress (the BDM's
+        ``attach_status`` and fault, API 2.106) through conductor RPC 1.7
+        (service version 8).
 """
 
 from volumesvc import rpc
 
 TOPIC = "compute"
-VERSION = "1.6"
+VERSION = "1.7"
 LIFECYCLE_VERSION = "1.5"
 
 

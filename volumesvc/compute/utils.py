@@ -130,6 +130,8 @@ def block_device_payload(bdm):
         "delete_on_termination": bool(bdm.get("delete_on_termination")),
         "tag": bdm.get("tag"),
         "volume_type": bdm.get("volume_type"),
+        # API 2.106: the attachment's status after this phase (None: gone).
+        "attach_status": bdm.get("attach_status"),
     }
 
 

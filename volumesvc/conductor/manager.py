@@ -18,6 +18,7 @@ from volumesvc.conductor.tasks import offloaded, power
 from volumesvc.conductor.tasks import reconcile as reconcile_task
 from volumesvc.conductor.tasks import shelve as shelve_task
 from volumesvc.conductor.tasks import unshelve as unshelve_task
+from volumesvc.objects import attachment_status
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
@@ -199,12 +200,15 @@ class ConductorManager:
         return bdm_obj.create(self._db, context, values).to_dict()
 
     @messaging.expected_exceptions(*_EXPECTED)
-    def bdm_update(self, context, *, bdm_uuid, values):
+    def bdm_update(self, context, *, bdm_uuid, values, expected_status=None):
+        if expected_status is not None:
+            return attachment_status.save_if(self._db, context, bdm_uuid, values,
+                                             expected_status).to_dict()
         return bdm_obj.save(self._db, context, bdm_uuid, values).to_dict()
 
     @messaging.expected_exceptions(*_EXPECTED)
-    def bdm_destroy(self, context, *, bdm_uuid):
-        bdm_obj.destroy(self._db, context, bdm_uuid)
+    def bdm_destroy(self, context, *, bdm_uuid, values=None):
+        bdm_obj.destroy(self._db, context, bdm_uuid, values=values)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def action_event_start(self, context, *, instance_uuid, request_id, event, host):

@@ -25,6 +25,12 @@ manager imports ``VERSION`` so the two can never disagree):
         detach_volume of a shelved-offloaded server run here without a compute.
 * 1.6 - volume_snapshot_create, volume_snapshot_delete (API → conductor casts
         for os-assisted-volume-snapshots).
+* 1.7 - bdm_create and bdm_update accept ``attach_status``, ``fault_code``
+        and ``fault_message`` (API 2.106; ``fault_at`` is stamped by the
+        conductor); bdm_update takes ``expected_status`` (a compare and swap:
+        a late ``attached`` never overwrites ``detaching``); bdm_destroy takes
+        ``values`` written with the delete (a failed attach is never a live
+        ``error`` BDM). Computes send them only to a 1.7 conductor.
 """
 
 import oslo_messaging as messaging
@@ -32,7 +38,7 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.6"
+VERSION = "1.7"
 LIFECYCLE_VERSION = "1.5"
 PERSISTENCE_SUFFIX = "_persistence"
 
@@ -274,10 +280,18 @@ class ConductorAPI:
     def bdm_create(self, ctxt, *, values):
         return self._call(ctxt, "bdm_create", values=values)
 
-    def bdm_update(self, ctxt, *, bdm_uuid, values):
+    def bdm_update(self, ctxt, *, bdm_uuid, values, expected_status=None):
+        """Call: save ``values``; with ``expected_status`` (1.7) only while the
+        BDM's ``attach_status`` is still that (else nothing changes)."""
+        if expected_status is not None:
+            return self._call(ctxt, "bdm_update", bdm_uuid=bdm_uuid, values=values,
+                              expected_status=expected_status)
         return self._call(ctxt, "bdm_update", bdm_uuid=bdm_uuid, values=values)
 
-    def bdm_destroy(self, ctxt, *, bdm_uuid):
+    def bdm_destroy(self, ctxt, *, bdm_uuid, values=None):
+        """Call: soft delete; ``values`` (1.7: the status of a failed attach) in the same write."""
+        if values:
+            return self._call(ctxt, "bdm_destroy", bdm_uuid=bdm_uuid, values=values)
         return self._call(ctxt, "bdm_destroy", bdm_uuid=bdm_uuid)
 
     def action_event_start(self, ctxt, *, instance_uuid, request_id, event, host):

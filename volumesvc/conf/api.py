@@ -50,6 +50,16 @@ Possible values:
         default=1000,
         min=0,
         help="Maximum number of items a collection resource returns in one page."),
+    cfg.IntOpt(
+        "failed_attachment_ttl",
+        default=3600,
+        min=0,
+        help="""
+Seconds a failed volume attach stays listed (``status`` ``error`` with its
+``fault``) in ``os-volume_attachments`` from microversion 2.106, unless the
+client deletes it first. 0 never lists failed attaches. Below 2.106 a failed
+attach is never listed.
+"""),
     cfg.StrOpt(
         "compute_link_prefix",
         help="""

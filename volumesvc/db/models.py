@@ -181,6 +181,11 @@ class BlockDeviceMapping(Base, TimestampMixin, SoftDeleteMixin):
     delete_on_termination: Mapped[bool] = mapped_column(default=False)
     no_device: Mapped[bool] = mapped_column(default=False)
     tag: Mapped[str | None] = mapped_column(sa.String(255))
+    # API 2.106 (objects/attachment_status.py): NULL is a pre-2.106 writer.
+    attach_status: Mapped[str | None] = mapped_column(sa.String(16))
+    fault_code: Mapped[int | None]
+    fault_message: Mapped[str | None] = mapped_column(sa.Text)
+    fault_at: Mapped[datetime.datetime | None]
 
 
 class InstanceAction(Base, TimestampMixin):

@@ -42,6 +42,10 @@ class BlockDeviceMapping(base.DictMixin):
     delete_on_termination: bool = False
     no_device: bool = False
     tag: str | None = None
+    attach_status: str | None = None
+    fault_code: int | None = None
+    fault_message: str | None = None
+    fault_at: datetime.datetime | None = None
     created_at: datetime.datetime | None = None
     updated_at: datetime.datetime | None = None
     deleted_at: datetime.datetime | None = None
@@ -63,6 +67,22 @@ def _check_values(values):
         raise exception.Invalid(reason=f"cannot set block device mapping fields {sorted(bad)}")
 
 
+def check_values(values):
+    """Refuse read-only or unknown fields (for writers outside this module)."""
+    _check_values(values)
+
+
+def stamp_fault(values: dict) -> dict:
+    """``fault_at`` follows ``fault_code`` (API 2.106): now when set, None when cleared.
+
+    Stamped where the row is written so no clock crosses the message bus.
+    """
+    if "fault_code" in values and "fault_at" not in values:
+        values = dict(values, fault_at=base.utcnow() if values["fault_code"] is not None
+                      else None)
+    return values
+
+
 def _select(context, read_deleted=None):
     model = models.BlockDeviceMapping
     mode = base.read_deleted(context, read_deleted)
@@ -70,7 +90,7 @@ def _select(context, read_deleted=None):
 
 
 def create(db, context, values: dict) -> BlockDeviceMapping:
-    values = dict(values)
+    values = stamp_fault(dict(values))
     _check_values(values)
     values.setdefault("uuid", str(uuidlib.uuid4()))
     with db.writer(context) as session:
@@ -127,6 +147,7 @@ def get_by_volume_and_instance(db, context, volume_id, instance_uuid) -> BlockDe
 
 
 def save(db, context, bdm_uuid, values: dict) -> BlockDeviceMapping:
+    values = stamp_fault(values)
     _check_values(values)
     model = models.BlockDeviceMapping
     with db.writer(context) as session:
@@ -139,12 +160,18 @@ def save(db, context, bdm_uuid, values: dict) -> BlockDeviceMapping:
         return BlockDeviceMapping.from_model(row)
 
 
-def destroy(db, context, bdm_uuid) -> None:
-    """Soft delete (``deleted`` = id): the record survives for audits and cleanup."""
+def destroy(db, context, bdm_uuid, values: dict | None = None) -> None:
+    """Soft delete (``deleted`` = id): the record survives for audits and cleanup.
+
+    ``values`` are saved in the same write (a failed attach's ``error``
+    status, API 2.106), so no reader sees them on a live BDM.
+    """
+    values = stamp_fault(values or {})
+    _check_values(values)
     model = models.BlockDeviceMapping
     with db.writer(context) as session:
         row = session.scalars(_select(context, "no").where(model.uuid == bdm_uuid)).first()
         if row is None:
             raise exception.BDMNotFound(id=bdm_uuid)
-        for key, value in base.soft_delete_values(row).items():
+        for key, value in {**values, **base.soft_delete_values(row)}.items():
             setattr(row, key, value)

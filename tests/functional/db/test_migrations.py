@@ -8,6 +8,7 @@ database of its own that is dropped afterwards.
 """
 
 import contextlib
+import datetime
 import os
 
 import pytest
@@ -80,6 +81,31 @@ class MigrationHooks:
         assert by_id["5"] == ("m1.xlarge", 16384, 8, 160)
         assert by_id["42"] == ("m1.nano", 64, 1, 1)
         assert set(by_id) == db_fixtures.DEFAULT_FLAVORIDS
+
+    def _pre_upgrade_7a4d2c9e5b13(self, connection):
+        """A BDM written before 2.106: it must come out with no status (shown attached)."""
+        connection.execute(sa.text(
+            "INSERT INTO instances (uuid, locked, deleted) VALUES ('i-106', :f, 0)"),
+            {"f": False})
+        connection.execute(sa.text(
+            "INSERT INTO block_device_mappings (uuid, instance_uuid, volume_id, "
+            "delete_on_termination, no_device, deleted) "
+            "VALUES ('b-106', 'i-106', 'v-106', :f, :f, 0)"), {"f": False})
+
+    def _check_7a4d2c9e5b13(self, connection, data):
+        row = connection.execute(sa.text(
+            "SELECT attach_status, fault_code, fault_message, fault_at "
+            "FROM block_device_mappings WHERE uuid = 'b-106'")).one()
+        assert tuple(row) == (None, None, None, None)
+        connection.execute(sa.text(
+            "UPDATE block_device_mappings SET attach_status = 'error', fault_code = 500, "
+            "fault_message = :m, fault_at = :t WHERE uuid = 'b-106'"),
+            {"m": "x" * 4000, "t": datetime.datetime(2026, 11, 30, 19, 0, 0, 123456)})
+        fault_at = connection.execute(sa.text(
+            "SELECT fault_at FROM block_device_mappings WHERE uuid = 'b-106'")).scalar()
+        assert str(fault_at).endswith(".123456")  # MariaDB keeps microseconds (fsp=6)
+        connection.execute(sa.text("DELETE FROM block_device_mappings"))
+        connection.execute(sa.text("DELETE FROM instances"))
 
 
 @pytest.mark.parametrize("backend", conftest.BACKEND_PARAMS)

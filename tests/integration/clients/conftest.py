@@ -42,12 +42,15 @@ from tests.integration.clients.helpers import (
 )
 
 VOLUME_TYPE = "gold"
+FAILED_ATTACHMENT_TTL = 20
 
 
 @pytest.fixture(scope="session")
 def aio():
     """One ``volumesvc-aio`` on free ports with a state dir under /var/tmp."""
-    with running_aio("vs-clients-") as handle:
+    # A short failed-attachment TTL so test_attachment_status.py sees one expire.
+    with running_aio("vs-clients-", extra_args=(
+            "--failed-attachment-ttl", str(FAILED_ATTACHMENT_TTL))) as handle:
         yield handle
     assert handle.returncode == 0, f"volumesvc-aio stopped with {handle.returncode}"
     assert handle.leftover_qemu == [], (

@@ -112,6 +112,19 @@ def wait_server_gone(nova, server_id, timeout=SERVER_TIMEOUT):
         time.sleep(0.5)
 
 
+@contextlib.contextmanager
+def volume_backed_server(aio, nova, prefix):
+    """An ACTIVE m1.nano server booted from a blank 1 GiB volume; deleted after."""
+    bdm = [{"source_type": "blank", "destination_type": "volume", "volume_size": 1,
+            "boot_index": 0, "delete_on_termination": True}]
+    created = nova.servers.create(unique(prefix), image=None, flavor="42",
+                                  block_device_mapping_v2=bdm, nics="none")
+    try:
+        yield wait_server(nova, created.id, aio=aio)
+    finally:
+        delete_server_quietly(nova, created.id)
+
+
 def delete_server_quietly(nova, server_id):
     """Cleanup path: delete if it still exists and wait until it is gone."""
     from novaclient import exceptions as nova_exc

@@ -12,11 +12,10 @@ import pytest
 
 from tests.integration.clients.helpers import (
     compute_http,
-    delete_server_quietly,
     delete_volume_quietly,
     domain_disks,
     unique,
-    wait_server,
+    volume_backed_server,
     wait_until,
     wait_volume,
 )
@@ -35,12 +34,8 @@ KEYS = {
 
 @pytest.fixture(scope="module")
 def server(aio, nova):
-    bdm = [{"source_type": "blank", "destination_type": "volume", "volume_size": 1,
-            "boot_index": 0, "delete_on_termination": True}]
-    created = nova.servers.create(unique("att"), image=None, flavor="42",
-                                  block_device_mapping_v2=bdm, nics="none")
-    yield wait_server(nova, created.id, aio=aio)
-    delete_server_quietly(nova, created.id)
+    with volume_backed_server(aio, nova, "att") as booted:
+        yield booted
 
 
 @pytest.fixture

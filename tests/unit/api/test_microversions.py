@@ -13,14 +13,14 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
 NAMED_BY_CONTRACT = (
     "2.1 2.3 2.9 2.11 2.16 2.19 2.20 2.26 2.27 2.32 2.33 2.37 2.42 2.45 2.47 2.49 2.51 "
     "2.53 2.58 2.60 2.62 2.63 2.67 2.70 2.71 2.73 2.75 2.79 2.84 2.85 2.89 2.90 2.93 2.96 "
-    "2.98 2.100 2.101 2.102 2.104 2.105").split()
+    "2.98 2.100 2.101 2.102 2.104 2.105 2.106").split()
 
 
 def test_every_step_from_2_1_to_max_is_listed_once():
     versions = [v for v, _, _ in mv.VERSIONS]
-    assert versions == [f"2.{n}" for n in range(1, 106)]
+    assert versions == [f"2.{n}" for n in range(1, 107)]
     assert str(mv.MIN_VERSION) == "2.1"
-    assert str(mv.MAX_VERSION) == "2.105"
+    assert str(mv.MAX_VERSION) == "2.106"
     assert set(NAMED_BY_CONTRACT) <= set(versions)
 
 
@@ -62,8 +62,8 @@ def test_constant_check_catches_an_extra_constant(monkeypatch):
     ({"OpenStack-API-Version": "compute 2.53", "X-OpenStack-Nova-API-Version": "2.11"}, "2.53"),
     ({"OpenStack-API-Version": "compute 2.20, volume 3.7, compute 2.27"}, "2.27"),
     ({"OpenStack-API-Version": "volume 3.7", "X-OpenStack-Nova-API-Version": "2.42"}, "2.42"),
-    ({"OpenStack-API-Version": "compute latest"}, "2.105"),
-    ({"X-OpenStack-Nova-API-Version": "latest"}, "2.105"),
+    ({"OpenStack-API-Version": "compute latest"}, "2.106"),
+    ({"X-OpenStack-Nova-API-Version": "latest"}, "2.106"),
 ])
 def test_negotiate(headers, expected):
     assert str(mv.negotiate(headers)) == expected
@@ -75,7 +75,7 @@ def test_malformed_is_invalid(value):
         mv.negotiate({"X-OpenStack-Nova-API-Version": value})
 
 
-@pytest.mark.parametrize("value", ["2.0", "2.106", "2.200", "3.0", "1.1"])
+@pytest.mark.parametrize("value", ["2.0", "2.107", "2.200", "3.0", "1.1"])
 def test_out_of_range_keeps_requested_version(value):
     with pytest.raises(mv.UnsupportedVersion) as info:
         mv.negotiate({"OpenStack-API-Version": f"compute {value}"})

@@ -66,3 +66,20 @@ def test_a_compute_config_overrides_host_driver_root_and_capabilities(tmp_path):
         f"qemu:///embed?root={state}/libvirt", f"qemu:///embed?root={state}/libvirt-aio-compute-2"]
     assert [c.virt.disabled_capabilities for c in confs] == [[], ["supports_multiattach"]]
     assert confs[1].database.connection == confs[0].database.connection
+
+
+def test_failed_attachment_ttl_reaches_the_api_options(tmp_path):
+    """--failed-attachment-ttl (API 2.106 tests) lands in [api]; without it the default."""
+    from volumesvc import conf as vs_conf
+    from volumesvc.aio import config as aio_config
+
+    common = dict(transport_url="rabbit://g:g@127.0.0.1:5672/v", api_port=8774,
+                  api_workers=1, host="h", cinder_url="http://c", glance_url="http://g")
+    ttls = []
+    for name, ttl in (("set", 20), ("unset", None)):
+        state = tmp_path / name
+        state.mkdir()
+        path = aio_config.write_config(str(state), failed_attachment_ttl=ttl, **common)
+        conf = vs_conf.get_conf(args=["--config-file", path], default_config_files=[])
+        ttls.append(conf.api.failed_attachment_ttl)
+    assert ttls == [20, 3600]

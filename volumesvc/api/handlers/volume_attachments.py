@@ -20,12 +20,12 @@ from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import volume_attachments as schema
 from volumesvc.api.views import volume_attachments as views
-from volumesvc.compute import vm_states
+from volumesvc.compute import attach_states, vm_states
+from volumesvc.objects import attachment_status
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
 
 LOG = logging.getLogger(__name__)
-
 
 
 def _authorize(req, rule, instance):
@@ -66,6 +66,24 @@ def _bdm_of(req, instance, volume_id, *, hide_legacy=False):
     return bdm
 
 
+def _failed(req, instance, bdms):
+    """From 2.106: the failed attaches still shown, except for volumes attached again."""
+    if not req.is_at_least(mv.V2_106_ATTACHMENT_STATUS):
+        return []
+    live = {bdm.volume_id for bdm in bdms}
+    return [bdm for bdm in attachment_status.list_failed(
+        req.deps.db, req.context, instance.uuid, req.conf.api.failed_attachment_ttl)
+        if bdm.volume_id not in live]
+
+
+def _failed_of(req, instance, volume_id):
+    """The shown failed attach of ``volume_id`` (2.106), else None."""
+    if not req.is_at_least(mv.V2_106_ATTACHMENT_STATUS):
+        return None
+    return attachment_status.get_failed(req.deps.db, req.context, instance.uuid, volume_id,
+                                        req.conf.api.failed_attachment_ttl)
+
+
 def _response(envelope, view=views.READ, last=None):
     return validation.windows(validation.response_body_schema,
                               views.ATTACHMENT.windows(envelope, view=view, last=last))
@@ -89,6 +107,8 @@ def list_volume_attachments(req, server_id):
     instance = get_instance(req, server_id)
     _authorize(req, policies.INDEX, instance)
     bdms = bdm_obj.list_by_instance(req.deps.db, req.context, instance.uuid)
+    # 2.106: failed attaches follow the live BDMs (failed ones have their ids).
+    bdms = bdms + _failed(req, instance, bdms)
     # NOTE: as in Nova (common.limited), the page is cut from all BDMs before
     # local disks and 2.89-invisible ones are left out; limit 0 = max_limit.
     max_limit = req.conf.api.max_limit
@@ -96,7 +116,7 @@ def list_volume_attachments(req, server_id):
     limit = min(max_limit, _int_param(req, "limit", 0) or max_limit)
     page = bdms[offset:offset + limit]
     return {"volumeAttachments": [views.attachment(req, bdm, instance.uuid)
-                                  for bdm in page if _visible(req, bdm)]}, 200
+                                  for bdm in page if bdm.deleted or _visible(req, bdm)]}, 200
 
 
 @validation.query_schema(schema.show_volume_attachment_query_v2_1, mv.V2_1_BASE,
@@ -107,7 +127,12 @@ def show_volume_attachment(req, server_id, volume_id):
     """GET one (``{volume_id}``) → 200; 404 ``Instance <s> is not attached to volume <v>``."""
     instance = get_instance(req, server_id)
     _authorize(req, policies.SHOW, instance)
-    bdm = _bdm_of(req, instance, volume_id, hide_legacy=True)
+    try:
+        bdm = _bdm_of(req, instance, volume_id, hide_legacy=True)
+    except exception.VolumeNotAttachedToInstance:
+        bdm = _failed_of(req, instance, volume_id)
+        if bdm is None:
+            raise
     return {"volumeAttachment": views.attachment(req, bdm, instance.uuid)}, 200
 
 
@@ -221,10 +246,15 @@ def delete_volume_attachment(req, server_id, volume_id):
     attachment 404, root disk 400, lock/state 409, compute host down 409,
     Cinder ``os-begin_detaching`` 400 (not for a shelved-offloaded server);
     then the ``detach_volume`` action and the conductor cast.
+
+    From 2.106 a failed attach (no live attachment of the volume) is only
+    forgotten: 202, nothing else is touched.
     """
     ctx, deps = req.context, req.deps
     instance = get_instance(req, server_id)
     _authorize(req, policies.DELETE, instance)
+    if _forget_failed(req, instance, volume_id):
+        return None, 202
     logic.check_shelved(req.version, instance, states.DETACH.action)
     volume = _volume(req, volume_id, owned=False)
     bdm = _bdm_of(req, instance, volume_id)
@@ -238,6 +268,7 @@ def delete_volume_attachment(req, server_id, volume_id):
     offloaded = instance.vm_state == vm_states.SHELVED_OFFLOADED
     if not offloaded:
         deps.cinder.begin_detaching(ctx, volume_id)
+    marked = _mark_detaching(req, instance, bdm, offloaded)
     try:
         action_obj.action_start(deps.db, ctx, instance.uuid, "detach_volume", ctx.request_id,
                                 ctx.user_id, ctx.project_id)
@@ -250,5 +281,34 @@ def delete_volume_attachment(req, server_id, volume_id):
                       instance.uuid)
         if not offloaded:
             deps.cinder.roll_detaching(ctx, volume_id)
+        if marked:
+            bdm_obj.save(deps.db, ctx, bdm.uuid, {
+                key: getattr(bdm, key) for key in attachment_status.STATUS_FIELDS})
         raise
     return None, 202
+
+
+def _forget_failed(req, instance, volume_id) -> bool:
+    """DELETE of a shown failed attach (2.106) clears its record; False if there is none."""
+    if _failed_of(req, instance, volume_id) is None:
+        return False
+    try:
+        bdm_obj.get_by_volume_and_instance(req.deps.db, req.context, volume_id, instance.uuid)
+        return False  # attached again: the DELETE is a detach
+    except exception.VolumeBDMNotFound:
+        pass
+    attachment_status.forget_failed(req.deps.db, req.context, instance.uuid, volume_id)
+    return True
+
+
+def _mark_detaching(req, instance, bdm, offloaded) -> bool:
+    """``detaching`` until the compute has finished (it clears any old fault).
+
+    Only when the compute reports progress (service version 8): an older one
+    would never move the BDM back after a failed detach. A shelved-offloaded
+    server's detach runs in the conductor at once, with nothing to show.
+    """
+    if offloaded or not logic.reports_attach_progress(req.deps.db, req.context, instance):
+        return False
+    bdm_obj.save(req.deps.db, req.context, bdm.uuid, attach_states.DETACH_STARTED)
+    return True

@@ -9,7 +9,7 @@ conductor's attach task; from 2.101 its failures are not HTTP errors.
 
 import re
 
-from volumesvc import binaries, exception, servicegroup
+from volumesvc import binaries, exception, servicegroup, version
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import states
 from volumesvc.compute import vm_states
@@ -118,6 +118,17 @@ def check_host_up(conf, db, ctx, instance):
         service = None
     if service is None or not servicegroup.is_up(conf, service):
         raise exception.ComputeHostDown(host=instance.host, instance_uuid=instance.uuid)
+
+
+def reports_attach_progress(db, ctx, instance) -> bool:
+    """True when the instance's compute reports attach/detach status (API 2.106)."""
+    if not instance.host:
+        return False
+    try:
+        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, binaries.COMPUTE)
+    except exception.NotFound:
+        return False
+    return (service.version or 0) >= version.MIN_COMPUTE_ATTACH_STATUS
 
 
 def attachment_id_for(bdm, volume, instance_uuid):

@@ -4,16 +4,29 @@
 ``id`` but ``attachment_id`` and ``bdm_uuid``; ``device`` only when the BDM
 has one. ``created`` (the 200 of POST below 2.101): ``device`` always (may
 be null) and 2.89 was never applied to it, so it keeps ``id``.
+
+2.106 (ours): ``status`` on every read entry and ``fault`` when one is
+recorded (a failed attach, ``error``; or the last failed detach of an
+``attached`` one). A failed attach that never got a Cinder attachment has
+``attachment_id`` null, so from 2.106 that key may be null.
 """
 
 import types
 
 from volumesvc.api import microversions as mv
 from volumesvc.api.representation import Field, Representation, attr
+from volumesvc.api.validation import object_
+from volumesvc.compute import attach_states
+from volumesvc.objects import attachment_status
 
 READ, CREATED = "read", "created"
 _UUID = {"type": "string", "format": "uuid"}
 _STR_OR_NULL = {"type": ["string", "null"]}
+_UUID_OR_NULL = {"type": ["string", "null"], "format": "uuid"}
+_STATUS = {"type": "string", "enum": list(attach_states.STATUSES)}
+_FAULT = object_({"code": {"type": "integer"}, "message": {"type": "string"},
+                  "created": {"type": "string", "format": "date-time"}},
+                 required=["code", "message", "created"])
 
 
 def _server_id(bdm, ctx):
@@ -34,8 +47,15 @@ ATTACHMENT = Representation("volume_attachment", (
           lambda bdm, ctx: bool(bdm.delete_on_termination),
           first=mv.V2_79_ATTACH_DELETE_ON_TERMINATION),
     Field("attachment_id", _UUID, attr("attachment_id"), first=mv.V2_89_ATTACHMENT_IDS,
-          views=(READ,)),
+          last=mv.before(mv.V2_106_ATTACHMENT_STATUS), views=(READ,)),
+    Field("attachment_id", _UUID_OR_NULL, attr("attachment_id"),
+          first=mv.V2_106_ATTACHMENT_STATUS, views=(READ,)),
     Field("bdm_uuid", _UUID, attr("uuid"), first=mv.V2_89_ATTACHMENT_IDS, views=(READ,)),
+    Field("status", _STATUS, lambda bdm, ctx: attach_states.shown(bdm),
+          first=mv.V2_106_ATTACHMENT_STATUS, views=(READ,)),
+    Field("fault", _FAULT, lambda bdm, ctx: attachment_status.fault_body(bdm),
+          first=mv.V2_106_ATTACHMENT_STATUS, views=(READ,),
+          when=lambda bdm, ctx: attachment_status.fault_body(bdm) is not None),
 ))
 
 

@@ -5,7 +5,9 @@ The same task serves every microversion: below 2.101 the API waits for it
 cast and the API has already answered 202. Either way a failure at any step
 removes exactly what the task made (the BDM, the Cinder attachment) and is
 recorded as an ``attach_volume`` instance action event with the reason, so a
-2.101 client that only sees a 202 can still find out why.
+2.101 client that only sees a 202 can still find out why. From API 2.106 the
+reason also stays on a (deleted) ``error`` BDM that os-volume_attachments
+shows for ``[api] failed_attachment_ttl`` seconds.
 """
 
 import traceback
@@ -14,8 +16,9 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from volumesvc import binaries, exception, servicegroup
-from volumesvc.compute import vm_states
+from volumesvc.compute import attach_states, vm_states
 from volumesvc.conductor.tasks import base, offloaded
+from volumesvc.objects import attachment_status
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
@@ -111,18 +114,14 @@ class AttachTask(base.TaskBase):
                 self.cinder.attachment_delete(self.context.elevated(), self.attachment_id)
             except exception.VolumesvcException as err:
                 LOG.warning("Could not delete attachment %s: %s", self.attachment_id, err)
-        if self.bdm:
-            try:
-                bdm_obj.destroy(self.db, self.context, self.bdm["uuid"])
-            except exception.NotFound:
-                pass
+        message = exc.format_message() if isinstance(
+            exc, exception.VolumesvcException) else str(exc)
+        self._keep_failure(exc, message)
         try:
             if not self.action_recorded:
                 self._record_action()
             action_obj.event_start(self.db, self.context, self.instance_uuid,
                                    self.context.request_id, EVENT)
-            message = exc.format_message() if isinstance(
-                exc, exception.VolumesvcException) else str(exc)
             action_obj.event_finish(
                 self.db, self.context, self.instance_uuid, self.context.request_id, EVENT,
                 result="Error", traceback=traceback.format_exc(),
@@ -131,3 +130,23 @@ class AttachTask(base.TaskBase):
             pass  # the instance is gone: nothing to report on
         LOG.info("Attach of volume %s to %s failed and was rolled back: %s",
                  self.volume_id, self.instance_uuid, exc)
+
+    def _keep_failure(self, exc, message):
+        """Delete the reserved BDM, kept as the ``error`` entry of API 2.106.
+
+        An attach refused before any device was reserved gets such an entry
+        too (with no device), unless the refusal was that the volume is
+        attached already: the live attachment is what the client should see.
+        """
+        if self.bdm is None and isinstance(exc, exception.VolumeAlreadyAttached):
+            return
+        try:
+            attachment_status.record_failed_attach(
+                self.db, self.context, instance_uuid=self.instance_uuid,
+                volume_id=self.volume_id, bdm_uuid=self.bdm["uuid"] if self.bdm else None,
+                code=attach_states.fault_code(exc), message=message)
+        except exception.NotFound:
+            pass
+        except Exception as err:  # noqa: BLE001 - the rollback itself must finish
+            LOG.warning("Could not keep the failed attach of %s to %s: %s",
+                        self.volume_id, self.instance_uuid, err)

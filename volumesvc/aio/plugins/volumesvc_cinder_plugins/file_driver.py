@@ -23,6 +23,8 @@ from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
 GiB = 1024 ** 3
+# Volume metadata key: ``true`` makes initialize_connection fail (tests).
+REFUSE_CONNECTION_KEY = "volumesvc_refuse_connection"
 
 file_opts = [
     cfg.StrOpt("file_volume_dir",
@@ -158,6 +160,11 @@ class FileVolumeDriver(driver.VolumeDriver):
         pass
 
     def initialize_connection(self, volume, connector, **kwargs):
+        # Test-only switch (API 2.106 tests): Cinder refuses the attachment
+        # update of a volume whose metadata asks for it.
+        if (getattr(volume, "metadata", None) or {}).get(REFUSE_CONNECTION_KEY) == "true":
+            raise exception.VolumeBackendAPIException(
+                data=f"connection refused by test switch {REFUSE_CONNECTION_KEY}")
         return {
             "driver_volume_type": "local",
             "data": {
