@@ -79,7 +79,12 @@ def cinder_harness(glance_harness):
         pytest.fail(f"cannot create a MariaDB database at {MYSQL_ADMIN_URL}: {e}")
     harness = CinderHarness(state_dir, port=free_port(), transport_url=transport_url,
                             database_connection=f"{MYSQL_ADMIN_URL}/{db_name}?charset=utf8mb4",
-                            glance_url=glance_harness.url)
+                            glance_url=glance_harness.url,
+                            # NOTE: one Cinder serves the whole session; Cinder's
+                            # default of 10 volumes per project ran out once the
+                            # suite grew past it (413 VolumeLimitExceeded).
+                            default_quotas={"volumes": -1, "snapshots": -1,
+                                            "gigabytes": -1})
     try:
         harness.install()
     except Exception as e:  # noqa: BLE001

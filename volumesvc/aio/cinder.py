@@ -73,9 +73,12 @@ class CinderHarness(ServiceHarness):
     def __init__(self, state_dir, *, port=8776, transport_url=None,
                  database_connection=None, deps_dir=None, nova_endpoint=None,
                  glance_url=None, host="volumesvc-cinder", volume_manager=None,
-                 keystone=None, extend_completion=False):
+                 keystone=None, extend_completion=False, default_quotas=None):
         super().__init__(state_dir, port, deps_dir)
         self.keystone = keystone
+        # {"volumes": -1, ...}: Cinder's ``quota_<name>`` defaults for every
+        # project (None keeps Cinder's own: 10 volumes per project).
+        self.default_quotas = dict(default_quotas or {})
         self.transport_url = transport_url or rabbit.transport_url("/")
         self.database_connection = (database_connection or
                                     f"sqlite:///{self.state_dir}/cinder.sqlite")
@@ -132,6 +135,7 @@ class CinderHarness(ServiceHarness):
         ]
         if self.volume_manager:
             lines.append(f"volume_manager = {self.volume_manager}")
+        lines += [f"quota_{name} = {value}" for name, value in sorted(self.default_quotas.items())]
         if self.glance_url:
             lines.append(f"glance_api_servers = {self.glance_url}")
         lines += [

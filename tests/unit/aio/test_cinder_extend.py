@@ -35,3 +35,15 @@ def test_extension_config_and_event_credentials(tmp_path):
     stock = cinder.CinderHarness(str(tmp_path), port=8776, transport_url="rabbit://x/",
                                  deps_dir=str(tmp_path / "deps"))
     assert "volume_manager" not in stock.config_text()
+
+
+def test_default_quotas_reach_cinder_conf_only_when_asked(tmp_path):
+    """The session's shared test Cinder lifts the 10-volume quota; the default keeps it."""
+    unlimited = cinder.CinderHarness(str(tmp_path), port=8776, transport_url="rabbit://x/",
+                                     deps_dir=str(tmp_path / "deps"),
+                                     default_quotas={"volumes": -1, "gigabytes": -1})
+    text = unlimited.config_text()
+    assert "quota_gigabytes = -1\n" in text and "quota_volumes = -1\n" in text
+    stock = cinder.CinderHarness(str(tmp_path), port=8776, transport_url="rabbit://x/",
+                                 deps_dir=str(tmp_path / "deps"))
+    assert "quota_" not in stock.config_text()
