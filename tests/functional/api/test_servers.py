@@ -290,3 +290,42 @@ def test_a_body_above_max_request_body_size_is_a_413_fault(api):
     assert resp.json == {"overLimit": {"code": 413, "message": (
         "Request is too large: the body may have at most [oslo_middleware] "
         "max_request_body_size bytes.")}}
+
+
+@pytest.mark.parametrize("moved_to, status", [("block_device_mapping", 204),
+                                              ("spawning", 204), (None, 204),
+                                              ("rebooting", 409)])
+def test_delete_follows_a_build_that_moved_on_since_it_was_read(api, monkeypatch, moved_to,
+                                                                status):
+    """Regression (tempest delete-while-building): the build's own next step is no conflict.
+
+    The DELETE read ``scheduling``; before its compare-and-swap the build
+    moved on. A build step (or the build's end) must not turn the DELETE into
+    a 409; another task in flight still does.
+    """
+    import dataclasses
+
+    from volumesvc.api.handlers import servers as handler
+
+    client, deps = api
+    uuid = _post(client, {"name": "b", "flavorRef": "101", "networks": "none",
+                          "imageRef": world.IMAGE}).json["server"]["id"]
+    ctx = vs_context.get_admin_context()
+    instance_obj.save(deps.db, ctx, uuid, {"task_state": "scheduling"})
+    real_get = handler.get_instance
+    reads = []
+
+    def stale_first_read(req, server_id, *args, **kwargs):
+        instance = real_get(req, server_id, *args, **kwargs)
+        reads.append(instance.task_state)
+        if len(reads) == 1:
+            # What the handler saw; the row moves on before its update.
+            instance_obj.save(deps.db, ctx, uuid, {"task_state": moved_to})
+            return dataclasses.replace(instance, task_state="scheduling")
+        return instance
+
+    monkeypatch.setattr(handler, "get_instance", stale_first_read)
+    resp = client.delete(f"/v2.1/servers/{uuid}", headers=ALICE)
+    assert resp.status_code == status, resp.json
+    final = instance_obj.get_by_uuid(deps.db, ctx, uuid).task_state
+    assert final == ("deleting" if status == 204 else moved_to)

@@ -355,6 +355,34 @@ def show_server(req, server_id):
     return {"server": _details(req, [instance], show=True)[0]}, 200
 
 
+# A build moves scheduling -> block_device_mapping -> spawning on its own; a
+# DELETE that read one of them must not lose to the next step (tempest's
+# delete-while-building saw 409 "Expected: ['scheduling']. Actual:
+# block_device_mapping"). Any other task in flight still wins with a 409.
+_BUILD_STEPS = (None, task_states.SCHEDULING, task_states.BLOCK_DEVICE_MAPPING,
+                task_states.SPAWNING)
+
+
+def _mark_deleting(req, instance):
+    """Compare-and-swap the task state to DELETING, following a build's own steps."""
+    ctx = req.context
+    for _attempt in range(len(_BUILD_STEPS)):
+        try:
+            instance_obj.save(req.deps.db, ctx, instance.uuid,
+                              {"task_state": task_states.DELETING},
+                              expected_task_state=instance.task_state)
+            return
+        except exception.UnexpectedTaskStateError:
+            if instance.task_state not in _BUILD_STEPS:
+                raise
+            instance = get_instance(req, instance.uuid)
+            if instance.task_state not in _BUILD_STEPS:
+                raise
+    raise exception.UnexpectedTaskStateError(
+        instance_uuid=instance.uuid, expected=[task_states.DELETING],
+        actual=instance.task_state)
+
+
 @validation.response_body_schema(schema.delete_server_response_v2_1)
 def delete_server(req, server_id):
     """DELETE /servers/{id} → 204; 409 when locked (non-admin) or racing another task."""
@@ -362,8 +390,7 @@ def delete_server(req, server_id):
     ctx = req.context
     instance = get_instance(req, server_id)
     states.check_instance_lock(ctx, instance)
-    instance_obj.save(req.deps.db, ctx, instance.uuid, {"task_state": task_states.DELETING},
-                      expected_task_state=instance.task_state)
+    _mark_deleting(req, instance)
     instance_action.action_start(req.deps.db, ctx, instance.uuid, "delete", ctx.request_id,
                                  ctx.user_id, ctx.project_id)
     req.deps.conductor.delete_instance(ctx, instance_uuid=instance.uuid)
