@@ -110,7 +110,7 @@ def markdown(s):
         f"### N={s['n']}, reserve delay {s['delay']:g} s, {s['workers']} API workers "
         f"{_experiment(s)} "
         f"— {s['date']}", "",
-        "```", "cd /work/main && .venv/bin/python benchmarks/attach_storm.py "
+        "```", ".venv/bin/python benchmarks/attach_storm.py "
         + " ".join(s["argv"]), "```", "",
         f"volumesvc at `{(s.get('commit') or 'working tree')[:12]}`; load average at the end "
         f"{', '.join(f'{x:.1f}' for x in s['loadavg'])} (other users share the machine).", "",
