@@ -265,9 +265,85 @@ class Probe:
                                                            if not ok)
 
 
+STATUS_VERSION = "2.106"  # the first microversion whose attachments carry a status
+
+
+class StatusPoller:
+    """A client that knows only the compute API: polls ``os-volume_attachments`` at 2.106.
+
+    One sweep per ``interval`` (scheduled, like the Cinder poll beside it)
+    GETs the attachment list of every server whose volume it has not yet
+    seen ``attached``, a few requests at a time, and records the first time
+    each volume shows ``attached``. ``attaching`` sightings are counted, so
+    a run shows the client really saw the transition, and any ``error``
+    entry is kept with its fault.
+    """
+
+    def __init__(self, client, servers, volumes, interval, timeout, threads=4):
+        self.client, self.interval, self.timeout = client, interval, timeout
+        self.volume_of = dict(zip(servers, volumes, strict=True))
+        self.attached_at = {}  # volume -> monotonic time first seen "attached"
+        self.attaching_seen = set()
+        self.errors = {}  # volume -> fault
+        self.failed_requests = 0
+        self.sweeps = 0
+        self.stop_event = threading.Event()
+        self.pool = concurrent.futures.ThreadPoolExecutor(threads)
+        self.runner = threading.Thread(target=self._run, daemon=True)
+
+    def _one(self, server):
+        volume = self.volume_of[server]
+        try:
+            status, body = self.client.api("GET", f"/servers/{server}/os-volume_attachments",
+                                           version=STATUS_VERSION, timeout=self.timeout)
+        except Exception:  # noqa: BLE001 - counted, the next sweep asks again
+            status, body = None, None
+        now = time.monotonic()
+        if status != 200:
+            self.failed_requests += 1
+            return
+        for entry in body["volumeAttachments"]:
+            if entry["volumeId"] != volume:
+                continue
+            if entry["status"] == "attached" and "fault" not in entry:
+                self.attached_at.setdefault(volume, now)
+            elif entry["status"] == "attaching":
+                self.attaching_seen.add(volume)
+            elif entry["status"] == "error":
+                self.errors[volume] = entry.get("fault")
+
+    def _run(self):
+        start = time.monotonic()
+        while not self.stop_event.is_set() and self.sweeps < 100000:
+            pending = [s for s, v in self.volume_of.items() if v not in self.attached_at]
+            if not pending:
+                break
+            list(self.pool.map(self._one, pending))
+            self.sweeps += 1
+            next_at = start + self.sweeps * self.interval
+            delay = next_at - time.monotonic()
+            if delay > 0 and self.stop_event.wait(delay):
+                break
+
+    def start(self):
+        self.runner.start()
+
+    def stop(self, timeout):
+        self.runner.join(timeout)
+        self.stop_event.set()
+        self.runner.join(self.timeout + 5)
+        self.pool.shutdown(wait=True)
+
+
+def _since_answer(results, volumes, seen_at):
+    """Per attach: seconds from its 202 (the answer) until ``seen_at[volume]``."""
+    return [seen_at[v] - r[1] for r, v in zip(results, volumes, strict=True)
+            if r is not None and not r[2] and v in seen_at]
+
+
 def storm(client, stack, servers, volumes, probe_server, version, args):
     n = len(servers)
-    expected = 202 if tuple(map(int, version.split("."))) >= (2, 101) else 200
+    expected = 202 if _mv(version) >= _mv("2.101") else 200
     results = [None] * n
     barrier = threading.Barrier(n + 1, timeout=120)
 
@@ -291,17 +367,27 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
     offset = metrics.log_size(stack.cinder_api_log)
     cpu0, self0 = metrics.snapshot(groups), _self_cpu()
     probe = Probe(client, probe_server, args.client_timeout)
+    poller = None
+    if args.status_poll and _mv(version) >= _mv("2.101"):
+        poller = StatusPoller(client, servers, volumes, args.poll_interval, args.client_timeout)
+    sampler = metrics.ConnectionSampler(_database_urls(stack)).start()
     barrier.wait()
     t_start = time.monotonic()
     probe.start()
+    if poller:
+        poller.start()
     # Poll Cinder until every volume is in-use (bounded in time and count).
-    in_use_at, polls, last = None, 0, {}
+    in_use_at, polls, last, in_use_seen = None, 0, {}, {}
     deadline = t_start + args.storm_timeout
     changed_at, previous = time.monotonic(), None
     while time.monotonic() < deadline and polls < 100000:
         polls += 1
         statuses = client.volume_statuses()
         mine = [statuses.get(v) for v in volumes]
+        now = time.monotonic()
+        for v, s in zip(volumes, mine, strict=True):
+            if s == "in-use":
+                in_use_seen.setdefault(v, now)
         last = {s: mine.count(s) for s in set(mine)}
         if last.get("in-use", 0) == n:
             in_use_at = time.monotonic() - t_start
@@ -318,6 +404,17 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
     for t in threads:
         t.join(max(1.0, deadline - time.monotonic()))
     probe_ok, probe_failed = probe.stop()
+    connections = sampler.stop()
+    status = None
+    if poller:
+        poller.stop(max(1.0, deadline - time.monotonic()))
+        status = {
+            "api_attached": _since_answer(results, volumes, poller.attached_at),
+            "cinder_in_use": _since_answer(results, volumes, in_use_seen),
+            "attaching_seen": len(poller.attaching_seen), "errors": poller.errors,
+            "never_attached": n - len(poller.attached_at), "sweeps": poller.sweeps,
+            "failed_requests": poller.failed_requests, "interval": args.poll_interval,
+        }
     t_end = time.monotonic()
     cpu1, self1 = metrics.snapshot(groups), _self_cpu()
     cinder_calls = metrics.cinder_requests(stack.cinder_api_log, offset)
@@ -334,8 +431,23 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
         "probe": probe_ok, "probe_failed": probe_failed, "in_use_after": in_use_at,
         "final_statuses": last, "not_in_use": n - last.get("in-use", 0),
         "window": t_end - t_start, "cpu": cpu,
-        "cinder_calls": cinder_calls, "volume_list_polls": polls,
+        "cinder_calls": cinder_calls, "volume_list_polls": polls, "status": status,
+        "db_connections": connections,
     }
+
+
+def _database_urls(stack):
+    """volumesvc's PostgreSQL (from the stack's config file) and Cinder's MariaDB URLs."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(stack.conf_path)
+    return {"volumesvc": parser["database"]["connection"],
+            "cinder": stack.cinder.database_connection}
+
+
+def _mv(version):
+    return tuple(map(int, version.split(".")))
 
 
 def _self_cpu():
@@ -390,6 +502,11 @@ def parse_args(argv):
     p.add_argument("--api-threads", type=int, default=32,
                    help="[api] threads: threads per API worker (gthread; 1 = sync "
                         "workers); volumesvc's default is 32")
+    p.add_argument("--status-poll", action="store_true",
+                   help="at 2.101 and later, also poll every server's os-volume_attachments "
+                        f"at {STATUS_VERSION} once per --poll-interval, as a client that knows "
+                        "only the compute API would, and report the time from each 202 to "
+                        "`attached` beside the time to Cinder's `in-use`")
     p.add_argument("--keep-state", action="store_true", help="keep the state dir (logs)")
     args = p.parse_args(argv)
     if not 1 <= args.servers <= 1000:
@@ -446,6 +563,7 @@ def run(args, argv):
             "runs": runs, "workers": args.workers, "n": args.servers, "delay": args.delay,
             "loadavg": os.getloadavg(), "api_preload": args.api_preload,
             "api_threads": args.api_threads, "commit": stack.commit,
+            "status_poll": args.status_poll,
         }
         text = report.markdown(summary)
         print(text, flush=True)

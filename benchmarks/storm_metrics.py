@@ -118,3 +118,59 @@ def cinder_requests(path, offset):
             key = f"{m.group(1)} {path_only}"
             counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+class ConnectionSampler:
+    """Peak database connections of our PostgreSQL and Cinder's MariaDB database.
+
+    A storm of several hundred attaches is where an operator first meets
+    PostgreSQL's ``max_connections`` (100 by default) and MariaDB's (151):
+    the peak is reported next to the storm so the pool settings can be
+    checked against it. A short connection per server and sample, one
+    sample every ``interval`` seconds, from a thread.
+    """
+
+    QUERIES = {
+        "postgresql": "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()",
+        "mysql": "SELECT count(*) FROM information_schema.processlist WHERE db = DATABASE()",
+    }
+
+    def __init__(self, urls, interval=0.5):
+        import threading
+
+        import sqlalchemy as sa
+
+        self.interval = interval
+        self.peak = dict.fromkeys(urls, 0)
+        self.engines = {name: sa.create_engine(url, poolclass=sa.pool.NullPool)
+                        for name, url in urls.items()}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self):
+        import sqlalchemy as sa
+
+        for name, engine in self.engines.items():
+            query = self.QUERIES.get(engine.dialect.name)
+            if query is None:
+                continue
+            with contextlib.suppress(Exception), engine.connect() as conn:
+                # the sampler's own connection is not the storm's
+                count = conn.execute(sa.text(query)).scalar_one() - 1
+                self.peak[name] = max(self.peak[name], count)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(30)
+        for engine in self.engines.values():
+            engine.dispose()
+        return dict(self.peak)

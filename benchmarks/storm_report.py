@@ -158,8 +158,91 @@ def markdown(s):
         _, calls = _cinder_calls(r)
         lines.append(f"- {r['version']}: " + ", ".join(
             f"`{k}` {v}" for k, v in sorted(calls.items(), key=lambda kv: -kv[1])))
-    lines += ["", *compare(s, idle_p99, cal), ""]
+    peaks = [(r["version"], r.get("db_connections")) for r in s["runs"]]
+    if any(p for _, p in peaks):
+        lines += ["", "Peak database connections during each storm (PostgreSQL "
+                  "`max_connections` 100, MariaDB 151 on this machine): " + "; ".join(
+                      f"{v}: volumesvc {p.get('volumesvc', 0)}, Cinder {p.get('cinder', 0)}"
+                      for v, p in peaks if p) + "."]
+    lines += status_table(s)
+    lines += ["", *compare(s, idle_p99, cal), *scale_goals(s, idle_p99), ""]
     return "\n".join(lines)
+
+
+def status_table(s):
+    """Issue 14's column: 202 -> `attached` as the API reports it, beside Cinder's `in-use`."""
+    runs = [r for r in s["runs"] if r.get("status")]
+    if not runs:
+        return []
+    lines = [
+        "", "Attachment status as a client polling only the compute API sees it "
+        "(`--status-poll`: every server's `os-volume_attachments` at 2.106 once per poll "
+        "interval, beside the Cinder volume-list poll at the same interval); times from "
+        "each attach's 202:", "",
+        "| Microversion | N | 202 → `attached` (API) p50 / p99 | 202 → Cinder `in-use` "
+        "p50 / p99 | difference p50 / p99 | within one poll interval | `attaching` seen "
+        "| `error` / never `attached` | status GETs |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        st = r["status"]
+        api, cinder = st["api_attached"], st["cinder_in_use"]
+        d50 = d99 = None
+        if api and cinder:
+            d50 = percentile(api, 50) - percentile(cinder, 50)
+            d99 = percentile(api, 99) - percentile(cinder, 99)
+        agree = d50 is not None and abs(d50) <= st["interval"] and abs(d99) <= st["interval"]
+        lines.append(
+            f"| {r['version']} | {r['n']} | {_lat(api)} | {_lat(cinder)} | "
+            f"{_s(d50, 2)} s / {_s(d99, 2)} s | {_goal(agree)} ({st['interval']:g} s) | "
+            f"{st['attaching_seen']} of {r['n']} | {len(st['errors'])} / "
+            f"{st['never_attached']} | {st['sweeps']} sweeps, {st['failed_requests']} "
+            "failed |")
+    return lines
+
+
+# Issue 15's goals for every attach storm (performance-anchors.md, "Our goals").
+OWN_CPU_GOAL = 0.027
+FLOOR_GOAL = 1.25
+GET_RATIO_GOAL = 10.0
+CORES = os.cpu_count() or 2
+
+
+def scale_goals(s, idle_p99):
+    """Floor, own CPU per attach and GET-during-storm ratio, for every run."""
+    out = ["", "Against the scale goals (issue 15): time until every volume is in use "
+           f"within {FLOOR_GOAL}× of the CPU floor (N × CPU-s per attach of every process "
+           f"of the storm — ours, Cinder's, PostgreSQL/MariaDB/RabbitMQ — ÷ {CORES} cores), "
+           f"our own CPU per attach ≤ {OWN_CPU_GOAL}, a GET during the storm ≤ "
+           f"{GET_RATIO_GOAL:g}× its idle p99:", ""]
+    for r in s["runs"]:
+        g99 = percentile(r["probe"], 99)
+        ratio = (g99 / idle_p99) if g99 is not None and idle_p99 else None
+        head = f"- {r['version']}, N={r['n']}: "
+        parts = []
+        if r["in_use_after"] is not None:
+            every = (_per_attach(r, OURS) + _per_attach(r, CINDER)
+                     + r["cpu"].get("shared daemons", 0.0) / r["n"])
+            floor = r["n"] * every / CORES
+            times = r["in_use_after"] / floor if floor else None
+            parts.append(f"all in-use after {r['in_use_after']:.1f} s, floor {floor:.1f} s "
+                         f"({every:.3f} CPU-s per attach): {_s(times, 2)}× "
+                         f"{_goal(times is not None and times <= FLOOR_GOAL)}")
+            ours = _per_attach(r, OURS)
+            if _v(r["version"]) >= (2, 101):
+                parts.append(f"ours {ours:.3f} CPU-s per attach "
+                             f"{_goal(ours <= OWN_CPU_GOAL)}")
+        else:
+            parts.append("not every volume became in-use: floor not comparable **missed**")
+        if ratio is not None:
+            parts.append(f"GET p99 {g99 * 1000:.0f} ms = {ratio:.1f}× idle "
+                         f"{_goal(ratio <= GET_RATIO_GOAL)}")
+        out.append(head + "; ".join(parts) + ".")
+    return out
+
+
+def _v(version):
+    return tuple(map(int, version.split(".")))
 
 
 def compare(s, idle_p99, cal):
@@ -256,6 +339,7 @@ def update_readme(path, summary, text):
     key = (f"n={summary['n']} delay={summary['delay']:g} workers={summary['workers']} "
            f"mv={','.join(r['version'] for r in summary['runs'])}"
            + (" preload" if summary.get("api_preload") else "")
+           + (" status-poll" if summary.get("status_poll") else "")
            + (f" threads={_threads(summary)}" if _threads(summary) != DEFAULT_API_THREADS
               else ""))
     block = f"{MARK.format(key=key)}\n{text}\n{END}\n"
