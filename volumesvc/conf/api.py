@@ -124,7 +124,7 @@ Related options:
 """),
     cfg.IntOpt(
         "max_requests",
-        default=0,
+        default=200,
         min=0,
         help="""
 Requests after which a volumesvc-api worker process is replaced by a fresh
@@ -155,7 +155,7 @@ Related options:
 """),
     cfg.IntOpt(
         "max_requests_jitter",
-        default=0,
+        default=50,
         min=0,
         help="""
 Up to this many requests more, chosen at random per worker, before it is
