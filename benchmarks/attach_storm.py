@@ -507,11 +507,29 @@ def parse_args(argv):
                         f"at {STATUS_VERSION} once per --poll-interval, as a client that knows "
                         "only the compute API would, and report the time from each 202 to "
                         "`attached` beside the time to Cinder's `in-use`")
+    p.add_argument("--no-cpu-priority", dest="cpu_priority", action="store_false",
+                   help="lever off: run conductor, compute, Cinder and Glance at the API's "
+                        "CPU priority (by default they run lower, as in volumesvc-aio)")
+    p.add_argument("--api-max-requests", type=int, default=None, metavar="N",
+                   help="[api] max_requests (worker recycling; 0 = off); default: the "
+                        "product's")
+    p.add_argument("--api-max-requests-jitter", type=int, default=None, metavar="N",
+                   help="[api] max_requests_jitter; default: the product's")
     p.add_argument("--keep-state", action="store_true", help="keep the state dir (logs)")
     args = p.parse_args(argv)
     if not 1 <= args.servers <= 1000:
         p.error("--servers must be 1..1000")
     return args
+
+
+def _api_options(args):
+    """The [api] options given on the command line (the rest keep their defaults)."""
+    options = {}
+    if args.api_max_requests is not None:
+        options["max_requests"] = args.api_max_requests
+    if args.api_max_requests_jitter is not None:
+        options["max_requests_jitter"] = args.api_max_requests_jitter
+    return options
 
 
 def run(args, argv):
@@ -520,7 +538,8 @@ def run(args, argv):
     versions = [v.strip() for v in args.microversions.split(",") if v.strip()]
     stack = Stack(delay=args.delay, api_workers=args.workers, log=log,
                   keep_state=args.keep_state, api_preload=args.api_preload,
-                  api_threads=args.api_threads)
+                  api_threads=args.api_threads, cpu_priority=args.cpu_priority,
+                  api_options=_api_options(args))
     try:
         t0 = time.monotonic()
         log("starting PostgreSQL db, vhosts, Cinder, Glance, volumesvc api/conductor/compute")
@@ -564,6 +583,7 @@ def run(args, argv):
             "loadavg": os.getloadavg(), "api_preload": args.api_preload,
             "api_threads": args.api_threads, "commit": stack.commit,
             "status_poll": args.status_poll,
+            "cpu_priority": args.cpu_priority, "api_options": _api_options(args),
         }
         text = report.markdown(summary)
         print(text, flush=True)

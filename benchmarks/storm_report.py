@@ -66,6 +66,9 @@ def _experiment(s):
     parts = ["gunicorn --preload"] if s.get("api_preload") else []
     if threads != DEFAULT_API_THREADS:
         parts.append("sync workers" if threads == 1 else f"gthread workers × {threads} threads")
+    if s.get("cpu_priority") is False:
+        parts.append("every process at the same CPU priority")
+    parts += [f"[api] {k} = {v}" for k, v in (s.get("api_options") or {}).items()]
     return f" (experiment: API with {', '.join(parts)})" if parts else ""
 
 
@@ -125,10 +128,13 @@ def markdown(s):
             f"{_s(r['rate'])} | {_lat(r['probe'])} | "
             f"{_s(r['in_use_after'], 0) + ' s' if r['in_use_after'] else _never(r)} | "
             f"{fails} |")
+    ratios = ", ".join(f"{percentile(r['probe'], 99) / idle_p99:.0f}× at {r['version']}"
+                       for r in s["runs"] if r["probe"] and idle_p99)
     lines += [
         "",
         f"Idle `GET /servers/{{id}}` (200 sequential, {s['n'] + 1} servers): p50 "
-        f"{_ms(idle_p50)}, p99 {_ms(idle_p99)} (Nova: p50 31–42 ms, p99 70–85 ms).",
+        f"{_ms(idle_p50)}, p99 {_ms(idle_p99)} (Nova: p50 31–42 ms, p99 70–85 ms). "
+        f"GET during the storm, p99 over idle p99 (goal ≤ 10×): {ratios or 'n/a'}.",
         f"PSS api ({s['workers']} workers + master) + conductor + compute: "
         f"{_pss(s['pss_idle'])} idle with {s['n'] + 1} servers, {_pss(s['pss_after'])} "
         f"after the storms (goal ≤ {PSS_GOAL_MB} MB: "

@@ -26,7 +26,7 @@ import uuid
 import sqlalchemy as sa
 
 from tests.fixtures import database as db_fixtures
-from volumesvc.aio import ProcessGroup, free_port, rabbit, system, wait_for
+from volumesvc.aio import ProcessGroup, free_port, priority, rabbit, system, wait_for
 from volumesvc.aio import config as aio_config
 from volumesvc.aio.cinder import CinderHarness
 from volumesvc.aio.glance import GlanceHarness
@@ -59,7 +59,13 @@ def _venv_bin(name):
 
 class Stack:
     def __init__(self, *, delay, api_workers, log=print, keep_state=False, api_preload=False,
-                 api_threads=1):
+                 api_threads=1, cpu_priority=True, api_options=None):
+        # As the all-in-one does (volumesvc.aio.priority): everything but the
+        # API at a lower CPU priority; False runs all at the same one.
+        self.cpu_priority = cpu_priority
+        # Extra [api] options (name -> value) over the product's defaults,
+        # e.g. {"max_requests": 0} to measure without worker recycling.
+        self.api_options = dict(api_options or {})
         self.api_preload = api_preload
         self.api_threads = api_threads
         self.delay = delay
@@ -139,7 +145,8 @@ class Stack:
 
     def _spawn(self, name, argv, env=None):
         log_path = os.path.join(self.state_dir, "logs", f"{name}.log")
-        proc = ProcessGroup(name, argv, log_path, env=env or self.env)
+        proc = ProcessGroup(name, argv, log_path, env=env or self.env,
+                            nice=priority.nice_for(name, self.cpu_priority))
         self._on_stop(f"stop {name}", proc.stop, 20.0)
         proc.start()
         return proc
@@ -148,6 +155,7 @@ class Stack:
         for sub in ("logs", "locks", "instances"):
             os.makedirs(os.path.join(self.state_dir, sub), exist_ok=True)
         path = os.path.join(self.state_dir, "volumesvc.conf")
+        extra_api = "\n                ".join(f"{k} = {v}" for k, v in self.api_options.items())
         with open(path, "w") as f:
             f.write(textwrap.dedent(f"""\
                 [DEFAULT]
@@ -168,6 +176,7 @@ class Stack:
                 listen_port = {self.api_port}
                 workers = {self.api_workers}
                 threads = {self.api_threads}
+                {extra_api}
 
                 [cinder]
                 auth_strategy = noauth
@@ -196,6 +205,7 @@ class Stack:
         self.glance = GlanceHarness(os.path.join(self.state_dir, "glance"), port=free_port())
         self.glance.install()
         self.glance.configure()
+        self.glance.background_priority = self.cpu_priority
         self._on_stop("stop Glance", self.glance.stop)
         self.glance.start()
         self.cinder = _Cinder(
@@ -205,6 +215,7 @@ class Stack:
             host=f"storm-cinder-{self.tag}")
         self.cinder.install()
         self.cinder.configure()
+        self.cinder.background_priority = self.cpu_priority
         self._on_stop("stop Cinder", self.cinder.stop)
         self.cinder.start()
 

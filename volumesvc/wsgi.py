@@ -72,31 +72,43 @@ def _preimport():
     from volumesvc.volume import cinder  # noqa: F401
 
 
-def serve(conf):
-    """Run the API on ``[api] listen_host:listen_port`` with gunicorn workers.
+def gunicorn_settings(conf):
+    """The gunicorn settings ``volumesvc-api`` runs with, from ``[api]``.
 
     The app is loaded once in the master (``preload_app``) and the workers
     share its pages: about 170 MB less PSS with 4 workers
-    (benchmarks/attach_storm.py --api-preload). gunicorn's control socket
-    is off: its default path is shared by every gunicorn on the machine.
+    (benchmarks/attach_storm.py --api-preload). Workers are replaced after
+    ``[api] max_requests`` (plus jitter) so that what a burst made them
+    write is given back (see the option). gunicorn's control socket is off:
+    its default path is shared by every gunicorn on the machine.
     """
+    settings = {
+        "bind": f"{conf.api.listen_host}:{conf.api.listen_port}",
+        "workers": conf.api.workers,
+        "proc_name": binaries.API,
+        "preload_app": True,
+        "control_socket_disable": True,
+        "max_requests": conf.api.max_requests,
+        "max_requests_jitter": conf.api.max_requests_jitter,
+    }
+    if conf.api.threads > 1:
+        settings.update(worker_class="volumesvc.api.gunicorn_workers.ThreadWorker",
+                        threads=conf.api.threads, keepalive=conf.api.keepalive)
+    else:
+        settings["worker_class"] = "volumesvc.api.gunicorn_workers.SyncWorker"
+    return settings
+
+
+def serve(conf):
+    """Run the API on ``[api] listen_host:listen_port`` with gunicorn workers."""
     import gc
 
     from gunicorn.app.base import BaseApplication
 
     class _Server(BaseApplication):
         def load_config(self):
-            self.cfg.set("bind", f"{conf.api.listen_host}:{conf.api.listen_port}")
-            self.cfg.set("workers", conf.api.workers)
-            if conf.api.threads > 1:
-                self.cfg.set("worker_class", "volumesvc.api.gunicorn_workers.ThreadWorker")
-                self.cfg.set("threads", conf.api.threads)
-                self.cfg.set("keepalive", conf.api.keepalive)
-            else:
-                self.cfg.set("worker_class", "volumesvc.api.gunicorn_workers.SyncWorker")
-            self.cfg.set("proc_name", binaries.API)
-            self.cfg.set("preload_app", True)
-            self.cfg.set("control_socket_disable", True)
+            for name, value in gunicorn_settings(conf).items():
+                self.cfg.set(name, value)
 
         def load(self):
             # gunicorn's own loggers quote request lines it refused.

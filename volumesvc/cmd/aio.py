@@ -19,6 +19,7 @@ import urllib.request
 from volumesvc import aio as harness_util
 from volumesvc import binaries
 from volumesvc.aio import config as aio_config
+from volumesvc.aio import priority
 
 DEFAULT_STATE_DIR = "/var/lib/volumesvc-aio"
 
@@ -67,6 +68,11 @@ def _parse_args(argv):
                         help="[api] failed_attachment_ttl (API 2.106; default: the option's)")
     parser.add_argument("--ready-timeout", type=float, default=600.0,
                         help="seconds to wait for everything to answer")
+    parser.add_argument("--no-cpu-priority", dest="cpu_priority", action="store_false",
+                        help="run conductor, compute, Cinder and Glance at the API's CPU "
+                             "priority (by default they run at nice "
+                             f"{priority.BACKGROUND_NICE}, so requests come first; "
+                             "doc/cpu-priority.rst)")
     parser.add_argument("--no-install", action="store_true",
                         help="do not apt-get install missing system packages")
     args = parser.parse_args(argv)
@@ -131,6 +137,7 @@ class AllInOne:
         image = glance.GlanceHarness(
             os.path.join(self.state_dir, "glance"), port=self.args.image_port,
             keystone=self.keystone)
+        image.background_priority = self.args.cpu_priority
         self.harnesses.append(image)
         image.install()
         image.configure()
@@ -143,6 +150,7 @@ class AllInOne:
             database_connection=system.mariadb_database(f"cinder_{tag.replace('-', '_')}"),
             nova_endpoint=api_url, glance_url=image.url, keystone=self.keystone,
             extend_completion=True)
+        volume.background_priority = self.args.cpu_priority
         self.harnesses.append(volume)
         volume.install()
         volume.configure()
@@ -212,7 +220,9 @@ class AllInOne:
         argv = [exe if os.path.exists(exe) else binary]
         for path in conf_paths:
             argv += ["--config-file", path]
-        child = harness_util.ProcessGroup(log_name or binary, argv, log_path)
+        child = harness_util.ProcessGroup(
+            log_name or binary, argv, log_path,
+            nice=priority.nice_for(log_name or binary, self.args.cpu_priority))
         self.children.append(child.start())
 
     def _run_once(self, argv):

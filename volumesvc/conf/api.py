@@ -123,6 +123,50 @@ Related options:
 * ``workers``
 """),
     cfg.IntOpt(
+        "max_requests",
+        default=200,
+        min=0,
+        help="""
+Requests after which a volumesvc-api worker process is replaced by a fresh
+one (gunicorn ``max_requests``), 0 never.
+
+The workers are forks of a master that loaded the application, so at first
+they share its memory. Serving requests, in particular bursts that wake
+many of a worker's threads at once, writes to those shared pages (Python
+reference counts) and grows each worker's own heap, and that memory stays
+after the burst. A worker that is replaced is a new fork of the master and
+shares its pages again. The old worker stops taking connections, finishes
+the requests it holds (up to ``graceful_timeout`` of gunicorn, 30 s), and
+answers a request that arrives on one of its kept-alive connections with
+``Connection: close``; no request is dropped. The new worker opens its own
+database and message-queue connections on its first requests.
+
+Used by ``volumesvc-api``; a gunicorn started directly (the systemd unit)
+takes ``--max-requests`` instead.
+
+Possible values:
+
+* 0: never replace workers.
+* A positive number: replace a worker after about that many requests.
+
+Related options:
+
+* ``max_requests_jitter``
+"""),
+    cfg.IntOpt(
+        "max_requests_jitter",
+        default=50,
+        min=0,
+        help="""
+Up to this many requests more, chosen at random per worker, before it is
+replaced (gunicorn ``max_requests_jitter``), so that the workers of one
+server are not all replaced at the same moment.
+
+Related options:
+
+* ``max_requests``
+"""),
+    cfg.IntOpt(
         "max_servers_per_request",
         default=100,
         min=1,

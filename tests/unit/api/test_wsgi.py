@@ -58,3 +58,18 @@ def test_overrides_do_not_leak_between_fresh_configs():
     first = get_conf(default_config_files=[])
     first.set_override("auth_strategy", "noauth2", group="api")
     assert get_conf(default_config_files=[]).api.auth_strategy == "keystone"
+
+
+def test_gunicorn_recycles_workers_as_configured():
+    from volumesvc.conf import get_conf
+
+    conf = get_conf(default_config_files=[])
+    settings = wsgi.gunicorn_settings(conf)
+    assert settings["max_requests"] == conf.api.max_requests > 0
+    assert 0 < settings["max_requests_jitter"] == conf.api.max_requests_jitter
+    assert settings["preload_app"] is True  # a recycled worker is a fork of the loaded app
+    conf.set_override("max_requests", 0, group="api")
+    conf.set_override("threads", 1, group="api")
+    settings = wsgi.gunicorn_settings(conf)
+    assert settings["max_requests"] == 0
+    assert settings["worker_class"].endswith("SyncWorker")
