@@ -92,7 +92,9 @@ def gunicorn_settings(conf):
         "max_requests_jitter": conf.api.max_requests_jitter,
     }
     if conf.api.threads > 1:
-        settings.update(worker_class="volumesvc.api.gunicorn_workers.ThreadWorker",
+        from volumesvc.api import gunicorn_workers
+
+        settings.update(worker_class=gunicorn_workers.thread_worker(conf.api.read_threads),
                         threads=conf.api.threads, keepalive=conf.api.keepalive)
     else:
         settings["worker_class"] = "volumesvc.api.gunicorn_workers.SyncWorker"

@@ -10,11 +10,19 @@ fault shape instead, so every client sees one error format.
 
 Use them with ``--worker-class volumesvc.api.gunicorn_workers.ThreadWorker``
 (or ``SyncWorker``); ``volumesvc-api`` does (``wsgi.serve``).
+
+The thread worker also keeps reads from queueing behind writes: see
+:class:`ThreadWorker`.
 """
 
 import html
 import json
 import re
+import selectors
+import socket
+import time
+from concurrent import futures
+from functools import partial
 
 from gunicorn import util
 from gunicorn.workers import gthread, sync
@@ -82,5 +90,93 @@ class SyncWorker(_JSONFaults, sync.SyncWorker):
     """gunicorn's sync worker with JSON fault bodies for its own refusals."""
 
 
+READ, WRITE = "read", "write"
+_READ_METHODS = (b"GET ", b"HEAD ")
+_PEEK = 5
+
+
+def request_kind(sock) -> str | None:
+    """READ or WRITE from the first bytes the client sent; None if none arrived yet.
+
+    Looks without consuming (``MSG_PEEK``), so gunicorn's parser still reads
+    the whole request. Anything it cannot tell (TLS, a closed or failing
+    socket) is a WRITE: the ordinary pool, exactly as without this worker.
+    """
+    try:
+        head = sock.recv(_PEEK, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except (OSError, ValueError):  # ValueError: an SSL socket refuses recv flags
+        return WRITE
+    if head.startswith(_READ_METHODS):
+        return READ
+    if len(head) < _PEEK and head and any(m.startswith(head) for m in _READ_METHODS):
+        return None  # "GE" so far: wait for the rest of the method
+    return WRITE
+
+
 class ThreadWorker(_JSONFaults, gthread.ThreadWorker):
-    """gunicorn's gthread worker with JSON fault bodies for its own refusals."""
+    """gunicorn's gthread worker with JSON faults, whose reads never wait behind writes.
+
+    gthread hands every accepted request to one thread pool, first come
+    first served. In an attach storm every thread ends up waiting on Cinder
+    (each attach's synchronous volume GET, behind the conductor's
+    attachment calls in Cinder's queue), and a ``GET /servers/{id}`` that
+    arrives then waits for the attaches queued before it: 20 s p99 at 300
+    concurrent attaches (benchmarks/README.md). Here GET and HEAD requests
+    go to a small pool of their own (``read_threads``), so they wait only
+    for other reads; everything else keeps ``threads``. The method is read
+    with ``MSG_PEEK`` before the request is queued; a connection that has
+    sent nothing yet waits on the worker's poller, not in a thread.
+    """
+
+    read_threads = 8
+
+    def init_process(self):
+        self.read_pool = (futures.ThreadPoolExecutor(
+            max_workers=self.read_threads, thread_name_prefix="read")
+            if self.read_threads > 0 else None)
+        super().init_process()
+
+    def enqueue_req(self, conn):
+        if self.read_pool is None:
+            return super().enqueue_req(conn)
+        kind = request_kind(conn.sock)
+        if kind is None and not conn.initialized and not conn.data_ready:
+            self._wait_for_request(conn)
+            return None
+        pool = self.read_pool if kind == READ else self.tpool
+        fs = pool.submit(self.handle, conn)
+        fs.add_done_callback(
+            lambda fut: self.method_queue.defer(self.finish_request, conn, fut))
+        return None
+
+    def _wait_for_request(self, conn):
+        """Park a new connection on the poller until its request line arrives.
+
+        The same path gthread takes for a connection that sent nothing in
+        time; ``on_pending_socket_readable`` queues it again once readable.
+        """
+        conn.sock.setblocking(False)
+        conn.timeout = time.monotonic() + self.cfg.keepalive
+        self.pending_conns.append(conn)
+        self.poller.register(conn.sock, selectors.EVENT_READ,
+                             partial(self.on_pending_socket_readable, conn))
+
+    def handle_quit(self, sig, frame):
+        if self.read_pool is not None:
+            self.read_pool.shutdown(wait=False)
+        super().handle_quit(sig, frame)
+
+    def run(self):
+        try:
+            super().run()
+        finally:
+            if self.read_pool is not None:
+                self.read_pool.shutdown(wait=False)
+
+
+def thread_worker(read_threads: int) -> type:
+    """The :class:`ThreadWorker` to run with ``read_threads`` threads for reads (0 = one pool)."""
+    return type("ThreadWorker", (ThreadWorker,), {"read_threads": read_threads,
+                                                  "__module__": __name__})
