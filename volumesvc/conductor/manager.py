@@ -9,7 +9,7 @@ to the object functions.
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from volumesvc import exception, periodic
+from volumesvc import exception, periodic, servicegroup
 from volumesvc.conductor import rpcapi
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import build as build_task
@@ -45,6 +45,7 @@ class ConductorManager:
         self._db = db
         self._compute = compute_rpcapi
         self._cinder = cinder
+        self._up = servicegroup.UpCache(conf)
 
     # -- heartbeats ----------------------------------------------------------
 
@@ -115,7 +116,8 @@ class ConductorManager:
             self._conf, self._db, self._compute, self._cinder, context,
             instance_uuid=instance_uuid, volume_id=volume_id, device=device,
             disk_bus=disk_bus, device_type=device_type, tag=tag,
-            delete_on_termination=delete_on_termination, multiattach=multiattach).execute()
+            delete_on_termination=delete_on_termination, multiattach=multiattach,
+            up_cache=self._up).execute()
 
     def detach_volume(self, context, *, instance_uuid, volume_id, attachment_id):
         instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)

@@ -34,8 +34,11 @@ EVENT = "conductor_attach_volume"
 class AttachTask(base.TaskBase):
     def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid,
                  volume_id, device=None, disk_bus=None, device_type=None, tag=None,
-                 delete_on_termination=False, multiattach=None):
+                 delete_on_termination=False, multiattach=None, up_cache=None):
         super().__init__(context, instance_uuid)
+        # The conductor's shared answers to "is this compute up?" (one per task
+        # without one: no answer is reused).
+        self.up_cache = up_cache or servicegroup.UpCache(conf)
         self.conf = conf
         self.db = db
         self.compute = compute_rpcapi
@@ -65,10 +68,11 @@ class AttachTask(base.TaskBase):
         if self.multiattach is None:
             self.multiattach = bool(self.cinder.get(self.context,
                                                     self.volume_id).get("multiattach"))
+        instance_dict = instance.to_dict()
         # Step 1: the compute picks the device name and creates the BDM under
         # its per-instance lock (a call: we need the name to go on).
         self.bdm = self.compute.reserve_block_device_name(
-            self.context, host=instance.host, instance=instance.to_dict(),
+            self.context, host=instance.host, instance=instance_dict,
             volume_id=self.volume_id, multiattach=self.multiattach, **self.request)
         # Step 2: the Cinder attachment (no connector yet: volume "reserved").
         # A multiattach volume busy with another server's attach is retried.
@@ -80,7 +84,7 @@ class AttachTask(base.TaskBase):
         # Step 3: the action, then the compute does the host side.
         self._record_action()
         self.compute.attach_volume(self.context, host=instance.host,
-                                   instance=instance.to_dict(), bdm=self.bdm,
+                                   instance=instance_dict, bdm=self.bdm,
                                    multiattach=self.multiattach)
         return self.bdm
 
@@ -92,14 +96,17 @@ class AttachTask(base.TaskBase):
         service that merely *looks* down is asked directly first: computes
         heartbeat through the conductor, so right after a conductor outage
         every compute looks down while it is fine (regression: queued
-        2.101 attaches failed after a conductor restart).
+        2.101 attaches failed after a conductor restart). An *up* answer is
+        reused for up to a second (``servicegroup.UpCache``).
         """
-        try:
-            service = service_obj.get_by_host_and_binary(
-                self.db, self.context, instance.host, binaries.COMPUTE)
-        except exception.NotFound:
-            service = None
-        if service is not None and servicegroup.is_up(self.conf, service):
+        def read():
+            try:
+                return service_obj.get_by_host_and_binary(
+                    self.db, self.context, instance.host, binaries.COMPUTE)
+            except exception.NotFound:
+                return None
+
+        if self.up_cache.is_up((instance.host, binaries.COMPUTE), read):
             return
         try:
             self.compute.ping(self.context, host=instance.host,
