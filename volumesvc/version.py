@@ -35,6 +35,10 @@ SERVICE_VERSION_HISTORY = (
     #    ``error`` and a failed detach goes back to ``attached`` with a fault.
     #    Conductors persist the BDM status and fault fields (RPC 1.7).
     {"compute_rpc": "1.7", "conductor_rpc": "1.7"},
+    # 9: conductors finish an action event in the same bdm_update call
+    #    (conductor RPC 1.8): a compute's attach reports ``attached`` and its
+    #    event's Success in one round trip.
+    {"compute_rpc": "1.7", "conductor_rpc": "1.8"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)

@@ -256,9 +256,9 @@ class ComputeManager:
             self.reporter.notify(context, instance, "volume_attach", "start",
                                  bdms=[_with_status(bdm, attach_states.ATTACHING)])
             try:
-                with self.reporter.event(context, uuid, "compute_attach_volume"):
+                with self.reporter.event(context, uuid, "compute_attach_volume") as event:
                     self.attacher.attach(context, _driver_instance(instance), bdm,
-                                         multiattach=multiattach)
+                                         multiattach=multiattach, event=event)
             except Exception as exc:  # noqa: BLE001 - a cast reports through the DB
                 LOG.warning("Attach of volume %s to %s failed: %s", bdm.get("volume_id"),
                             uuid, compute_utils.message_of(exc))

@@ -30,13 +30,18 @@ class ComputeReporter:
         os-instance-actions sees *why* something failed. The event needs the
         action the API or conductor started under ``context.request_id``;
         without one (internal work) nothing is recorded.
+
+        Yields an :class:`EventScope`: work whose last step is a conductor
+        call anyway may have that call finish the event (``success()``,
+        conductor RPC 1.8) and say so (``reported``), saving a round trip.
         """
         request_id = context.request_id
         started = self._safe(self.conductor.action_event_start, context,
                              instance_uuid=instance_uuid, request_id=request_id,
                              event=event, host=self.host)
+        scope = EventScope(instance_uuid, request_id, event, started)
         try:
-            yield
+            yield scope
         except Exception as exc:
             if started:
                 self._safe(self.conductor.action_event_finish, context,
@@ -44,7 +49,7 @@ class ComputeReporter:
                            event=event, result="Error", traceback=tb.format_exc(),
                            details=message_of(exc))
             raise
-        if started:
+        if started and not scope.reported:
             self._safe(self.conductor.action_event_finish, context,
                        instance_uuid=instance_uuid, request_id=request_id, event=event,
                        result="Success")
@@ -105,6 +110,25 @@ class ComputeReporter:
                 self.notifier.info(context, event_type, payload)
         except Exception as err:  # noqa: BLE001 - notifications are best effort
             LOG.warning("Notification %s failed: %s", event_type, err)
+
+
+class EventScope:
+    """One started (or not) instance-action event, as ``ComputeReporter.event`` yields it."""
+
+    def __init__(self, instance_uuid, request_id, event, started):
+        self.instance_uuid = instance_uuid
+        self.request_id = request_id
+        self.event = event
+        self.started = started
+        # Set when another conductor call already finished the event Success.
+        self.reported = False
+
+    def success(self):
+        """The Success finish for a conductor call to carry, or None (not started)."""
+        if not self.started:
+            return None
+        return {"instance_uuid": self.instance_uuid, "request_id": self.request_id,
+                "event": self.event, "result": "Success"}
 
 
 def update_instance(conductor, context, instance_uuid, values, expected=None):

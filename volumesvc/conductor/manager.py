@@ -202,11 +202,27 @@ class ConductorManager:
         return bdm_obj.create(self._db, context, values).to_dict()
 
     @messaging.expected_exceptions(*_EXPECTED)
-    def bdm_update(self, context, *, bdm_uuid, values, expected_status=None):
-        if expected_status is not None:
-            return attachment_status.save_if(self._db, context, bdm_uuid, values,
-                                             expected_status).to_dict()
-        return bdm_obj.save(self._db, context, bdm_uuid, values).to_dict()
+    def bdm_update(self, context, *, bdm_uuid, values, expected_status=None,
+                   finish_event=None):
+        try:
+            if expected_status is not None:
+                return attachment_status.save_if(self._db, context, bdm_uuid, values,
+                                                 expected_status).to_dict()
+            return bdm_obj.save(self._db, context, bdm_uuid, values).to_dict()
+        finally:
+            if finish_event:
+                self._finish_event(context, finish_event)
+
+    def _finish_event(self, context, finish_event):
+        """An action_event_finish carried by another call (1.8); a missing action is fine."""
+        try:
+            action_obj.event_finish(self._db, context, finish_event["instance_uuid"],
+                                    finish_event["request_id"], finish_event["event"],
+                                    result=finish_event.get("result", "Success"),
+                                    traceback=finish_event.get("traceback"),
+                                    details=finish_event.get("details"))
+        except exception.NotFound:
+            pass
 
     @messaging.expected_exceptions(*_EXPECTED)
     def bdm_destroy(self, context, *, bdm_uuid, values=None):

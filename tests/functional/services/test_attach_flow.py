@@ -194,3 +194,42 @@ def test_an_attach_storm_larger_than_the_conductor_thread_pool(tmp_path, monkeyp
                                for v in volumes), timeout=30, what="all 12 in-use")
     finally:
         stack.stop()
+
+
+def _counting(made, name, real):
+    def call(*args, **kwargs):
+        made.append(name)
+        return real(*args, **kwargs)
+    return call
+
+
+@pytest.mark.parametrize("cap,calls", [(None, 5), ("1.7", 6)], ids=["1.8", "pinned-1.7"])
+def test_attach_reports_attached_and_its_event_in_one_call(tmp_path, cap, calls):
+    """Conductor RPC 1.8: the compute's ``attached`` report also finishes its event.
+
+    Same outcome either way (status ``attached``, event Success with a finish
+    time); a 1.8 conductor gets 5 persistence calls per attach instead of 6.
+    """
+    overrides = {("upgrade_levels", "conductor"): cap} if cap else None
+    stack = Stack(tmp_path, conf_overrides=overrides)
+    try:
+        ctx = stack.context()
+        server = stack.boot(ctx, ROOT)
+        stack.wait_instance(server, "active")
+        client = stack.computes["fn-compute"].manager.conductor
+        made = []
+        for name in ("bdm_list", "bdm_create", "bdm_update", "action_event_start",
+                     "action_event_finish"):
+            setattr(client, name, _counting(made, name, getattr(client, name)))
+        volume = stack.cinder.create(ctx, 1, "data", "")
+        stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"])
+        stack.wait(lambda: stack.notifier.of("instance.volume_attach.end"), what="attach.end")
+        bdm = bdm_obj.get_by_volume_and_instance(stack.db, ctx, volume["id"], server)
+        assert bdm.attach_status == "attached"
+        events = stack.events(ctx, server)
+        assert [(e.event, e.result) for e in events] == [("compute_attach_volume", "Success")]
+        assert events[0].finish_time is not None
+        assert len(made) == calls, made
+        assert ("action_event_finish" in made) == (cap == "1.7")
+    finally:
+        stack.stop()
