@@ -10,15 +10,6 @@ of its own client library.
 from keystoneauth1 import exceptions as ks_exception
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import plugin as ks_plugin
-from keystoneauth1 import session as ks_session
-
-# Idle HTTP connections an adapter's session keeps per host. requests keeps
-# 10; a conductor or compute runs up to 64 RPC threads (oslo.messaging's
-# executor_thread_pool_size default) and an API worker 32 ([api] threads),
-# so in an attach storm most connections were closed after one request
-# ("Connection pool is full, discarding connection") and the next request
-# paid a new TCP connection on both sides (ours and cinder-api's CPU).
-HTTP_POOL_SIZE = 64
 
 
 class ContextTokenAuth(ks_plugin.BaseAuthPlugin):
@@ -75,8 +66,7 @@ class SessionFromConf:
 
     def _get_session(self):
         if self._session is None:
-            self._session = pooled(
-                ks_loading.load_session_from_conf_options(self.conf, self._GROUP))
+            self._session = ks_loading.load_session_from_conf_options(self.conf, self._GROUP)
         return self._session
 
     def _conf_auth(self):
@@ -84,17 +74,3 @@ class SessionFromConf:
         if self._admin_auth is None:
             self._admin_auth = ks_loading.load_auth_from_conf_options(self.conf, self._GROUP)
         return self._admin_auth
-
-
-def pooled(session, size=HTTP_POOL_SIZE):
-    """``session`` with room for ``size`` idle connections per host (see HTTP_POOL_SIZE).
-
-    keystoneauth's own adapter is replaced by the same kind (TCP keep-alive,
-    Nagle off) with the same TLS settings and a bigger pool.
-    """
-    http = session.session
-    for scheme, adapter in list(http.adapters.items()):
-        http.mount(scheme, ks_session.TCPKeepAliveAdapter(
-            pool_maxsize=size, tls_ciphers=getattr(adapter, "tls_ciphers", None),
-            tls_min_version=getattr(adapter, "tls_min_version", None)))
-    return session
