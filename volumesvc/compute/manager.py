@@ -250,13 +250,15 @@ class ComputeManager:
                               self._conf.compute.attachment_reservation_timeout + 1)
         return bdm
 
-    def attach_volume(self, context, *, instance, bdm, multiattach=None):
+    def attach_volume(self, context, *, instance, bdm, multiattach=None, event_started=False):
+        """``event_started`` (1.8): the conductor started compute_attach_volume."""
         uuid = instance["uuid"]
         with self._lock(uuid):
             self.reporter.notify(context, instance, "volume_attach", "start",
                                  bdms=[_with_status(bdm, attach_states.ATTACHING)])
             try:
-                with self.reporter.event(context, uuid, "compute_attach_volume") as event:
+                with self.reporter.event(context, uuid, "compute_attach_volume",
+                                         started=event_started) as event:
                     self.attacher.attach(context, _driver_instance(instance), bdm,
                                          multiattach=multiattach, event=event)
             except Exception as exc:  # noqa: BLE001 - a cast reports through the DB

@@ -23,7 +23,7 @@ class ComputeReporter:
         self.host = host
 
     @contextlib.contextmanager
-    def event(self, context, instance_uuid, event):
+    def event(self, context, instance_uuid, event, started=False):
         """Record instance-action event ``event`` (e.g. compute_attach_volume).
 
         Success or Error with the traceback, so a client polling
@@ -31,14 +31,17 @@ class ComputeReporter:
         action the API or conductor started under ``context.request_id``;
         without one (internal work) nothing is recorded.
 
+        ``started``: the caller's caller started the event already (the
+        conductor, with the action): only finish it.
+
         Yields an :class:`EventScope`: work whose last step is a conductor
         call anyway may have that call finish the event (``success()``,
         conductor RPC 1.8) and say so (``reported``), saving a round trip.
         """
         request_id = context.request_id
-        started = self._safe(self.conductor.action_event_start, context,
-                             instance_uuid=instance_uuid, request_id=request_id,
-                             event=event, host=self.host)
+        started = started or self._safe(self.conductor.action_event_start, context,
+                                        instance_uuid=instance_uuid, request_id=request_id,
+                                        event=event, host=self.host)
         scope = EventScope(instance_uuid, request_id, event, started)
         try:
             yield scope

@@ -62,14 +62,28 @@ def _action_row(session, instance_uuid, request_id):
 
 
 def action_start(db, context, instance_uuid, action, request_id, user_id,
-                 project_id) -> InstanceAction:
+                 project_id, *, event=None, host=None) -> InstanceAction:
+    """Record the action; ``event``: also start that event (on ``host``) in the same write.
+
+    Why ``event``: a workflow that starts the action and hands the next step
+    to a compute can start the compute's event here, one transaction and
+    (for the compute) one RPC round trip less than ``event_start`` later.
+    """
     with db.writer(context) as session:
+        now = base.utcnow()
         row = models.InstanceAction(
             instance_uuid=instance_uuid, action=action, request_id=request_id,
-            user_id=user_id, project_id=project_id, start_time=base.utcnow())
+            user_id=user_id, project_id=project_id, start_time=now)
         session.add(row)
         session.flush()
-        return InstanceAction.from_model(row, events=[])
+        events = []
+        if event is not None:
+            event_row = models.InstanceActionEvent(action_id=row.id, event=event, host=host,
+                                                   start_time=now)
+            session.add(event_row)
+            session.flush()
+            events.append(InstanceActionEvent.from_model(event_row))
+        return InstanceAction.from_model(row, events=events)
 
 
 def action_finish(db, context, instance_uuid, request_id) -> InstanceAction:

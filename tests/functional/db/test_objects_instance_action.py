@@ -59,3 +59,15 @@ def test_missing_action_or_event(db, ctx, inst):
     _start(db, ctx, inst)
     with pytest.raises(exception.InstanceActionEventNotFound):
         instance_action.event_finish(db, ctx, inst.uuid, "req-1", "never_started")
+
+
+def test_action_start_with_its_first_event(db, ctx, inst):
+    """One write records the action and starts an event on it (the attach's compute event)."""
+    action = instance_action.action_start(db, ctx, inst.uuid, "attach_volume", "req-9", "u",
+                                          "p1", event="compute_attach_volume", host="h1")
+    assert [(e.event, e.host, e.result) for e in action.events] == [
+        ("compute_attach_volume", "h1", None)]
+    instance_action.event_finish(db, ctx, inst.uuid, "req-9", "compute_attach_volume")
+    got = instance_action.get_action(db, ctx, inst.uuid, "req-9")
+    assert [(e.event, e.result) for e in got.events] == [("compute_attach_volume", "Success")]
+    assert got.events[0].start_time == action.start_time and got.finish_time

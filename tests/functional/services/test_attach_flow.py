@@ -203,14 +203,23 @@ def _counting(made, name, real):
     return call
 
 
-@pytest.mark.parametrize("cap,calls", [(None, 5), ("1.7", 6)], ids=["1.8", "pinned-1.7"])
-def test_attach_reports_attached_and_its_event_in_one_call(tmp_path, cap, calls):
-    """Conductor RPC 1.8: the compute's ``attached`` report also finishes its event.
+@pytest.mark.parametrize("conductor_cap,compute_cap,calls", [
+    (None, None, 4), ("1.7", None, 5), (None, "1.7", 5), ("1.7", "1.7", 6)],
+    ids=["1.8", "conductor-1.7", "compute-1.7", "both-1.7"])
+def test_attach_reports_attached_and_its_event_in_one_call(tmp_path, conductor_cap,
+                                                            compute_cap, calls):
+    """RPC 1.8: fewer round trips from the compute per attach, same outcome.
 
-    Same outcome either way (status ``attached``, event Success with a finish
-    time); a 1.8 conductor gets 5 persistence calls per attach instead of 6.
+    Conductor 1.8: the compute's ``attached`` report also finishes its event.
+    Compute 1.8: the conductor starts the compute's event with the action.
+    Either way the status ends ``attached`` and the event Success, with a
+    start and a finish time and the compute's host.
     """
-    overrides = {("upgrade_levels", "conductor"): cap} if cap else None
+    overrides = {}
+    if conductor_cap:
+        overrides[("upgrade_levels", "conductor")] = conductor_cap
+    if compute_cap:
+        overrides[("upgrade_levels", "compute")] = compute_cap
     stack = Stack(tmp_path, conf_overrides=overrides)
     try:
         ctx = stack.context()
@@ -228,8 +237,25 @@ def test_attach_reports_attached_and_its_event_in_one_call(tmp_path, cap, calls)
         assert bdm.attach_status == "attached"
         events = stack.events(ctx, server)
         assert [(e.event, e.result) for e in events] == [("compute_attach_volume", "Success")]
-        assert events[0].finish_time is not None
+        assert events[0].start_time and events[0].finish_time
+        assert events[0].host == "fn-compute"
         assert len(made) == calls, made
-        assert ("action_event_finish" in made) == (cap == "1.7")
+        assert ("action_event_finish" in made) == (conductor_cap == "1.7")
+        assert ("action_event_start" in made) == (compute_cap == "1.7")
     finally:
         stack.stop()
+
+
+def test_a_cast_that_never_left_finishes_the_started_compute_event(stack, server, monkeypatch):
+    """Compute RPC 1.8: the conductor started compute_attach_volume; a lost cast ends it Error."""
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "data", "")
+    compute_api = stack.conductor.manager._compute
+
+    def lost(*args, **kwargs):
+        raise RuntimeError("bus gone")
+    monkeypatch.setattr(compute_api, "attach_volume", lost)
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"])
+    events = {e.event: e.result for e in stack.events(ctx, server)}
+    assert events == {"compute_attach_volume": "Error", "conductor_attach_volume": "Error"}
+    _no_leaks(stack, ctx, server, volume["id"])
