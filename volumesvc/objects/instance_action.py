@@ -119,13 +119,7 @@ def event_finish(db, context, instance_uuid, request_id, event, result="Success"
         raise exception.Invalid(reason=f"event result must be Success or Error, not {result!r}")
     now = base.utcnow()
     with db.writer(context) as session:
-        action = _action_row(session, instance_uuid, request_id)
-        model = models.InstanceActionEvent
-        row = session.scalars(
-            sa.select(model).where(model.action_id == action.id, model.event == event)
-            .order_by(model.id.desc())).first()
-        if row is None:
-            raise exception.InstanceActionEventNotFound(event=event, action_id=action.id)
+        row, action = _latest_event(session, instance_uuid, request_id, event)
         row.finish_time = now
         row.result = result
         row.traceback = traceback
@@ -136,6 +130,27 @@ def event_finish(db, context, instance_uuid, request_id, event, result="Success"
             action.message = "Error"
         session.flush()
         return InstanceActionEvent.from_model(row)
+
+
+def _latest_event(session, instance_uuid, request_id, event):
+    """The latest ``event`` of the latest action of ``request_id``, with that action.
+
+    One SELECT for both rows (every attach finishes an event); when either is
+    missing, the two lookups again to raise the precise NotFound.
+    """
+    model, action_model = models.InstanceActionEvent, models.InstanceAction
+    latest = (sa.select(sa.func.max(action_model.id))
+              .where(action_model.instance_uuid == instance_uuid,
+                     action_model.request_id == request_id)
+              .scalar_subquery())
+    found = session.execute(
+        sa.select(model, action_model).join(action_model, model.action_id == action_model.id)
+        .where(action_model.id == latest, model.event == event)
+        .order_by(model.id.desc()).limit(1)).first()
+    if found is not None:
+        return found[0], found[1]
+    action = _action_row(session, instance_uuid, request_id)
+    raise exception.InstanceActionEventNotFound(event=event, action_id=action.id)
 
 
 def list_actions(db, context, instance_uuid) -> list[InstanceAction]:
