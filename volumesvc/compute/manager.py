@@ -247,7 +247,8 @@ class ComputeManager:
         # NOTE: if the conductor (or cinder-api) dies before the attach goes
         # on, this check finds the reservation stale and rolls it back.
         self.reconciler.watch(instance["uuid"],
-                              self._conf.compute.attachment_reservation_timeout + 1)
+                              self._conf.compute.attachment_reservation_timeout + 1,
+                              bdm_uuid=bdm["uuid"])
         return bdm
 
     def attach_volume(self, context, *, instance, bdm, multiattach=None, event_started=False):
@@ -267,6 +268,7 @@ class ComputeManager:
                 self.reporter.notify(context, instance, "volume_attach", "error",
                                      bdms=[_with_status(bdm, attach_states.ERROR)], exc=exc)
                 return
+            self.reconciler.settled(bdm["uuid"])
             self.reporter.notify(context, instance, "volume_attach", "end",
                                  bdms=[_with_status(bdm, attach_states.ATTACHED)])
 
