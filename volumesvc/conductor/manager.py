@@ -204,14 +204,21 @@ class ConductorManager:
     @messaging.expected_exceptions(*_EXPECTED)
     def bdm_update(self, context, *, bdm_uuid, values, expected_status=None,
                    finish_event=None):
-        try:
-            if expected_status is not None:
-                return attachment_status.save_if(self._db, context, bdm_uuid, values,
-                                                 expected_status).to_dict()
-            return bdm_obj.save(self._db, context, bdm_uuid, values).to_dict()
-        finally:
-            if finish_event:
+        if not finish_event:
+            return self._bdm_update(context, bdm_uuid, values, expected_status)
+        # One transaction for both writes (the event is finished whatever
+        # became of the save).
+        with self._db.writer(context):
+            try:
+                return self._bdm_update(context, bdm_uuid, values, expected_status)
+            finally:
                 self._finish_event(context, finish_event)
+
+    def _bdm_update(self, context, bdm_uuid, values, expected_status):
+        if expected_status is not None:
+            return attachment_status.save_if(self._db, context, bdm_uuid, values,
+                                             expected_status).to_dict()
+        return bdm_obj.save(self._db, context, bdm_uuid, values).to_dict()
 
     def _finish_event(self, context, finish_event):
         """An action_event_finish carried by another call (1.8); a missing action is fine."""

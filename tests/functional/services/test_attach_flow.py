@@ -259,3 +259,19 @@ def test_a_cast_that_never_left_finishes_the_started_compute_event(stack, server
     events = {e.event: e.result for e in stack.events(ctx, server)}
     assert events == {"compute_attach_volume": "Error", "conductor_attach_volume": "Error"}
     _no_leaks(stack, ctx, server, volume["id"])
+
+
+def test_a_status_report_is_saved_when_its_event_is_gone(stack, server):
+    """bdm_update(finish_event=...) is one transaction; a missing action does not undo the save."""
+    ctx = stack.context()
+    bdm = bdm_obj.create(stack.db, ctx, {
+        "instance_uuid": server, "source_type": "volume", "destination_type": "volume",
+        "volume_id": "v-1", "device_name": "/dev/sdz", "attach_status": "attaching"})
+    manager = stack.conductor.manager
+    saved = manager.bdm_update(
+        ctx, bdm_uuid=bdm.uuid, values={"attach_status": "attached"},
+        expected_status="attaching",
+        finish_event={"instance_uuid": server, "request_id": "req-none",
+                      "event": "compute_attach_volume", "result": "Success"})
+    assert saved["attach_status"] == "attached"
+    assert bdm_obj.get_by_uuid(stack.db, ctx, bdm.uuid).attach_status == "attached"
