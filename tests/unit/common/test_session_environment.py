@@ -27,7 +27,7 @@ def test_nothing_in_the_environment_turns_the_lookups_off(clean_env):
 
 @pytest.mark.parametrize("name,value", [
     ("https_proxy", "http://proxy:3128"), ("HTTP_PROXY", "http://proxy:3128"),
-    ("no_proxy", "localhost"), ("NETRC", "/x")])
+    ("no_proxy", "localhost"), ("NETRC", "/x")], ids=["lower", "upper", "noproxy", "netrc"])
 def test_a_proxy_or_netrc_keeps_them(clean_env, monkeypatch, name, value):
     monkeypatch.setenv(name, value)
     assert _session().session.trust_env is True
@@ -42,7 +42,7 @@ def test_a_netrc_file_keeps_them(clean_env):
 @pytest.mark.parametrize("env,verify", [
     ({"CURL_CA_BUNDLE": "/c.pem"}, "/c.pem"),
     ({"REQUESTS_CA_BUNDLE": "/r.pem", "CURL_CA_BUNDLE": "/c.pem"}, "/r.pem"),
-    ({}, True)])
+    ({}, True)], ids=["curl", "requests-first", "none"])
 def test_a_ca_bundle_from_the_environment_still_verifies(clean_env, monkeypatch, env, verify):
     """What requests did per request (bundle instead of the default), set once."""
     for name, value in env.items():
