@@ -35,6 +35,12 @@ SERVICE_VERSION_HISTORY = (
     #    ``error`` and a failed detach goes back to ``attached`` with a fault.
     #    Conductors persist the BDM status and fault fields (RPC 1.7).
     {"compute_rpc": "1.7", "conductor_rpc": "1.7"},
+    # 9: fewer round trips per attach: conductors finish an action event in
+    #    the same bdm_update call (conductor RPC 1.8), so a compute reports
+    #    ``attached`` and its event's Success at once; computes take an attach
+    #    whose compute_attach_volume event the conductor started with the
+    #    action (compute RPC 1.8).
+    {"compute_rpc": "1.8", "conductor_rpc": "1.8"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)

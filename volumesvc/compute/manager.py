@@ -247,24 +247,28 @@ class ComputeManager:
         # NOTE: if the conductor (or cinder-api) dies before the attach goes
         # on, this check finds the reservation stale and rolls it back.
         self.reconciler.watch(instance["uuid"],
-                              self._conf.compute.attachment_reservation_timeout + 1)
+                              self._conf.compute.attachment_reservation_timeout + 1,
+                              bdm_uuid=bdm["uuid"])
         return bdm
 
-    def attach_volume(self, context, *, instance, bdm, multiattach=None):
+    def attach_volume(self, context, *, instance, bdm, multiattach=None, event_started=False):
+        """``event_started`` (1.8): the conductor started compute_attach_volume."""
         uuid = instance["uuid"]
         with self._lock(uuid):
             self.reporter.notify(context, instance, "volume_attach", "start",
                                  bdms=[_with_status(bdm, attach_states.ATTACHING)])
             try:
-                with self.reporter.event(context, uuid, "compute_attach_volume"):
+                with self.reporter.event(context, uuid, "compute_attach_volume",
+                                         started=event_started) as event:
                     self.attacher.attach(context, _driver_instance(instance), bdm,
-                                         multiattach=multiattach)
+                                         multiattach=multiattach, event=event)
             except Exception as exc:  # noqa: BLE001 - a cast reports through the DB
                 LOG.warning("Attach of volume %s to %s failed: %s", bdm.get("volume_id"),
                             uuid, compute_utils.message_of(exc))
                 self.reporter.notify(context, instance, "volume_attach", "error",
                                      bdms=[_with_status(bdm, attach_states.ERROR)], exc=exc)
                 return
+            self.reconciler.settled(bdm["uuid"])
             self.reporter.notify(context, instance, "volume_attach", "end",
                                  bdms=[_with_status(bdm, attach_states.ATTACHED)])
 

@@ -61,7 +61,9 @@ class ReconcileRunner:
         self._driver_instance = driver_instance
         self.reconciler = reconcile.Reconciler(conf, driver=driver, conductor=conductor,
                                                cinder=cinder, attacher=attacher)
-        self._watch = []          # heap of (due monotonic, instance uuid, attempt)
+        self._watch = []          # heap of (due monotonic, instance uuid, attempt, bdm uuid)
+        # Reservations whose attach completed here before their watch came due.
+        self._settled = set()
         self._watch_cond = threading.Condition()
         self._watch_thread = None
         self._stopping = False
@@ -207,18 +209,34 @@ class ReconcileRunner:
     def _retry_delay(self):
         return self.conf.compute.attachment_reservation_timeout + 1
 
-    def watch(self, instance_uuid, delay, attempt=0):
-        """Reconcile ``instance_uuid`` (None: the whole host) in ``delay`` seconds."""
+    def watch(self, instance_uuid, delay, attempt=0, bdm_uuid=None):
+        """Reconcile ``instance_uuid`` (None: the whole host) in ``delay`` seconds.
+
+        ``bdm_uuid``: the watch is for that device reservation only; it is
+        dropped if ``settled(bdm_uuid)`` was called before it came due.
+        """
         with self._watch_cond:
             if self._stopping:
                 return
             heapq.heappush(self._watch, (time.monotonic() + delay, instance_uuid or "",
-                                         attempt))
+                                         attempt, bdm_uuid or ""))
             if self._watch_thread is None:
                 self._watch_thread = threading.Thread(
                     target=self._watch_loop, name="attachment-watch", daemon=True)
                 self._watch_thread.start()
             self._watch_cond.notify()
+
+    def settled(self, bdm_uuid):
+        """The attach of reservation ``bdm_uuid`` completed: its watch has nothing to do.
+
+        Why: every reservation's watch reconciled its server a reservation
+        timeout later (a conductor read, a BDM list and a Cinder listing per
+        attach, long after the storm). Only a completed attach settles it; a
+        failed one keeps its watch in case its own undo did not finish.
+        """
+        with self._watch_cond:
+            if any(entry[3] == bdm_uuid for entry in self._watch):
+                self._settled.add(bdm_uuid)
 
     def _rewatch(self, report, attempt):
         if attempt + 1 >= WATCH_ATTEMPTS:
@@ -236,7 +254,10 @@ class ReconcileRunner:
                     self._watch_cond.wait(timeout)
                 if self._stopping:
                     return
-                _due, uuid, attempt = heapq.heappop(self._watch)
+                _due, uuid, attempt, bdm_uuid = heapq.heappop(self._watch)
+                if bdm_uuid and bdm_uuid in self._settled:
+                    self._settled.discard(bdm_uuid)
+                    continue
             self._run_watch(uuid, attempt)
 
     def _run_watch(self, uuid, attempt):

@@ -18,13 +18,17 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.7 - no new method: a 1.7 compute reports attach progress (the BDM's
         ``attach_status`` and fault, API 2.106) through conductor RPC 1.7
         (service version 8).
+* 1.8 - attach_volume takes ``event_started``: the conductor already
+        started the ``compute_attach_volume`` event with the action, so the
+        compute only finishes it (service version 9).
 """
 
 from volumesvc import rpc
 
 TOPIC = "compute"
-VERSION = "1.7"
+VERSION = "1.8"
 LIFECYCLE_VERSION = "1.5"
+ATTACH_EVENT_VERSION = "1.8"
 
 
 class ComputeAPI:
@@ -79,12 +83,23 @@ class ComputeAPI:
                           device_type=device_type, tag=tag, multiattach=multiattach,
                           delete_on_termination=delete_on_termination)
 
-    def attach_volume(self, ctxt, *, host, instance, bdm, multiattach=None):
-        """Cast: connect the volume, attach the disk, complete the attachment."""
+    def can_take_started_attach_event(self):
+        """True when computes take ``attach_volume(event_started=True)`` (1.8)."""
+        return self._client.can_send_version(ATTACH_EVENT_VERSION)
+
+    def attach_volume(self, ctxt, *, host, instance, bdm, multiattach=None,
+                      event_started=False):
+        """Cast: connect the volume, attach the disk, complete the attachment.
+
+        ``event_started`` (1.8; check ``can_take_started_attach_event``): the
+        caller started ``compute_attach_volume`` already.
+        """
         kwargs = {"instance": instance, "bdm": bdm}
         version = "1.1"
         if multiattach is not None and self._client.can_send_version("1.2"):
             version, kwargs["multiattach"] = "1.2", multiattach
+        if event_started:
+            version, kwargs["event_started"] = ATTACH_EVENT_VERSION, True
         self._prepare(host, version).cast(ctxt, "attach_volume", **kwargs)
 
     def detach_volume(self, ctxt, *, host, instance, bdm, attachment_id):

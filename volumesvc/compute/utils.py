@@ -23,20 +23,28 @@ class ComputeReporter:
         self.host = host
 
     @contextlib.contextmanager
-    def event(self, context, instance_uuid, event):
+    def event(self, context, instance_uuid, event, started=False):
         """Record instance-action event ``event`` (e.g. compute_attach_volume).
 
         Success or Error with the traceback, so a client polling
         os-instance-actions sees *why* something failed. The event needs the
         action the API or conductor started under ``context.request_id``;
         without one (internal work) nothing is recorded.
+
+        ``started``: the caller's caller started the event already (the
+        conductor, with the action): only finish it.
+
+        Yields an :class:`EventScope`: work whose last step is a conductor
+        call anyway may have that call finish the event (``success()``,
+        conductor RPC 1.8) and say so (``reported``), saving a round trip.
         """
         request_id = context.request_id
-        started = self._safe(self.conductor.action_event_start, context,
-                             instance_uuid=instance_uuid, request_id=request_id,
-                             event=event, host=self.host)
+        started = started or self._safe(self.conductor.action_event_start, context,
+                                        instance_uuid=instance_uuid, request_id=request_id,
+                                        event=event, host=self.host)
+        scope = EventScope(instance_uuid, request_id, event, started)
         try:
-            yield
+            yield scope
         except Exception as exc:
             if started:
                 self._safe(self.conductor.action_event_finish, context,
@@ -44,7 +52,7 @@ class ComputeReporter:
                            event=event, result="Error", traceback=tb.format_exc(),
                            details=message_of(exc))
             raise
-        if started:
+        if started and not scope.reported:
             self._safe(self.conductor.action_event_finish, context,
                        instance_uuid=instance_uuid, request_id=request_id, event=event,
                        result="Success")
@@ -105,6 +113,25 @@ class ComputeReporter:
                 self.notifier.info(context, event_type, payload)
         except Exception as err:  # noqa: BLE001 - notifications are best effort
             LOG.warning("Notification %s failed: %s", event_type, err)
+
+
+class EventScope:
+    """One started (or not) instance-action event, as ``ComputeReporter.event`` yields it."""
+
+    def __init__(self, instance_uuid, request_id, event, started):
+        self.instance_uuid = instance_uuid
+        self.request_id = request_id
+        self.event = event
+        self.started = started
+        # Set when another conductor call already finished the event Success.
+        self.reported = False
+
+    def success(self):
+        """The Success finish for a conductor call to carry, or None (not started)."""
+        if not self.started:
+            return None
+        return {"instance_uuid": self.instance_uuid, "request_id": self.request_id,
+                "event": self.event, "result": "Success"}
 
 
 def update_instance(conductor, context, instance_uuid, values, expected=None):

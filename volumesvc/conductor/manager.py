@@ -9,7 +9,7 @@ to the object functions.
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from volumesvc import exception, periodic
+from volumesvc import exception, periodic, servicegroup
 from volumesvc.conductor import rpcapi
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import build as build_task
@@ -45,6 +45,7 @@ class ConductorManager:
         self._db = db
         self._compute = compute_rpcapi
         self._cinder = cinder
+        self._up = servicegroup.UpCache(conf)
 
     # -- heartbeats ----------------------------------------------------------
 
@@ -115,7 +116,8 @@ class ConductorManager:
             self._conf, self._db, self._compute, self._cinder, context,
             instance_uuid=instance_uuid, volume_id=volume_id, device=device,
             disk_bus=disk_bus, device_type=device_type, tag=tag,
-            delete_on_termination=delete_on_termination, multiattach=multiattach).execute()
+            delete_on_termination=delete_on_termination, multiattach=multiattach,
+            up_cache=self._up).execute()
 
     def detach_volume(self, context, *, instance_uuid, volume_id, attachment_id):
         instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
@@ -200,11 +202,34 @@ class ConductorManager:
         return bdm_obj.create(self._db, context, values).to_dict()
 
     @messaging.expected_exceptions(*_EXPECTED)
-    def bdm_update(self, context, *, bdm_uuid, values, expected_status=None):
+    def bdm_update(self, context, *, bdm_uuid, values, expected_status=None,
+                   finish_event=None):
+        if not finish_event:
+            return self._bdm_update(context, bdm_uuid, values, expected_status)
+        # One transaction for both writes (the event is finished whatever
+        # became of the save).
+        with self._db.writer(context):
+            try:
+                return self._bdm_update(context, bdm_uuid, values, expected_status)
+            finally:
+                self._finish_event(context, finish_event)
+
+    def _bdm_update(self, context, bdm_uuid, values, expected_status):
         if expected_status is not None:
             return attachment_status.save_if(self._db, context, bdm_uuid, values,
                                              expected_status).to_dict()
         return bdm_obj.save(self._db, context, bdm_uuid, values).to_dict()
+
+    def _finish_event(self, context, finish_event):
+        """An action_event_finish carried by another call (1.8); a missing action is fine."""
+        try:
+            action_obj.event_finish(self._db, context, finish_event["instance_uuid"],
+                                    finish_event["request_id"], finish_event["event"],
+                                    result=finish_event.get("result", "Success"),
+                                    traceback=finish_event.get("traceback"),
+                                    details=finish_event.get("details"))
+        except exception.NotFound:
+            pass
 
     @messaging.expected_exceptions(*_EXPECTED)
     def bdm_destroy(self, context, *, bdm_uuid, values=None):

@@ -31,6 +31,9 @@ manager imports ``VERSION`` so the two can never disagree):
         a late ``attached`` never overwrites ``detaching``); bdm_destroy takes
         ``values`` written with the delete (a failed attach is never a live
         ``error`` BDM). Computes send them only to a 1.7 conductor.
+* 1.8 - bdm_update takes ``finish_event`` (the arguments of an
+        action_event_finish done after the save, even when it failed): an
+        attach's last report and its event's Success are one call, not two.
 """
 
 import oslo_messaging as messaging
@@ -38,7 +41,7 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.7"
+VERSION = "1.8"
 LIFECYCLE_VERSION = "1.5"
 PERSISTENCE_SUFFIX = "_persistence"
 
@@ -280,9 +283,18 @@ class ConductorAPI:
     def bdm_create(self, ctxt, *, values):
         return self._call(ctxt, "bdm_create", values=values)
 
-    def bdm_update(self, ctxt, *, bdm_uuid, values, expected_status=None):
+    def bdm_update(self, ctxt, *, bdm_uuid, values, expected_status=None, finish_event=None):
         """Call: save ``values``; with ``expected_status`` (1.7) only while the
-        BDM's ``attach_status`` is still that (else nothing changes)."""
+        BDM's ``attach_status`` is still that (else nothing changes).
+
+        ``finish_event`` (1.8; callers check ``can_send_version``): the
+        keyword arguments of an ``action_event_finish`` the conductor does
+        next, whatever became of the save.
+        """
+        if finish_event is not None:
+            return self._call(ctxt, "bdm_update", version="1.8", bdm_uuid=bdm_uuid,
+                              values=values, expected_status=expected_status,
+                              finish_event=finish_event)
         if expected_status is not None:
             return self._call(ctxt, "bdm_update", bdm_uuid=bdm_uuid, values=values,
                               expected_status=expected_status)

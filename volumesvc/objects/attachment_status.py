@@ -95,7 +95,12 @@ def save_if(db, context, bdm_uuid, values: dict, expected_status):
                         model.attach_status == expected_status)
                  .values(**values))
     with db.writer(context) as session:
-        session.execute(statement)
+        row = bdm_obj.update_returning(session, statement)
+        if row is NotImplemented:
+            session.execute(statement)
+        elif row is not None:
+            return bdm_obj.BlockDeviceMapping.from_model(row)
+    # Nothing matched (or no RETURNING): the BDM as it is, read on its own.
     return bdm_obj.get_by_uuid(db, context, bdm_uuid, read_deleted="yes")
 
 

@@ -23,6 +23,17 @@ utcnow = models.utcnow
 UNSET: typing.Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()
 
 
+# Values shared safely between a row, an object and a dict: immutable, so
+# copying them is pure cost (deepcopy's dispatch ran ~100 times per object,
+# thousands of times per attach storm second in the conductor).
+_IMMUTABLE = (str, int, float, bool, type(None), datetime.datetime)
+
+
+def _copy(value):
+    """``value`` itself when immutable, else a deep copy (dicts and lists are not shared)."""
+    return value if isinstance(value, _IMMUTABLE) else copy.deepcopy(value)
+
+
 @functools.cache
 def _datetime_fields(cls) -> frozenset[str]:
     hints = typing.get_type_hints(cls)
@@ -53,7 +64,7 @@ class DictMixin:
             elif isinstance(value, list) and value and isinstance(value[0], DictMixin):
                 value = [item.to_dict() for item in value]
             else:
-                value = copy.deepcopy(value)
+                value = _copy(value)
             values[field.name] = value
         return values
 
@@ -90,7 +101,7 @@ class DictMixin:
                 continue
             attr = cls._MODEL_ATTRS.get(field.name, field.name)
             if hasattr(row, attr):
-                kwargs[field.name] = copy.deepcopy(getattr(row, attr))
+                kwargs[field.name] = _copy(getattr(row, attr))
         kwargs.update(extra)
         return cls(**kwargs)
 

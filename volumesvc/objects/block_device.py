@@ -146,11 +146,34 @@ def get_by_volume_and_instance(db, context, volume_id, instance_uuid) -> BlockDe
         return BlockDeviceMapping.from_model(row)
 
 
+def update_returning(session, statement):
+    """Run ORM ``UPDATE`` ``statement`` and return the first updated row, or None.
+
+    Why: a save is on every step of an attach (conductor and compute), and
+    where the backend can say ``UPDATE ... RETURNING`` (PostgreSQL, SQLite)
+    that is one round trip instead of a SELECT, an UPDATE and a refresh.
+    Elsewhere (MySQL/MariaDB) it returns ``NotImplemented``: callers then
+    take their select-then-update path.
+    """
+    if not session.bind.dialect.update_returning:
+        return NotImplemented
+    statement = statement.returning(models.BlockDeviceMapping).execution_options(
+        synchronize_session=False)
+    return session.scalars(statement).first()
+
+
 def save(db, context, bdm_uuid, values: dict) -> BlockDeviceMapping:
     values = stamp_fault(values)
     _check_values(values)
     model = models.BlockDeviceMapping
     with db.writer(context) as session:
+        if values:
+            row = update_returning(session, sa.update(model).where(
+                model.uuid == bdm_uuid, model.deleted == 0).values(**values))
+            if row is None:
+                raise exception.BDMNotFound(id=bdm_uuid)
+            if row is not NotImplemented:
+                return BlockDeviceMapping.from_model(row)
         row = session.scalars(_select(context, "no").where(model.uuid == bdm_uuid)).first()
         if row is None:
             raise exception.BDMNotFound(id=bdm_uuid)

@@ -62,14 +62,28 @@ def _action_row(session, instance_uuid, request_id):
 
 
 def action_start(db, context, instance_uuid, action, request_id, user_id,
-                 project_id) -> InstanceAction:
+                 project_id, *, event=None, host=None) -> InstanceAction:
+    """Record the action; ``event``: also start that event (on ``host``) in the same write.
+
+    Why ``event``: a workflow that starts the action and hands the next step
+    to a compute can start the compute's event here, one transaction and
+    (for the compute) one RPC round trip less than ``event_start`` later.
+    """
     with db.writer(context) as session:
+        now = base.utcnow()
         row = models.InstanceAction(
             instance_uuid=instance_uuid, action=action, request_id=request_id,
-            user_id=user_id, project_id=project_id, start_time=base.utcnow())
+            user_id=user_id, project_id=project_id, start_time=now)
         session.add(row)
         session.flush()
-        return InstanceAction.from_model(row, events=[])
+        events = []
+        if event is not None:
+            event_row = models.InstanceActionEvent(action_id=row.id, event=event, host=host,
+                                                   start_time=now)
+            session.add(event_row)
+            session.flush()
+            events.append(InstanceActionEvent.from_model(event_row))
+        return InstanceAction.from_model(row, events=events)
 
 
 def action_finish(db, context, instance_uuid, request_id) -> InstanceAction:
@@ -105,13 +119,7 @@ def event_finish(db, context, instance_uuid, request_id, event, result="Success"
         raise exception.Invalid(reason=f"event result must be Success or Error, not {result!r}")
     now = base.utcnow()
     with db.writer(context) as session:
-        action = _action_row(session, instance_uuid, request_id)
-        model = models.InstanceActionEvent
-        row = session.scalars(
-            sa.select(model).where(model.action_id == action.id, model.event == event)
-            .order_by(model.id.desc())).first()
-        if row is None:
-            raise exception.InstanceActionEventNotFound(event=event, action_id=action.id)
+        row, action = _latest_event(session, instance_uuid, request_id, event)
         row.finish_time = now
         row.result = result
         row.traceback = traceback
@@ -122,6 +130,27 @@ def event_finish(db, context, instance_uuid, request_id, event, result="Success"
             action.message = "Error"
         session.flush()
         return InstanceActionEvent.from_model(row)
+
+
+def _latest_event(session, instance_uuid, request_id, event):
+    """The latest ``event`` of the latest action of ``request_id``, with that action.
+
+    One SELECT for both rows (every attach finishes an event); when either is
+    missing, the two lookups again to raise the precise NotFound.
+    """
+    model, action_model = models.InstanceActionEvent, models.InstanceAction
+    latest = (sa.select(sa.func.max(action_model.id))
+              .where(action_model.instance_uuid == instance_uuid,
+                     action_model.request_id == request_id)
+              .scalar_subquery())
+    found = session.execute(
+        sa.select(model, action_model).join(action_model, model.action_id == action_model.id)
+        .where(action_model.id == latest, model.event == event)
+        .order_by(model.id.desc()).limit(1)).first()
+    if found is not None:
+        return found[0], found[1]
+    action = _action_row(session, instance_uuid, request_id)
+    raise exception.InstanceActionEventNotFound(event=event, action_id=action.id)
 
 
 def list_actions(db, context, instance_uuid) -> list[InstanceAction]:

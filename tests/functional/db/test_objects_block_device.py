@@ -74,3 +74,29 @@ def test_destroy_is_soft(db, ctx, inst):
     assert block_device.get_by_volume_and_instance(db, ctx, "v1", inst.uuid).uuid == again.uuid
     with pytest.raises(exception.BDMNotFound):
         block_device.destroy(db, ctx, bdm.uuid)
+
+
+def test_save_is_one_update_and_stamps_updated_at(db, ctx, inst):
+    """The returned BDM is the row as written (UPDATE ... RETURNING where the backend has it)."""
+    bdm = _volume_bdm(db, ctx, inst, "v1", attachment_id=None)
+    saved = block_device.save(db, ctx, bdm.uuid, {"attachment_id": "a-1"})
+    assert saved.updated_at is not None and saved.attachment_id == "a-1"
+    assert saved == block_device.get_by_uuid(db, ctx, bdm.uuid)
+    block_device.destroy(db, ctx, bdm.uuid)
+    with pytest.raises(exception.BDMNotFound):
+        block_device.save(db, ctx, bdm.uuid, {"attachment_id": "a-2"})
+    assert block_device.get_by_uuid(db, ctx, bdm.uuid, read_deleted="yes").attachment_id == "a-1"
+
+
+def test_status_compare_and_swap(db, ctx, inst):
+    """save_if writes only from the expected status and returns the BDM as it then is."""
+    from volumesvc.objects import attachment_status
+
+    bdm = _volume_bdm(db, ctx, inst, "v1", attach_status="attaching")
+    done = attachment_status.save_if(db, ctx, bdm.uuid, {"attach_status": "attached"},
+                                     "attaching")
+    assert done.attach_status == "attached" and done == block_device.get_by_uuid(
+        db, ctx, bdm.uuid)
+    late = attachment_status.save_if(db, ctx, bdm.uuid, {"attach_status": "error"},
+                                     "attaching")
+    assert late.attach_status == "attached" and late.updated_at == done.updated_at

@@ -59,3 +59,31 @@ def test_missing_action_or_event(db, ctx, inst):
     _start(db, ctx, inst)
     with pytest.raises(exception.InstanceActionEventNotFound):
         instance_action.event_finish(db, ctx, inst.uuid, "req-1", "never_started")
+
+
+def test_action_start_with_its_first_event(db, ctx, inst):
+    """One write records the action and starts an event on it (the attach's compute event)."""
+    action = instance_action.action_start(db, ctx, inst.uuid, "attach_volume", "req-9", "u",
+                                          "p1", event="compute_attach_volume", host="h1")
+    assert [(e.event, e.host, e.result) for e in action.events] == [
+        ("compute_attach_volume", "h1", None)]
+    instance_action.event_finish(db, ctx, inst.uuid, "req-9", "compute_attach_volume")
+    got = instance_action.get_action(db, ctx, inst.uuid, "req-9")
+    assert [(e.event, e.result) for e in got.events] == [("compute_attach_volume", "Success")]
+    assert got.events[0].start_time == action.start_time and got.finish_time
+
+
+def test_event_finish_looks_only_at_the_latest_action_of_the_request(db, ctx, inst):
+    """One joined SELECT, same answers: the newest action's newest such event, else NotFound."""
+    with pytest.raises(exception.InstanceActionNotFound):
+        instance_action.event_finish(db, ctx, inst.uuid, "req-x", "e1")
+    instance_action.action_start(db, ctx, inst.uuid, "attach_volume", "req-x", "u", "p1")
+    instance_action.event_start(db, ctx, inst.uuid, "req-x", "e1")
+    instance_action.event_start(db, ctx, inst.uuid, "req-x", "e1")
+    done = instance_action.event_finish(db, ctx, inst.uuid, "req-x", "e1", result="Error")
+    events = instance_action.get_action(db, ctx, inst.uuid, "req-x").events
+    assert [e.result for e in events] == [None, "Error"] and done.id == events[1].id
+    assert instance_action.get_action(db, ctx, inst.uuid, "req-x").message == "Error"
+    instance_action.action_start(db, ctx, inst.uuid, "attach_volume", "req-x", "u", "p1")
+    with pytest.raises(exception.InstanceActionEventNotFound):
+        instance_action.event_finish(db, ctx, inst.uuid, "req-x", "e1")

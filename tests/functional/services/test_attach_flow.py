@@ -194,3 +194,84 @@ def test_an_attach_storm_larger_than_the_conductor_thread_pool(tmp_path, monkeyp
                                for v in volumes), timeout=30, what="all 12 in-use")
     finally:
         stack.stop()
+
+
+def _counting(made, name, real):
+    def call(*args, **kwargs):
+        made.append(name)
+        return real(*args, **kwargs)
+    return call
+
+
+@pytest.mark.parametrize("conductor_cap,compute_cap,calls", [
+    (None, None, 4), ("1.7", None, 5), (None, "1.7", 5), ("1.7", "1.7", 6)],
+    ids=["1.8", "conductor-1.7", "compute-1.7", "both-1.7"])
+def test_attach_reports_attached_and_its_event_in_one_call(tmp_path, conductor_cap,
+                                                            compute_cap, calls):
+    """RPC 1.8: fewer round trips from the compute per attach, same outcome.
+
+    Conductor 1.8: the compute's ``attached`` report also finishes its event.
+    Compute 1.8: the conductor starts the compute's event with the action.
+    Either way the status ends ``attached`` and the event Success, with a
+    start and a finish time and the compute's host.
+    """
+    overrides = {}
+    if conductor_cap:
+        overrides[("upgrade_levels", "conductor")] = conductor_cap
+    if compute_cap:
+        overrides[("upgrade_levels", "compute")] = compute_cap
+    stack = Stack(tmp_path, conf_overrides=overrides)
+    try:
+        ctx = stack.context()
+        server = stack.boot(ctx, ROOT)
+        stack.wait_instance(server, "active")
+        client = stack.computes["fn-compute"].manager.conductor
+        made = []
+        for name in ("bdm_list", "bdm_create", "bdm_update", "action_event_start",
+                     "action_event_finish"):
+            setattr(client, name, _counting(made, name, getattr(client, name)))
+        volume = stack.cinder.create(ctx, 1, "data", "")
+        stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"])
+        stack.wait(lambda: stack.notifier.of("instance.volume_attach.end"), what="attach.end")
+        bdm = bdm_obj.get_by_volume_and_instance(stack.db, ctx, volume["id"], server)
+        assert bdm.attach_status == "attached"
+        events = stack.events(ctx, server)
+        assert [(e.event, e.result) for e in events] == [("compute_attach_volume", "Success")]
+        assert events[0].start_time and events[0].finish_time
+        assert events[0].host == "fn-compute"
+        assert len(made) == calls, made
+        assert ("action_event_finish" in made) == (conductor_cap == "1.7")
+        assert ("action_event_start" in made) == (compute_cap == "1.7")
+    finally:
+        stack.stop()
+
+
+def test_a_cast_that_never_left_finishes_the_started_compute_event(stack, server, monkeypatch):
+    """Compute RPC 1.8: the conductor started compute_attach_volume; a lost cast ends it Error."""
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "data", "")
+    compute_api = stack.conductor.manager._compute
+
+    def lost(*args, **kwargs):
+        raise RuntimeError("bus gone")
+    monkeypatch.setattr(compute_api, "attach_volume", lost)
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"])
+    events = {e.event: e.result for e in stack.events(ctx, server)}
+    assert events == {"compute_attach_volume": "Error", "conductor_attach_volume": "Error"}
+    _no_leaks(stack, ctx, server, volume["id"])
+
+
+def test_a_status_report_is_saved_when_its_event_is_gone(stack, server):
+    """bdm_update(finish_event=...) is one transaction; a missing action does not undo the save."""
+    ctx = stack.context()
+    bdm = bdm_obj.create(stack.db, ctx, {
+        "instance_uuid": server, "source_type": "volume", "destination_type": "volume",
+        "volume_id": "v-1", "device_name": "/dev/sdz", "attach_status": "attaching"})
+    manager = stack.conductor.manager
+    saved = manager.bdm_update(
+        ctx, bdm_uuid=bdm.uuid, values={"attach_status": "attached"},
+        expected_status="attaching",
+        finish_event={"instance_uuid": server, "request_id": "req-none",
+                      "event": "compute_attach_volume", "result": "Success"})
+    assert saved["attach_status"] == "attached"
+    assert bdm_obj.get_by_uuid(stack.db, ctx, bdm.uuid).attach_status == "attached"

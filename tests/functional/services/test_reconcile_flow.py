@@ -314,3 +314,33 @@ def test_all_servers_walks_every_host_with_progress_and_summary(stack, server, c
     import json
     body = json.loads(capsys.readouterr().out)
     assert body["summary"]["servers"] == 1 and body["summary"]["removed_bdms"] == 0
+
+
+def test_a_completed_attach_drops_its_reservation_watch(quick_stack):
+    """The watch is for abandoned reservations: a completed attach settles it (no reconcile)."""
+    stack = quick_stack
+    server = stack.boot(stack.context(), ROOT)
+    stack.wait_instance(server, "active")
+    ctx = stack.context()
+    compute = stack.computes[HOST].manager
+    runs = []
+    real_run_watch = compute.reconciler._run_watch
+
+    def counting(uuid, attempt):
+        runs.append(uuid)
+        return real_run_watch(uuid, attempt)
+    compute.reconciler._run_watch = counting
+    done = stack.cinder.create(ctx, 1, "done", "")
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=done["id"],
+                                        wait=True)
+    stack.wait(lambda: stack.cinder.get(ctx, done["id"])["status"] == "in-use", what="in-use")
+    # A reservation nobody went on with still gets its check (and is rolled back).
+    orphan = stack.cinder.create(ctx, 1, "orphan", "")
+    compute.reserve_block_device_name(
+        ctx, instance=stack.conductor_api().instance_get(ctx, instance_uuid=server),
+        volume_id=orphan["id"])
+    stack.wait(lambda: orphan["id"] not in _volume_bdms(stack, server), timeout=10,
+               what="the stale reservation removed")
+    time.sleep(2.5)  # past every watch's due time (reservation timeout 1 s + 1)
+    assert runs == [server]
+    assert done["id"] in _volume_bdms(stack, server) and not compute.reconciler._settled

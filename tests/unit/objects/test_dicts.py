@@ -65,3 +65,20 @@ def test_read_deleted_rejects_nonsense():
 def test_model_values_renames_metadata():
     assert base.model_values(instance.Instance, {"metadata": {}, "host": "h"}) == {
         "metadata_": {}, "host": "h"}
+
+
+def test_from_model_copies_only_mutable_values():
+    """Dicts and lists are the object's own; immutable values are not copied (cost only)."""
+    import types
+
+    flavor_dict, name = {"vcpus": 1}, "a-long-display-name"
+    row = types.SimpleNamespace(uuid="u", display_name=name, flavor=flavor_dict,
+                                metadata_={"k": "v"}, tags=["t"], deleted=0, launched_at=NOW)
+    inst = instance.Instance.from_model(row)
+    assert inst.flavor == {"vcpus": 1} and inst.flavor is not flavor_dict
+    inst.flavor["vcpus"] = 2
+    assert flavor_dict == {"vcpus": 1}
+    assert inst.display_name is name and inst.launched_at is NOW
+    values = inst.to_dict()
+    values["flavor"]["vcpus"] = 3
+    assert inst.flavor == {"vcpus": 2}

@@ -29,13 +29,17 @@ LOG = logging.getLogger(__name__)
 
 ACTION = "attach_volume"
 EVENT = "conductor_attach_volume"
+COMPUTE_EVENT = "compute_attach_volume"
 
 
 class AttachTask(base.TaskBase):
     def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid,
                  volume_id, device=None, disk_bus=None, device_type=None, tag=None,
-                 delete_on_termination=False, multiattach=None):
+                 delete_on_termination=False, multiattach=None, up_cache=None):
         super().__init__(context, instance_uuid)
+        # The conductor's shared answers to "is this compute up?" (one per task
+        # without one: no answer is reused).
+        self.up_cache = up_cache or servicegroup.UpCache(conf)
         self.conf = conf
         self.db = db
         self.compute = compute_rpcapi
@@ -47,12 +51,20 @@ class AttachTask(base.TaskBase):
         self.bdm = None
         self.attachment_id = None
         self.action_recorded = False
+        self.compute_event_started = False
 
-    def _record_action(self):
+    def _record_action(self, host=None):
+        """The ``attach_volume`` action; with ``host``, also the compute's event on it.
+
+        Starting ``compute_attach_volume`` here (compute RPC 1.8) saves the
+        compute a conductor round trip per attach.
+        """
         action_obj.action_start(self.db, self.context, self.instance_uuid, ACTION,
                                 self.context.request_id, self.context.user_id,
-                                self.context.project_id)
+                                self.context.project_id,
+                                event=COMPUTE_EVENT if host else None, host=host)
         self.action_recorded = True
+        self.compute_event_started = bool(host)
 
     def _execute(self):
         instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
@@ -65,10 +77,11 @@ class AttachTask(base.TaskBase):
         if self.multiattach is None:
             self.multiattach = bool(self.cinder.get(self.context,
                                                     self.volume_id).get("multiattach"))
+        instance_dict = instance.to_dict()
         # Step 1: the compute picks the device name and creates the BDM under
         # its per-instance lock (a call: we need the name to go on).
         self.bdm = self.compute.reserve_block_device_name(
-            self.context, host=instance.host, instance=instance.to_dict(),
+            self.context, host=instance.host, instance=instance_dict,
             volume_id=self.volume_id, multiattach=self.multiattach, **self.request)
         # Step 2: the Cinder attachment (no connector yet: volume "reserved").
         # A multiattach volume busy with another server's attach is retried.
@@ -78,10 +91,11 @@ class AttachTask(base.TaskBase):
         self.bdm = bdm_obj.save(self.db, self.context, self.bdm["uuid"],
                                 {"attachment_id": self.attachment_id}).to_dict()
         # Step 3: the action, then the compute does the host side.
-        self._record_action()
+        started = self.compute.can_take_started_attach_event()
+        self._record_action(host=instance.host if started else None)
         self.compute.attach_volume(self.context, host=instance.host,
-                                   instance=instance.to_dict(), bdm=self.bdm,
-                                   multiattach=self.multiattach)
+                                   instance=instance_dict, bdm=self.bdm,
+                                   multiattach=self.multiattach, event_started=started)
         return self.bdm
 
     def _check_host_up(self, instance):
@@ -92,14 +106,17 @@ class AttachTask(base.TaskBase):
         service that merely *looks* down is asked directly first: computes
         heartbeat through the conductor, so right after a conductor outage
         every compute looks down while it is fine (regression: queued
-        2.101 attaches failed after a conductor restart).
+        2.101 attaches failed after a conductor restart). An *up* answer is
+        reused for up to a second (``servicegroup.UpCache``).
         """
-        try:
-            service = service_obj.get_by_host_and_binary(
-                self.db, self.context, instance.host, binaries.COMPUTE)
-        except exception.NotFound:
-            service = None
-        if service is not None and servicegroup.is_up(self.conf, service):
+        def read():
+            try:
+                return service_obj.get_by_host_and_binary(
+                    self.db, self.context, instance.host, binaries.COMPUTE)
+            except exception.NotFound:
+                return None
+
+        if self.up_cache.is_up((instance.host, binaries.COMPUTE), read):
             return
         try:
             self.compute.ping(self.context, host=instance.host,
@@ -120,6 +137,11 @@ class AttachTask(base.TaskBase):
         try:
             if not self.action_recorded:
                 self._record_action()
+            if self.compute_event_started:
+                # The cast never left: the compute's event will not be finished there.
+                action_obj.event_finish(
+                    self.db, self.context, self.instance_uuid, self.context.request_id,
+                    COMPUTE_EVENT, result="Error", details=message)
             action_obj.event_start(self.db, self.context, self.instance_uuid,
                                    self.context.request_id, EVENT)
             action_obj.event_finish(
