@@ -94,7 +94,8 @@ def gunicorn_settings(conf):
     if conf.api.threads > 1:
         from volumesvc.api import gunicorn_workers
 
-        settings.update(worker_class=gunicorn_workers.thread_worker(conf.api.read_threads),
+        settings.update(worker_class=gunicorn_workers.thread_worker(
+                            conf.api.read_threads, conf.api.worker_private_memory_max),
                         threads=conf.api.threads, keepalive=conf.api.keepalive)
     else:
         settings["worker_class"] = "volumesvc.api.gunicorn_workers.SyncWorker"

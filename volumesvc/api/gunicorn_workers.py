@@ -17,6 +17,8 @@ The thread worker also keeps reads from queueing behind writes: see
 
 import html
 import json
+import os
+import random
 import re
 import selectors
 import socket
@@ -86,6 +88,67 @@ class _JSONFaults:
             self.log.debug("Failed to send error message.")  # type: ignore[attr-defined]
 
 
+MEMORY_CHECK_INTERVAL = 5.0
+
+
+def private_memory_mib(path="/proc/self/smaps_rollup") -> float | None:
+    """This process's private (not shared) resident memory in MiB; None where unknown."""
+    total_kib = 0
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                    total_kib += int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total_kib / 1024.0
+
+
+class _MemoryBound:
+    """Retire the worker, gracefully, once its private memory passes a bound.
+
+    gunicorn's worker loop calls ``notify()`` about once a second; every
+    ``MEMORY_CHECK_INTERVAL`` seconds (offset at random per worker, so the
+    workers of one master are not replaced together) that reads the
+    process's private memory. Above ``worker_private_memory_max`` MiB, and
+    once no request is being served (the burst is over: a worker retired in
+    the middle of one would have to finish slow requests within gunicorn's
+    graceful timeout), the worker stops its loop as it does after
+    ``max_requests`` and the master forks a fresh worker.
+    """
+
+    worker_private_memory_max = 0
+    alive: bool
+
+    def notify(self):
+        super().notify()  # type: ignore[misc]
+        bound = self.worker_private_memory_max
+        if not bound or not self.alive:
+            return
+        now = time.monotonic()
+        next_check = getattr(self, "_next_memory_check", None)
+        if next_check is None:
+            self._next_memory_check = now + random.uniform(0, MEMORY_CHECK_INTERVAL)
+            return
+        if now < next_check:
+            return
+        self._next_memory_check = now + MEMORY_CHECK_INTERVAL
+        if self._requests_in_flight():
+            return
+        private = private_memory_mib()
+        if private is not None and private > bound:
+            self.log.info(  # type: ignore[attr-defined]
+                "Worker %s holds %.0f MiB of its own, over [api] "
+                "worker_private_memory_max %d: replacing it", os.getpid(), private, bound)
+            self.alive = False
+
+    def _requests_in_flight(self) -> int:
+        """Requests being served now (in threads); idle kept-alive connections are not."""
+        open_conns = self.nr_conns  # type: ignore[attr-defined]
+        waiting = len(self.keepalived_conns) + len(self.pending_conns)  # type: ignore[attr-defined]
+        return max(0, open_conns - waiting)
+
+
 class SyncWorker(_JSONFaults, sync.SyncWorker):
     """gunicorn's sync worker with JSON fault bodies for its own refusals."""
 
@@ -115,7 +178,7 @@ def request_kind(sock) -> str | None:
     return WRITE
 
 
-class ThreadWorker(_JSONFaults, gthread.ThreadWorker):
+class ThreadWorker(_MemoryBound, _JSONFaults, gthread.ThreadWorker):
     """gunicorn's gthread worker with JSON faults, whose reads never wait behind writes.
 
     gthread hands every accepted request to one thread pool, first come
@@ -130,7 +193,10 @@ class ThreadWorker(_JSONFaults, gthread.ThreadWorker):
     sent nothing yet waits on the worker's poller, not in a thread.
     """
 
+    # What a gunicorn command line naming this class gets (the systemd unit):
+    # the defaults of [api] read_threads and worker_private_memory_max.
     read_threads = 8
+    worker_private_memory_max = 32
 
     def init_process(self):
         self.read_pool = (futures.ThreadPoolExecutor(
@@ -176,7 +242,11 @@ class ThreadWorker(_JSONFaults, gthread.ThreadWorker):
                 self.read_pool.shutdown(wait=False)
 
 
-def thread_worker(read_threads: int) -> type:
-    """The :class:`ThreadWorker` to run with ``read_threads`` threads for reads (0 = one pool)."""
-    return type("ThreadWorker", (ThreadWorker,), {"read_threads": read_threads,
-                                                  "__module__": __name__})
+def thread_worker(read_threads: int, private_memory_max: int = 0) -> type:
+    """The :class:`ThreadWorker` with ``read_threads`` for reads and a memory bound (MiB).
+
+    0 read threads: one pool for everything; 0 MiB: no memory bound.
+    """
+    return type("ThreadWorker", (ThreadWorker,), {
+        "read_threads": read_threads, "worker_private_memory_max": private_memory_max,
+        "__module__": __name__})

@@ -1,0 +1,84 @@
+"""The memory bound of the thread worker: what it reads and when it retires the worker."""
+
+from volumesvc.api import gunicorn_workers as gw
+
+
+def test_private_memory_is_clean_plus_dirty_private_pages(tmp_path):
+    rollup = tmp_path / "smaps_rollup"
+    rollup.write_text(
+        "55d0c0000000-7ffd00000000 ---p 00000000 00:00 0   [rollup]\n"
+        "Rss:              120000 kB\nPss:               60000 kB\n"
+        "Shared_Clean:      50000 kB\nShared_Dirty:      30000 kB\n"
+        "Private_Clean:      4096 kB\nPrivate_Dirty:     36864 kB\n")
+    assert gw.private_memory_mib(str(rollup)) == 40.0
+    assert gw.private_memory_mib(str(tmp_path / "missing")) is None
+
+
+class _Log:
+    def __init__(self):
+        self.lines = []
+
+    def info(self, msg, *args):
+        self.lines.append(msg % args)
+
+
+class _Base:
+    def notify(self):
+        self.notified = getattr(self, "notified", 0) + 1
+
+
+class _Worker(gw._MemoryBound, _Base):
+    def __init__(self, bound, open_conns=0, idle_conns=0):
+        self.worker_private_memory_max = bound
+        self.alive = True
+        self.log = _Log()
+        self.nr_conns = open_conns
+        self.keepalived_conns = [object()] * idle_conns
+        self.pending_conns = []
+
+
+def _run(worker, monkeypatch, memory, times):
+    clock = iter(times)
+    monkeypatch.setattr(gw.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(gw.random, "uniform", lambda a, b: 1.0)
+    monkeypatch.setattr(gw, "private_memory_mib", lambda: memory)
+    for _ in times:
+        worker.notify()
+
+
+def test_over_the_bound_stops_the_worker_loop_after_a_check(monkeypatch):
+    worker = _Worker(32)
+    # first call only schedules (t=0 -> check at 1.0); 0.5 is too early; 1.0 checks
+    _run(worker, monkeypatch, 48.0, [0.0, 0.5, 1.0])
+    assert worker.alive is False
+    assert worker.notified == 3  # gunicorn's own heartbeat still ran every time
+    assert "48 MiB of its own" in worker.log.lines[0]
+
+
+def test_under_the_bound_or_unbounded_keeps_the_worker(monkeypatch):
+    under = _Worker(32)
+    _run(under, monkeypatch, 20.0, [0.0, 1.0, 6.0])
+    assert under.alive is True
+    unbounded = _Worker(0)
+    _run(unbounded, monkeypatch, 500.0, [0.0, 1.0, 6.0])
+    assert unbounded.alive is True and unbounded.log.lines == []
+
+
+def test_never_in_the_middle_of_a_burst(monkeypatch):
+    busy = _Worker(32, open_conns=5, idle_conns=2)  # 3 requests being served
+    _run(busy, monkeypatch, 48.0, [0.0, 1.0, 6.0])
+    assert busy.alive is True
+    idle = _Worker(32, open_conns=2, idle_conns=2)  # only kept-alive connections open
+    _run(idle, monkeypatch, 48.0, [0.0, 1.0])
+    assert idle.alive is False
+
+
+def test_volumesvc_api_passes_the_bound_from_config():
+    from volumesvc import wsgi
+    from volumesvc.conf import get_conf
+
+    conf = get_conf(default_config_files=[])
+    worker = wsgi.gunicorn_settings(conf)["worker_class"]
+    assert worker.worker_private_memory_max == conf.api.worker_private_memory_max == 32
+    # the class the systemd unit's gunicorn command line names has the same default
+    assert gw.ThreadWorker.worker_private_memory_max == 32
