@@ -41,6 +41,7 @@ import storm_report as report  # noqa: E402
 TOKEN = "admin:admin"  # noauth2 / Cinder noauth: admin user in project admin
 CINDER_VERSION = "volume 3.67"  # no project id in URLs
 PROBE_HZ = 5.0
+PSS_SETTLE = 15.0  # seconds of quiet before "PSS after the storms" is read
 
 
 class Client:
@@ -574,6 +575,10 @@ def run(args, argv):
             stack.check_alive()
             log("detaching everything")
             detach_all(client, servers, volumes, timeout=600)
+        # As monitoring would see it once the storms are over, not in the same
+        # second: workers over [api] worker_private_memory_max are replaced
+        # when idle, checked every few seconds.
+        time.sleep(PSS_SETTLE)
         pss_after = metrics.pss_mb(stack.our_groups())
         summary = {
             "argv": argv, "date": datetime.datetime.now().astimezone().isoformat(
@@ -582,7 +587,7 @@ def run(args, argv):
             "runs": runs, "workers": args.workers, "n": args.servers, "delay": args.delay,
             "loadavg": os.getloadavg(), "api_preload": args.api_preload,
             "api_threads": args.api_threads, "commit": stack.commit,
-            "status_poll": args.status_poll,
+            "status_poll": args.status_poll, "pss_settle": PSS_SETTLE,
             "cpu_priority": args.cpu_priority, "api_options": _api_options(args),
         }
         text = report.markdown(summary)

@@ -137,7 +137,8 @@ def markdown(s):
         f"GET during the storm, p99 over idle p99 (goal ≤ 10×): {ratios or 'n/a'}.",
         f"PSS api ({s['workers']} workers + master) + conductor + compute: "
         f"{_pss(s['pss_idle'])} idle with {s['n'] + 1} servers, {_pss(s['pss_after'])} "
-        f"after the storms (goal ≤ {PSS_GOAL_MB} MB: "
+        f"after the storms, read after {s.get('pss_settle', 0):.0f} s of quiet "
+        f"(goal ≤ {PSS_GOAL_MB} MB: "
         f"{_goal(s['pss_after']['total'] <= PSS_GOAL_MB)}).",
         "", "CPU seconds per attach (storm start until all volumes in-use; raw, and net of idle "
         "heartbeats, the probe's GETs and the benchmark's Cinder volume-list polls):", "",
