@@ -148,15 +148,16 @@ def compare(s, idle_p99):
 
 HEADER = """## boot_storm.py
 
-`N` `POST /servers` at 2.67 released at once by a barrier (one thread each), each booting from
-a new 1 GiB **blank** volume of Cinder volume type `gold` (created through Cinder's API),
-`delete_on_termination: true`, `networks: none`, on the attach storm's stack
+`N` `POST /servers` at 2.67 released at once by a barrier (one thread each), each booting
+from a new 1 GiB **blank** volume of Cinder volume type `gold` (created through Cinder's
+API), `delete_on_termination: true`, `networks: none`, on the attach storm's stack
 (`storm_stack.py`; the compute's driver with no delay). A probe GETs a server that existed
-before 5 times a second. Time to ACTIVE counts from each server's POST send time (server list
-polled every 0.5 s); servers/s is N over the time from the release until the last is ACTIVE.
-Every server's volume is checked in Cinder to have type `gold`. Then all N are deleted at
-once and timed until the servers and their volumes are gone from Cinder. Several `N` run
-one after another in one stack; a one-server warm-up boot and delete runs first.
+before 5 times a second. Time to ACTIVE counts from each server's POST send time (the
+still-building servers are listed, ids only, every 0.5 s); servers/s is N over the time
+from the release until the last is ACTIVE. Every server's volume is checked in Cinder to
+have type `gold`. Then all N are deleted at once and timed until the servers and their
+volumes are gone from Cinder. Several `N` run one after another in one stack; a
+one-server warm-up boot and delete runs first.
 
 ```
 .venv/bin/python benchmarks/boot_storm.py --servers 20,50,100

@@ -26,6 +26,7 @@ import signal
 import sys
 import threading
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]
@@ -44,7 +45,6 @@ from attach_storm import (  # noqa: E402
 
 VERSION = "2.67"
 VOLUME_TYPE = "gold"
-SERVERS_PAGE = "/servers/detail?limit=1000"
 
 
 def ensure_volume_type(client, name=VOLUME_TYPE):
@@ -71,9 +71,13 @@ def boot_body(name, size=1):
             "delete_on_termination": True}]}}
 
 
-def list_servers(client):
-    status, body = client.api("GET", SERVERS_PAGE, version=VERSION, timeout=60)
-    _check(status, body, (200,), "server list")
+def list_servers(client, name, status=None, detail=False):
+    """Servers whose name contains ``name`` (the API's substring filter)."""
+    query = {"name": name, "limit": 1000, **({"status": status} if status else {})}
+    path = "/servers/detail" if detail else "/servers"
+    code, body = client.api("GET", f"{path}?{urllib.parse.urlencode(query)}", version=VERSION,
+                            timeout=60)
+    _check(code, body, (200,), "server list")
     return body["servers"]
 
 
@@ -133,22 +137,21 @@ def boot_storm(client, stack, n, probe_server, args):
     probe = Probe(client, probe_server, args.client_timeout)
     t_start = posts.release()
     probe.start()
-    final_at = {}  # server id -> (monotonic time first seen ACTIVE or ERROR, status)
-    mine = {}
+    finished_at = {}  # server id -> monotonic time first seen no longer BUILD
     polls = 0
     deadline = t_start + args.storm_timeout
     while time.monotonic() < deadline and polls < 100000:
         polls += 1
         now = time.monotonic()
-        for server in list_servers(client):
-            if not server["name"].startswith(prefix + "-"):
-                continue
-            mine[server["id"]] = server
-            if server["status"] in ("ACTIVE", "ERROR") and server["id"] not in final_at:
-                final_at[server["id"]] = (now, server["status"])
+        # NOTE: only the still-building servers, ids only: the poll is part of the
+        # load, and a detail list of every server twice a second costs the API more
+        # than the probe does.
+        building = {s["id"] for s in list_servers(client, f"{prefix}-", "BUILD")}
         answered = [r for r in posts.results if r is not None]
-        ids = [r[2] for r in answered if r[2]]
-        if len(answered) == n and all(i in final_at for i in ids):
+        for r in answered:
+            if r[2] and r[2] not in building and r[2] not in finished_at:
+                finished_at[r[2]] = now
+        if len(answered) == n and all(r[2] in finished_at for r in answered if r[2]):
             break
         time.sleep(args.poll_interval)
     posts.join(deadline)
@@ -162,26 +165,26 @@ def boot_storm(client, stack, n, probe_server, args):
     done = [r for r in posts.results if r is not None]
     post_lat = [r[1] - r[0] for r in done if r[2]]
     post_errors = [r[3] for r in done if r[3]] + ["no answer"] * (n - len(done))
+    final = {s["id"]: s for s in list_servers(client, f"{prefix}-", detail=True)}
     to_active, errors, unfinished = [], [], 0
     for t0, _, server_id, _ in done:
         if not server_id:
             continue
-        seen = final_at.get(server_id)
-        if seen is None:
+        status = final.get(server_id, {}).get("status")
+        if server_id not in finished_at or status not in ("ACTIVE", "ERROR"):
             unfinished += 1
-        elif seen[1] == "ACTIVE":
-            to_active.append(seen[0] - t0)
+        elif status == "ACTIVE":
+            to_active.append(finished_at[server_id] - t0)
         else:
             errors.append(server_id)
-    last_active = max((seen for seen, status in final_at.values() if status == "ACTIVE"),
-                      default=None)
+    last_active = max((finished_at[i] for i, s in final.items()
+                       if i in finished_at and s["status"] == "ACTIVE"), default=None)
     faults = {}
     for server_id in errors:
         status, body = client.api("GET", f"/servers/{server_id}", version=VERSION)
         faults[server_id] = ((body or {}).get("server", {}).get("fault") or {}).get(
             "message") if status == 200 else f"HTTP {status}"
-    types = check_volume_types(client, [s for s in list_servers(client)
-                                        if s["name"].startswith(prefix + "-")])
+    types = check_volume_types(client, list(final.values()))
     active = len(to_active)
     all_active_after = (last_active - t_start) if last_active and active == n else None
     return {
@@ -213,7 +216,7 @@ def check_volume_types(client, servers):
 
 def delete_all(client, stack, prefix, timeout):
     """DELETE every server of the storm at once; seconds until they and their volumes are gone."""
-    servers = [s for s in list_servers(client) if s["name"].startswith(prefix + "-")]
+    servers = list_servers(client, f"{prefix}-", detail=True)
     volume_ids = {item["id"] for s in servers
                   for item in s.get("os-extended-volumes:volumes_attached") or []}
     offset = metrics.log_size(stack.cinder_api_log)
@@ -240,8 +243,7 @@ def delete_all(client, stack, prefix, timeout):
     while time.monotonic() < deadline:
         now = time.monotonic()
         if servers_gone is None:
-            left_servers = sum(1 for s in list_servers(client)
-                               if s["name"].startswith(prefix + "-"))
+            left_servers = len(list_servers(client, f"{prefix}-"))
             if not left_servers:
                 servers_gone = now - t0
         if volumes_gone is None:
