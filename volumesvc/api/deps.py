@@ -77,8 +77,12 @@ class Deps:
     @property
     def volume_types(self):
         """Cinder's volume types, reused briefly (``api/volume_types.py``)."""
+        # NOTE: the adapter first: _lazy's lock is not re-entrant, and building
+        # it inside build() would wait for the lock build() is holding.
+        cinder = self.cinder
+
         def build():
             from volumesvc.api import volume_types
 
-            return volume_types.VolumeTypes(self.conf, self.cinder)
+            return volume_types.VolumeTypes(self.conf, cinder)
         return self._lazy("volume_types", build)
