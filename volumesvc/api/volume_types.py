@@ -21,22 +21,40 @@ class VolumeTypes:
         self._clock = clock
         self._lock = threading.Lock()
         self._lists = {}  # (project_id, is_admin) -> (read at, types)
+        self._reading = {}  # key -> Lock held while one thread reads Cinder for it
 
     def visible(self, context, wanted):
         """The types ``context`` can see, fresh enough to contain ``wanted`` if it exists.
 
         ``wanted`` is an id or a name; when the kept list lacks it, or is
-        older than the TTL, Cinder is asked again.
+        older than the TTL, Cinder is asked again, by one thread per key:
+        the others wait for that answer (a storm of typed boots arriving
+        together would otherwise all miss at once and all ask).
         """
         key = (context.project_id, bool(getattr(context, "is_admin", False)))
-        now = self._clock()
+        found = self._fresh(key, wanted)
+        if found is not None:
+            return found
+        with self._lock:
+            reading = self._reading.setdefault(key, threading.Lock())
+        with reading:
+            # Another thread may have read it while this one waited.
+            found = self._fresh(key, wanted)
+            if found is not None:
+                return found
+            now = self._clock()
+            types = self._cinder.get_volume_types(context)
+            if self._ttl > 0:
+                with self._lock:
+                    self._lists[key] = (now, types)
+            return types
+
+    def _fresh(self, key, wanted):
+        """The kept list if it is younger than the TTL and has ``wanted``, else None."""
         with self._lock:
             read_at, types = self._lists.get(key, (None, None))
-        if (types is not None and now - read_at < self._ttl
-                and any(wanted in (t.get("id"), t.get("name")) for t in types)):
+        if types is None or self._clock() - read_at >= self._ttl:
+            return None
+        if any(wanted in (t.get("id"), t.get("name")) for t in types):
             return types
-        types = self._cinder.get_volume_types(context)
-        if self._ttl > 0:
-            with self._lock:
-                self._lists[key] = (now, types)
-        return types
+        return None

@@ -60,3 +60,28 @@ def test_zero_seconds_asks_cinder_every_time():
     cache.visible(_ctx(), "gold")
     cache.visible(_ctx(), "gold")
     assert cinder.reads == 2
+
+
+def test_requests_missing_together_share_one_read():
+    """Regression (issue 15): 50 typed boots arriving at once all missed the
+    expired list and all asked cinder-api (still 50 type reads per storm)."""
+    import threading
+
+    release = threading.Event()
+
+    class _Slow(_Cinder):
+        def get_volume_types(self, context):
+            release.wait(5)
+            return super().get_volume_types(context)
+
+    cinder = _Slow(["gold"])
+    cache = VolumeTypes(_conf(10), cinder)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(cache.visible(_ctx(), "gold")))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert len(got) == 8 and cinder.reads == 1
