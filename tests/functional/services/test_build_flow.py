@@ -162,3 +162,33 @@ def test_boot_and_delete_of_a_new_volume_ask_cinder_only_what_they_need(stack):
     delete = [method for method, _ in stack.cinder.calls]
     assert delete.count("get") == 1, delete
     assert delete.count("delete") == 1 and delete.count("attachment_delete") == 1, delete
+
+
+def test_a_compute_runs_at_most_max_concurrent_builds_at_once(tmp_path):
+    """Issue 15: 100 builds at once made Cinder's scheduler exhaust MariaDB and
+    PostgreSQL run out of clients (volumes stuck creating, servers ERROR).
+    Builds past ``[compute] max_concurrent_builds`` wait their turn; all finish."""
+    import threading
+    import time
+
+    s = Stack(tmp_path, conf_overrides={("compute", "max_concurrent_builds"): 2})
+    try:
+        driver = s.computes["fn-compute"].manager.driver
+        real_spawn = driver.spawn
+        lock, running, peak = threading.Lock(), [0], [0]
+
+        def spawn(instance, block_device_info):
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            time.sleep(0.2)
+            with lock:
+                running[0] -= 1
+            return real_spawn(instance, block_device_info)
+
+        driver.spawn = spawn
+        uuids = s.boot_active(count=6)
+        assert len(uuids) == 6
+        assert peak[0] == 2
+    finally:
+        s.stop()
