@@ -24,7 +24,8 @@ class Deps:
     def __init__(self, conf, *, db=None, conductor=None, cinder=None, glance=None,
                  enforcer=None):
         self.conf = conf
-        self._given = {"db": db, "conductor": conductor, "cinder": cinder, "glance": glance}
+        self._given = {"db": db, "conductor": conductor, "cinder": cinder, "glance": glance,
+                       "volume_types": None}
         self._lock = threading.Lock()
         self.enforcer = enforcer
 
@@ -72,3 +73,16 @@ class Deps:
 
             return glance.GlanceAPI(self.conf)
         return self._lazy("glance", build)
+
+    @property
+    def volume_types(self):
+        """Cinder's volume types, reused briefly (``api/volume_types.py``)."""
+        # NOTE: the adapter first: _lazy's lock is not re-entrant, and building
+        # it inside build() would wait for the lock build() is holding.
+        cinder = self.cinder
+
+        def build():
+            from volumesvc.api import volume_types
+
+            return volume_types.VolumeTypes(self.conf, cinder)
+        return self._lazy("volume_types", build)

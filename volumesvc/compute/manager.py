@@ -6,6 +6,9 @@ disk XML, the volume connector and Cinder attachment work. Work on one
 instance is serialized by a per-instance lock.
 """
 
+import contextlib
+import threading
+
 import oslo_messaging as messaging
 from oslo_concurrency import lockutils
 from oslo_log import log as logging
@@ -59,6 +62,9 @@ class ComputeManager:
                                                  cinder=cinder, reporter=self.reporter,
                                                  glance=glance)
         self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
+        limit = conf.compute.max_concurrent_builds
+        self._build_slots = (threading.BoundedSemaphore(limit) if limit
+                             else contextlib.nullcontext())
         self.reconciler = reconcile_runner.ReconcileRunner(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
@@ -107,7 +113,9 @@ class ComputeManager:
         volume work (see ``BootVolumes.rollback``): nothing leaks in Cinder.
         """
         uuid = instance["uuid"]
-        with self._lock(uuid):
+        # NOTE: the turn first, then the instance lock: a delete of a server
+        # still waiting for its turn must not wait behind it.
+        with self._build_slots, self._lock(uuid):
             self.reporter.notify(context, instance, "create", "start", bdms=bdms)
             volumes = boot_volumes.BootVolumes(self._conf, self.cinder, self.conductor,
                                                self.driver, context, instance, self.glance)

@@ -61,13 +61,21 @@ class BootVolumes:
         self.context = context
         self.instance = instance
         self.created = []  # volume ids this build created
+        # Volumes this build waited for, as Cinder last showed them: connect()
+        # needs nothing from a new volume that the wait has not already read.
+        self.ready = {}
 
     def _save(self, bdm, **values):
         bdm.update(values)
         self.conductor.bdm_update(self.context, bdm_uuid=bdm["uuid"], values=values)
 
     def create_volumes(self, bdms):
-        """Create the blank/image/snapshot volumes (with their volume_type) and wait."""
+        """Create the blank/image/snapshot volumes (with their volume_type) and wait.
+
+        Every create goes out before the first wait, so Cinder builds a
+        server's volumes side by side; the first wait starts from create's own
+        answer (no GET of a volume Cinder has just accepted).
+        """
         pending = []
         for bdm in volume_bdms(bdms):
             if bdm.get("volume_id") or bdm.get("source_type") not in NEW_VOLUME_SOURCES:
@@ -82,10 +90,14 @@ class BootVolumes:
                 availability_zone=self.instance.get("availability_zone") or None)
             self.created.append(volume["id"])
             self._save(bdm, volume_id=volume["id"])
-            pending.append(volume["id"])
-        for volume_id in pending:
-            cleanup.wait_for_status(self.cinder, self.context, volume_id, ("available",),
-                                    timeout=self.conf.compute.volume_wait_timeout)
+            pending.append(volume)
+        for i, volume in enumerate(pending):
+            # Only the first wait starts from create's answer: the others were
+            # created at least as long ago as it took the first to be ready.
+            self.ready[volume["id"]] = cleanup.wait_for_status(
+                self.cinder, self.context, volume["id"], ("available",),
+                timeout=self.conf.compute.volume_wait_timeout,
+                known=volume if i == 0 else None)
 
     def connect(self, bdms):
         """Attachment per volume BDM, connection_info from Cinder; block_device_info out."""
@@ -109,7 +121,8 @@ class BootVolumes:
                 attachment = self.cinder.attachment_create(
                     self.context, bdm["volume_id"], self.instance["uuid"])
                 self._save(bdm, attachment_id=attachment["id"])
-            volume = self.cinder.get(self.context, bdm["volume_id"])
+            volume = (self.ready.get(bdm["volume_id"])
+                      or self.cinder.get(self.context, bdm["volume_id"]))
             info = self.cinder.attachment_update(
                 self.context, bdm["attachment_id"], connector, mountpoint=device)
             info["serial"] = bdm["volume_id"]

@@ -83,6 +83,5 @@ def pick_host(conf, db, context, requirements: Requirements) -> str:
         wanted = list(requirements.needs) or "room"
         detail = f" ({'; '.join(refused)})" if refused else ""
         raise NoValidHost(reason=f"No up and enabled compute host has {wanted}{detail}.")
-    load = {host: len(instance_obj.list_instances(db, context, host=host))
-            for host in candidates}
+    load = instance_obj.count_by_host(db, context, candidates)
     return min(sorted(candidates), key=lambda host: load[host])

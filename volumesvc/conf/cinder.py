@@ -83,6 +83,19 @@ Related options:
 * ``attachment_reserve_interval``
 """),
     cfg.FloatOpt(
+        "volume_type_cache_seconds",
+        default=10.0,
+        min=0.0,
+        help="""
+How long an API worker reuses Cinder's list of volume types to check the
+``volume_type`` of a boot's block device mappings (microversion 2.67). A type
+not in the list is always looked up again, so a type created a moment ago is
+found at once; a type deleted within this time still passes the check and the
+build then fails in Cinder (the server goes ERROR with Cinder's message).
+Without the reuse every such boot asks Cinder, which in a boot storm queues
+the requests behind each other in cinder-api. 0 asks Cinder on every request.
+"""),
+    cfg.FloatOpt(
         "attachment_reserve_interval",
         default=0.5,
         min=0.0,

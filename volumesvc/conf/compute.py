@@ -31,6 +31,18 @@ Possible values:
         min=1,
         help="Seconds a compute waits for a volume it created to become available."),
     cfg.IntOpt(
+        "max_concurrent_builds",
+        default=10,
+        min=0,
+        help="""
+Builds a compute runs at once (like Nova's option of the same name); further
+builds wait their turn. Each build creates its volumes in Cinder and waits for
+them: a hundred at once made Cinder's scheduler open more MariaDB connections
+than the server allows (volumes stuck ``creating``, servers ERROR) and drove
+PostgreSQL out of client slots, while builds that wait their turn finish in
+order instead of all at the very end. 0 means no limit.
+"""),
+    cfg.IntOpt(
         "host_probe_timeout",
         default=5,
         min=1,

@@ -151,6 +151,26 @@ def list_instances(db, context, *, project_id=None, host=None, vm_state=None, na
         return [Instance.from_model(row) for row in session.scalars(statement)]
 
 
+def count_by_host(db, context, hosts) -> dict:
+    """Live instances per host name, for every name in ``hosts`` (0 when none).
+
+    One aggregate query: choosing a host for each build of a storm must not
+    load every instance already on the candidates (that grew with N²).
+    """
+    hosts = list(hosts)
+    counts = dict.fromkeys(hosts, 0)
+    if not hosts:
+        return counts
+    model = models.Instance
+    statement = (sa.select(model.host, sa.func.count())
+                 .where(model.deleted == 0, model.host.in_(hosts))
+                 .group_by(model.host))
+    with db.reader(context) as session:
+        for host, count in session.execute(statement):
+            counts[host] = count
+    return counts
+
+
 def _expected_clause(expected_task_state):
     expected = (list(expected_task_state)
                 if isinstance(expected_task_state, (list, tuple, set, frozenset))

@@ -17,13 +17,24 @@ from volumesvc.volume import cinder as cinder_adapter
 LOG = logging.getLogger(__name__)
 
 
-def wait_for_status(cinder, context, volume_id, statuses, *, timeout, interval=0.5):
+def wait_for_status(cinder, context, volume_id, statuses, *, timeout, interval=0.5,
+                    known=None):
     """Poll the volume until its status is in ``statuses``; return the volume.
 
     Raises VolumesvcException on an ``error*`` status or when ``timeout``
     seconds pass, so callers never wait forever on a storage backend.
+
+    ``known`` is the volume as the caller last saw it (Cinder's answer to a
+    create, or a GET it just made). Already in ``statuses``, it is returned
+    without a request; otherwise the first GET comes one ``interval`` later.
+    A volume Cinder has just accepted is never ready at once, and in a boot
+    storm every needless GET queues in front of the others in cinder-api.
     """
     deadline = time.monotonic() + timeout
+    if known is not None:
+        if known.get("status") in statuses:
+            return known
+        time.sleep(interval)
     while True:
         volume = cinder.get(context, volume_id)
         if volume["status"] in statuses:
@@ -63,9 +74,15 @@ def release_volumes(cinder, context, bdms, *, timeout):
                         bdm["attachment_id"], bdm["volume_id"], exc)
             first_error = first_error or exc
             continue
-        if bdm.get("delete_on_termination") and not _still_attached(
-                cinder, context, bdm["volume_id"]):
-            _delete_volume(cinder, context, bdm["volume_id"], timeout)
+        if not bdm.get("delete_on_termination"):
+            continue
+        try:
+            volume = cinder.get(context, bdm["volume_id"])
+        except exception.VolumeNotFound:
+            LOG.info("Volume %s is already gone", bdm["volume_id"])
+            continue
+        if not _still_attached(volume):
+            _delete_volume(cinder, context, volume, timeout)
     if first_error is not None:
         raise first_error
 
@@ -99,7 +116,7 @@ def release_instance(cinder, context, instance_uuid, bdms, *, timeout, page_size
         cinder.attachment_delete(context, attachment["id"])
 
 
-def _still_attached(cinder, context, volume_id) -> bool:
+def _still_attached(volume) -> bool:
     """True when a multiattach volume still has other servers' attachments.
 
     Their servers keep the volume: Nova's delete of such a volume is refused
@@ -108,21 +125,24 @@ def _still_attached(cinder, context, volume_id) -> bool:
     up front so the delete does not wait ``timeout`` for an ``available``
     that will not come.
     """
-    try:
-        volume = cinder.get(context, volume_id)
-    except exception.VolumeNotFound:
-        return False
     if volume.get("multiattach") and volume.get("attachments"):
         LOG.info("Volume %s is delete_on_termination but still attached to %s; it stays",
-                 volume_id, ", ".join(a.get("server_id") or "?"
+                 volume["id"], ", ".join(a.get("server_id") or "?"
                                       for a in volume["attachments"]))
         return True
     return False
 
 
-def _delete_volume(cinder, context, volume_id, timeout):
+def _delete_volume(cinder, context, volume, timeout):
+    """Delete once ``available`` or ``error``; ``volume`` is this delete's own GET of it.
+
+    Cinder marks a volume ``available`` when its last attachment is deleted,
+    so that GET usually allows the delete at once, with no second request.
+    """
+    volume_id = volume["id"]
     try:
-        wait_for_status(cinder, context, volume_id, ("available", "error"), timeout=timeout)
+        wait_for_status(cinder, context, volume_id, ("available", "error"), timeout=timeout,
+                        known=volume)
         cinder.delete(context, volume_id)
     except exception.VolumeNotFound:
         LOG.info("Volume %s is already gone", volume_id)

@@ -329,3 +329,33 @@ def test_delete_follows_a_build_that_moved_on_since_it_was_read(api, monkeypatch
     assert resp.status_code == status, resp.json
     final = instance_obj.get_by_uuid(deps.db, ctx, uuid).task_state
     assert final == ("deleting" if status == 204 else moved_to)
+
+
+def test_typed_boots_reuse_cinders_type_list_and_see_a_new_type_at_once(api, monkeypatch):
+    """Issue 15: a boot storm asked cinder-api for every type on every POST.
+
+    Within ``[cinder] volume_type_cache_seconds`` the worker reuses the list;
+    a type missing from it is looked up again, so one created a moment ago
+    is accepted, and an unknown one is still a 400.
+    """
+    client, deps = api
+    reads = []
+    real = deps.cinder.get_volume_types
+    monkeypatch.setattr(deps.cinder, "get_volume_types",
+                        lambda ctx: reads.append(1) or real(ctx))
+
+    def boot(vtype):
+        return _post(client, {"name": "typed", "flavorRef": "101", "networks": "none",
+                              "block_device_mapping_v2": [
+                                  {"source_type": "blank", "destination_type": "volume",
+                                   "boot_index": 0, "volume_size": 1,
+                                   "volume_type": vtype}]})
+
+    for _ in range(3):
+        assert boot("fast").status_code == 202
+    assert len(reads) == 1
+    deps.cinder.create_volume_type("brand-new")
+    resp = boot("brand-new")
+    assert resp.status_code == 202, resp.json
+    assert len(reads) == 2
+    assert boot("no-such-type").status_code == 400

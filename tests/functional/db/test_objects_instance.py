@@ -125,3 +125,13 @@ def test_destroy_checks_expected_task_state(db, ctx):
     with pytest.raises(exception.UnexpectedTaskStateError):
         instance.destroy(db, ctx, inst.uuid, expected_task_state=None)
     assert instance.destroy(db, ctx, inst.uuid, expected_task_state="deleting").deleted
+
+
+def test_count_by_host_counts_live_instances_of_the_given_hosts(db, ctx):
+    """The scheduler's load figure (issue 15: one query, not every instance loaded)."""
+    made = [_create(db, ctx, host="h1" if i < 3 else "h2") for i in range(5)]
+    _create(db, ctx, host="h3")
+    instance.destroy(db, ctx, made[0].uuid)
+    assert instance.count_by_host(db, ctx, ["h1", "h2", "empty"]) == {
+        "h1": 2, "h2": 2, "empty": 0}
+    assert instance.count_by_host(db, ctx, []) == {}

@@ -131,3 +131,64 @@ def test_delete_keeps_going_when_a_volume_cannot_be_deleted(stack):
                what="instance deleted")
     volume = stack.cinder.get(ctx, bdm.volume_id)
     assert volume["status"] == "available" and not volume["attachments"]
+
+
+def test_boot_and_delete_of_a_new_volume_ask_cinder_only_what_they_need(stack):
+    """Cinder requests per boot and per delete (issue 15: in a boot storm every
+    request queues in the one cinder-api process).
+
+    The boot reads the new volume only while waiting for it (never, here:
+    FakeCinder's volumes are ``available`` in create's answer) and not again
+    before the attachment; the delete reads it once, after deleting the
+    attachment, and that read already allows the volume's delete.
+    """
+    ctx = _ctx("p-count")
+    stack.cinder.create_volume_type("gold")
+    del stack.cinder.calls[:]
+    uuid = stack.boot(ctx, [{"source_type": "blank", "destination_type": "volume",
+                               "boot_index": 0, "volume_size": 1, "volume_type": "gold",
+                               "delete_on_termination": True}])
+    stack.wait_instance(uuid, "active")
+    boot = [method for method, _ in stack.cinder.calls]
+    assert sorted(boot) == ["attachment_complete", "attachment_create", "attachment_update",
+                            "create"], boot
+    (bdm,) = bdm_obj.list_by_instance(stack.db, ctx, uuid)
+    del stack.cinder.calls[:]
+    instance_obj.save(stack.db, ctx, uuid, {"task_state": "deleting"})
+    stack.conductor_api().delete_instance(ctx, instance_uuid=uuid)
+    stack.wait(lambda: instance_obj.list_instances(stack.db, ctx, deleted=True),
+               what="instance deleted")
+    assert bdm.volume_id not in stack.cinder.volumes
+    delete = [method for method, _ in stack.cinder.calls]
+    assert delete.count("get") == 1, delete
+    assert delete.count("delete") == 1 and delete.count("attachment_delete") == 1, delete
+
+
+def test_a_compute_runs_at_most_max_concurrent_builds_at_once(tmp_path):
+    """Issue 15: 100 builds at once made Cinder's scheduler exhaust MariaDB and
+    PostgreSQL run out of clients (volumes stuck creating, servers ERROR).
+    Builds past ``[compute] max_concurrent_builds`` wait their turn; all finish."""
+    import threading
+    import time
+
+    s = Stack(tmp_path, conf_overrides={("compute", "max_concurrent_builds"): 2})
+    try:
+        driver = s.computes["fn-compute"].manager.driver
+        real_spawn = driver.spawn
+        lock, running, peak = threading.Lock(), [0], [0]
+
+        def spawn(instance, block_device_info):
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            time.sleep(0.2)
+            with lock:
+                running[0] -= 1
+            return real_spawn(instance, block_device_info)
+
+        driver.spawn = spawn
+        uuids = s.boot_active(count=6)
+        assert len(uuids) == 6
+        assert peak[0] == 2
+    finally:
+        s.stop()

@@ -177,8 +177,9 @@ def _check_volume_types(check, bdms) -> bool:
                 check.deps.db, check.context, binaries.COMPUTE)
             if minimum < MIN_COMPUTE_VOLUME_TYPE:
                 raise exception.VolumeTypeSupportNotYetAvailable()
-            types = check.deps.cinder.get_volume_types(check.context)
         wanted = bdm["volume_type"]
+        if types is None or not any(wanted in (t.get("id"), t.get("name")) for t in types):
+            types = check.deps.volume_types.visible(check.context, wanted)
         match = next((t for t in types if wanted in (t.get("id"), t.get("name"))), None)
         if match is None:
             raise exception.InvalidBDMVolumeType(id_or_name=wanted)
