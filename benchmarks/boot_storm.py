@@ -41,6 +41,7 @@ from attach_storm import (  # noqa: E402
     boot_servers,
     idle_gets,
     log,
+    settle_api,
 )
 
 VERSION = "2.67"
@@ -266,6 +267,7 @@ def delete_all(client, stack, prefix, timeout):
 
 def calibrate(client, stack, server, idle):
     """Idle CPU rates, idle GET latency, and the cost of one server-list poll."""
+    settle_api(client, server)
     groups = {**stack.our_groups(), **stack.cinder_groups()}
     before = metrics.snapshot(groups)
     time.sleep(5.0)
@@ -279,7 +281,7 @@ def parse_args(argv):
     p.add_argument("--servers", default="20,50,100",
                    help="comma-separated N, one storm each, in this order, in one stack")
     p.add_argument("--workers", type=int, default=4, help="[api] workers")
-    p.add_argument("--api-threads", type=int, default=32, help="[api] threads per worker")
+    p.add_argument("--api-threads", type=int, default=8, help="[api] threads per worker")
     p.add_argument("--client-timeout", type=float, default=600.0)
     p.add_argument("--storm-timeout", type=float, default=600.0,
                    help="max seconds per storm until every server is ACTIVE or ERROR")

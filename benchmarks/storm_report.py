@@ -57,7 +57,7 @@ def run_line(r):
 
 
 # volumesvc's [api] threads default: other thread counts are experiments.
-DEFAULT_API_THREADS = 32
+DEFAULT_API_THREADS = 8
 
 
 def _threads(s):

@@ -94,33 +94,38 @@ Related options:
 """),
     cfg.IntOpt(
         "threads",
-        default=32,
+        default=8,
         min=1,
         help="""
-Threads per volumesvc-api worker process (gunicorn ``gthread`` workers).
+Threads per volumesvc-api worker process for requests other than GET and
+HEAD (gunicorn ``gthread`` workers; reads have ``read_threads`` of their
+own).
 
 A request that waits on Cinder (the synchronous checks of an attach) or on
 the conductor (attach below microversion 2.101) holds one thread, not a whole
-worker process, so a slow storage backend cannot make plain reads queue
-behind it. Such requests spend almost all their time waiting, so threads are
-cheap; when ``workers`` × ``threads`` is below the number of requests that
-arrive together, the rest (plain reads included) wait in the workers'
-queues. With 4 workers and 100 concurrent attaches at 2.101, a ``GET
-/servers/{id}`` sent during the burst took p99 1.2 s with 4 threads and
-0.34 s with 32 (benchmarks/README.md).
+worker process. More threads let more such requests wait at once, but every
+one of them that is running Python competes for its worker's interpreter
+lock with the reads: with 4 workers and 100 concurrent attaches, a ``GET
+/servers/{id}`` sent during the burst took p99 0.36 s with 32 threads and
+0.14 s with 8 (at 2.101; at 2.100 0.43 s and 0.18 s), while the attaches
+themselves took as long at 2.101 and longer at 2.100 (p99 10.8 s and 15.2 s),
+where each waits for the conductor (benchmarks/README.md). Requests beyond
+``workers`` × ``threads`` wait in the workers' queues; reads never wait
+behind them.
 
 A thread holds a database connection only while it runs a query, but at
-most ``workers`` × ``threads`` can be open at once: keep that within the
-database's connection limit.
+most ``workers`` × (``threads`` + ``read_threads``) can be open at once:
+keep that within the database's connection limit.
 
 Possible values:
 
-* 1: classic sync workers, one request per process at a time.
-* A larger number: that many requests in flight per worker.
+* 1: classic sync workers, one request per process at a time (no read
+  threads).
+* A larger number: that many non-read requests in flight per worker.
 
 Related options:
 
-* ``workers``
+* ``workers``, ``read_threads``
 """),
     cfg.IntOpt(
         "read_threads",
