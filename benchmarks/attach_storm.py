@@ -98,31 +98,54 @@ def _check(status, body, expected, what):
 
 # --- setup: servers and volumes (not measured) ----------------------------------------------
 
-def boot_servers(client, image_id, count, timeout):
-    batch = 25
-    for first in range(0, count, batch):
-        k = min(batch, count - first)
-        status, body = client.api("POST", "/servers", version="2.100", body={"server": {
-            "name": f"storm-{first}", "imageRef": image_id, "flavorRef": "42",
-            "networks": "none", "min_count": k, "max_count": k}})
-        _check(status, body, (202,), "boot")
-
-    def servers():
-        status, body = client.api("GET", "/servers/detail?limit=1000", version="2.100")
+def list_servers(client, detail=True):
+    """Every server, page by page (the API returns at most 1000 per page)."""
+    found, marker = [], None
+    for _ in range(1000):
+        path = "/servers/detail?limit=1000" if detail else "/servers?limit=1000"
+        if marker:
+            path += f"&marker={marker}"
+        status, body = client.api("GET", path, version="2.100")
         _check(status, body, (200,), "server list")
-        return body["servers"]
+        found += body["servers"]
+        if len(body["servers"]) < 1000:
+            return found
+        marker = body["servers"][-1]["id"]
+    return found
 
+
+def boot_servers(client, image_id, count, timeout, wave=100):
+    """``count`` ACTIVE servers, booted in waves of ``wave`` (POSTs of 25 each).
+
+    Not measured. Waves keep the set-up of a 1000-server run from queueing
+    a thousand builds on the one compute at once (see the N=1000 note in
+    README.md); a server in ERROR stops the run with its fault.
+    """
+    batch = 25
     deadline = time.monotonic() + timeout
-    while True:
-        found = servers()
-        states = [s["status"] for s in found]
-        if "ERROR" in states:
-            raise RuntimeError(f"{states.count('ERROR')} servers went to ERROR")
-        if len(found) == count and all(s == "ACTIVE" for s in states):
-            return sorted(s["id"] for s in found)
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"servers not ACTIVE after {timeout}s: {sorted(set(states))}")
-        time.sleep(1.0)
+    booted = 0
+    while booted < count:
+        in_wave = min(wave, count - booted)
+        for first in range(booted, booted + in_wave, batch):
+            k = min(batch, booted + in_wave - first)
+            status, body = client.api("POST", "/servers", version="2.100", body={"server": {
+                "name": f"storm-{first}", "imageRef": image_id, "flavorRef": "42",
+                "networks": "none", "min_count": k, "max_count": k}})
+            _check(status, body, (202,), "boot")
+        booted += in_wave
+        while True:
+            found = list_servers(client)
+            states = [s["status"] for s in found]
+            if "ERROR" in states:
+                faults = {str(s.get("fault", {}).get("message"))[:200]
+                          for s in found if s["status"] == "ERROR"}
+                raise RuntimeError(f"{states.count('ERROR')} servers went to ERROR: {faults}")
+            if len(found) == booted and all(st == "ACTIVE" for st in states):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"servers not ACTIVE after {timeout}s: {sorted(set(states))}")
+            time.sleep(1.0)
+    return sorted(s["id"] for s in list_servers(client))
 
 
 def create_volumes(client, count, timeout):
@@ -288,18 +311,21 @@ class StatusPoller:
         self.errors = {}  # volume -> fault
         self.failed_requests = 0
         self.sweeps = 0
+        self.sweep_started = []
         self.stop_event = threading.Event()
         self.pool = concurrent.futures.ThreadPoolExecutor(threads)
         self.runner = threading.Thread(target=self._run, daemon=True)
 
     def _one(self, server):
         volume = self.volume_of[server]
+        sent = time.monotonic()
         try:
             status, body = self.client.api("GET", f"/servers/{server}/os-volume_attachments",
                                            version=STATUS_VERSION, timeout=self.timeout)
         except Exception:  # noqa: BLE001 - counted, the next sweep asks again
             status, body = None, None
-        now = time.monotonic()
+        # The answer describes some moment between sending and receiving it.
+        now = (sent + time.monotonic()) / 2
         if status != 200:
             self.failed_requests += 1
             return
@@ -319,6 +345,7 @@ class StatusPoller:
             pending = [s for s, v in self.volume_of.items() if v not in self.attached_at]
             if not pending:
                 break
+            self.sweep_started.append(time.monotonic())
             list(self.pool.map(self._one, pending))
             self.sweeps += 1
             next_at = start + self.sweeps * self.interval
@@ -334,6 +361,13 @@ class StatusPoller:
         self.stop_event.set()
         self.runner.join(self.timeout + 5)
         self.pool.shutdown(wait=True)
+
+
+def _mean_gap(times):
+    """Mean seconds between consecutive polls: the resolution they really had."""
+    if len(times) < 2:
+        return None
+    return (times[-1] - times[0]) / (len(times) - 1)
 
 
 def _since_answer(results, volumes, seen_at):
@@ -378,14 +412,18 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
     if poller:
         poller.start()
     # Poll Cinder until every volume is in-use (bounded in time and count).
-    in_use_at, polls, last, in_use_seen = None, 0, {}, {}
+    in_use_at, polls, last, in_use_seen, poll_started = None, 0, {}, {}, []
     deadline = t_start + args.storm_timeout
     changed_at, previous = time.monotonic(), None
     while time.monotonic() < deadline and polls < 100000:
         polls += 1
+        sent = time.monotonic()
         statuses = client.volume_statuses()
         mine = [statuses.get(v) for v in volumes]
-        now = time.monotonic()
+        # Under a storm one list waits seconds in cinder-api's queue: the statuses
+        # describe a moment between sending and receiving it, not the receipt.
+        now = (sent + time.monotonic()) / 2
+        poll_started.append(sent)
         for v, s in zip(volumes, mine, strict=True):
             if s == "in-use":
                 in_use_seen.setdefault(v, now)
@@ -415,6 +453,8 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
             "attaching_seen": len(poller.attaching_seen), "errors": poller.errors,
             "never_attached": n - len(poller.attached_at), "sweeps": poller.sweeps,
             "failed_requests": poller.failed_requests, "interval": args.poll_interval,
+            "api_period": _mean_gap(poller.sweep_started),
+            "cinder_period": _mean_gap(poll_started),
         }
     t_end = time.monotonic()
     cpu1, self1 = metrics.snapshot(groups), _self_cpu()
@@ -561,7 +601,8 @@ def run(args, argv):
         stack.start(args.ref)
         client = Client(stack.api_url, stack.cinder.url, args.client_timeout)
         log(f"stack ready in {time.monotonic() - t0:.0f}s; booting {args.servers + 1} servers")
-        servers = boot_servers(client, stack.image_id, args.servers + 1, timeout=600)
+        servers = boot_servers(client, stack.image_id, args.servers + 1,
+                               timeout=max(600, 2 * args.servers))
         probe_server, servers = servers[0], servers[1:]
         volumes = create_volumes(client, args.servers, timeout=600)
         log(f"{len(servers)} servers ACTIVE, {len(volumes)} volumes available")

@@ -188,7 +188,9 @@ def status_table(s):
         "", "Attachment status as a client polling only the compute API sees it "
         "(`--status-poll`: every server's `os-volume_attachments` at 2.106 once per poll "
         "interval, beside the Cinder volume-list poll at the same interval); times from "
-        "each attach's 202:", "",
+        "each attach's 202 to the middle of the first answer that showed the state (a "
+        "Cinder list can wait seconds in cinder-api's queue during the storm); \"one poll "
+        "interval\" is the longer of the two polls' measured periods:", "",
         "| Microversion | N | 202 → `attached` (API) p50 / p99 | 202 → Cinder `in-use` "
         "p50 / p99 | difference p50 / p99 | within one poll interval | `attaching` seen "
         "| `error` / never `attached` | status GETs |",
@@ -201,10 +203,16 @@ def status_table(s):
         if api and cinder:
             d50 = percentile(api, 50) - percentile(cinder, 50)
             d99 = percentile(api, 99) - percentile(cinder, 99)
-        agree = d50 is not None and abs(d50) <= st["interval"] and abs(d99) <= st["interval"]
+        # One poll interval: the longer of the two polls' real periods (a sweep of
+        # the API, or a Cinder list waiting in cinder-api's queue, can take longer
+        # than the --poll-interval they are scheduled at).
+        period = max(p for p in (st["interval"], st.get("api_period"), st.get("cinder_period"))
+                     if p is not None)
+        agree = d50 is not None and abs(d50) <= period and abs(d99) <= period
         lines.append(
             f"| {r['version']} | {r['n']} | {_lat(api)} | {_lat(cinder)} | "
-            f"{_s(d50, 2)} s / {_s(d99, 2)} s | {_goal(agree)} ({st['interval']:g} s) | "
+            f"{_s(d50, 2)} s / {_s(d99, 2)} s | {_goal(agree)} ({period:.2f} s: API "
+            f"{_s(st.get('api_period'), 2)} s, Cinder {_s(st.get('cinder_period'), 2)} s) | "
             f"{st['attaching_seen']} of {r['n']} | {len(st['errors'])} / "
             f"{st['never_attached']} | {st['sweeps']} sweeps, {st['failed_requests']} "
             "failed |")

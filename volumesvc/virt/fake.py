@@ -438,16 +438,22 @@ class FakeConnection:
         if root.find("uuid") is None:
             ET.SubElement(root, "uuid").text = str(uuidlib.uuid4())
         uuid, name = root.find("uuid").text, root.find("name").text
-        for dom in self.domains.values():
-            if dom.name() == name and dom.UUIDString() != uuid:
-                raise libvirtError(f"operation failed: domain '{name}' already exists "
-                                   f"with uuid {dom.UUIDString()}", VIR_ERR_OPERATION_FAILED)
-        dom = self.domains.get(uuid)
-        if dom is None:
-            dom = self.domains[uuid] = FakeDomain(self, root)
-        else:
-            dom._persistent = root
-            dom._transient = False
+        # NOTE: libvirtd checks the name and adds the domain as one step; a
+        # compute defines several domains at once (max_concurrent_builds), and
+        # iterating the table while another define adds to it raised
+        # "dictionary changed size during iteration" (benchmark, N=1000).
+        with self._state["lock"]:
+            for dom in list(self.domains.values()):
+                if dom.name() == name and dom.UUIDString() != uuid:
+                    raise libvirtError(f"operation failed: domain '{name}' already exists "
+                                       f"with uuid {dom.UUIDString()}",
+                                       VIR_ERR_OPERATION_FAILED)
+            dom = self.domains.get(uuid)
+            if dom is None:
+                dom = self.domains[uuid] = FakeDomain(self, root)
+            else:
+                dom._persistent = root
+                dom._transient = False
         return dom
 
     def lookupByUUIDString(self, uuid):  # noqa: N802
@@ -460,7 +466,7 @@ class FakeConnection:
 
     def lookupByName(self, name):  # noqa: N802
         self._check()
-        for dom in self.domains.values():
+        for dom in list(self.domains.values()):
             if dom.name() == name:
                 return dom
         raise libvirtError(f"Domain not found: no domain with matching name '{name}'",
@@ -506,7 +512,8 @@ class FakeLibvirt:
             raise libvirtError(f"no connection driver available for {uri}",
                                VIR_ERR_NO_SUPPORT)
         state = self._hosts.setdefault(
-            uri, {"domains": {}, "ids": itertools.count(1), "callbacks": {}})
+            uri, {"domains": {}, "ids": itertools.count(1), "callbacks": {},
+                  "lock": threading.Lock()})
         return FakeConnection(state, uri)
 
 

@@ -83,7 +83,7 @@ def _run(api_times, cinder_times, interval=1.0):
 def test_report_agrees_within_one_poll_interval():
     lines = storm_report.status_table({"runs": [_run([1.0, 2.0, 3.5], [0.8, 1.6, 3.0])]})
     row = lines[-1]
-    assert "**met** (1 s)" in row
+    assert "**met** (1.00 s:" in row
     assert "3 of 3" in row
 
 
@@ -114,3 +114,15 @@ def test_scale_goals_floor_counts_every_process_of_the_storm():
     assert f"floor {floor:.1f} s" in text
     assert "ours 0.025 CPU-s per attach **met**" in text
     assert "= 5.0× idle **met**" in text
+
+
+def test_agreement_uses_the_polls_real_period():
+    run = _run([3.0, 4.0, 6.0], [0.8, 1.6, 3.0])  # 2.2 s / 3.0 s apart
+    run["status"].update(api_period=1.1, cinder_period=3.2)  # a list waited in Cinder's queue
+    row = storm_report.status_table({"runs": [run]})[-1]
+    assert "**met** (3.20 s: API 1.10 s, Cinder 3.20 s)" in row
+
+
+def test_mean_gap_is_the_resolution_of_a_poll():
+    assert attach_storm._mean_gap([10.0, 11.0, 13.0, 16.0]) == 2.0
+    assert attach_storm._mean_gap([10.0]) is None
