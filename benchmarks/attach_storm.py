@@ -659,19 +659,24 @@ def run(args, argv):
         stack.stop()
 
 
-def main(argv=None):
+def run_script(parse, body, argv=None):
+    """Parse ``argv``, run ``body(args, argv)``; SIGTERM and Ctrl-C end it through its cleanup."""
     argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
+    args = parse(argv)
 
     def _interrupt(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        return run(args, argv)
+        return body(args, argv)
     except KeyboardInterrupt:
         log("interrupted")
         return 130
+
+
+def main(argv=None):
+    return run_script(parse_args, run, argv)
 
 
 if __name__ == "__main__":

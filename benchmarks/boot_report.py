@@ -1,10 +1,9 @@
 """Tables for the boot storm: console lines, Markdown block, README update."""
 
 import os
-import re
 
 from storm_metrics import percentile
-from storm_report import _lat, _s
+from storm_report import _lat, _s, put_block
 
 # docs/performance-anchors.md, "Boot-from-volume storm with a volume type" (Nova 34, 4 sync
 # API workers): N -> (POST p50, p99; to ACTIVE p50, p99, max; ERROR; servers/s;
@@ -177,11 +176,5 @@ def update_readme(path, summary, text):
             current = current.replace("\n## Results\n", "\n" + HEADER + "\n## Results\n", 1)
         else:
             current = current.rstrip("\n") + "\n\n" + HEADER
-    pattern = re.compile(re.escape(MARK.format(key=key)) + r".*?" + re.escape(END) + r"\n?",
-                         re.S)
-    if pattern.search(current):
-        current = pattern.sub(lambda _: block, current)
-    else:
-        current = current.rstrip("\n") + "\n\n" + block
     with open(path, "w") as f:
-        f.write(current)
+        f.write(put_block(current, MARK.format(key=key), END, block))

@@ -41,6 +41,7 @@ from attach_storm import (  # noqa: E402
     boot_servers,
     idle_gets,
     log,
+    run_script,
     settle_api,
 )
 
@@ -355,18 +356,7 @@ def run(args, argv):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
-
-    def _interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        return run(args, argv)
-    except KeyboardInterrupt:
-        log("interrupted")
-        return 130
+    return run_script(parse_args, run, argv)
 
 
 if __name__ == "__main__":

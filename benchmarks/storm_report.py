@@ -368,11 +368,13 @@ def update_readme(path, summary, text):
             current = f.read()
     if "## attach_storm.py" not in current:
         current = HEADER + "\n" + current.replace("# Benchmarks\n", "", 1)
-    pattern = re.compile(re.escape(MARK.format(key=key)) + r".*?" + re.escape(END) + r"\n?",
-                         re.S)
-    if pattern.search(current):
-        current = pattern.sub(lambda _: block, current)
-    else:
-        current = current.rstrip("\n") + "\n\n" + block
     with open(path, "w") as f:
-        f.write(current)
+        f.write(put_block(current, MARK.format(key=key), END, block))
+
+
+def put_block(current, mark, end, block):
+    """``current`` with the block between ``mark`` and ``end`` replaced, or appended."""
+    pattern = re.compile(re.escape(mark) + r".*?" + re.escape(end) + r"\n?", re.S)
+    if pattern.search(current):
+        return pattern.sub(lambda _: block, current)
+    return current.rstrip("\n") + "\n\n" + block
