@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.fixtures.gunicorn import gunicorn  # noqa: F401 - a real gunicorn, for worker tests
 from tests.functional.stack import Stack
 
 

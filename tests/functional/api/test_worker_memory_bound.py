@@ -6,79 +6,25 @@ fresh one (another pid) within a few checks, and no request fails; without
 a bound (the control case) the same worker keeps serving.
 """
 
-import http.client
-import os
-import subprocess
-import sys
 import time
 
 import pytest
 
-from volumesvc.aio import free_port, wait_for
+from tests.fixtures.gunicorn import request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-
-
-def _request(port, method):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request(method, "/")
-        resp = conn.getresponse()
-        return resp.status, resp.read().decode()
-    finally:
-        conn.close()
-
-
-def _pid(port):
-    try:
-        status, body = _request(port, "GET")
-    except OSError:
-        return None
-    return body if status == 200 else None
-
-
-@pytest.fixture
-def gunicorn(tmp_path):
-    procs = []
-
-    def start(bound):
-        port = free_port()
-        config = tmp_path / f"gunicorn-{bound}.py"
-        config.write_text(
-            "from volumesvc.api.gunicorn_workers import thread_worker\n"
-            f"worker_class = thread_worker(2, {bound})\n"
-            f"bind = '127.0.0.1:{port}'\nworkers = 1\nthreads = 2\n"
-            "control_socket_disable = True\n")
-        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", str(config),
-             "tests.fixtures.growing_app:app"],
-            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(proc)
-        wait_for(lambda: _pid(port), 30, what="gunicorn")
-        return port
-
-    yield start
-    for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+APP = "tests.fixtures.growing_app:app"
 
 
 @pytest.mark.parametrize("bound,replaced", [(40, True), (0, False)])
 def test_worker_over_its_memory_bound_is_replaced(gunicorn, bound, replaced):
-    port = gunicorn(bound)
-    first = _pid(port)
-    statuses = [_request(port, "POST")[0] for _ in range(6)]  # ~48 MiB more
+    port = gunicorn(f"thread_worker(2, {bound})", APP)
+    first = request(port, "GET", 10)[1]
+    statuses = [request(port, "POST", 10)[0] for _ in range(6)]  # ~48 MiB more
     assert statuses == [200] * 6
     seen = {first}
     deadline = time.monotonic() + 15  # checks run every 5 s, first one offset at random
     while time.monotonic() < deadline:
-        status, pid = _request(port, "GET")  # every request is answered meanwhile
+        status, pid = request(port, "GET", 10)  # every request is answered meanwhile
         assert status == 200
         seen.add(pid)
         if replaced and pid != first:
