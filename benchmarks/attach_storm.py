@@ -312,6 +312,7 @@ class StatusPoller:
         self.failed_requests = 0
         self.sweeps = 0
         self.sweep_started = []
+        self._lock = threading.Lock()
         self.stop_event = threading.Event()
         self.pool = concurrent.futures.ThreadPoolExecutor(threads)
         self.runner = threading.Thread(target=self._run, daemon=True)
@@ -327,7 +328,8 @@ class StatusPoller:
         # The answer describes some moment between sending and receiving it.
         now = (sent + time.monotonic()) / 2
         if status != 200:
-            self.failed_requests += 1
+            with self._lock:  # the pool's threads count together
+                self.failed_requests += 1
             return
         for entry in body["volumeAttachments"]:
             if entry["volumeId"] != volume:
