@@ -7,7 +7,6 @@ with a message saying what to start.
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -24,7 +23,10 @@ from tests.integration.fixtures_openstack import (  # noqa: F401 - fixtures
     glance_harness,
 )
 from volumesvc import binaries
-from volumesvc.aio import rabbit
+from volumesvc.aio import (
+    free_port,  # noqa: F401 - the tests import it from here
+    rabbit,
+)
 
 BIN = os.path.dirname(sys.executable)
 # The repository root: on the services' PYTHONPATH so that a test can name a
@@ -39,12 +41,6 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if str(item.fspath).startswith(here):
             item.add_marker(pytest.mark.integration)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def bin_path(name):

@@ -9,6 +9,8 @@ import tempfile
 import time
 import urllib.request
 
+import sqlalchemy as sa
+
 from tests.integration.conftest import bin_path, free_port
 
 
@@ -20,6 +22,13 @@ def _get(url):
 def test_aio_ready_line_discovery_and_service_list():
     state = tempfile.mkdtemp(prefix="vs-aio-", dir="/var/tmp")
     api_port, volume_port, image_port = free_port(), free_port(), free_port()
+    # A Cinder database an earlier deployment on this API port left (a run
+    # that was killed): a new state dir must not start on its rows.
+    stale = _mariadb_admin()
+    with stale.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE cinder_aio_{api_port}"))
+        conn.execute(sa.text(f"CREATE TABLE cinder_aio_{api_port}.left_by_an_earlier_run "
+                             "(id INT)"))
     proc = subprocess.Popen(
         [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
          "--volume-port", str(volume_port), "--image-port", str(image_port),
@@ -37,6 +46,10 @@ def test_aio_ready_line_discovery_and_service_list():
             assert time.monotonic() < deadline, "".join(lines[-30:])
         assert ready == (f"volumesvc-aio: ready compute=http://127.0.0.1:{api_port}/v2.1 "
                          f"volume=http://127.0.0.1:{volume_port}/v3"), "".join(lines[-30:])
+        with stale.connect() as conn:
+            tables = set(conn.execute(sa.text(f"SHOW TABLES FROM cinder_aio_{api_port}"))
+                         .scalars())
+        assert "left_by_an_earlier_run" not in tables and "volumes" in tables, tables
 
         status, root = _get(f"http://127.0.0.1:{api_port}/")
         assert status == 200 and [v["id"] for v in root["versions"]] == ["v2.0", "v2.1"]
@@ -62,16 +75,21 @@ def test_aio_ready_line_discovery_and_service_list():
             os.killpg(proc.pid, signal.SIGKILL)
         shutil.rmtree(state, ignore_errors=True)
         _drop_aio_leftovers(api_port)
+        stale.dispose()
+
+
+def _mariadb_admin():
+    from volumesvc.aio import system
+
+    return sa.create_engine(system.MARIADB_ADMIN_URL + "/", isolation_level="AUTOCOMMIT")
 
 
 def _drop_aio_leftovers(api_port):
     """The all-in-one keeps its Cinder database and vhosts for restarts; a test does not."""
-    import sqlalchemy as sa
-
-    from volumesvc.aio import rabbit, system
+    from volumesvc.aio import rabbit
 
     tag = f"aio-{api_port}"
-    engine = sa.create_engine(system.MARIADB_ADMIN_URL + "/", isolation_level="AUTOCOMMIT")
+    engine = _mariadb_admin()
     with engine.connect() as conn:
         conn.execute(sa.text(f"DROP DATABASE IF EXISTS cinder_{tag.replace('-', '_')}"))
     engine.dispose()

@@ -10,9 +10,11 @@ virtualenv installs guarded by a marker file, process groups, HTTP probes,
 and :class:`ServiceHarness`, their common lifecycle.
 """
 
+import collections
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -83,11 +85,46 @@ def frozen_requirements(path):
         return [line.strip() for line in f if line.strip() and not line.startswith("#")]
 
 
+_EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+# NOTE: the ports this process handed out lately, so that two calls made
+# before either server binds never get the same one. Harness-only state.
+_RECENT_PORTS: collections.deque = collections.deque(maxlen=256)
+_RECENT_LOCK = threading.Lock()
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open(_EPHEMERAL_RANGE_FILE) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(host="127.0.0.1") -> int:
-    """A TCP port nothing listens on right now (racy, but fine for tests)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A TCP port nothing listens on right now, below the kernel's ephemeral range.
+
+    The caller starts a server on it seconds later. A port from the
+    ephemeral range (what binding port 0 gives) can meanwhile become the
+    local end of one of the many outgoing connections a test run makes (to
+    the databases, RabbitMQ, the services), and the server then fails to
+    bind. Outgoing connections never take a port below that range.
+    """
+    low = _ephemeral_low()
+    first = max(10000, low - 12000)
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(first, low)
+        with _RECENT_LOCK:
+            if port in _RECENT_PORTS:
+                continue
+            with socket.socket() as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+            _RECENT_PORTS.append(port)
+            return port
+    raise RuntimeError(f"no free TCP port on {host} in {first}-{low - 1}")
 
 
 def http_json(url, headers=None, timeout=5.0):

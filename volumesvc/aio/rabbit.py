@@ -68,9 +68,16 @@ def transport_url(vhost, host=DEFAULT_HOST, port=DEFAULT_PORT,
             f"{urllib.parse.quote(vhost, safe='')}")
 
 
-def ensure_vhost(name, user=DEFAULT_USER, host=DEFAULT_HOST, port=DEFAULT_PORT) -> str:
-    """Create virtual host ``name`` (idempotent), grant ``user`` everything, return its URL."""
+def ensure_vhost(name, user=DEFAULT_USER, host=DEFAULT_HOST, port=DEFAULT_PORT, *,
+                 fresh=False) -> str:
+    """Create virtual host ``name`` (idempotent), grant ``user`` everything, return its URL.
+
+    ``fresh`` deletes it first, with whatever messages an earlier deployment
+    left queued in it.
+    """
     ensure_rabbit(host=host, port=port)
+    if fresh:
+        delete_vhost(name)
     result = _ctl("add_vhost", name, check=False)
     if result.returncode != 0 and "already" not in (result.stdout + result.stderr):
         raise RuntimeError(f"rabbitmqctl add_vhost {name} failed: {result.stderr.strip()}")

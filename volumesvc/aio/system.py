@@ -91,13 +91,19 @@ def ensure_mariadb(timeout=60.0):
     return True
 
 
-def mariadb_database(name, admin_url=MARIADB_ADMIN_URL):
-    """Create database ``name`` if missing and return its SQLAlchemy URL."""
+def mariadb_database(name, admin_url=MARIADB_ADMIN_URL, *, fresh=False):
+    """Create database ``name`` if missing and return its SQLAlchemy URL.
+
+    ``fresh`` drops it first: a new deployment must not start on rows an
+    earlier one left behind under the same name.
+    """
     import sqlalchemy as sa
 
     engine = sa.create_engine(admin_url + "/", isolation_level="AUTOCOMMIT")
     try:
         with engine.connect() as conn:
+            if fresh:
+                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
             conn.execute(sa.text(
                 f"CREATE DATABASE IF NOT EXISTS {name} CHARACTER SET utf8mb4"))
     finally:

@@ -132,9 +132,13 @@ class _MemoryBound:
             return
         if now < next_check:
             return
-        self._next_memory_check = now + MEMORY_CHECK_INTERVAL
+        # NOTE: a check that finds requests being served is retried at the
+        # next heartbeat (about a second), not a whole interval later: a
+        # worker kept busy at every fifth second would otherwise never be
+        # checked at all.
         if self._requests_in_flight():
             return
+        self._next_memory_check = now + MEMORY_CHECK_INTERVAL
         private = private_memory_mib()
         if private is not None and private > bound:
             self.log.info(  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import urllib.request
 
 from volumesvc import aio as harness_util
@@ -113,13 +114,21 @@ class AllInOne:
         self.vhost = None
         self.keystone = None
         self.clouds_yaml = None
+        self.started_at = time.monotonic()
 
     def _log(self, message):
-        print(f"volumesvc-aio: {message}", flush=True)
+        # NOTE: the seconds since the start say which step a slow or failed
+        # start spent its time in.
+        print(f"volumesvc-aio: [{time.monotonic() - self.started_at:6.1f}s] {message}", flush=True)
 
     def start(self):
         from volumesvc.aio import cinder, glance, rabbit, system
 
+        # NOTE: the Cinder database and the vhosts are named after the API
+        # port and kept for a restart on the same state dir. A new state dir
+        # is a new deployment: what an earlier one left under those names
+        # (a run that was killed) is dropped, never reused.
+        fresh = not os.path.exists(os.path.join(self.state_dir, "cinder"))
         os.makedirs(self.state_dir, exist_ok=True)
         if not self.args.no_install:
             installed = system.ensure_system()
@@ -128,7 +137,7 @@ class AllInOne:
         rabbit.ensure_rabbit()
         system.ensure_mariadb()
         tag = f"aio-{self.args.api_port}"
-        transport_url = rabbit.ensure_vhost(f"volumesvc-{tag}")
+        transport_url = rabbit.ensure_vhost(f"volumesvc-{tag}", fresh=fresh)
         api_url = f"http://127.0.0.1:{self.args.api_port}/v2.1"
 
         if self.args.auth == "keystone":
@@ -146,8 +155,9 @@ class AllInOne:
         # requests overlap, so the all-in-one gives it a MariaDB database.
         volume = cinder.CinderHarness(
             os.path.join(self.state_dir, "cinder"), port=self.args.volume_port,
-            transport_url=rabbit.ensure_vhost(f"cinder-{tag}"),
-            database_connection=system.mariadb_database(f"cinder_{tag.replace('-', '_')}"),
+            transport_url=rabbit.ensure_vhost(f"cinder-{tag}", fresh=fresh),
+            database_connection=system.mariadb_database(f"cinder_{tag.replace('-', '_')}",
+                                                        fresh=fresh),
             nova_endpoint=api_url, glance_url=image.url, keystone=self.keystone,
             extend_completion=True)
         volume.background_priority = self.args.cpu_priority
@@ -175,6 +185,7 @@ class AllInOne:
         self._spawn(binaries.API, conf_path)
 
         timeout = self.args.ready_timeout
+        self._log("waiting for Glance, Cinder, the compute API and the compute services")
         image.wait_ready(timeout)
         volume.wait_ready(timeout)
         harness_util.wait_for(lambda: _http_ok(api_url), timeout, what="the compute API",
@@ -183,6 +194,7 @@ class AllInOne:
             harness_util.wait_for(lambda host=host: aio_config.compute_is_up(conf_path, host),
                                   timeout, what=f"the compute service on {host} to report up",
                                   children=self.children)
+        self._log("uploading the starter image")
         token = self.keystone.token() if self.keystone is not None else None
         image_id = aio_config.ensure_image(image.url, self.state_dir, token=token)
         return api_url, volume.url, image.url, conf_path, image_id
@@ -211,6 +223,7 @@ class AllInOne:
         })
         self.clouds_yaml = identity.write_clouds_yaml(
             os.path.join(self.state_dir, "clouds.yaml"))
+        self._log("Keystone ready and provisioned")
         return identity
 
     def _spawn(self, binary, *conf_paths, log_name=None):
@@ -323,7 +336,8 @@ def main(argv=None):
     try:
         api_url, volume_url, image_url, conf_path, image_id = aio.start()
     except BaseException as exc:
-        print(f"volumesvc-aio: failed to start: {exc}", file=sys.stderr, flush=True)
+        print(f"volumesvc-aio: failed to start after {time.monotonic() - aio.started_at:.1f}s: "
+              f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         aio.stop()
         return 1
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())

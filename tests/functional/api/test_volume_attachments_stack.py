@@ -80,11 +80,22 @@ def test_conductor_refusal_is_an_error_below_2_101_and_logged_from_2_101(stack, 
                             status=400)
     assert fault["badRequest"]["message"] == (
         "Tagged volume attachment is not supported for this instance's compute host.")
-    stack.api("POST", _path(server), body, version="2.101", token=TOKEN, status=202)
-    # Nothing is left behind, and the reason is in the instance actions.
-    stack.wait(lambda: not [a for a in stack.cinder.attachments.values()
-                            if a["volume_id"] == volume["id"]],
-               what="attachment rolled back")
+    _, _, headers = stack.api("POST", _path(server), body, version="2.101", token=TOKEN,
+                              status=202)
+    # The reason is in the instance action once the cast has run, and nothing
+    # is left behind. (Regression: this waited for "no attachment", true
+    # before the cast ran, and the stack stopped under a running attach.)
+    action = f"/servers/{server}/os-instance-actions/{headers['X-OpenStack-Request-Id']}"
+
+    def finished_events():
+        status, shown, _ = stack.api("GET", action, version="2.84", token=TOKEN)
+        events = shown["instanceAction"]["events"] if status == 200 else []
+        return events if events and all(e["finish_time"] for e in events) else None
+
+    (event,) = stack.wait(finished_events, what="the attach action's event finished")
+    assert event["result"] == "Error", event
+    assert "Tagged volume attachment is not supported" in event["details"], event
+    assert not [a for a in stack.cinder.attachments.values() if a["volume_id"] == volume["id"]]
     assert stack.cinder.get(None, volume["id"])["status"] == "available"
 
 

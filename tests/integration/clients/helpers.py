@@ -277,12 +277,17 @@ class Aio:
     leftover_qemu: list = dataclasses.field(default_factory=list)
 
     def logs(self, lines=40):
-        """The aio's own output and the tail of every service log, for failure messages."""
+        """The tail of every service log, then the aio's own output, for failure messages.
+
+        The aio's output (which says why it stopped) comes last: a CI log
+        that keeps only the end of a long failure message still shows it.
+        """
         parts = []
-        paths = [self.out_path, *sorted(glob.glob(os.path.join(self.state_dir, "logs", "*.log"))),
+        paths = [*sorted(glob.glob(os.path.join(self.state_dir, "logs", "*.log"))),
                  *sorted(glob.glob(os.path.join(self.state_dir, "cinder", "log", "*.log"))),
                  *sorted(glob.glob(os.path.join(self.state_dir, "glance", "log", "*.log"))),
-                 *sorted(glob.glob(os.path.join(self.state_dir, "keystone", "log", "*.log")))]
+                 *sorted(glob.glob(os.path.join(self.state_dir, "keystone", "log", "*.log"))),
+                 self.out_path]
         for path in paths:
             with contextlib.suppress(OSError), open(path, errors="replace") as f:
                 tail = "".join(f.readlines()[-lines:])
@@ -350,7 +355,8 @@ def running_aio(prefix, extra_args=(), auth="noauth2"):
             start_new_session=True)
     handle = Aio(state, api_port, proc, out_path)
     try:
-        deadline = time.monotonic() + READY_TIMEOUT
+        started = time.monotonic()
+        deadline = started + READY_TIMEOUT
         while True:
             with open(out_path, errors="replace") as f:
                 text = f.read()
@@ -359,11 +365,14 @@ def running_aio(prefix, extra_args=(), auth="noauth2"):
             if ready and image:
                 break
             if proc.poll() is not None:
-                pytest.fail(f"volumesvc-aio exited with {proc.returncode} before it was "
-                            f"ready:\n{handle.logs()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"volumesvc-aio not ready after {READY_TIMEOUT}s:\n{handle.logs()}")
-            time.sleep(0.5)
+                why = f"exited with {proc.returncode} after {time.monotonic() - started:.0f}s"
+            elif time.monotonic() > deadline:
+                why = f"not ready after {READY_TIMEOUT}s"
+            else:
+                time.sleep(0.5)
+                continue
+            pytest.fail(f"volumesvc-aio {why}, before it was ready:\n{handle.logs()}\n"
+                        f"(volumesvc-aio {why})")
         handle.compute_url, handle.volume_url = ready.group(1), ready.group(2)
         handle.image_url, handle.image_id = image.group(1), image.group(2)
         identity = _IDENTITY.search(text)

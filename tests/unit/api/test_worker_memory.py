@@ -73,6 +73,23 @@ def test_never_in_the_middle_of_a_burst(monkeypatch):
     assert idle.alive is False
 
 
+def test_a_check_that_met_a_burst_is_retried_at_the_next_heartbeat(monkeypatch):
+    """Regression: a busy check waited a whole interval, so a worker serving a
+    request at each check was not replaced for many intervals (a flaky real
+    gunicorn test)."""
+    worker = _Worker(32, open_conns=3)
+    clock = iter([0.0, 1.0, 2.0])
+    monkeypatch.setattr(gw.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(gw.random, "uniform", lambda a, b: 1.0)
+    monkeypatch.setattr(gw, "private_memory_mib", lambda: 48.0)
+    worker.notify()  # t=0: schedules the first check at 1.0
+    worker.notify()  # t=1: due, but 3 requests are being served
+    assert worker.alive is True
+    worker.nr_conns = 0  # the burst is over
+    worker.notify()  # t=2: one heartbeat later, not an interval later
+    assert worker.alive is False
+
+
 def test_volumesvc_api_passes_the_bound_from_config():
     from volumesvc import wsgi
     from volumesvc.conf import get_conf
