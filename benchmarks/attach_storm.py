@@ -38,10 +38,17 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]
 import storm_metrics as metrics  # noqa: E402
 import storm_report as report  # noqa: E402
 
+from volumesvc.api import gunicorn_workers  # noqa: E402
+
 TOKEN = "admin:admin"  # noauth2 / Cinder noauth: admin user in project admin
 CINDER_VERSION = "volume 3.67"  # no project id in URLs
 PROBE_HZ = 5.0
-PSS_SETTLE = 15.0  # seconds of quiet before "PSS after the storms" is read
+# Seconds of quiet before "PSS after the storms" (and idle latency) is read:
+# an API worker over [api] worker_private_memory_max is replaced once it has
+# had no request for MEMORY_QUIET_SECONDS, at a check every
+# MEMORY_CHECK_INTERVAL; plus time for the fresh worker to start.
+PSS_SETTLE = (gunicorn_workers.MEMORY_QUIET_SECONDS + gunicorn_workers.MEMORY_CHECK_INTERVAL
+              + 10.0)
 
 
 class Client:
@@ -572,6 +579,8 @@ def parse_args(argv):
                         "product's")
     p.add_argument("--api-max-requests-jitter", type=int, default=None, metavar="N",
                    help="[api] max_requests_jitter; default: the product's")
+    p.add_argument("--api-private-memory-max", type=int, default=None, metavar="MIB",
+                   help="[api] worker_private_memory_max (0 = off); default: the product's")
     p.add_argument("--keep-state", action="store_true", help="keep the state dir (logs)")
     args = p.parse_args(argv)
     if not 1 <= args.servers <= 1000:
@@ -586,6 +595,8 @@ def _api_options(args):
         options["max_requests"] = args.api_max_requests
     if args.api_max_requests_jitter is not None:
         options["max_requests_jitter"] = args.api_max_requests_jitter
+    if args.api_private_memory_max is not None:
+        options["worker_private_memory_max"] = args.api_private_memory_max
     return options
 
 

@@ -1,9 +1,11 @@
 """The README's first command: volumesvc-aio comes up, answers, and stops cleanly."""
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -71,8 +73,14 @@ def test_aio_ready_line_discovery_and_service_list():
             assert subprocess.run(["bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"],
                                   capture_output=True).returncode != 0, port
     finally:
+        # NOTE: SIGTERM first: the aio stops the services it started (each in a
+        # process group of its own); a SIGKILL alone would leave them running.
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
         shutil.rmtree(state, ignore_errors=True)
         _drop_aio_leftovers(api_port)
         stale.dispose()
@@ -95,3 +103,56 @@ def _drop_aio_leftovers(api_port):
     engine.dispose()
     for vhost in (f"volumesvc-{tag}", f"cinder-{tag}"):
         rabbit.delete_vhost(vhost)
+
+
+def test_aio_killed_with_sigkill_takes_its_services_along():
+    """Regression: a SIGKILL of volumesvc-aio (which cannot stop anything
+    itself) left Cinder, Glance and volumesvc's services running, holding
+    their ports. They now get SIGTERM from the kernel when it dies."""
+    state = tempfile.mkdtemp(prefix="vs-aio-", dir="/var/tmp")
+    api_port, volume_port, image_port = free_port(), free_port(), free_port()
+    proc = subprocess.Popen(
+        [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
+         "--volume-port", str(volume_port), "--image-port", str(image_port),
+         "--host", "aio-kill", "--no-install", "--auth", "noauth2"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("volumesvc-aio: ready "):
+                break
+        else:
+            raise AssertionError("".join(lines[-30:]))
+        assert _services_of(state), "no service of the aio found by its state dir"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (_services_of(state) or any(
+                _port_open(p) for p in (api_port, volume_port, image_port))):
+            time.sleep(0.5)
+        assert _services_of(state) == [], "services outlived the aio"
+        assert not any(_port_open(p) for p in (api_port, volume_port, image_port))
+    finally:
+        for pid in _services_of(state):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(state, ignore_errors=True)
+        _drop_aio_leftovers(api_port)
+
+
+def _services_of(state):
+    """Pids of processes whose command line names a file in ``state``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{entry}/cmdline", "rb") as f:
+                if (state + "/").encode() in f.read():
+                    pids.append(int(entry))
+    return pids
+
+
+def _port_open(port):
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+        return True
+    return False

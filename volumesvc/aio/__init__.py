@@ -150,7 +150,8 @@ class ProcessGroup:
     with it.
     """
 
-    def __init__(self, name, argv, log_path, env=None, cwd=None, nice=0):
+    def __init__(self, name, argv, log_path, env=None, cwd=None, nice=0,
+                 die_with_parent=False):
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
@@ -158,12 +159,21 @@ class ProcessGroup:
         self.cwd = cwd
         # CPU priority (volumesvc.aio.priority): 0 for the request path.
         self.nice = nice
+        # SIGTERM when the thread that started it dies (PR_SET_PDEATHSIG):
+        # for volumesvc-aio, whose services must not outlive a SIGKILL of it.
+        self.die_with_parent = die_with_parent
         self.proc = None
+
+    def _argv(self):
+        argv = priority.niced_argv(self.argv, self.nice)
+        if self.die_with_parent and shutil.which("setpriv"):
+            argv = ["setpriv", "--pdeathsig", "TERM", *argv]
+        return argv
 
     def start(self):
         log = open(self.log_path, "ab")
         try:
-            self.proc = subprocess.Popen(priority.niced_argv(self.argv, self.nice), stdout=log,
+            self.proc = subprocess.Popen(self._argv(), stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=self.env, cwd=self.cwd, start_new_session=True)
         finally:
@@ -263,6 +273,9 @@ class ServiceHarness:
         # Lower CPU priority for these processes (volumesvc.aio.priority); set
         # before start(). Off by default: the integration tests want none.
         self.background_priority = False
+        # Its processes get SIGTERM if the thread that started them dies
+        # (ProcessGroup.die_with_parent); volumesvc-aio sets it.
+        self.die_with_parent = False
 
     def _bin(self, name):
         return os.path.join(self.venv, "bin", name)
@@ -303,7 +316,8 @@ class ServiceHarness:
         for name, argv in self._commands():
             proc = ProcessGroup(name, argv, os.path.join(self.log_dir, f"{name}.log"),
                                 env=env, cwd=self.state_dir,
-                                nice=priority.nice_for(name, self.background_priority))
+                                nice=priority.nice_for(name, self.background_priority),
+                                die_with_parent=self.die_with_parent)
             self.processes.append(proc.start())
 
     def kill(self, name, signum=signal.SIGKILL):

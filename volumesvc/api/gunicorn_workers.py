@@ -89,6 +89,9 @@ class _JSONFaults:
 
 
 MEMORY_CHECK_INTERVAL = 5.0
+# Seconds without a request before a worker over its memory bound is
+# replaced: the burst is over, not merely between two of its requests.
+MEMORY_QUIET_SECONDS = 10.0
 
 
 def private_memory_mib(path="/proc/self/smaps_rollup") -> float | None:
@@ -110,15 +113,26 @@ class _MemoryBound:
     gunicorn's worker loop calls ``notify()`` about once a second; every
     ``MEMORY_CHECK_INTERVAL`` seconds (offset at random per worker, so the
     workers of one master are not replaced together) that reads the
-    process's private memory. Above ``worker_private_memory_max`` MiB, and
-    once no request is being served (the burst is over: a worker retired in
-    the middle of one would have to finish slow requests within gunicorn's
-    graceful timeout), the worker stops its loop as it does after
-    ``max_requests`` and the master forks a fresh worker.
+    process's private memory. Above ``worker_private_memory_max`` MiB, once
+    the burst is over — no request for ``memory_quiet_seconds`` and none being
+    served — the worker stops its loop as it does after ``max_requests`` and
+    the master forks a fresh worker.
+
+    Why wait for quiet: a worker in steady use holds 30-40 MiB of its own
+    (pages of the preloaded app it touched, connections, caches), so a
+    bound that a burst's leftovers pass is passed in ordinary use too. With
+    only "nothing in flight right now", workers were replaced every few
+    seconds in the middle of an attach storm and of the integration tests.
+    A busy worker is left alone (``max_requests`` still recycles it); a
+    worker that went quiet gives its memory back. A worker retired while
+    serving would also have to finish slow requests within gunicorn's
+    graceful timeout.
     """
 
     worker_private_memory_max = 0
+    memory_quiet_seconds = MEMORY_QUIET_SECONDS
     alive: bool
+    nr: int
 
     def notify(self):
         super().notify()  # type: ignore[misc]
@@ -129,14 +143,16 @@ class _MemoryBound:
         next_check = getattr(self, "_next_memory_check", None)
         if next_check is None:
             self._next_memory_check = now + random.uniform(0, MEMORY_CHECK_INTERVAL)
+            self._last_nr, self._last_request_seen = self.nr, now
             return
+        if self.nr != self._last_nr:  # served requests since the last heartbeat
+            self._last_nr, self._last_request_seen = self.nr, now
         if now < next_check:
             return
-        # NOTE: a check that finds requests being served is retried at the
-        # next heartbeat (about a second), not a whole interval later: a
-        # worker kept busy at every fifth second would otherwise never be
-        # checked at all.
-        if self._requests_in_flight():
+        # NOTE: a check that finds the worker busy is retried at the next
+        # heartbeat (about a second), not a whole interval later.
+        if (now - self._last_request_seen < self.memory_quiet_seconds
+                or self._requests_in_flight()):
             return
         self._next_memory_check = now + MEMORY_CHECK_INTERVAL
         private = private_memory_mib()
@@ -246,11 +262,13 @@ class ThreadWorker(_MemoryBound, _JSONFaults, gthread.ThreadWorker):
                 self.read_pool.shutdown(wait=False)
 
 
-def thread_worker(read_threads: int, private_memory_max: int = 0) -> type:
+def thread_worker(read_threads: int, private_memory_max: int = 0,
+                  quiet_seconds: float = MEMORY_QUIET_SECONDS) -> type:
     """The :class:`ThreadWorker` with ``read_threads`` for reads and a memory bound (MiB).
 
     0 read threads: one pool for everything; 0 MiB: no memory bound.
+    ``quiet_seconds``: how long without a request before the bound applies.
     """
     return type("ThreadWorker", (ThreadWorker,), {
         "read_threads": read_threads, "worker_private_memory_max": private_memory_max,
-        "__module__": __name__})
+        "memory_quiet_seconds": quiet_seconds, "__module__": __name__})

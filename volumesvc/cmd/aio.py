@@ -147,6 +147,7 @@ class AllInOne:
             os.path.join(self.state_dir, "glance"), port=self.args.image_port,
             keystone=self.keystone)
         image.background_priority = self.args.cpu_priority
+        image.die_with_parent = True
         self.harnesses.append(image)
         image.install()
         image.configure()
@@ -161,6 +162,7 @@ class AllInOne:
             nova_endpoint=api_url, glance_url=image.url, keystone=self.keystone,
             extend_completion=True)
         volume.background_priority = self.args.cpu_priority
+        volume.die_with_parent = True
         self.harnesses.append(volume)
         volume.install()
         volume.configure()
@@ -210,6 +212,7 @@ class AllInOne:
         self._log("starting Keystone (the first run installs it from PyPI)")
         identity = keystone.KeystoneHarness(os.path.join(self.state_dir, "keystone"),
                                             port=self.args.identity_port)
+        identity.die_with_parent = True
         self.harnesses.append(identity)
         identity.setup(self.args.ready_timeout)
         volume_url = f"http://127.0.0.1:{self.args.volume_port}/v3"
@@ -235,7 +238,8 @@ class AllInOne:
             argv += ["--config-file", path]
         child = harness_util.ProcessGroup(
             log_name or binary, argv, log_path,
-            nice=priority.nice_for(log_name or binary, self.args.cpu_priority))
+            nice=priority.nice_for(log_name or binary, self.args.cpu_priority),
+            die_with_parent=True)
         self.children.append(child.start())
 
     def _run_once(self, argv):

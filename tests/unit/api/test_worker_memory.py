@@ -28,8 +28,11 @@ class _Base:
 
 
 class _Worker(gw._MemoryBound, _Base):
+    memory_quiet_seconds = 10.0
+
     def __init__(self, bound, open_conns=0, idle_conns=0):
         self.worker_private_memory_max = bound
+        self.nr = 0  # requests served (gunicorn's counter)
         self.alive = True
         self.log = _Log()
         self.nr_conns = open_conns
@@ -46,31 +49,51 @@ def _run(worker, monkeypatch, memory, times):
         worker.notify()
 
 
-def test_over_the_bound_stops_the_worker_loop_after_a_check(monkeypatch):
+def test_over_the_bound_stops_the_worker_loop_once_quiet(monkeypatch):
     worker = _Worker(32)
-    # first call only schedules (t=0 -> check at 1.0); 0.5 is too early; 1.0 checks
-    _run(worker, monkeypatch, 48.0, [0.0, 0.5, 1.0])
+    # first call schedules (t=0 -> check at 1.0); 0.5 is too early; at 1.0 and
+    # 5.0 the worker has not been quiet for 10 s; at 10.0 it has
+    _run(worker, monkeypatch, 48.0, [0.0, 0.5, 1.0, 5.0, 10.0])
     assert worker.alive is False
-    assert worker.notified == 3  # gunicorn's own heartbeat still ran every time
+    assert worker.notified == 5  # gunicorn's own heartbeat still ran every time
     assert "48 MiB of its own" in worker.log.lines[0]
 
 
 def test_under_the_bound_or_unbounded_keeps_the_worker(monkeypatch):
     under = _Worker(32)
-    _run(under, monkeypatch, 20.0, [0.0, 1.0, 6.0])
+    _run(under, monkeypatch, 20.0, [0.0, 1.0, 11.0, 16.0])
     assert under.alive is True
     unbounded = _Worker(0)
-    _run(unbounded, monkeypatch, 500.0, [0.0, 1.0, 6.0])
+    _run(unbounded, monkeypatch, 500.0, [0.0, 1.0, 11.0, 16.0])
     assert unbounded.alive is True and unbounded.log.lines == []
 
 
 def test_never_in_the_middle_of_a_burst(monkeypatch):
     busy = _Worker(32, open_conns=5, idle_conns=2)  # 3 requests being served
-    _run(busy, monkeypatch, 48.0, [0.0, 1.0, 6.0])
+    _run(busy, monkeypatch, 48.0, [0.0, 1.0, 11.0, 16.0])
     assert busy.alive is True
     idle = _Worker(32, open_conns=2, idle_conns=2)  # only kept-alive connections open
-    _run(idle, monkeypatch, 48.0, [0.0, 1.0])
+    _run(idle, monkeypatch, 48.0, [0.0, 11.0])
     assert idle.alive is False
+
+
+def test_a_worker_serving_requests_is_not_replaced_until_they_stop(monkeypatch):
+    """Regression: a worker in steady use passes the bound; replaced whenever no
+    request was in flight at the check, workers were replaced every few
+    seconds in the middle of an attach storm."""
+    worker = _Worker(32)
+    clock = iter([0.0, 1.0, 6.0, 11.0, 16.0, 21.0, 26.0, 27.0])
+    monkeypatch.setattr(gw.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(gw.random, "uniform", lambda a, b: 1.0)
+    monkeypatch.setattr(gw, "private_memory_mib", lambda: 48.0)
+    worker.notify()  # t=0
+    for _ in range(4):  # t=1, 6, 11, 16: a request between every two heartbeats
+        worker.nr += 1
+        worker.notify()
+        assert worker.alive is True
+    worker.notify()  # t=21: 5 s quiet
+    worker.notify()  # t=26: 10 s quiet
+    assert worker.alive is False
 
 
 def test_a_check_that_met_a_burst_is_retried_at_the_next_heartbeat(monkeypatch):
@@ -78,15 +101,15 @@ def test_a_check_that_met_a_burst_is_retried_at_the_next_heartbeat(monkeypatch):
     request at each check was not replaced for many intervals (a flaky real
     gunicorn test)."""
     worker = _Worker(32, open_conns=3)
-    clock = iter([0.0, 1.0, 2.0])
+    clock = iter([0.0, 11.0, 12.0])
     monkeypatch.setattr(gw.time, "monotonic", lambda: next(clock))
     monkeypatch.setattr(gw.random, "uniform", lambda a, b: 1.0)
     monkeypatch.setattr(gw, "private_memory_mib", lambda: 48.0)
     worker.notify()  # t=0: schedules the first check at 1.0
-    worker.notify()  # t=1: due, but 3 requests are being served
+    worker.notify()  # t=11: due and quiet, but 3 requests are being served
     assert worker.alive is True
-    worker.nr_conns = 0  # the burst is over
-    worker.notify()  # t=2: one heartbeat later, not an interval later
+    worker.nr_conns = 0  # they finished
+    worker.notify()  # t=12: one heartbeat later, not an interval later
     assert worker.alive is False
 
 

@@ -58,7 +58,8 @@ def test_api_options_reach_the_config_and_default_to_the_products(storm, tmp_pat
     attach_storm, storm_stack = storm
     assert attach_storm._api_options(attach_storm.parse_args([])) == {}
     options = attach_storm._api_options(attach_storm.parse_args(
-        ["--api-max-requests", "0", "--api-max-requests-jitter", "3"]))
+        ["--api-max-requests", "0", "--api-max-requests-jitter", "3",
+         "--api-private-memory-max", "48"]))
     stack = storm_stack.Stack(delay=0, api_workers=2, api_threads=32, api_options=options)
     try:
         parser = configparser.ConfigParser(interpolation=None)
@@ -67,4 +68,5 @@ def test_api_options_reach_the_config_and_default_to_the_products(storm, tmp_pat
         stack.stop()
     assert parser["api"]["max_requests"] == "0"
     assert parser["api"]["max_requests_jitter"] == "3"
+    assert parser["api"]["worker_private_memory_max"] == "48"
     assert parser["api"]["threads"] == "32"
