@@ -114,9 +114,10 @@ class _MemoryBound:
     ``MEMORY_CHECK_INTERVAL`` seconds (offset at random per worker, so the
     workers of one master are not replaced together) that reads the
     process's private memory. Above ``worker_private_memory_max`` MiB, once
-    the burst is over — no request for ``memory_quiet_seconds`` and none being
-    served — the worker stops its loop as it does after ``max_requests`` and
-    the master forks a fresh worker.
+    the burst is over — no request for ``memory_quiet_seconds`` (up to half
+    as long again, at random per worker) and none being served — the worker
+    stops its loop as it does after ``max_requests`` and the master forks a
+    fresh worker.
 
     Why wait for quiet: a worker in steady use holds 30-40 MiB of its own
     (pages of the preloaded app it touched, connections, caches), so a
@@ -143,6 +144,10 @@ class _MemoryBound:
         next_check = getattr(self, "_next_memory_check", None)
         if next_check is None:
             self._next_memory_check = now + random.uniform(0, MEMORY_CHECK_INTERVAL)
+            # NOTE: the quiet time differs per worker, so that the workers of
+            # one master, all idle from the same moment, are not replaced in
+            # the same second.
+            self._quiet_needed = self.memory_quiet_seconds * random.uniform(1.0, 1.5)
             self._last_nr, self._last_request_seen = self.nr, now
             return
         if self.nr != self._last_nr:  # served requests since the last heartbeat
@@ -151,7 +156,7 @@ class _MemoryBound:
             return
         # NOTE: a check that finds the worker busy is retried at the next
         # heartbeat (about a second), not a whole interval later.
-        if (now - self._last_request_seen < self.memory_quiet_seconds
+        if (now - self._last_request_seen < self._quiet_needed
                 or self._requests_in_flight()):
             return
         self._next_memory_check = now + MEMORY_CHECK_INTERVAL

@@ -30,7 +30,7 @@ def test_worker_over_its_memory_bound_is_replaced_once_quiet(gunicorn, bound, re
         assert request(port, "GET", 10) == (200, first)
         time.sleep(0.5)
     # Quiet: within a check interval and the quiet time it is replaced.
-    time.sleep(QUIET + 6)
+    time.sleep(QUIET * 1.5 + 6)
     status, pid = request(port, "GET", 10)
     assert status == 200
     assert (pid != first) is replaced

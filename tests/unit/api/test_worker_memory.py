@@ -122,3 +122,18 @@ def test_volumesvc_api_passes_the_bound_from_config():
     assert worker.worker_private_memory_max == conf.api.worker_private_memory_max == 32
     # the class the systemd unit's gunicorn command line names has the same default
     assert gw.ThreadWorker.worker_private_memory_max == 32
+
+
+def test_the_quiet_time_differs_per_worker(monkeypatch):
+    """Workers idle from the same moment are not all replaced in the same second:
+    each waits its quiet time times a random factor between 1 and 1.5."""
+    worker = _Worker(32)
+    clock = iter([0.0, 11.0, 14.0, 15.0])
+    monkeypatch.setattr(gw.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(gw.random, "uniform", lambda a, b: b)  # the longest: 15 s
+    monkeypatch.setattr(gw, "private_memory_mib", lambda: 48.0)
+    for _ in range(3):
+        worker.notify()
+    assert worker.alive is True
+    worker.notify()
+    assert worker.alive is False
