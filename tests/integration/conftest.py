@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import urllib.request
 import uuid
 
@@ -196,9 +197,14 @@ def make_deployment(tmp_path, rabbit_vhost, pg_database_url):
         return deployment
 
     yield make
-    for deployment in made:
-        for child in deployment.children.values():
-            child.stop()
+    # NOTE: all at once: one after another, each waited for its graceful stop
+    # (and a compute stopped after its conductor waited on calls to it).
+    children = [c for d in made for c in d.children.values()]
+    stoppers = [threading.Thread(target=child.stop) for child in children]
+    for stopper in stoppers:
+        stopper.start()
+    for stopper in stoppers:
+        stopper.join()
 
 
 class QemuHost:

@@ -212,21 +212,23 @@ attaches wakes every thread of a worker at once and leaves it with tens of
 MiB it no longer needs but keeps (the heap's high-water mark, pages of the
 preloaded application that were written to). Each worker looks at its own
 private memory every few seconds (``/proc/self/smaps_rollup``) and, above
-this bound, once it is serving no request (so never in the middle of a
-burst), is replaced the same graceful way as after ``max_requests``: it
-stops taking connections and exits, and the master forks a new one that
-shares its pages again. Linux only; elsewhere the bound is not checked.
+this bound, once the burst is over (no request for 10-15 s, at random per
+worker, and none being served), is replaced the same graceful way as after
+``max_requests``: it stops taking connections and exits, and the master
+forks a new one that shares its pages again. A worker kept busy is never
+replaced for its memory (``max_requests`` still recycles it). Linux only;
+elsewhere the bound is not checked.
 
-Measured here: a new worker holds about 6 MiB of its own, about 24 MiB after
-its first hundred requests, and 40-45 MiB after a burst of 50-300
-concurrent attaches. With 4 workers the API's share of the memory budget
+Measured here: a new worker holds about 6 MiB of its own, 24-38 MiB in
+steady use (more with PostgreSQL and many kinds of request), and 40-45 MiB
+after a burst of 50-300 concurrent attaches. With 4 workers the API's share of the memory budget
 of api + conductor + compute (400 MB) is about 100 MB of pages shared with
 the master plus 4 × this bound (benchmarks/README.md).
 
 Possible values:
 
 * 0: never replace a worker for its memory.
-* A positive number of MiB: above what a worker holds in steady use.
+* A positive number of MiB: what a worker may keep once quiet.
 
 Related options:
 
