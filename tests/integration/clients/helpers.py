@@ -350,6 +350,9 @@ def running_aio(prefix, extra_args=(), auth="noauth2"):
              "--volume-port", str(volume_port), "--image-port", str(image_port),
              "--identity-port", str(free_port()), "--auth", auth,
              "--host", f"clients-{api_port}", "--no-install",
+             # NOTE: below ours, so that a wait that does not end is reported
+             # by the aio itself (which service it waited for), not cut off.
+             "--ready-timeout", str(READY_TIMEOUT - 100),
              *(arg.format(host=f"clients-{api_port}") for arg in extra_args)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
