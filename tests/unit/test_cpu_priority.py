@@ -87,10 +87,14 @@ def test_the_request_path_keeps_its_priority(tmp_path):
 
 
 class _Recorder:
-    started = []
+    started: list = []
+    made: list = []
 
-    def __init__(self, name, argv, log_path, env=None, cwd=None, nice=0):
+    def __init__(self, name, argv, log_path, env=None, cwd=None, nice=0,
+                 die_with_parent=False):
         self.name, self.nice = name, nice
+        self.die_with_parent = die_with_parent
+        _Recorder.made.append(self)
 
     def start(self):
         _Recorder.started.append((self.name, self.nice))
@@ -100,7 +104,7 @@ class _Recorder:
 @pytest.mark.parametrize("argv, lowered", [([], True), (["--no-cpu-priority"], False)])
 def test_the_all_in_one_lowers_its_background_processes(argv, lowered, monkeypatch, tmp_path):
     monkeypatch.setattr(harness, "ProcessGroup", _Recorder)
-    _Recorder.started = []
+    _Recorder.started, _Recorder.made = [], []
     args = aio._parse_args(["--state-dir", str(tmp_path), "--computes", "2", *argv])
     allinone = aio.AllInOne(args)
     for binary in (binaries.CONDUCTOR, binaries.COMPUTE):
@@ -110,13 +114,15 @@ def test_the_all_in_one_lowers_its_background_processes(argv, lowered, monkeypat
     low = priority.BACKGROUND_NICE if lowered else 0
     assert _Recorder.started == [(binaries.CONDUCTOR, low), (binaries.COMPUTE, low),
                                  (f"{binaries.COMPUTE}-aio-compute-2", low), (binaries.API, 0)]
+    # and none of them outlives the aio (setpriv --pdeathsig)
+    assert all(made.die_with_parent for made in _Recorder.made)
 
 
 @pytest.mark.parametrize("lowered", [True, False])
 def test_cinder_and_glance_harnesses_start_lowered_when_asked(lowered, monkeypatch, tmp_path):
     monkeypatch.setattr(harness, "ProcessGroup", _Recorder)
     monkeypatch.setattr(harness.ServiceHarness, "db_sync", lambda self: None)
-    _Recorder.started = []
+    _Recorder.started, _Recorder.made = [], []
     for made in (cinder.CinderHarness(str(tmp_path / "c"), port=1),
                  glance.GlanceHarness(str(tmp_path / "g"), port=2)):
         made.config_file = str(tmp_path / "exists.conf")
@@ -125,3 +131,5 @@ def test_cinder_and_glance_harnesses_start_lowered_when_asked(lowered, monkeypat
         made.start()
     low = priority.BACKGROUND_NICE if lowered else 0
     assert _Recorder.started == [(name, low) for name in (*cinder.SERVICES, "glance-api")]
+    # a harness's processes die with their starter only when it says so
+    assert not any(made.die_with_parent for made in _Recorder.made)

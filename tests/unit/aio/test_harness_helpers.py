@@ -1,4 +1,4 @@
-"""free_port: ports the harnesses start servers on, never from the ephemeral range."""
+"""Harness helpers: free_port (never from the ephemeral range) and ProcessGroup's argv."""
 
 import collections
 import socket
@@ -46,3 +46,10 @@ def test_a_listening_port_and_a_port_handed_out_are_never_given(port_range):
 def test_an_unreadable_range_file_means_the_linux_default(port_range, monkeypatch):
     monkeypatch.setattr(aio, "_EPHEMERAL_RANGE_FILE", "/nonexistent/ip_local_port_range")
     assert 20768 <= aio.free_port() < 32768
+
+
+def test_a_process_group_that_dies_with_its_parent_runs_under_setpriv(tmp_path):
+    group = aio.ProcessGroup("x", ["true"], str(tmp_path / "x.log"), nice=10,
+                             die_with_parent=True)
+    assert group._argv() == ["setpriv", "--pdeathsig", "TERM", "nice", "-n", "10", "true"]
+    assert aio.ProcessGroup("x", ["true"], str(tmp_path / "x.log"))._argv() == ["true"]
