@@ -31,11 +31,7 @@ def test_aio_ready_line_discovery_and_service_list():
         conn.execute(sa.text(f"CREATE DATABASE cinder_aio_{api_port}"))
         conn.execute(sa.text(f"CREATE TABLE cinder_aio_{api_port}.left_by_an_earlier_run "
                              "(id INT)"))
-    proc = subprocess.Popen(
-        [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
-         "--volume-port", str(volume_port), "--image-port", str(image_port),
-         "--host", "aio-it", "--no-install", "--auth", "noauth2"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = _start_aio(state, "aio-it", api_port, volume_port, image_port)
     lines = []
     try:
         deadline = time.monotonic() + 400
@@ -86,6 +82,15 @@ def test_aio_ready_line_discovery_and_service_list():
         stale.dispose()
 
 
+def _start_aio(state, host, api_port, volume_port, image_port):
+    """volumesvc-aio (noauth2) on these ports, its output on ``proc.stdout``."""
+    return subprocess.Popen(
+        [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
+         "--volume-port", str(volume_port), "--image-port", str(image_port),
+         "--host", host, "--no-install", "--auth", "noauth2"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
 def _mariadb_admin():
     from volumesvc.aio import system
 
@@ -111,11 +116,7 @@ def test_aio_killed_with_sigkill_takes_its_services_along():
     their ports. They now get SIGTERM from the kernel when it dies."""
     state = tempfile.mkdtemp(prefix="vs-aio-", dir="/var/tmp")
     api_port, volume_port, image_port = free_port(), free_port(), free_port()
-    proc = subprocess.Popen(
-        [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
-         "--volume-port", str(volume_port), "--image-port", str(image_port),
-         "--host", "aio-kill", "--no-install", "--auth", "noauth2"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = _start_aio(state, "aio-kill", api_port, volume_port, image_port)
     lines = []
     try:
         for line in proc.stdout:
