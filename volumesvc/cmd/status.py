@@ -9,6 +9,19 @@ from volumesvc import binaries
 from volumesvc.cmd import common
 
 
+def _gated_features():
+    from volumesvc import version
+
+    return (
+        (version.MIN_COMPUTE_VOLUME_TYPE, "boot with volume_type (2.67) on"),
+        (version.MIN_COMPUTE_EXTEND_COMPLETION,
+         "extend completion (2.105) and external events for servers on"),
+        (version.MIN_COMPUTE_LIFECYCLE, "stop, start, shelve and unshelve to"),
+        (version.MIN_COMPUTE_ATTACH_STATUS,
+         "attach/detach progress (2.106, their attachments show 'attached') on"),
+    )
+
+
 class Checks(upgradecheck.UpgradeCommands):
     """Each check reads the database only; nothing is changed."""
 
@@ -58,11 +71,15 @@ class Checks(upgradecheck.UpgradeCommands):
         minimum = min((s.version or 0) for s in computes)
         if minimum < version.SERVICE_VERSION:
             old = sorted(s.host for s in computes if (s.version or 0) < version.SERVICE_VERSION)
+            gated = [f"{what} {', '.join(hosts)}" for what, hosts in (
+                (what, sorted(s.host for s in computes if (s.version or 0) < needed))
+                for needed, what in _gated_features()) if hosts]
             return upgradecheck.Result(
                 upgradecheck.Code.WARNING,
                 f"Compute services at version {minimum} (this code is "
                 f"{version.SERVICE_VERSION}) on hosts: {', '.join(old)}. Features "
-                "that need newer computes stay disabled until they are upgraded.")
+                "that need newer computes stay disabled until they are upgraded"
+                + (": " + "; ".join(gated) + "." if gated else "."))
         return upgradecheck.Result(upgradecheck.Code.SUCCESS)
 
     _upgrade_checks = (
