@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 import urllib.request
 import uuid
 
@@ -27,6 +26,7 @@ from volumesvc import binaries
 from volumesvc.aio import (
     free_port,  # noqa: F401 - the tests import it from here
     rabbit,
+    stop_all,
 )
 
 BIN = os.path.dirname(sys.executable)
@@ -199,12 +199,7 @@ def make_deployment(tmp_path, rabbit_vhost, pg_database_url):
     yield make
     # NOTE: all at once: one after another, each waited for its graceful stop
     # (and a compute stopped after its conductor waited on calls to it).
-    children = [c for d in made for c in d.children.values()]
-    stoppers = [threading.Thread(target=child.stop) for child in children]
-    for stopper in stoppers:
-        stopper.start()
-    for stopper in stoppers:
-        stopper.join()
+    stop_all([c.stop for d in made for c in d.children.values()])
 
 
 class QemuHost:

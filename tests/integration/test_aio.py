@@ -5,7 +5,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -14,6 +13,8 @@ import urllib.request
 import sqlalchemy as sa
 
 from tests.integration.conftest import bin_path, free_port
+from volumesvc import aio as harness
+from volumesvc.aio import rabbit
 
 
 def _get(url):
@@ -66,8 +67,7 @@ def test_aio_ready_line_discovery_and_service_list():
         assert proc.wait(120) == 0
         # Everything it started is gone: its ports are closed again.
         for port in (api_port, volume_port, image_port):
-            assert subprocess.run(["bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"],
-                                  capture_output=True).returncode != 0, port
+            assert not _port_open(port), port
     finally:
         # NOTE: SIGTERM first: the aio stops the services it started (each in a
         # process group of its own); a SIGKILL alone would leave them running.
@@ -99,8 +99,6 @@ def _mariadb_admin():
 
 def _drop_aio_leftovers(api_port):
     """The all-in-one keeps its Cinder database and vhosts for restarts; a test does not."""
-    from volumesvc.aio import rabbit
-
     tag = f"aio-{api_port}"
     engine = _mariadb_admin()
     with engine.connect() as conn:
@@ -144,16 +142,8 @@ def test_aio_killed_with_sigkill_takes_its_services_along():
 
 def _services_of(state):
     """Pids of processes whose command line names a file in ``state``."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError), open(f"/proc/{entry}/cmdline", "rb") as f:
-                if (state + "/").encode() in f.read():
-                    pids.append(int(entry))
-    return pids
+    return harness.pids_naming(state + "/")
 
 
 def _port_open(port):
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-        return True
-    return False
+    return rabbit.port_open("127.0.0.1", port)

@@ -347,11 +347,7 @@ class ServiceHarness:
     def stop(self):
         """SIGTERM each process group (in parallel), SIGKILL what remains."""
         procs, self.processes = self.processes, []
-        threads = [threading.Thread(target=p.stop) for p in procs]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        stop_all([p.stop for p in procs])
 
     def clean(self):
         """Remove state_dir (stop first); Cinder's state_path keeps one lock file per volume."""
@@ -396,8 +392,8 @@ class ServiceHarness:
         return 0
 
 
-def qemu_pids(root):
-    """PIDs of QEMU processes whose command line names files under ``root``."""
+def pids_naming(root, program=None):
+    """PIDs of processes whose command line names files under ``root`` (and ``program``)."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -407,9 +403,27 @@ def qemu_pids(root):
                 cmdline = f.read().decode("utf-8", "replace")
         except OSError:
             continue
-        if "qemu-system" in cmdline and root in cmdline:
+        if root in cmdline and (program is None or program in cmdline):
             pids.append(int(entry))
     return pids
+
+
+def qemu_pids(root):
+    """PIDs of QEMU processes whose command line names files under ``root``."""
+    return pids_naming(root, "qemu-system")
+
+
+def stop_all(stops, timeout=None):
+    """Call every ``stop`` callable at once, each in a thread; wait up to ``timeout`` for each.
+
+    One after another, each would wait for the graceful stop of the ones
+    before it.
+    """
+    threads = [threading.Thread(target=stop, daemon=True) for stop in stops]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
 
 
 def stop_qemu_guests(root, timeout=10.0):

@@ -9,6 +9,7 @@ stops everything it started on SIGINT/SIGTERM.
 """
 
 import argparse
+import functools
 import importlib
 import os
 import signal
@@ -255,12 +256,8 @@ class AllInOne:
         Each group is stopped in parallel.
         """
         for group in (list(self.children), [_Guests(self)], list(self.harnesses)):
-            threads = [threading.Thread(target=self._stop_one, args=(item,), daemon=True)
-                       for item in group]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(60)
+            harness_util.stop_all([functools.partial(self._stop_one, item) for item in group],
+                                  timeout=60)
 
     def stop_guests(self):
         """Stop the QEMU processes of this all-in-one's servers.

@@ -68,12 +68,14 @@ class Checks(upgradecheck.UpgradeCommands):
             return upgradecheck.Result(
                 upgradecheck.Code.WARNING,
                 "No compute services are registered yet; nothing can be built.")
+        def hosts_below(needed):
+            return sorted(s.host for s in computes if (s.version or 0) < needed)
+
         minimum = min((s.version or 0) for s in computes)
         if minimum < version.SERVICE_VERSION:
-            old = sorted(s.host for s in computes if (s.version or 0) < version.SERVICE_VERSION)
-            gated = [f"{what} {', '.join(hosts)}" for what, hosts in (
-                (what, sorted(s.host for s in computes if (s.version or 0) < needed))
-                for needed, what in _gated_features()) if hosts]
+            old = hosts_below(version.SERVICE_VERSION)
+            gated = [f"{what} {', '.join(hosts)}" for needed, what in _gated_features()
+                     if (hosts := hosts_below(needed))]
             return upgradecheck.Result(
                 upgradecheck.Code.WARNING,
                 f"Compute services at version {minimum} (this code is "

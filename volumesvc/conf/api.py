@@ -221,9 +221,10 @@ elsewhere the bound is not checked.
 
 Measured here: a new worker holds about 6 MiB of its own, 24-38 MiB in
 steady use (more with PostgreSQL and many kinds of request), and 40-45 MiB
-after a burst of 50-300 concurrent attaches. With 4 workers the API's share of the memory budget
-of api + conductor + compute (400 MB) is about 100 MB of pages shared with
-the master plus 4 × this bound (benchmarks/README.md).
+after a burst of 50-300 concurrent attaches. With 4 workers the API's
+share of the memory budget of api + conductor + compute (400 MB) is about
+100 MB of pages shared with the master plus 4 × this bound
+(benchmarks/README.md).
 
 Possible values:
 

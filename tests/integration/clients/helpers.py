@@ -18,6 +18,7 @@ import uuid
 import pytest
 
 from tests.integration.conftest import bin_path, free_port
+from volumesvc import aio as harness
 
 SERVER_TIMEOUT = 120
 ADMIN_TOKEN = "admin:admin"
@@ -296,17 +297,7 @@ class Aio:
 
     def qemu_pids(self):
         """QEMU processes whose command line points into this all-in-one's state dir."""
-        pids = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            with contextlib.suppress(OSError):
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    argv = f.read().decode(errors="replace").split("\0")
-                if "qemu-system" in os.path.basename(argv[0]) and any(
-                        self.state_dir + "/" in a for a in argv):
-                    pids.append(int(entry))
-        return pids
+        return harness.qemu_pids(self.state_dir + "/")
 
     def stop(self):
         """SIGTERM (the documented way), then SIGKILL the group if it hangs; idempotent."""
