@@ -64,8 +64,9 @@ def write_result(results_dir, *, date, topic, title, mark, end, text, readme=REA
 
     ``date`` is the run's ISO date; ``title`` heads a new file. The README's
     index (between ``INDEX_START`` and ``INDEX_END``) gets a link to the file,
-    newest first, unless it has one or the file lies outside the README's
-    directory (a ``--results`` elsewhere, e.g. a test's).
+    newest first, unless the index has one (a link elsewhere in the README,
+    e.g. in the summary, does not count) or the file lies outside the
+    README's directory (a ``--results`` elsewhere, e.g. a test's).
     """
     os.makedirs(results_dir, exist_ok=True)
     name = f"{date[:10]}-{topic}.md"
@@ -87,7 +88,7 @@ def _link(readme, path, label):
         current = f.read()
     start, end = current.find(INDEX_START), current.find(INDEX_END)
     rel = os.path.relpath(path, os.path.dirname(os.path.abspath(readme)))
-    if start < 0 or end < start or rel.startswith("..") or f"]({rel})" in current:
+    if start < 0 or end < start or rel.startswith("..") or f"]({rel})" in current[start:end]:
         return
     at = start + len(INDEX_START) + 1  # newest first, right under the marker's line
     with open(readme, "w") as f:

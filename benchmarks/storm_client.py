@@ -100,8 +100,9 @@ def boot_servers(client, image_id, count, timeout, wave=100):
     """``count`` ACTIVE servers, booted in waves of ``wave`` (POSTs of 25 each).
 
     Not measured. Waves keep the set-up of a 1000-server run from queueing
-    a thousand builds on the one compute at once (see the N=1000 note in
-    README.md); a server in ERROR stops the run with its fault.
+    a thousand builds on the one compute at once (the N=1000 run in
+    ``benchmarks/results/2026-11-30-attach-storm.md``); a server in ERROR
+    stops the run with its fault.
     """
     batch = 25
     deadline = time.monotonic() + timeout

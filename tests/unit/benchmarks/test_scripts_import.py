@@ -62,7 +62,8 @@ def test_a_run_goes_to_its_dated_results_file_linked_once_from_the_readme(tmp_pa
     assert (text.count("**met**"), text.count("**missed**")) == (5, 0)
     assert "python -m benchmarks.boot_storm --servers 20" in text
     readme = tmp_path / "README.md"
-    readme.write_text(f"# Benchmarks\n\n{report.INDEX_START}\n- [older](results/old.md)\n"
+    readme.write_text("# Benchmarks\n\nLatest: [boot storm](results/2026-12-01-boot-storm.md)"
+                      f"\n\n{report.INDEX_START}\n- [older](results/old.md)\n"
                       f"{report.INDEX_END}\n")
     results = tmp_path / "results"
     for _ in range(2):
@@ -72,8 +73,9 @@ def test_a_run_goes_to_its_dated_results_file_linked_once_from_the_readme(tmp_pa
     assert body.startswith("# Boot storm, 2026-12-01\n")
     assert body.count("<!-- boot_storm n=20 workers=4 -->") == 1
     index = readme.read_text()
-    assert index.count("(results/2026-12-01-boot-storm.md)") == 1
-    assert index.index("2026-12-01-boot-storm") < index.index("results/old.md")
+    listed = index[index.index(report.INDEX_START):]
+    assert listed.count("(results/2026-12-01-boot-storm.md)") == 1
+    assert listed.index("2026-12-01-boot-storm") < listed.index("results/old.md")
 
 
 def test_a_results_directory_outside_the_readmes_tree_is_not_linked(tmp_path):
