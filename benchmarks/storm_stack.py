@@ -74,7 +74,7 @@ def _venv_bin(name):
 class Stack:
     def __init__(self, *, delay, api_workers, log=print, keep_state=False, api_preload=False,
                  api_threads=1, cpu_priority=True, api_options=None):
-        # As the all-in-one does (volumesvc.aio.priority): everything but the
+        # As the all-in-one does (allinone.priority): everything but the
         # API at a lower CPU priority; False runs all at the same one.
         self.cpu_priority = cpu_priority
         # Extra [api] options (name -> value) over the product's defaults,
