@@ -1,169 +1,60 @@
 """Attach storm: N concurrent volume attaches at 2.100 (blocking) and 2.101 (async).
 
-Same workload as ``docs/performance-anchors.md`` (Nova 34 on this machine kind):
-volume *i* is attached to server *i*, all N requests in flight at once, while a
-probe sends ``GET /servers/{id}`` 5 times a second. Everything runs as separate
-processes on this machine (see ``storm_stack.py``); the load generator (this
-process, threads) shares the cores with them.
+Volume *i* is attached to server *i*, all N requests in flight at once, while
+a probe sends ``GET /servers/{id}`` 5 times a second: the workload of Nova's
+same-day figures (``doc/source/contributor/performance.rst``). Everything
+runs as separate processes on this machine (see ``storm_stack``); the load
+generator (this process, threads) shares the cores with them.
 
-Run (about 6 minutes for N=100 at 2.100 and 2.101)::
+Run from the repository root (about 6 minutes for N=100 at 2.100 and 2.101)::
 
-    .venv/bin/python benchmarks/attach_storm.py --servers 100 --delay 2 --workers 4 \\
-        --microversions 2.100,2.101
+    PYTHONPATH=$PWD .venv/bin/python -m benchmarks.attach_storm --servers 100 --delay 2 \\
+        --workers 4 --microversions 2.100,2.101
 
 It prints a table and adds (or replaces) the run's block in
-``benchmarks/README.md`` (``--no-readme`` to skip). Ctrl-C stops and removes
-everything it started: processes, databases, RabbitMQ vhosts, state dir.
+``benchmarks/results/<date>-attach-storm.md``, linked from the README's
+index (``--no-results`` to skip). Ctrl-C stops and removes everything it
+started: processes, databases, RabbitMQ vhosts, state dir.
 """
 
 import argparse
 import concurrent.futures
 import contextlib
 import datetime
-import http.client
-import json
 import os
-import resource
 import signal
 import sys
 import threading
 import time
-import urllib.parse
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# The storm modules beside this script, and the repository root for the
-# throwaway-database fixture the benchmark shares with the tests.
-sys.path[:0] = [HERE, os.path.dirname(HERE)]
-
-import storm_metrics as metrics  # noqa: E402
-import storm_report as report  # noqa: E402
-
-from volumesvc.api import gunicorn_workers  # noqa: E402
-
-TOKEN = "admin:admin"  # noauth2 / Cinder noauth: admin user in project admin
-CINDER_VERSION = "volume 3.67"  # no project id in URLs
-PROBE_HZ = 5.0
-# Seconds of quiet before "PSS after the storms" (and idle latency) is read:
-# an API worker over [api] worker_private_memory_max is replaced once it has
-# had no request for MEMORY_QUIET_SECONDS, at a check every
-# MEMORY_CHECK_INTERVAL; plus time for the fresh worker to start.
-PSS_SETTLE = (gunicorn_workers.MEMORY_QUIET_SECONDS + gunicorn_workers.MEMORY_CHECK_INTERVAL
-              + 10.0)
-
-
-class Client:
-    def __init__(self, api_url, cinder_url, timeout):
-        self.api_url = api_url
-        self.cinder_url = cinder_url
-        self.timeout = timeout
-
-    @staticmethod
-    def _do(method, url, body, headers, timeout):
-        parts = urllib.parse.urlsplit(url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
-        headers = {"X-Auth-Token": TOKEN, "Accept": "application/json", **headers}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        try:
-            conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""),
-                         body=data, headers=headers)
-            resp = conn.getresponse()
-            raw = resp.read()
-        finally:
-            conn.close()
-        try:
-            return resp.status, json.loads(raw) if raw else None
-        except ValueError:
-            return resp.status, raw[:300]
-
-    def api(self, method, path, body=None, version="2.1", timeout=None):
-        return self._do(method, self.api_url + path, body,
-                        {"OpenStack-API-Version": f"compute {version}"},
-                        timeout or self.timeout)
-
-    def cinder(self, method, path, body=None, timeout=None):
-        return self._do(method, self.cinder_url + path, body,
-                        {"OpenStack-API-Version": CINDER_VERSION}, timeout or self.timeout)
-
-    def volume_statuses(self):
-        status, body = self.cinder("GET", "/volumes/detail?limit=1000", timeout=60)
-        if status != 200:
-            raise RuntimeError(f"Cinder volume list: HTTP {status} {body}")
-        return {v["id"]: v["status"] for v in body["volumes"]}
-
-
-def log(message):
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def _check(status, body, expected, what):
-    if status not in expected:
-        raise RuntimeError(f"{what}: HTTP {status} {body}")
-
+from benchmarks import report as results
+from benchmarks import storm_metrics as metrics
+from benchmarks import storm_report as report
+from benchmarks.storm_client import (
+    PSS_SETTLE,
+    Client,
+    Probe,
+    boot_servers,
+    check,
+    idle_gets,
+    log,
+    run_script,
+    self_cpu,
+    settle_api,
+)
+from benchmarks.storm_stack import Stack
 
 # --- setup: servers and volumes (not measured) ----------------------------------------------
-
-def list_servers(client, detail=True):
-    """Every server, page by page (the API returns at most 1000 per page)."""
-    found, marker = [], None
-    for _ in range(1000):
-        path = "/servers/detail?limit=1000" if detail else "/servers?limit=1000"
-        if marker:
-            path += f"&marker={marker}"
-        status, body = client.api("GET", path, version="2.100")
-        _check(status, body, (200,), "server list")
-        found += body["servers"]
-        if len(body["servers"]) < 1000:
-            return found
-        marker = body["servers"][-1]["id"]
-    return found
-
-
-def boot_servers(client, image_id, count, timeout, wave=100):
-    """``count`` ACTIVE servers, booted in waves of ``wave`` (POSTs of 25 each).
-
-    Not measured. Waves keep the set-up of a 1000-server run from queueing
-    a thousand builds on the one compute at once (see the N=1000 note in
-    README.md); a server in ERROR stops the run with its fault.
-    """
-    batch = 25
-    deadline = time.monotonic() + timeout
-    booted = 0
-    while booted < count:
-        in_wave = min(wave, count - booted)
-        for first in range(booted, booted + in_wave, batch):
-            k = min(batch, booted + in_wave - first)
-            status, body = client.api("POST", "/servers", version="2.100", body={"server": {
-                "name": f"storm-{first}", "imageRef": image_id, "flavorRef": "42",
-                "networks": "none", "min_count": k, "max_count": k}})
-            _check(status, body, (202,), "boot")
-        booted += in_wave
-        while True:
-            found = list_servers(client)
-            states = [s["status"] for s in found]
-            if "ERROR" in states:
-                faults = {str(s.get("fault", {}).get("message"))[:200]
-                          for s in found if s["status"] == "ERROR"}
-                raise RuntimeError(f"{states.count('ERROR')} servers went to ERROR: {faults}")
-            if len(found) == booted and all(st == "ACTIVE" for st in states):
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"servers not ACTIVE after {timeout}s: {sorted(set(states))}")
-            time.sleep(1.0)
-    return sorted(s["id"] for s in list_servers(client))
-
 
 def create_volumes(client, count, timeout):
     # Cinder's default quota is 10 volumes per project.
     status, body = client.cinder("PUT", "/os-quota-sets/admin", body={
         "quota_set": {"volumes": -1, "gigabytes": -1, "snapshots": -1}})
-    _check(status, body, (200,), "Cinder quota update")
+    check(status, body, (200,), "Cinder quota update")
     def create(i):
         status, body = client.cinder("POST", "/volumes", body={
             "volume": {"size": 1, "name": f"storm-vol-{i}"}})
-        _check(status, body, (202,), "volume create")
+        check(status, body, (202,), "volume create")
         return body["volume"]["id"]
 
     # NOTE: one create at a time, 10 per batch, each batch available before the next: a
@@ -214,7 +105,7 @@ def detach_all(client, servers, volumes, timeout):
         if statuses.get(volume) != "in-use":
             return  # a failed background attach was rolled back: nothing to detach
         status, body = client.api("DELETE", f"/servers/{server}/os-volume_attachments/{volume}")
-        _check(status, body, (202, 404), "detach")
+        check(status, body, (202, 404), "detach")
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         list(pool.map(detach, zip(servers, volumes, strict=True)))
@@ -235,66 +126,6 @@ def detach_all(client, servers, volumes, timeout):
 
 
 # --- measurements ------------------------------------------------------------------------
-
-def idle_gets(client, server, count=200, gap=0.02):
-    latencies = []
-    for _ in range(count):
-        t0 = time.monotonic()
-        status, body = client.api("GET", f"/servers/{server}", timeout=30)
-        _check(status, body, (200,), "idle GET")
-        latencies.append(time.monotonic() - t0)
-        time.sleep(gap)
-    return latencies
-
-
-class Probe:
-    """GET /servers/{id} on a fixed 5/s schedule, each in its own thread.
-
-    Latency counts from the scheduled send time, so a stalled API shows up
-    as latency rather than as fewer samples.
-    """
-
-    def __init__(self, client, server, timeout):
-        self.client, self.server, self.timeout = client, server, timeout
-        self.samples = []  # (latency, ok)
-        self.stop_event = threading.Event()
-        self.threads = []
-        self._lock = threading.Lock()
-        self.runner = threading.Thread(target=self._run, daemon=True)
-
-    def _one(self, scheduled):
-        try:
-            status, _ = self.client.api("GET", f"/servers/{self.server}", timeout=self.timeout)
-            ok = status == 200
-        except Exception:  # noqa: BLE001 - a failed probe is a sample too
-            ok = False
-        with self._lock:
-            self.samples.append((time.monotonic() - scheduled, ok))
-
-    def _run(self):
-        start = time.monotonic()
-        k = 0
-        while not self.stop_event.is_set() and k < 100000:
-            scheduled = start + k / PROBE_HZ
-            delay = scheduled - time.monotonic()
-            if delay > 0 and self.stop_event.wait(delay):
-                break
-            t = threading.Thread(target=self._one, args=(scheduled,), daemon=True)
-            t.start()
-            self.threads.append(t)
-            k += 1
-
-    def start(self):
-        self.runner.start()
-
-    def stop(self):
-        self.stop_event.set()
-        self.runner.join(5)
-        for t in self.threads:
-            t.join(self.timeout + 5)
-        return [lat for lat, ok in self.samples if ok], sum(1 for _, ok in self.samples
-                                                           if not ok)
-
 
 STATUS_VERSION = "2.106"  # the first microversion whose attachments carry a status
 
@@ -409,7 +240,7 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
         t.start()
     groups = {**stack.our_groups(), **stack.cinder_groups()}
     offset = metrics.log_size(stack.cinder_api_log)
-    cpu0, self0 = metrics.snapshot(groups), _self_cpu()
+    cpu0, self0 = metrics.snapshot(groups), self_cpu()
     probe = Probe(client, probe_server, args.client_timeout)
     poller = None
     if args.status_poll and _mv(version) >= _mv("2.101"):
@@ -466,7 +297,7 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
             "cinder_period": _mean_gap(poll_started),
         }
     t_end = time.monotonic()
-    cpu1, self1 = metrics.snapshot(groups), _self_cpu()
+    cpu1, self1 = metrics.snapshot(groups), self_cpu()
     cinder_calls = metrics.cinder_requests(stack.cinder_api_log, offset)
     done = [r for r in results if r is not None]
     latencies = [r[1] - r[0] for r in done if not r[2]]
@@ -500,24 +331,6 @@ def _mv(version):
     return tuple(map(int, version.split(".")))
 
 
-def _self_cpu():
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def settle_api(client, server, warm=40):
-    """Let the API reach its steady state before idle latency is measured.
-
-    Booting the servers leaves API workers over ``[api]
-    worker_private_memory_max``; they are replaced once idle, and a new
-    worker's first requests open its connections. Measured then, "idle" p99
-    would be inflated (80 ms instead of ~10) and every ratio to it flattered.
-    """
-    time.sleep(PSS_SETTLE)
-    for _ in range(warm):
-        client.api("GET", f"/servers/{server}", timeout=30)
-
-
 def calibrate(client, stack, server, idle):
     """Idle CPU rates and the cost of one probe GET and one Cinder volume-list poll."""
     settle_api(client, server)
@@ -543,7 +356,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--servers", type=int, default=100, help="N: servers, volumes, attaches")
     p.add_argument("--delay", type=float, default=2.0,
-                   help="seconds the compute's driver (storm_driver.py) takes to "
+                   help="seconds the compute's driver (tests.fixtures.virt."
+                        "SlowReserveDriver) takes to "
                         "reserve a device name")
     p.add_argument("--workers", type=int, default=4, help="[api] workers (gunicorn sync)")
     p.add_argument("--microversions", default="2.100,2.101")
@@ -558,8 +372,7 @@ def parse_args(argv):
     p.add_argument("--ref", default="HEAD",
                    help="git commit of volumesvc to run (exported to the state dir, so edits "
                         "to the working tree during the run do not mix in)")
-    p.add_argument("--readme", default=os.path.join(HERE, "README.md"))
-    p.add_argument("--no-readme", action="store_true")
+    results.add_arguments(p)
     p.add_argument("--api-preload", action="store_true",
                    help="experiment: run the API as gunicorn --preload (storm_preload_app.py) "
                         "instead of volumesvc-api")
@@ -601,8 +414,6 @@ def _api_options(args):
 
 
 def run(args, argv):
-    from storm_stack import Stack
-
     versions = [v.strip() for v in args.microversions.split(",") if v.strip()]
     stack = Stack(delay=args.delay, api_workers=args.workers, log=log,
                   keep_state=args.keep_state, api_preload=args.api_preload,
@@ -631,7 +442,7 @@ def run(args, argv):
             status, body = client.api("POST", f"/servers/{servers[i]}/os-volume_attachments",
                                       version="2.100",
                                       body={"volumeAttachment": {"volumeId": volumes[i]}})
-            _check(status, body, (200,), "warm-up attach")
+            check(status, body, (200,), "warm-up attach")
         wait_volumes(client, volumes[:warm], "in-use", timeout=300)
         detach_all(client, servers[:warm], volumes[:warm], timeout=300)
         runs = []
@@ -660,9 +471,8 @@ def run(args, argv):
         }
         text = report.markdown(summary)
         print(text, flush=True)
-        if not args.no_readme:
-            report.update_readme(args.readme, summary, text)
-            log(f"results written to {args.readme}")
+        if not args.no_results:
+            log(f"results written to {report.write(args.results, summary, text)}")
         return 0 if all(not r["errors"] and r["in_use_after"] for r in runs) else 1
     finally:
         # No second Ctrl-C half way through the cleanup.
@@ -670,22 +480,6 @@ def run(args, argv):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         log("cleaning up")
         stack.stop()
-
-
-def run_script(parse, body, argv=None):
-    """Parse ``argv``, run ``body(args, argv)``; SIGTERM and Ctrl-C end it through its cleanup."""
-    argv = sys.argv[1:] if argv is None else argv
-    args = parse(argv)
-
-    def _interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        return body(args, argv)
-    except KeyboardInterrupt:
-        log("interrupted")
-        return 130
 
 
 def main(argv=None):

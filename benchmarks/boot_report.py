@@ -1,13 +1,15 @@
-"""Tables for the boot storm: console lines, Markdown block, README update."""
+"""Tables for the boot storm: console lines, Markdown block, its results file."""
 
-import os
+from benchmarks import report
+from benchmarks.report import goal as _goal
+from benchmarks.report import lat as _lat
+from benchmarks.report import num as _s
+from benchmarks.storm_metrics import percentile
 
-from storm_metrics import percentile
-from storm_report import _lat, _s, put_block
-
-# docs/performance-anchors.md, "Boot-from-volume storm with a volume type" (Nova 34, 4 sync
-# API workers): N -> (POST p50, p99; to ACTIVE p50, p99, max; ERROR; servers/s;
-# GET during storm p50, p99; delete all + volumes gone), seconds.
+# Nova's same-day figures for the boot-from-volume storm with a volume type
+# (doc/source/contributor/performance.rst; Nova 34, 4 sync API workers): N -> (POST
+# p50, p99; to ACTIVE p50, p99, max; ERROR; servers/s; GET during storm p50, p99;
+# delete all + volumes gone), seconds.
 NOVA = {
     20: (0.99, 1.75, 9.3, 13.8, 13.9, 0, 1.44, 0.057, 1.5, 4.8),
     50: (3.54, 8.73, 28.7, 42.9, 43.1, 0, 1.16, 0.060, 8.5, 12.8),
@@ -19,10 +21,6 @@ MARK = "<!-- boot_storm {key} -->"
 END = "<!-- /boot_storm -->"
 # The benchmark's own Cinder requests (volume-type checks, volume lists) are not per boot.
 OWN_CALLS = ("GET /v3/volumes/detail",)
-
-
-def _goal(ok):
-    return "**met**" if ok else "**missed**"
 
 
 def _three(values):
@@ -63,7 +61,7 @@ def markdown(s):
     lines = [
         f"### N={','.join(str(r['n']) for r in s['runs'])}, {s['workers']} API workers × "
         f"{s['api_threads']} threads — {s['date']}", "",
-        "```", ".venv/bin/python benchmarks/boot_storm.py " + " ".join(s["argv"]), "```", "",
+        "```", "python -m benchmarks.boot_storm " + " ".join(s["argv"]), "```", "",
         f"volumesvc at `{(s.get('commit') or 'working tree')[:12]}`; load average at the end "
         f"{', '.join(f'{x:.1f}' for x in s['loadavg'])} (other users share the machine). "
         f"Idle `GET /servers/{{id}}`: p50 {idle_p50 * 1000:.0f} ms, p99 "
@@ -110,7 +108,8 @@ def markdown(s):
 
 
 def compare(s, idle_p99):
-    out = ["Goals (performance-anchors.md) and checks:", ""]
+    out = ["Goals (against Nova's same-day figures, doc/source/contributor/performance.rst) "
+           "and checks:", ""]
     for r in s["runs"]:
         d = r["delete"]
         head = f"- N={r['n']}: "
@@ -145,36 +144,12 @@ def compare(s, idle_p99):
     return out
 
 
-HEADER = """## boot_storm.py
-
-`N` `POST /servers` at 2.67 released at once by a barrier (one thread each), each booting
-from a new 1 GiB **blank** volume of Cinder volume type `gold` (created through Cinder's
-API), `delete_on_termination: true`, `networks: none`, on the attach storm's stack
-(`storm_stack.py`; the compute's driver with no delay). A probe GETs a server that existed
-before 5 times a second. Time to ACTIVE counts from each server's POST send time (the
-still-building servers are listed, ids only, every 0.5 s); servers/s is N over the time
-from the release until the last is ACTIVE. Every server's volume is checked in Cinder to
-have type `gold`. Then all N are deleted at once and timed until the servers and their
-volumes are gone from Cinder. Several `N` run one after another in one stack; a
-one-server warm-up boot and delete runs first.
-
-```
-.venv/bin/python benchmarks/boot_storm.py --servers 20,50,100
-```
-"""
+TITLE = "Boot storm"
 
 
-def update_readme(path, summary, text):
+def write(results_dir, summary, text, readme=report.README):
+    """The run's block into the day's boot-storm file; its path."""
     key = f"n={','.join(str(r['n']) for r in summary['runs'])} workers={summary['workers']}"
-    block = f"{MARK.format(key=key)}\n{text}\n{END}\n"
-    current = ""
-    if os.path.exists(path):
-        with open(path) as f:
-            current = f.read()
-    if "## boot_storm.py" not in current:
-        if "\n## Results\n" in current:
-            current = current.replace("\n## Results\n", "\n" + HEADER + "\n## Results\n", 1)
-        else:
-            current = current.rstrip("\n") + "\n\n" + HEADER
-    with open(path, "w") as f:
-        f.write(put_block(current, MARK.format(key=key), END, block))
+    return report.write_result(results_dir, date=summary["date"], topic="boot-storm",
+                               title=TITLE, mark=MARK.format(key=key), end=END, text=text,
+                               readme=readme)

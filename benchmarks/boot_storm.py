@@ -1,22 +1,22 @@
 """Boot storm: N concurrent boots from new typed blank volumes at 2.67, then delete them all.
 
-Same workload as "Boot-from-volume storm with a volume type" in
-``docs/performance-anchors.md`` (Nova 34 on this machine kind): N ``POST
-/servers`` released at once by a barrier (one thread each), every server
-booting from a new 1 GiB blank volume of Cinder volume type ``gold``
-(``delete_on_termination``, ``networks: none``), while a probe sends ``GET
-/servers/{id}`` 5 times a second to a server that existed before. Then all N
-are deleted at once and the run waits until the servers and their volumes
-are gone. Same stack as the attach storm (``storm_stack.py``); the compute's
-driver has no delay.
+The workload of Nova's same-day "boot-from-volume storm with a volume type"
+(``doc/source/contributor/performance.rst``): N ``POST /servers`` released
+at once by a barrier (one thread each), every server booting from a new
+1 GiB blank volume of Cinder volume type ``gold`` (``delete_on_termination``,
+``networks: none``), while a probe sends ``GET /servers/{id}`` 5 times a
+second to a server that existed before. Then all N are deleted at once and
+the run waits until the servers and their volumes are gone. Same stack as
+the attach storm (``storm_stack``); the compute's driver has no delay.
 
-Run (several storms in one stack, each starting from nothing left over)::
+Run from the repository root (several storms in one stack, each starting
+from nothing left over)::
 
-    .venv/bin/python benchmarks/boot_storm.py --servers 20,50,100
+    PYTHONPATH=$PWD .venv/bin/python -m benchmarks.boot_storm --servers 20,50,100
 
 It prints a table and adds (or replaces) the run's block in
-``benchmarks/README.md`` (``--no-readme`` to skip). Ctrl-C stops and removes
-everything it started.
+``benchmarks/results/<date>-boot-storm.md`` (``--no-results`` to skip).
+Ctrl-C stops and removes everything it started.
 """
 
 import argparse
@@ -28,22 +28,21 @@ import threading
 import time
 import urllib.parse
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [HERE, os.path.dirname(HERE)]
-
-import boot_report as report  # noqa: E402
-import storm_metrics as metrics  # noqa: E402
-from attach_storm import (  # noqa: E402
+from benchmarks import boot_report as report
+from benchmarks import report as results
+from benchmarks import storm_metrics as metrics
+from benchmarks.storm_client import (
     Client,
     Probe,
-    _check,
-    _self_cpu,
     boot_servers,
+    check,
     idle_gets,
     log,
     run_script,
+    self_cpu,
     settle_api,
 )
+from benchmarks.storm_stack import Stack
 
 VERSION = "2.67"
 VOLUME_TYPE = "gold"
@@ -53,14 +52,14 @@ def ensure_volume_type(client, name=VOLUME_TYPE):
     """Create the volume type through Cinder's API (admin) unless it exists; lift quotas."""
     status, body = client.cinder("PUT", "/os-quota-sets/admin", body={
         "quota_set": {"volumes": -1, "gigabytes": -1, "snapshots": -1}})
-    _check(status, body, (200,), "Cinder quota update")
+    check(status, body, (200,), "Cinder quota update")
     status, body = client.cinder("GET", "/types")
-    _check(status, body, (200,), "volume type list")
+    check(status, body, (200,), "volume type list")
     for vtype in body["volume_types"]:
         if vtype["name"] == name:
             return vtype["id"]
     status, body = client.cinder("POST", "/types", body={"volume_type": {"name": name}})
-    _check(status, body, (200, 202), "volume type create")
+    check(status, body, (200, 202), "volume type create")
     return body["volume_type"]["id"]
 
 
@@ -79,13 +78,13 @@ def list_servers(client, name, status=None, detail=False):
     path = "/servers/detail" if detail else "/servers"
     code, body = client.api("GET", f"{path}?{urllib.parse.urlencode(query)}", version=VERSION,
                             timeout=60)
-    _check(code, body, (200,), "server list")
+    check(code, body, (200,), "server list")
     return body["servers"]
 
 
 def volumes_by_id(client):
     status, body = client.cinder("GET", "/volumes/detail?limit=1000", timeout=60)
-    _check(status, body, (200,), "Cinder volume list")
+    check(status, body, (200,), "Cinder volume list")
     return {v["id"]: v for v in body["volumes"]}
 
 
@@ -135,7 +134,7 @@ def boot_storm(client, stack, n, probe_server, args):
     posts.start()
     groups = {**stack.our_groups(), **stack.cinder_groups()}
     offset = metrics.log_size(stack.cinder_api_log)
-    cpu0, self0 = metrics.snapshot(groups), _self_cpu()
+    cpu0, self0 = metrics.snapshot(groups), self_cpu()
     probe = Probe(client, probe_server, args.client_timeout)
     t_start = posts.release()
     probe.start()
@@ -159,7 +158,7 @@ def boot_storm(client, stack, n, probe_server, args):
     posts.join(deadline)
     all_final = time.monotonic()
     probe_ok, probe_failed = probe.stop()
-    cpu1, self1 = metrics.snapshot(groups), _self_cpu()
+    cpu1, self1 = metrics.snapshot(groups), self_cpu()
     cinder_calls = metrics.cinder_requests(stack.cinder_api_log, offset)
     cpu = metrics.delta(cpu0, cpu1)
     cpu["load generator"] = self1 - self0
@@ -290,8 +289,7 @@ def parse_args(argv):
     p.add_argument("--poll-interval", type=float, default=0.5,
                    help="seconds between server-list polls during a storm")
     p.add_argument("--ref", default="HEAD", help="git commit of volumesvc to run")
-    p.add_argument("--readme", default=os.path.join(HERE, "README.md"))
-    p.add_argument("--no-readme", action="store_true")
+    results.add_arguments(p)
     p.add_argument("--keep-state", action="store_true", help="keep the state dir (logs)")
     args = p.parse_args(argv)
     try:
@@ -304,8 +302,6 @@ def parse_args(argv):
 
 
 def run(args, argv):
-    from storm_stack import Stack
-
     stack = Stack(delay=0.0, api_workers=args.workers, log=log, keep_state=args.keep_state,
                   api_threads=args.api_threads)
     try:
@@ -344,9 +340,8 @@ def run(args, argv):
         }
         text = report.markdown(summary)
         print(text, flush=True)
-        if not args.no_readme:
-            report.update_readme(args.readme, summary, text)
-            log(f"results written to {args.readme}")
+        if not args.no_results:
+            log(f"results written to {report.write(args.results, summary, text)}")
         return 0 if all(report.clean(r) for r in runs) else 1
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)

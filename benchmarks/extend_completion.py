@@ -13,9 +13,10 @@ volume (Cinder alone: ``available`` → ``extending`` → ``available``). The
 Cinder requests the compute makes per extend are counted in cinder-api's
 log (requests of the compute's user on the volume during the run).
 
-Run (about 3 minutes, the first run longer while Cinder and Glance install)::
+Run from the repository root (about 3 minutes, the first run longer while
+Cinder and Glance install)::
 
-    .venv/bin/python benchmarks/extend_completion.py --extends 20
+    PYTHONPATH=$PWD .venv/bin/python -m benchmarks.extend_completion --extends 20
 """
 
 import argparse
@@ -32,11 +33,9 @@ import time
 import urllib.error
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+from benchmarks.allinone import free_port, wait_for
 
-from volumesvc.aio import free_port  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 GiB = 1 << 30
 BENCH_TOKEN = "bench:bench"  # our own requests; the compute's come as admin
@@ -108,16 +107,6 @@ class Aio:
             return f.read()
 
 
-def _wait(predicate, what, timeout=120, interval=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise RuntimeError(f"timed out waiting for {what}")
-
-
 def _volume(aio, volume_id):
     return aio.volume("GET", f"/volumes/{volume_id}")[1]["volume"]
 
@@ -125,7 +114,8 @@ def _volume(aio, volume_id):
 def _new_volume(aio, name):
     _, body = aio.volume("POST", "/volumes", {"volume": {"size": 1, "name": name}})
     volume_id = body["volume"]["id"]
-    _wait(lambda: _volume(aio, volume_id)["status"] == "available", "available", interval=0.2)
+    wait_for(lambda: _volume(aio, volume_id)["status"] == "available", 120, interval=0.2,
+             what="available")
     return volume_id
 
 
@@ -137,8 +127,8 @@ def _boot(aio):
                                      "delete_on_termination": True}]}}, version="2.67")
     assert status == 202, body
     server = body["server"]["id"]
-    _wait(lambda: aio.nova("GET", f"/servers/{server}")[1]["server"]["status"] == "ACTIVE",
-          "ACTIVE", timeout=300, interval=0.5)
+    wait_for(lambda: aio.nova("GET", f"/servers/{server}")[1]["server"]["status"] == "ACTIVE",
+             300, interval=0.5, what="ACTIVE")
     return server
 
 
@@ -147,7 +137,8 @@ def _extend(aio, volume_id, size, settled):
     status, body = aio.volume("POST", f"/volumes/{volume_id}/action",
                               {"os-extend": {"new_size": size}})
     assert status == 202, body
-    _wait(lambda: settled(_volume(aio, volume_id), size), f"extend to {size}")
+    wait_for(lambda: settled(_volume(aio, volume_id), size), 120, interval=0.02,
+             what=f"extend to {size}")
     return time.monotonic() - started
 
 
@@ -190,7 +181,8 @@ def main(argv=None):
         status, body = aio.nova("POST", f"/servers/{server}/os-volume_attachments",
                                 {"volumeAttachment": {"volumeId": attached}})
         assert status == 200, body
-        _wait(lambda: _volume(aio, attached)["status"] == "in-use", "in-use", interval=0.2)
+        wait_for(lambda: _volume(aio, attached)["status"] == "in-use", 120, interval=0.2,
+                 what="in-use")
         detached = _new_volume(aio, "bench-detached")
 
         log_start = len(aio.cinder_api_log().splitlines())

@@ -17,7 +17,8 @@ outcome the multiattach issue asks for:
 Then it detaches everything and deletes the volume. Usage, against a
 running all-in-one (``volumesvc-aio --computes 2 ...``)::
 
-    .venv/bin/python benchmarks/multiattach_race.py --compute-url URL --volume-url URL
+    PYTHONPATH=$PWD .venv/bin/python -m benchmarks.multiattach_race \\
+        --compute-url URL --volume-url URL
 
 or with no URLs it starts its own two-compute all-in-one (one compute
 without multiattach) and stops it afterwards. Exit status 0 only if every
@@ -34,10 +35,7 @@ import time
 import urllib.error
 import urllib.request
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
-from volumesvc.aio import wait_for  # noqa: E402 - after the sys.path line
+from benchmarks.allinone import wait_for
 
 TOKEN = "admin:admin"
 VOLUME_VERSION = "3.67"

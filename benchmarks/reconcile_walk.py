@@ -7,7 +7,7 @@ attached volume; ``--dangling`` of them lost their Cinder attachment behind
 volumesvc's back. The walk is compared with reconciling the same servers
 one at a time (what a reboot of each would cost in Cinder requests).
 
-    PYTHONPATH=. .venv/bin/python benchmarks/reconcile_walk.py --servers 100,1000,5000
+    PYTHONPATH=$PWD .venv/bin/python -m benchmarks.reconcile_walk --servers 100,1000,5000
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """Experiment only: the API app loaded once in the gunicorn master (``--preload``).
 
-``attach_storm.py --api-preload`` runs ``gunicorn --preload storm_preload_app:application``
+``attach_storm --api-preload`` runs ``gunicorn --preload benchmarks.storm_preload_app:application``
 instead of ``volumesvc-api`` to measure what sharing the imported code between the
 sync workers would save in PSS. The collaborators (database engine, RPC transport,
 Cinder/Glance sessions) stay lazy (``api/deps.py``), so no socket is opened before the

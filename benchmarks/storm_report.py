@@ -1,11 +1,16 @@
-"""Tables for the attach storm: console line, Markdown block, README update."""
+"""Tables for the attach storm: console line, Markdown block, its results file."""
 
 import os
-import re
 
-from storm_metrics import percentile
+from benchmarks import report
+from benchmarks.report import goal as _goal
+from benchmarks.report import lat as _lat
+from benchmarks.report import millis as _ms
+from benchmarks.report import num as _s
+from benchmarks.storm_metrics import percentile
 
-# docs/performance-anchors.md: (delay, microversion, N) -> Nova 34 on this machine kind:
+# Nova's same-day figures (doc/source/contributor/performance.rst): (delay, microversion,
+# N) -> Nova 34 on this machine kind:
 # (attach p50, p99, attaches/s, GET p50, GET p99, all in-use s). N=100 at 2 s is the
 # same-day side by side of 2026-11-30 (median of Nova's three 2.101 runs; its first
 # table's 2.101 row did not reproduce); None where that table gives no figure.
@@ -28,24 +33,6 @@ OURS = ("api", "conductor", "compute")
 CINDER = ("cinder-api", "cinder-scheduler", "cinder-volume")
 MARK = "<!-- attach_storm {key} -->"
 END = "<!-- /attach_storm -->"
-
-
-def _s(value, digits=1):
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def _ms(value):
-    return "—" if value is None else f"{value * 1000:.0f} ms"
-
-
-def _lat(values):
-    """p50 / p99 in seconds, or ms when under a second."""
-    p50, p99 = percentile(values, 50), percentile(values, 99)
-    if p50 is None:
-        return "—"
-    if p99 < 1.0:
-        return f"{p50 * 1000:.0f} ms / {p99 * 1000:.0f} ms"
-    return f"{p50:.2f} s / {p99:.2f} s"
 
 
 def run_line(r):
@@ -106,17 +93,13 @@ def _cinder_calls(r):
     return sum(calls.values()) / r["n"], calls
 
 
-def _goal(ok):
-    return "**met**" if ok else "**missed**"
-
-
 def markdown(s):
     idle_p50, idle_p99 = percentile(s["idle"], 50), percentile(s["idle"], 99)
     lines = [
         f"### N={s['n']}, reserve delay {s['delay']:g} s, {s['workers']} API workers "
         f"{_experiment(s)} "
         f"— {s['date']}", "",
-        "```", ".venv/bin/python benchmarks/attach_storm.py "
+        "```", "python -m benchmarks.attach_storm "
         + " ".join(s["argv"]), "```", "",
         f"volumesvc at `{(s.get('commit') or 'working tree')[:12]}`; load average at the end "
         f"{', '.join(f'{x:.1f}' for x in s['loadavg'])} (other users share the machine).", "",
@@ -219,7 +202,7 @@ def status_table(s):
     return lines
 
 
-# Issue 15's goals for every attach storm (performance-anchors.md, "Our goals").
+# Issue 15's goals for every attach storm (doc/source/contributor/performance.rst).
 OWN_CPU_GOAL = 0.027
 FLOOR_GOAL = 1.25
 GET_RATIO_GOAL = 10.0
@@ -264,7 +247,8 @@ def _v(version):
 
 
 def compare(s, idle_p99, cal):
-    out = ["Against Nova 34 (performance-anchors.md) and our goals:", ""]
+    out = ["Against Nova's same-day figures (doc/source/contributor/performance.rst) and our "
+           "goals:", ""]
     for r in s["runs"]:
         nova = NOVA.get((float(r["delay"]), r["version"], r["n"]))
         p50, p99 = percentile(r["latencies"], 50), percentile(r["latencies"], 99)
@@ -311,70 +295,17 @@ def compare(s, idle_p99, cal):
     return out
 
 
-HEADER = """# Benchmarks
-
-Load and scale measurements (not pass/fail tests). Compare with
-`../shared/docs/performance-anchors.md` (relative to the repository; Nova 34 on the same
-machine kind).
-
-## attach_storm.py
-
-`N` servers (booted from a 1 MiB raw Glance image onto a local root, so Cinder sees no
-boot-time load) and `N` 1 GiB Cinder volumes; volume *i* is attached to server *i* with all
-`N` requests in flight at once (one thread each), while a probe sends
-`GET /servers/{id}` (to an extra server) 5 times a second on a fixed schedule (latency
-counted from the scheduled time). Latency is to the HTTP answer; attaches/s is N divided
-by the time until the last answer; "all in-use" polls Cinder's volume list once a
-second. Between microversions everything is detached and the run waits until every
-volume is `available` and no server lists an attachment, so runs start from the same
-state. A warm-up of 4 blocking attaches and detaches runs first.
-
-Set-up per run, all separate processes on this machine: a fresh PostgreSQL database for
-volumesvc (dropped after), two RabbitMQ vhosts of its own (deleted after), a real Cinder 29
-(noauth, file driver, 1 API worker, its own MariaDB database, dropped after), a Glance 33,
-`volumesvc-api` under gunicorn with `--workers` gthread workers of `--api-threads` threads
-(default 32, volumesvc's own default), one conductor, one compute
-with `compute_driver = storm_driver:SlowHostDriver` (`storm_driver.py`: the fake driver
-taking `--delay` seconds to reserve each device name). volumesvc's processes run a
-`git archive` snapshot of `--ref` (default `HEAD`, recorded with each result), so commits
-landing in the working tree during a run never mix into it.
-The load generator (this Python process, ~N+5 threads) shares the 2 cores and its CPU is
-reported; "machine busy" is all CPU time on the machine in the window, including other
-users' processes. CPU per group is read from `/proc/<pid>/stat` (live members of the
-process group plus the leader's reaped children); PSS from `/proc/<pid>/smaps_rollup`.
-
-Command (about 6 min for N=100; `--help` for the rest):
-
-```
-.venv/bin/python benchmarks/attach_storm.py --servers 100 --delay 2 --workers 4 \\
-    --microversions 2.100,2.101
-```
-
-## Results
-"""
+TITLE = "Attach storm"
 
 
-def update_readme(path, summary, text):
+def write(results_dir, summary, text, readme=report.README):
+    """The run's block into the day's attach-storm file; its path."""
     key = (f"n={summary['n']} delay={summary['delay']:g} workers={summary['workers']} "
            f"mv={','.join(r['version'] for r in summary['runs'])}"
            + (" preload" if summary.get("api_preload") else "")
            + (" status-poll" if summary.get("status_poll") else "")
            + (f" threads={_threads(summary)}" if _threads(summary) != DEFAULT_API_THREADS
               else ""))
-    block = f"{MARK.format(key=key)}\n{text}\n{END}\n"
-    current = ""
-    if os.path.exists(path):
-        with open(path) as f:
-            current = f.read()
-    if "## attach_storm.py" not in current:
-        current = HEADER + "\n" + current.replace("# Benchmarks\n", "", 1)
-    with open(path, "w") as f:
-        f.write(put_block(current, MARK.format(key=key), END, block))
-
-
-def put_block(current, mark, end, block):
-    """``current`` with the block between ``mark`` and ``end`` replaced, or appended."""
-    pattern = re.compile(re.escape(mark) + r".*?" + re.escape(end) + r"\n?", re.S)
-    if pattern.search(current):
-        return pattern.sub(lambda _: block, current)
-    return current.rstrip("\n") + "\n\n" + block
+    return report.write_result(results_dir, date=summary["date"], topic="attach-storm",
+                               title=TITLE, mark=MARK.format(key=key), end=END, text=text,
+                               readme=readme)

@@ -4,8 +4,8 @@ A fresh PostgreSQL database for volumesvc, two RabbitMQ vhosts of its own, a
 real Cinder 29 (MariaDB database, file driver, 1 API worker) and a Glance 33
 (one tiny raw image to boot from), then volumesvc-api (gunicorn, N sync
 workers), one volumesvc-conductor and one volumesvc-compute on
-``storm_driver.SlowHostDriver`` (the fake libvirt driver, ``delay`` seconds
-per device-name reservation).
+``tests.fixtures.virt:SlowReserveDriver`` (the fake libvirt driver, ``delay``
+seconds per device-name reservation), the slow host the tests use too.
 
 :class:`Stack` records an undo step for everything it creates, so
 :meth:`Stack.stop` (called from a ``finally``, also on Ctrl-C/SIGTERM)
@@ -16,6 +16,7 @@ order, each step bounded in time.
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -25,15 +26,28 @@ import uuid
 
 import sqlalchemy as sa
 
+from benchmarks.allinone import (
+    CinderHarness,
+    GlanceHarness,
+    ProcessGroup,
+    free_port,
+    priority,
+    rabbit,
+    system,
+    wait_for,
+)
+from benchmarks.allinone import config as aio_config
 from tests.fixtures import database as db_fixtures
-from volumesvc.aio import ProcessGroup, free_port, priority, rabbit, system, wait_for
-from volumesvc.aio import config as aio_config
-from volumesvc.aio.cinder import CinderHarness
-from volumesvc.aio.glance import GlanceHarness
+from tests.fixtures import virt as virt_fixtures
 
 START_TIMEOUT = 240.0
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST = "storm-compute"
+#: The compute's driver: the slow host of the tests (a package.module:Class path,
+#: importable from the repository root on the compute's PYTHONPATH).
+SLOW_DRIVER = f"{virt_fixtures.__name__}:{virt_fixtures.SlowReserveDriver.__name__}"
+#: The gunicorn app of ``--api-preload`` (also importable from the repository root).
+PRELOAD_APP = "benchmarks.storm_preload_app:application"
 
 
 class _Cinder(CinderHarness):
@@ -60,7 +74,7 @@ def _venv_bin(name):
 class Stack:
     def __init__(self, *, delay, api_workers, log=print, keep_state=False, api_preload=False,
                  api_threads=1, cpu_priority=True, api_options=None):
-        # As the all-in-one does (volumesvc.aio.priority): everything but the
+        # As the all-in-one does (allinone.priority): everything but the
         # API at a lower CPU priority; False runs all at the same one.
         self.cpu_priority = cpu_priority
         # Extra [api] options (name -> value) over the product's defaults,
@@ -122,26 +136,20 @@ class Stack:
         return url
 
     def _snapshot(self, ref):
-        """Export ``volumesvc/`` and the storm driver at ``ref``, first on our PYTHONPATH.
+        """Export ``volumesvc/`` at ``ref`` and set the environment of every child.
 
         Others commit to this tree while a run lasts, and the API imports
         some modules lazily: without a snapshot an API worker can run newer
         code than the conductor started a minute earlier.
         """
-        import subprocess
-
         self.commit = subprocess.run(["git", "-C", REPO, "rev-parse", ref], check=True,
                                      capture_output=True, text=True).stdout.strip()
         src = os.path.join(self.state_dir, "src")
         os.makedirs(src, exist_ok=True)
-        archive = subprocess.run(["git", "-C", REPO, "archive", self.commit, "volumesvc",
-                                  "benchmarks/storm_driver.py"],
+        archive = subprocess.run(["git", "-C", REPO, "archive", self.commit, "volumesvc"],
                                  check=True, capture_output=True, timeout=120).stdout
         subprocess.run(["tar", "-x", "-C", src], input=archive, check=True, timeout=120)
-        self.env = dict(os.environ, STORM_RESERVE_DELAY=str(self.delay))
-        path = os.pathsep.join([src, os.path.join(src, "benchmarks")])
-        self.env["PYTHONPATH"] = path + (os.pathsep + self.env["PYTHONPATH"]
-                                         if self.env.get("PYTHONPATH") else "")
+        self.env = child_env(src, self.delay)
 
     def _spawn(self, name, argv, env=None):
         log_path = os.path.join(self.state_dir, "logs", f"{name}.log")
@@ -164,7 +172,7 @@ class Stack:
                 transport_url = {transport_url}
                 report_interval = 2
                 service_down_time = 10
-                compute_driver = storm_driver:SlowHostDriver
+                compute_driver = {SLOW_DRIVER}
                 debug = false
 
                 [database]
@@ -221,8 +229,6 @@ class Stack:
 
         self.conf_path = self.write_config(vs_transport, db_url, self.cinder.url,
                                            self.glance.url)
-        import subprocess
-
         subprocess.run([_venv_bin("volumesvc-manage"), "--config-file", self.conf_path,
                         "db", "sync"], check=True, stdout=subprocess.DEVNULL, timeout=300,
                        env=self.env)
@@ -244,14 +250,12 @@ class Stack:
         return self
 
     def _preload_argv(self):
-        """Experiments: gunicorn --preload on ``storm_preload_app``, and/or gthread workers.
+        """Experiments: gunicorn --preload on ``PRELOAD_APP``, and/or gthread workers.
 
         Same worker count; ``api_threads > 1`` gives each worker that many
         threads (``--worker-class gthread``) instead of one sync request.
         """
         env = dict(self.env, VOLUMESVC_CONFIG_FILE=self.conf_path)
-        env["PYTHONPATH"] = os.path.dirname(os.path.abspath(__file__)) + os.pathsep + env[
-            "PYTHONPATH"]
         argv = [_venv_bin("gunicorn"), "--workers", str(self.api_workers),
                 "--bind", f"127.0.0.1:{self.api_port}", "--name", "volumesvc-api"]
         if self.api_threads > 1:
@@ -259,7 +263,7 @@ class Stack:
         else:
             argv += ["--worker-class", "sync"]
         if self.api_preload:
-            argv += ["--preload", "storm_preload_app:application"]
+            argv += ["--preload", PRELOAD_APP]
         else:
             argv += ["volumesvc.wsgi:init_application()"]
         return argv, env
@@ -279,6 +283,20 @@ class Stack:
     @property
     def cinder_api_log(self):
         return os.path.join(self.cinder.log_dir, "cinder-api.log")
+
+
+def child_env(src, delay):
+    """The environment of volumesvc's processes: the snapshot first, then the repository.
+
+    ``src`` holds ``volumesvc`` at the commit measured; the repository root
+    after it provides what the harness runs inside those processes (the slow
+    driver from ``tests.fixtures``, the preload app from ``benchmarks``)
+    while its own ``volumesvc`` stays shadowed by the snapshot. The parent's
+    PYTHONPATH is not passed on, so the children import nothing else.
+    """
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, REPO]))
+    env[virt_fixtures.RESERVE_DELAY_ENV] = str(delay)
+    return env
 
 
 def _http_ok(url):

@@ -101,7 +101,7 @@ case "$cmd" in
         setup
         cd "$ROOT"
         # Lint and type errors fail fast, before the long test run.
-        "$VENV/bin/ruff" check volumesvc tests
+        "$VENV/bin/ruff" check volumesvc tests benchmarks
         "$VENV/bin/mypy" volumesvc/api volumesvc/objects
         set +e
         "$VENV/bin/pytest" -p no:cacheprovider -ra "$@"

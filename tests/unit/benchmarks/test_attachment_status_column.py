@@ -6,15 +6,9 @@ API at 2.106. These tests drive it with a scripted API (each server answers
 how the report judges agreement with Cinder's ``in-use``.
 """
 
-import pathlib
-import sys
 import threading
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-sys.path[:0] = [str(ROOT / "benchmarks")]
-
-import attach_storm  # noqa: E402
-import storm_report  # noqa: E402
+from benchmarks import attach_storm, storm_report
 
 
 class ScriptedAPI:

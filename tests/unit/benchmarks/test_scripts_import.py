@@ -1,10 +1,10 @@
-"""The benchmark scripts start as documented: ``python benchmarks/<script>.py``.
+"""The benchmark scripts start as documented, and write their results where documented.
 
-Regression: after the test doubles moved to ``tests/fixtures``, the storm
-stack imported ``tests`` but the script only put ``benchmarks/`` on its path,
-so the documented command died with ``No module named 'tests'`` before the
-first storm. The check runs the script's own path set-up in a fresh
-interpreter from another directory, with no PYTHONPATH, and imports the stack.
+Each runs as ``python -m benchmarks.<script>`` with the repository root on
+``PYTHONPATH``: the check starts every entry point's ``--help`` in a fresh
+interpreter from another directory, so a module that still counted on its
+own directory being on ``sys.path`` (the layout before ``benchmarks`` was a
+package) fails here, not half way into a storm.
 """
 
 import os
@@ -12,54 +12,76 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
+from benchmarks import attach_storm, boot_report, boot_storm, report
+from benchmarks.storm_client import Client, Probe
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
+SCRIPTS = ["attach_storm", "boot_storm", "extend_completion", "multiattach_race",
+           "reconcile_walk"]
 
 
-def test_attach_storm_imports_its_stack_from_any_directory(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    code = ("import runpy, sys; sys.argv = ['attach_storm.py'];"
-            f"g = runpy.run_path({str(ROOT / 'benchmarks' / 'attach_storm.py')!r},"
-            " run_name='not_main');"
-            "import storm_stack; print(storm_stack.Stack.__name__)")
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=120)
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_each_script_runs_as_a_module_from_another_directory(script, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-m", f"benchmarks.{script}", "--help"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "Stack"
+    assert result.stdout.startswith(f"usage: {script}.py [-h]")
 
 
-def test_boot_storm_imports_attach_storms_helpers_and_renders_a_report(tmp_path):
-    """boot_storm.py reuses attach_storm's Client/Probe (imported, not copied)
-    and its report names every goal as met or missed."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    code = f"""
-import runpy, sys
-sys.argv = ['boot_storm.py']
-g = runpy.run_path({str(ROOT / 'benchmarks' / 'boot_storm.py')!r}, run_name='not_main')
-import attach_storm, boot_report
-assert g['Client'] is attach_storm.Client and g['Probe'] is attach_storm.Probe
-run = {{'n': 20, 'post': [0.5] * 20, 'post_errors': [], 'to_active': [2.0] * 20,
-        'errors': [], 'faults': {{}}, 'unfinished': 0, 'all_active_after': 2.5,
-        'rate': 8.0, 'probe': [0.01] * 10, 'probe_failed': 0, 'window': 3.0,
-        'cpu': dict.fromkeys(('api', 'conductor', 'compute', 'cinder-api',
-                              'cinder-scheduler', 'cinder-volume', 'shared daemons',
-                              'load generator', 'machine'), 1.0),
-        'cinder_calls': {{'POST /v3/volumes': 20}}, 'volumes': {{'gold': 20}},
-        'delete': {{'servers': 20, 'volumes': 20, 'servers_gone': 1.0, 'volumes_gone': 1.2,
-                   'all_gone': 1.2, 'left_servers': 0, 'left_volumes': 0, 'failures': [],
-                   'cinder_calls': {{}}}}}}
-summary = {{'argv': ['--servers', '20'], 'date': 'today', 'idle': [0.01] * 10, 'runs': [run],
-           'workers': 4, 'api_threads': 32, 'loadavg': (1.0, 1.0, 1.0), 'commit': 'abc'}}
-text = boot_report.markdown(summary)
-assert boot_report.clean(run)
-print(text.count('**met**'), text.count('**missed**'))
-readme = {str(tmp_path / 'README.md')!r}
-open(readme, 'w').write('# Benchmarks\\n\\n## Results\\n')
-boot_report.update_readme(readme, summary, text)
-boot_report.update_readme(readme, summary, text)
-body = open(readme).read()
-assert body.count('<!-- boot_storm n=20 workers=4 -->') == 1 and '## boot_storm.py' in body
-"""
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["5", "0"]
+def test_boot_storm_shares_the_attach_storms_client_and_probe():
+    assert boot_storm.Client is attach_storm.Client is Client
+    assert boot_storm.Probe is attach_storm.Probe is Probe
+
+
+def _boot_summary():
+    run = {'n': 20, 'post': [0.5] * 20, 'post_errors': [], 'to_active': [2.0] * 20,
+           'errors': [], 'faults': {}, 'unfinished': 0, 'all_active_after': 2.5,
+           'rate': 8.0, 'probe': [0.01] * 10, 'probe_failed': 0, 'window': 3.0,
+           'cpu': dict.fromkeys(('api', 'conductor', 'compute', 'cinder-api',
+                                 'cinder-scheduler', 'cinder-volume', 'shared daemons',
+                                 'load generator', 'machine'), 1.0),
+           'cinder_calls': {'POST /v3/volumes': 20}, 'volumes': {'gold': 20},
+           'delete': {'servers': 20, 'volumes': 20, 'servers_gone': 1.0,
+                      'volumes_gone': 1.2, 'all_gone': 1.2, 'left_servers': 0,
+                      'left_volumes': 0, 'failures': [], 'cinder_calls': {}}}
+    return {'argv': ['--servers', '20'], 'date': '2026-12-01T21:00:00+00:00',
+            'idle': [0.01] * 10, 'runs': [run], 'workers': 4, 'api_threads': 32,
+            'loadavg': (1.0, 1.0, 1.0), 'commit': 'abc'}
+
+
+def test_a_run_goes_to_its_dated_results_file_linked_once_from_the_readme(tmp_path):
+    """The block lands in results/<date>-boot-storm.md (replaced, not repeated, by a run of
+    the same shape), and the README's index links the file once, newest first."""
+    summary = _boot_summary()
+    text = boot_report.markdown(summary)
+    assert boot_report.clean(summary["runs"][0])
+    assert (text.count("**met**"), text.count("**missed**")) == (5, 0)
+    assert "python -m benchmarks.boot_storm --servers 20" in text
+    readme = tmp_path / "README.md"
+    readme.write_text("# Benchmarks\n\nLatest: [boot storm](results/2026-12-01-boot-storm.md)"
+                      f"\n\n{report.INDEX_START}\n- [older](results/old.md)\n"
+                      f"{report.INDEX_END}\n")
+    results = tmp_path / "results"
+    for _ in range(2):
+        path = boot_report.write(str(results), summary, text, readme=str(readme))
+    assert path == str(results / "2026-12-01-boot-storm.md")
+    body = pathlib.Path(path).read_text()
+    assert body.startswith("# Boot storm, 2026-12-01\n")
+    assert body.count("<!-- boot_storm n=20 workers=4 -->") == 1
+    index = readme.read_text()
+    listed = index[index.index(report.INDEX_START):]
+    assert listed.count("(results/2026-12-01-boot-storm.md)") == 1
+    assert listed.index("2026-12-01-boot-storm") < listed.index("results/old.md")
+
+
+def test_a_results_directory_outside_the_readmes_tree_is_not_linked(tmp_path):
+    readme = tmp_path / "bench" / "README.md"
+    readme.parent.mkdir()
+    readme.write_text(f"{report.INDEX_START}\n{report.INDEX_END}\n")
+    summary = _boot_summary()
+    boot_report.write(str(tmp_path / "elsewhere"), summary, "text", readme=str(readme))
+    assert readme.read_text() == f"{report.INDEX_START}\n{report.INDEX_END}\n"
