@@ -1,6 +1,6 @@
 """Attach storm: N concurrent volume attaches at 2.100 (blocking) and 2.101 (async).
 
-Same workload as ``docs/performance-anchors.md`` (Nova 34 on this machine kind):
+Same workload as ``doc/source/contributor/performance.rst`` (Nova 34 on this machine kind):
 volume *i* is attached to server *i*, all N requests in flight at once, while a
 probe sends ``GET /servers/{id}`` 5 times a second. Everything runs as separate
 processes on this machine (see ``storm_stack.py``); the load generator (this

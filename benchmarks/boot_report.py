@@ -5,7 +5,7 @@ import os
 from storm_metrics import percentile
 from storm_report import _lat, _s, put_block
 
-# docs/performance-anchors.md, "Boot-from-volume storm with a volume type" (Nova 34, 4 sync
+# doc/source/contributor/performance.rst, the boot-from-volume storm (Nova 34, 4 sync
 # API workers): N -> (POST p50, p99; to ACTIVE p50, p99, max; ERROR; servers/s;
 # GET during storm p50, p99; delete all + volumes gone), seconds.
 NOVA = {
@@ -110,7 +110,7 @@ def markdown(s):
 
 
 def compare(s, idle_p99):
-    out = ["Goals (performance-anchors.md) and checks:", ""]
+    out = ["Goals (doc/source/contributor/performance.rst) and checks:", ""]
     for r in s["runs"]:
         d = r["delete"]
         head = f"- N={r['n']}: "

@@ -1,7 +1,7 @@
 """Boot storm: N concurrent boots from new typed blank volumes at 2.67, then delete them all.
 
 Same workload as "Boot-from-volume storm with a volume type" in
-``docs/performance-anchors.md`` (Nova 34 on this machine kind): N ``POST
+``doc/source/contributor/performance.rst`` (Nova 34 on this machine kind): N ``POST
 /servers`` released at once by a barrier (one thread each), every server
 booting from a new 1 GiB blank volume of Cinder volume type ``gold``
 (``delete_on_termination``, ``networks: none``), while a probe sends ``GET

@@ -5,7 +5,7 @@ import re
 
 from storm_metrics import percentile
 
-# docs/performance-anchors.md: (delay, microversion, N) -> Nova 34 on this machine kind:
+# doc/source/contributor/performance.rst: (delay, microversion, N) -> Nova 34 on this kind:
 # (attach p50, p99, attaches/s, GET p50, GET p99, all in-use s). N=100 at 2 s is the
 # same-day side by side of 2026-11-30 (median of Nova's three 2.101 runs; its first
 # table's 2.101 row did not reproduce); None where that table gives no figure.
@@ -219,7 +219,7 @@ def status_table(s):
     return lines
 
 
-# Issue 15's goals for every attach storm (performance-anchors.md, "Our goals").
+# Issue 15's goals for every attach storm (doc/source/contributor/performance.rst, "Our goals").
 OWN_CPU_GOAL = 0.027
 FLOOR_GOAL = 1.25
 GET_RATIO_GOAL = 10.0
@@ -264,7 +264,7 @@ def _v(version):
 
 
 def compare(s, idle_p99, cal):
-    out = ["Against Nova 34 (performance-anchors.md) and our goals:", ""]
+    out = ["Against Nova 34 (doc/source/contributor/performance.rst) and our goals:", ""]
     for r in s["runs"]:
         nova = NOVA.get((float(r["delay"]), r["version"], r["n"]))
         p50, p99 = percentile(r["latencies"], 50), percentile(r["latencies"], 99)
@@ -314,8 +314,7 @@ def compare(s, idle_p99, cal):
 HEADER = """# Benchmarks
 
 Load and scale measurements (not pass/fail tests). Compare with
-`../shared/docs/performance-anchors.md` (relative to the repository; Nova 34 on the same
-machine kind).
+`doc/source/contributor/performance.rst` (Nova 34 on the same machine kind, and our goals).
 
 ## attach_storm.py
 

@@ -566,7 +566,7 @@ class VolumeAttachmentsWorld(World):
     @classmethod
     def seed(cls, db, ctx):
         _compute_services(db, ctx, down=(cls.HOST_DOWN,))
-        # An up compute whose driver cannot share disks (api-contract §3.5).
+        # An up compute whose driver cannot share disks (doc/source/contributor/contract.rst §3.5).
         service_obj.heartbeat(db, ctx, host=NO_MULTIATTACH_HOST, binary="volumesvc-compute",
                               topic="compute", version=1,
                               capabilities={"supports_multiattach": False,

@@ -114,7 +114,7 @@ def test_overlap_detection_works():
 
 
 def test_history_doc_has_a_section_per_version():
-    path = os.path.join(ROOT, "doc", "source", "reference", "api-version-history.rst")
+    path = os.path.join(ROOT, "doc/source/reference/api-version-history.rst")
     with open(path) as handle:
         text = handle.read()
     sections = re.findall(r"^(\d+\.\d+): ``(V\w+)``\n-+$", text, re.MULTILINE)
