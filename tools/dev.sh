@@ -78,7 +78,7 @@ venv() {
     if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
         log "installing volumesvc and its test dependencies"
         "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-        "$VENV/bin/pip" install -q -e "$ROOT[test,aio,libvirt,postgresql,mysql]"
+        "$VENV/bin/pip" install -q -e "$ROOT[test,doc,aio,libvirt,postgresql,mysql]"
         touch "$stamp"
     fi
 }
@@ -103,6 +103,9 @@ case "$cmd" in
         # Lint and type errors fail fast, before the long test run.
         "$VENV/bin/ruff" check volumesvc tests benchmarks
         "$VENV/bin/mypy" volumesvc/api volumesvc/objects
+        # The documentation builds without a warning and the release notes lint.
+        "$VENV/bin/sphinx-build" -q -W --keep-going -b html doc/source doc/build/html
+        "$VENV/bin/reno" lint
         set +e
         "$VENV/bin/pytest" -p no:cacheprovider -ra "$@"
         rc=$?

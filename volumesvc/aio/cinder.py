@@ -6,7 +6,7 @@ open. This installs Cinder from PyPI into its own cached virtualenv, writes a
 cinder.conf that uses the test-only file driver in ``aio/plugins``, starts
 cinder-api, cinder-scheduler and cinder-volume in their own process groups
 and waits until a volume can actually be scheduled. Every trap it avoids is
-written down in ``docs/real-cinder.md``.
+written down in ``doc/source/contributor/dependencies.rst`` ("Cinder").
 
 Use::
 
@@ -107,7 +107,7 @@ class CinderHarness(ServiceHarness):
         return os.path.join(self.venv, "etc", "cinder", name)
 
     def config_text(self) -> str:
-        """The cinder.conf contents (see docs/real-cinder.md for each choice)."""
+        """The cinder.conf contents (doc/source/contributor/dependencies.rst says why)."""
         state = os.path.join(self.state_dir, "state")
         lines = [
             "[DEFAULT]",

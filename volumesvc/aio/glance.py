@@ -4,7 +4,7 @@ Same shape as ``volumesvc.aio.cinder``: its own cached virtualenv, a config
 without keystone (the unauthenticated paste pipeline plus a policy file that
 lets such callers act as admin/service, else public images are a 403), a
 file store under state_dir, served by gunicorn (Glance 33 has no standalone
-server). Traps are in ``docs/real-glance.md``; notably Glance reads its
+server). Traps: ``doc/source/contributor/dependencies.rst`` ("Glance"); Glance reads its
 config from ``$OS_GLANCE_CONFIG_DIR/glance-api.conf``.
 
 Point Cinder at it with ``CinderHarness(..., glance_url=glance.url)``.

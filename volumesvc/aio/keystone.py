@@ -7,7 +7,7 @@ PyPI into its own cached virtualenv (pinned by ``keystone-constraints.txt``
 next to this module, so a later install does not drift), bootstraps it,
 serves it with gunicorn and creates the users, projects and catalog the
 all-in-one needs (:meth:`KeystoneHarness.provision`). The traps it avoids
-are in ``docs/real-keystone.md``: Keystone parses ``sys.argv`` at import
+are in ``doc/source/contributor/dependencies.rst``: Keystone parses ``sys.argv`` at import
 (hence the WSGI shim written into the state dir), finds its config only
 through ``OS_KEYSTONE_CONFIG_FILES``, and locks SQLite under parallel load
 (hence one sync worker unless a server database is given).

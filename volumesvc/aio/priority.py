@@ -6,7 +6,7 @@ When a burst of requests arrives, a ``GET`` should not wait behind that
 background work for a core, so everything but the request path
 (volumesvc-api, and Keystone, which validates its tokens) runs at a lower
 priority, as an operator would set with ``Nice=``/``CPUWeight=`` in the
-systemd units (``etc/systemd/``, ``doc/cpu-priority.rst``).
+systemd units (``etc/systemd/``, ``doc/source/admin/cpu-priority.rst``).
 
 Two things decide who gets a core on Linux, and both are set:
 

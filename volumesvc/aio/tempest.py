@@ -4,7 +4,7 @@ Why here: tempest is the peer test suite of a Nova-compatible API, and it
 needs a real Keystone (it makes a project and users per test class). This
 builds tempest in its own cached virtualenv (pins in
 ``tempest-constraints.txt``), a workspace under the all-in-one's state dir,
-a ``tempest.conf`` for what volumesvc serves (``docs/real-keystone.md`` has
+a ``tempest.conf`` for what volumesvc serves (``doc/source/contributor/dependencies.rst`` has
 the network settings that keep tempest off a network API we do not have),
 and runs exactly the tests of ``tempest-include-list.txt`` minus those of
 ``tempest-exclude-list.txt`` (each with the missing feature as its reason),

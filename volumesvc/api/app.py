@@ -92,7 +92,7 @@ def _parses_microversion(path: str) -> bool:
 
 
 def _before_request():
-    """Negotiate the microversion for /v2.1 (§1.2); 400 and 406 happen here."""
+    """Negotiate the microversion for /v2.1 (contract §1.2); 400 and 406 happen here."""
     g = flask.g
     path = flask.request.path
     if not _parses_microversion(path):

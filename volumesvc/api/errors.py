@@ -76,7 +76,7 @@ DOMAIN_MAP = {
     exception.UnexpectedTaskStateError: (409, CONFLICT),
     exception.Forbidden: (403, POLICY_DENIED),
     exception.ServiceUnavailable: (503, UNAVAILABLE),
-    # Volume attachments (api-contract §3.2-3.4).
+    # Volume attachments (doc/source/contributor/contract.rst §3.2-3.4).
     exception.TooManyDiskDevices: (403, TOO_MANY_DISK_DEVICES),
     exception.DevicePathInUse: (409, ATTACHMENT_CONFLICT),
     exception.VolumeAlreadyAttached: (400, ATTACHMENT_INVALID),

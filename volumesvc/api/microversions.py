@@ -1,21 +1,17 @@
 """Compute API microversions: the one list, its constants, and negotiation.
 
 ``VERSIONS`` is the single source of truth. Every other place (the root
-document, ``doc/api-version-history.rst``, schemas, handlers) derives from it
-or is checked against it by a unit test. Handlers and schemas refer to the
-named module constants (``V2_53_SERVICE_UUIDS``), never to string literals;
-the constants are written out so that readers and mypy see them, and
-``tests/unit/api/test_microversions.py`` checks they match ``VERSIONS`` one
-to one.
+document, ``doc/source/reference/api-version-history.rst``, schemas,
+handlers) derives from it or is checked against it by a unit test. Handlers
+and schemas refer to the named module constants (``V2_53_SERVICE_UUIDS``),
+never to string literals; the constants are written out so that readers and
+mypy see them, and ``tests/unit/api/test_microversions.py`` checks they
+match ``VERSIONS`` one to one.
 
 This module imports neither Flask nor the validation code: dispatch of
 handlers that change as a whole lives in ``volumesvc.api.versioned``.
 
-Adding a version: append one entry to ``VERSIONS`` and its constant below,
-add a section to ``doc/api-version-history.rst``, use the constant where
-behaviour changes, and add a gabbi journey pinned to the new version. A
-version of volumesvc's own (not Nova's) also goes into ``OWN_VERSIONS`` and
-must name the route or test that serves it (see the unit test).
+Adding a version: follow the checklist in doc/source/contributor/microversions.rst.
 """
 
 import re
@@ -290,7 +286,7 @@ class UnsupportedVersion(ValueError):
 
 
 def negotiate(headers) -> Version:
-    """Return the version a request asks for, per api-contract §1.2.
+    """Return the version a request asks for, per doc/source/contributor/contract.rst §1.2.
 
     The new header wins when it names ``compute`` (its last compute pair
     counts); otherwise the last comma value of the legacy header; otherwise
@@ -312,7 +308,7 @@ def negotiate(headers) -> Version:
 
 
 def response_headers(version: Version):
-    """The headers echoed on every response below /v2.1 (§1.3)."""
+    """The headers echoed on every response below /v2.1 (contract §1.3)."""
     return [
         (NEW_HEADER, f"{SERVICE_TYPE} {version}"),
         (LEGACY_HEADER, str(version)),

@@ -58,7 +58,7 @@ ROUTES = {
     # Addresses by network (always none: volumesvc does no networking).
     "/v2.1/servers/<server_id>/ips": {"GET": ips.list_ips},
     "/v2.1/servers/<server_id>/ips/<network_label>": {"GET": ips.show_ips},
-    # Volume attachments (attach, detach, update/swap; api-contract §3).
+    # Volume attachments (attach, detach, update/swap; doc/source/contributor/contract.rst §3).
     "/v2.1/servers/<server_id>/os-volume_attachments": {
         "GET": volume_attachments.list_volume_attachments,
         "POST": volume_attachments.create_volume_attachment,
@@ -68,11 +68,11 @@ ROUTES = {
         "PUT": volume_attachments.update_volume_attachment,
         "DELETE": volume_attachments.delete_volume_attachment,
     },
-    # External events from Cinder, Neutron, Ironic (api-contract §7).
+    # External events from Cinder, Neutron, Ironic (doc/source/contributor/contract.rst §7).
     "/v2.1/os-server-external-events": {
         "POST": server_external_events.create_server_external_events,
     },
-    # Assisted volume snapshots (Cinder's remotefs drivers; api-contract §8).
+    # Assisted volume snapshots (remotefs drivers; doc/source/contributor/contract.rst §8).
     "/v2.1/os-assisted-volume-snapshots": {
         "POST": assisted_volume_snapshots.create_assisted_volume_snapshot,
     },

@@ -74,7 +74,7 @@ def _parse_args(argv):
                         help="run conductor, compute, Cinder and Glance at the API's CPU "
                              "priority (by default they run at nice "
                              f"{priority.BACKGROUND_NICE}, so requests come first; "
-                             "doc/cpu-priority.rst)")
+                             "doc/source/admin/cpu-priority.rst)")
     parser.add_argument("--no-install", action="store_true",
                         help="do not apt-get install missing system packages")
     args = parser.parse_args(argv)

@@ -6,7 +6,7 @@
 
 ``cleanup <server> [--dry-run] [--json]`` and ``cleanup --all-servers
 [--batch-size N] [--dry-run] [--json]``
-    The reconciliation a reboot runs (api-contract §10), without the reboot:
+    The reconciliation a reboot runs (doc/source/contributor/contract.rst §10), without the reboot:
     through the conductor to each server's compute, which holds the server's
     lock and removes a stale disk from the running domain too. ``--dry-run``
     reports without changing anything. ``--all-servers`` walks every server

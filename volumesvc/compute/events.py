@@ -1,7 +1,7 @@
 """External instance events on the compute: volume-extended, power-update, network.
 
 Why a module of its own: the extend flow has two shapes and several failure
-exits, and the manager stays a thin RPC surface (api-contract §7).
+exits, and the manager stays a thin RPC surface (doc/source/contributor/contract.rst §7).
 
 * ``volume-extended`` below 2.105 (Nova 2.51): Cinder has already extended
   the volume and committed its size. Store that size in the BDM and grow the

@@ -202,7 +202,7 @@ class ComputeManager:
                     self._update(context, uuid, {"task_state": pending},
                                  expected=[requested])
                     bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
-                    # Dangling attachments leave before the disks are rebuilt (§10).
+                    # Dangling attachments leave before the disks are rebuilt (contract §10).
                     bdms = self.reconciler.for_reboot(context, instance, bdms)
                     bdi = boot_volumes.block_device_info(bdms)
                     self._update(context, uuid, {"task_state": started}, expected=[pending])

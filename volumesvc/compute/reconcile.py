@@ -3,7 +3,7 @@
 Why: a BDM and a Cinder attachment must exist together or not at all. They
 drift apart when someone edits Cinder behind our back (an attachment deleted
 or created directly, a volume reset to ``available``), and when a process
-dies in the middle of an attach (api-contract §10; issue 10). Left alone the
+dies in the middle of an attach (doc/source/contributor/contract.rst §10; issue 10). Left alone the
 volume stays ``reserved`` or ``attaching`` forever, cannot be detached and
 cannot be attached again.
 

@@ -73,7 +73,7 @@ class ReconcileRunner:
         """Reconcile inside a reboot (lock held by the caller); return the BDMs that remain.
 
         Nothing here may fail the reboot: Cinder unreachable is a warning
-        (api-contract §10), and any other error skips the cleanup with one.
+        (doc/source/contributor/contract.rst §10), and any other error skips the cleanup with one.
         """
         try:
             report, remaining = self.reconciler.run(

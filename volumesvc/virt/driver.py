@@ -41,7 +41,7 @@ _ISCSI_INITIATOR_FILE = "/etc/iscsi/initiatorname.iscsi"
 class ComputeDriver:
     """Base class; subclasses set ``capabilities`` and implement the methods."""
 
-    #: Nova's capability names; also published as traits (api-contract §3.5).
+    #: Nova's capability names, also traits (doc/source/contributor/contract.rst §3.5).
     capabilities = {
         "supports_multiattach": False,
         "supports_extend_volume": False,

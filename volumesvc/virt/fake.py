@@ -3,7 +3,7 @@
 Hand a :class:`FakeLibvirt` to ``LibvirtDriver(conf, libvirt_module=...)`` and
 the real driver, host and guest code run without QEMU. It keeps persistent and
 live XML per domain and reproduces the behaviour the driver relies on or must
-survive (see libvirt.md):
+survive (see doc/source/contributor/dependencies.rst, "libvirt and QEMU"):
 
 * QEMU image locking: a file open for writing in a running domain cannot be
   opened by another running domain unless both disks are ``<shareable/>``

@@ -16,12 +16,16 @@ therefore forwards to whatever app the currently running fixture built.
 import contextlib
 import datetime
 import json
+import os
+import pathlib
+import tempfile
 
 from gabbi import fixture
 
 from tests.fixtures import database as db_fixtures
 from tests.fixtures.cinder import FakeCinder
 from tests.fixtures.glance import FakeGlance
+from tests.functional.stack import Stack
 from volumesvc import context as vs_context
 from volumesvc import exception, rpc, version
 from volumesvc.api.app import create_app
@@ -29,6 +33,7 @@ from volumesvc.api.deps import Deps
 from volumesvc.conductor import rpcapi as conductor_rpcapi
 from volumesvc.conf import get_conf
 from volumesvc.db import models
+from volumesvc.objects import attachment_status
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import flavor as flavor_obj
 from volumesvc.objects import instance as instance_obj
@@ -566,7 +571,7 @@ class VolumeAttachmentsWorld(World):
     @classmethod
     def seed(cls, db, ctx):
         _compute_services(db, ctx, down=(cls.HOST_DOWN,))
-        # An up compute whose driver cannot share disks (api-contract §3.5).
+        # An up compute whose driver cannot share disks (doc/source/contributor/contract.rst §3.5).
         service_obj.heartbeat(db, ctx, host=NO_MULTIATTACH_HOST, binary="volumesvc-compute",
                               topic="compute", version=1,
                               capabilities={"supports_multiattach": False,
@@ -598,6 +603,27 @@ class VolumeAttachmentsOldConductorWorld(VolumeAttachmentsWorld):
     CONDUCTOR_CAP = "1.0"
 
 
+class VolumeAttachmentsProgressWorld(VolumeAttachmentsWorld):
+    """The attachment world on a compute that reports attach progress (2.106).
+
+    The up compute runs the current service version, so a detach is shown
+    ``detaching``, and the ACTIVE server has one failed attach of FREE2 (a
+    400 before any device was reserved), kept as an ``error`` record.
+    """
+
+    FAILED_MESSAGE = "Volume b01e0000-0000-4000-8000-000000000007 was refused by Cinder."
+
+    @classmethod
+    def seed(cls, db, ctx):
+        super().seed(db, ctx)
+        service_obj.heartbeat(db, ctx, host=COMPUTE_UP_HOST, binary="volumesvc-compute",
+                              topic="compute", version=version.SERVICE_VERSION,
+                              capabilities={})
+        attachment_status.record_failed_attach(
+            db, ctx, instance_uuid=cls.SERVER["ACTIVE"], volume_id=cls.VOLUME["FREE2"],
+            bdm_uuid=None, code=400, message=cls.FAILED_MESSAGE)
+
+
 # -- gabbi fixtures: one per world, named in the YAML files ---------------------------------
 
 class APIFixture(fixture.GabbiFixture):
@@ -625,3 +651,42 @@ ServersOldComputeFixture = _fixture(ServersOldComputeWorld)
 ServerActionsFixture = _fixture(ServerActionsWorld)
 VolumeAttachmentsFixture = _fixture(VolumeAttachmentsWorld)
 VolumeAttachmentsOldConductorFixture = _fixture(VolumeAttachmentsOldConductorWorld)
+VolumeAttachmentsProgressFixture = _fixture(VolumeAttachmentsProgressWorld)
+
+
+class ExtendStackFixture(fixture.GabbiFixture):
+    """The whole service (tests/functional/stack.py) with volumes Cinder holds ``extending``.
+
+    Why a running stack and not a world: what 2.105 changes happens in the
+    compute after the event is answered; the YAML sees it in the event's
+    instance action. One ACTIVE server (its uuid in ``$ENVIRON``) with two
+    attached 1 GiB volumes, each extended to 2 GiB and held ``extending``:
+    ``EXTEND_SHOWN`` shows its target size, ``EXTEND_HIDDEN`` does not.
+    """
+
+    ENV_SERVER = "VOLUMESVC_GABBI_EXTEND_SERVER"
+    EXTEND_SHOWN = _attach_volume_uuid(0xe1)
+    EXTEND_HIDDEN = _attach_volume_uuid(0xe2)
+
+    def start_fixture(self):
+        self._dir = tempfile.TemporaryDirectory(prefix="gabbi-extend-")
+        self.stack = stack = Stack(pathlib.Path(self._dir.name))
+        (server,) = stack.boot_active()
+        ctx = stack.context()
+        for volume_id in (self.EXTEND_SHOWN, self.EXTEND_HIDDEN):
+            stack.cinder.create(ctx, 1, "data", "", volume_id=volume_id)
+            stack.attach_volume(server, volume_id, version="2.100")
+            stack.wait(lambda v=volume_id: stack.cinder.get(ctx, v)["status"] == "in-use",
+                       what=f"{volume_id} in-use")
+        stack.cinder.hold_extend = True
+        for volume_id in (self.EXTEND_SHOWN, self.EXTEND_HIDDEN):
+            stack.cinder.extend(ctx, volume_id, 2)
+        stack.cinder.show_metadata(self.EXTEND_HIDDEN, "extend_new_size", None)
+        os.environ[self.ENV_SERVER] = server
+        _CURRENT["app"] = stack.app
+
+    def stop_fixture(self):
+        _CURRENT.clear()
+        os.environ.pop(self.ENV_SERVER, None)
+        self.stack.stop()
+        self._dir.cleanup()

@@ -1,4 +1,4 @@
-"""POST /servers/{id}/action through the real app: every §2 rule for reboot, createImage.
+"""POST /servers/{id}/action through the real app: every contract §2 rule for reboot, createImage.
 
 The gabbi journeys (gabbits/actions-*.yaml) read like a user's session;
 these tests walk the whole state grid and look inside the fakes (conductor

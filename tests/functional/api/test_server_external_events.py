@@ -1,4 +1,4 @@
-"""POST /os-server-external-events as raw HTTP (api-contract §7).
+"""POST /os-server-external-events as raw HTTP (doc/source/contributor/contract.rst §7).
 
 Request validation per microversion (400 for the whole request), the
 per-event codes 200/400/404/422, 200 versus 207, and the policy (403 for a

@@ -1,6 +1,6 @@
 """os-stop, os-start, shelve, shelveOffload, unshelve over raw HTTP: state rules, version gates.
 
-The real app with a recording conductor: every §2 cell of each action's
+The real app with a recording conductor: every contract §2 cell of each action's
 gate, the lock and launched_at checks, policies, and the unshelve bodies of
 2.1 (ignored), 2.77 (availability_zone) and 2.91 (host, null zone).
 """

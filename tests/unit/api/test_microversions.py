@@ -114,7 +114,8 @@ def test_overlap_detection_works():
 
 
 def test_history_doc_has_a_section_per_version():
-    with open(os.path.join(ROOT, "doc", "api-version-history.rst")) as handle:
+    path = os.path.join(ROOT, "doc/source/reference/api-version-history.rst")
+    with open(path) as handle:
         text = handle.read()
     sections = re.findall(r"^(\d+\.\d+): ``(V\w+)``\n-+$", text, re.MULTILINE)
     assert sections == [(v, name) for v, name, _ in mv.VERSIONS]

@@ -1,4 +1,4 @@
-"""The §2 state gates: messages, order of checks, per-operation tables."""
+"""The state gates of doc/source/contributor/contract.rst §2: messages, order, tables."""
 
 import datetime
 

@@ -1,4 +1,4 @@
-"""Disk and domain XML: every api-contract §13 rule, checked on the XML itself."""
+"""Disk and domain XML: each rule of doc/source/contributor/contract.rst §13, on the XML."""
 
 import os
 import stat

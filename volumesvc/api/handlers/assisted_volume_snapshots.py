@@ -1,4 +1,4 @@
-"""/os-assisted-volume-snapshots: create and delete (api-contract §8).
+"""/os-assisted-volume-snapshots: create and delete (doc/source/contributor/contract.rst §8).
 
 Cinder's remotefs drivers (NFS and friends) keep volumes as files and need
 the hypervisor to switch a running server's disk to a new qcow2 overlay

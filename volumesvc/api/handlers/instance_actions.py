@@ -1,6 +1,6 @@
 """/servers/{id}/os-instance-actions: what happened to a server, newest first.
 
-Per microversion (api-contract §9): 2.21 actions of deleted servers; 2.51
+Per microversion (doc/source/contributor/contract.rst §9): 2.21 actions of deleted servers; 2.51
 owners see events (without traceback); 2.58 ``updated_at`` plus
 limit/marker/changes-since; 2.62 events gain ``hostId`` (and ``host`` for
 admins); 2.66 changes-before; 2.84 events gain ``details``.

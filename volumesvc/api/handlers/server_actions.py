@@ -1,6 +1,6 @@
 """POST /servers/{id}/action: the single top-level key names the action.
 
-Served: ``reboot`` (SOFT/HARD, api-contract §6 and the §2 gates),
+Served: ``reboot`` (SOFT/HARD, doc/source/contributor/contract.rst §6 and the §2 gates),
 ``createImage`` of a volume-backed server (§6, spec 5), and the lifecycle
 actions ``os-stop``, ``os-start``, ``shelve``, ``shelveOffload`` and
 ``unshelve`` (``server_lifecycle.py``). Any other key is a

@@ -1,4 +1,4 @@
-"""POST /os-server-external-events: other services tell us about servers (§7).
+"""POST /os-server-external-events: news about servers (doc/source/contributor/contract.rst §7).
 
 Cinder posts ``volume-extended`` after (2.51) or, with extend completion,
 while (2.105, ours) it extends an attached volume; Neutron posts network

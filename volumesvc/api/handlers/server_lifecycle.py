@@ -1,6 +1,6 @@
 """Server lifecycle actions: os-stop, os-start, shelve, shelveOffload, unshelve.
 
-Each action checks its policy and the §2 gate, takes its first task_state
+Each action checks its policy and the contract §2 gate, takes its first task_state
 with a compare-and-swap (of two concurrent requests exactly one wins, the
 other gets Nova's 409), records the instance action under the request id and
 casts to the conductor (RPC 1.5), which finds the compute. The compute moves

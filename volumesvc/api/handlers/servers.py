@@ -335,7 +335,7 @@ def _details(req, instances, *, show):
 @validation.query_schema(schema.list_servers_query_v2_75, mv.V2_75_STRICT_QUERY)
 @_response_windows(schema.list_servers_detail_response, "list")
 def list_servers_detail(req):
-    """GET /servers/detail → 200 with full servers (fields per version, §5)."""
+    """GET /servers/detail → 200 with full servers (fields per version, contract §5)."""
     authorize(req.context, policies.DETAIL)
     instances, limit = _list(req, policies.DETAIL_ALL_TENANTS)
     return _list_body(req, "servers/detail", instances, limit,

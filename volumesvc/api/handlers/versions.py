@@ -1,4 +1,4 @@
-"""Version discovery documents (api-contract §1.1): no auth, no microversion.
+"""Version discovery (doc/source/contributor/contract.rst §1.1): no auth, no microversion.
 
 ``GET /`` lists v2.0 and v2.1; ``GET /v2[/]`` and ``GET /v2.1[/]`` show one;
 any other root path answers 300 with the choices (built by :func:`choices`,

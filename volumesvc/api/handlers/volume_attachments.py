@@ -1,6 +1,6 @@
 """/servers/{id}/os-volume_attachments: list, show, attach, update/swap, detach.
 
-The representation per microversion is api-contract §3.1; POST answers 200
+The representation per microversion is doc/source/contributor/contract.rst §3.1; POST answers 200
 with the reserved device below 2.101 (a conductor RPC call) and 202 with no
 body from 2.101 (a cast). The synchronous checks are in ``logic/attach.py``;
 this module reads the request, applies policy and project scoping, and

@@ -1,4 +1,4 @@
-"""The synchronous checks of the volume attachment API (api-contract §2, §3.2-3.5).
+"""Synchronous checks of volume attach (doc/source/contributor/contract.rst §2, §3.2-3.5).
 
 What stays in the API at every microversion, in Nova's order, as plain
 functions over the instance, the Cinder volume dict and BDM rows, so they

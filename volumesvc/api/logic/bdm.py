@@ -1,4 +1,4 @@
-"""block_device_mapping_v2 at boot: Nova's checks, in api-contract §4.2 order.
+"""block_device_mapping_v2 at boot: Nova's checks, doc/source/contributor/contract.rst §4.2.
 
 Three steps, each pure apart from the reads it names:
 
@@ -52,7 +52,7 @@ def _normalize(item: dict) -> dict:
         item.get("delete_on_termination", False))
     if bdm["volume_size"] is not None:
         bdm["volume_size"] = validation.bounded_int(bdm["volume_size"], "volume_size", 1)
-    # "" and null both mean "no type" (api-contract §4.2 rule 3).
+    # "" and null both mean "no type" (doc/source/contributor/contract.rst §4.2 rule 3).
     bdm["volume_type"] = bdm["volume_type"] or None
     return bdm
 

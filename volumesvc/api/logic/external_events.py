@@ -1,4 +1,4 @@
-"""Deciding each external event's fate (api-contract §7, spec 3 gate of §12).
+"""Each external event's fate (doc/source/contributor/contract.rst §7, the gate of §12).
 
 Why apart from the handler: the per-event outcome is a small state machine
 (404 → 400 → 422 → rolling-upgrade gate → accepted) that the handler only

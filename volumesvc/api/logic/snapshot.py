@@ -1,4 +1,4 @@
-"""createImage of a volume-backed server (api-contract §6, spec 5).
+"""createImage of a volume-backed server (doc/source/contributor/contract.rst §6, spec 5).
 
 The image holds no data: it is a zero-byte Glance image whose properties
 describe how to rebuild the server's disks, one Cinder snapshot per volume.

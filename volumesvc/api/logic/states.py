@@ -1,4 +1,4 @@
-"""Instance-state gates of the volume operations (api-contract §2), as data.
+"""Instance-state gates of the volume operations (doc/source/contributor/contract.rst §2), as data.
 
 Every operation that cares about an instance's state names a :class:`Gate`
 from :data:`GATES`; :func:`check_gate` applies it in Nova's order (lock,

@@ -1,4 +1,4 @@
-"""Schemas of /os-assisted-volume-snapshots (api-contract §8)."""
+"""Schemas of /os-assisted-volume-snapshots (doc/source/contributor/contract.rst §8)."""
 
 import copy
 

@@ -1,6 +1,6 @@
 """Schemas of POST /os-server-external-events, one constant per version range.
 
-Only the allowed event names change with the version (api-contract §7); a
+Only the allowed event names change with the version (doc/source/contributor/contract.rst §7); a
 name the version does not allow fails the whole request with 400. 2.105
 changes what ``volume-extended`` does, not what it looks like.
 """

@@ -2,7 +2,7 @@
 
 Requests follow Nova's ``volumes.create``/``update`` (2.49 tag, 2.79
 delete_on_termination, 2.85 echoed fields on update); representations
-follow api-contract §3.1 (2.70 tag, 2.79 delete_on_termination, 2.89 no
+follow doc/source/contributor/contract.rst §3.1 (2.70 tag, 2.79 delete_on_termination, 2.89 no
 ``id`` but attachment_id and bdm_uuid) and the POST table of §3.2 (2.89 is
 not applied to POST; 2.101 answers 202 with no body).
 """

@@ -1,4 +1,4 @@
-"""The server representation per microversion (api-contract §5).
+"""The server representation per microversion (doc/source/contributor/contract.rst §5).
 
 Handlers collect the rows (instance, its BDMs, its latest fault, the host's
 compute service) and call :func:`detail` or :func:`summary`; this module only

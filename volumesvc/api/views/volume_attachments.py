@@ -1,4 +1,4 @@
-"""The volume attachment representation per microversion (api-contract §3.1, §3.2).
+"""Volume attachments per microversion (doc/source/contributor/contract.rst §3.1, §3.2).
 
 ``read`` (list/show): 2.70 ``tag``, 2.79 ``delete_on_termination``, 2.89 no
 ``id`` but ``attachment_id`` and ``bdm_uuid``; ``device`` only when the BDM

@@ -4,7 +4,7 @@ An offloaded server has no host and no domain, so there is nothing to
 connect: attach records a BDM without a device name and a Cinder attachment
 without a connector, completed (the volume shows ``in-use``, as Nova leaves
 it); unshelve connects it with the rest. Detach deletes the attachment and
-the BDM. Both run in the conductor (api-contract §3.2 has Nova doing it in
+the BDM. Both run in the conductor (doc/source/contributor/contract.rst §3.2 has Nova doing it in
 the API; here every attach goes through the conductor's task, so the same
 rollback and instance-action reporting apply at every microversion).
 """

@@ -2,7 +2,7 @@
 
 The API has set task_state (``powering-off``/``powering-on``) and recorded the
 ``stop``/``start`` action; the compute does the rest (``compute/lifecycle.py``).
-A server without a host cannot get here through the §2 gates (a launched
+A server without a host cannot get here through the contract §2 gates (a launched
 server in ``active``/``error``/``stopped`` has one); if one does, its task is
 cleared with a fault rather than left spinning.
 """

@@ -84,7 +84,7 @@ class DiskConfig:
             iotune = ET.SubElement(disk, "iotune")
             for key, value in sorted(self.iotune.items()):
                 ET.SubElement(iotune, key).text = str(value)
-        # NOTE: libvirt rejects <serial> on a passthrough lun (api-contract §13).
+        # NOTE: libvirt rejects <serial> on a lun (doc/source/contributor/contract.rst §13).
         if self.serial and self.device != "lun":
             ET.SubElement(disk, "serial").text = self.serial
         if self.boot_order is not None:
@@ -121,7 +121,8 @@ class DomainConfig:
         ET.SubElement(domain, "vcpu").text = str(self.vcpus)
         os_el = ET.SubElement(domain, "os")
         ET.SubElement(os_el, "type").text = "hvm"
-        # NOTE: without ACPI, PCI hotplug (and so live attach) fails (libvirt.md).
+        # NOTE: without ACPI, PCI hotplug (so live attach) fails: see "libvirt and QEMU"
+        # in doc/source/contributor/dependencies.rst.
         features = ET.SubElement(domain, "features")
         ET.SubElement(features, "acpi")
         for event, action in (("on_poweroff", "destroy"), ("on_reboot", "restart"),

@@ -1,4 +1,4 @@
-"""Cinder connection_info -> libvirt disk config (api-contract §13).
+"""Cinder connection_info -> libvirt disk config (doc/source/contributor/contract.rst §13).
 
 One function per ``driver_volume_type`` maps the connection to a source;
 :func:`get_disk_config` then applies the rules every volume shares: serial and

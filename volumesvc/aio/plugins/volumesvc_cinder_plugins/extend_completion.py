@@ -4,7 +4,7 @@ Why: Cinder 29 ships ``os-extend_volume_completion`` (volume API 3.71) but no
 code path that waits for it: its volume manager always finishes an extend
 itself and only then tells Nova (``volume-extended`` at 2.51). To run the
 extend-completion flow (volumesvc's 2.105) against a real Cinder, this module
-adds the two missing pieces described in docs/real-cinder.md:
+adds the two missing pieces described in doc/source/contributor/dependencies.rst ("Cinder"):
 
 * :class:`CompletionVolumeManager` (``[DEFAULT] volume_manager``): for a volume
   attached to exactly one server it writes the admin metadata
