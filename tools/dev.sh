@@ -102,7 +102,7 @@ case "$cmd" in
         cd "$ROOT"
         # Lint and type errors fail fast, before the long test run.
         "$VENV/bin/ruff" check volumesvc tests
-        "$VENV/bin/mypy" volumesvc/api volumesvc/objects
+        "$VENV/bin/mypy" volumesvc
         set +e
         "$VENV/bin/pytest" -p no:cacheprovider -ra "$@"
         rc=$?
