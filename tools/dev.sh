@@ -102,7 +102,7 @@ case "$cmd" in
         cd "$ROOT"
         # Lint and type errors fail fast, before the long test run.
         "$VENV/bin/ruff" check volumesvc tests benchmarks
-        "$VENV/bin/mypy" volumesvc/api volumesvc/objects
+        "$VENV/bin/mypy" volumesvc
         # The documentation builds without a warning and the release notes lint.
         "$VENV/bin/sphinx-build" -q -W --keep-going -b html doc/source doc/build/html
         "$VENV/bin/reno" lint

@@ -12,6 +12,7 @@ for the handlers and runs already going and only then lets the process exit.
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 from oslo_log import log as logging
 
@@ -39,7 +40,7 @@ class RPCService:
         self._transport = transport
         self._owns_transport = owns_transport
         self._heartbeat = heartbeat
-        self._capabilities = capabilities or (lambda: {})
+        self._capabilities: Callable[[], dict] = capabilities or (lambda: {})
         self._stopping = threading.Event()
         self._extra_topics = tuple(extra_topics)
         self._servers = []

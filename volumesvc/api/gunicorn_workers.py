@@ -23,6 +23,7 @@ import re
 import selectors
 import socket
 import time
+import typing
 from concurrent import futures
 from functools import partial
 
@@ -35,6 +36,15 @@ _STATUS_LINE = re.compile(rb"^HTTP/1\.[01] (\d{3}) ([^\r\n]*)\r\n")
 # The message gunicorn puts after its heading (see gunicorn.util.write_error).
 _MESSAGE = re.compile(r"</h1>\s*(.*?)\s*</body>", re.S)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+# The mixins below only ever come before one of gunicorn's worker classes:
+# type-check them as workers, but keep gunicorn out of their runtime bases,
+# so that their super() calls reach whatever class they are mixed into.
+if typing.TYPE_CHECKING:
+    from gunicorn.workers.base import Worker as _Worker
+    from gunicorn.workers.gthread import ThreadWorker as _GthreadWorker
+else:
+    _Worker = _GthreadWorker = object
 
 
 class _Capture:
@@ -76,16 +86,16 @@ def fault_response(page: bytes) -> bytes | None:
     return head.encode("latin-1") + payload
 
 
-class _JSONFaults:
+class _JSONFaults(_Worker):
     def handle_error(self, req, client, addr, exc):
         capture = _Capture(client)
-        super().handle_error(req, capture, addr, exc)  # type: ignore[misc]
+        super().handle_error(req, capture, addr, exc)
         if not capture.data:
             return
         try:
             util.write_nonblock(client, fault_response(capture.data) or capture.data)
         except Exception:  # noqa: BLE001 - the client may be gone; gunicorn ignores it too
-            self.log.debug("Failed to send error message.")  # type: ignore[attr-defined]
+            self.log.debug("Failed to send error message.")
 
 
 MEMORY_CHECK_INTERVAL = 5.0
@@ -107,7 +117,7 @@ def private_memory_mib(path="/proc/self/smaps_rollup") -> float | None:
     return total_kib / 1024.0
 
 
-class _MemoryBound:
+class _MemoryBound(_GthreadWorker):
     """Retire the worker, gracefully, once its private memory passes a bound.
 
     gunicorn's worker loop calls ``notify()`` about once a second; every
@@ -136,7 +146,7 @@ class _MemoryBound:
     nr: int
 
     def notify(self):
-        super().notify()  # type: ignore[misc]
+        super().notify()
         bound = self.worker_private_memory_max
         if not bound or not self.alive:
             return
@@ -162,15 +172,15 @@ class _MemoryBound:
         self._next_memory_check = now + MEMORY_CHECK_INTERVAL
         private = private_memory_mib()
         if private is not None and private > bound:
-            self.log.info(  # type: ignore[attr-defined]
+            self.log.info(
                 "Worker %s holds %.0f MiB of its own, over [api] "
                 "worker_private_memory_max %d: replacing it", os.getpid(), private, bound)
             self.alive = False
 
     def _requests_in_flight(self) -> int:
         """Requests being served now (in threads); idle kept-alive connections are not."""
-        open_conns = self.nr_conns  # type: ignore[attr-defined]
-        waiting = len(self.keepalived_conns) + len(self.pending_conns)  # type: ignore[attr-defined]
+        open_conns = self.nr_conns
+        waiting = len(self.keepalived_conns) + len(self.pending_conns)
         return max(0, open_conns - waiting)
 
 

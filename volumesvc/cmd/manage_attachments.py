@@ -94,12 +94,12 @@ class VolumeAttachmentCommands:
             print(f"Volume {args.volume_id} is not attached to server {args.server_id}",
                   file=sys.stderr)
             return EXIT_SKIPPED
+        changed = bdm.updated_at or bdm.created_at
         row = {"server_id": args.server_id, "volume_id": bdm.volume_id, "bdm_uuid": bdm.uuid,
                "device_name": bdm.device_name, "attachment_id": bdm.attachment_id,
                "connected": bool(bdm.connection_info),
                "delete_on_termination": bool(bdm.delete_on_termination),
-               "updated_at": (bdm.updated_at or bdm.created_at).isoformat()
-               if (bdm.updated_at or bdm.created_at) else None}
+               "updated_at": changed.isoformat() if changed else None}
         row.update(self._cinder_view(ctx, bdm))
         if args.json:
             print(json.dumps(row, indent=2, sort_keys=True))
@@ -113,7 +113,8 @@ class VolumeAttachmentCommands:
         from volumesvc import exception
 
         cinder = self._cinder_api()
-        view = {"cinder_attachment_status": None, "cinder_volume_status": None}
+        view: dict[str, str | None] = {"cinder_attachment_status": None,
+                                       "cinder_volume_status": None}
         try:
             view["cinder_volume_status"] = cinder.get(ctx, bdm.volume_id)["status"]
             if bdm.attachment_id:
@@ -206,7 +207,7 @@ class VolumeAttachmentCommands:
 
 def _batches(instances, size):
     """uuids grouped by host (one compute call per batch), at most ``size`` each."""
-    by_host = {}
+    by_host: dict[str, list[str]] = {}
     for uuid, host in instances:
         by_host.setdefault(host, []).append(uuid)
     return [uuids[i:i + size] for _host, uuids in sorted(by_host.items())

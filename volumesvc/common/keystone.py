@@ -54,7 +54,7 @@ class SessionFromConf:
     until it calls out (and tests can set ``_session`` to a stub).
     """
 
-    _GROUP = None
+    _GROUP: str
 
     def __init__(self, conf):
         self.conf = conf

@@ -18,7 +18,7 @@ from oslo_serialization import jsonutils
 
 from volumesvc import exception
 from volumesvc.compute import attach_states, connections
-from volumesvc.compute import utils as compute_utils
+from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import block_device as virt_bd
 
@@ -67,7 +67,8 @@ class VolumeAttacher:
     def detach_failed(self, context, bdm, exc):
         """The detach did not happen: ``attached`` again, with the reason as the fault."""
         self._set_status(context, bdm, attach_states.fault_values(
-            attach_states.ATTACHED, attach_states.fault_code(exc), compute_utils.message_of(exc)))
+            attach_states.ATTACHED, attach_states.fault_code(exc),
+            compute_reporter.message_of(exc)))
 
     def _disconnect(self, context, instance_uuid, info):
         return connections.disconnect(
@@ -180,7 +181,7 @@ class VolumeAttacher:
         # Kept (deleted) as ``error`` so a 2.106 client learns why.
         values = attach_states.fault_values(
             attach_states.ERROR, attach_states.fault_code(failure),
-            compute_utils.message_of(failure)) if self._reports_status() else None
+            compute_reporter.message_of(failure)) if self._reports_status() else None
         try:
             self.conductor.bdm_destroy(context, bdm_uuid=bdm["uuid"], values=values)
         except exception.NotFound:

@@ -25,7 +25,7 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from volumesvc import exception
-from volumesvc.compute import utils as compute_utils
+from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import vm_states
 from volumesvc.virt import power_state
 
@@ -94,7 +94,7 @@ class ExternalEvents:
                              instance["uuid"])
             except Exception as exc:  # noqa: BLE001 - a cast reports through the DB
                 LOG.warning("Event %s-%s for instance %s failed: %s", name, tag,
-                            instance["uuid"], compute_utils.message_of(exc))
+                            instance["uuid"], compute_reporter.message_of(exc))
 
     # -- volume-extended ------------------------------------------------------
 
@@ -149,7 +149,7 @@ class ExternalEvents:
             seen = self._resize(driver_instance, bdm, volume_id, size)
         except Exception as exc:
             LOG.error("Extend of volume %s on instance %s failed, completing with error: "
-                      "%s", volume_id, driver_instance["uuid"], compute_utils.message_of(exc))
+                      "%s", volume_id, driver_instance["uuid"], compute_reporter.message_of(exc))
             self._complete(context, volume_id, error=True)
             raise
         self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values={"volume_size": size})
@@ -165,7 +165,7 @@ class ExternalEvents:
             seen = self.driver.extend_volume(connection_info, driver_instance, size_gb * GiB)
         except exception.VolumesvcException as exc:
             raise exception.ExtendVolumeFailed(
-                volume_id=volume_id, reason=compute_utils.message_of(exc)) from exc
+                volume_id=volume_id, reason=compute_reporter.message_of(exc)) from exc
         if seen is not None and seen < size_gb * GiB:
             raise exception.ExtendVolumeFailed(
                 volume_id=volume_id,
@@ -178,10 +178,10 @@ class ExternalEvents:
             self.cinder.extend_volume_completion(context, volume_id, error)
         except Exception as exc:
             LOG.error("os-extend_volume_completion(error=%s) of volume %s failed: %s",
-                      error, volume_id, compute_utils.message_of(exc))
+                      error, volume_id, compute_reporter.message_of(exc))
             raise exception.ExtendCompletionFailed(
                 volume_id=volume_id, error=error,
-                reason=compute_utils.message_of(exc)) from exc
+                reason=compute_reporter.message_of(exc)) from exc
 
     # -- power-update ---------------------------------------------------------
 

@@ -29,8 +29,9 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from volumesvc import exception
+from volumesvc.compute import instances as compute_instances
+from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import task_states, vm_states
-from volumesvc.compute import utils as compute_utils
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
 
@@ -49,7 +50,7 @@ class Lifecycle:
         self.glance = glance
 
     def _update(self, context, uuid, values, expected=None):
-        return compute_utils.update_instance(self.conductor, context, uuid, values, expected)
+        return compute_instances.update_instance(self.conductor, context, uuid, values, expected)
 
     def _run(self, context, instance, *, name, event, work, on_error, undo=None):
         """Run ``work(bdms) -> instance`` with the event, notifications and fault.
@@ -65,7 +66,7 @@ class Lifecycle:
             with self.reporter.event(context, uuid, event):
                 instance = work(bdms)
         except (exception.InstanceNotFound, exception.UnexpectedTaskStateError) as exc:
-            LOG.info("%s of %s interrupted: %s", name, uuid, compute_utils.message_of(exc))
+            LOG.info("%s of %s interrupted: %s", name, uuid, compute_reporter.message_of(exc))
             return None
         except Exception as exc:  # noqa: BLE001 - a cast reports through the DB
             LOG.exception("%s of instance %s failed", name, uuid)
@@ -86,7 +87,7 @@ class Lifecycle:
     def stop(self, context, instance):
         """Power off; the server stays as it was (task cleared) if that fails."""
         def work(bdms):
-            self.driver.power_off(compute_utils.driver_instance(instance))
+            self.driver.power_off(compute_instances.driver_instance(instance))
             return self._update(context, instance["uuid"], {
                 "vm_state": vm_states.STOPPED, "task_state": None,
                 "power_state": power_state.SHUTDOWN}, expected=[task_states.POWERING_OFF])
@@ -96,7 +97,7 @@ class Lifecycle:
     def start(self, context, instance):
         """Redefine the domain from the BDMs and start it."""
         def work(bdms):
-            self.driver.power_on(compute_utils.driver_instance(instance),
+            self.driver.power_on(compute_instances.driver_instance(instance),
                                  boot_volumes.block_device_info(bdms))
             return self._update(context, instance["uuid"], {
                 "vm_state": vm_states.ACTIVE, "task_state": None,
@@ -111,7 +112,7 @@ class Lifecycle:
         uuid = instance["uuid"]
 
         def work(bdms):
-            self.driver.power_off(compute_utils.driver_instance(instance))
+            self.driver.power_off(compute_instances.driver_instance(instance))
             values = {"vm_state": vm_states.SHELVED, "power_state": power_state.SHUTDOWN,
                       "task_state": task_states.SHELVING_OFFLOADING if offload else None}
             return self._update(context, uuid, values, expected=[task_states.SHELVING])
@@ -131,7 +132,7 @@ class Lifecycle:
         uuid = instance["uuid"]
 
         def work(bdms):
-            self.driver.destroy(compute_utils.driver_instance(instance),
+            self.driver.destroy(compute_instances.driver_instance(instance),
                                 boot_volumes.block_device_info(bdms))
             self.disconnect_volumes(context, uuid, bdms)
             boot_volumes.remove_instance_dir(self.conf, uuid)
@@ -172,7 +173,7 @@ class Lifecycle:
                 self.cinder.attachment_delete(context.elevated(), old)
             except Exception as exc:  # noqa: BLE001 - disconnect the others too
                 LOG.warning("Could not disconnect volume %s of %s: %s", bdm["volume_id"],
-                            uuid, compute_utils.message_of(exc))
+                            uuid, compute_reporter.message_of(exc))
                 first_error = first_error or exc
         if first_error is not None:
             raise first_error
@@ -196,7 +197,7 @@ class Lifecycle:
             self._update(context, uuid, {"task_state": task_states.SPAWNING,
                                          "root_device_name": bdi["root_device_name"]},
                          expected=[task_states.UNSHELVING])
-            self.driver.spawn(compute_utils.driver_instance(instance), bdi)
+            self.driver.spawn(compute_instances.driver_instance(instance), bdi)
             volumes.complete(bdms)
             return self._update(context, uuid, {
                 "vm_state": vm_states.ACTIVE, "task_state": None,
@@ -228,7 +229,7 @@ class Lifecycle:
                           for b in boot_volumes.volume_bdms(bdms))
             if partial:
                 bdi = volumes.connect(bdms)
-            self.driver.power_on(compute_utils.driver_instance(instance), bdi)
+            self.driver.power_on(compute_instances.driver_instance(instance), bdi)
             if partial:
                 volumes.complete(bdms)
             return self._update(context, instance["uuid"], {
@@ -242,7 +243,7 @@ class Lifecycle:
         """No domain, no connection on this host; every volume stays attached."""
         uuid = instance["uuid"]
         try:
-            self.driver.destroy(compute_utils.driver_instance(instance))
+            self.driver.destroy(compute_instances.driver_instance(instance))
         except Exception as exc:  # noqa: BLE001 - disconnect the volumes anyway
             LOG.warning("Could not destroy the domain of %s: %s", uuid, exc)
         try:

@@ -25,8 +25,9 @@ from volumesvc.compute import (
     vm_states,
 )
 from volumesvc.compute import events as events_mod
+from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import lifecycle as lifecycle_mod
-from volumesvc.compute import utils as compute_utils
+from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
 from volumesvc.volume import cleanup
@@ -34,7 +35,7 @@ from volumesvc.volume import cleanup
 LOG = logging.getLogger(__name__)
 
 
-_driver_instance = compute_utils.driver_instance
+_driver_instance = compute_instances.driver_instance
 
 
 def _with_status(bdm, status):
@@ -54,7 +55,7 @@ class ComputeManager:
         self.conductor = conductor
         self.cinder = cinder
         self.glance = glance
-        self.reporter = compute_utils.ComputeReporter(conductor, notifier, self.host)
+        self.reporter = compute_reporter.ComputeReporter(conductor, notifier, self.host)
         self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder)
         self.events = events_mod.ExternalEvents(conf, driver, conductor, cinder,
                                                 self.reporter)
@@ -101,7 +102,7 @@ class ComputeManager:
         return lockutils.lock(f"instance-{instance_uuid}")
 
     def _update(self, context, instance_uuid, values, expected=None):
-        return compute_utils.update_instance(self.conductor, context, instance_uuid, values,
+        return compute_instances.update_instance(self.conductor, context, instance_uuid, values,
                                              expected)
 
     # -- build -----------------------------------------------------------------
@@ -272,7 +273,7 @@ class ComputeManager:
                                          multiattach=multiattach, event=event)
             except Exception as exc:  # noqa: BLE001 - a cast reports through the DB
                 LOG.warning("Attach of volume %s to %s failed: %s", bdm.get("volume_id"),
-                            uuid, compute_utils.message_of(exc))
+                            uuid, compute_reporter.message_of(exc))
                 self.reporter.notify(context, instance, "volume_attach", "error",
                                      bdms=[_with_status(bdm, attach_states.ERROR)], exc=exc)
                 return
@@ -291,7 +292,7 @@ class ComputeManager:
                                          attachment_id)
             except Exception as exc:  # noqa: BLE001
                 LOG.warning("Detach of volume %s from %s failed: %s", bdm.get("volume_id"),
-                            uuid, compute_utils.message_of(exc))
+                            uuid, compute_reporter.message_of(exc))
                 self.attacher.detach_failed(context, bdm, exc)
                 self.reporter.notify(context, instance, "volume_detach", "error",
                                      bdms=[_with_status(bdm, attach_states.ATTACHED)], exc=exc)

@@ -116,7 +116,7 @@ class SnapshotView:
     """
 
     def __init__(self, attachments, available_volume_ids):
-        self._by_instance = {}
+        self._by_instance: dict[str | None, list[dict]] = {}
         for attachment in attachments:
             self._by_instance.setdefault(attachment.get("instance"), []).append(attachment)
         self._available = frozenset(available_volume_ids)

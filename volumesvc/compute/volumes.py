@@ -102,7 +102,7 @@ class BootVolumes:
     def connect(self, bdms):
         """Attachment per volume BDM, connection_info from Cinder; block_device_info out."""
         connector = self.driver.get_volume_connector()
-        used = []
+        used: list[str] = []
         mappings = []
         root_device = None
         for bdm in disk_bdms(bdms):

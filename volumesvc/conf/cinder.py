@@ -2,8 +2,9 @@
 
 import copy
 
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+
+from volumesvc.conf import ksa
 
 cinder_group = cfg.OptGroup(
     "cinder",
@@ -121,13 +122,8 @@ def register_opts(conf):
     # auth_type/auth_url/... and cafile/insecure/timeout/... (timeout is the
     # per-request HTTP timeout) come from keystoneauth so they match every
     # other OpenStack service's [cinder] section.
-    ks_loading.register_session_conf_options(conf, cinder_group.name)
-    ks_loading.register_auth_conf_options(conf, cinder_group.name)
+    ksa.register_group_opts(conf, cinder_group.name)
 
 
 def list_opts():
-    return [(cinder_group,
-             cinder_opts
-             + ks_loading.get_session_conf_options()
-             + ks_loading.get_auth_common_conf_options()
-             + ks_loading.get_auth_plugin_conf_options("password"))]
+    return [(cinder_group, cinder_opts + ksa.group_opts())]

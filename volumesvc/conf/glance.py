@@ -2,8 +2,9 @@
 
 import copy
 
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+
+from volumesvc.conf import ksa
 
 glance_group = cfg.OptGroup(
     "glance",
@@ -61,13 +62,8 @@ def register_opts(conf):
     conf.register_opts(glance_opts, group=group)
     # cafile/insecure/timeout/... and auth_type/auth_url/... come from
     # keystoneauth so they match every other OpenStack service's section.
-    ks_loading.register_session_conf_options(conf, glance_group.name)
-    ks_loading.register_auth_conf_options(conf, glance_group.name)
+    ksa.register_group_opts(conf, glance_group.name)
 
 
 def list_opts():
-    return [(glance_group,
-             glance_opts
-             + ks_loading.get_session_conf_options()
-             + ks_loading.get_auth_common_conf_options()
-             + ks_loading.get_auth_plugin_conf_options("password"))]
+    return [(glance_group, glance_opts + ksa.group_opts())]

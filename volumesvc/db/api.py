@@ -123,12 +123,6 @@ class Database:
         with self._tc.writer.using(self._context(context)) as session:
             yield session
 
-    @contextlib.contextmanager
-    def independent_writer(self, context=None):
-        """A writer transaction that never joins an enclosing one."""
-        with self._tc.writer.independent.using(self._context(context)) as session:
-            yield session
-
     def get_engine(self) -> sa.Engine:
         """The writer engine (starts the facade on first use)."""
         return self._tc.writer.get_engine()

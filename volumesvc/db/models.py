@@ -7,7 +7,6 @@ column added here without a migration (or the reverse) fails the tests.
 
 import datetime
 import json
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -59,10 +58,6 @@ def utcnow() -> datetime.datetime:
 class Base(orm.DeclarativeBase):
     metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {datetime.datetime: DateTime}
-
-    def as_values(self) -> dict[str, Any]:
-        """Column values by attribute name (what the dataclasses are built from)."""
-        return {c.key: getattr(self, c.key) for c in sa.inspect(self).mapper.column_attrs}
 
 
 class TimestampMixin:

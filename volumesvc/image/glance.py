@@ -145,9 +145,10 @@ class GlanceAPI(keystone.SessionFromConf):
 
         ``filters`` are Glance's query parameters (``name=``, ``bdm_v2=True``...).
         """
-        params = {key: _property_value(value) for key, value in filters.items()}
+        params: dict[str, str | int] = {key: _property_value(value)
+                                        for key, value in filters.items()}
         params.setdefault("limit", _PAGE_SIZE)
-        images = []
+        images: list[dict] = []
         while True:
             body = self._request(context, "GET", "/images", params=params).json()
             images.extend(to_image(item) for item in body.get("images", []))

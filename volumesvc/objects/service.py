@@ -23,8 +23,9 @@ UPDATABLE = frozenset({"disabled", "disabled_reason", "forced_down"})
 class Service(base.DictMixin):
     id: int | None = None
     uuid: str | None = None
-    host: str | None = None
-    binary: str | None = None
+    # NOT NULL columns: every Service comes from a row.
+    host: str = ""
+    binary: str = ""
     topic: str | None = None
     report_count: int = 0
     disabled: bool = False

@@ -75,8 +75,16 @@ class libvirtError(Exception):  # noqa: N801 - the binding's name
 
 
 # path -> {(domain uuid, target dev): shareable}: QEMU's image locks.
-_LOCKS = {}
+_LOCKS: dict[str, dict[tuple[str, str], bool]] = {}
 _LOCKS_GUARD = threading.Lock()
+
+
+def _required(element: ET.Element, path: str) -> ET.Element:
+    """``element.find(path)``, or the XML error libvirt gives when it is missing."""
+    found = element.find(path)
+    if found is None:
+        raise libvirtError(f"XML error: <{element.tag}> lacks <{path}>", VIR_ERR_XML_ERROR)
+    return found
 
 
 def _disk_path(disk):
@@ -256,7 +264,7 @@ class FakeDomain:
                                VIR_ERR_NO_SUPPORT)
         live, persistent = self._targets(flags & VIR_DOMAIN_AFFECT_LIVE,
                                          flags & VIR_DOMAIN_AFFECT_CONFIG)
-        dev = disk.find("target").get("dev")
+        dev = _required(disk, "target").get("dev")
         for root in ([self._live] if live else []) + ([self._persistent] if persistent else []):
             for other in _disks(root):
                 if other.find("target").get("dev") == dev:
@@ -338,8 +346,8 @@ class FakeDomain:
         for disk in ET.fromstring(xml).iter("disk"):
             if disk.get("snapshot") != "external":
                 continue
-            path = disk.find("source").get("file")
-            if not os.path.exists(path):
+            path = _required(disk, "source").get("file")
+            if path is None or not os.path.exists(path):
                 raise libvirtError(f"cannot open {path}: No such file", VIR_ERR_SYSTEM_ERROR)
             self._find_live_disk(disk.get("name"))
             self._set_source(disk.get("name"), path)
@@ -437,7 +445,7 @@ class FakeConnection:
                                VIR_ERR_XML_ERROR)
         if root.find("uuid") is None:
             ET.SubElement(root, "uuid").text = str(uuidlib.uuid4())
-        uuid, name = root.find("uuid").text, root.find("name").text
+        uuid, name = _required(root, "uuid").text, _required(root, "name").text
         # NOTE: libvirtd checks the name and adds the domain as one step; a
         # compute defines several domains at once (max_concurrent_builds), and
         # iterating the table while another define adds to it raised

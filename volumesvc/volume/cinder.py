@@ -127,6 +127,12 @@ class CinderAPI(keystone.SessionFromConf):
         if self._service_auth is None:
             self._service_auth = ks_loading.load_auth_from_conf_options(self.conf,
                                                                         "service_user")
+        if self._service_auth is None:
+            # As Nova does: without [service_user] auth_type there is no
+            # service token to add; the user's token alone still works.
+            LOG.warning("[service_user] send_service_user_token is set but "
+                        "[service_user] auth_type is not: no service token sent")
+            return user_auth
         return service_token.ServiceTokenAuthWrapper(user_auth=user_auth,
                                                       service_auth=self._service_auth)
 

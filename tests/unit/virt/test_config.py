@@ -169,6 +169,26 @@ def test_rbd_without_auth(conf):
     assert disk.find("auth") is None
 
 
+def test_rbd_auth_without_secret_uuid_is_invalid(conf):
+    # It used to build a <secret uuid=None> that ElementTree refused to write
+    # (a TypeError from the attach).
+    info = {"driver_volume_type": "rbd", "serial": VOL,
+            "data": {"name": "p/v", "hosts": ["h"], "ports": ["1"], "auth_enabled": True,
+                     "auth_username": "cinder"}}
+    with pytest.raises(exception.Invalid, match="secret_uuid"):
+        _disk(conf, info)
+
+
+def test_attributes_left_none_are_not_written():
+    disk = config.DiskConfig(source_type="network", source_protocol="rbd", source_name="p/v",
+                             source_hosts=[("h", None)], auth_username="cinder",
+                             auth_secret_type="ceph")
+    element = ET.fromstring(disk.to_xml())
+    assert element.find("source/host").attrib == {"name": "h"}
+    assert element.find("auth/secret").attrib == {"type": "ceph"}
+    assert element.find("driver").attrib == {"name": "qemu", "type": "raw"}
+
+
 def test_iotune_from_qos_specs(conf):
     _cfg, disk = _disk(conf, _iscsi(qos_specs={"total_iops_sec": 100, "consumer": "front-end"}))
     assert [(e.tag, e.text) for e in disk.find("iotune")] == [("total_iops_sec", "100")]

@@ -160,8 +160,16 @@ def test_no_multiattach_driver_refuses(conf, fake_libvirt, instance, make_volume
 def test_detach_of_missing_disk_or_domain_is_quiet(driver, instance, make_volume):
     vol = make_volume()
     driver.detach_volume(vol, instance, "/dev/sdb")  # no domain
-    driver.spawn(instance, None)
+    # ...and it did not create one.
+    assert driver.list_instance_uuids() == []
+    boot = make_volume()
+    driver.spawn(instance, _bdi(_bdm(boot, "/dev/sda", boot_index=0)))
     driver.detach_volume(vol, instance, "/dev/sdb")  # no disk
+    # The domain runs on, with its boot disk untouched in both definitions.
+    assert driver.get_info(instance) == power_state.RUNNING
+    expected = {("sda", boot["serial"])}
+    assert _xml_disks(driver, instance) == expected
+    assert _xml_disks(driver, instance, inactive=True) == expected
 
 
 def test_detach_finds_the_disk_by_alias_not_mountpoint(driver, instance, make_volume):
@@ -184,6 +192,12 @@ def test_detach_releases_the_lock(driver, instance, make_volume):
     driver.attach_volume(vol, instance, "/dev/sdb")
     driver.detach_volume(vol, instance, "/dev/sdb")
     driver.attach_volume(vol, other, "/dev/sdb")
+    # The volume moved: in the other domain's XML (live and persistent), not the first's.
+    assert _xml_disks(driver, other) == {("sdb", vol["serial"])}
+    assert _xml_disks(driver, other, inactive=True) == {("sdb", vol["serial"])}
+    assert _xml_disks(driver, instance) == set()
+    assert driver.get_volume_disk_info(other, vol["serial"]).source == \
+        vol["data"]["device_path"]
 
 
 def test_live_virtio_detach_times_out_without_guest(driver, instance, make_volume):

@@ -50,3 +50,14 @@ def test_no_service_token_unless_configured():
     auth = cinder.CinderAPI(_conf(False))._auth(_ctx(), ENDPOINT)
     assert isinstance(auth, token_endpoint.Token)
     assert auth.get_token(None) == "user-token"
+
+
+def test_no_auth_type_sends_the_users_token_alone(caplog):
+    # Asked to send a service token but given no [service_user] auth_type:
+    # keystoneauth loads no plugin, and wrapping None failed on every request.
+    conf = _conf(True)
+    conf.clear_override("auth_type", "service_user")
+    auth = cinder.CinderAPI(conf)._auth(_ctx(), ENDPOINT)
+    assert isinstance(auth, token_endpoint.Token)
+    assert auth.get_token(None) == "user-token"
+    assert "auth_type is not" in caplog.text

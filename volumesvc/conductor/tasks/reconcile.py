@@ -51,7 +51,7 @@ class ReconcileTask:
         found = {i.uuid: i for i in instance_obj.list_instances(
             self.db, self.context, uuids=self.instance_uuids)}
         reports = {}
-        by_host = {}
+        by_host: dict[str, list[instance_obj.Instance]] = {}
         for uuid in self.instance_uuids:
             instance = found.get(uuid)
             if instance is None:

@@ -22,6 +22,11 @@ def to_string(element):
     return ET.tostring(element, encoding="unicode")
 
 
+def _present(**attrs: str | None) -> dict[str, str]:
+    """The attributes that have a value: ElementTree cannot write None."""
+    return {key: value for key, value in attrs.items() if value is not None}
+
+
 @dataclasses.dataclass
 class DiskConfig:
     """One ``<disk>``; fields left None are not written."""
@@ -52,30 +57,25 @@ class DiskConfig:
 
     def _source(self, disk):
         if self.source_type == "file":
-            ET.SubElement(disk, "source", file=self.source_path)
+            ET.SubElement(disk, "source", _present(file=self.source_path))
         elif self.source_type == "block":
-            ET.SubElement(disk, "source", dev=self.source_path)
+            ET.SubElement(disk, "source", _present(dev=self.source_path))
         else:
-            source = ET.SubElement(disk, "source", protocol=self.source_protocol,
-                                   name=self.source_name)
+            source = ET.SubElement(disk, "source", _present(protocol=self.source_protocol,
+                                                            name=self.source_name))
             for name, port in self.source_hosts:
-                attrs = {"name": str(name)}
-                if port:
-                    attrs["port"] = str(port)
-                ET.SubElement(source, "host", **attrs)
+                ET.SubElement(source, "host", _present(name=str(name),
+                                                       port=str(port) if port else None))
             if self.auth_username:
                 auth = ET.SubElement(disk, "auth", username=self.auth_username)
-                ET.SubElement(auth, "secret", type=self.auth_secret_type,
-                              uuid=self.auth_secret_uuid)
+                ET.SubElement(auth, "secret", _present(type=self.auth_secret_type,
+                                                       uuid=self.auth_secret_uuid))
 
     def to_element(self):
         disk = ET.Element("disk", type=self.source_type, device=self.device)
-        driver = {"name": self.driver_name, "type": self.driver_format}
-        for key, value in (("cache", self.driver_cache), ("io", self.driver_io),
-                           ("discard", self.driver_discard)):
-            if value:
-                driver[key] = value
-        ET.SubElement(disk, "driver", **driver)
+        ET.SubElement(disk, "driver", _present(
+            name=self.driver_name, type=self.driver_format, cache=self.driver_cache or None,
+            io=self.driver_io or None, discard=self.driver_discard or None))
         if self.alias:
             ET.SubElement(disk, "alias", name=self.alias)
         self._source(disk)
@@ -144,7 +144,7 @@ class DomainConfig:
 class DiskInfo:
     """What a domain's XML says about one disk (parsed back, for callers/tests)."""
 
-    target_dev: str
+    target_dev: str | None
     target_bus: str | None
     source_type: str | None
     source: str | None

@@ -33,7 +33,7 @@ security_driver = "none"
 # The event implementation is process-wide in libvirt: register it once per
 # binding and run one loop thread for it.
 _EVENT_LOCK = threading.Lock()
-_EVENT_LOOPS = set()
+_EVENT_LOOPS: set[int] = set()  # id() of each libvirt binding
 
 
 def import_libvirt():

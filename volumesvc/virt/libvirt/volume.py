@@ -60,6 +60,11 @@ def _rbd_source(data):
     source = {"source_type": "network", "source_protocol": "rbd",
               "source_name": data["name"], "source_hosts": hosts}
     if data.get("auth_enabled") and data.get("auth_username"):
+        if not data.get("secret_uuid"):
+            # libvirt needs the secret holding the cephx key; without it the
+            # attach could only fail later with a less helpful message.
+            raise exception.Invalid(reason="rbd connection_info enables auth but names "
+                                           "no secret_uuid")
         source.update(auth_username=data["auth_username"],
                       auth_secret_type=data.get("secret_type") or "ceph",
                       auth_secret_uuid=data.get("secret_uuid"))

@@ -1,4 +1,4 @@
-"""What every compute workflow does around its work: events, faults, notifications."""
+"""How a compute workflow reports on its work: instance-action events, faults, notifications."""
 
 import contextlib
 import traceback as tb
@@ -132,21 +132,6 @@ class EventScope:
             return None
         return {"instance_uuid": self.instance_uuid, "request_id": self.request_id,
                 "event": self.event, "result": "Success"}
-
-
-def update_instance(conductor, context, instance_uuid, values, expected=None):
-    """Save ``values`` through the conductor; with ``expected`` as a task_state CAS."""
-    kwargs = ({"expected_task_state": expected, "check_task_state": True}
-              if expected is not None else {})
-    return conductor.instance_update(context, instance_uuid=instance_uuid, values=values,
-                                     **kwargs)
-
-
-def driver_instance(instance):
-    """The small dict the virt driver needs, from the instance record."""
-    flavor = instance.get("flavor") or {}
-    return {"uuid": instance["uuid"], "instance_name": instance.get("instance_name"),
-            "memory_mb": flavor.get("memory_mb") or 64, "vcpus": flavor.get("vcpus") or 1}
 
 
 def block_device_payload(bdm):
