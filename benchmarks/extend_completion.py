@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from volumesvc.aio import free_port  # noqa: E402
+from volumesvc_aio import free_port  # noqa: E402
 
 GiB = 1 << 30
 BENCH_TOKEN = "bench:bench"  # our own requests; the compute's come as admin

@@ -37,7 +37,7 @@ import urllib.request
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from volumesvc.aio import wait_for  # noqa: E402 - after the sys.path line
+from volumesvc_aio import wait_for  # noqa: E402 - after the sys.path line
 
 TOKEN = "admin:admin"
 VOLUME_VERSION = "3.67"

@@ -26,10 +26,10 @@ import uuid
 import sqlalchemy as sa
 
 from tests.fixtures import database as db_fixtures
-from volumesvc.aio import ProcessGroup, free_port, priority, rabbit, system, wait_for
-from volumesvc.aio import config as aio_config
-from volumesvc.aio.cinder import CinderHarness
-from volumesvc.aio.glance import GlanceHarness
+from volumesvc_aio import ProcessGroup, free_port, priority, rabbit, system, wait_for
+from volumesvc_aio import config as aio_config
+from volumesvc_aio.cinder import CinderHarness
+from volumesvc_aio.glance import GlanceHarness
 
 START_TIMEOUT = 240.0
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,7 +60,7 @@ def _venv_bin(name):
 class Stack:
     def __init__(self, *, delay, api_workers, log=print, keep_state=False, api_preload=False,
                  api_threads=1, cpu_priority=True, api_options=None):
-        # As the all-in-one does (volumesvc.aio.priority): everything but the
+        # As the all-in-one does (volumesvc_aio.priority): everything but the
         # API at a lower CPU priority; False runs all at the same one.
         self.cpu_priority = cpu_priority
         # Extra [api] options (name -> value) over the product's defaults,

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from volumesvc import binaries
-from volumesvc.aio import priority
+from volumesvc_aio import priority
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[3] / "benchmarks"
 
