@@ -1,8 +1,9 @@
 """``pip install volumesvc`` installs the services, their etc/ files and nothing else.
 
-The wheel and the sdist are built from a copy of the checkout with the
+The wheels and the sdist are built from a copy of the checkout with the
 virtualenv's own setuptools (no network), as pip would build them for an
-install.
+install. The all-in-one's wheel (aio/) is checked for what it needs at run
+time outside the checkout.
 """
 
 import configparser
@@ -45,14 +46,27 @@ def source(tmp_path_factory):
     return copy
 
 
+def _build_wheel(project, out):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "-q", "-w", str(out), str(project)],
+                   check=True, timeout=300)
+    [path] = out.glob("*.whl")
+    return zipfile.ZipFile(path)
+
+
+def _dist_info(wheel, name):
+    [path] = [n for n in wheel.namelist() if n.endswith(f".dist-info/{name}")]
+    return wheel.read(path).decode()
+
+
 @pytest.fixture(scope="module")
 def wheel(source):
-    out = source.parent / "wheel"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-q", "-w", str(out), str(source)],
-                   check=True, timeout=300)
-    [path] = out.glob("volumesvc-*.whl")
-    return zipfile.ZipFile(path)
+    return _build_wheel(source, source.parent / "wheel")
+
+
+@pytest.fixture(scope="module")
+def aio_wheel(source):
+    return _build_wheel(source / "aio", source.parent / "aio-wheel")
 
 
 @pytest.fixture(scope="module")
@@ -89,15 +103,22 @@ def test_no_module_imports_another_service_or_installs_packages(wheel):
     assert offenders == {}
 
 
+def _requires(wheel):
+    return [line for line in _dist_info(wheel, "METADATA").splitlines()
+            if line.startswith("Requires-Dist:")]
+
+
+def _scripts(wheel):
+    entry_points = configparser.ConfigParser()
+    entry_points.read_string(_dist_info(wheel, "entry_points.txt"))
+    return dict(entry_points["console_scripts"])
+
+
 def test_the_all_in_one_is_not_installed(wheel):
-    [entry_points] = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
-    scripts = configparser.ConfigParser()
-    scripts.read_string(wheel.read(entry_points).decode())
-    assert "volumesvc-api" in scripts["console_scripts"]
-    assert [s for s in scripts["console_scripts"] if "aio" in s] == []
-    [metadata] = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
-    requires = [line for line in wheel.read(metadata).decode().splitlines()
-                if line.startswith("Requires-Dist:")]
+    scripts = _scripts(wheel)
+    assert "volumesvc-api" in scripts
+    assert [s for s in scripts if "aio" in s] == []
+    requires = _requires(wheel)
     assert any("oslo.service" in line or "oslo-service" in line for line in requires)
     assert [line for line in requires if "extra == \"aio\"" in line] == []
 
@@ -114,3 +135,21 @@ def test_the_sdist_ships_etc_and_not_the_all_in_one(sdist):
     assert set(ETC_FILES) <= names
     assert "volumesvc/db/migrations/script.py.mako" in names
     assert [n for n in names if n.startswith("aio/")] == []
+
+
+def test_the_all_in_one_wheel_carries_its_plugins_and_lists(aio_wheel):
+    """Outside the checkout the harnesses read these next to their modules."""
+    names = set(aio_wheel.namelist())
+    here = REPO / "aio" / "volumesvc_aio"
+    needed = {str(p.relative_to(here.parent)) for p in here.rglob("*")
+              if p.suffix in (".py", ".txt", ".md") and "__pycache__" not in p.parts}
+    assert "volumesvc_aio/plugins/volumesvc_cinder_plugins/file_driver.py" in needed
+    assert "volumesvc_aio/tempest-include-list.txt" in needed
+    assert needed <= names, needed - names
+    tops = {n.split("/")[0] for n in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"volumesvc_aio"}
+    assert _scripts(aio_wheel) == {"volumesvc-aio": "volumesvc_aio.cmd:main"}
+    requires = [r.split(":", 1)[1].strip() for r in _requires(aio_wheel)]
+    assert "volumesvc" in requires
+    assert any(r.startswith(("libvirt-python", "libvirt_python")) for r in requires)
+    assert any(r.lower().startswith("pymysql") for r in requires)
