@@ -15,7 +15,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${VOLUMESVC_VENV:-$ROOT/.venv}
 PY=${PYTHON:-python3}
 SYSTEM_PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu qemu-system-x86 libvirt-clients
-libvirt-dev pkg-config gcc qemu-utils"
+libvirt-dev pkg-config gcc qemu-utils python3-venv"
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 
@@ -27,7 +27,11 @@ system_packages() {
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
             || missing+=("$p")
     done
+    # The servers are looked for by their programs, not their packages, so a
+    # machine that has them some other way keeps what it has.
     command -v rabbitmq-server >/dev/null || missing+=(rabbitmq-server)
+    command -v pg_ctlcluster >/dev/null || missing+=(postgresql)
+    [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing system packages: ${missing[*]}"
         as_root apt-get update -qq
@@ -48,8 +52,9 @@ wait_port() {
 }
 
 services() {
-    # RabbitMQ, PostgreSQL and MariaDB run on this kind of machine already;
-    # start any that is stopped (same commands the machine uses at boot).
+    # RabbitMQ, PostgreSQL and MariaDB: start any that is stopped (the same
+    # commands work with or without systemd), then make sure the logins the
+    # all-in-one and the tests use work.
     if ! port_open 5672; then
         log "starting RabbitMQ"
         RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 ERL_EPMD_ADDRESS=127.0.0.1 \
@@ -57,16 +62,58 @@ services() {
             as_root rabbitmq-server -detached
         wait_port 5672 RabbitMQ
     fi
-    if ! port_open 5432 && command -v pg_ctlcluster >/dev/null; then
+    if ! port_open 5432; then
         log "starting PostgreSQL"
         as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start
         wait_port 5432 PostgreSQL
     fi
-    if ! port_open 3306 && [ -x /usr/sbin/mariadbd ]; then
+    if ! port_open 3306; then
         log "starting MariaDB"
-        as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+        # systemd makes its socket directory; without systemd nobody does.
+        as_root install -d -o mysql -g mysql /run/mysqld
+        as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd \
+            -- --user=mysql
         wait_port 3306 MariaDB
     fi
+    postgresql_login
+    mariadb_login
+}
+
+# tests/fixtures/database.py connects as postgres@127.0.0.1:5432 without a
+# password. A stock Debian cluster asks for one over TCP (scram-sha-256), so
+# trust that one user from 127.0.0.1, ahead of the stock host lines.
+postgresql_login() {
+    local line='host all postgres 127.0.0.1/32 trust' hba
+    psql_tcp() { PGPASSWORD='' psql -w -h 127.0.0.1 -p 5432 -U postgres -d postgres -Atqc 'SELECT 1'; }
+    as_postgres() { (cd / && as_root runuser -u postgres -- psql -Atqc "$1"); }
+    psql_tcp >/dev/null 2>&1 && return 0
+    hba=$(as_postgres 'SHOW hba_file')
+    log "PostgreSQL: trusting postgres@127.0.0.1 in $hba"
+    if ! as_root grep -qx "$line" "$hba"; then
+        as_root sed -i "0,/^[[:space:]]*host[[:space:]]/s//${line//\//\\/}\n&/" "$hba"
+        as_root grep -qx "$line" "$hba" || echo "$line" | as_root tee -a "$hba" >/dev/null
+    fi
+    as_postgres 'SELECT pg_reload_conf()' >/dev/null
+    psql_tcp >/dev/null || { log "PostgreSQL still refuses postgres@127.0.0.1"; return 1; }
+}
+
+# The all-in-one's Cinder database and tests/fixtures/database.py connect as
+# root@127.0.0.1:3306 without a password. A stock mariadb-server lets root in
+# only over the unix socket (unix_socket, or an invalid password), and a TCP
+# client from 127.0.0.1 is matched as root@localhost first; so root@localhost
+# also accepts an empty password (the socket login stays) and root@127.0.0.1
+# exists for servers that skip name resolution.
+mariadb_login() {
+    mariadb_tcp() { mariadb --no-defaults -h 127.0.0.1 -P 3306 -u root -e 'SELECT 1'; }
+    mariadb_tcp >/dev/null 2>&1 && return 0
+    log "MariaDB: letting root in over TCP from 127.0.0.1 without a password"
+    as_root mariadb --no-defaults -u root -e "
+        ALTER USER 'root'@'localhost'
+            IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD('');
+        CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+        GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+        FLUSH PRIVILEGES;"
+    mariadb_tcp >/dev/null || { log "MariaDB still refuses root@127.0.0.1"; return 1; }
 }
 
 venv() {
@@ -75,10 +122,11 @@ venv() {
         log "creating virtualenv $VENV"
         "$PY" -m venv "$VENV"
     fi
-    if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
-        log "installing volumesvc and its test dependencies"
+    if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] \
+            || [ "$ROOT/aio/pyproject.toml" -nt "$stamp" ]; then
+        log "installing volumesvc, the all-in-one (aio/) and the test dependencies"
         "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-        "$VENV/bin/pip" install -q -e "$ROOT[test,doc,aio,libvirt,postgresql,mysql]"
+        "$VENV/bin/pip" install -q -e "$ROOT[test,doc,libvirt,postgresql,mysql]" -e "$ROOT/aio"
         touch "$stamp"
     fi
 }
@@ -95,13 +143,13 @@ case "$cmd" in
         ;;
     tempest)
         setup
-        exec "$VENV/bin/python" -m volumesvc.aio.tempest "$@"
+        exec "$VENV/bin/python" -m volumesvc_aio.tempest "$@"
         ;;
     test)
         setup
         cd "$ROOT"
         # Lint and type errors fail fast, before the long test run.
-        "$VENV/bin/ruff" check volumesvc tests benchmarks
+        "$VENV/bin/ruff" check volumesvc aio tests benchmarks
         "$VENV/bin/mypy" volumesvc
         # The documentation builds without a warning and the release notes lint.
         "$VENV/bin/sphinx-build" -q -W --keep-going -b html doc/source doc/build/html

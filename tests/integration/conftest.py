@@ -23,7 +23,7 @@ from tests.integration.fixtures_openstack import (  # noqa: F401 - fixtures
     glance_harness,
 )
 from volumesvc import binaries
-from volumesvc.aio import (
+from volumesvc_aio import (
     free_port,  # noqa: F401 - the tests import it from here
     rabbit,
     stop_all,
@@ -102,7 +102,7 @@ class Deployment:
                     "PYTHONPATH": REPO + (os.pathsep + path if path else "")}
 
     def spawn(self, binary):
-        from volumesvc import aio as harness
+        import volumesvc_aio as harness
 
         child = harness.ProcessGroup(binary, [bin_path(binary), "--config-file", self.conf],
                                      log_path=str(self.tmp_path / f"{binary}.log"),

@@ -3,7 +3,7 @@
 Fixtures (made visible to every integration test by tests/integration/conftest.py;
 do not import them into another conftest, which would start a second Cinder):
 
-* ``cinder_harness`` (session): a running ``volumesvc.aio.cinder.CinderHarness``
+* ``cinder_harness`` (session): a running ``volumesvc_aio.cinder.CinderHarness``
   on a free port, with its own RabbitMQ vhost, its own MariaDB database
   (SQLite gives Cinder "database is locked" as soon as a delete and a create
   overlap) and a state dir under /var/tmp (volume files are real sparse files
@@ -28,12 +28,12 @@ import uuid
 
 import pytest
 
-from volumesvc.aio import free_port, rabbit
-from volumesvc.aio.cinder import CinderHarness
-from volumesvc.aio.glance import GlanceHarness
 from volumesvc.conf import get_conf
 from volumesvc.context import RequestContext
 from volumesvc.volume.cinder import CinderAPI
+from volumesvc_aio import free_port, rabbit
+from volumesvc_aio.cinder import CinderHarness
+from volumesvc_aio.glance import GlanceHarness
 
 START_TIMEOUT = 180
 MYSQL_ADMIN_URL = os.environ.get("VOLUMESVC_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306")

@@ -12,9 +12,9 @@ import urllib.request
 
 import sqlalchemy as sa
 
+import volumesvc_aio as harness
 from tests.integration.conftest import bin_path, free_port
-from volumesvc import aio as harness
-from volumesvc.aio import rabbit
+from volumesvc_aio import rabbit
 
 
 def _get(url):
@@ -92,7 +92,7 @@ def _start_aio(state, host, api_port, volume_port, image_port):
 
 
 def _mariadb_admin():
-    from volumesvc.aio import system
+    from volumesvc_aio import system
 
     return sa.create_engine(system.MARIADB_ADMIN_URL + "/", isolation_level="AUTOCOMMIT")
 

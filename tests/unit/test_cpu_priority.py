@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from volumesvc import aio as harness
+import volumesvc_aio as harness
 from volumesvc import binaries
-from volumesvc.aio import cinder, glance, priority
-from volumesvc.cmd import aio
+from volumesvc_aio import cinder, glance, priority
+from volumesvc_aio import cmd as aio
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -4,7 +4,10 @@ import ast
 import pathlib
 import re
 
+import pytest
+
 import volumesvc
+from tests.fixtures import product_rules
 
 ROOT = pathlib.Path(volumesvc.__file__).parent
 
@@ -45,8 +48,7 @@ def test_options_are_declared_only_in_conf():
     pattern = re.compile(r"cfg\.(Str|Int|Bool|Float|List|Port|HostAddress|Dict|MultiStr)Opt\(")
     offenders = [
         str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
-        if "conf" not in p.relative_to(ROOT).parts[:1] and "aio/plugins" not in str(p)
-        and pattern.search(p.read_text())
+        if "conf" not in p.relative_to(ROOT).parts[:1] and pattern.search(p.read_text())
     ]
     assert offenders == []
 
@@ -66,8 +68,7 @@ def test_only_the_adapters_import_external_clients():
     for lib, owners in allowed.items():
         users = {
             str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
-            if "aio/plugins" not in str(p)
-            and any(n == lib or n.startswith(lib + ".") for n in _imports(p))
+            if any(n == lib or n.startswith(lib + ".") for n in _imports(p))
         }
         assert users <= owners, (lib, users - owners)
 
@@ -79,3 +80,55 @@ def test_the_package_never_imports_test_code():
         if any(n == "tests" or n.startswith("tests.") for n in _imports(p))
     }
     assert offenders == set()
+
+
+def test_the_package_holds_only_the_product():
+    """No module imports another service or the all-in-one, or installs packages.
+
+    Those belong to the all-in-one (aio/, its own distribution); the wheel
+    built from pyproject.toml is checked the same way in
+    tests/functional/test_packaging.py.
+    """
+    offenders = {
+        str(p.relative_to(ROOT)): found for p in ROOT.rglob("*.py")
+        if (found := product_rules.violations(p.read_text(), str(p)))
+    }
+    assert offenders == {}
+
+
+@pytest.mark.parametrize("source", [
+    "import cinder.volume.driver",
+    "from keystone.common import utils",
+    "from glance.api import v2",
+    "import tempest",
+    "from volumesvc_aio import cinder",
+    "import volumesvc_aio as harness",
+    "import venv\nvenv.create('/tmp/v', with_pip=True)",
+    "import ensurepip",
+    "from pip._internal.cli.main import main",
+    "subprocess.run([sys.executable, '-m', 'pip', 'install', 'cinder'])",
+    "subprocess.run([python3, '-m', 'venv', path])",
+    "os.system('pip3 install tempest')",
+])
+def test_the_product_rule_catches(source):
+    assert product_rules.violations(source) != []
+
+
+@pytest.mark.parametrize("source", [
+    "from cinderclient import client",
+    "from keystoneauth1 import session",
+    "import keystonemiddleware.auth_token",
+    "from volumesvc.volume import cinder",
+    "reason = 'libvirt-python is not installed (pip install libvirt-python)'",
+])
+def test_the_product_rule_allows(source):
+    assert product_rules.violations(source) == []
+
+
+def test_the_all_in_one_would_break_the_product_rule():
+    """What moved to aio/ is what the rule keeps out: its harness installs venvs."""
+    import volumesvc_aio
+
+    harness = pathlib.Path(volumesvc_aio.__file__)
+    assert ROOT not in harness.parents
+    assert product_rules.violations(harness.read_text()) != []

@@ -17,8 +17,8 @@ import uuid
 
 import pytest
 
+import volumesvc_aio as harness
 from tests.integration.conftest import bin_path, free_port
-from volumesvc import aio as harness
 
 SERVER_TIMEOUT = 120
 ADMIN_TOKEN = "admin:admin"

@@ -1,6 +1,6 @@
 """tempest 47's compute volume tests pass against the keystone all-in-one.
 
-The tests run are those of ``volumesvc/aio/tempest-include-list.txt`` minus
+The tests run are those of ``aio/volumesvc_aio/tempest-include-list.txt`` minus
 ``tempest-exclude-list.txt`` (each exclusion names the feature volumesvc
 lacks). Every one of them must pass: a failure fails this test, and so does
 a skip (a listed test that does not run proves nothing). The counts are
@@ -9,7 +9,7 @@ printed whatever the outcome.
 
 import os
 
-from volumesvc.aio import tempest
+from volumesvc_aio import tempest
 
 
 def test_listed_tempest_tests_all_pass(kaio, capsys):

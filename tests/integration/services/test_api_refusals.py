@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from volumesvc import aio as harness
+import volumesvc_aio as harness
 
 
 def _send(api, raw: bytes):

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
+import volumesvc_aio as harness
 from tests.fixtures import virt as virt_fixtures
 from tests.integration.conftest import bin_path
-from volumesvc import aio as harness
 
 VOLUME_API = "3.67"
 

@@ -19,12 +19,12 @@ import uuid
 
 import pytest
 
+import volumesvc_aio as harness
 from tests.integration.conftest import Deployment, bin_path, free_port
-from volumesvc import aio as harness
 from volumesvc import binaries
-from volumesvc.aio import config as aio_config
-from volumesvc.aio import rabbit, system
-from volumesvc.aio.cinder import CinderHarness
+from volumesvc_aio import config as aio_config
+from volumesvc_aio import rabbit, system
+from volumesvc_aio.cinder import CinderHarness
 
 GiB = 1 << 30
 HOST = "it-extend"

@@ -8,8 +8,8 @@ import urllib.request
 
 import pytest
 
+import volumesvc_aio as harness
 from tests.integration.conftest import bin_path
-from volumesvc import aio as harness
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import http.client
 import os
 import urllib.request
 
-from volumesvc import aio as harness
+import volumesvc_aio as harness
 
 CLIENTS = 8
 REQUESTS_PER_CLIENT = 40

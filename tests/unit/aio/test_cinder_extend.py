@@ -1,6 +1,6 @@
 """The Cinder harness's configuration for the extend-completion extension."""
 
-from volumesvc.aio import cinder
+from volumesvc_aio import cinder
 
 PASTE = """[composite:openstack_volume_api_v3]
 use = call:cinder.api.middleware.auth:pipeline_factory

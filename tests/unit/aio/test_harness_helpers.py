@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from volumesvc import aio
+import volumesvc_aio as aio
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import json
 
 from keystoneauth1 import loading as ks_loading
 
-from volumesvc.aio import cinder, config, glance, keystone, tempest
 from volumesvc.conf import get_conf
+from volumesvc_aio import cinder, config, glance, keystone, tempest
 
 
 def _keystone(tmp_path):

@@ -8,7 +8,7 @@ connector, so the compute can hand a real file to a real QEMU, and Cinder's
 own image code (qemu-img) can fill volumes from Glance images.
 
 It runs inside Cinder's virtualenv (put on its PYTHONPATH by
-``volumesvc.aio.cinder``); volumesvc itself never imports it. Everything is
+``volumesvc_aio.cinder``); volumesvc itself never imports it. Everything is
 done as the current user: there is no sudo/rootwrap on the test machines.
 """
 

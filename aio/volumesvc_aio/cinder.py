@@ -13,7 +13,7 @@ Use::
     with CinderHarness("/var/tmp/c1", port=8776, transport_url=url) as cinder:
         print(cinder.url)
 
-or ``python -m volumesvc.aio.cinder --state-dir D --port P`` for humans.
+or ``python -m volumesvc_aio.cinder --state-dir D --port P`` for humans.
 """
 
 import argparse
@@ -21,8 +21,8 @@ import os
 import shutil
 import sys
 
-from volumesvc.aio import ServiceHarness, free_port, http_json, rabbit
-from volumesvc.aio import keystone as keystone_mod
+from volumesvc_aio import ServiceHarness, free_port, http_json, rabbit
+from volumesvc_aio import keystone as keystone_mod
 
 CINDER_VERSION = "29.0.0"
 REQUIREMENTS = [f"cinder=={CINDER_VERSION}", "python-cinderclient", "fixtures",
@@ -256,7 +256,7 @@ def with_show_extend_filter(paste_ini):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m volumesvc.aio.cinder",
+        prog="python -m volumesvc_aio.cinder",
         description="Install, configure and run a real Cinder 29 (noauth, file driver) "
                     "in the foreground until interrupted.")
     parser.add_argument("--state-dir", required=True)

@@ -27,7 +27,7 @@ import sys
 import urllib.error
 import urllib.request
 
-from volumesvc.aio import ServiceHarness, frozen_requirements, http_json, single_process_main
+from volumesvc_aio import ServiceHarness, frozen_requirements, http_json, single_process_main
 
 KEYSTONE_VERSION = "30.0.0"
 # keystone, gunicorn and PyMySQL with every dependency pinned as installed
@@ -57,7 +57,7 @@ CLOUDS = {
 }
 HTTP_TIMEOUT = 30.0
 
-_WSGI_SHIM = '''"""Keystone's WSGI app without gunicorn's argv (written by volumesvc.aio.keystone).
+_WSGI_SHIM = '''"""Keystone's WSGI app without gunicorn's argv (written by volumesvc_aio.keystone).
 
 keystone parses sys.argv with oslo.config at import time; under gunicorn
 that is gunicorn's command line and the worker exits with code 2.

@@ -25,7 +25,7 @@ import time
 import urllib.error
 import urllib.request
 
-from volumesvc.aio import priority
+from volumesvc_aio import priority
 
 # A pip that runs with this on its PATH finds our venv's interpreter first,
 # which is not what we want: always build venvs from the base interpreter.
@@ -157,7 +157,7 @@ class ProcessGroup:
         self.log_path = log_path
         self.env = env
         self.cwd = cwd
-        # CPU priority (volumesvc.aio.priority): 0 for the request path.
+        # CPU priority (volumesvc_aio.priority): 0 for the request path.
         self.nice = nice
         # SIGTERM when the thread that started it dies (PR_SET_PDEATHSIG):
         # for volumesvc-aio, whose services must not outlive a SIGKILL of it.
@@ -270,7 +270,7 @@ class ServiceHarness:
                                  f"{self.LABEL.lower()}-{self.VERSION}")
         self.log_dir = os.path.join(self.state_dir, "log")
         self.processes = []
-        # Lower CPU priority for these processes (volumesvc.aio.priority); set
+        # Lower CPU priority for these processes (volumesvc_aio.priority); set
         # before start(). Off by default: the integration tests want none.
         self.background_priority = False
         # Its processes get SIGTERM if the thread that started them dies
@@ -373,7 +373,7 @@ class ServiceHarness:
         self.stop()
 
     def run_foreground(self, clean=False, install_only=False):
-        """The ``python -m volumesvc.aio.<service>`` body: run until interrupted."""
+        """The ``python -m volumesvc_aio.<service>`` body: run until interrupted."""
         if clean:
             self.clean()
         started = time.monotonic()
@@ -444,14 +444,14 @@ def stop_qemu_guests(root, timeout=10.0):
 
 
 def single_process_main(harness_cls, module, description, argv=None):
-    """``python -m volumesvc.aio.<module>`` for a one-process harness (Glance, Keystone).
+    """``python -m volumesvc_aio.<module>`` for a one-process harness (Glance, Keystone).
 
     Both take the same arguments (no RabbitMQ, no peers), so the command
     line is written once.
     """
     import argparse
 
-    parser = argparse.ArgumentParser(prog=f"python -m volumesvc.aio.{module}",
+    parser = argparse.ArgumentParser(prog=f"python -m volumesvc_aio.{module}",
                                      description=description)
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")

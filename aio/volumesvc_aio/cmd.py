@@ -18,16 +18,18 @@ import threading
 import time
 import urllib.request
 
-from volumesvc import aio as harness_util
+import volumesvc_aio as harness_util
 from volumesvc import binaries
-from volumesvc.aio import config as aio_config
-from volumesvc.aio import priority
+from volumesvc_aio import config as aio_config
+from volumesvc_aio import priority
 
 DEFAULT_STATE_DIR = "/var/lib/volumesvc-aio"
 
 # Python modules the all-in-one needs beyond volumesvc's own dependencies,
-# all pulled by the ``aio`` extra: PyMySQL for Cinder's MariaDB database
-# (created from this process) and the libvirt binding for the compute.
+# both declared by the volumesvc-aio distribution (aio/pyproject.toml):
+# PyMySQL for Cinder's MariaDB database (created from this process) and the
+# libvirt binding for the compute. Checked because an install with --no-deps
+# or a venv made by hand can still lack them.
 EXTRA_MODULES = ("pymysql", "libvirt")
 
 
@@ -123,7 +125,7 @@ class AllInOne:
         print(f"volumesvc-aio: [{time.monotonic() - self.started_at:6.1f}s] {message}", flush=True)
 
     def start(self):
-        from volumesvc.aio import cinder, glance, rabbit, system
+        from volumesvc_aio import cinder, glance, rabbit, system
 
         # NOTE: the Cinder database and the vhosts are named after the API
         # port and kept for a restart on the same state dir. A new state dir
@@ -208,7 +210,7 @@ class AllInOne:
         Returns the harness once users, projects and the catalog exist, and
         writes ``<state dir>/clouds.yaml``.
         """
-        from volumesvc.aio import keystone
+        from volumesvc_aio import keystone
 
         self._log("starting Keystone (the first run installs it from PyPI)")
         identity = keystone.KeystoneHarness(os.path.join(self.state_dir, "keystone"),
@@ -322,7 +324,7 @@ def main(argv=None):
         # NOTE: before anything starts, in one line, instead of a traceback
         # from deep inside the start (e.g. "No module named 'pymysql'").
         print(f"volumesvc-aio: missing Python modules ({', '.join(missing)}); install the "
-              "all-in-one with: pip install 'volumesvc[aio]'", file=sys.stderr, flush=True)
+              "all-in-one with its dependencies: pip install ./aio", file=sys.stderr, flush=True)
         return 1
     aio = AllInOne(args)
     stop = threading.Event()

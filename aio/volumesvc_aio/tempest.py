@@ -13,7 +13,7 @@ tempest`` and the integration tier.
 
 Use::
 
-    python -m volumesvc.aio.tempest --state-dir /var/lib/volumesvc-aio
+    python -m volumesvc_aio.tempest --state-dir /var/lib/volumesvc-aio
 """
 
 import argparse
@@ -26,8 +26,8 @@ import sys
 import time
 import urllib.request
 
-from volumesvc.aio import deps_dir as cache_dir
-from volumesvc.aio import frozen_requirements, install_venv
+from volumesvc_aio import deps_dir as cache_dir
+from volumesvc_aio import frozen_requirements, install_venv
 
 TEMPEST_VERSION = "47.0.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -228,7 +228,7 @@ def multiattach_volume_type(identity_url, password, name=MULTIATTACH_TYPE):
 
 def starter_image(identity_url, password):
     """The all-in-one's starter image id, found through the catalog's image endpoint."""
-    from volumesvc.aio.config import STARTER_IMAGE_NAME
+    from volumesvc_aio.config import STARTER_IMAGE_NAME
 
     images = [i for i in _admin_call(identity_url, password, "image",
                                      f"/v2/images?name={STARTER_IMAGE_NAME}")["images"]
@@ -269,7 +269,7 @@ def summary(totals, selected):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m volumesvc.aio.tempest",
+        prog="python -m volumesvc_aio.tempest",
         description="Run the listed tempest tests against a running keystone all-in-one.")
     parser.add_argument("--state-dir", default="/var/lib/volumesvc-aio",
                         help="the all-in-one's state dir (its clouds.yaml is read)")

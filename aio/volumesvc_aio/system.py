@@ -78,7 +78,7 @@ MARIADB_ADMIN_URL = "mysql+pymysql://root@127.0.0.1:3306"
 
 def ensure_mariadb(timeout=60.0):
     """Start the machine's MariaDB if nothing listens on 3306 (it usually runs)."""
-    from volumesvc.aio import rabbit, wait_for
+    from volumesvc_aio import rabbit, wait_for
 
     if rabbit.port_open("127.0.0.1", 3306):
         return False

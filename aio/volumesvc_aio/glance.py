@@ -1,6 +1,6 @@
 """Run a real Glance 33 on this machine (image-backed boot, createImage).
 
-Same shape as ``volumesvc.aio.cinder``: its own cached virtualenv, a config
+Same shape as ``volumesvc_aio.cinder``: its own cached virtualenv, a config
 without keystone (the unauthenticated paste pipeline plus a policy file that
 lets such callers act as admin/service, else public images are a 403), a
 file store under state_dir, served by gunicorn (Glance 33 has no standalone
@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 
-from volumesvc.aio import ServiceHarness, http_json, single_process_main
+from volumesvc_aio import ServiceHarness, http_json, single_process_main
 
 GLANCE_VERSION = "33.0.0"
 REQUIREMENTS = [f"glance=={GLANCE_VERSION}", "python-glanceclient", "gunicorn",

@@ -1,4 +1,0 @@
-"""Test-only extensions loaded by a real Cinder started by volumesvc.aio.cinder.
-
-Runs inside Cinder's virtualenv; volumesvc never imports this package.
-"""
