@@ -27,6 +27,10 @@ OUTSIDE = re.compile(r"api-contract|shared/docs|style-anchors|performance-anchor
 # In code, a section sign must come with the document it numbers, somewhere in
 # the file (a document's own § refers to its own sections).
 DOCUMENTS = {".md", ".rst"}
+# Build output, and the packaging manifests whose package-data patterns name
+# files relative to a package (``plugins/README.md``), not documents.
+BUILT = {"__pycache__", "build", "dist"}
+NOT_PROSE = {"pyproject.toml", "MANIFEST.in"}
 NAMED_SECTION = re.compile(r"\.(?:md|rst)`{0,2}\)?,? §|contract §")
 
 
@@ -36,7 +40,9 @@ def _files():
         if not base.is_dir():
             continue
         for path in sorted(base.rglob("*")):
-            if path.suffix in SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
+            if (path.suffix in SUFFIXES and path.is_file() and path.name not in NOT_PROSE
+                    and not any(part in BUILT or part.endswith(".egg-info")
+                                for part in path.parts)):
                 yield path
 
 
