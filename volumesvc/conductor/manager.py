@@ -145,6 +145,7 @@ class ConductorManager:
             LOG.warning("Instance %s has no host; events %s dropped", instance_uuid,
                         [e.get("name") for e in events])
             return
+        # TODO(remove at RPC 2.0): every compute takes external events.
         if not self._compute.can_send_events():
             LOG.warning("[upgrade_levels] compute is below 1.3; events %s for instance %s "
                         "dropped", [e.get("name") for e in events], instance_uuid)
