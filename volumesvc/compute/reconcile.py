@@ -33,8 +33,10 @@ earlier can never remove something that exists now.
 """
 
 import dataclasses
+import enum
 import functools
 
+import oslo_messaging as messaging
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
@@ -50,9 +52,54 @@ ACTION = "cleanup_volume_attachments"
 EVENT = "compute_reconcile_volume_attachments"
 
 
+class Reason(enum.StrEnum):
+    """Why a server was not (fully) reconciled: what decides whether to try again.
+
+    Decided from the exception's class, never from a message: a programming
+    error must not pass for Cinder being down and be retried for ever.
+    """
+
+    NOT_FOUND = "not_found"
+    NOT_LAUNCHED = "not_launched"
+    IN_TASK = "in_task"
+    OTHER_HOST = "other_host"
+    CINDER_UNAVAILABLE = "cinder_unavailable"   # no answer, or a 5xx
+    CINDER_REFUSED = "cinder_refused"           # a 4xx: asking again changes nothing
+    CONDUCTOR_UNAVAILABLE = "conductor_unavailable"
+    FAILED = "failed"                           # another error of ours (a VolumesvcException)
+    BUG = "bug"                                 # anything else: logged with its traceback
+
+
+# Reasons that go away on their own: a watch tries again later.
+RETRIED = frozenset({Reason.IN_TASK, Reason.CINDER_UNAVAILABLE,
+                     Reason.CONDUCTOR_UNAVAILABLE})
+
+
+def reason_of(exc) -> Reason:
+    """The :class:`Reason` for an exception raised while reconciling."""
+    if isinstance(exc, exception.CinderConnectionFailed):
+        return Reason.CINDER_UNAVAILABLE
+    if isinstance(exc, exception.CinderAPIError):
+        code = exc.code if isinstance(exc.code, int) else 500
+        return Reason.CINDER_UNAVAILABLE if code >= 500 else Reason.CINDER_REFUSED
+    if isinstance(exc, exception.Forbidden):
+        return Reason.CINDER_REFUSED
+    if isinstance(exc, (messaging.MessagingTimeout, messaging.MessageDeliveryFailure)):
+        return Reason.CONDUCTOR_UNAVAILABLE
+    if isinstance(exc, exception.InstanceNotFound):
+        return Reason.NOT_FOUND
+    if isinstance(exc, exception.VolumesvcException):
+        return Reason.FAILED
+    return Reason.BUG
+
+
 @dataclasses.dataclass
 class Report:
-    """What one reconciliation of one server found and did (JSON-able via to_dict)."""
+    """What one reconciliation of one server found and did (JSON-able via to_dict).
+
+    ``reason`` says why it was skipped (a :class:`Reason`); it stays on the
+    compute (``to_dict`` leaves it out), ``skipped`` is the operator's text.
+    """
 
     instance_uuid: str
     dry_run: bool = False
@@ -63,14 +110,22 @@ class Report:
     busy: list = dataclasses.field(default_factory=list)
     errors: list = dataclasses.field(default_factory=list)
     skipped: str | None = None
+    reason: Reason | None = None
 
     @property
     def changed(self) -> bool:
         return bool(self.removed_bdms or self.deleted_attachments or self.finished
                     or self.rolled_back)
 
+    @property
+    def retry(self) -> bool:
+        """Worth another pass later: work in progress, or a reason that goes away."""
+        return bool(self.busy) or self.reason in RETRIED
+
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        body = dataclasses.asdict(self)
+        del body["reason"]
+        return body
 
     def summary(self) -> str:
         """One line per change, for logs and instance action details."""
@@ -274,6 +329,7 @@ class Reconciler:
                 exception.Forbidden) as exc:
             LOG.warning("Cinder could not list the attachments of %s; dangling volume "
                         "attachments were not reconciled: %s", uuid, exc)
+            report.reason = reason_of(exc)
             report.skipped = f"Cinder unreachable: {exc}"
             return report, bdms
         work = plan(bdms, attachments, now=timeutils.utcnow(), timeout=self.timeout,
@@ -284,6 +340,7 @@ class Reconciler:
             run.execute(work, view)
         except exception.CinderConnectionFailed as exc:
             LOG.warning("Cinder became unreachable while reconciling %s: %s", uuid, exc)
+            report.reason = Reason.CINDER_UNAVAILABLE
             report.errors.append(f"Cinder unreachable: {exc}")
         removed = {r["bdm_uuid"] for r in report.removed_bdms + report.rolled_back}
         remaining = bdms if dry_run else [b for b in bdms if b.get("uuid") not in removed]
@@ -339,9 +396,14 @@ class _Run:
         except exception.CinderConnectionFailed:
             raise
         except Exception as exc:  # noqa: BLE001 - one item must not stop the others
-            LOG.warning("Reconciling volume attachments of %s: %s failed: %s", self.uuid,
-                        step.__name__.strip("_"), exc)
-            self.report.errors.append(f"{step.__name__.strip('_')}: {exc}")
+            name = step.__name__.strip("_")
+            if reason_of(exc) is Reason.BUG:
+                LOG.exception("Reconciling volume attachments of %s: %s failed", self.uuid,
+                              name)
+            else:
+                LOG.warning("Reconciling volume attachments of %s: %s failed: %s", self.uuid,
+                            name, exc)
+            self.report.errors.append(f"{name}: {exc}")
             return None
 
     # -- BDM side -----------------------------------------------------------------
