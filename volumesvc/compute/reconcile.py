@@ -22,7 +22,12 @@ What counts as dangling, for one server (always under its instance lock):
 Work younger than the timeout is never touched: that is an attach in
 progress. Only the per-instance lock makes the BDM list and the Cinder
 listing comparable: a reservation (which creates the BDM before any Cinder
-attachment exists) needs the same lock.
+attachment exists) needs the same lock. So a Cinder attachment that no BDM
+knows, listed *under* the lock (reboot, cleanup of one server, compute
+start, watches), is deleted at once whatever its status: nothing of ours
+can be in flight without a BDM. Only a listing taken before the lock (the
+periodic task, ``--all-servers``) keeps the age guard for attachments in
+progress: the attach may have started between the listing and the lock.
 
 The Cinder side comes from a *view*: :class:`InstanceView` lists one
 server's attachments (reboot, operator cleanup of one server);
@@ -145,7 +150,13 @@ class Report:
 
 
 class InstanceView:
-    """One server's attachments, listed when asked (``GET /attachments?instance_id=``)."""
+    """One server's attachments, listed when asked (``GET /attachments?instance_id=``).
+
+    Asked under the server's instance lock, so the listing is as fresh as
+    the BDMs: an attachment no BDM knows is not an attach in progress.
+    """
+
+    listed_under_lock = True
 
     def __init__(self, cinder, context, page_size):
         self._cinder = cinder
@@ -167,8 +178,12 @@ class SnapshotView:
 
     Requests grow with pages of attachments, not with servers. A BDM is only
     suspected (and then confirmed with a GET) when its attachment is missing
-    from the listing or its volume was listed ``available``.
+    from the listing or its volume was listed ``available``. Listed before
+    any lock was taken: an attachment in progress without a BDM may belong
+    to an attach that began since, so it must be older than the timeout.
     """
+
+    listed_under_lock = False
 
     def __init__(self, attachments, available_volume_ids):
         self._by_instance = {}
@@ -375,7 +390,7 @@ class _Run:
         for bdm, attachment in work.interrupted:
             self._safely(self._interrupted, bdm, attachment)
         for attachment in work.orphans_in_progress:
-            if attachment.get("volume_id") in stale_volumes or \
+            if view.listed_under_lock or attachment.get("volume_id") in stale_volumes or \
                     self._safely(self._stale_volume, attachment):
                 orphans.append(attachment)
             else:
@@ -508,8 +523,9 @@ class _Run:
         self.report.deleted_attachments.append(entry)
         if self.dry_run:
             return
-        LOG.info("Deleting Cinder attachment %s of volume %s that claims server %s: %s",
-                 attachment["id"], attachment.get("volume_id"), self.uuid, reason)
+        LOG.info("Deleting Cinder attachment %s (status %s) of volume %s that claims server "
+                 "%s: %s", attachment["id"], attachment.get("status"),
+                 attachment.get("volume_id"), self.uuid, reason)
         try:
             self.r.cinder.attachment_delete(self.admin, attachment["id"])
         except Exception:

@@ -386,3 +386,46 @@ def test_a_programming_error_is_logged_with_its_traceback_and_not_retried(
                 and "a bug in the pass" in r.getMessage()]
     assert failures and all(r.levelno == logging.ERROR and r.exc_info for r in failures)
     assert "TypeError" in caplog.text and "Traceback" in caplog.text
+
+
+def _reserved_behind_our_back(stack, server):
+    """What Cinder's attachments API makes for ``instance_uuid`` without a connector."""
+    ctx = stack.admin_context()
+    volume = stack.cinder.create(ctx, 1, "reserved-stray", "")
+    stray = stack.cinder.attachment_create(ctx, volume["id"], server)
+    assert stack.cinder.get(ctx, volume["id"])["status"] == "reserved"
+    return volume["id"], stray["id"]
+
+
+@pytest.mark.parametrize("kind", ["SOFT", "HARD"])
+def test_reboot_deletes_a_young_reserved_attachment_no_bdm_knows(stack, server, kind, caplog):
+    """Spec 4: under the instance lock nothing of ours is in flight without a BDM."""
+    caplog.set_level(logging.INFO, logger="volumesvc.compute.reconcile")
+    volume_id, stray_id = _reserved_behind_our_back(stack, server)
+    assert stack.conf.compute.attachment_reservation_timeout >= 600  # young, by far
+
+    _reboot(stack, server, kind)
+    assert stray_id not in stack.cinder.attachments
+    assert stack.cinder.get(stack.admin_context(), volume_id)["status"] == "available"
+    assert any(stray_id in r.getMessage() and "reserved" in r.getMessage()
+               and server in r.getMessage() for r in caplog.records
+               if r.levelno == logging.INFO)
+    event = _reboot_event(stack, server)["compute_reconcile_volume_attachments"]
+    assert event.result == "Success" and stray_id in event.details
+
+
+def test_cleanup_of_one_server_deletes_a_young_reserved_attachment_at_once(stack, server,
+                                                                          capsys):
+    _volume_id, stray_id = _reserved_behind_our_back(stack, server)
+    assert _commands(stack).cleanup(_Args(server_id=server)) == 0
+    assert f"delete Cinder attachment {stray_id}" in capsys.readouterr().out
+    assert stray_id not in stack.cinder.attachments
+
+
+def test_all_servers_keeps_the_age_guard_for_a_young_reserved_attachment(stack, server,
+                                                                        capsys):
+    """Its listing predates each server's lock: the attachment may be an attach starting."""
+    volume_id, stray_id = _reserved_behind_our_back(stack, server)
+    assert _commands(stack).cleanup(_Args(all_servers=True)) == 0
+    assert stray_id in stack.cinder.attachments
+    assert stack.cinder.get(stack.admin_context(), volume_id)["status"] == "reserved"
