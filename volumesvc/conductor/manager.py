@@ -24,6 +24,7 @@ from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import instance_fault as fault_obj
 from volumesvc.objects import service as service_obj
+from volumesvc.volume import snapshots as volume_snapshots
 
 LOG = logging.getLogger(__name__)
 
@@ -101,6 +102,11 @@ class ConductorManager:
     @periodic.periodic_task(None, "shelved_poll_interval")
     def _offload_shelved_instances(self, context):
         shelve_task.offload_expired(self._conf, self._db, self._compute, context)
+
+    @periodic.periodic_task("conductor", "abandoned_snapshot_cleanup_interval")
+    def _delete_abandoned_snapshots(self, context):
+        """Delete the snapshots a failed createImage left marked (``volume/snapshots.py``)."""
+        volume_snapshots.delete_marked(self._cinder, context, self._conf.cinder.list_page_size)
 
     # -- volume attachments (1.1) -------------------------------------------
 
