@@ -210,7 +210,8 @@ def test_create_image_refused_by_glance_deletes_snapshots_still_creating(stack):
     server_id = _server(stack, ALICE)
     stack.cinder.snapshot_create_seconds = 1.0
     message = _refused_create_image(stack, server_id)
-    assert message == "Glance refused the request: Attribute 'os_glance_foo' is reserved."
+    assert message == ("Glance refused the request: Access was denied to this resource. "
+                       "Attribute 'os_glance_foo' is reserved.")
     assert [c for c in stack.cinder.calls if c[0] == "create_snapshot_force"]
     # Deleted before the answer, not left for anyone.
     assert stack.cinder.snapshots == {}

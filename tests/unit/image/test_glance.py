@@ -118,15 +118,17 @@ _RESERVED_HTML = """<html>
  </head>
  <body>
   <h1>403 Forbidden</h1>
-  Attribute &#x27;os_glance_foo&#x27; is reserved.<br /><br />
-
+  Access was denied to this resource.<br /><br />
+Attribute &#x27;os_glance_foo&#x27; is reserved.
 
 
  </body>
 </html>"""
-_RESERVED_TEXT = "403 Forbidden\n\nAttribute 'os_glance_foo' is reserved.\n\n   "
-_RESERVED_JSON = json.dumps({"code": 403, "title": "Forbidden",
-                             "message": "Attribute 'os_glance_foo' is reserved."})
+_RESERVED_TEXT = ("403 Forbidden\n\nAccess was denied to this resource.\n\n"
+                  "Attribute 'os_glance_foo' is reserved.\n\n   ")
+_RESERVED_JSON = json.dumps({"code": 403, "title": "Forbidden", "message":
+                             "Access was denied to this resource.\n\nAttribute "
+                             "'os_glance_foo' is reserved."})
 
 
 @pytest.mark.parametrize("body", [_RESERVED_HTML, _RESERVED_TEXT, _RESERVED_JSON],
@@ -138,8 +140,8 @@ def test_a_refusal_carries_glances_reason_as_plain_text(api, session, ctx, body)
     session.request.return_value = response
     with pytest.raises(exception.Forbidden) as raised:
         api.create(ctx, name="x", owner="p", properties={"os_glance_foo": "1"})
-    assert str(raised.value) == \
-        "Glance refused the request: Attribute 'os_glance_foo' is reserved."
+    assert str(raised.value) == ("Glance refused the request: Access was denied to this "
+                                 "resource. Attribute 'os_glance_foo' is reserved.")
 
 
 def test_an_error_without_a_body_names_its_status():
