@@ -2,6 +2,10 @@
 
 import datetime
 
+import oslo_messaging
+import pytest
+
+from volumesvc import exception
 from volumesvc.compute import reconcile
 from volumesvc.volume import cinder
 
@@ -75,3 +79,21 @@ def test_list_all_pages_until_a_short_page():
         return items[start:start + limit]
     assert cinder.list_all(page, 10) == items
     assert calls == [None, "9", "19"]
+
+
+@pytest.mark.parametrize("error,reason", [
+    (exception.CinderConnectionFailed(reason="refused"), reconcile.Reason.CINDER_UNAVAILABLE),
+    (exception.CinderAPIError(code=503, reason="busy"), reconcile.Reason.CINDER_UNAVAILABLE),
+    (exception.CinderAPIError(code=413, reason="limit"), reconcile.Reason.CINDER_REFUSED),
+    (exception.Forbidden(), reconcile.Reason.CINDER_REFUSED),
+    (oslo_messaging.MessagingTimeout("no conductor"), reconcile.Reason.CONDUCTOR_UNAVAILABLE),
+    (exception.InstanceNotFound(instance_id="x"), reconcile.Reason.NOT_FOUND),
+    (exception.VolumeNotFound(volume_id="v"), reconcile.Reason.FAILED),
+    (TypeError("a bug"), reconcile.Reason.BUG),
+    (KeyError("status"), reconcile.Reason.BUG)])
+def test_reason_of_an_exception_is_decided_by_its_class(error, reason):
+    assert reconcile.reason_of(error) is reason
+    report = reconcile.Report(instance_uuid="x", skipped=str(error), reason=reason)
+    assert report.retry == (reason in {reconcile.Reason.CINDER_UNAVAILABLE,
+                                       reconcile.Reason.CONDUCTOR_UNAVAILABLE})
+    assert "reason" not in report.to_dict()  # stays on the compute: the RPC reply is unchanged

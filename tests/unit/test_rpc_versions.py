@@ -2,10 +2,14 @@
 
 import inspect
 
+import pytest
+
+from volumesvc import rpc
 from volumesvc.compute import manager as compute_manager
 from volumesvc.compute import rpcapi as compute_rpcapi
 from volumesvc.conductor import manager as conductor_manager
 from volumesvc.conductor import rpcapi as conductor_rpcapi
+from volumesvc.conf import get_conf
 
 PAIRS = [
     (compute_rpcapi, compute_rpcapi.ComputeAPI, compute_manager.ComputeManager),
@@ -53,3 +57,59 @@ def test_extend_completion_arrives_with_the_compute_event_rpc():
 
     first = version.SERVICE_VERSION_HISTORY[version.MIN_COMPUTE_EXTEND_COMPLETION - 1]
     assert first["compute_rpc"] == "1.3"
+
+
+# -- the questions callers ask before they send (each follows the version cap) --
+
+CONDUCTOR_QUESTIONS = {
+    "can_attach": conductor_rpcapi.ATTACH_VERSION,
+    "can_send_events": conductor_rpcapi.EVENTS_VERSION,
+    "can_lifecycle": conductor_rpcapi.LIFECYCLE_VERSION,
+    "can_snapshot": conductor_rpcapi.SNAPSHOT_VERSION,
+    "can_report_attach_status": conductor_rpcapi.ATTACH_STATUS_VERSION,
+    "can_finish_event_with_bdm_update": conductor_rpcapi.FINISH_EVENT_VERSION,
+}
+COMPUTE_QUESTIONS = {
+    "can_send_events": compute_rpcapi.EVENTS_VERSION,
+    "can_take_started_attach_event": compute_rpcapi.ATTACH_EVENT_VERSION,
+}
+
+
+def _client(api_class, group, cap):
+    conf = get_conf(args=[], default_config_files=[])
+    conf.set_override("transport_url", "fake:/")
+    if cap is not None:
+        conf.set_override(group, cap, "upgrade_levels")
+    return api_class(conf, rpc.get_transport(conf))
+
+
+def _below(version):
+    major, minor = version.split(".")
+    return f"{major}.{int(minor) - 1}"
+
+
+def test_every_question_is_listed():
+    """A new ``can_*`` question gets a line in the tables above (and so a test)."""
+    for client, questions in ((conductor_rpcapi.ConductorAPI, CONDUCTOR_QUESTIONS),
+                              (compute_rpcapi.ComputeAPI, COMPUTE_QUESTIONS)):
+        asked = {m for m in _public_methods(client) if m.startswith("can_")}
+        assert asked == set(questions), client.__name__
+
+
+def test_no_generic_version_passthrough():
+    """Callers ask a named question; no client hands out ``can_send_version``."""
+    assert not hasattr(conductor_rpcapi.ConductorAPI, "can_send_version")
+    assert not hasattr(compute_rpcapi.ComputeAPI, "can_send_version")
+
+
+@pytest.mark.parametrize("api_class,group,questions", [
+    (conductor_rpcapi.ConductorAPI, "conductor", CONDUCTOR_QUESTIONS),
+    (compute_rpcapi.ComputeAPI, "compute", COMPUTE_QUESTIONS)], ids=["conductor", "compute"])
+def test_each_question_follows_the_version_cap(api_class, group, questions):
+    uncapped = _client(api_class, group, None)
+    for question, version in questions.items():
+        assert getattr(uncapped, question)() is True, question
+        at = _client(api_class, group, version)
+        assert getattr(at, question)() is True, (question, version)
+        below = _client(api_class, group, _below(version))
+        assert getattr(below, question)() is False, (question, _below(version))

@@ -13,6 +13,12 @@
     of every host in batches; Cinder is listed once for the whole walk (its
     requests grow with pages of attachments, not with servers), shows
     progress on a terminal and ends with a summary line.
+    A Cinder attachment no BDM knows is deleted at once, in any status, for
+    ``cleanup <server>`` (Cinder is listed under the server's lock); with
+    ``--all-servers`` one still in progress (``reserved``, ``attaching``,
+    ``detaching``) is left alone until its volume has not changed for
+    ``[compute] attachment_reservation_timeout`` (the listing predates the
+    lock, so it may be an attach that has just begun).
     Exit codes: 0 done (whether or not anything dangled), 1 error, 2 server
     not found, 3 server skipped (no host, host down, busy in a task, never
     launched, Cinder unreachable; the reason is printed), 4 done but some

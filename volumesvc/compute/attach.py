@@ -24,11 +24,6 @@ from volumesvc.virt import block_device as virt_bd
 
 LOG = logging.getLogger(__name__)
 
-# The conductor RPC version that persists BDM status and fault fields.
-STATUS_CONDUCTOR_RPC = "1.7"
-# The conductor RPC version whose bdm_update also finishes an action event.
-FINISH_EVENT_CONDUCTOR_RPC = "1.8"
-
 
 class VolumeAttacher:
     def __init__(self, conf, driver, conductor, cinder):
@@ -38,7 +33,8 @@ class VolumeAttacher:
         self.cinder = cinder
 
     def _reports_status(self) -> bool:
-        return self.conductor.can_send_version(STATUS_CONDUCTOR_RPC)
+        # TODO(remove at RPC 2.0): every conductor persists the attach status.
+        return self.conductor.can_report_attach_status()
 
     def _set_status(self, context, bdm, values, expected=None, event=None):
         """Persist a status transition (only from ``expected``, when given).
@@ -51,7 +47,8 @@ class VolumeAttacher:
             return
         kwargs = {"expected_status": expected} if expected else {}
         finish = event.success() if event is not None else None
-        if finish and self.conductor.can_send_version(FINISH_EVENT_CONDUCTOR_RPC):
+        # TODO(remove at RPC 2.0): always finish the event with the save.
+        if finish and self.conductor.can_finish_event_with_bdm_update():
             kwargs["finish_event"] = finish
         try:
             self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values=values, **kwargs)

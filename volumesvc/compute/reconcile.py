@@ -22,7 +22,12 @@ What counts as dangling, for one server (always under its instance lock):
 Work younger than the timeout is never touched: that is an attach in
 progress. Only the per-instance lock makes the BDM list and the Cinder
 listing comparable: a reservation (which creates the BDM before any Cinder
-attachment exists) needs the same lock.
+attachment exists) needs the same lock. So a Cinder attachment that no BDM
+knows, listed *under* the lock (reboot, cleanup of one server, compute
+start, watches), is deleted at once whatever its status: nothing of ours
+can be in flight without a BDM. Only a listing taken before the lock (the
+periodic task, ``--all-servers``) keeps the age guard for attachments in
+progress: the attach may have started between the listing and the lock.
 
 The Cinder side comes from a *view*: :class:`InstanceView` lists one
 server's attachments (reboot, operator cleanup of one server);
@@ -33,8 +38,10 @@ earlier can never remove something that exists now.
 """
 
 import dataclasses
+import enum
 import functools
 
+import oslo_messaging as messaging
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
@@ -50,9 +57,54 @@ ACTION = "cleanup_volume_attachments"
 EVENT = "compute_reconcile_volume_attachments"
 
 
+class Reason(enum.StrEnum):
+    """Why a server was not (fully) reconciled: what decides whether to try again.
+
+    Decided from the exception's class, never from a message: a programming
+    error must not pass for Cinder being down and be retried for ever.
+    """
+
+    NOT_FOUND = "not_found"
+    NOT_LAUNCHED = "not_launched"
+    IN_TASK = "in_task"
+    OTHER_HOST = "other_host"
+    CINDER_UNAVAILABLE = "cinder_unavailable"   # no answer, or a 5xx
+    CINDER_REFUSED = "cinder_refused"           # a 4xx: asking again changes nothing
+    CONDUCTOR_UNAVAILABLE = "conductor_unavailable"
+    FAILED = "failed"                           # another error of ours (a VolumesvcException)
+    BUG = "bug"                                 # anything else: logged with its traceback
+
+
+# Reasons that go away on their own: a watch tries again later.
+RETRIED = frozenset({Reason.IN_TASK, Reason.CINDER_UNAVAILABLE,
+                     Reason.CONDUCTOR_UNAVAILABLE})
+
+
+def reason_of(exc) -> Reason:
+    """The :class:`Reason` for an exception raised while reconciling."""
+    if isinstance(exc, exception.CinderConnectionFailed):
+        return Reason.CINDER_UNAVAILABLE
+    if isinstance(exc, exception.CinderAPIError):
+        code = exc.code if isinstance(exc.code, int) else 500
+        return Reason.CINDER_UNAVAILABLE if code >= 500 else Reason.CINDER_REFUSED
+    if isinstance(exc, exception.Forbidden):
+        return Reason.CINDER_REFUSED
+    if isinstance(exc, (messaging.MessagingTimeout, messaging.MessageDeliveryFailure)):
+        return Reason.CONDUCTOR_UNAVAILABLE
+    if isinstance(exc, exception.InstanceNotFound):
+        return Reason.NOT_FOUND
+    if isinstance(exc, exception.VolumesvcException):
+        return Reason.FAILED
+    return Reason.BUG
+
+
 @dataclasses.dataclass
 class Report:
-    """What one reconciliation of one server found and did (JSON-able via to_dict)."""
+    """What one reconciliation of one server found and did (JSON-able via to_dict).
+
+    ``reason`` says why it was skipped (a :class:`Reason`); it stays on the
+    compute (``to_dict`` leaves it out), ``skipped`` is the operator's text.
+    """
 
     instance_uuid: str
     dry_run: bool = False
@@ -63,14 +115,22 @@ class Report:
     busy: list = dataclasses.field(default_factory=list)
     errors: list = dataclasses.field(default_factory=list)
     skipped: str | None = None
+    reason: Reason | None = None
 
     @property
     def changed(self) -> bool:
         return bool(self.removed_bdms or self.deleted_attachments or self.finished
                     or self.rolled_back)
 
+    @property
+    def retry(self) -> bool:
+        """Worth another pass later: work in progress, or a reason that goes away."""
+        return bool(self.busy) or self.reason in RETRIED
+
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        body = dataclasses.asdict(self)
+        del body["reason"]
+        return body
 
     def summary(self) -> str:
         """One line per change, for logs and instance action details."""
@@ -90,7 +150,13 @@ class Report:
 
 
 class InstanceView:
-    """One server's attachments, listed when asked (``GET /attachments?instance_id=``)."""
+    """One server's attachments, listed when asked (``GET /attachments?instance_id=``).
+
+    Asked under the server's instance lock, so the listing is as fresh as
+    the BDMs: an attachment no BDM knows is not an attach in progress.
+    """
+
+    listed_under_lock = True
 
     def __init__(self, cinder, context, page_size):
         self._cinder = cinder
@@ -112,8 +178,12 @@ class SnapshotView:
 
     Requests grow with pages of attachments, not with servers. A BDM is only
     suspected (and then confirmed with a GET) when its attachment is missing
-    from the listing or its volume was listed ``available``.
+    from the listing or its volume was listed ``available``. Listed before
+    any lock was taken: an attachment in progress without a BDM may belong
+    to an attach that began since, so it must be older than the timeout.
     """
+
+    listed_under_lock = False
 
     def __init__(self, attachments, available_volume_ids):
         self._by_instance: dict[str | None, list[dict]] = {}
@@ -274,6 +344,7 @@ class Reconciler:
                 exception.Forbidden) as exc:
             LOG.warning("Cinder could not list the attachments of %s; dangling volume "
                         "attachments were not reconciled: %s", uuid, exc)
+            report.reason = reason_of(exc)
             report.skipped = f"Cinder unreachable: {exc}"
             return report, bdms
         work = plan(bdms, attachments, now=timeutils.utcnow(), timeout=self.timeout,
@@ -284,6 +355,7 @@ class Reconciler:
             run.execute(work, view)
         except exception.CinderConnectionFailed as exc:
             LOG.warning("Cinder became unreachable while reconciling %s: %s", uuid, exc)
+            report.reason = Reason.CINDER_UNAVAILABLE
             report.errors.append(f"Cinder unreachable: {exc}")
         removed = {r["bdm_uuid"] for r in report.removed_bdms + report.rolled_back}
         remaining = bdms if dry_run else [b for b in bdms if b.get("uuid") not in removed]
@@ -318,7 +390,7 @@ class _Run:
         for bdm, attachment in work.interrupted:
             self._safely(self._interrupted, bdm, attachment)
         for attachment in work.orphans_in_progress:
-            if attachment.get("volume_id") in stale_volumes or \
+            if view.listed_under_lock or attachment.get("volume_id") in stale_volumes or \
                     self._safely(self._stale_volume, attachment):
                 orphans.append(attachment)
             else:
@@ -339,9 +411,14 @@ class _Run:
         except exception.CinderConnectionFailed:
             raise
         except Exception as exc:  # noqa: BLE001 - one item must not stop the others
-            LOG.warning("Reconciling volume attachments of %s: %s failed: %s", self.uuid,
-                        step.__name__.strip("_"), exc)
-            self.report.errors.append(f"{step.__name__.strip('_')}: {exc}")
+            name = step.__name__.strip("_")
+            if reason_of(exc) is Reason.BUG:
+                LOG.exception("Reconciling volume attachments of %s: %s failed", self.uuid,
+                              name)
+            else:
+                LOG.warning("Reconciling volume attachments of %s: %s failed: %s", self.uuid,
+                            name, exc)
+            self.report.errors.append(f"{name}: {exc}")
             return None
 
     # -- BDM side -----------------------------------------------------------------
@@ -446,8 +523,9 @@ class _Run:
         self.report.deleted_attachments.append(entry)
         if self.dry_run:
             return
-        LOG.info("Deleting Cinder attachment %s of volume %s that claims server %s: %s",
-                 attachment["id"], attachment.get("volume_id"), self.uuid, reason)
+        LOG.info("Deleting Cinder attachment %s (status %s) of volume %s that claims server "
+                 "%s: %s", attachment["id"], attachment.get("status"),
+                 attachment.get("volume_id"), self.uuid, reason)
         try:
             self.r.cinder.attachment_delete(self.admin, attachment["id"])
         except Exception:

@@ -39,12 +39,26 @@ WATCH_ATTEMPTS = 5
 
 
 def skip_reason(instance):
-    """Why a server is not reconciled outside a reboot, or None."""
+    """Why a server is not reconciled outside a reboot: (Reason, text), or None."""
     if instance.get("vm_state") in _NOT_LAUNCHED or not instance.get("launched_at"):
-        return "server was never launched"
+        return reconcile.Reason.NOT_LAUNCHED, "server was never launched"
     if instance.get("task_state"):
-        return f"server is in task {instance['task_state']}"
+        return reconcile.Reason.IN_TASK, f"server is in task {instance['task_state']}"
     return None
+
+
+def log_failure(exc, message, *args):
+    """Log a pass that raised ``exc``; return its :class:`reconcile.Reason`.
+
+    A bug (no exception of ours, Cinder's or the bus's) is logged with its
+    traceback: it will not go away by itself, so it is not retried either.
+    """
+    reason = reconcile.reason_of(exc)
+    if reason is reconcile.Reason.BUG:
+        LOG.exception(message + ": %s", *args, exc)
+    else:
+        LOG.warning(message + ": %s", *args, exc)
+    return reason
 
 
 class ReconcileRunner:
@@ -80,8 +94,8 @@ class ReconcileRunner:
                 context, instance, self._driver_instance(instance),
                 view=self.reconciler.instance_view(context.elevated()), bdms=bdms)
         except Exception as exc:  # noqa: BLE001 - the reboot goes on
-            LOG.warning("Dangling volume attachment cleanup of %s failed; rebooting with "
-                        "the BDMs as they are: %s", instance["uuid"], exc)
+            log_failure(exc, "Dangling volume attachment cleanup of %s failed; rebooting "
+                        "with the BDMs as they are", instance["uuid"])
             return bdms
         self._record(context, report, action_exists=True)
         return remaining
@@ -117,12 +131,15 @@ class ReconcileRunner:
                     instance = self.conductor.instance_get(context, instance_uuid=uuid)
                 except exception.InstanceNotFound:
                     return reconcile.Report(instance_uuid=uuid, dry_run=dry_run,
-                                            skipped="server not found")
-            reason = skip_reason(instance)
+                                            skipped="server not found",
+                                            reason=reconcile.Reason.NOT_FOUND)
+            skip = skip_reason(instance)
             if instance.get("host") != self.host:
-                reason = f"server is on host {instance.get('host')}"
-            if reason:
-                return reconcile.Report(instance_uuid=uuid, dry_run=dry_run, skipped=reason)
+                skip = (reconcile.Reason.OTHER_HOST,
+                        f"server is on host {instance.get('host')}")
+            if skip:
+                return reconcile.Report(instance_uuid=uuid, dry_run=dry_run, reason=skip[0],
+                                        skipped=skip[1])
             view = view or self.reconciler.instance_view(context.elevated())
             report, _ = self.reconciler.run(context, instance, self._driver_instance(instance),
                                             view=view, bdms=bdms, dry_run=dry_run,
@@ -162,19 +179,22 @@ class ReconcileRunner:
             instances = self.conductor.instance_list_by_host(context, host=self.host,
                                                              timeout=timeout)
         except Exception as exc:  # noqa: BLE001 - try again once the conductor answers
-            LOG.warning("Could not list the servers of %s to recover interrupted volume "
-                        "attachments (retrying in %ss): %s", self.host,
-                        self._retry_delay(), exc)
-            self.watch(None, self._retry_delay())
+            reason = log_failure(exc, "Could not list the servers of %s to recover "
+                                 "interrupted volume attachments", self.host)
+            if reason in reconcile.RETRIED:
+                LOG.info("Recovering the volume attachments of %s again in %ss",
+                         self.host, self._retry_delay())
+                self.watch(None, self._retry_delay())
             return []
         reports = []
         for instance in instances:
             try:
                 report = self._one(context, instance, recovering=True)
             except Exception as exc:  # noqa: BLE001 - one server must not stop the others
-                LOG.warning("Recovering the volume attachments of %s failed: %s",
-                            instance["uuid"], exc)
-                self.watch(instance["uuid"], self._retry_delay())
+                reason = log_failure(exc, "Recovering the volume attachments of %s failed",
+                                     instance["uuid"])
+                if reason in reconcile.RETRIED:
+                    self.watch(instance["uuid"], self._retry_delay())
                 continue
             self._rewatch(report, 0)
             reports.append(report)
@@ -241,8 +261,7 @@ class ReconcileRunner:
     def _rewatch(self, report, attempt):
         if attempt + 1 >= WATCH_ATTEMPTS:
             return
-        if report.busy or (report.skipped and report.skipped.startswith("Cinder")) \
-                or (report.skipped or "").startswith("server is in task"):
+        if report.retry:
             self.watch(report.instance_uuid, self._retry_delay(), attempt + 1)
 
     def _watch_loop(self):
@@ -267,8 +286,9 @@ class ReconcileRunner:
         try:
             report = self._one(vs_context.get_admin_context(), {"uuid": uuid})
         except Exception as exc:  # noqa: BLE001 - a watch must never kill its thread
-            LOG.warning("Reconciling the volume attachments of %s failed: %s", uuid, exc)
-            report = reconcile.Report(instance_uuid=uuid, skipped=f"Cinder: {exc}")
+            reason = log_failure(exc, "Reconciling the volume attachments of %s failed", uuid)
+            report = reconcile.Report(instance_uuid=uuid, skipped=f"{reason}: {exc}",
+                                      reason=reason)
         self._rewatch(report, attempt)
 
     def stop(self):

@@ -27,6 +27,10 @@ from volumesvc import rpc
 
 TOPIC = "compute"
 VERSION = "1.8"
+# The first version of each feature a conductor asks about before it sends
+# (``[upgrade_levels] compute`` may pin the client below it during an upgrade).
+MULTIATTACH_VERSION = "1.2"
+EVENTS_VERSION = "1.3"
 LIFECYCLE_VERSION = "1.5"
 ATTACH_EVENT_VERSION = "1.8"
 
@@ -85,6 +89,7 @@ class ComputeAPI:
 
     def can_take_started_attach_event(self):
         """True when computes take ``attach_volume(event_started=True)`` (1.8)."""
+        # TODO(remove at RPC 2.0): every compute takes a started event.
         return self._client.can_send_version(ATTACH_EVENT_VERSION)
 
     def attach_volume(self, ctxt, *, host, instance, bdm, multiattach=None,
@@ -96,8 +101,9 @@ class ComputeAPI:
         """
         kwargs = {"instance": instance, "bdm": bdm}
         version = "1.1"
-        if multiattach is not None and self._client.can_send_version("1.2"):
-            version, kwargs["multiattach"] = "1.2", multiattach
+        # TODO(remove at RPC 2.0): always send ``multiattach``.
+        if multiattach is not None and self._client.can_send_version(MULTIATTACH_VERSION):
+            version, kwargs["multiattach"] = MULTIATTACH_VERSION, multiattach
         if event_started:
             version, kwargs["event_started"] = ATTACH_EVENT_VERSION, True
         self._prepare(host, version).cast(ctxt, "attach_volume", **kwargs)
@@ -115,7 +121,8 @@ class ComputeAPI:
 
     def can_send_events(self):
         """False when ``[upgrade_levels] compute`` pins us below 1.3."""
-        return self._client.can_send_version("1.3")
+        # TODO(remove at RPC 2.0): every compute takes external events.
+        return self._client.can_send_version(EVENTS_VERSION)
 
     def external_instance_event(self, ctxt, *, host, instance, events):
         """Cast: handle external events (already accepted by the API) for one instance.
@@ -123,7 +130,7 @@ class ComputeAPI:
         ``events`` are dicts ``{name, tag, status, completion}``; see
         ``compute/events.py``.
         """
-        self._prepare(host, "1.3").cast(ctxt, "external_instance_event",
+        self._prepare(host, EVENTS_VERSION).cast(ctxt, "external_instance_event",
                                         instance=instance, events=events)
     def reconcile_volume_attachments(self, ctxt, *, host, instances, dry_run=False,
                                      attachments=None, available_volume_ids=None,

@@ -24,6 +24,7 @@ from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import instance_fault as fault_obj
 from volumesvc.objects import service as service_obj
+from volumesvc.volume import snapshots as volume_snapshots
 
 LOG = logging.getLogger(__name__)
 
@@ -102,6 +103,11 @@ class ConductorManager:
     def _offload_shelved_instances(self, context):
         shelve_task.offload_expired(self._conf, self._db, self._compute, context)
 
+    @periodic.periodic_task("conductor", "abandoned_snapshot_cleanup_interval")
+    def _delete_abandoned_snapshots(self, context):
+        """Delete the snapshots a failed createImage left marked (``volume/snapshots.py``)."""
+        volume_snapshots.delete_marked(self._cinder, context, self._conf.cinder.list_page_size)
+
     # -- volume attachments (1.1) -------------------------------------------
 
     @messaging.expected_exceptions(*_ATTACH_EXPECTED)
@@ -145,6 +151,7 @@ class ConductorManager:
             LOG.warning("Instance %s has no host; events %s dropped", instance_uuid,
                         [e.get("name") for e in events])
             return
+        # TODO(remove at RPC 2.0): every compute takes external events.
         if not self._compute.can_send_events():
             LOG.warning("[upgrade_levels] compute is below 1.3; events %s for instance %s "
                         "dropped", [e.get("name") for e in events], instance_uuid)

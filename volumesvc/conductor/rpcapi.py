@@ -42,7 +42,17 @@ from volumesvc import exception, rpc
 
 TOPIC = "conductor"
 VERSION = "1.8"
+# The first version of each feature a caller asks about (``can_*``) before it
+# sends: ``[upgrade_levels] conductor`` may pin the client below it while
+# older conductors still run.
+ATTACH_VERSION = "1.1"
+PERSISTENCE_TOPIC_VERSION = "1.2"
+MULTIATTACH_VERSION = "1.2"
+EVENTS_VERSION = "1.3"
 LIFECYCLE_VERSION = "1.5"
+SNAPSHOT_VERSION = "1.6"
+ATTACH_STATUS_VERSION = "1.7"
+FINISH_EVENT_VERSION = "1.8"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -72,12 +82,9 @@ class ConductorAPI:
     def _persistence_client(self):
         # TODO(remove at RPC 2.0): before 1.2 conductors served persistence
         # on the workflow topic only.
-        if self._client.can_send_version("1.2"):
-            return self._persistence, "1.2"
+        if self._client.can_send_version(PERSISTENCE_TOPIC_VERSION):
+            return self._persistence, PERSISTENCE_TOPIC_VERSION
         return self._client, "1.0"
-
-    def can_send_version(self, version):
-        return self._client.can_send_version(version)
 
     def service_update(self, ctxt, *, host, binary, topic, version, capabilities,
                        timeout=None):
@@ -125,6 +132,7 @@ class ConductorAPI:
 
     def can_lifecycle(self):
         """False when ``[upgrade_levels] conductor`` pins us below 1.5 (API: 503)."""
+        # TODO(remove at RPC 2.0): every conductor runs the lifecycle actions.
         return self._client.can_send_version(LIFECYCLE_VERSION)
 
     def _lifecycle_cast(self, ctxt, method, **kwargs):
@@ -159,7 +167,8 @@ class ConductorAPI:
 
     def can_attach(self):
         """False when ``[upgrade_levels] conductor`` pins us below 1.1 (API: 503)."""
-        return self._client.can_send_version("1.1")
+        # TODO(remove at RPC 2.0): every conductor runs the attach workflow.
+        return self._client.can_send_version(ATTACH_VERSION)
 
     def attach_volume(self, ctxt, *, instance_uuid, volume_id, device=None, disk_bus=None,
                       device_type=None, tag=None, delete_on_termination=False,
@@ -176,9 +185,10 @@ class ConductorAPI:
         kwargs = dict(instance_uuid=instance_uuid, volume_id=volume_id, device=device,
                       disk_bus=disk_bus, device_type=device_type, tag=tag,
                       delete_on_termination=delete_on_termination)
-        version = "1.1"
-        if multiattach is not None and self._client.can_send_version("1.2"):
-            version, kwargs["multiattach"] = "1.2", multiattach
+        version = ATTACH_VERSION
+        # TODO(remove at RPC 2.0): always send ``multiattach``.
+        if multiattach is not None and self._client.can_send_version(MULTIATTACH_VERSION):
+            version, kwargs["multiattach"] = MULTIATTACH_VERSION, multiattach
         if not wait:
             self._client.prepare(version=version).cast(ctxt, "attach_volume", **kwargs)
             return None
@@ -202,7 +212,7 @@ class ConductorAPI:
         The API has already run ``os-begin_detaching`` and recorded the
         ``detach_volume`` action.
         """
-        self._client.prepare(version="1.1").cast(
+        self._client.prepare(version=ATTACH_VERSION).cast(
             ctxt, "detach_volume", instance_uuid=instance_uuid, volume_id=volume_id,
             attachment_id=attachment_id)
 
@@ -210,7 +220,8 @@ class ConductorAPI:
 
     def can_send_events(self):
         """False when ``[upgrade_levels] conductor`` pins us below 1.3."""
-        return self._client.can_send_version("1.3")
+        # TODO(remove at RPC 2.0): every conductor passes external events on.
+        return self._client.can_send_version(EVENTS_VERSION)
 
     def external_instance_event(self, ctxt, *, instance_uuid, events):
         """Cast: hand the events of one instance to the compute that hosts it.
@@ -218,7 +229,7 @@ class ConductorAPI:
         ``events`` are the accepted events as dicts ``{name, tag, status,
         completion}`` (``completion``: the event arrived at 2.105 or later).
         """
-        self._client.prepare(version="1.3").cast(
+        self._client.prepare(version=EVENTS_VERSION).cast(
             ctxt, "external_instance_event", instance_uuid=instance_uuid, events=events)
     # -- operators → conductor (1.4) ---------------------------------------------
 
@@ -239,20 +250,35 @@ class ConductorAPI:
 
     # -- API → conductor: assisted volume snapshots (1.6) ---------------------
 
+    def can_snapshot(self):
+        """False when ``[upgrade_levels] conductor`` pins us below 1.6 (API: 503)."""
+        # TODO(remove at RPC 2.0): every conductor runs assisted snapshots.
+        return self._client.can_send_version(SNAPSHOT_VERSION)
+
     def volume_snapshot_create(self, ctxt, *, instance_uuid, volume_id, create_info):
         """Cast: have the server's compute take the snapshot Cinder asked for."""
-        self._client.prepare(version="1.6").cast(
+        self._client.prepare(version=SNAPSHOT_VERSION).cast(
             ctxt, "volume_snapshot_create", instance_uuid=instance_uuid,
             volume_id=volume_id, create_info=create_info)
 
     def volume_snapshot_delete(self, ctxt, *, instance_uuid, volume_id, snapshot_id,
                                delete_info):
         """Cast: have the server's compute merge the snapshot away."""
-        self._client.prepare(version="1.6").cast(
+        self._client.prepare(version=SNAPSHOT_VERSION).cast(
             ctxt, "volume_snapshot_delete", instance_uuid=instance_uuid,
             volume_id=volume_id, snapshot_id=snapshot_id, delete_info=delete_info)
 
     # -- compute → conductor: persistence (calls, short timeouts) ------------
+
+    def can_report_attach_status(self):
+        """True when conductors persist a BDM's ``attach_status`` and fault (1.7)."""
+        # TODO(remove at RPC 2.0): every conductor persists the attach status.
+        return self._client.can_send_version(ATTACH_STATUS_VERSION)
+
+    def can_finish_event_with_bdm_update(self):
+        """True when ``bdm_update`` takes ``finish_event`` (1.8)."""
+        # TODO(remove at RPC 2.0): every conductor finishes the event in bdm_update.
+        return self._client.can_send_version(FINISH_EVENT_VERSION)
 
     def _call(self, ctxt, method, *, version=None, timeout=None, **kwargs):
         client, rpc_version = self._persistence_client()
@@ -287,12 +313,12 @@ class ConductorAPI:
         """Call: save ``values``; with ``expected_status`` (1.7) only while the
         BDM's ``attach_status`` is still that (else nothing changes).
 
-        ``finish_event`` (1.8; callers check ``can_send_version``): the
+        ``finish_event`` (1.8; callers check ``can_finish_event_with_bdm_update``): the
         keyword arguments of an ``action_event_finish`` the conductor does
         next, whatever became of the save.
         """
         if finish_event is not None:
-            return self._call(ctxt, "bdm_update", version="1.8", bdm_uuid=bdm_uuid,
+            return self._call(ctxt, "bdm_update", version=FINISH_EVENT_VERSION, bdm_uuid=bdm_uuid,
                               values=values, expected_status=expected_status,
                               finish_event=finish_event)
         if expected_status is not None:

@@ -110,6 +110,24 @@ Related options:
 
 * ``attachment_reserve_retries``
 """),
+    cfg.FloatOpt(
+        "snapshot_undo_timeout",
+        default=60.0,
+        min=0.0,
+        help="""
+Seconds a createImage request that failed after it snapshotted the server's
+volumes (Glance refused the image, for example) waits for those Cinder
+snapshots to leave ``creating`` so that it can delete them again: Cinder only
+deletes a snapshot that is ``available`` or ``error``. The wait holds the API
+request, so it is the longest such a refusal takes to answer. A snapshot
+still not deletable when the time is up is marked in Cinder (metadata
+``volumesvc_undo = delete``) and deleted later by the conductors' periodic
+cleanup.
+
+Related options:
+
+* ``[conductor] abandoned_snapshot_cleanup_interval``
+"""),
 ]
 
 

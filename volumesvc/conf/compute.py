@@ -89,7 +89,12 @@ attach (a BDM without a Cinder attachment id, a Cinder attachment still
 cinder-api died during the attach. The compute then rolls it back (or
 finishes it, when Cinder already has the connector) instead of leaving the
 volume ``reserved`` forever. Younger work is never touched by the dangling
-attachment reconciliation.
+attachment reconciliation, with one exception: a Cinder attachment that
+claims the server and that no BDM knows, found while the server's instance
+lock is held (SOFT and HARD reboot, ``volumesvc-manage volume_attachment
+cleanup <server>``, compute start), is deleted at once in any status. The
+guard still applies to the periodic task and ``--all-servers``, which list
+Cinder before they take each server's lock.
 
 Related options:
 

@@ -15,6 +15,21 @@ conductor_opts = [
         default="conductor",
         help="RPC topic the conductors listen on. Change only to run two "
              "independent deployments on one message bus."),
+    cfg.IntOpt(
+        "abandoned_snapshot_cleanup_interval",
+        default=600,
+        min=0,
+        help="""
+Seconds between two runs of the conductor task that deletes the Cinder
+snapshots a failed createImage could not delete in time (marked with the
+metadata ``volumesvc_undo = delete``) once Cinder allows it. Each run lists
+the ``available`` and ``error`` snapshots of every project. 0 turns the task
+off; marked snapshots then stay until an operator deletes them.
+
+Related options:
+
+* ``[cinder] snapshot_undo_timeout``
+"""),
 ]
 
 

@@ -16,6 +16,7 @@ Authentication (``[glance] auth_strategy``):
   keystoneauth credentials for contexts without one).
 """
 
+import html.parser
 import json
 
 from keystoneauth1 import exceptions as ks_exception
@@ -46,6 +47,57 @@ def _property_value(value) -> str:
     if isinstance(value, (list, dict)):
         return json.dumps(value)
     return str(value)
+
+
+class _PageText(html.parser.HTMLParser):
+    """The text of an HTML error page, without its title and heading (the status line)."""
+
+    _SKIPPED = frozenset({"title", "h1", "style", "script"})
+
+    def __init__(self):
+        super().__init__()
+        self.parts: list = []
+        self._skipping = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self._SKIPPED:
+            self._skipping += 1
+
+    def handle_endtag(self, tag):
+        if tag in self._SKIPPED and self._skipping:
+            self._skipping -= 1
+
+    def handle_data(self, data):
+        if not self._skipping:
+            self.parts.append(data)
+
+
+def error_text(status_code: int, body: str) -> str:
+    """Glance's reason for an error as one plain line.
+
+    Glance answers errors with webob's pages: HTML (what clients that take
+    any type get), JSON or plain text, each repeating the status line. A
+    Nova fault carries the reason alone, never markup.
+    """
+    text = body or ""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        inner = parsed.get("error") if isinstance(parsed.get("error"), dict) else parsed
+        text = str(inner.get("message") or inner.get("explanation") or inner.get("title")
+                   or text)
+    elif "<" in text:
+        page = _PageText()
+        page.feed(text)
+        page.close()
+        text = " ".join(page.parts)
+    lines = text.strip().splitlines()
+    if len(lines) > 1 and lines[0].startswith(f"{status_code} "):
+        lines = lines[1:]  # webob's plain text starts with "<code> <title>"
+    line = " ".join(" ".join(lines).split())
+    return line[:500] or f"HTTP {status_code}"
 
 
 def to_image(body: dict) -> dict:
@@ -121,7 +173,7 @@ class GlanceAPI(keystone.SessionFromConf):
             raise exception.GlanceConnectionFailed(reason=str(e)) from e
         if response.status_code < 400:
             return response
-        reason = response.text[:500]
+        reason = error_text(response.status_code, response.text)
         if response.status_code == 404 and image_id is not None:
             raise exception.ImageNotFound(image_id=image_id)
         if response.status_code == 404:
@@ -129,7 +181,7 @@ class GlanceAPI(keystone.SessionFromConf):
         if response.status_code == 400:
             raise exception.Invalid(reason=reason)
         if response.status_code in (401, 403):
-            raise exception.Forbidden(reason)
+            raise exception.Forbidden(f"Glance refused the request: {reason}")
         if response.status_code == 409:
             raise exception.Conflict(reason=reason)
         raise exception.GlanceAPIError(code=response.status_code, reason=reason)

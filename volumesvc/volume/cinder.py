@@ -370,6 +370,18 @@ class CinderAPI(keystone.SessionFromConf):
         self.client(context).volume_snapshots.delete(snapshot_id)
 
     @translate(exception.SnapshotNotFound, "snapshot_id")
+    def set_snapshot_metadata(self, context, snapshot_id, metadata):
+        """Add (or overwrite) the keys of ``metadata`` on the snapshot; others stay."""
+        self.client(context).volume_snapshots.set_metadata(snapshot_id, metadata)
+
+    @translate()
+    def snapshot_page(self, context, *, status, marker=None, limit=None):
+        """One page of the snapshots in ``status`` (with their metadata), every project."""
+        snapshots = self.client(context).volume_snapshots.list(
+            search_opts={"status": status, "all_tenants": 1}, marker=marker, limit=limit)
+        return [_to_dict(s) for s in snapshots]
+
+    @translate(exception.SnapshotNotFound, "snapshot_id")
     def update_snapshot_status(self, context, snapshot_id, status, progress=None):
         """``os-update_snapshot_status``: how an assisted snapshot is going.
 

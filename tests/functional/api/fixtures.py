@@ -416,8 +416,8 @@ class AttachConductor:
     def can_attach(self):
         return self._rpcapi.can_attach()
 
-    def can_send_version(self, version):
-        return self._rpcapi.can_send_version(version)
+    def can_snapshot(self):
+        return self._rpcapi.can_snapshot()
 
     def volume_snapshot_create(self, ctxt, **kwargs):
         self.calls.append(("volume_snapshot_create", kwargs))

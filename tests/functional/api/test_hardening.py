@@ -6,11 +6,12 @@ another's volume) before; each must now get its 4xx with a Nova fault body.
 
 import json
 import logging
+import time
 import uuid
 
 import pytest
 
-from tests.functional.stack import BLANK_ROOT
+from tests.functional.stack import BLANK_ROOT, Stack
 
 ADMIN = "admin:admin"
 ALICE = "alice:p1"
@@ -195,6 +196,59 @@ def test_create_image_deletes_its_snapshots_when_glance_fails(stack):
     assert status == 500, body
     assert [c for c in stack.cinder.calls if c[0] == "create_snapshot_force"]
     assert stack.cinder.snapshots == {}
+
+
+def _refused_create_image(stack, server_id):
+    status, body, _ = stack.api("POST", f"/servers/{server_id}/action", {
+        "createImage": {"name": "img", "metadata": {"os_glance_foo": "1"}}}, token=ALICE)
+    assert status == 403, body
+    return body["forbidden"]["message"]
+
+
+def test_create_image_refused_by_glance_deletes_snapshots_still_creating(stack):
+    """Regression: the undo deleted them while ``creating``; Cinder refused, they stayed."""
+    server_id = _server(stack, ALICE)
+    stack.cinder.snapshot_create_seconds = 1.0
+    message = _refused_create_image(stack, server_id)
+    assert message == ("Glance refused the request: Access was denied to this resource. "
+                       "Attribute 'os_glance_foo' is reserved.")
+    assert [c for c in stack.cinder.calls if c[0] == "create_snapshot_force"]
+    # Deleted before the answer, not left for anyone.
+    assert stack.cinder.snapshots == {}
+    stack.api("DELETE", f"/servers/{server_id}", token=ALICE, status=204)
+    stack.wait_for_server_gone(server_id)
+    stack.wait(lambda: not stack.cinder.volumes, what="root volume deleted")
+
+
+@pytest.fixture
+def impatient_stack(tmp_path):
+    """The undo gives up at once; the conductors' cleanup runs every second."""
+    s = Stack(tmp_path, conf_overrides={
+        ("cinder", "snapshot_undo_timeout"): 0.0,
+        ("conductor", "abandoned_snapshot_cleanup_interval"): 1})
+    yield s
+    s.stop()
+
+
+def test_a_snapshot_still_creating_after_the_undo_timeout_is_deleted_later(impatient_stack):
+    stack = impatient_stack
+    server_id = _server(stack, ALICE)
+    stack.cinder.snapshot_create_seconds = 2.0
+    _refused_create_image(stack, server_id)
+    (snapshot,) = stack.cinder.snapshots.values()
+    assert snapshot["metadata"] == {"volumesvc_undo": "delete"}
+    stack.wait(lambda: not stack.cinder.snapshots, timeout=15,
+               what="the marked snapshot deleted by the conductor")
+
+
+def test_a_successful_create_image_keeps_its_snapshots_from_the_cleanup(impatient_stack):
+    stack = impatient_stack
+    server_id = _server(stack, ALICE)
+    stack.api("POST", f"/servers/{server_id}/action", {"createImage": {"name": "img"}},
+              token=ALICE, status=202)
+    assert len(stack.cinder.snapshots) == 1
+    time.sleep(2.5)  # two runs of the cleanup
+    assert len(stack.cinder.snapshots) == 1
 
 
 # --- log forging ---------------------------------------------------------------------------

@@ -344,3 +344,88 @@ def test_a_completed_attach_drops_its_reservation_watch(quick_stack):
     time.sleep(2.5)  # past every watch's due time (reservation timeout 1 s + 1)
     assert runs == [server]
     assert done["id"] in _volume_bdms(stack, server) and not compute.reconciler._settled
+
+
+def _count_listings(stack, monkeypatch, server, error):
+    """Make every listing of ``server``'s attachments raise ``error``; count them."""
+    calls = []
+
+    def listing(ctx, *, instance_id=None, **kwargs):
+        if instance_id == server:
+            calls.append(time.monotonic())
+        raise error
+    monkeypatch.setattr(stack.cinder, "attachment_list_page", listing)
+    return calls
+
+
+def test_a_cinder_outage_is_retried_by_the_watch(quick_stack, monkeypatch):
+    stack = quick_stack
+    server = stack.boot(stack.context(), ROOT)
+    stack.wait_instance(server, "active")
+    calls = _count_listings(stack, monkeypatch, server,
+                            exception.CinderConnectionFailed(reason="connection refused"))
+    stack.computes[HOST].manager.reconciler.watch(server, 0)
+    stack.wait(lambda: len(calls) >= 2, timeout=15, what="the watch tried again")
+
+
+def test_a_programming_error_is_logged_with_its_traceback_and_not_retried(
+        quick_stack, monkeypatch, caplog):
+    """Regression: any exception was labelled "Cinder: ..." and retried like an outage."""
+    caplog.set_level(logging.WARNING, logger="volumesvc.compute")
+    stack = quick_stack
+    server = stack.boot(stack.context(), ROOT)
+    stack.wait_instance(server, "active")
+    calls = _count_listings(stack, monkeypatch, server, TypeError("a bug in the pass"))
+    runner = stack.computes[HOST].manager.reconciler
+    runner.watch(server, 0)
+    stack.wait(lambda: calls, timeout=10, what="the watch ran")
+    # Twice the delay a retry would come after: nothing more.
+    time.sleep(2 * (stack.conf.compute.attachment_reservation_timeout + 1) + 0.5)
+    assert len(calls) == 1
+    failures = [r for r in caplog.records if server in r.getMessage()
+                and "a bug in the pass" in r.getMessage()]
+    assert failures and all(r.levelno == logging.ERROR and r.exc_info for r in failures)
+    assert "TypeError" in caplog.text and "Traceback" in caplog.text
+
+
+def _reserved_behind_our_back(stack, server):
+    """What Cinder's attachments API makes for ``instance_uuid`` without a connector."""
+    ctx = stack.admin_context()
+    volume = stack.cinder.create(ctx, 1, "reserved-stray", "")
+    stray = stack.cinder.attachment_create(ctx, volume["id"], server)
+    assert stack.cinder.get(ctx, volume["id"])["status"] == "reserved"
+    return volume["id"], stray["id"]
+
+
+@pytest.mark.parametrize("kind", ["SOFT", "HARD"])
+def test_reboot_deletes_a_young_reserved_attachment_no_bdm_knows(stack, server, kind, caplog):
+    """Spec 4: under the instance lock nothing of ours is in flight without a BDM."""
+    caplog.set_level(logging.INFO, logger="volumesvc.compute.reconcile")
+    volume_id, stray_id = _reserved_behind_our_back(stack, server)
+    assert stack.conf.compute.attachment_reservation_timeout >= 600  # young, by far
+
+    _reboot(stack, server, kind)
+    assert stray_id not in stack.cinder.attachments
+    assert stack.cinder.get(stack.admin_context(), volume_id)["status"] == "available"
+    assert any(stray_id in r.getMessage() and "reserved" in r.getMessage()
+               and server in r.getMessage() for r in caplog.records
+               if r.levelno == logging.INFO)
+    event = _reboot_event(stack, server)["compute_reconcile_volume_attachments"]
+    assert event.result == "Success" and stray_id in event.details
+
+
+def test_cleanup_of_one_server_deletes_a_young_reserved_attachment_at_once(stack, server,
+                                                                          capsys):
+    _volume_id, stray_id = _reserved_behind_our_back(stack, server)
+    assert _commands(stack).cleanup(_Args(server_id=server)) == 0
+    assert f"delete Cinder attachment {stray_id}" in capsys.readouterr().out
+    assert stray_id not in stack.cinder.attachments
+
+
+def test_all_servers_keeps_the_age_guard_for_a_young_reserved_attachment(stack, server,
+                                                                        capsys):
+    """Its listing predates each server's lock: the attachment may be an attach starting."""
+    volume_id, stray_id = _reserved_behind_our_back(stack, server)
+    assert _commands(stack).cleanup(_Args(all_servers=True)) == 0
+    assert stray_id in stack.cinder.attachments
+    assert stack.cinder.get(stack.admin_context(), volume_id)["status"] == "reserved"

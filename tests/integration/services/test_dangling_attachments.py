@@ -48,13 +48,13 @@ def made(cinder_api):
             pass
 
 
-def _deploy(make_deployment, cinder_harness, **kwargs):
+def _deploy(make_deployment, cinder_harness, timeout=TIMEOUT, **kwargs):
     return make_deployment(f"""
         [cinder]
         auth_strategy = noauth
         endpoint_override = {cinder_harness.url}
         [compute]
-        attachment_reservation_timeout = {TIMEOUT}
+        attachment_reservation_timeout = {timeout}
         """, **kwargs)
 
 
@@ -169,6 +169,26 @@ def test_reboot_cleanup_command_and_delete_with_the_real_cinder(
     _wait(lambda: dep.request("GET", f"/servers/{server_id}")[0] == 404, "server gone")
     assert _attachments(cinder_api, ctx, d_id) == []
     assert cinder_api.get(ctx, d_id)["status"] == "available"
+
+
+def test_hard_reboot_deletes_a_reserved_attachment_created_behind_our_back(
+        make_deployment, cinder_harness, cinder_api, made):
+    """Spec 4: no BDM knows it and the reboot holds the lock, so it goes at once.
+
+    The reservation timeout is far longer than the test: only the lock, not
+    the attachment's age, may decide.
+    """
+    dep = _deploy(make_deployment, cinder_harness, timeout=600)
+    server_id, ctx, volume = _server_and_volume(dep, cinder_api, "reserved-stray")
+    made.append(volume["id"])
+    stray = cinder_api.attachment_create(ctx, volume["id"], server_id)  # no connector
+    assert [a["status"] for a in _attachments(cinder_api, ctx, volume["id"])] == ["reserved"]
+
+    _reboot(dep, server_id, "HARD")
+    assert _attachments(cinder_api, ctx, volume["id"]) == []
+    assert cinder_api.get(ctx, volume["id"])["status"] == "available"
+    assert (f"Deleting Cinder attachment {stray['id']} (status reserved) of volume "
+            f"{volume['id']} that claims server {server_id}") in _compute_log(dep)
 
 
 def _attach_async(dep, server_id, volume_id):

@@ -111,6 +111,43 @@ def test_error_translation(api, session, ctx, status, exc):
         api.get(ctx, IMG)
 
 
+# What Glance 33 answers a POST /v2/images with an ``os_glance_`` property, by body type.
+_RESERVED_HTML = """<html>
+ <head>
+  <title>403 Forbidden</title>
+ </head>
+ <body>
+  <h1>403 Forbidden</h1>
+  Access was denied to this resource.<br /><br />
+Attribute &#x27;os_glance_foo&#x27; is reserved.
+
+
+ </body>
+</html>"""
+_RESERVED_TEXT = ("403 Forbidden\n\nAccess was denied to this resource.\n\n"
+                  "Attribute 'os_glance_foo' is reserved.\n\n   ")
+_RESERVED_JSON = json.dumps({"code": 403, "title": "Forbidden", "message":
+                             "Access was denied to this resource.\n\nAttribute "
+                             "'os_glance_foo' is reserved."})
+
+
+@pytest.mark.parametrize("body", [_RESERVED_HTML, _RESERVED_TEXT, _RESERVED_JSON],
+                         ids=["html", "text", "json"])
+def test_a_refusal_carries_glances_reason_as_plain_text(api, session, ctx, body):
+    """Regression: the 403 passed Glance's HTML page on into the Nova fault."""
+    response = _Response(403)
+    response.text = body
+    session.request.return_value = response
+    with pytest.raises(exception.Forbidden) as raised:
+        api.create(ctx, name="x", owner="p", properties={"os_glance_foo": "1"})
+    assert str(raised.value) == ("Glance refused the request: Access was denied to this "
+                                 "resource. Attribute 'os_glance_foo' is reserved.")
+
+
+def test_an_error_without_a_body_names_its_status():
+    assert glance.error_text(502, "") == "HTTP 502"
+
+
 def test_connection_error(api, session, ctx):
     session.request.side_effect = ks_exception.ConnectFailure("refused")
     with pytest.raises(exception.GlanceConnectionFailed):

@@ -55,7 +55,7 @@ def _instance_for(req, volume_id):
 
 
 def _conductor(req):
-    if not req.deps.conductor.can_send_version("1.6"):
+    if not req.deps.conductor.can_snapshot():
         raise exception.ConductorTooOld()
     return req.deps.conductor
 

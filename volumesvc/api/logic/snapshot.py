@@ -27,10 +27,10 @@ import traceback
 from oslo_log import log as logging
 
 from volumesvc import exception
-from volumesvc.api.logic import undo
 from volumesvc.image import glance
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
+from volumesvc.volume import snapshots as volume_snapshots
 
 LOG = logging.getLogger(__name__)
 
@@ -121,20 +121,19 @@ def _snapshot_volumes(ctx, cinder, volume_bdms, name, made):
     return mappings
 
 
-def _delete_snapshots(ctx, cinder, snapshot_ids):
-    """A snapshot left behind keeps its volume from being deleted."""
-    undo.each(lambda snapshot_id: cinder.delete_snapshot(ctx, snapshot_id),
-              snapshot_ids, "snapshot")
-
-
 def snapshot_volume_backed(ctx, *, db, cinder, glance, instance, name, metadata=None,
-                           bdms=None) -> dict:
+                           bdms=None, undo_timeout=0.0) -> dict:
     """Snapshot every volume of ``instance`` and return the new Glance image.
 
     The instance's state was checked by the caller. Raises Invalid (400)
     for metadata Glance would refuse and OverQuota (403) for snapshots over
     the quota, both before anything is created; when a later step fails,
-    the snapshots already made are deleted again.
+    the snapshots already made are deleted again. They are still
+    ``creating`` then, which Cinder refuses to delete: the undo waits up to
+    ``undo_timeout`` seconds (``[cinder] snapshot_undo_timeout``) and
+    leaves what is still not deletable to the conductors' cleanup
+    (``volume/snapshots.py``). A snapshot left behind keeps its volume from
+    being deleted.
     """
     check_metadata(metadata)
     if bdms is None:
@@ -162,7 +161,7 @@ def snapshot_volume_backed(ctx, *, db, cinder, glance, instance, name, metadata=
                               properties=properties, disk_format="raw",
                               container_format="bare", size=0)
     except Exception:
-        _delete_snapshots(ctx, cinder, made)
+        volume_snapshots.delete_when_deletable(cinder, ctx, made, timeout=undo_timeout)
         action_obj.event_finish(db, ctx, instance.uuid, ctx.request_id, EVENT,
                                 result="Error", traceback=traceback.format_exc())
         raise

@@ -91,6 +91,7 @@ class AttachTask(base.TaskBase):
         self.bdm = bdm_obj.save(self.db, self.context, self.bdm["uuid"],
                                 {"attachment_id": self.attachment_id}).to_dict()
         # Step 3: the action, then the compute does the host side.
+        # TODO(remove at RPC 2.0): every compute finishes a started event.
         started = self.compute.can_take_started_attach_event()
         self._record_action(host=instance.host if started else None)
         self.compute.attach_volume(self.context, host=instance.host,
