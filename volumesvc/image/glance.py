@@ -85,7 +85,8 @@ def error_text(status_code: int, body: str) -> str:
     except ValueError:
         parsed = None
     if isinstance(parsed, dict):
-        inner = parsed.get("error") if isinstance(parsed.get("error"), dict) else parsed
+        error = parsed.get("error")
+        inner = error if isinstance(error, dict) else parsed
         text = str(inner.get("message") or inner.get("explanation") or inner.get("title")
                    or text)
     elif "<" in text:
