@@ -35,8 +35,16 @@ class _RequestId(request_id.RequestId):
     compat_headers = ["x-compute-request-id"]
 
 
+_VERSION_ROOTS = ("/v2", routes.API_PREFIX)
+
+
+def _is_api_path(path: str) -> bool:
+    """``/v2``, ``/v2.1`` and the paths below them, not ``/v2foo``."""
+    return any(path == root or path.startswith(root + "/") for root in _VERSION_ROOTS)
+
+
 class _MiddlewareOnlyOnV2Paths:
-    """Send /v2... paths through ``wrapped`` and everything else to ``plain``.
+    """Send the API's paths (``_is_api_path``) through ``wrapped``, others to ``plain``.
 
     ``GET /`` and the 300 choices carry no request id and need no token.
     """
@@ -45,8 +53,7 @@ class _MiddlewareOnlyOnV2Paths:
         self.wrapped, self.plain = wrapped, plain
 
     def __call__(self, environ, start_response):
-        path = environ.get("PATH_INFO", "")
-        target = self.wrapped if path == "/v2" or path.startswith("/v2") else self.plain
+        target = self.wrapped if _is_api_path(environ.get("PATH_INFO", "")) else self.plain
         return target(environ, start_response)
 
 
@@ -54,7 +61,7 @@ class _MiddlewareOnlyOnV2Paths:
 # http_proxy_to_wsgi must see the request before anything builds a URL;
 # request_id runs before auth so a 401 carries the request id; auth only
 # describes the caller (the app itself answers 401). Scope "v2" entries wrap
-# only the /v2* paths (see _MiddlewareOnlyOnV2Paths).
+# only /v2, /v2.1 and the paths below them (see _is_api_path).
 MIDDLEWARE = (
     ("http_proxy_to_wsgi", "all",
      lambda app, conf: http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)),
@@ -123,7 +130,7 @@ def _after_request(response):
 def _handle_error(exc):
     """The single error handler: every failure becomes a Nova fault body."""
     path = flask.request.path
-    if (isinstance(exc, werkzeug.exceptions.NotFound) and not path.startswith("/v2")):
+    if isinstance(exc, werkzeug.exceptions.NotFound) and not _is_api_path(path):
         conf = flask.current_app.extensions["volumesvc"].conf
         return flask.jsonify(versions.choices(conf, path)), 300
     if isinstance(exc, versioned.VersionNotAvailable):
