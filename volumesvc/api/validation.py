@@ -5,7 +5,8 @@ app's single view wrapper (``app._make_view``) applies them with the
 negotiated version. Declaration time is where mistakes are caught: ranges of
 one kind may not overlap or leave gaps between them, and every object schema
 must say ``additionalProperties: false`` (an unknown key is a 400, as in
-Nova). ``test_every_route_and_method_declares_its_schemas`` in
+Nova; an unknown query key only from the version its route became strict,
+see ``validate_query``). ``test_every_route_and_method_declares_its_schemas`` in
 ``tests/unit/api/test_app_contract.py`` walks the URL map and fails on a
 route/method without the schemas its method needs (``REQUIRED_KINDS``).
 """
