@@ -81,7 +81,12 @@ def gunicorn_settings(conf):
     ``[api] max_requests`` (plus jitter) so that what a burst made them
     write is given back (see the option). gunicorn's control socket is off:
     its default path is shared by every gunicorn on the machine.
+    Forwarded headers count only from ``[api] trusted_proxies``, and from
+    nobody while proxy-header parsing is off (gunicorn's own default trusts
+    loopback).
     """
+    from volumesvc.api.app import trusted_proxy_networks
+
     settings = {
         "bind": f"{conf.api.listen_host}:{conf.api.listen_port}",
         "workers": conf.api.workers,
@@ -90,6 +95,7 @@ def gunicorn_settings(conf):
         "control_socket_disable": True,
         "max_requests": conf.api.max_requests,
         "max_requests_jitter": conf.api.max_requests_jitter,
+        "forwarded_allow_ips": ",".join(str(n) for n in trusted_proxy_networks(conf)),
     }
     if conf.api.threads > 1:
         from volumesvc.api import gunicorn_workers

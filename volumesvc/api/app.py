@@ -6,6 +6,7 @@ guard, JSON), one error handler for every exception, and the WSGI middleware
 listed in ``MIDDLEWARE``.
 """
 
+import ipaddress
 import logging
 import re
 from collections.abc import Callable
@@ -35,8 +36,16 @@ class _RequestId(request_id.RequestId):
     compat_headers = ["x-compute-request-id"]
 
 
+_VERSION_ROOTS = ("/v2", routes.API_PREFIX)
+
+
+def _is_api_path(path: str) -> bool:
+    """``/v2``, ``/v2.1`` and the paths below them, not ``/v2foo``."""
+    return any(path == root or path.startswith(root + "/") for root in _VERSION_ROOTS)
+
+
 class _MiddlewareOnlyOnV2Paths:
-    """Send /v2... paths through ``wrapped`` and everything else to ``plain``.
+    """Send the API's paths (``_is_api_path``) through ``wrapped``, others to ``plain``.
 
     ``GET /`` and the 300 choices carry no request id and need no token.
     """
@@ -45,8 +54,52 @@ class _MiddlewareOnlyOnV2Paths:
         self.wrapped, self.plain = wrapped, plain
 
     def __call__(self, environ, start_response):
-        path = environ.get("PATH_INFO", "")
-        target = self.wrapped if path == "/v2" or path.startswith("/v2") else self.plain
+        target = self.wrapped if _is_api_path(environ.get("PATH_INFO", "")) else self.plain
+        return target(environ, start_response)
+
+
+def trusted_proxy_networks(conf) -> tuple:
+    """``[api] trusted_proxies`` as networks; none while proxy-header parsing is off.
+
+    The one answer to "whose forwarded headers count", for gunicorn's
+    ``forwarded_allow_ips`` (``wsgi.gunicorn_settings``) and for
+    oslo.middleware's parsing (``_ProxyHeadersFromTrustedPeers``): gunicorn
+    on its own trusts loopback, which would let any local client turn links
+    into https with parsing off.
+    """
+    if not conf.oslo_middleware.enable_proxy_headers_parsing:
+        return ()
+    try:
+        return tuple(ipaddress.ip_network(entry) for entry in conf.api.trusted_proxies)
+    except ValueError as exc:
+        raise ValueError(f"[api] trusted_proxies: {exc}") from None
+
+
+class _ProxyHeadersFromTrustedPeers:
+    """oslo.middleware's HTTPProxyToWSGI, for requests from a trusted proxy only.
+
+    HTTPProxyToWSGI believes any sender once parsing is on; the peer address
+    (``REMOTE_ADDR``, the connection's, never a header) must be in
+    ``trusted_proxy_networks`` as well.
+    """
+
+    def __init__(self, app, conf):
+        self.plain = app
+        self.parsing = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+        self.networks = trusted_proxy_networks(conf)
+        if conf.oslo_middleware.enable_proxy_headers_parsing and not self.networks:
+            LOG.warning("[oslo_middleware] enable_proxy_headers_parsing is on but "
+                        "[api] trusted_proxies is empty: forwarded headers are ignored")
+
+    def _trusted(self, environ) -> bool:
+        try:
+            peer = ipaddress.ip_address(environ.get("REMOTE_ADDR", ""))
+        except ValueError:
+            return False
+        return any(peer in network for network in self.networks)
+
+    def __call__(self, environ, start_response):
+        target = self.parsing if self._trusted(environ) else self.plain
         return target(environ, start_response)
 
 
@@ -54,10 +107,9 @@ class _MiddlewareOnlyOnV2Paths:
 # http_proxy_to_wsgi must see the request before anything builds a URL;
 # request_id runs before auth so a 401 carries the request id; auth only
 # describes the caller (the app itself answers 401). Scope "v2" entries wrap
-# only the /v2* paths (see _MiddlewareOnlyOnV2Paths).
+# only /v2, /v2.1 and the paths below them (see _is_api_path).
 MIDDLEWARE = (
-    ("http_proxy_to_wsgi", "all",
-     lambda app, conf: http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)),
+    ("http_proxy_to_wsgi", "all", _ProxyHeadersFromTrustedPeers),
     ("request_id", "v2", lambda app, conf: _RequestId(app, conf)),
     ("auth", "v2", auth.wrap),
 )
@@ -123,7 +175,7 @@ def _after_request(response):
 def _handle_error(exc):
     """The single error handler: every failure becomes a Nova fault body."""
     path = flask.request.path
-    if (isinstance(exc, werkzeug.exceptions.NotFound) and not path.startswith("/v2")):
+    if isinstance(exc, werkzeug.exceptions.NotFound) and not _is_api_path(path):
         conf = flask.current_app.extensions["volumesvc"].conf
         return flask.jsonify(versions.choices(conf, path)), 300
     if isinstance(exc, versioned.VersionNotAvailable):

@@ -254,12 +254,19 @@ V2_106_ATTACHMENT_STATUS = Version(2, 106)
 # 2.106: status/fault in GET /servers/{id}/os-volume_attachments[/{volume_id}].
 OWN_VERSIONS: tuple[Version, ...] = (V2_105_EXTEND_COMPLETION, V2_106_ATTACHMENT_STATUS)
 
-_VALID = re.compile(r"^[1-9]\d*\.(0|[1-9]\d*)$")
+# ASCII digits only: ``\d`` would take other scripts' digits, and ``$``
+# a trailing newline (fullmatch below).
+_VALID = re.compile(r"[1-9][0-9]*\.(0|[1-9][0-9]*)")
+# What a version header may hold: printable ASCII, spaces and tabs.
+# microversion_parse splits and strips with str.split()/strip(), which also
+# take Unicode whitespace (a no-break space after "2.1" would vanish), so
+# anything else makes the header malformed before it is parsed.
+_HEADER_CHARS = re.compile(r"[\t\x20-\x7e]*")
 
 
 def parse(text: str) -> Version:
     """Turn ``2.60`` into a comparable Version; ValueError on a bad format."""
-    if not _VALID.match(text):
+    if not _VALID.fullmatch(text):
         raise ValueError(text)
     return microversion_parse.parse_version_string(text)
 
@@ -292,6 +299,10 @@ def negotiate(headers) -> Version:
     counts); otherwise the last comma value of the legacy header; otherwise
     2.1. ``latest`` (lower case only) means MAX_VERSION.
     """
+    for name in (NEW_HEADER, LEGACY_HEADER):
+        value = headers.get(name)
+        if value is not None and not _HEADER_CHARS.fullmatch(value):
+            raise InvalidVersion(value.strip(" \t"))
     text = microversion_parse.get_version(
         headers, SERVICE_TYPE, legacy_headers=[LEGACY_HEADER])
     if text is None:

@@ -5,11 +5,13 @@ app's single view wrapper (``app._make_view``) applies them with the
 negotiated version. Declaration time is where mistakes are caught: ranges of
 one kind may not overlap or leave gaps between them, and every object schema
 must say ``additionalProperties: false`` (an unknown key is a 400, as in
-Nova). ``test_every_route_and_method_declares_its_schemas`` in
+Nova; an unknown query key only from the version its route became strict,
+see ``validate_query``). ``test_every_route_and_method_declares_its_schemas`` in
 ``tests/unit/api/test_app_contract.py`` walks the URL map and fails on a
 route/method without the schemas its method needs (``REQUIRED_KINDS``).
 """
 
+import functools
 import logging
 
 import jsonschema
@@ -93,14 +95,23 @@ def schema(body_schema, min_version=None, max_version=None):
     return _declare(BODY, body_schema, min_version, max_version)
 
 
-def query_schema(schema_, min_version=None, max_version=None, strip_unknown=False):
+def query_schema(schema_, min_version=None, max_version=None, *,
+                 strict_from=mv.V2_102_STRICT_QUERY_ALL):
     """Declare the query schema; values are lists (a key may repeat).
 
-    ``strip_unknown`` reproduces Nova before 2.75: unknown parameters are
-    dropped silently instead of giving 400, while the schema itself still
-    forbids additional properties.
+    ``strict_from`` is the version from which a key the schema does not
+    know is a 400; below it such keys are dropped silently (see
+    :func:`validate_query`). The default is 2.102, where every GET became
+    strict; Nova's list routes became strict at 2.75
+    (``mv.V2_75_STRICT_QUERY``), and ``None`` means never (the version
+    documents ignore any query string).
     """
-    return _declare(QUERY, schema_, min_version, max_version, strip_unknown=strip_unknown)
+    return _declare(QUERY, schema_, min_version, max_version, strict_from=strict_from)
+
+
+def query_windows(entries, *, strict_from=mv.V2_102_STRICT_QUERY_ALL):
+    """:func:`windows` of :func:`query_schema`, all with one ``strict_from``."""
+    return windows(functools.partial(query_schema, strict_from=strict_from), entries)
 
 
 def response_body_schema(schema_, min_version=None, max_version=None):
@@ -148,11 +159,18 @@ def validate_body(func, version, body):
 
 
 def validate_query(func, version, args: dict) -> dict:
-    """Validate ``{key: [values]}``; returns the (possibly stripped) dict."""
+    """Validate ``{key: [values]}``; returns the dict with unknown keys dropped if due.
+
+    Query strictness is decided here, once: below the ``strict_from`` its
+    schema was declared with, a key the schema does not know is dropped
+    silently (Nova before 2.75 for lists, before 2.102 for the other GETs);
+    from that version on it is a 400 like any other schema error.
+    """
     schema_, options = _pick(func, QUERY, version)
     if schema_ is None:
         return args
-    if options.get("strip_unknown"):
+    strict_from = options["strict_from"]
+    if strict_from is None or version < strict_from:
         known = schema_.get("properties", {})
         args = {k: v for k, v in args.items() if k in known}
     error = jsonschema.exceptions.best_match(

@@ -70,6 +70,27 @@ Related options:
 
 * ``glance_link_prefix``
 """),
+    cfg.ListOpt(
+        "trusted_proxies",
+        default=[],
+        help="""
+Addresses (``192.0.2.10``) or networks (``192.0.2.0/24``) of the proxies in
+front of volumesvc-api whose ``X-Forwarded-*`` and ``Forwarded`` headers
+are honoured when ``[oslo_middleware] enable_proxy_headers_parsing`` is on.
+
+Those headers set the scheme, host and prefix of every link the API
+returns, and any client can send them: they are read only on connections
+from these addresses, both by gunicorn (its ``forwarded_allow_ips``, which
+otherwise trusts loopback) and by oslo.middleware. With parsing off they are
+ignored from everyone, whatever this list says.
+
+Used by ``volumesvc-api``; a gunicorn started directly takes
+``--forwarded-allow-ips`` instead (the systemd unit passes an empty one).
+
+Related options:
+
+* ``[oslo_middleware] enable_proxy_headers_parsing``
+"""),
     cfg.StrOpt(
         "glance_link_prefix",
         help="Base URL that replaces scheme, host and port in image links; unset means as-is."),
@@ -288,7 +309,8 @@ def register_opts(conf):
     # NOTE: [oslo_middleware] enable_proxy_headers_parsing keeps its default
     # (off): any client can send X-Forwarded-*/Forwarded, and honouring them
     # would let it rewrite every link the API returns. Deployments behind a
-    # proxy that sets (and strips client-sent) headers turn it on.
+    # proxy that sets (and strips client-sent) headers turn it on and name
+    # the proxy in [api] trusted_proxies.
     # [keystone_authtoken] is read by keystonemiddleware from this ConfigOpts
     # (``oslo_config_config``); registering it here makes it settable in
     # tests and visible to the sample generator.

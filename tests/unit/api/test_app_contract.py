@@ -120,3 +120,39 @@ def test_keystone_strategy_answers_401_fault_with_www_authenticate():
     assert response.json["unauthorized"]["code"] == 401
     assert response.headers["WWW-Authenticate"] == 'Keystone uri="http://keystone:5000/v3"'
     assert client.get("/v2.1/").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/v2foo", "/v2.1foo", "/v2.10/servers", "/v21"])
+def test_a_path_that_only_starts_like_an_api_root_gets_the_choices(app, path):
+    # Not below /v2 or /v2.1: the 300 choices of any other unknown path, with
+    # no request id and no token needed (it used to take the API's 404).
+    response = app.test_client().get(path)
+    assert response.status_code == 300, response.get_data(as_text=True)
+    assert "x-openstack-request-id" not in response.headers
+    assert response.json["choices"]
+
+
+@pytest.mark.parametrize("path", ["/v2/nothing", "/v2.1/nothing"])
+def test_an_unknown_path_below_an_api_root_is_a_404_fault(app, path):
+    response = app.test_client().get(path, headers={"X-Auth-Token": "admin:p"})
+    assert response.status_code == 404
+    assert response.json["itemNotFound"]["code"] == 404
+    assert response.headers["x-openstack-request-id"].startswith("req-")
+
+
+@pytest.mark.parametrize("headers", [
+    {"X-OpenStack-Nova-API-Version": "2.1\xa0"},
+    {"X-OpenStack-Nova-API-Version": "\u20032.60"},
+    {"X-OpenStack-Nova-API-Version": "2.\u0661"},
+    {"OpenStack-API-Version": "compute 2.1\xa0"},
+    {"OpenStack-API-Version": "compute\xa02.60"},
+    {"OpenStack-API-Version": "compute 2.60\u2028"},
+], ids=["legacy-nbsp", "legacy-em-space", "legacy-arabic-digit", "new-nbsp",
+        "new-nbsp-separator", "new-line-separator"])
+def test_a_version_header_with_non_ascii_characters_is_the_malformed_400(app, headers):
+    response = app.test_client().get(
+        "/v2.1/", headers=dict(headers, **{"X-Auth-Token": "admin:p"}))
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert "is of invalid format" in response.json["badRequest"]["message"]
+    assert "openstack-api-version" not in response.headers
+    assert "x-openstack-nova-api-version" not in response.headers

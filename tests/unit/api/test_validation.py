@@ -44,9 +44,7 @@ def test_gaps_between_ranges_are_rejected():
 
 def _handler():
     @validation.query_schema(validation.object_({"host": validation.multi_params(
-        {"type": "string"})}), mv.parse("2.1"), mv.parse("2.74"), strip_unknown=True)
-    @validation.query_schema(validation.object_({"host": validation.multi_params(
-        {"type": "string"})}), mv.parse("2.75"))
+        {"type": "string"})}), strict_from=mv.V2_75_STRICT_QUERY)
     @validation.schema(OBJ)
     @validation.response_body_schema(OBJ)
     def handler(req):
@@ -68,6 +66,22 @@ def test_query_unknown_keys_stripped_before_2_75_and_rejected_after():
     assert validation.validate_query(handler, mv.parse("2.74"), query) == {"host": ["h"]}
     with pytest.raises(errors.APIError):
         validation.validate_query(handler, mv.parse("2.75"), query)
+
+
+def test_query_strict_from_defaults_to_2_102_and_none_never_refuses():
+    @validation.query_schema(validation.object_({}))
+    def show(req):
+        pass
+
+    @validation.query_schema(validation.object_({}), strict_from=None)
+    def document(req):
+        pass
+
+    query = {"colour": ["blue"]}
+    assert validation.validate_query(show, mv.parse("2.101"), query) == {}
+    with pytest.raises(errors.APIError):
+        validation.validate_query(show, mv.parse("2.102"), query)
+    assert validation.validate_query(document, mv.MAX_VERSION, query) == {}
 
 
 @pytest.mark.parametrize("mode, raises", [("error", True), ("warn", False), ("ignore", False)])

@@ -73,3 +73,35 @@ def test_gunicorn_recycles_workers_as_configured():
     settings = wsgi.gunicorn_settings(conf)
     assert settings["max_requests"] == 0
     assert settings["worker_class"].endswith("SyncWorker")
+
+
+def test_gunicorn_trusts_forwarded_headers_only_from_the_named_proxies():
+    from gunicorn.config import Config
+
+    from volumesvc.conf import get_conf
+
+    conf = get_conf(default_config_files=[])
+    conf.set_override("trusted_proxies", ["192.0.2.10", "198.51.100.0/24"], group="api")
+
+    def allowed():
+        cfg = Config()
+        value = wsgi.gunicorn_settings(conf)["forwarded_allow_ips"]
+        cfg.set("forwarded_allow_ips", value)  # gunicorn's own validation
+        return cfg.forwarded_allow_ips
+
+    # Off: nobody, not even loopback (gunicorn's default), whatever the list says.
+    assert allowed() == []
+    conf.set_override("enable_proxy_headers_parsing", True, group="oslo_middleware")
+    assert allowed() == ["192.0.2.10/32", "198.51.100.0/24"]
+    conf.set_override("trusted_proxies", [], group="api")
+    assert allowed() == []
+
+
+def test_a_malformed_trusted_proxy_is_refused_at_startup():
+    from volumesvc.conf import get_conf
+
+    conf = get_conf(default_config_files=[])
+    conf.set_override("enable_proxy_headers_parsing", True, group="oslo_middleware")
+    conf.set_override("trusted_proxies", ["192.0.2.10/24"], group="api")
+    with pytest.raises(ValueError, match=r"\[api\] trusted_proxies"):
+        wsgi.gunicorn_settings(conf)

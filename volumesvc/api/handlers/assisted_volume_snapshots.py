@@ -87,10 +87,9 @@ def _delete_info(req) -> dict:
     return info
 
 
-@validation.query_schema(schema.delete_assisted_volume_snapshot_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
-@validation.query_schema(schema.delete_assisted_volume_snapshot_query_v2_75,
-                         mv.V2_75_STRICT_QUERY)
+# Nova counts this query with its list routes: unknown keys are a 400 from 2.75.
+@validation.query_schema(schema.delete_assisted_volume_snapshot_query_v2_1,
+                         strict_from=mv.V2_75_STRICT_QUERY)
 @validation.response_body_schema(schema.delete_assisted_volume_snapshot_response_v2_1)
 def delete_assisted_volume_snapshot(req, snapshot_id):
     """DELETE ``?delete_info=<JSON>`` → 204.

@@ -108,10 +108,7 @@ def _collection(req, flavors, limit, path, items) -> dict:
     return body
 
 
-@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_75_STRICT_QUERY),
-                         strip_unknown=True)
-@validation.query_schema(schema.list_flavors_query_v2_75, mv.V2_75_STRICT_QUERY)
+@validation.query_schema(schema.list_flavors_query_v2_1, strict_from=mv.V2_75_STRICT_QUERY)
 @_response(schema.many, views.BRIEF)
 def list_flavors(req):
     """GET /flavors → 200: id, name, links (+ description from 2.55)."""
@@ -121,10 +118,7 @@ def list_flavors(req):
                        [views.brief(req, f) for f in flavors]), 200
 
 
-@validation.query_schema(schema.list_flavors_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_75_STRICT_QUERY),
-                         strip_unknown=True)
-@validation.query_schema(schema.list_flavors_query_v2_75, mv.V2_75_STRICT_QUERY)
+@validation.query_schema(schema.list_flavors_query_v2_1, strict_from=mv.V2_75_STRICT_QUERY)
 @_response(schema.many)
 def list_flavors_detail(req):
     """GET /flavors/detail → 200 with every flavor's details (see module docstring)."""
@@ -135,10 +129,7 @@ def list_flavors_detail(req):
                        [views.detail(req, f, show_extra_specs) for f in flavors]), 200
 
 
-@validation.query_schema(schema.show_flavor_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_102_STRICT_QUERY_ALL),
-                         strip_unknown=True)
-@validation.query_schema(schema.show_flavor_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@validation.query_schema(schema.show_flavor_query_v2_1)
 @_response(schema.one)
 def show_flavor(req, flavor_id):
     """GET /flavors/{id} → 200; 404 when unknown (or private, for non-admins)."""
@@ -156,9 +147,8 @@ def _visible_flavor(req, flavor_id):
     return flavor
 
 
-@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
-@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_75_STRICT_QUERY)
+@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1,
+                         strict_from=mv.V2_75_STRICT_QUERY)
 @validation.response_body_schema(schema.list_flavor_extra_specs_response_v2_1,
                                  mv.V2_1_BASE)
 def list_flavor_extra_specs(req, flavor_id):
@@ -168,9 +158,8 @@ def list_flavor_extra_specs(req, flavor_id):
     return {"extra_specs": dict(flavor.extra_specs or {})}, 200
 
 
-@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
-@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1, mv.V2_75_STRICT_QUERY)
+@validation.query_schema(schema.list_flavor_extra_specs_query_v2_1,
+                         strict_from=mv.V2_75_STRICT_QUERY)
 @validation.response_body_schema(schema.show_flavor_extra_spec_response_v2_1, mv.V2_1_BASE)
 def show_flavor_extra_spec(req, flavor_id, key):
     """GET /flavors/{id}/os-extra_specs/{key} → 200 ``{key: value}``; 404 when unset."""
@@ -226,9 +215,7 @@ def _create_values(body) -> dict:
     }
 
 
-@validation.windows(validation.schema, [(mv.V2_1_BASE, schema.create_flavor_v2_1),
-                                         (mv.V2_55_FLAVOR_DESCRIPTION,
-                                          schema.create_flavor_v2_55)])
+@validation.windows(validation.schema, schema.CREATE_WINDOWS)
 @_response(schema.one)
 def create_flavor(req):
     """POST /flavors → 200 with the flavor (admin); 409 when the name or id is taken."""

@@ -82,11 +82,8 @@ def _next_links(req, server_id, actions, limit):
     return [{"rel": "next", "href": href}]
 
 
-@validation.query_schema(schema.list_instance_actions_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_58_ACTION_PAGING), strip_unknown=True)
-@validation.query_schema(schema.list_instance_actions_query_v2_58, mv.V2_58_ACTION_PAGING,
-                         mv.before(mv.V2_66_CHANGES_BEFORE))
-@validation.query_schema(schema.list_instance_actions_query_v2_66, mv.V2_66_CHANGES_BEFORE)
+# Nova's 2.58 query schema is strict: unknown keys are a 400 from there on.
+@validation.query_windows(schema.LIST_QUERY_WINDOWS, strict_from=mv.V2_58_ACTION_PAGING)
 @validation.windows(validation.response_body_schema,
                     views.ACTION.windows(schema.list_instance_actions_response))
 def list_instance_actions(req, server_id):
@@ -104,9 +101,7 @@ def list_instance_actions(req, server_id):
     return body, 200
 
 
-@validation.query_schema(schema.show_instance_action_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
-@validation.query_schema(schema.show_instance_action_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@validation.query_schema(schema.show_instance_action_query_v2_1)
 @validation.windows(validation.response_body_schema, views.ACTION.windows(
     schema.show_instance_action_response, view=views.SHOW))
 def show_instance_action(req, server_id, request_id):

@@ -7,7 +7,6 @@ every attach test) and Nova always serves it.
 """
 
 from volumesvc import exception
-from volumesvc.api import microversions as mv
 from volumesvc.api import validation
 from volumesvc.api.policies import ips as policies
 from volumesvc.api.policy import authorize
@@ -15,9 +14,7 @@ from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import ips as schema
 
 
-@validation.query_schema(schema.list_ips_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
-@validation.query_schema(schema.list_ips_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@validation.query_schema(schema.list_ips_query_v2_1)
 @validation.response_body_schema(schema.list_ips_response_v2_1)
 def list_ips(req, server_id):
     """GET /servers/{id}/ips → 200 ``{"addresses": {}}``; 404 unknown server."""
@@ -26,9 +23,7 @@ def list_ips(req, server_id):
     return {"addresses": {}}, 200
 
 
-@validation.query_schema(schema.show_ips_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
-@validation.query_schema(schema.show_ips_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@validation.query_schema(schema.show_ips_query_v2_1)
 @validation.response_body_schema(schema.show_ips_response_v2_1)
 def show_ips(req, server_id, network_label):
     """GET /servers/{id}/ips/{label} → 404: the server is on no network."""

@@ -116,10 +116,7 @@ def _create_image(req, server_id, body):
 _ACTIONS = {"reboot": _reboot, "createImage": _create_image, **server_lifecycle.ACTIONS}
 
 
-@validation.windows(validation.schema, [
-    (mv.V2_1_BASE, schema.server_action_v2_1),
-    (mv.V2_77_UNSHELVE_AZ, schema.server_action_v2_77),
-    (mv.V2_91_UNSHELVE_HOST, schema.server_action_v2_91)])
+@validation.windows(validation.schema, schema.REQUEST_WINDOWS)
 @validation.response_body_schema(schema.server_action_response_v2_1, mv.V2_1_BASE,
                                  mv.before(mv.V2_45_IMAGE_ID_BODY))
 @validation.response_body_schema(schema.server_action_response_v2_45, mv.V2_45_IMAGE_ID_BODY)

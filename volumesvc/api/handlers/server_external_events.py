@@ -7,24 +7,14 @@ is 200 when all were accepted and 207 when any failed, even all of them.
 """
 
 from volumesvc import exception
-from volumesvc.api import microversions as mv
 from volumesvc.api import validation
 from volumesvc.api.logic import external_events
 from volumesvc.api.policies import server_external_events as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.schemas import server_external_events as schema
 
-_REQUEST_WINDOWS = (
-    (mv.V2_1_BASE, schema.create_server_external_events_v2_1),
-    (mv.V2_51_VOLUME_EXTENDED, schema.create_server_external_events_v2_51),
-    (mv.V2_76_POWER_UPDATE, schema.create_server_external_events_v2_76),
-    (mv.V2_82_ACCELERATOR_EVENT, schema.create_server_external_events_v2_82),
-    (mv.V2_93_VOLUME_REBUILD, schema.create_server_external_events_v2_93),
-    (mv.V2_105_EXTEND_COMPLETION, schema.create_server_external_events_v2_105),
-)
 
-
-@validation.windows(validation.schema, _REQUEST_WINDOWS)
+@validation.windows(validation.schema, schema.REQUEST_WINDOWS)
 @validation.response_body_schema(schema.create_server_external_events_response_v2_1)
 def create_server_external_events(req):
     """POST /os-server-external-events → 200, or 207 when any event failed.

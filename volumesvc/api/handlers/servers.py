@@ -274,9 +274,7 @@ def _list_body(req, path, instances, limit, items):
     return body
 
 
-@validation.query_schema(schema.list_servers_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
-@validation.query_schema(schema.list_servers_query_v2_75, mv.V2_75_STRICT_QUERY)
+@validation.query_schema(schema.list_servers_query_v2_1, strict_from=mv.V2_75_STRICT_QUERY)
 @validation.response_body_schema(schema.list_servers_response_v2_1)
 def list_servers(req):
     """GET /servers → 200 ``{"servers": [{id, name, links}]}`` (+ servers_links)."""
@@ -330,9 +328,7 @@ def _details(req, instances, *, show):
         for instance in instances]
 
 
-@validation.query_schema(schema.list_servers_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
-@validation.query_schema(schema.list_servers_query_v2_75, mv.V2_75_STRICT_QUERY)
+@validation.query_schema(schema.list_servers_query_v2_1, strict_from=mv.V2_75_STRICT_QUERY)
 @_response_windows(schema.list_servers_detail_response, "list")
 def list_servers_detail(req):
     """GET /servers/detail → 200 with full servers (fields per version, contract §5)."""
@@ -344,9 +340,7 @@ def list_servers_detail(req):
 
 # --- show / delete ------------------------------------------------------------------------
 
-@validation.query_schema(schema.show_server_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
-@validation.query_schema(schema.show_server_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@validation.query_schema(schema.show_server_query_v2_1)
 @_response_windows(schema.show_server_response, "show")
 def show_server(req, server_id):
     """GET /servers/{id} → 200 (404 unknown or another project's)."""

@@ -18,9 +18,7 @@ from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import service as service_obj
 
 
-@validation.query_schema(schema.list_services_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
-@validation.query_schema(schema.list_services_query_v2_75, mv.V2_75_STRICT_QUERY)
+@validation.query_schema(schema.list_services_query_v2_1, strict_from=mv.V2_75_STRICT_QUERY)
 @validation.windows(validation.response_body_schema,
                     views.SERVICE.windows(schema.list_services_response))
 def list_services(req):
@@ -63,11 +61,8 @@ def _legacy_values(req, action):
 
 @versioned.version_handler(mv.V2_1_BASE, mv.before(mv.V2_53_SERVICE_UUIDS),
                            name="update_service")
-@validation.windows(validation.schema, [(mv.V2_1_BASE, schema.update_service_v2_1),
-                                         (mv.V2_11_FORCED_DOWN, schema.update_service_v2_11)])
-@validation.windows(validation.response_body_schema, [
-    (mv.V2_1_BASE, schema.update_service_response_v2_1),
-    (mv.V2_11_FORCED_DOWN, schema.update_service_response_v2_11)])
+@validation.windows(validation.schema, schema.UPDATE_BY_HOST_WINDOWS)
+@validation.windows(validation.response_body_schema, schema.UPDATE_BY_HOST_RESPONSE_WINDOWS)
 def _update_service_by_host(req, service_id):
     """PUT /os-services/{enable|disable|disable-log-reason|force-down} → 200.
 

@@ -54,7 +54,7 @@ def _doc(req, key):
 
 
 @policy.public
-@validation.query_schema(schema.show_versions_query_v2_1, strip_unknown=True)
+@validation.query_schema(schema.show_versions_query_v2_1, strict_from=None)
 @validation.response_body_schema(schema.list_versions_response_v2_1)
 def list_versions(req):
     """GET / → 200 {"versions": [v2.0, v2.1]} sorted by id (tempest asserts it)."""
@@ -63,7 +63,7 @@ def list_versions(req):
 
 
 @policy.public
-@validation.query_schema(schema.show_versions_query_v2_1, strip_unknown=True)
+@validation.query_schema(schema.show_versions_query_v2_1, strict_from=None)
 @validation.response_body_schema(schema.show_version_response_v2_1)
 def show_version_v2(req):
     """GET /v2 and /v2/ → 200 {"version": <v2.0 doc>}."""
@@ -71,7 +71,7 @@ def show_version_v2(req):
 
 
 @policy.public
-@validation.query_schema(schema.show_versions_query_v2_1, strip_unknown=True)
+@validation.query_schema(schema.show_versions_query_v2_1, strict_from=None)
 @validation.response_body_schema(schema.show_version_response_v2_1)
 def show_version_v2_1(req):
     """GET /v2.1 and /v2.1/ → 200 {"version": <v2.1 doc>}, any microversion."""

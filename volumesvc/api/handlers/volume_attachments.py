@@ -98,9 +98,8 @@ def _int_param(req, key, default):
 
 # --- list / show ---------------------------------------------------------------------------
 
-@validation.query_schema(schema.list_volume_attachments_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_75_STRICT_QUERY), strip_unknown=True)
-@validation.query_schema(schema.list_volume_attachments_query_v2_75, mv.V2_75_STRICT_QUERY)
+@validation.query_schema(schema.list_volume_attachments_query_v2_1,
+                         strict_from=mv.V2_75_STRICT_QUERY)
 @_response(schema.list_volume_attachments_response)
 def list_volume_attachments(req, server_id):
     """GET → 200 ``{"volumeAttachments": [...]}``; limit/offset paginate the BDMs."""
@@ -119,9 +118,7 @@ def list_volume_attachments(req, server_id):
                                   for bdm in page if bdm.deleted or _visible(req, bdm)]}, 200
 
 
-@validation.query_schema(schema.show_volume_attachment_query_v2_1, mv.V2_1_BASE,
-                         mv.before(mv.V2_102_STRICT_QUERY_ALL), strip_unknown=True)
-@validation.query_schema(schema.show_volume_attachment_query_v2_102, mv.V2_102_STRICT_QUERY_ALL)
+@validation.query_schema(schema.show_volume_attachment_query_v2_1)
 @_response(schema.show_volume_attachment_response)
 def show_volume_attachment(req, server_id, volume_id):
     """GET one (``{volume_id}``) → 200; 404 ``Instance <s> is not attached to volume <v>``."""
@@ -138,10 +135,7 @@ def show_volume_attachment(req, server_id, volume_id):
 
 # --- attach ----------------------------------------------------------------------------------
 
-@validation.windows(validation.schema, [
-    (mv.V2_1_BASE, schema.create_volume_attachment_v2_1),
-    (mv.V2_49_ATTACH_TAGS, schema.create_volume_attachment_v2_49),
-    (mv.V2_79_ATTACH_DELETE_ON_TERMINATION, schema.create_volume_attachment_v2_79)])
+@validation.windows(validation.schema, schema.CREATE_WINDOWS)
 # 2.101: 202 with no body.
 @validation.windows(validation.response_body_schema, views.ATTACHMENT.windows(
     schema.show_volume_attachment_response, view=views.CREATED,
@@ -212,9 +206,7 @@ def _update_flag(req, instance, bdm, attachment):
         bdm_obj.save(req.deps.db, req.context, bdm.uuid, {"delete_on_termination": flag})
 
 
-@validation.windows(validation.schema, [
-    (mv.V2_1_BASE, schema.update_volume_attachment_v2_1),
-    (mv.V2_85_UPDATE_ATTACHMENT, schema.update_volume_attachment_v2_85)])
+@validation.windows(validation.schema, schema.UPDATE_WINDOWS)
 @validation.response_body_schema(schema.update_volume_attachment_response_v2_1)
 def update_volume_attachment(req, server_id, volume_id):
     """PUT → 202, no body.

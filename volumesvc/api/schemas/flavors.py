@@ -2,15 +2,16 @@
 
 import copy
 
+from volumesvc.api import microversions as mv
+from volumesvc.api.schemas import parameter_types
 from volumesvc.api.validation import MAX_INT, multi_params, object_
 
 # --- GET /flavors and /flavors/detail query -------------------------------------------
 VALID_SORT_KEYS = ["created_at", "description", "disabled", "ephemeral_gb", "flavorid", "id",
                    "is_public", "memory_mb", "name", "root_gb", "rxtx_factor", "swap",
                    "updated_at", "vcpu_weight", "vcpus"]
-_non_negative_int = {"type": "string", "pattern": "^[0-9]+$"}
 list_flavors_query_v2_1 = object_({
-    "limit": multi_params(_non_negative_int),
+    "limit": multi_params(parameter_types.QUERY_NON_NEGATIVE_INT),
     "marker": multi_params({"type": "string"}),
     "is_public": multi_params({"type": "string"}),
     "minRam": multi_params({"type": "string"}),
@@ -18,16 +19,11 @@ list_flavors_query_v2_1 = object_({
     "sort_key": multi_params({"type": "string", "enum": VALID_SORT_KEYS}),
     "sort_dir": multi_params({"type": "string", "enum": ["asc", "desc"]}),
 })
-# 2.75: same keys; unknown ones now give 400 (declared without strip_unknown).
-list_flavors_query_v2_75 = copy.deepcopy(list_flavors_query_v2_1)
 
-# --- GET /flavors/{id} query: nothing (2.102: unknown keys give 400) ------------------
+# --- GET /flavors/{id} query: nothing ------------------------------------------------
 show_flavor_query_v2_1 = object_({})
-show_flavor_query_v2_102 = copy.deepcopy(show_flavor_query_v2_1)
 
 # --- representations: rows in views/flavors.py, envelopes here -----------------------
-LINKS = {"type": "array", "items": object_({
-    "rel": {"type": "string"}, "href": {"type": "string"}}, required=["rel", "href"])}
 EXTRA_SPECS = {"type": "object", "patternProperties": {"^.+$": {"type": "string"}},
                "additionalProperties": False}
 
@@ -37,8 +33,8 @@ def one(flavor, version=None):
 
 
 def many(flavor, version=None):
-    return object_({"flavors": {"type": "array", "items": flavor}, "flavors_links": LINKS},
-                   required=["flavors"])
+    return object_({"flavors": {"type": "array", "items": flavor},
+                    "flavors_links": parameter_types.LINKS}, required=["flavors"])
 
 
 # --- POST /flavors (admin) ---------------------------------------------------------
@@ -48,13 +44,8 @@ _positive = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 1,
              "maximum": MAX_INT, "minLength": 1}
 _non_negative = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 0,
                  "maximum": MAX_INT, "minLength": 1}
-_bool_like = {"type": ["boolean", "string"],
-              "enum": [True, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes",
-                       "yes", "y", "t", False, "False", "FALSE", "false", "0", "OFF", "Off",
-                       "off", "NO", "No", "no", "n", "f"]}
 create_flavor_v2_1 = object_({"flavor": object_({
-    "name": {"type": "string", "minLength": 1, "maxLength": 255,
-             "pattern": r"^(?!\s)[\s\S]*(?<!\s)$"},
+    "name": parameter_types.NAME,
     # Leading/trailing whitespace is forbidden; null or absent → a generated uuid.
     "id": {"type": ["string", "number", "null"], "minLength": 1, "maxLength": 255,
            "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )$"},
@@ -65,12 +56,14 @@ create_flavor_v2_1 = object_({"flavor": object_({
     "swap": _non_negative,
     "rxtx_factor": {"type": ["number", "string"], "pattern": r"^[0-9]+(\.[0-9]+)?$",
                     "exclusiveMinimum": 0, "maximum": MAX_RXTX_FACTOR},
-    "os-flavor-access:is_public": _bool_like,
+    "os-flavor-access:is_public": parameter_types.BOOL_LIKE,
 }, required=["name", "ram", "vcpus", "disk"])}, required=["flavor"])
 # 2.55 adds description.
 create_flavor_v2_55 = copy.deepcopy(create_flavor_v2_1)
 create_flavor_v2_55["properties"]["flavor"]["properties"]["description"] = {
     "type": ["string", "null"], "maxLength": 65535}
+CREATE_WINDOWS = ((mv.V2_1_BASE, create_flavor_v2_1),
+                  (mv.V2_55_FLAVOR_DESCRIPTION, create_flavor_v2_55))
 
 # --- DELETE: 202, no body -------------------------------------------------------------
 delete_flavor_response_v2_1 = None

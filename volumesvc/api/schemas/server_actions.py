@@ -5,25 +5,17 @@ key through, so the handler can answer Nova's ``There is no such action``
 (or say that a known Nova action is not served) instead of a schema error.
 """
 
+from volumesvc.api import microversions as mv
+from volumesvc.api.schemas import parameter_types
 from volumesvc.api.validation import object_
-
-# Nova's parameter_types.name: 1-255 chars, no leading/trailing whitespace.
-_name = {"type": "string", "minLength": 1, "maxLength": 255,
-         "pattern": r"^(?!\s)[\s\S]*(?<!\s)$"}
 
 reboot = object_({
     "type": {"type": "string", "enum": ["HARD", "Hard", "hard", "SOFT", "Soft", "soft"]},
 }, required=["type"])
 
 create_image = object_({
-    "name": _name,
-    # Nova's image_metadata: string values, keys of 1-255 safe characters.
-    "metadata": {
-        "type": "object",
-        "patternProperties": {r"^[a-zA-Z0-9-_:. ]{1,255}$": {"type": "string",
-                                                            "maxLength": 255}},
-        "additionalProperties": False,
-    },
+    "name": parameter_types.NAME,
+    "metadata": parameter_types.METADATA,
 }, required=["name"])
 
 # os-stop, os-start, shelve, shelveOffload: Nova reads nothing from these
@@ -66,6 +58,9 @@ def _actions(unshelve):
 server_action_v2_1 = _actions(unshelve_v2_1)
 server_action_v2_77 = _actions(unshelve_v2_77)
 server_action_v2_91 = _actions(unshelve_v2_91)
+REQUEST_WINDOWS = ((mv.V2_1_BASE, server_action_v2_1),
+                   (mv.V2_77_UNSHELVE_AZ, server_action_v2_77),
+                   (mv.V2_91_UNSHELVE_HOST, server_action_v2_91))
 
 # --- responses -------------------------------------------------------------------
 # 2.1-2.44: 202 with no body (createImage sends a Location header).

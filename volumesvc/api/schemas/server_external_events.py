@@ -7,6 +7,7 @@ changes what ``volume-extended`` does, not what it looks like.
 
 import copy
 
+from volumesvc.api import microversions as mv
 from volumesvc.api.validation import object_
 
 NETWORK_EVENTS = ["network-changed", "network-vif-plugged", "network-vif-unplugged",
@@ -52,6 +53,15 @@ create_server_external_events_v2_93 = _adding(create_server_external_events_v2_8
 # 2.105 (volumesvc): the same body; a volume-extended event for a volume Cinder
 # left ``extending`` now completes the extend (os-extend_volume_completion).
 create_server_external_events_v2_105 = copy.deepcopy(create_server_external_events_v2_93)
+
+REQUEST_WINDOWS = (
+    (mv.V2_1_BASE, create_server_external_events_v2_1),
+    (mv.V2_51_VOLUME_EXTENDED, create_server_external_events_v2_51),
+    (mv.V2_76_POWER_UPDATE, create_server_external_events_v2_76),
+    (mv.V2_82_ACCELERATOR_EVENT, create_server_external_events_v2_82),
+    (mv.V2_93_VOLUME_REBUILD, create_server_external_events_v2_93),
+    (mv.V2_105_EXTEND_COMPLETION, create_server_external_events_v2_105),
+)
 
 # --- response: the request's events, each with code and status ------------------------
 create_server_external_events_response_v2_1 = object_({"events": {

@@ -7,24 +7,10 @@ object itself comes from the ``SERVER`` table in ``views/servers.py`` (one
 row per key); this module only wraps it into the response envelopes.
 """
 
-import copy
-
 from volumesvc.api import microversions as mv
+from volumesvc.api.schemas import parameter_types
+from volumesvc.api.schemas.parameter_types import BOOL_LIKE, POSITIVE_INT, TAG, UUID
 from volumesvc.api.validation import multi_params, object_
-
-# --- shared parameter types (Nova's parameter_types) -----------------------------
-_BOOL_LIKE = {"type": ["boolean", "string"], "enum": [
-    True, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes", "y", "t",
-    False, "False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no", "n", "f"]}
-_NAME = {"type": "string", "minLength": 1, "maxLength": 255,
-         "pattern": r"^(?! )[^\x00-\x1f]*(?<! )$"}
-_NAME_255 = {"type": "string", "minLength": 1, "maxLength": 255}
-_POSITIVE_INT = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 1,
-                 "minLength": 1}
-_UUID = {"type": "string", "format": "uuid"}
-_TAG = {"type": "string", "minLength": 1, "maxLength": 60, "pattern": "^[^,/]*$"}
-_METADATA = {"type": "object", "additionalProperties": False, "patternProperties": {
-    "^[a-zA-Z0-9-_:. ]{1,255}$": {"type": "string", "maxLength": 255}}}
 
 # --- block_device_mapping_v2 items -------------------------------------------------
 _bdm_v2_item_v2_1 = {
@@ -32,7 +18,7 @@ _bdm_v2_item_v2_1 = {
     "source_type": {"type": "string", "enum": ["volume", "image", "snapshot", "blank"]},
     "uuid": {"type": "string", "minLength": 1, "maxLength": 255,
              "pattern": "^[a-zA-Z0-9._-]*$"},
-    "image_id": _UUID,
+    "image_id": UUID,
     "destination_type": {"type": "string", "enum": ["local", "volume"]},
     "guest_format": {"type": "string", "maxLength": 255},
     "device_type": {"type": "string", "maxLength": 255},
@@ -40,17 +26,17 @@ _bdm_v2_item_v2_1 = {
     "boot_index": {"type": ["integer", "string", "null"], "pattern": "^-?[0-9]+$"},
     # Legacy keys Nova still accepts inside v2 items.
     "virtual_name": {"type": "string", "maxLength": 255},
-    "volume_id": _UUID,
-    "snapshot_id": _UUID,
-    "volume_size": _POSITIVE_INT,
+    "volume_id": UUID,
+    "snapshot_id": UUID,
+    "volume_size": POSITIVE_INT,
     "device_name": {"type": "string", "minLength": 1, "maxLength": 255,
                     "pattern": "^[a-zA-Z0-9._/-]*$"},
-    "delete_on_termination": _BOOL_LIKE,
+    "delete_on_termination": BOOL_LIKE,
     "no_device": {},
     "connection_info": {"type": "string", "maxLength": 16777215},
 }
 # 2.32 (and again from 2.42): device tag.
-_bdm_v2_item_v2_32 = dict(_bdm_v2_item_v2_1, tag=_TAG)
+_bdm_v2_item_v2_32 = dict(_bdm_v2_item_v2_1, tag=TAG)
 # 2.67: volume_type for volumes volumesvc creates.
 _bdm_v2_item_v2_67 = dict(_bdm_v2_item_v2_32, volume_type={
     "type": ["string", "null"], "minLength": 0, "maxLength": 255})
@@ -59,11 +45,11 @@ _bdm_v2_item_v2_67 = dict(_bdm_v2_item_v2_32, volume_type={
 # items are only shaped here.
 _legacy_bdm_item = object_({
     "virtual_name": {"type": "string", "maxLength": 255},
-    "volume_id": _UUID,
-    "snapshot_id": _UUID,
-    "volume_size": _POSITIVE_INT,
+    "volume_id": UUID,
+    "snapshot_id": UUID,
+    "volume_size": POSITIVE_INT,
     "device_name": {"type": "string", "minLength": 1, "maxLength": 255},
-    "delete_on_termination": _BOOL_LIKE,
+    "delete_on_termination": BOOL_LIKE,
     "no_device": {},
     "connection_info": {"type": "string", "maxLength": 16777215},
 })
@@ -73,7 +59,7 @@ def _networks(required, tag):
     item = {"uuid": {"type": "string"}, "port": {"type": ["string", "null"]},
             "fixed_ip": {"type": "string"}}
     if tag:
-        item["tag"] = _TAG
+        item["tag"] = TAG
     as_list = {"type": "array", "items": object_(item)}
     if not required:
         return as_list
@@ -84,24 +70,24 @@ def _networks(required, tag):
 def _create(*, description=False, bdm_item=None, networks_required=False,
             network_tag=False, tags=False, hostname=False):
     server = {
-        "name": _NAME,
-        "imageRef": {"oneOf": [_UUID, {"type": "string", "maxLength": 0}]},
+        "name": parameter_types.SERVER_NAME,
+        "imageRef": {"oneOf": [UUID, {"type": "string", "maxLength": 0}]},
         "flavorRef": {"type": ["string", "integer"], "minLength": 1},
         "adminPass": {"type": "string"},
-        "metadata": _METADATA,
+        "metadata": parameter_types.METADATA,
         "networks": _networks(networks_required, network_tag),
-        "availability_zone": _NAME_255,
-        "key_name": _NAME_255,
+        "availability_zone": parameter_types.NAME_255,
+        "key_name": parameter_types.NAME_255,
         "user_data": {"type": "string", "format": "base64", "maxLength": 65535},
-        "config_drive": _BOOL_LIKE,
+        "config_drive": BOOL_LIKE,
         "accessIPv4": {"type": "string", "format": "ipv4"},
         "accessIPv6": {"type": "string", "format": "ipv6"},
         # Accepted as Nova does; volumesvc never repartitions a disk, so
         # servers always show MANUAL.
         "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
-        "min_count": _POSITIVE_INT,
-        "max_count": _POSITIVE_INT,
-        "return_reservation_id": _BOOL_LIKE,
+        "min_count": POSITIVE_INT,
+        "max_count": POSITIVE_INT,
+        "return_reservation_id": BOOL_LIKE,
         "security_groups": {"type": "array", "items": object_(
             {"name": {"type": "string", "minLength": 1, "maxLength": 255}})},
         "block_device_mapping": {"type": "array", "items": _legacy_bdm_item},
@@ -111,7 +97,7 @@ def _create(*, description=False, bdm_item=None, networks_required=False,
     if description:
         server["description"] = {"type": ["string", "null"], "maxLength": 255}
     if tags:
-        server["tags"] = {"type": "array", "items": _TAG, "maxItems": 50}
+        server["tags"] = {"type": "array", "items": TAG, "maxItems": 50}
     if hostname:
         server["hostname"] = {"type": "string", "minLength": 2, "maxLength": 63,
                               "pattern": "^[a-zA-Z0-9][a-zA-Z0-9.-]*[a-zA-Z0-9]$"}
@@ -155,7 +141,7 @@ LINKS = {"type": "array", "items": object_({
 
 create_server_response_v2_1 = {"oneOf": [
     object_({"server": object_({
-        "id": _UUID, "links": LINKS, "OS-DCF:diskConfig": {"type": "string"},
+        "id": UUID, "links": LINKS, "OS-DCF:diskConfig": {"type": "string"},
         "security_groups": {"type": "array", "items": object_(
             {"name": {"type": "string"}}, required=["name"])},
         "adminPass": {"type": "string"},
@@ -167,7 +153,7 @@ create_server_response_v2_1 = {"oneOf": [
 
 # --- GET /servers, /servers/detail query ------------------------------------------
 list_servers_query_v2_1 = object_({
-    "limit": multi_params({"type": "string", "pattern": "^[0-9]+$"}),
+    "limit": multi_params(parameter_types.QUERY_NON_NEGATIVE_INT),
     "marker": multi_params({"type": "string"}),
     "name": multi_params({"type": "string"}),
     "status": multi_params({"type": "string"}),
@@ -177,30 +163,23 @@ list_servers_query_v2_1 = object_({
     "project_id": multi_params({"type": "string"}),
     "tenant_id": multi_params({"type": "string"}),
 })
-# 2.75: same keys, unknown ones now give 400.
-list_servers_query_v2_75 = copy.deepcopy(list_servers_query_v2_1)
 show_server_query_v2_1 = object_({})
-show_server_query_v2_102 = copy.deepcopy(show_server_query_v2_1)
+
 
 # --- the server representation: rows in views/servers.py, envelopes here ----------------
 def show_server_response(server, version=None):
     return object_({"server": server}, required=["server"])
 
 
-def _servers_links():
-    return {"type": "array", "items": object_(
-        {"rel": {"type": "string"}, "href": {"type": "string"}}, required=["rel", "href"])}
-
-
 def list_servers_detail_response(server, version=None):
     return object_({"servers": {"type": "array", "items": server},
-                    "servers_links": _servers_links()}, required=["servers"])
+                    "servers_links": parameter_types.LINKS}, required=["servers"])
 
 
 list_servers_response_v2_1 = object_({
     "servers": {"type": "array", "items": object_(
-        {"id": _UUID, "name": {"type": "string"}, "links": LINKS},
+        {"id": UUID, "name": {"type": "string"}, "links": LINKS},
         required=["id", "name", "links"])},
-    "servers_links": _servers_links()}, required=["servers"])
+    "servers_links": parameter_types.LINKS}, required=["servers"])
 
 delete_server_response_v2_1 = None

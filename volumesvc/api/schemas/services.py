@@ -2,6 +2,7 @@
 
 import copy
 
+from volumesvc.api import microversions as mv
 from volumesvc.api.validation import multi_params, object_
 
 # --- GET /os-services query --------------------------------------------------
@@ -9,9 +10,7 @@ list_services_query_v2_1 = object_({
     "host": multi_params({"type": "string"}),
     "binary": multi_params({"type": "string"}),
 })
-# 2.75: same keys, but unknown ones now give 400 (the handler declares the
-# range without strip_unknown).
-list_services_query_v2_75 = copy.deepcopy(list_services_query_v2_1)
+
 
 # --- service representation: rows in views/services.py, envelopes here ------
 def list_services_response(service, version=None):
@@ -33,6 +32,8 @@ update_service_v2_1 = object_({
 # 2.11: the force-down action takes forced_down.
 update_service_v2_11 = copy.deepcopy(update_service_v2_1)
 update_service_v2_11["properties"]["forced_down"] = {"type": "boolean"}
+UPDATE_BY_HOST_WINDOWS = ((mv.V2_1_BASE, update_service_v2_1),
+                          (mv.V2_11_FORCED_DOWN, update_service_v2_11))
 
 update_service_response_v2_1 = object_({"service": object_({
     "host": {"type": "string"},
@@ -46,6 +47,8 @@ update_service_response_v2_11 = {"oneOf": [update_service_response_v2_1, object_
         "binary": {"type": "string"},
         "forced_down": {"type": "boolean"},
     }, required=["host", "binary", "forced_down"])}, required=["service"])]}
+UPDATE_BY_HOST_RESPONSE_WINDOWS = ((mv.V2_1_BASE, update_service_response_v2_1),
+                                   (mv.V2_11_FORCED_DOWN, update_service_response_v2_11))
 
 # --- PUT /os-services/{uuid} (2.53+) -----------------------------------------
 update_service_v2_53 = object_({

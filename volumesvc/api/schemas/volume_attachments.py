@@ -7,31 +7,23 @@ follow doc/source/contributor/contract.rst §3.1 (2.70 tag, 2.79 delete_on_termi
 not applied to POST; 2.101 answers 202 with no body).
 """
 
-import copy
-
+from volumesvc.api import microversions as mv
+from volumesvc.api.schemas import parameter_types
+from volumesvc.api.schemas.parameter_types import BOOL_LIKE, TAG, UUID
 from volumesvc.api.validation import multi_params, object_
 
-# --- shared parameter types (Nova's parameter_types) ------------------------------
-_UUID = {"type": "string", "format": "uuid"}
 # Nova's match_device: only a hint, libvirt picks the name itself.
 DEVICE_PATTERN = r"(^/dev/x{0,1}[a-z]{0,1}d{0,1})([a-z]+)[0-9]*$"
 _DEVICE = {"type": ["string", "null"], "pattern": DEVICE_PATTERN}
-_TAG = {"type": "string", "minLength": 1, "maxLength": 60, "pattern": "^[^,/]*$"}
-_BOOL_LIKE = {"type": ["boolean", "string"], "enum": [
-    True, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes", "y", "t",
-    False, "False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no", "n", "f"]}
-_NON_NEGATIVE_INT = {"type": "string", "pattern": "^[0-9]+$"}
 
-# --- GET list query: limit/offset (unknown keys dropped before 2.75, 400 after) ------
+# --- GET list query: limit/offset ----------------------------------------------------
 list_volume_attachments_query_v2_1 = object_({
-    "limit": multi_params(_NON_NEGATIVE_INT),
-    "offset": multi_params(_NON_NEGATIVE_INT),
+    "limit": multi_params(parameter_types.QUERY_NON_NEGATIVE_INT),
+    "offset": multi_params(parameter_types.QUERY_NON_NEGATIVE_INT),
 })
-list_volume_attachments_query_v2_75 = copy.deepcopy(list_volume_attachments_query_v2_1)
 
-# --- GET one query: nothing (2.102: unknown keys give 400) ---------------------------
+# --- GET one query: nothing ----------------------------------------------------------
 show_volume_attachment_query_v2_1 = object_({})
-show_volume_attachment_query_v2_102 = copy.deepcopy(show_volume_attachment_query_v2_1)
 
 
 # --- POST attach ---------------------------------------------------------------------
@@ -40,22 +32,27 @@ def _create(attachment):
                    required=["volumeAttachment"])
 
 
-_create_v2_1 = {"volumeId": _UUID, "device": _DEVICE}
+_create_v2_1 = {"volumeId": UUID, "device": _DEVICE}
 create_volume_attachment_v2_1 = _create(_create_v2_1)
 # 2.49: a device tag.
-_create_v2_49 = dict(_create_v2_1, tag=_TAG)
+_create_v2_49 = dict(_create_v2_1, tag=TAG)
 create_volume_attachment_v2_49 = _create(_create_v2_49)
 # 2.79: delete_on_termination.
 create_volume_attachment_v2_79 = _create(dict(_create_v2_49,
-                                              delete_on_termination=_BOOL_LIKE))
+                                              delete_on_termination=BOOL_LIKE))
+CREATE_WINDOWS = ((mv.V2_1_BASE, create_volume_attachment_v2_1),
+                  (mv.V2_49_ATTACH_TAGS, create_volume_attachment_v2_49),
+                  (mv.V2_79_ATTACH_DELETE_ON_TERMINATION, create_volume_attachment_v2_79))
 
 # --- PUT update/swap -------------------------------------------------------------------
-update_volume_attachment_v2_1 = _create({"volumeId": _UUID})
+update_volume_attachment_v2_1 = _create({"volumeId": UUID})
 # 2.85: the other fields may be echoed (they must not change) and
 # delete_on_termination may be set.
 update_volume_attachment_v2_85 = _create({
-    "volumeId": _UUID, "id": _UUID, "serverId": _UUID, "device": _DEVICE, "tag": _TAG,
-    "delete_on_termination": _BOOL_LIKE})
+    "volumeId": UUID, "id": UUID, "serverId": UUID, "device": _DEVICE, "tag": TAG,
+    "delete_on_termination": BOOL_LIKE})
+UPDATE_WINDOWS = ((mv.V2_1_BASE, update_volume_attachment_v2_1),
+                  (mv.V2_85_UPDATE_ATTACHMENT, update_volume_attachment_v2_85))
 
 # --- representations: rows in views/volume_attachments.py, envelopes here -------------
 def show_volume_attachment_response(attachment, version=None):

@@ -9,7 +9,8 @@ is always an integer (Nova showed a swap of 0 as ``""`` before).
 from volumesvc.api import microversions as mv
 from volumesvc.api.representation import Field, Representation, attr
 from volumesvc.api.request import base_url
-from volumesvc.api.schemas.flavors import EXTRA_SPECS, LINKS
+from volumesvc.api.schemas.flavors import EXTRA_SPECS
+from volumesvc.api.schemas.parameter_types import LINKS
 
 BRIEF, DETAIL = "brief", "detail"
 _DETAIL = (DETAIL,)

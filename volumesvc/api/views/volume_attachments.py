@@ -15,12 +15,12 @@ import types
 
 from volumesvc.api import microversions as mv
 from volumesvc.api.representation import Field, Representation, attr
+from volumesvc.api.schemas.parameter_types import UUID
 from volumesvc.api.validation import object_
 from volumesvc.compute import attach_states
 from volumesvc.objects import attachment_status
 
 READ, CREATED = "read", "created"
-_UUID = {"type": "string", "format": "uuid"}
 _STR_OR_NULL = {"type": ["string", "null"]}
 _UUID_OR_NULL = {"type": ["string", "null"], "format": "uuid"}
 _STATUS = {"type": "string", "enum": list(attach_states.STATUSES)}
@@ -34,11 +34,11 @@ def _server_id(bdm, ctx):
 
 
 ATTACHMENT = Representation("volume_attachment", (
-    Field("id", _UUID, attr("volume_id"), last=mv.before(mv.V2_89_ATTACHMENT_IDS), views=(READ,)),
-    Field("id", _UUID, attr("volume_id"), views=(CREATED,)),
-    Field("serverId", _UUID, _server_id, views=(CREATED,)),
-    Field("volumeId", _UUID, attr("volume_id")),
-    Field("serverId", _UUID, _server_id, views=(READ,)),
+    Field("id", UUID, attr("volume_id"), last=mv.before(mv.V2_89_ATTACHMENT_IDS), views=(READ,)),
+    Field("id", UUID, attr("volume_id"), views=(CREATED,)),
+    Field("serverId", UUID, _server_id, views=(CREATED,)),
+    Field("volumeId", UUID, attr("volume_id")),
+    Field("serverId", UUID, _server_id, views=(READ,)),
     Field("device", _STR_OR_NULL, attr("device_name"), views=(READ,),
           when=lambda bdm, ctx: bool(bdm.device_name)),
     Field("device", _STR_OR_NULL, attr("device_name"), views=(CREATED,)),
@@ -46,11 +46,11 @@ ATTACHMENT = Representation("volume_attachment", (
     Field("delete_on_termination", {"type": "boolean"},
           lambda bdm, ctx: bool(bdm.delete_on_termination),
           first=mv.V2_79_ATTACH_DELETE_ON_TERMINATION),
-    Field("attachment_id", _UUID, attr("attachment_id"), first=mv.V2_89_ATTACHMENT_IDS,
+    Field("attachment_id", UUID, attr("attachment_id"), first=mv.V2_89_ATTACHMENT_IDS,
           last=mv.before(mv.V2_106_ATTACHMENT_STATUS), views=(READ,)),
     Field("attachment_id", _UUID_OR_NULL, attr("attachment_id"),
           first=mv.V2_106_ATTACHMENT_STATUS, views=(READ,)),
-    Field("bdm_uuid", _UUID, attr("uuid"), first=mv.V2_89_ATTACHMENT_IDS, views=(READ,)),
+    Field("bdm_uuid", UUID, attr("uuid"), first=mv.V2_89_ATTACHMENT_IDS, views=(READ,)),
     Field("status", _STATUS, lambda bdm, ctx: attach_states.shown(bdm),
           first=mv.V2_106_ATTACHMENT_STATUS, views=(READ,)),
     Field("fault", _FAULT, lambda bdm, ctx: attachment_status.fault_body(bdm),
