@@ -51,13 +51,17 @@ def fail_instance(db, context, instance_uuid, exc, values, *, event=None):
 
     The event goes under the action the API recorded for ``context``'s
     request (none recorded: only the fault). A deleted instance is left alone.
+    The state and the fault are one transaction: a client that sees ERROR
+    also sees why.
     """
     message = message_of(exc)
     try:
-        instance_obj.save(db, context, instance_uuid, values)
+        with db.writer(context):
+            instance_obj.save(db, context, instance_uuid, values)
+            fault_obj.create(db, context, instance_uuid=instance_uuid, code=500,
+                             message=message)
     except exception.InstanceNotFound:
         return
-    fault_obj.create(db, context, instance_uuid=instance_uuid, code=500, message=message)
     if event is None or not context.request_id:
         return
     try:

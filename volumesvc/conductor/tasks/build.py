@@ -8,7 +8,6 @@ from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
-from volumesvc.objects import instance_fault as fault_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -55,15 +54,9 @@ class BuildTask(base.TaskBase):
         their attachment: the user deletes the ERROR server, which releases
         them, exactly as after a failed build on a compute.
         """
-        message = exc.format_message() if isinstance(
-            exc, exception.VolumesvcException) else str(exc)
-        try:
-            instance_obj.save(self.db, self.context, self.instance_uuid,
-                              {"vm_state": vm_states.ERROR, "task_state": None})
-        except exception.InstanceNotFound:
-            return
-        fault_obj.create(self.db, self.context, instance_uuid=self.instance_uuid,
-                         code=500, message=message)
+        base.fail_instance(self.db, self.context, self.instance_uuid, exc,
+                           {"vm_state": vm_states.ERROR, "task_state": None})
+        message = base.message_of(exc)
         LOG.warning("Build of instance %s failed in the conductor: %s",
                     self.instance_uuid, message)
 
