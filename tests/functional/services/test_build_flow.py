@@ -175,14 +175,19 @@ def test_a_compute_runs_at_most_max_concurrent_builds_at_once(tmp_path):
     try:
         driver = s.computes["fn-compute"].manager.driver
         real_spawn = driver.spawn
-        lock, running, peak = threading.Lock(), [0], [0]
+        cond, running, peak = threading.Condition(), [0], [0]
 
         def spawn(instance, block_device_info):
-            with lock:
+            # Each build waits (bounded) for a second one to be running, so the
+            # peak is 2 however slowly a loaded machine delivers the casts; a
+            # limit that did not hold would let the waiting builds pile up past 2.
+            with cond:
                 running[0] += 1
                 peak[0] = max(peak[0], running[0])
+                cond.notify_all()
+                cond.wait_for(lambda: running[0] >= 2, timeout=5)
             time.sleep(0.2)
-            with lock:
+            with cond:
                 running[0] -= 1
             return real_spawn(instance, block_device_info)
 
