@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 import volumesvc_aio as harness
 from tests.integration.conftest import bin_path, free_port
+from volumesvc.api import microversions as mv
 from volumesvc_aio import rabbit
 
 
@@ -53,7 +54,7 @@ def test_aio_ready_line_discovery_and_service_list():
         status, root = _get(f"http://127.0.0.1:{api_port}/")
         assert status == 200 and [v["id"] for v in root["versions"]] == ["v2.0", "v2.1"]
         status, doc = _get(f"http://127.0.0.1:{api_port}/v2.1")
-        assert doc["version"]["id"] == "v2.1" and doc["version"]["version"] == "2.106"
+        assert doc["version"]["id"] == "v2.1" and doc["version"]["version"] == str(mv.MAX_VERSION)
 
         out = subprocess.run(
             [bin_path("volumesvc-manage"), "--config-file", os.path.join(state, "volumesvc.conf"),
