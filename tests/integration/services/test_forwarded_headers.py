@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from volumesvc import aio as harness
+import volumesvc_aio as harness
 
 FORWARDED = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "compute.example.org",
              "Accept": "application/json"}
