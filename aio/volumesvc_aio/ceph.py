@@ -25,6 +25,7 @@ import sys
 import time
 import uuid
 
+from volumesvc.virt.libvirt import secrets
 from volumesvc_aio import Harness, ProcessGroup, free_port, priority, system, wait_for
 
 PACKAGES = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-common", "qemu-block-extra",
@@ -102,7 +103,7 @@ class CephHarness(Harness):
 
     def client_key(self, client):
         """The base64 cephx key of ``client.<client>``, read from its keyring."""
-        return read_keyring_key(self.keyring(client), f"client.{client}")
+        return secrets.read_keyring(self.keyring(client), client)[1]
 
     # -- commands -----------------------------------------------------------
     def cmd(self, program, *args, client="admin", timeout=60, check=True, input=None):
@@ -315,16 +316,6 @@ def _write_private(path, text):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text if text.endswith("\n") else text + "\n")
-
-
-def read_keyring_key(path, entity):
-    """The ``key`` of ``[entity]`` in a Ceph keyring file."""
-    import configparser
-
-    parser = configparser.ConfigParser(interpolation=None)
-    with open(path, encoding="utf-8") as f:
-        parser.read_string(f.read())
-    return parser.get(entity, "key").strip()
 
 
 def main(argv=None):
