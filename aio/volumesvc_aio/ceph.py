@@ -110,7 +110,7 @@ class CephHarness(Harness):
         """Run a Ceph CLI (``ceph``, ``rbd``, ...) on this cluster as ``client.<client>``."""
         argv = [program, "-c", self.conf_path, "--id", client, *args]
         result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                input=input, env=_clean_env())
+                                input=input, env=clean_env())
         if check and result.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)} failed ({result.returncode}):\n"
                                f"{result.stderr[-3000:]}")
@@ -122,7 +122,7 @@ class CephHarness(Harness):
 
     def _tool(self, *argv, timeout=60):
         result = subprocess.run(list(argv), capture_output=True, text=True,
-                                timeout=timeout, env=_clean_env())
+                                timeout=timeout, env=clean_env())
         if result.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)} failed ({result.returncode}):\n"
                                f"{(result.stderr or result.stdout)[-3000:]}")
@@ -228,7 +228,7 @@ class CephHarness(Harness):
         # -f: in the foreground, so the ProcessGroup owns the daemon itself.
         proc = ProcessGroup(name, [*argv, "-f", "-c", self.conf_path],
                             os.path.join(self.log_dir, f"{name}.stdout.log"),
-                            env=_clean_env(), cwd=self.state_dir,
+                            env=clean_env(), cwd=self.state_dir,
                             nice=priority.nice_for(name, self.background_priority),
                             die_with_parent=self.die_with_parent)
         self.processes.append(proc.start())
@@ -293,7 +293,7 @@ class CephHarness(Harness):
 
     def _logs(self):
         status = subprocess.run(["ceph", "-c", self.conf_path, "-s", "--connect-timeout", "5"],
-                                capture_output=True, text=True, timeout=30, env=_clean_env())
+                                capture_output=True, text=True, timeout=30, env=clean_env())
         return f"{super()._logs()}\n--- ceph -s\n{status.stdout}{status.stderr}"
 
     def wait_ready(self, timeout=None):
@@ -304,7 +304,7 @@ class CephHarness(Harness):
         return self
 
 
-def _clean_env():
+def clean_env():
     """os.environ without what would point Ceph's tools at another cluster."""
     env = dict(os.environ)
     for name in ("CEPH_CONF", "CEPH_ARGS", "CEPH_KEYRING"):
@@ -316,6 +316,44 @@ def _write_private(path, text):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text if text.endswith("\n") else text + "\n")
+
+
+DEBIAN_DIST_PACKAGES = "/usr/lib/python3/dist-packages"
+CEPH_MODULES = ("rados", "rbd")
+
+
+def expose_ceph_modules(venv, dist_packages=DEBIAN_DIST_PACKAGES):
+    """Make Debian's ``rados`` and ``rbd`` bindings importable in ``venv``, nothing else.
+
+    Cinder's and Glance's RBD drivers import them, and they exist only as
+    Debian packages built for Debian's CPython 3.11; another CPython 3.11
+    loads them (same ABI tag). ``--system-site-packages`` would bring all of
+    Debian's Python packages in with them, so a directory in the venv holds
+    symlinks to just these two extension modules and a ``.pth`` file names
+    it. Idempotent; returns that directory.
+    """
+    python = os.path.join(venv, "bin", "python")
+    probe = subprocess.run(
+        [python, "-c", "import sys, sysconfig; print(sysconfig.get_paths()['purelib']); "
+                       "print(sysconfig.get_config_var('EXT_SUFFIX'))"],
+        capture_output=True, text=True, check=True, timeout=60)
+    site_packages, suffix = probe.stdout.split()
+    links = os.path.join(venv, "debian-ceph")
+    os.makedirs(links, exist_ok=True)
+    for module in CEPH_MODULES:
+        target = os.path.join(dist_packages, module + suffix)
+        if not os.path.exists(target):
+            raise RuntimeError(
+                f"{target} not found: Debian's python3-{module} is missing, or {venv} is "
+                f"not a CPython of the same version and ABI ({suffix})")
+        link = os.path.join(links, module + suffix)
+        if os.path.realpath(link) != os.path.realpath(target):
+            if os.path.lexists(link):
+                os.unlink(link)
+            os.symlink(target, link)
+    with open(os.path.join(site_packages, "debian-ceph.pth"), "w", encoding="utf-8") as f:
+        f.write(links + "\n")
+    return links
 
 
 def main(argv=None):

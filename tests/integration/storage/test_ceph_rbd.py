@@ -13,7 +13,10 @@ skips: a Ceph that cannot be installed or started fails the module.
 """
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -189,3 +192,31 @@ def test_boot_from_rbd_volume_and_destroy(driver, ceph, make_instance, rbd_volum
     assert len(wait_watchers(ceph, name, 1)) == 1
     driver.destroy(instance)
     assert wait_watchers(ceph, name, 0) == []
+
+
+def test_debian_rados_modules_in_a_service_venv(ceph, tmp_path):
+    """What Cinder's RBD driver needs in its own venv: rados/rbd, and our cluster as cinder."""
+    venv = str(tmp_path / "venv")
+    base = os.path.join(sys.base_prefix, "bin", "python3")
+    subprocess.run([base, "-m", "venv", "--without-pip", venv], check=True, timeout=120)
+    ceph_mod.expose_ceph_modules(venv)
+    ceph_mod.expose_ceph_modules(venv)  # idempotent
+    script = (
+        "import rados, rbd, sys\n"
+        "c = rados.Rados(conffile=sys.argv[1], rados_id='cinder')\n"
+        "c.connect(timeout=10)\n"
+        "with c.open_ioctx('volumes') as io:\n"
+        "    rbd.RBD().create(io, sys.argv[2], 1 << 20, old_format=False, features=1)\n"
+        "    print(sorted(rbd.RBD().list(io)))\n"
+        "    rbd.RBD().remove(io, sys.argv[2])\n"
+        "c.shutdown()\n")
+    name = f"probe-{uuid.uuid4().hex[:8]}"
+    result = subprocess.run([os.path.join(venv, "bin", "python"), "-c", script,
+                             ceph.conf_path, name], capture_output=True, text=True,
+                            timeout=60, env=ceph_mod.clean_env())
+    assert result.returncode == 0, result.stderr
+    assert name in result.stdout
+    # Only the two modules come from Debian, not its other packages.
+    probe = subprocess.run([os.path.join(venv, "bin", "python"), "-c", "import yaml"],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.returncode != 0
