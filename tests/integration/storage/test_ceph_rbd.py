@@ -1,7 +1,8 @@
 """RBD volumes on a real one-node Ceph, opened by QEMU through libvirtd.
 
-The module starts its own Ceph (volumesvc_aio.ceph, ~30 s) and makes sure a
-libvirtd serves ``qemu:///system`` (volumesvc_aio.libvirtd). The compute's
+The session's Ceph (``ceph_cluster``: volumesvc_aio.ceph, ~30 s to start) and
+a libvirtd serving ``qemu:///system`` (``system_libvirt``) come from
+tests/integration/fixtures_storage.py. The compute's
 own start-up (``init_host``) defines the libvirt secret from client.cinder's
 keyring; the disks are built from connection_info shaped as Cinder's RBD
 driver returns it. Proof that QEMU really opened the image: ``rbd status``
@@ -25,7 +26,6 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from volumesvc_aio import ceph as ceph_mod
-from volumesvc_aio import libvirtd as libvirtd_mod
 
 pytestmark = pytest.mark.integration
 
@@ -33,30 +33,8 @@ MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
-def ceph():
-    # NOTE: short path: the daemons' admin sockets live under it (108 bytes).
-    harness = ceph_mod.CephHarness(tempfile.mkdtemp(prefix="vs-ceph-", dir="/var/tmp"))
-    try:
-        harness.setup()
-    except Exception as exc:  # noqa: BLE001 - reported as the failure, never a skip
-        harness.clean()
-        pytest.fail(f"cannot start a one-node Ceph: {exc}")
-    yield harness
-    harness.clean()
-
-
-@pytest.fixture(scope="module")
-def system_libvirt():
-    state = tempfile.mkdtemp(prefix="vs-libvirtd-", dir="/var/tmp")
-    daemon = libvirtd_mod.LibvirtDaemon(state)
-    try:
-        daemon.setup()
-    except Exception as exc:  # noqa: BLE001
-        daemon.stop()
-        pytest.fail(f"cannot run libvirtd for qemu:///system: {exc}")
-    yield daemon
-    daemon.stop()  # only what this module started
-    shutil.rmtree(state, ignore_errors=True)
+def ceph(ceph_cluster):
+    return ceph_cluster
 
 
 @pytest.fixture(scope="module")
