@@ -30,7 +30,7 @@ def test_ceph_conf_is_self_contained_under_the_state_dir(tmp_path):
 def test_ceph_tools_never_see_another_clusters_environment(monkeypatch):
     monkeypatch.setenv("CEPH_CONF", "/etc/ceph/ceph.conf")
     monkeypatch.setenv("CEPH_ARGS", "--id admin")
-    env = ceph._clean_env()
+    env = ceph.clean_env()
     assert "CEPH_CONF" not in env and "CEPH_ARGS" not in env
 
 
