@@ -247,7 +247,69 @@ def wait_for(predicate, timeout, interval=0.5, what="condition", on_fail=None,
         time.sleep(interval)
 
 
-class ServiceHarness:
+class Harness:
+    """The lifecycle every harness shares: processes started, stopped, cleaned.
+
+    A subclass supplies ``install()``, ``configure()``, ``start()`` (appending
+    each :class:`ProcessGroup` it starts to ``self.processes``) and
+    ``wait_ready()``; ``setup``, ``stop``, ``clean`` and the ``with`` form are
+    written once here.
+    """
+
+    state_dir: str
+    processes: list
+
+    def install(self):
+        raise NotImplementedError
+
+    def configure(self):
+        raise NotImplementedError
+
+    def start(self):
+        raise NotImplementedError
+
+    def wait_ready(self, timeout=None):
+        raise NotImplementedError
+
+    def _check_alive(self):
+        for proc in self.processes:
+            if not proc.running():
+                raise RuntimeError(f"{proc.name} exited early:\n{proc.tail()}")
+
+    def _logs(self):
+        """What a readiness timeout reports: the tail of every process's log."""
+        return "\n".join(f"--- {p.name}\n{p.tail()}" for p in self.processes)
+
+    def stop(self):
+        """SIGTERM each process group (in parallel), SIGKILL what remains."""
+        procs, self.processes = self.processes, []
+        stop_all([p.stop for p in procs])
+
+    def clean(self):
+        """Remove state_dir (stop first)."""
+        self.stop()
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def setup(self, timeout=None):
+        """install + configure + start + wait_ready; stops what started on failure."""
+        self.install()
+        self.configure()
+        try:
+            self.start()
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __enter__(self):
+        return self.setup()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class ServiceHarness(Harness):
     """What the Cinder and Glance harnesses share: venv, db sync, process groups, lifecycle.
 
     A subclass names its service (``LABEL``, ``VERSION``, ``REQUIREMENTS``,
@@ -330,47 +392,10 @@ class ServiceHarness:
         """Start a killed process again, with the same command line and log."""
         next(p for p in self.processes if p.name == name).start()
 
-    def _check_alive(self):
-        for proc in self.processes:
-            if not proc.running():
-                raise RuntimeError(f"{proc.name} exited early:\n{proc.tail()}")
-
-    def _logs(self):
-        """What a readiness timeout reports: the tail of every process's log."""
-        return "\n".join(f"--- {p.name}\n{p.tail()}" for p in self.processes)
-
     def wait_ready(self, timeout=None):
         wait_for(self._ready, self.READY_TIMEOUT if timeout is None else timeout,
                  what=f"{self.LABEL} on port {self.port}", on_fail=self._logs)
         return self
-
-    def stop(self):
-        """SIGTERM each process group (in parallel), SIGKILL what remains."""
-        procs, self.processes = self.processes, []
-        stop_all([p.stop for p in procs])
-
-    def clean(self):
-        """Remove state_dir (stop first); Cinder's state_path keeps one lock file per volume."""
-        self.stop()
-        shutil.rmtree(self.state_dir, ignore_errors=True)
-
-    def setup(self, timeout=None):
-        """install + configure + start + wait_ready; stops what started on failure."""
-        self.install()
-        self.configure()
-        try:
-            self.start()
-            self.wait_ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __enter__(self):
-        return self.setup()
-
-    def __exit__(self, *exc):
-        self.stop()
 
     def run_foreground(self, clean=False, install_only=False):
         """The ``python -m volumesvc_aio.<service>`` body: run until interrupted."""

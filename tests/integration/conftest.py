@@ -22,6 +22,10 @@ from tests.integration.fixtures_openstack import (  # noqa: F401 - fixtures
     cinder_harness,
     glance_harness,
 )
+from tests.integration.fixtures_storage import (  # noqa: F401 - fixtures
+    ceph_cluster,
+    system_libvirt,
+)
 from volumesvc import binaries
 from volumesvc_aio import (
     free_port,  # noqa: F401 - the tests import it from here

@@ -96,6 +96,56 @@ seconds. Ignored for embedded connections. 0 disables keepalive.
         default=5,
         min=1,
         help="Unanswered keepalive messages before a remote connection is closed."),
+    cfg.StrOpt(
+        "rbd_user",
+        help="""
+Ceph user the guest's QEMU authenticates as for RBD volumes, instead of the
+``auth_username`` Cinder sends.
+
+Related options:
+
+* ``rbd_secret_uuid``
+"""),
+    cfg.StrOpt(
+        "rbd_secret_uuid",
+        help="""
+UUID of the libvirt secret holding the cephx key for RBD volumes, instead of
+the ``secret_uuid`` Cinder sends.
+
+Related options:
+
+* ``rbd_user``
+"""),
+    cfg.StrOpt(
+        "rbd_keyring",
+        help="""
+Ceph keyring file holding the cephx key of ``client.<rbd_user>``. When set
+(or ``rbd_key_file``), the compute makes sure at start-up that the libvirt
+secret ``rbd_secret_uuid`` exists and holds that key, so that QEMU can open
+the RBD volumes Cinder's RBD driver hands out. Without ``rbd_user`` the
+keyring must hold exactly one ``client.*`` entry.
+
+The secret API needs a libvirt daemon (``connection_uri = qemu:///system``);
+the embedded driver has none.
+
+Related options:
+
+* ``rbd_key_file``
+* ``rbd_secret_uuid``
+* ``rbd_user``
+"""),
+    cfg.StrOpt(
+        "rbd_key_file",
+        help="""
+File holding only the base64 cephx key of the RBD user (what ``ceph auth
+print-key client.<user>`` prints). An alternative to ``rbd_keyring``; setting
+both is a configuration error.
+
+Related options:
+
+* ``rbd_keyring``
+* ``rbd_secret_uuid``
+"""),
 ]
 
 

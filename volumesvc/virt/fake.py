@@ -60,6 +60,7 @@ VIR_ERR_SYSTEM_ERROR = 38
 VIR_ERR_NO_DOMAIN = 42
 VIR_ERR_OPERATION_INVALID = 55
 VIR_ERR_DEVICE_MISSING = 99
+VIR_ERR_NO_SECRET = 66
 
 
 class libvirtError(Exception):  # noqa: N801 - the binding's name
@@ -484,6 +485,67 @@ class FakeConnection:
         self._check()
         return list(self.domains.values())
 
+    # -- secrets: libvirtd's secret driver; the embedded driver has none ------
+    def _secrets(self):
+        self._check()
+        if "/embed" in self.uri:
+            raise libvirtError("this function is not supported by the connection driver: "
+                               "virSecretLookupByUUIDString", VIR_ERR_NO_SUPPORT)
+        return self._state["secrets"]
+
+    def secretLookupByUUIDString(self, uuid):  # noqa: N802
+        try:
+            return self._secrets()[uuid]
+        except KeyError:
+            raise libvirtError(f"Secret not found: no secret with matching uuid '{uuid}'",
+                               VIR_ERR_NO_SECRET) from None
+
+    def secretDefineXML(self, xml, flags=0):  # noqa: N802
+        secrets = self._secrets()
+        root = ET.fromstring(xml)
+        uuid = root.findtext("uuid") or str(uuidlib.uuid4())
+        usage = (_required(root, "usage").get("type"), root.findtext("usage/name"))
+        for other in secrets.values():
+            if other.usage == usage and other.UUIDString() != uuid:
+                raise libvirtError(f"operation failed: a secret with UUID "
+                                   f"{other.UUIDString()} already defined for use with "
+                                   f"{usage[1]}", VIR_ERR_OPERATION_FAILED)
+        secret = secrets.get(uuid)
+        if secret is None:
+            secret = secrets[uuid] = FakeSecret(secrets, uuid)
+        secret.xml, secret.usage = xml, usage
+        return secret
+
+    def listAllSecrets(self, flags=0):  # noqa: N802
+        return list(self._secrets().values())
+
+
+class FakeSecret:
+    """A defined libvirt secret; ``value`` is what QEMU would be handed."""
+
+    def __init__(self, table, uuid):
+        self._table = table
+        self._uuid = uuid
+        self.xml = ""
+        self.usage = (None, None)
+        self.value = None
+
+    def UUIDString(self):  # noqa: N802
+        return self._uuid
+
+    def XMLDesc(self, flags=0):  # noqa: N802
+        return self.xml
+
+    def setValue(self, value, flags=0):  # noqa: N802
+        if not isinstance(value, bytes):
+            raise TypeError("secret value must be bytes")
+        self.value = value
+        return 0
+
+    def undefine(self):
+        self._table.pop(self._uuid, None)
+        return 0
+
 
 class FakeLibvirt:
     """Module-like object: constants, ``libvirtError``, ``open`` and event hooks.
@@ -521,7 +583,7 @@ class FakeLibvirt:
                                VIR_ERR_NO_SUPPORT)
         state = self._hosts.setdefault(
             uri, {"domains": {}, "ids": itertools.count(1), "callbacks": {},
-                  "lock": threading.Lock()})
+                  "lock": threading.Lock(), "secrets": {}})
         return FakeConnection(state, uri)
 
 

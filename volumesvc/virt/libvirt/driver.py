@@ -16,6 +16,7 @@ from volumesvc import exception
 from volumesvc.virt import block_device, driver, power_state
 from volumesvc.virt.libvirt import config, snapshots, volume
 from volumesvc.virt.libvirt import host as host_mod
+from volumesvc.virt.libvirt import secrets as libvirt_secrets
 
 LOG = logging.getLogger(__name__)
 
@@ -48,7 +49,8 @@ class LibvirtDriver(driver.ComputeDriver):
 
     # -- host -------------------------------------------------------------
     def init_host(self, host):
-        self._host.get_connection()
+        libvirt_secrets.ensure_configured_secret(self._host.get_connection(), self.libvirt,
+                                                 self.libvirt_conf)
 
     def cleanup_host(self):
         self._host.close()

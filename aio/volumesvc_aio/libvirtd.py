@@ -1,0 +1,159 @@
+"""Make sure a libvirt daemon serves ``qemu:///system`` on this machine.
+
+The embedded QEMU driver (``qemu:///embed``) cannot hand QEMU a Ceph secret,
+so computes that open RBD volumes connect to ``qemu:///system`` as Nova's do:
+through libvirtd, with virtlogd beside it (QEMU's console output goes through
+virtlogd; a domain does not start without it). These machines have no
+systemd, so :class:`LibvirtDaemon` starts Debian's binaries itself when no
+daemon answers on the system socket, and stops only what it started: a
+daemon that was already running is shared machine infrastructure and is left
+alone. The traps are in ``doc/source/contributor/dependencies.rst`` ("libvirt
+daemon").
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from volumesvc_aio import Harness, ProcessGroup, system, wait_for
+
+SYSTEM_URI = "qemu:///system"
+RUN_DIR = "/run/libvirt"
+LIBVIRTD_SOCKET = os.path.join(RUN_DIR, "libvirt-sock")
+VIRTLOGD_SOCKET = os.path.join(RUN_DIR, "virtlogd-sock")
+# libvirtd exits at once when its log directory is missing.
+SYSTEM_DIRS = ("/var/log/libvirt", "/var/lib/libvirt/qemu", "/var/cache/libvirt", RUN_DIR)
+QEMU_CONF = "/etc/libvirt/qemu.conf"
+# NOTE: without these libvirt runs QEMU as libvirt-qemu, which cannot open the
+# root-only /dev/kvm here, and re-probes QEMU's capabilities on every call
+# (tens of seconds per define).
+QEMU_CONF_LINES = ('user = "root"', 'group = "root"')
+
+
+def socket_answers(path, timeout=2.0) -> bool:
+    """True when something accepts connections on UNIX socket ``path``."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+        except OSError:
+            return False
+    return True
+
+
+def ensure_qemu_conf(path=QEMU_CONF):
+    """Have QEMU run as root unless the operator chose a user in ``path``.
+
+    Returns True when the file was written or extended.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        text = None
+    if text is not None and any(line.split("=")[0].strip() in ("user", "group")
+                                for line in text.splitlines()
+                                if "=" in line and not line.lstrip().startswith("#")):
+        return False
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        if text and not text.endswith("\n"):
+            f.write("\n")
+        f.write("# Added by volumesvc: QEMU as root (no libvirt-qemu access to /dev/kvm).\n")
+        f.write("\n".join(QEMU_CONF_LINES) + "\n")
+    return True
+
+
+class LibvirtDaemon(Harness):
+    """libvirtd + virtlogd for ``qemu:///system``, started only if none runs.
+
+    :param state_dir: our libvirtd.conf and the daemons' logs. The daemons'
+        sockets and state stay in their system places (``/run/libvirt``,
+        ``/var/lib/libvirt``): that is what ``qemu:///system`` means.
+    """
+
+    LABEL = "libvirtd"
+    READY_TIMEOUT = 60.0
+    uri = SYSTEM_URI
+
+    def __init__(self, state_dir):
+        self.state_dir = os.path.abspath(state_dir)
+        self.log_dir = os.path.join(self.state_dir, "log")
+        self.config_file = os.path.join(self.state_dir, "libvirtd.conf")
+        self.processes = []
+
+    @property
+    def started_here(self) -> bool:
+        """Whether this object started (and so will stop) any daemon."""
+        return bool(self.processes)
+
+    def install(self):
+        """Debian's libvirt daemon, QEMU driver and clients, and the libvirt-qemu user."""
+        return system.ensure_system(rabbitmq=False, libvirt=True)
+
+    def configure(self):
+        os.makedirs(self.log_dir, exist_ok=True)
+        with open(self.config_file, "w", encoding="utf-8") as f:
+            # Everything else keeps libvirt's defaults (UNIX sockets only).
+            f.write("# Written by volumesvc_aio.libvirtd\nlisten_tcp = 0\nlisten_tls = 0\n")
+
+    def _start(self, name, argv, sock):
+        if socket_answers(sock):
+            return
+        proc = ProcessGroup(name, argv, os.path.join(self.log_dir, f"{name}.log"),
+                            cwd=self.state_dir)
+        self.processes.append(proc.start())
+        wait_for(lambda: socket_answers(sock), self.READY_TIMEOUT, interval=0.2,
+                 what=f"{name} on {sock}", children=[proc], on_fail=self._logs)
+
+    def start(self):
+        """Start virtlogd and libvirtd (foreground, own process groups) where none answers."""
+        if socket_answers(LIBVIRTD_SOCKET) and socket_answers(VIRTLOGD_SOCKET):
+            return
+        for path in SYSTEM_DIRS:
+            os.makedirs(path, exist_ok=True)
+        if not socket_answers(LIBVIRTD_SOCKET):
+            ensure_qemu_conf()
+        self._start("virtlogd", ["virtlogd"], VIRTLOGD_SOCKET)
+        self._start("libvirtd", ["libvirtd", "--config", self.config_file], LIBVIRTD_SOCKET)
+
+    def _answers(self):
+        result = subprocess.run(["virsh", "-c", self.uri, "version"], capture_output=True,
+                                text=True, timeout=60, check=False)
+        return result.returncode == 0
+
+    def wait_ready(self, timeout=None):
+        """Wait until ``virsh -c qemu:///system version`` answers (QEMU probed)."""
+        wait_for(self._answers, self.READY_TIMEOUT if timeout is None else timeout,
+                 what=f"libvirt at {self.uri}", on_fail=self._logs,
+                 children=self.processes)
+        return self
+
+
+def main(argv=None):
+    """``python -m volumesvc_aio.libvirtd --state-dir D``: ensure the daemon, keep it up."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m volumesvc_aio.libvirtd",
+                                     description="Run libvirtd for qemu:///system if none runs.")
+    parser.add_argument("--state-dir", required=True)
+    args = parser.parse_args(argv)
+    daemon = LibvirtDaemon(args.state_dir)
+    with daemon:
+        if not daemon.started_here:
+            print(f"{SYSTEM_URI} is already served by a running libvirtd", flush=True)
+            return 0
+        print(f"libvirtd serving {SYSTEM_URI} (logs in {daemon.log_dir}); Ctrl-C stops it",
+              flush=True)
+        try:
+            while all(p.running() for p in daemon.processes):
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
