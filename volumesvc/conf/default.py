@@ -4,6 +4,7 @@ import socket
 
 from oslo_config import cfg
 from oslo_log import log as logging
+from oslo_utils import netutils
 
 default_opts = [
     cfg.StrOpt(
@@ -31,8 +32,21 @@ single-machine setup, the embedded libvirt root and lock files.
 """),
     cfg.StrOpt(
         "my_ip",
-        default="127.0.0.1",
-        help="IP address of this host, reported to Cinder in the volume connector."),
+        default=netutils.get_my_ipv4(),
+        sample_default="<host_ipv4>",
+        help="""
+IP address of this host, reported to Cinder as ``ip`` in the volume connector
+(os-brick's ``get_connector_properties``), which a storage backend uses to
+export a volume to this host (an iSCSI or NVMe-oF target's access list, an
+NFS export).
+
+The default is the address of the interface of the host's default route, as
+with Nova; 127.0.0.1 only if the host has none.
+
+Related options:
+
+* ``[libvirt] volume_use_multipath``
+"""),
     cfg.IntOpt(
         "report_interval",
         default=10,

@@ -57,6 +57,70 @@ Related options:
 Leave the io mode to QEMU instead of ``io="native"`` for block-type volumes.
 A cache mode other than none/directsync always gives ``io="threads"``.
 """),
+    cfg.BoolOpt(
+        "volume_use_multipath",
+        default=False,
+        help="""
+Connect block volumes (iSCSI, Fibre Channel, NVMe-oF...) over every path the
+storage offers, through multipathd, and tell Cinder so in the connector
+(``multipath``).
+
+Related options:
+
+* ``volume_enforce_multipath``
+"""),
+    cfg.BoolOpt(
+        "volume_enforce_multipath",
+        default=False,
+        help="""
+With ``volume_use_multipath``, refuse to connect (and to build a connector)
+when multipathd is not running, instead of falling back to a single path.
+
+Related options:
+
+* ``volume_use_multipath``
+"""),
+    cfg.IntOpt(
+        "num_volume_scan_tries",
+        default=5,
+        min=1,
+        help="""
+Times os-brick rescans the host for the device of a block volume (iSCSI,
+Fibre Channel...) before the connect fails.
+"""),
+    cfg.StrOpt(
+        "nfs_mount_point_base",
+        default="$state_path/mnt",
+        help="""
+Directory under which os-brick mounts the NFS shares of volumes, one
+directory per share (named from a hash of the export).
+"""),
+    cfg.StrOpt(
+        "nfs_mount_options",
+        help="""
+Options passed to ``mount -o`` for every NFS share (``-o`` options of
+nfs(5)); the ``options`` Cinder sends in the connection info are added.
+"""),
+    cfg.StrOpt(
+        "rbd_user",
+        help="""
+Ceph user the guest's QEMU authenticates as for RBD volumes, instead of the
+``auth_username`` Cinder sends.
+
+Related options:
+
+* ``rbd_secret_uuid``
+"""),
+    cfg.StrOpt(
+        "rbd_secret_uuid",
+        help="""
+UUID of the libvirt secret holding the cephx key for RBD volumes, instead of
+the ``secret_uuid`` Cinder sends.
+
+Related options:
+
+* ``rbd_user``
+"""),
     cfg.IntOpt(
         "domain_memory_mb",
         default=64,
@@ -96,26 +160,6 @@ seconds. Ignored for embedded connections. 0 disables keepalive.
         default=5,
         min=1,
         help="Unanswered keepalive messages before a remote connection is closed."),
-    cfg.StrOpt(
-        "rbd_user",
-        help="""
-Ceph user the guest's QEMU authenticates as for RBD volumes, instead of the
-``auth_username`` Cinder sends.
-
-Related options:
-
-* ``rbd_secret_uuid``
-"""),
-    cfg.StrOpt(
-        "rbd_secret_uuid",
-        help="""
-UUID of the libvirt secret holding the cephx key for RBD volumes, instead of
-the ``secret_uuid`` Cinder sends.
-
-Related options:
-
-* ``rbd_user``
-"""),
     cfg.StrOpt(
         "rbd_keyring",
         help="""

@@ -21,10 +21,6 @@ Shapes::
                               "device_type": "disk"}]}
 """
 
-import platform
-import socket
-import sys
-
 from oslo_log import log as logging
 
 from volumesvc import exception
@@ -34,8 +30,6 @@ LOG = logging.getLogger(__name__)
 
 REBOOT_SOFT = "SOFT"
 REBOOT_HARD = "HARD"
-
-_ISCSI_INITIATOR_FILE = "/etc/iscsi/initiatorname.iscsi"
 
 
 class ComputeDriver:
@@ -56,10 +50,6 @@ class ComputeDriver:
         for name in conf.virt.disabled_capabilities:
             caps[name] = False
         self.capabilities = caps
-        #: driver_volume_type -> host connector (os-brick's connect_volume /
-        #: disconnect_volume interface). A type without one (``local``: a file
-        #: the hypervisor opens itself) has no host-side connection.
-        self.volume_connectors = {}
 
     # -- host -------------------------------------------------------------
     def init_host(self, host):
@@ -69,8 +59,8 @@ class ComputeDriver:
         """Release the hypervisor connection at agent stop."""
 
     def get_volume_connector(self):
-        """os-brick style connector dict sent to Cinder with attachment_update."""
-        return build_connector(self.conf)
+        """The connector dict (os-brick's shape) sent to Cinder with attachment_update."""
+        raise NotImplementedError()
 
     # -- instances --------------------------------------------------------
     def list_instance_uuids(self):
@@ -139,18 +129,14 @@ class ComputeDriver:
     def connect_volume(self, connection_info):
         """Make the volume reachable on this host before a domain uses it.
 
-        Connecting again for a second server is harmless (os-brick's
-        connectors are idempotent), so every attach connects.
+        May add ``data.device_path`` to ``connection_info``, which the
+        caller then saves in the BDM. Connecting again for a second server
+        is harmless (os-brick's connectors are idempotent), so every attach
+        connects. Nothing to do by default.
         """
-        connector = self.volume_connectors.get(connection_info.get("driver_volume_type"))
-        if connector is not None:
-            connector.connect_volume(connection_info.get("data") or {})
 
     def disconnect_volume(self, connection_info):
         """Drop the host-side connection; the caller decides it is the last user."""
-        connector = self.volume_connectors.get(connection_info.get("driver_volume_type"))
-        if connector is not None:
-            connector.disconnect_volume(connection_info.get("data") or {}, None)
 
     # -- shared checks ------------------------------------------------------
     def check_multiattach(self, connection_info):
@@ -163,38 +149,3 @@ class ComputeDriver:
     def check_extend(self):
         if not self.capabilities["supports_extend_volume"]:
             raise exception.ExtendVolumeNotSupported()
-
-
-def _read_iscsi_initiator(path=_ISCSI_INITIATOR_FILE):
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("InitiatorName="):
-                    return line.split("=", 1)[1].strip()
-    except OSError:
-        pass
-    return None
-
-
-def build_connector(conf, initiator_file=_ISCSI_INITIATOR_FILE):
-    """Connector properties as os-brick's get_connector_properties shapes them.
-
-    NOTE: os-brick's own function reaches its privileged helpers through
-    privsep, which starts a daemon with ``sudo`` even when we already are root;
-    the CI and single-machine hosts have no sudo. The keys Cinder reads (host,
-    ip, initiator, platform, os_type, multipath) are built here directly.
-    """
-    connector = {
-        "host": conf.host or socket.gethostname(),
-        "ip": conf.my_ip,
-        "platform": platform.machine(),
-        "os_type": sys.platform,
-        "multipath": False,
-        "enforce_multipath": False,
-        "do_local_attach": False,
-    }
-    initiator = _read_iscsi_initiator(initiator_file)
-    if initiator:
-        connector["initiator"] = initiator
-    return connector
-

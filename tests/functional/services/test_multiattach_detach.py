@@ -1,9 +1,9 @@
 """Detach and delete of a multiattach volume shared by several servers (fake://).
 
 FakeCinder's volumes are files (``driver_volume_type: local``), which have
-no host-side connection; a :class:`RecordingConnector` registered for that
-type stands in for os-brick so the connect/disconnect calls each compute
-makes are visible. Two servers share the volume on ``host-a`` and a third
+no host-side connection; a :class:`RecordingConnector` wrapped around the
+``local`` volume driver makes the connect/disconnect calls each compute
+makes visible. Two servers share the volume on ``host-a`` and a third
 on ``host-b``.
 """
 
@@ -16,18 +16,30 @@ TOKEN = "u1:p1"
 
 
 class RecordingConnector:
-    """os-brick's connect_volume/disconnect_volume interface, recorded."""
+    """Records the host-side connect/disconnect of one compute's ``local`` volumes.
+
+    It wraps the ``local`` volume driver of the compute's libvirt driver,
+    which still does its own (empty) host work.
+    """
 
     def __init__(self):
         self.calls = []
 
-    def connect_volume(self, connection_properties):
-        self.calls.append(("connect", connection_properties["volume_id"]))
-        return {"path": connection_properties.get("device_path")}
+    def install(self, compute_driver):
+        local = compute_driver.volume_drivers.get({"driver_volume_type": "local"})
+        connect, disconnect = local.connect_volume, local.disconnect_volume
 
-    def disconnect_volume(self, connection_properties, device_info, force=False,
-                          ignore_errors=False):
-        self.calls.append(("disconnect", connection_properties["volume_id"]))
+        def recording_connect(connection_info):
+            self.calls.append(("connect", connection_info["serial"]))
+            connect(connection_info)
+
+        def recording_disconnect(connection_info):
+            self.calls.append(("disconnect", connection_info["serial"]))
+            disconnect(connection_info)
+
+        local.connect_volume = recording_connect
+        local.disconnect_volume = recording_disconnect
+        return self
 
     def of(self, volume_id):
         return [kind for kind, vid in self.calls if vid == volume_id]
@@ -43,8 +55,7 @@ def shared(tmp_path):
     stack.add_compute("host-b")
     (on_b,) = stack.boot_active()  # host-b now has fewer servers
     for host, service in stack.computes.items():
-        connectors[host] = RecordingConnector()
-        service.manager.driver.volume_connectors["local"] = connectors[host]
+        connectors[host] = RecordingConnector().install(service.manager.driver)
     volume_id = stack.cinder.create(stack.context(), 1, "shared", "",
                                     volume_type="multi")["id"]
     for uuid in (*on_a, on_b):
@@ -101,8 +112,7 @@ def test_every_attach_connects_on_its_host(tmp_path):
     stack = Stack(tmp_path, hosts=("host-a",))
     try:
         stack.cinder.create_volume_type("multi", {"multiattach": "<is> True"})
-        connector = RecordingConnector()
-        stack.computes["host-a"].manager.driver.volume_connectors["local"] = connector
+        connector = RecordingConnector().install(stack.computes["host-a"].manager.driver)
         servers = stack.boot_active(2)
         volume_id = stack.cinder.create(stack.context(), 1, "shared", "",
                                         volume_type="multi")["id"]

@@ -8,12 +8,13 @@ import pytest
 
 from volumesvc import exception
 from volumesvc.virt.libvirt import config, volume
+from volumesvc.virt.libvirt.volume import local
 
 VOL = "5f0a7e3c-8a4e-4d53-9d1e-0c6f3b1c2a11"
 
 
 def _disk(conf, connection_info, mountpoint="/dev/sdb", **kwargs):
-    cfg = volume.get_disk_config(conf, connection_info, mountpoint, **kwargs)
+    cfg = volume.VolumeDrivers(conf).get_config(connection_info, mountpoint, **kwargs)
     return cfg, ET.fromstring(cfg.to_xml())
 
 
@@ -24,10 +25,11 @@ def _local(path, **extra):
 
 
 def _iscsi(**data):
+    """An iSCSI volume os-brick has connected (``device_path`` is its answer)."""
     return {"driver_volume_type": "iscsi", "serial": VOL,
             "data": {"target_portal": "10.0.0.1:3260",
                      "target_iqn": "iqn.2010-10.org.openstack:volume-" + VOL,
-                     "target_lun": 1, **data}}
+                     "target_lun": 1, "device_path": "/dev/sdz", **data}}
 
 
 def test_local_file_volume(conf, tmp_path):
@@ -52,7 +54,7 @@ def test_local_block_device_is_block_type(conf, monkeypatch):
     # NOTE: a real block device cannot be assumed on a test machine; only the
     # stat of the device path is faked.
     block_stat = os.stat_result((stat.S_IFBLK | 0o600,) + (0,) * 9)
-    monkeypatch.setattr(volume.os, "stat", lambda path: block_stat)
+    monkeypatch.setattr(local.os, "stat", lambda path: block_stat)
     _cfg, disk = _disk(conf, _local("/dev/sdz"))
     assert disk.get("type") == "block"
     assert disk.find("source").get("dev") == "/dev/sdz"
@@ -70,11 +72,17 @@ def test_iscsi_with_device_path(conf):
     assert disk.find("source").get("dev") == "/dev/sdz"
 
 
-def test_iscsi_without_device_path_uses_by_path_name(conf):
+def test_iscsi_never_connected_is_refused(conf):
+    # It used to write the by-path name os-brick would have made, for a
+    # target nobody had logged in to.
+    info = _iscsi()
+    del info["data"]["device_path"]
+    with pytest.raises(exception.Invalid, match="not connected"):
+        _disk(conf, info)
+
+
+def test_virtio_bus_has_no_drive_address(conf):
     _cfg, disk = _disk(conf, _iscsi(), mountpoint="/dev/vdb", disk_bus="virtio")
-    assert disk.find("source").get("dev") == (
-        "/dev/disk/by-path/ip-10.0.0.1:3260-iscsi-iqn.2010-10.org.openstack:volume-"
-        + VOL + "-lun-1")
     assert disk.find("target").attrib == {"dev": "vdb", "bus": "virtio"}
     assert disk.find("address") is None  # only scsi disks get a drive address
     assert disk.find("driver").get("io") == "native"
@@ -196,12 +204,14 @@ def test_iotune_from_qos_specs(conf):
 
 def test_unknown_driver_volume_type(conf):
     with pytest.raises(exception.VolumeDriverNotFound):
-        volume.get_disk_config(conf, {"driver_volume_type": "nfs", "data": {}}, "sdb")
+        volume.VolumeDrivers(conf).get_config({"driver_volume_type": "sheepdog", "data": {}},
+                                              "sdb")
 
 
 def test_local_without_device_path(conf):
     with pytest.raises(exception.Invalid):
-        volume.get_disk_config(conf, {"driver_volume_type": "local", "data": {}}, "sdb")
+        volume.VolumeDrivers(conf).get_config({"driver_volume_type": "local", "data": {}},
+                                              "sdb")
 
 
 @pytest.mark.parametrize("bad", ["writeback", "file=fast", "tape=none"])
@@ -226,7 +236,8 @@ def test_domain_xml():
 
 
 def test_parse_disks_round_trip(conf):
-    cfg = volume.get_disk_config(conf, dict(_iscsi(access_mode="ro"), multiattach=True), "sdc")
+    cfg = volume.VolumeDrivers(conf).get_config(
+        dict(_iscsi(access_mode="ro"), multiattach=True), "sdc")
     dom = config.DomainConfig(uuid="u", name="n", disks=[cfg]).to_xml()
     [info] = config.parse_disks(dom)
     assert (info.target_dev, info.target_bus, info.serial, info.alias) == (

@@ -76,24 +76,6 @@ def test_base_driver_advertises_nothing(conf):
         base.spawn({"uuid": "u"}, None)
 
 
-def test_connector_shape(conf, tmp_path):
-    conf.set_override("my_ip", "192.0.2.10")
-    conf.set_override("host", "compute-1")
-    initiator = tmp_path / "initiatorname.iscsi"
-    initiator.write_text("## comment\nInitiatorName=iqn.1993-08.org.debian:01:abc\n")
-    connector = driver.build_connector(conf, initiator_file=str(initiator))
-    assert connector["host"] == "compute-1" and connector["ip"] == "192.0.2.10"
-    assert connector["initiator"] == "iqn.1993-08.org.debian:01:abc"
-    assert connector["multipath"] is False and connector["os_type"] == "linux"
-    assert connector["platform"]
-    no_initiator = driver.build_connector(conf, initiator_file=str(tmp_path / "missing"))
-    assert "initiator" not in no_initiator
-
-
-def test_driver_connector_uses_config(driver, conf):
-    assert driver.get_volume_connector()["ip"] == conf.my_ip
-
-
 def _imports(path):
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):

@@ -2,7 +2,7 @@
 
 Plain dataclasses that render to ElementTree, so tests can assert on fields
 and on XML alike. Policy (cache modes, multiattach, which source type a
-Cinder connection maps to) lives in ``volume.py``; this module only knows
+Cinder connection maps to) lives in the ``volume`` package; this module only knows
 libvirt's XML vocabulary.
 """
 
@@ -155,6 +155,7 @@ class DiskInfo:
     cache: str | None
     io: str | None
     xml: str
+    source_protocol: str | None = None  # network disks: rbd, ...
 
 
 def _detached_string(element):
@@ -188,5 +189,6 @@ def parse_disks(domain_xml):
             cache=driver.get("cache") if driver is not None else None,
             io=driver.get("io") if driver is not None else None,
             xml=_detached_string(disk),
+            source_protocol=source.get("protocol") if source is not None else None,
         ))
     return disks

@@ -17,6 +17,7 @@ from volumesvc.virt import block_device, driver, power_state
 from volumesvc.virt.libvirt import config, snapshots, volume
 from volumesvc.virt.libvirt import host as host_mod
 from volumesvc.virt.libvirt import secrets as libvirt_secrets
+from volumesvc.virt.libvirt.volume import brick
 
 LOG = logging.getLogger(__name__)
 
@@ -37,6 +38,11 @@ class LibvirtDriver(driver.ComputeDriver):
         self.libvirt_conf = conf.libvirt
         # Fail on a bad [libvirt] disk_cachemodes at start-up, not at attach.
         volume.parse_cache_modes(conf.libvirt.disk_cachemodes)
+        #: driver_volume_type -> its libvirt volume driver (block, file, network...).
+        self.volume_drivers = volume.VolumeDrivers(conf)
+        # os-brick and its privsep context read global settings: hand them
+        # ours before anything (a connector, a connect) can need them.
+        brick.setup(conf)
         self._host = host or host_mod.Host(
             conf.libvirt.connection_uri, libvirt_module=libvirt_module,
             keepalive_interval=conf.libvirt.keepalive_interval,
@@ -55,6 +61,10 @@ class LibvirtDriver(driver.ComputeDriver):
     def cleanup_host(self):
         self._host.close()
 
+    def get_volume_connector(self):
+        """os-brick's connector properties of this host (as Nova's libvirt driver)."""
+        return brick.connector_properties(self.conf)
+
     # -- helpers ------------------------------------------------------------
     def _libvirt_error(self, exc, what):
         return exception.VirtDriverError(reason=f"{what}: {exc}")
@@ -66,8 +76,8 @@ class LibvirtDriver(driver.ComputeDriver):
                           key=lambda b: (b.get("boot_index") is None or b["boot_index"] < 0,
                                          b.get("boot_index") or 0)):
             boot_index = bdm.get("boot_index")
-            disks.append(volume.get_disk_config(
-                self.conf, bdm["connection_info"], bdm["mount_device"],
+            disks.append(self.volume_drivers.get_config(
+                bdm["connection_info"], bdm["mount_device"],
                 disk_bus=bdm.get("disk_bus"), device_type=bdm.get("device_type"),
                 boot_order=boot_index + 1 if boot_index is not None and boot_index >= 0
                 else None))
@@ -197,6 +207,13 @@ class LibvirtDriver(driver.ComputeDriver):
     def _volume_disk(self, instance, volume_id):
         guest = self._host.get_guest(instance["uuid"])
         disk = guest.find_disk(alias=config.volume_alias(volume_id), serial=volume_id)
+        if disk is not None and disk.source_protocol == "rbd":
+            # NOTE: as Nova: Cinder's RBD driver snapshots inside Ceph and
+            # never asks the compute; a qcow2 overlay on an RBD disk is not
+            # something this path knows how to make or merge.
+            raise exception.Invalid(
+                reason=f"assisted snapshots of volume {volume_id}, an RBD disk of "
+                       f"{instance['uuid']}, are not supported")
         if disk is None or disk.source_type != "file" or not disk.source:
             raise exception.Invalid(
                 reason=f"volume {volume_id} is not a file-backed disk of {instance['uuid']}")
@@ -234,8 +251,8 @@ class LibvirtDriver(driver.ComputeDriver):
         if not mountpoint:
             used = [d.target_dev for d in guest.get_disks(inactive=not live)]
             mountpoint = block_device.get_next_device_name(used, bus)
-        disk = volume.get_disk_config(self.conf, connection_info, mountpoint,
-                                      disk_bus=bus, device_type=device_type)
+        disk = self.volume_drivers.get_config(connection_info, mountpoint,
+                                              disk_bus=bus, device_type=device_type)
         try:
             guest.attach_device(disk.to_xml(), live=live, persistent=True)
         except self.libvirt.libvirtError as exc:
@@ -293,11 +310,19 @@ class LibvirtDriver(driver.ComputeDriver):
         finally:
             self._host.forget_device_removed(guest.uuid, key)
 
+    def connect_volume(self, connection_info):
+        """The volume's driver connects it on this host (os-brick for block and file)."""
+        self.volume_drivers.get(connection_info).connect_volume(connection_info)
+
+    def disconnect_volume(self, connection_info):
+        self.volume_drivers.get(connection_info).disconnect_volume(connection_info)
+
     def extend_volume(self, connection_info, instance, requested_size_bytes):
         """Make the guest see the new size; return the size it now sees.
 
-        While QEMU holds the volume (running or paused) only QEMU may resize
-        it, through blockResize, which also grows a file-backed volume. For a
+        The volume's driver does the host's part first (os-brick's rescan for
+        a block device). While QEMU holds the volume (running or paused) only
+        QEMU may resize it, through blockResize, which also grows a file-backed volume. For a
         stopped domain a file-backed volume is grown here, a block device is
         left to the storage backend.
         """
@@ -309,13 +334,17 @@ class LibvirtDriver(driver.ComputeDriver):
                                inactive=not active)
         if disk is None:
             raise exception.DiskNotFound(location=vol_id)
+        # The host's side first (an iSCSI/FC/NVMe rescan): the size it finds
+        # is what QEMU is told.
+        new_size = self.volume_drivers.get(connection_info).extend_volume(
+            connection_info, requested_size_bytes)
         if active:
             try:
-                guest.block_resize(disk.target_dev, requested_size_bytes)
+                guest.block_resize(disk.target_dev, new_size)
                 return guest.block_capacity(disk.target_dev)
             except self.libvirt.libvirtError as exc:
                 raise self._libvirt_error(exc, f"resizing volume {vol_id} failed") from exc
-        return _grow_offline(disk, requested_size_bytes)
+        return _grow_offline(disk, new_size)
 
 
 def _grow_offline(disk, requested_size_bytes):

@@ -1,0 +1,105 @@
+"""The adapter to os-brick: connectors, the host's connector properties, privsep.
+
+Every other module reaches os-brick through this one. os-brick runs its
+privileged commands in an oslo.privsep daemon whose settings both libraries
+read from oslo.config's global object only, so :func:`setup` hands them the
+compute's ``[privsep_osbrick]`` and ``[os_brick]`` values once at start
+(see doc/source/admin/storage-protocols.rst).
+"""
+
+import contextlib
+import os
+import shlex
+import sys
+
+import os_brick.privileged  # noqa: F401 - registers [privsep_osbrick] on cfg.CONF
+from os_brick import exception as brick_exception
+from os_brick import initiator
+from os_brick.initiator import connector as brick_connector
+from oslo_concurrency import processutils
+from oslo_config import cfg
+
+from volumesvc import exception
+from volumesvc.conf import privsep as privsep_conf
+
+#: driver_volume_type -> os-brick protocol, for the volumes os-brick turns
+#: into a block device on this host.
+BLOCK_PROTOCOLS = {
+    "iscsi": initiator.ISCSI,
+    "iser": initiator.ISER,
+    "fibre_channel": initiator.FIBRE_CHANNEL,
+    "nvmeof": initiator.NVMEOF,
+    "scaleio": initiator.SCALEIO,
+    "storpool": initiator.STORPOOL,
+    "lightos": initiator.LIGHTOS,
+}
+#: driver_volume_type -> os-brick protocol, for shares os-brick mounts.
+REMOTEFS_PROTOCOLS = {
+    "nfs": initiator.NFS,
+}
+
+
+def root_helper():
+    """The prefix os-brick is given for running as root: none when we are root.
+
+    As Nova without rootwrap (``sudo``); a compute that already runs as root
+    needs no prefix, and hosts of that kind often have no sudo at all.
+    """
+    return "" if os.geteuid() == 0 else "sudo"
+
+
+def helper_command(conf):
+    """How to start the privsep daemon when ``[privsep_osbrick] helper_command`` is unset.
+
+    oslo.privsep's own default names the global configuration's files,
+    which volumesvc does not use; this one runs ``privsep-helper`` from the
+    compute's own Python with the compute's config files.
+    """
+    cmd = shlex.split(root_helper()) + [sys.executable, "-m", "oslo_privsep.daemon"]
+    for path in conf.config_file or ():
+        cmd += ["--config-file", path]
+    for path in conf.config_dir or ():
+        cmd += ["--config-dir", path]
+    return shlex.join(cmd)
+
+
+def setup(conf):
+    """Give os-brick and its privsep context the compute's settings (process-wide)."""
+    for opt in privsep_conf.privsep_opts:
+        value = conf[privsep_conf.GROUP][opt.dest]
+        if opt.dest == "helper_command" and not value:
+            value = helper_command(conf)
+        cfg.CONF.set_override(opt.dest, value, group=privsep_conf.GROUP)
+    for opt in privsep_conf.brick_opts:
+        cfg.CONF.set_override(opt.dest, conf[privsep_conf.BRICK_GROUP][opt.dest],
+                              group=privsep_conf.BRICK_GROUP)
+
+
+def connector_properties(conf):
+    """The connector this host sends to Cinder, built by os-brick.
+
+    ``ip`` is ``[DEFAULT] my_ip``; the initiator name, NQN, WWPNs and the
+    others come from os-brick's connectors (their privileged reads through
+    privsep); ``multipath`` from ``[libvirt] volume_use_multipath``.
+    """
+    with errors("building the volume connector"):
+        return brick_connector.get_connector_properties(
+            root_helper(), conf.my_ip, conf.libvirt.volume_use_multipath,
+            conf.libvirt.volume_enforce_multipath, host=conf.host)
+
+
+def connector(conf, protocol, **kwargs):
+    """os-brick's connector object for ``protocol`` (its factory picks the class)."""
+    return brick_connector.InitiatorConnector.factory(
+        protocol, root_helper(), use_multipath=conf.libvirt.volume_use_multipath,
+        device_scan_attempts=conf.libvirt.num_volume_scan_tries, **kwargs)
+
+
+@contextlib.contextmanager
+def errors(what):
+    """os-brick's failures as the virt driver's error, with what was being done."""
+    try:
+        yield
+    except (brick_exception.BrickException, processutils.ProcessExecutionError,
+            NotImplementedError) as exc:
+        raise exception.VirtDriverError(reason=f"{what}: {exc}") from exc
