@@ -16,7 +16,7 @@ import werkzeug.exceptions
 from oslo_middleware import http_proxy_to_wsgi, request_id
 
 from volumesvc import logsafe
-from volumesvc.api import auth, errors, jsonbody, routes, validation, versioned
+from volumesvc.api import auth, errors, health, jsonbody, routes, validation, versioned
 from volumesvc.api import deps as deps_mod
 from volumesvc.api import microversions as mv
 from volumesvc.api import policy as policy_mod
@@ -52,12 +52,15 @@ class _MiddlewareOnlyOnV2Paths:
 
 # NOTE: listed outermost first; each entry is (name, scope, factory(app, conf)).
 # http_proxy_to_wsgi must see the request before anything builds a URL;
-# request_id runs before auth so a 401 carries the request id; auth only
+# healthcheck answers /healthcheck before any token is looked at (a load
+# balancer's probe needs none); request_id runs before auth so a 401 carries
+# the request id; auth only
 # describes the caller (the app itself answers 401). Scope "v2" entries wrap
 # only the /v2* paths (see _MiddlewareOnlyOnV2Paths).
 MIDDLEWARE = (
     ("http_proxy_to_wsgi", "all",
      lambda app, conf: http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)),
+    ("healthcheck", "all", health.wrap),
     ("request_id", "v2", lambda app, conf: _RequestId(app, conf)),
     ("auth", "v2", auth.wrap),
 )

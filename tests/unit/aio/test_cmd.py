@@ -83,3 +83,19 @@ def test_failed_attachment_ttl_reaches_the_api_options(tmp_path):
         conf = vs_conf.get_conf(args=["--config-file", path], default_config_files=[])
         ttls.append(conf.api.failed_attachment_ttl)
     assert ttls == [20, 3600]
+
+
+def test_health_check_drain_file_is_under_the_state_dir(tmp_path):
+    """The all-in-one's API drains with a file of its own state dir, printed for operators."""
+    from volumesvc import conf as vs_conf
+    from volumesvc_aio import config as aio_config
+
+    path = aio_config.write_config(str(tmp_path), transport_url="rabbit://g:g@127.0.0.1:5672/v",
+                                   api_port=8774, api_workers=1, host="h",
+                                   cinder_url="http://c", glance_url="http://g")
+    conf = vs_conf.get_conf(args=["--config-file", path], default_config_files=[])
+    drain = str(tmp_path / "healthcheck_disable")
+    assert conf.healthcheck.disable_by_file_path == drain
+    assert "disable_by_file" in conf.healthcheck.backends
+    line = aio_config.operator_urls(str(tmp_path), 8774)
+    assert "health=http://127.0.0.1:8774/healthcheck" in line and drain in line
