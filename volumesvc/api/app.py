@@ -16,7 +16,16 @@ import werkzeug.exceptions
 from oslo_middleware import http_proxy_to_wsgi, request_id
 
 from volumesvc import logsafe
-from volumesvc.api import auth, errors, health, jsonbody, routes, validation, versioned
+from volumesvc.api import (
+    auth,
+    errors,
+    health,
+    jsonbody,
+    requestlog,
+    routes,
+    validation,
+    versioned,
+)
 from volumesvc.api import deps as deps_mod
 from volumesvc.api import microversions as mv
 from volumesvc.api import policy as policy_mod
@@ -53,7 +62,8 @@ class _MiddlewareOnlyOnV2Paths:
 # NOTE: listed outermost first; each entry is (name, scope, factory(app, conf)).
 # http_proxy_to_wsgi must see the request before anything builds a URL;
 # healthcheck answers /healthcheck before any token is looked at (a load
-# balancer's probe needs none); request_id runs before auth so a 401 carries
+# balancer's probe needs none) and outside requestlog (probes every few
+# seconds would drown the request lines); request_id runs before auth so a 401 carries
 # the request id; auth only
 # describes the caller (the app itself answers 401). Scope "v2" entries wrap
 # only the /v2* paths (see _MiddlewareOnlyOnV2Paths).
@@ -61,6 +71,7 @@ MIDDLEWARE = (
     ("http_proxy_to_wsgi", "all",
      lambda app, conf: http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)),
     ("healthcheck", "all", health.wrap),
+    ("requestlog", "all", lambda app, conf: requestlog.RequestLog(app)),
     ("request_id", "v2", lambda app, conf: _RequestId(app, conf)),
     ("auth", "v2", auth.wrap),
 )
@@ -98,6 +109,9 @@ def _before_request():
     """Negotiate the microversion for /v2.1 (contract §1.2); 400 and 406 happen here."""
     g = flask.g
     path = flask.request.path
+    rule = flask.request.url_rule
+    if rule is not None:
+        requestlog.note_route(flask.request.environ, rule.rule)
     if not _parses_microversion(path):
         return
     try:
@@ -113,6 +127,7 @@ def _before_request():
             f"{mv.MIN_VERSION} and maximum is {mv.MAX_VERSION}.",
             errors.VERSION_UNSUPPORTED) from exc
     g.echo_version = g.microversion
+    requestlog.note_microversion(flask.request.environ, g.microversion)
 
 
 def _after_request(response):
