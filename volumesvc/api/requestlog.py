@@ -98,6 +98,11 @@ def log(record: Record) -> None:
              record.request_id, logsafe.escape(record.project))
 
 
+def observers(metrics) -> tuple[Callable[[Record], None], ...]:
+    """The log line, and the latency histogram when ``metrics`` is not None."""
+    return (log,) if metrics is None else (log, metrics.observe)
+
+
 class RequestLog:
     """Time each request and hand its :class:`Record` to every observer."""
 

@@ -85,8 +85,8 @@ def test_failed_attachment_ttl_reaches_the_api_options(tmp_path):
     assert ttls == [20, 3600]
 
 
-def test_health_check_drain_file_is_under_the_state_dir(tmp_path):
-    """The all-in-one's API drains with a file of its own state dir, printed for operators."""
+def test_health_check_and_metrics_of_the_all_in_one(tmp_path):
+    """The API drains with a file of the state dir and serves metrics; both URLs printed."""
     from volumesvc import conf as vs_conf
     from volumesvc_aio import config as aio_config
 
@@ -97,5 +97,7 @@ def test_health_check_drain_file_is_under_the_state_dir(tmp_path):
     drain = str(tmp_path / "healthcheck_disable")
     assert conf.healthcheck.disable_by_file_path == drain
     assert "disable_by_file" in conf.healthcheck.backends
+    assert conf.metrics.enabled
     line = aio_config.operator_urls(str(tmp_path), 8774)
     assert "health=http://127.0.0.1:8774/healthcheck" in line and drain in line
+    assert f"metrics=http://127.0.0.1:8774{conf.metrics.path}" in line
