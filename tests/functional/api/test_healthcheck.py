@@ -103,3 +103,24 @@ def test_no_details_when_not_configured(tmp_path):
                                ("healthcheck", "detailed"): False})
     resp = client.get("/healthcheck", headers=dict(JSON, **{"X-Auth-Token": "admin:admin"}))
     assert resp.get_json()["detailed"] is False
+
+
+def test_a_silent_broker_is_reported_within_the_timeout(tmp_path):
+    """A broker that accepts TCP but never speaks AMQP: 503 after healthcheck_timeout."""
+    import socket
+    import time
+
+    sqlite = tmp_path / "db.sqlite"
+    sqlite.write_bytes(b"")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # never accepted: the kernel completes the handshake only
+        port = silent.getsockname()[1]
+        client = _app(tmp_path, {("database", "connection"): f"sqlite:///{sqlite}",
+                                 ("DEFAULT", "transport_url"): f"rabbit://g:g@127.0.0.1:{port}/",
+                                 ("api", "healthcheck_timeout"): 0.5})
+        started = time.monotonic()
+        resp = client.get("/healthcheck", headers=dict(JSON, **{"X-Auth-Token": "admin:admin"}))
+        assert time.monotonic() - started < 5
+    assert resp.status_code == 503
+    assert "UNREACHABLE: message queue" in _reasons(resp)
