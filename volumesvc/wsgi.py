@@ -105,12 +105,21 @@ def gunicorn_settings(conf):
                         threads=conf.api.threads, keepalive=conf.api.keepalive)
     else:
         settings["worker_class"] = "volumesvc.api.gunicorn_workers.SyncWorker"
+    if conf.metrics.enabled:
+        from volumesvc.api import metrics
+
+        settings["child_exit"] = metrics.child_exit
     return settings
 
 
 def serve(conf):
     """Run the API on ``[api] listen_host:listen_port`` with gunicorn workers."""
     import gc
+
+    from volumesvc.api import metrics
+
+    # Before the app (and prometheus_client) is loaded and workers fork.
+    metrics.prepare_multiprocess(conf)
 
     from gunicorn.app.base import BaseApplication
 

@@ -346,6 +346,7 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
     print(f"volumesvc-aio: ready compute={api_url} volume={volume_url}", flush=True)
+    print(aio_config.operator_urls(aio.state_dir, args.api_port), flush=True)
     if aio.keystone is not None:
         print(_keystone_client_help(aio, api_url, volume_url, image_url, conf_path, image_id),
               flush=True)

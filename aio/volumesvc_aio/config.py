@@ -51,6 +51,14 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
 
         [oslo_concurrency]
         lock_path = {state_dir}/locks
+
+        [healthcheck]
+        disable_by_file_path = {drain_file(state_dir)}
+        detailed = true
+        allowed_source_ranges = 127.0.0.0/8
+
+        [metrics]
+        enabled = true
         """)
     if failed_attachment_ttl is not None:
         text = text.replace("[api]\n", f"[api]\nfailed_attachment_ttl = {failed_attachment_ttl}\n",
@@ -60,6 +68,18 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
     with open(path, "w") as f:
         f.write(text)
     return path
+
+
+def drain_file(state_dir):
+    """The file whose presence makes ``/healthcheck`` answer 503 (drain the API)."""
+    return os.path.join(state_dir, "healthcheck_disable")
+
+
+def operator_urls(state_dir, api_port):
+    """The line the all-in-one prints for load balancers and monitoring."""
+    return (f"volumesvc-aio: health=http://127.0.0.1:{api_port}/healthcheck "
+            f"(drain: touch {drain_file(state_dir)}) "
+            f"metrics=http://127.0.0.1:{api_port}/metrics")
 
 
 def compute_hosts(first_host, count):

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 import sqlalchemy as sa
@@ -55,6 +56,26 @@ def test_aio_ready_line_discovery_and_service_list():
         assert status == 200 and [v["id"] for v in root["versions"]] == ["v2.0", "v2.1"]
         status, doc = _get(f"http://127.0.0.1:{api_port}/v2.1")
         assert doc["version"]["id"] == "v2.1" and doc["version"]["version"] == str(mv.MAX_VERSION)
+
+        # The operator line after "ready": health check (and its drain file), metrics.
+        operator_line = proc.stdout.readline().strip()
+        assert operator_line.startswith(
+            f"volumesvc-aio: health=http://127.0.0.1:{api_port}/healthcheck "), operator_line
+        health_req = urllib.request.Request(f"http://127.0.0.1:{api_port}/healthcheck",
+                                            headers={"Accept": "application/json"})
+        status, health = _get(health_req)
+        assert status == 200 and [r["reason"] for r in health["reasons"]] == ["OK", "OK"]
+        assert health["detailed"] is True  # from 127.0.0.1, an allowed source
+        drain = os.path.join(state, "healthcheck_disable")
+        open(drain, "w").close()
+        try:
+            _get(health_req)
+            raise AssertionError("a drained API answered its health check with 200")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 503
+        os.remove(drain)
+        with urllib.request.urlopen(f"http://127.0.0.1:{api_port}/metrics", timeout=10) as resp:
+            assert b"volumesvc_api_request_duration_seconds_count{" in resp.read()
 
         out = subprocess.run(
             [bin_path("volumesvc-manage"), "--config-file", os.path.join(state, "volumesvc.conf"),

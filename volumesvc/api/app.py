@@ -17,8 +17,18 @@ import werkzeug.exceptions
 from oslo_middleware import http_proxy_to_wsgi, request_id
 
 from volumesvc import logsafe
-from volumesvc.api import auth, errors, jsonbody, routes, validation, versioned
+from volumesvc.api import (
+    auth,
+    errors,
+    health,
+    jsonbody,
+    requestlog,
+    routes,
+    validation,
+    versioned,
+)
 from volumesvc.api import deps as deps_mod
+from volumesvc.api import metrics as metrics_mod
 from volumesvc.api import microversions as mv
 from volumesvc.api import policy as policy_mod
 from volumesvc.api.handlers import versions
@@ -103,15 +113,24 @@ class _ProxyHeadersFromTrustedPeers:
         return target(environ, start_response)
 
 
-# NOTE: listed outermost first; each entry is (name, scope, factory(app, conf)).
+# NOTE: listed outermost first; each entry is (name, scope, factory(app, conf,
+# owner)), owner being the _App (its metrics).
 # http_proxy_to_wsgi must see the request before anything builds a URL;
+# healthcheck answers /healthcheck before any token is looked at (a load
+# balancer's probe needs none) and outside requestlog (probes every few
+# seconds would drown the request lines), and so is the metrics scrape;
 # request_id runs before auth so a 401 carries the request id; auth only
 # describes the caller (the app itself answers 401). Scope "v2" entries wrap
 # only /v2, /v2.1 and the paths below them (see _is_api_path).
 MIDDLEWARE = (
-    ("http_proxy_to_wsgi", "all", _ProxyHeadersFromTrustedPeers),
-    ("request_id", "v2", lambda app, conf: _RequestId(app, conf)),
-    ("auth", "v2", auth.wrap),
+    ("http_proxy_to_wsgi", "all",
+     lambda app, conf, owner: _ProxyHeadersFromTrustedPeers(app, conf)),
+    ("healthcheck", "all", lambda app, conf, owner: health.wrap(app, conf)),
+    ("metrics", "all", lambda app, conf, owner: metrics_mod.wrap(app, owner.metrics)),
+    ("requestlog", "all", lambda app, conf, owner: requestlog.RequestLog(
+        app, requestlog.observers(owner.metrics))),
+    ("request_id", "v2", lambda app, conf, owner: _RequestId(app, conf)),
+    ("auth", "v2", lambda app, conf, owner: auth.wrap(app, conf)),
 )
 
 
@@ -123,6 +142,9 @@ class _App(flask.Flask):
     """
 
     middleware: Callable[..., Any]
+    # The app's Prometheus metrics ([metrics] enabled), else None; gunicorn
+    # workers find them here (api/gunicorn_workers.py).
+    metrics: metrics_mod.Metrics | None = None
 
     def __call__(self, environ, start_response):
         return self.middleware(environ, start_response)
@@ -132,10 +154,10 @@ def _wrap_middleware(flask_app, conf):
     wsgi = flask_app.wsgi_app
     v2_app = wsgi
     for _name, _scope, factory in reversed([m for m in MIDDLEWARE if m[1] == "v2"]):
-        v2_app = factory(v2_app, conf)
+        v2_app = factory(v2_app, conf, flask_app)
     outer = _MiddlewareOnlyOnV2Paths(v2_app, wsgi)
     for _name, _scope, factory in reversed([m for m in MIDDLEWARE if m[1] == "all"]):
-        outer = factory(outer, conf)
+        outer = factory(outer, conf, flask_app)
     return outer
 
 
@@ -147,6 +169,9 @@ def _before_request():
     """Negotiate the microversion for /v2.1 (contract §1.2); 400 and 406 happen here."""
     g = flask.g
     path = flask.request.path
+    rule = flask.request.url_rule
+    if rule is not None:
+        requestlog.note_route(flask.request.environ, rule.rule)
     if not _parses_microversion(path):
         return
     try:
@@ -162,6 +187,7 @@ def _before_request():
             f"{mv.MIN_VERSION} and maximum is {mv.MAX_VERSION}.",
             errors.VERSION_UNSUPPORTED) from exc
     g.echo_version = g.microversion
+    requestlog.note_microversion(flask.request.environ, g.microversion)
 
 
 def _after_request(response):
@@ -281,6 +307,8 @@ def create_app(conf, *, deps=None) -> flask.Flask:
     if deps.enforcer is None:
         deps.enforcer = policy_mod.make_enforcer(conf)
     app.extensions["volumesvc"] = deps
+    if conf.metrics.enabled:
+        app.metrics = metrics_mod.Metrics(conf)
 
     for path, methods in routes.ROUTES.items():
         for rule in filter(None, (path, routes.project_scoped(path))):

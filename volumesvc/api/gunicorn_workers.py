@@ -22,6 +22,7 @@ import random
 import re
 import selectors
 import socket
+import threading
 import time
 import typing
 from concurrent import futures
@@ -30,7 +31,7 @@ from functools import partial
 from gunicorn import util
 from gunicorn.workers import gthread, sync
 
-from volumesvc.api import errors
+from volumesvc.api import errors, metrics
 
 _STATUS_LINE = re.compile(rb"^HTTP/1\.[01] (\d{3}) ([^\r\n]*)\r\n")
 # The message gunicorn puts after its heading (see gunicorn.util.write_error).
@@ -251,6 +252,13 @@ class ThreadWorker(_MemoryBound, _JSONFaults, gthread.ThreadWorker):
         fs.add_done_callback(
             lambda fut: self.method_queue.defer(self.finish_request, conn, fut))
         return None
+
+    def handle(self, conn):
+        # NOTE: the pool is told by the running thread's name (the read pool's
+        # threads are named "read_..."), which works for both enqueue paths.
+        pool = READ if threading.current_thread().name.startswith("read") else WRITE
+        with metrics.in_flight(getattr(self, "wsgi", None), pool):
+            return super().handle(conn)
 
     def _wait_for_request(self, conn):
         """Park a new connection on the poller until its request line arrives.

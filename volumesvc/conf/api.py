@@ -268,6 +268,22 @@ huge ``min_count`` would make the API build that many records in memory.
 As Nova does with its instance quota, a larger ``max_count`` is lowered to
 this value and a larger ``min_count`` is refused with 403.
 """),
+    cfg.FloatOpt(
+        "healthcheck_timeout",
+        default=2.0,
+        min=0.1,
+        help="""
+Seconds ``GET /healthcheck`` waits for each dependency it checks (a
+``SELECT 1`` on the database, a connection to the message queue) before it
+reports that dependency unreachable.
+
+Keep it below the load balancer's probe timeout, so the probe gets a 503
+naming the dependency rather than no answer at all.
+
+Related options:
+
+* ``[healthcheck] backends``
+"""),
     cfg.IntOpt(
         "keepalive",
         default=75,

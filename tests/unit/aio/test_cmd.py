@@ -83,3 +83,21 @@ def test_failed_attachment_ttl_reaches_the_api_options(tmp_path):
         conf = vs_conf.get_conf(args=["--config-file", path], default_config_files=[])
         ttls.append(conf.api.failed_attachment_ttl)
     assert ttls == [20, 3600]
+
+
+def test_health_check_and_metrics_of_the_all_in_one(tmp_path):
+    """The API drains with a file of the state dir and serves metrics; both URLs printed."""
+    from volumesvc import conf as vs_conf
+    from volumesvc_aio import config as aio_config
+
+    path = aio_config.write_config(str(tmp_path), transport_url="rabbit://g:g@127.0.0.1:5672/v",
+                                   api_port=8774, api_workers=1, host="h",
+                                   cinder_url="http://c", glance_url="http://g")
+    conf = vs_conf.get_conf(args=["--config-file", path], default_config_files=[])
+    drain = str(tmp_path / "healthcheck_disable")
+    assert conf.healthcheck.disable_by_file_path == drain
+    assert "disable_by_file" in conf.healthcheck.backends
+    assert conf.metrics.enabled
+    line = aio_config.operator_urls(str(tmp_path), 8774)
+    assert "health=http://127.0.0.1:8774/healthcheck" in line and drain in line
+    assert f"metrics=http://127.0.0.1:8774{conf.metrics.path}" in line
