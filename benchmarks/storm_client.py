@@ -64,11 +64,20 @@ class Client:
         return self._do(method, self.cinder_url + path, body,
                         {"OpenStack-API-Version": CINDER_VERSION}, timeout or self.timeout)
 
-    def volume_statuses(self):
-        status, body = self.cinder("GET", "/volumes/detail?limit=1000", timeout=60)
-        if status != 200:
-            raise RuntimeError(f"Cinder volume list: HTTP {status} {body}")
-        return {v["id"]: v["status"] for v in body["volumes"]}
+    def volume_statuses(self, attempts=5, interval=1.0):
+        """Every volume's status; a 5xx list is asked again (bounded).
+
+        cinder-api can answer one list with a 500 under a storm (its own
+        database pool); that says nothing about the attaches being measured.
+        """
+        for attempt in range(attempts):
+            status, body = self.cinder("GET", "/volumes/detail?limit=1000", timeout=60)
+            if status == 200:
+                return {v["id"]: v["status"] for v in body["volumes"]}
+            if status < 500 or attempt == attempts - 1:
+                break
+            time.sleep(interval)
+        raise RuntimeError(f"Cinder volume list: HTTP {status} {body}")
 
 
 def log(message):
