@@ -61,6 +61,11 @@ def world(stack):
     stack.attach_volume(server_id, volume_id, token="admin:admin")
     actions = stack.api("GET", f"/servers/{server_id}/os-instance-actions",
                         status=200)[1]["instanceActions"]
+    # A compute event closes just after the state it reports (the attach's
+    # after the attach answers): wait for every one, or two GETs of an action
+    # can differ by that close.
+    for action in actions:
+        stack.events(stack.admin_context(), server_id, action["request_id"])
     stack.api("POST", "/flavors", {"flavor": {"name": "f", "id": "spec", "ram": 1,
                                               "vcpus": 1, "disk": 1}}, status=200)
     return {"server_id": server_id, "volume_id": volume_id,
