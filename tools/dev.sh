@@ -2,8 +2,9 @@
 # Developer entry point: each sub-command installs what it needs first.
 #
 #   tools/dev.sh aio [volumesvc-aio args]   bring up the all-in-one (foreground)
-#   tools/dev.sh test [pytest args]         ruff, mypy, then the whole suite (unit, functional,
-#                                           integration)
+#   tools/dev.sh test [pytest args]         ruff, mypy, docs, then the whole suite: unit, fuzz
+#                                           and functional beside integration (two pytest
+#                                           runs at once); with args, one pytest run of those
 #   tools/dev.sh tempest [--state-dir D]    tempest's listed compute volume tests against the
 #                                           running keystone all-in-one (state dir D)
 #   tools/dev.sh setup                      only install (system packages, services, venv)
@@ -133,6 +134,48 @@ venv() {
 
 setup() { system_packages; services; venv; }
 
+# The whole suite as two pytest runs side by side: the in-process tiers
+# (unit, fuzz, functional) and the integration tier, whose time is mostly
+# spent waiting on real services and QEMU. The in-process run's output goes
+# to a file and is printed after; each run's exit status counts, and 5 (no
+# tests collected) is a failure.
+run_tiers() {
+    local fast_log rc_fast rc_int d
+    # A new directory of tests must join one of the two runs, never be left out.
+    if compgen -G 'tests/test_*.py' >/dev/null; then
+        log "tests/ holds test files outside the tier directories"; exit 1
+    fi
+    for d in tests/*/; do
+        d=${d%/}
+        case "$d" in tests/unit|tests/fuzz|tests/functional|tests/integration) continue ;; esac
+        if find "$d" -name 'test_*.py' | grep -q .; then
+            log "$d holds tests that neither run collects: add it to run_tiers"; exit 1
+        fi
+    done
+    fast_log=$(mktemp -t volumesvc-fast-tiers.XXXXXX)
+    log "unit, fuzz and functional tiers in the background (output: $fast_log)"
+    "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=20 \
+        tests/unit tests/fuzz tests/functional >"$fast_log" 2>&1 &
+    local fast_pid=$!
+    log "integration tier"
+    set +e
+    "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=30 tests/integration
+    rc_int=$?
+    wait "$fast_pid"
+    rc_fast=$?
+    set -e
+    log "unit, fuzz and functional tiers:"
+    cat "$fast_log"
+    rm -f "$fast_log"
+    log "exit status: unit/fuzz/functional $rc_fast, integration $rc_int"
+    local rc
+    for rc in "$rc_fast" "$rc_int"; do
+        if [ "$rc" = 5 ]; then log "no tests ran in a tier"; exit 1; fi
+    done
+    if [ "$rc_fast" != 0 ]; then exit "$rc_fast"; fi
+    exit "$rc_int"
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
@@ -154,13 +197,16 @@ case "$cmd" in
         # The documentation builds without a warning and the release notes lint.
         "$VENV/bin/sphinx-build" -q -W --keep-going -b html doc/source doc/build/html
         "$VENV/bin/reno" lint
-        set +e
-        "$VENV/bin/pytest" -p no:cacheprovider -ra "$@"
-        rc=$?
-        set -e
-        # pytest's 5 means "no tests ran": that is a failure here.
-        if [ $rc = 5 ]; then log "no tests ran"; exit 1; fi
-        exit $rc
+        if [ $# -gt 0 ]; then
+            set +e
+            "$VENV/bin/pytest" -p no:cacheprovider -ra "$@"
+            rc=$?
+            set -e
+            # pytest's 5 means "no tests ran": that is a failure here.
+            if [ $rc = 5 ]; then log "no tests ran"; exit 1; fi
+            exit $rc
+        fi
+        run_tiers
         ;;
     *)
         sed -n '2,11p' "$0" >&2

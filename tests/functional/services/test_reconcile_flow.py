@@ -9,6 +9,7 @@ domain XML.
 import logging
 import threading
 import time
+import traceback
 
 import pytest
 
@@ -346,12 +347,18 @@ def test_a_completed_attach_drops_its_reservation_watch(quick_stack):
     assert done["id"] in _volume_bdms(stack, server) and not compute.reconciler._settled
 
 
-def _count_listings(stack, monkeypatch, server, error):
-    """Make every listing of ``server``'s attachments raise ``error``; count them."""
+def _count_listings(stack, monkeypatch, server, error, *, watches_only=False):
+    """Make every listing of ``server``'s attachments raise ``error``; count them.
+
+    ``watches_only``: leave out the listings of a host recovery, which the
+    compute retries on its own when the conductor did not answer at its
+    start (a loaded machine), so that only the watch's own runs count.
+    """
     calls = []
 
     def listing(ctx, *, instance_id=None, **kwargs):
-        if instance_id == server:
+        recovery = any(frame.name == "recover_host" for frame in traceback.extract_stack())
+        if instance_id == server and not (watches_only and recovery):
             calls.append(time.monotonic())
         raise error
     monkeypatch.setattr(stack.cinder, "attachment_list_page", listing)
@@ -375,7 +382,8 @@ def test_a_programming_error_is_logged_with_its_traceback_and_not_retried(
     stack = quick_stack
     server = stack.boot(stack.context(), ROOT)
     stack.wait_instance(server, "active")
-    calls = _count_listings(stack, monkeypatch, server, TypeError("a bug in the pass"))
+    calls = _count_listings(stack, monkeypatch, server, TypeError("a bug in the pass"),
+                            watches_only=True)
     runner = stack.computes[HOST].manager.reconciler
     runner.watch(server, 0)
     stack.wait(lambda: calls, timeout=10, what="the watch ran")
