@@ -319,7 +319,12 @@ class AllInOne:
         """
         harness_util.stop_qemu_guests(self.state_dir + "/")
         if self.rbd is not None and self.libvirtd is not None:
-            remove_domains(self.rbd["uri"], self.state_dir, self.rbd["secret_uuid"])
+            servers = instance_uuids(self.state_dir)
+            remove_domains(self.rbd["uri"], servers, self.rbd["secret_uuid"])
+            # NOTE: a destroy that timed out on a loaded machine leaves QEMU
+            # running without a domain: its command line names the UUID.
+            for server in servers:
+                harness_util.stop_qemu_guests(server)
 
     def _stop_one(self, item):
         try:
@@ -359,11 +364,11 @@ def instance_uuids(state_dir):
         conn.close()
 
 
-def remove_domains(uri, state_dir, secret_uuid):
+def remove_domains(uri, servers, secret_uuid):
     """Destroy and undefine this deployment's domains on a shared libvirt daemon, and its secret.
 
-    The daemon serves other deployments too, so only domains whose UUID is
-    one of this database's servers are touched; none is left defined to
+    The daemon serves other deployments too, so only the domains of
+    ``servers`` (this database's) are touched; none is left defined to
     collide with a later deployment's domain names.
     """
     import libvirt
@@ -372,7 +377,7 @@ def remove_domains(uri, state_dir, secret_uuid):
     libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
     conn = libvirt.open(uri)
     try:
-        for server in instance_uuids(state_dir):
+        for server in servers:
             try:
                 dom = conn.lookupByUUIDString(server)
             except libvirt.libvirtError:
