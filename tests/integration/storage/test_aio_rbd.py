@@ -126,11 +126,17 @@ def image_server(aio, nova, created):
 
 
 def attach(aio, server_id, volume_id):
-    """Attach at 2.101 (202 at once, the conductor does the work)."""
+    """Attach at 2.101: 202 with no body at once, the conductor does the work."""
     status, body, _ = compute_http(aio, "POST", f"/servers/{server_id}/os-volume_attachments",
                                    {"volumeAttachment": {"volumeId": volume_id}},
                                    version="2.101")
     assert status == 202, body
+
+
+def attachment(aio, server_id, volume_id):
+    status, body, _ = compute_http(
+        aio, "GET", f"/servers/{server_id}/os-volume_attachments/{volume_id}", version="2.106")
+    assert status == 200, body
     return body["volumeAttachment"]
 
 
@@ -182,10 +188,13 @@ def test_rbd_and_file_volumes_attach_and_an_rbd_extend_grows_the_guest_disk(
     plain = new_volume(cinder, created, "file")
     assert volume_host(cinder, data.id).split("#")[0].endswith("@rbd")
     assert volume_host(cinder, plain.id).split("#")[0].endswith("@file")
-    device = attach(aio, server_id, data.id)["device"]
-    wait_volume(cinder, data.id, "in-use")
+    attach(aio, server_id, data.id)
     attach(aio, server_id, plain.id)
-    wait_volume(cinder, plain.id, "in-use")
+    for volume in (data, plain):
+        wait_volume(cinder, volume.id, "in-use")
+        wait_until(lambda v=volume: attachment(aio, server_id, v.id)["status"] == "attached",
+                   "the attachment to be listed attached")
+    device = attachment(aio, server_id, data.id)["device"]
     assert len(wait_watchers(aio, data.id, 1)) == 1
     assert guest_disk_bytes(server_id, device) == GiB
 
