@@ -54,15 +54,23 @@ def get_client(transport, topic, *, version, server=None, version_cap=None,
         serializer=RequestContextSerializer(), timeout=timeout)
 
 
-def get_server(transport, topic, server, endpoints, *, version):
+def get_server(transport, topic, server, endpoints, *, version, observer=None):
     """An RPC server for ``topic`` on host ``server``.
 
     NOTE: oslo.messaging's default executor is ``threading`` (and passing
     ``executor`` is deprecated), which is what volumesvc wants: native threads.
+    ``observer``: a ``common.metrics.ServiceMetrics`` timing every message.
     """
     target = messaging.Target(topic=topic, server=server, version=version)
-    return messaging.get_rpc_server(
-        transport, target, endpoints, serializer=RequestContextSerializer())
+    if observer is None:
+        return messaging.get_rpc_server(
+            transport, target, endpoints, serializer=RequestContextSerializer())
+    from oslo_messaging.rpc import server as rpc_server
+
+    from volumesvc.common import metrics
+
+    return rpc_server.RPCServer(transport, target, metrics.ObservedDispatcher(
+        endpoints, RequestContextSerializer(), observer))
 
 
 def get_notifier(transport, publisher_id, *, driver=None, topics=None):

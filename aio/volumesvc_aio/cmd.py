@@ -112,6 +112,7 @@ class AllInOne:
     def __init__(self, args):
         self.args = args
         self.state_dir = os.path.abspath(args.state_dir)
+        self.metrics_ports: dict[str, int] = {}
         self.children = []
         self.harnesses = []
         self.vhost = None
@@ -171,18 +172,23 @@ class AllInOne:
         volume.configure()
         volume.start()
 
+        # The conductor's and each compute's metrics port (printed when ready).
+        self.metrics_ports = {binaries.CONDUCTOR: harness_util.free_port()}
         conf_path = aio_config.write_config(
             self.state_dir, transport_url=transport_url, api_port=self.args.api_port,
             api_workers=self.args.api_workers, host=self.args.host,
             cinder_url=volume.url, glance_url=image.url, keystone=self.keystone,
-            failed_attachment_ttl=self.args.failed_attachment_ttl)
+            failed_attachment_ttl=self.args.failed_attachment_ttl,
+            conductor_metrics_port=self.metrics_ports[binaries.CONDUCTOR])
         self._run_once(["volumesvc-manage", "--config-file", conf_path, "db", "sync"])
         self._spawn(binaries.CONDUCTOR, conf_path)
         for index, host in enumerate(self.args.hosts):
             driver, disabled = self.args.drivers.get(host, ("libvirt", []))
+            self.metrics_ports[f"{binaries.COMPUTE}-{host}"] = harness_util.free_port()
             host_conf = aio_config.write_compute_config(
                 self.state_dir, host=host, first=index == 0, driver=driver,
-                disabled_capabilities=disabled)
+                disabled_capabilities=disabled,
+                metrics_port=self.metrics_ports[f"{binaries.COMPUTE}-{host}"])
             # NOTE: the first compute keeps the historical log name.
             self._spawn(binaries.COMPUTE, conf_path, host_conf,
                         log_name=binaries.COMPUTE if index == 0
@@ -346,7 +352,8 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
     print(f"volumesvc-aio: ready compute={api_url} volume={volume_url}", flush=True)
-    print(aio_config.operator_urls(aio.state_dir, args.api_port), flush=True)
+    print(aio_config.operator_urls(aio.state_dir, args.api_port, aio.metrics_ports),
+          flush=True)
     if aio.keystone is not None:
         print(_keystone_client_help(aio, api_url, volume_url, image_url, conf_path, image_id),
               flush=True)
