@@ -9,6 +9,7 @@ import oslo_messaging as messaging
 from oslo_serialization import jsonutils
 
 from volumesvc import context as vs_context
+from volumesvc.common import profiler
 
 # Exceptions whose module may be sent back to an RPC caller and re-raised
 # there as the same class (oslo.messaging checks this list).
@@ -29,7 +30,12 @@ class RequestContextSerializer(messaging.Serializer):
         return entity
 
     def serialize_context(self, ctxt):
-        return ctxt.to_dict()
+        values = ctxt.to_dict()
+        # A traced request's trace goes with it ([profiler], common/profiler.py).
+        trace = profiler.trace_info()
+        if trace:
+            values[profiler.TRACE_KEY] = trace
+        return values
 
     def deserialize_context(self, ctxt):
         return vs_context.RequestContext.from_dict(ctxt)

@@ -40,5 +40,8 @@ def build_service(conf, transport=None, *, cinder=None):
 def main(argv=None):
     conf = common.parse_config(argv, prog=binaries.CONDUCTOR)
     from volumesvc import service
+    from volumesvc.common import profiler
+
+    profiler.init(conf, binaries.CONDUCTOR)
 
     service.serve(build_service(conf))

@@ -20,6 +20,8 @@ import prometheus_client as prom
 from oslo_log import log as logging
 from oslo_messaging.rpc import dispatcher as rpc_dispatcher
 
+from volumesvc.common import profiler
+
 LOG = logging.getLogger(__name__)
 
 RPC_DURATION = "volumesvc_rpc_server_duration_seconds"
@@ -112,7 +114,8 @@ class ObservedDispatcher(rpc_dispatcher.RPCDispatcher):
         started = time.monotonic()
         outcome = ERROR
         try:
-            result = super().dispatch(incoming)
+            with profiler.rpc_span(incoming.ctxt, method, kind):
+                result = super().dispatch(incoming)
             outcome = SUCCESS
             return result
         finally:
@@ -122,27 +125,31 @@ class ObservedDispatcher(rpc_dispatcher.RPCDispatcher):
 class Timed:
     """``target`` with each public method call timed into ``histogram``.
 
+    Each call is also a span ``name`` of the thread's trace, if it has one.
+
     Attributes that are not methods (a driver's ``capabilities``) pass
     through untouched. Wrapping an already wrapped object wraps what it
     wraps, so a reused driver is never counted twice.
     """
 
-    def __init__(self, target, histogram):
+    def __init__(self, target, histogram, name):
         self.__wrapped__ = getattr(target, "__wrapped__", target)
         self._histogram = histogram
+        self._name = name
 
     def __getattr__(self, name):
         value = getattr(self.__wrapped__, name)
         if name.startswith("_") or not callable(value):
             return value
-        histogram = self._histogram
+        histogram, span = self._histogram, self._name
 
         @functools.wraps(value)
         def timed(*args, **kwargs):
             started = time.monotonic()
             result = ERROR
             try:
-                returned = value(*args, **kwargs)
+                with profiler.span(span, name):
+                    returned = value(*args, **kwargs)
                 result = SUCCESS
                 return returned
             finally:

@@ -71,10 +71,10 @@ class ComputeMetrics(common_metrics.ServiceMetrics):
             time.monotonic() - started)
 
     def timed_cinder(self, cinder):
-        return common_metrics.Timed(cinder, self.cinder_calls)
+        return common_metrics.Timed(cinder, self.cinder_calls, "cinder")
 
     def timed_driver(self, driver):
-        return common_metrics.Timed(driver, self.libvirt_calls)
+        return common_metrics.Timed(driver, self.libvirt_calls, "libvirt")
 
     def timed_reconcile(self, run):
         """``Reconciler.run`` counting each reconciliation and what it removed."""
