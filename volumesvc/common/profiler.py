@@ -24,6 +24,8 @@ import contextlib
 
 from osprofiler import profiler
 
+from volumesvc import binaries
+
 # What a traced RPC message carries next to the context.
 TRACE_KEY = "trace_info"
 
@@ -41,7 +43,7 @@ def init(conf, binary) -> bool:
 
 def wrap(application, conf):
     """The API app under osprofiler's WSGI middleware (unchanged when tracing is off)."""
-    if not init(conf, "volumesvc-api"):
+    if not init(conf, binaries.API):
         return application
     from osprofiler import web
 

@@ -8,7 +8,10 @@ import pytest
 from benchmarks import plots
 from benchmarks import storm_report as attach_report
 
-RESULTS = os.path.join(os.path.dirname(plots.__file__), "results")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(plots.__file__)))
+ATTACH = os.path.join(REPO, "benchmarks/results/2026-12-01-attach-storm.md")
+BOOT = os.path.join(REPO, "benchmarks/results/2026-11-30-boot-storm.md")
+RECONCILE = os.path.join(REPO, "benchmarks/results/2026-11-30-reconcile-walk.md")
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -37,23 +40,22 @@ def test_cpu_rates_are_cores_busy_between_samples():
 
 
 def test_the_results_files_quantiles_are_read_with_nova_beside_ours():
-    with open(os.path.join(RESULTS, "2026-12-01-attach-storm.md")) as f:
+    with open(ATTACH) as f:
         shapes = plots.attach_comparisons(f.read())
     c = shapes[("2.101", 100, 2.0)]
     assert c["ours"] == [(0.97, 0.5), (1.51, 0.99)]
     assert c["nova"] == [(1.24, 0.5), (2.42, 0.99)]
     assert c["ours_get"] == [(0.01, 0.5), (0.14, 0.99)]
     assert c["nova_get"] == [(2.18, 0.99)]  # that day's table had no Nova GET p50
-    with open(os.path.join(RESULTS, "2026-11-30-boot-storm.md")) as f:
+    with open(BOOT) as f:
         rows = plots.boot_rows(f.read())
     assert rows[(100, "ours")] == [(19.43, 0.5), (29.17, 0.99), (29.65, 1.0)]
     assert rows[(100, "Nova 34")] == [(52.4, 0.5), (87.5, 0.99), (88.1, 1.0)]
 
 
 def test_pictures_of_the_results_files(tmp_path):
-    for name in ("2026-12-01-attach-storm.md", "2026-11-30-boot-storm.md",
-                 "2026-11-30-reconcile-walk.md"):
-        shutil.copy(os.path.join(RESULTS, name), tmp_path)
+    for path in (ATTACH, BOOT, RECONCILE):
+        shutil.copy(path, tmp_path)
     written = plots.from_results(str(tmp_path))
     assert [os.path.basename(p) for p in written] == [
         "2026-12-01-attach-storm-n100-2.101-delay2-quantiles.png",
