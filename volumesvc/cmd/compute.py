@@ -41,5 +41,8 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
 def main(argv=None):
     conf = common.parse_config(argv, prog=binaries.COMPUTE)
     from volumesvc import service
+    from volumesvc.cmd import checks
+
+    checks.warn(checks.compute_findings(conf), binaries.COMPUTE)
 
     service.serve(build_service(conf))

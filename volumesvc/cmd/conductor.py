@@ -33,8 +33,21 @@ def build_service(conf, transport=None, *, cinder=None):
         extra_topics=(conductor_rpcapi.persistence_topic(conf),))
 
 
+def warn_about_settings(conf):
+    """Log what makes this database unfit for the conductors that share it."""
+    from volumesvc.cmd import checks
+
+    try:
+        findings = checks.shared_database_findings(conf)
+    except Exception as exc:  # noqa: BLE001 - no schema yet: the service start says so
+        checks.LOG.debug("Service records unreadable: %s", exc)
+        return
+    checks.warn(findings, binaries.CONDUCTOR)
+
+
 def main(argv=None):
     conf = common.parse_config(argv, prog=binaries.CONDUCTOR)
     from volumesvc import service
 
+    warn_about_settings(conf)
     service.serve(build_service(conf))
