@@ -9,6 +9,7 @@ import time
 import pytest
 
 from tests.fixtures import database as db_fixtures
+from tests.fixtures import process
 from volumesvc import binaries, context, version
 from volumesvc.cmd import status
 from volumesvc.conf import get_conf
@@ -103,12 +104,7 @@ def _start_and_read_warnings(binary, module, path, expected, timeout=60):
             time.sleep(0.2)
         raise AssertionError(f"{binary} did not log {expected}: {text}")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        process.stop(proc)
 
 
 def test_compute_start_logs_a_warning_per_setting(deployment):
