@@ -46,8 +46,10 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
 def main(argv=None):
     conf = common.parse_config(argv, prog=binaries.COMPUTE)
     from volumesvc import service
+    from volumesvc.cmd import checks
     from volumesvc.common import profiler
 
     profiler.init(conf, binaries.COMPUTE)
+    checks.warn(checks.compute_findings(conf), binaries.COMPUTE)
 
     service.serve(build_service(conf))

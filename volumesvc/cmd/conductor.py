@@ -37,6 +37,18 @@ def build_service(conf, transport=None, *, cinder=None):
             if conf.metrics.enabled else None))
 
 
+def warn_about_settings(conf):
+    """Log what makes this database unfit for the conductors that share it."""
+    from volumesvc.cmd import checks
+
+    try:
+        findings = checks.shared_database_findings(conf)
+    except Exception as exc:  # noqa: BLE001 - no schema yet: the service start says so
+        checks.LOG.debug("Service records unreadable: %s", exc)
+        return
+    checks.warn(findings, binaries.CONDUCTOR)
+
+
 def main(argv=None):
     conf = common.parse_config(argv, prog=binaries.CONDUCTOR)
     from volumesvc import service
@@ -44,4 +56,5 @@ def main(argv=None):
 
     profiler.init(conf, binaries.CONDUCTOR)
 
+    warn_about_settings(conf)
     service.serve(build_service(conf))

@@ -14,21 +14,32 @@ import types
 
 from gunicorn import config, glogging
 
+from volumesvc import wsgi
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 
 
-def _gunicorn_args():
+def _unit_args():
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     parser.read(os.path.join(REPO, "etc", "systemd", "volumesvc-api.service"))
     command = parser["Service"]["ExecStart"].replace("\\\n", " ").replace("%%", "%")
     return shlex.split(command)[1:]
 
 
+def test_the_unit_takes_its_settings_from_the_config_module():
+    assert _unit_args()[:2] == ["--config", "python:volumesvc.api.gunicorn_conf"]
+
+
 def test_the_access_line_ends_with_the_request_id_and_the_duration():
+    """The settings the unit's config module gives gunicorn, then the unit's own args."""
+    conf = wsgi.load_conf([])
     cfg = config.Config()
-    for name, value in vars(cfg.parser().parse_args(_gunicorn_args())).items():
-        if value is not None and name in cfg.settings:
+    for name, value in wsgi.gunicorn_settings(conf).items():
+        if name in cfg.settings:
+            cfg.set(name, value)
+    for name, value in vars(cfg.parser().parse_args(_unit_args())).items():
+        if value is not None and name in cfg.settings and name != "config":
             cfg.set(name, value)
     logger = glogging.Logger(cfg)
     lines = []
