@@ -6,6 +6,10 @@
 #                                           integration)
 #   tools/dev.sh tempest [--state-dir D]    tempest's listed compute volume tests against the
 #                                           running keystone all-in-one (state dir D)
+#   tools/dev.sh cluster [start|stop] [--state-dir D]
+#                                           several hosts on this machine (foreground): computes
+#                                           in network namespaces, 2 API nodes behind HAProxy,
+#                                           2 conductors, a 3-node RabbitMQ cluster, PostgreSQL
 #   tools/dev.sh setup                      only install (system packages, services, venv)
 #
 # Idempotent: on a machine that already has everything it only checks.
@@ -141,6 +145,10 @@ case "$cmd" in
         setup
         exec "$VENV/bin/volumesvc-aio" "$@"
         ;;
+    cluster)
+        setup
+        exec "$VENV/bin/python" -m volumesvc_aio.cluster "$@"
+        ;;
     tempest)
         setup
         exec "$VENV/bin/python" -m volumesvc_aio.tempest "$@"
@@ -163,7 +171,7 @@ case "$cmd" in
         exit $rc
         ;;
     *)
-        sed -n '2,11p' "$0" >&2
+        sed -n '2,15p' "$0" >&2
         exit 2
         ;;
 esac
