@@ -31,6 +31,11 @@ def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder
         rabbit_quorum_queue = true
         heartbeat_timeout_threshold = 15
 
+        [compute]
+        # An attach abandoned by a conductor killed in the middle of it is
+        # finished or rolled back after a minute, not the default ten.
+        attachment_reservation_timeout = 60
+
         [database]
         connection = {database_url}
 

@@ -10,13 +10,40 @@ client sees a 502/503 or a reset, never a silent loss).
 import os
 import textwrap
 
+# HAProxy's own answers, as Nova-style JSON faults so API clients can parse
+# them like any other error.
+ERRORS = {
+    502: ("Bad Gateway", "The API node serving this request went away before it answered; "
+          "the request may or may not have been carried out: look before retrying."),
+    503: ("Service Unavailable", "No API node is available; retry later."),
+    504: ("Gateway Timeout", "The API node did not answer in time; the request may or may "
+          "not have been carried out: look before retrying."),
+}
+
+
+def _error_files(directory):
+    """One raw HTTP response file per status in ERRORS; returns the ``errorfile`` lines."""
+    import json
+
+    os.makedirs(directory, exist_ok=True)
+    lines = []
+    for code, (reason, message) in ERRORS.items():
+        body = json.dumps({"computeFault": {"code": code, "message": message}})
+        path = os.path.join(directory, f"{code}.http")
+        with open(path, "w") as f:
+            f.write(f"HTTP/1.0 {code} {reason}\r\nCache-Control: no-cache\r\n"
+                    f"Connection: close\r\nContent-Type: application/json\r\n\r\n{body}\n")
+        lines.append(f"    errorfile {code} {path}")
+    return "\n".join(lines)
+
 
 def write_config(path, *, bind, backends, check_interval_ms=1000):
     """``haproxy.cfg`` balancing ``bind`` (host:port) over ``backends`` [(name, host:port)]."""
+    errors = _error_files(os.path.join(os.path.dirname(path), "haproxy-errors"))
     servers = "\n".join(
         f"    server {name} {address} check inter {check_interval_ms} fall 2 rise 2"
         for name, address in backends)
-    text = textwrap.dedent(f"""\
+    text = textwrap.dedent("""\
         global
             maxconn 2000
 
@@ -28,6 +55,7 @@ def write_config(path, *, bind, backends, check_interval_ms=1000):
             option forwardfor
             retries 2
             option redispatch
+        """) + errors + textwrap.dedent(f"""
 
         frontend volumesvc_api
             bind {bind}
@@ -47,6 +75,3 @@ def argv(config_path):
     """HAProxy in the foreground (its process group is what the cluster stops)."""
     return ["haproxy", "-db", "-f", config_path]
 
-
-def pid_dir(state_dir):
-    return os.path.join(state_dir, "haproxy")

@@ -8,6 +8,7 @@ everything and checks that no namespace, link or QEMU guest is left.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ import uuid
 
 import pytest
 
-from volumesvc_aio import netns
+from volumesvc_aio import netns, qemu_pids
 from volumesvc_aio.cluster import Cluster
 
 TOKEN = "admin:admin"
@@ -35,8 +36,8 @@ def cluster():
         deployment.stop()
     left = [ns for ns in netns.namespaces() if ns.startswith("vsct-")]
     assert left == [], f"namespaces left after stop: {left}"
-    from volumesvc_aio import qemu_pids
     assert qemu_pids(state_dir + "/") == []
+    shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def http(method, url, body=None, headers=None, timeout=120):
@@ -66,6 +67,7 @@ class Api:
         self.cluster = cluster
         self.compute = f"{cluster.lb_url}/v2.1"
         self.volume = cluster.cinder.url
+        self._image_id = None
 
     def nova(self, method, path, body=None, version="2.1", timeout=120):
         return http(method, self.compute + path, body,
@@ -99,9 +101,13 @@ class Api:
         return self.nova("POST", "/servers", {"server": server}, version=version)
 
     def image_id(self):
-        status, body = http("GET", f"{self.cluster.glance.url}/v2/images"
-                                   "?name=volumesvc-tiny-raw")
-        return body["images"][0]["id"]
+        """The starter image, looked up once (Glance's database may be the one restarted)."""
+        if self._image_id is None:
+            status, body = http("GET", f"{self.cluster.glance.url}/v2/images"
+                                       "?name=volumesvc-tiny-raw")
+            assert status == 200, body
+            self._image_id = body["images"][0]["id"]
+        return self._image_id
 
     def server(self, server_id):
         status, body = self.nova("GET", f"/servers/{server_id}", version="2.96")

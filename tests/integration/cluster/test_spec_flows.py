@@ -5,6 +5,7 @@ on other addresses (namespaces), two API nodes, two conductors and a
 RabbitMQ cluster with quorum queues between them.
 """
 
+import json
 import uuid
 
 import pytest
@@ -99,16 +100,22 @@ def test_dangling_attachment_cleanup(api, cluster, servers):
 
     volume_id = api.create_volume(_name("dangling"))
     wait_until(lambda: api.volume_status(volume_id)["status"] == "available", "available")
-    status, body = api.attach(servers[1], volume_id, version="2.101")
-    assert status == 202, body
-    wait_until(lambda: _attached(api, servers[1], volume_id), "attached", cluster=cluster)
-    # Behind volumesvc's back: the BDM now names an attachment Cinder lost.
-    (attachment,) = api.cinder_attachments(volume_id)
-    status, body = api.cinder("DELETE", f"/attachments/{attachment['id']}")
+    # Behind volumesvc's back: a complete Cinder attachment for the server
+    # that no BDM knows.
+    status, body = api.cinder("POST", "/attachments", {"attachment": {
+        "volume_uuid": volume_id, "instance_uuid": servers[1]}})
     assert status == 200, body
+    stray = body["attachment"]["id"]
+    status, body = api.cinder("PUT", f"/attachments/{stray}", {"attachment": {"connector": {
+        "host": "elsewhere", "ip": cluster.address, "initiator": "iqn.test"}}})
+    assert status == 200, body
+    status, body = api.cinder("POST", f"/attachments/{stray}/action", {"os-complete": None})
+    assert status == 204, body
+    assert api.volume_status(volume_id)["status"] == "in-use"
     result = manage(cluster, "volume_attachment", "cleanup", servers[1], "--json")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert volume_id not in [a["volumeId"] for a in api.attachments(servers[1])]
+    assert json.loads(result.stdout)["deleted_attachments"], result.stdout
+    assert api.cinder_attachments(volume_id) == []
     wait_until(lambda: api.volume_status(volume_id)["status"] == "available", "available")
 
 
