@@ -52,6 +52,7 @@ VOLUME_PORT = 18776
 IMAGE_PORT = 19292
 RABBIT_PORTS = (5701, 5702, 5703)
 PG_PORT = 5442
+SERVICES_PG_PORT = 5443
 
 
 class Cluster:
@@ -75,6 +76,12 @@ class Cluster:
                              for n, port in enumerate(RABBIT_PORTS, 1)]
         self.postgres = cluster_db.PostgresServer(self.state_dir, self.address, PG_PORT,
                                                   str(self.net.subnet))
+        # Cinder's and Glance's databases live on a second server, so that
+        # restarting volumesvc's database (a fault the tests inject) is that
+        # alone.
+        self.services_db = cluster_db.PostgresServer(
+            self.state_dir, self.address, SERVICES_PG_PORT, str(self.net.subnet),
+            name="postgresql-services")
         self.conf_path = os.path.join(self.state_dir, "volumesvc.conf")
         self.extra_confs = {}
         self.lb_url = f"http://{self.address}:{LB_PORT}"
@@ -150,14 +157,19 @@ class Cluster:
         return self
 
     def _start_postgres(self, fresh):
-        self.log(f"PostgreSQL on {self.address}:{PG_PORT}")
-        self.postgres.configure()
-        self._spawn("postgresql", self.postgres.argv())
-        harness_util.wait_for(lambda: rabbit.port_open(self.address, PG_PORT), 60,
-                              what="PostgreSQL", children=[self.procs["postgresql"]])
-        # The server accepts connections a moment after it listens.
+        self.log(f"PostgreSQL on {self.address}:{PG_PORT} (volumesvc) and "
+                 f"{SERVICES_PG_PORT} (Cinder, Glance)")
+        for server in (self.postgres, self.services_db):
+            server.configure()
+            self._spawn(server.name, server.argv())
+        for server in (self.postgres, self.services_db):
+            harness_util.wait_for(lambda s=server: rabbit.port_open(s.address, s.port), 60,
+                                  what=server.name, children=[self.procs[server.name]])
+        # A server accepts connections a moment after it listens.
         harness_util.wait_for(lambda: self.postgres.create_database("volumesvc", fresh=fresh),
                               60, what="PostgreSQL accepting connections")
+        harness_util.wait_for(lambda: self.services_db.create_database("cinder", fresh=fresh),
+                              60, what="PostgreSQL (services) accepting connections")
 
     def _start_rabbit(self):
         self.log("RabbitMQ: three nodes, clustered")
@@ -182,11 +194,11 @@ class Cluster:
         self.log("Glance and Cinder (the first run installs them from PyPI)")
         self.glance = ClusterGlance(
             os.path.join(self.state_dir, "glance"), address=self.address, port=IMAGE_PORT,
-            database_connection=self.postgres.create_database("glance", fresh=fresh))
+            database_connection=self.services_db.create_database("glance", fresh=fresh))
         self.cinder = ClusterCinder(
             os.path.join(self.state_dir, "cinder"), address=self.address, port=VOLUME_PORT,
             transport_url=transport_url["cinder"],
-            database_connection=self.postgres.create_database("cinder", fresh=fresh),
+            database_connection=self.services_db.url("cinder"),
             nova_endpoint=f"{self.lb_url}/v2.1", glance_url=None, extend_completion=True,
             default_quotas={"volumes": -1, "gigabytes": -1, "snapshots": -1})
         self.cinder.glance_url = self.glance.url

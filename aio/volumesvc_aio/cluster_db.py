@@ -22,8 +22,10 @@ def _bindir():
 class PostgresServer:
     """``initdb`` once, then ``postgres`` in the foreground as user postgres."""
 
-    def __init__(self, state_dir, address, port, subnet, max_connections=400):
-        self.data_dir = os.path.join(state_dir, "postgresql")
+    def __init__(self, state_dir, address, port, subnet, max_connections=400,
+                 name="postgresql"):
+        self.name = name
+        self.data_dir = os.path.join(state_dir, name)
         self.address = address
         self.port = port
         self.subnet = subnet
