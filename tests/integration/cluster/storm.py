@@ -28,6 +28,7 @@ STUCK = ("reserved", "attaching", "detaching")
 # Seconds an accepted request may take to settle once the fault is gone:
 # past the cluster's [compute] attachment_reservation_timeout (60).
 SETTLE_GRACE = 150
+THREADS = 8
 
 
 @dataclasses.dataclass
@@ -88,7 +89,7 @@ def run(api, cluster, fault, inject, restore, *, attaches=20, boots=5, servers=4
         return job, status, body, status == 202
 
     started = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+    with concurrent.futures.ThreadPoolExecutor(THREADS) as pool:
         futures = [pool.submit(send, job) for job in jobs[:len(jobs) // 2]]
         time.sleep(fault_after)
         inject()
