@@ -10,8 +10,6 @@ import threading
 
 import pytest
 
-from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServerActionsWorld as world
 from tests.functional.api.test_server_actions import ADMIN, DEMO, _set_state, _uuid
 from volumesvc import context as vs_context
 from volumesvc.api import microversions as mv
@@ -30,11 +28,15 @@ def with_flavors(deps):
         instance_obj.save(deps.db, ctx, instance.uuid, {"flavor": dict(FLAVOR)})
 
 
-@pytest.fixture
-def env():
-    with fixtures.open_world(world) as (app, deps):
-        with_flavors(deps)
-        yield app.test_client(), deps
+# ``env`` (conftest.py): the server-actions world with these flavors.
+
+
+def boot_body(name, **keys):
+    """A POST /servers body: a blank 1 GiB root volume, no network, plus ``keys``."""
+    return {"server": {"name": name, "flavorRef": "1", "networks": "none", **keys,
+                       "block_device_mapping_v2": [{
+                           "source_type": "blank", "destination_type": "volume",
+                           "boot_index": 0, "volume_size": 1}]}}
 
 
 def _call(client, method, path, body=None, *, version="2.1", headers=DEMO):
@@ -120,16 +122,14 @@ def test_fqdn_hostname_from_2_94(env):
 
 def test_fqdn_hostname_at_boot_from_2_94(env):
     client, deps = env
-    server = {"name": "fq", "flavorRef": "1", "networks": "none",
-              "hostname": "web-1.example.org" + ".x" * 30,
-              "block_device_mapping_v2": [{"source_type": "blank", "destination_type": "volume",
-                                           "boot_index": 0, "volume_size": 1}]}
-    status, body, _ = _call(client, "POST", "/servers", {"server": server}, version="2.93")
+    hostname = "web-1.example.org" + ".x" * 30
+    boot = boot_body("fq", hostname=hostname)
+    status, body, _ = _call(client, "POST", "/servers", boot, version="2.93")
     assert status == 400, body
-    status, body, _ = _call(client, "POST", "/servers", {"server": server}, version="2.94")
+    status, body, _ = _call(client, "POST", "/servers", boot, version="2.94")
     assert status == 202, body
     assert instance_obj.get_by_uuid(deps.db, vs_context.get_admin_context(),
-                                    body["server"]["id"]).hostname == server["hostname"]
+                                    body["server"]["id"]).hostname == hostname
 
 
 def test_update_answer_is_cut_below_2_75_and_whole_from_it(env):
