@@ -178,3 +178,15 @@ def test_concurrent_additions_stop_at_the_limit(env):
     assert len(_tags(deps)) == 50
 
 
+
+
+def test_address_filters_find_no_server(env):
+    """Servers have no fixed addresses: ip (and ip6 from 2.5, or for an admin) match none."""
+    client, _ = env
+    everyone = _ids(client, "", version="2.4")
+    assert everyone
+    assert _ids(client, "ip=10.0.0.1", version="2.4") == set()
+    assert _ids(client, "ip6=::1", version="2.4") == everyone
+    assert _ids(client, "ip6=::1", version="2.5") == set()
+    status, body, _ = _call(client, "GET", "/servers?ip6=::1", version="2.4", headers=ADMIN)
+    assert (status, body["servers"]) == (200, [])

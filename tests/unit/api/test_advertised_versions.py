@@ -259,6 +259,7 @@ EVIDENCE = {
     "2.3": [Row(SERVER_REP, "OS-EXT-SRV-ATTR:reservation_id"),
             Row(VOLUME_REP, "delete_on_termination")],
     "2.4": [Absent("/v2.1/os-fixed-ips")],
+    "2.5": [Branches("volumesvc/api/handlers/servers.py", "V2_5_IP6_FILTER")],
     "2.6": [Absent(CONSOLES), NoAction("os-getVNCConsole")],
     "2.7": [Absent("/v2.1/flavors/<flavor_id>/os-flavor-access"),
             Absent("/v2.1/flavors/<flavor_id>/action")],
@@ -374,9 +375,6 @@ EVIDENCE = {
 # Changes of served resources that are not served yet: (why, checks that hold
 # while it is not). Each is a known hole in the advertised list.
 GAPS = {
-    "2.5": ("the ip and ip6 filters of the server lists are not read (servers have no "
-            "addresses, so they would always answer an empty list)",
-            [QueryKeyAbsent(SERVERS, "ip6")]),
     "2.66": ("the servers lists take neither changes-since nor changes-before",
              [QueryKeyAbsent(SERVERS, "changes-before")]),
     "2.74": ("host and hypervisor_hostname at boot are refused",

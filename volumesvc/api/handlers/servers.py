@@ -258,10 +258,22 @@ def _limit(req):
                max_limit)
 
 
+def _filters_by_address(req) -> bool:
+    """Whether the list is filtered by a fixed address (``ip``; ``ip6`` from 2.5 or admin).
+
+    volumesvc servers have no addresses, so such a filter matches none: the
+    list is empty, as Nova's would be for servers without a port.
+    """
+    if req.last("ip") is not None:
+        return True
+    return req.last("ip6") is not None and (
+        req.is_at_least(mv.V2_5_IP6_FILTER) or _allowed(req, policies.ALLOW_ALL_FILTERS))
+
+
 def _list(req, all_tenants_rule):
     filters = _list_filters(req, all_tenants_rule)
     statuses, empty = _status_filter(req, filters)
-    if empty:
+    if empty or _filters_by_address(req):
         return [], 0
     limit = _limit(req)
     marker = req.last("marker")

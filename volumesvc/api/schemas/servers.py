@@ -203,6 +203,9 @@ list_servers_query_v2_1 = object_({
     "deleted": multi_params({"type": "string"}),
     "project_id": multi_params({"type": "string"}),
     "tenant_id": multi_params({"type": "string"}),
+    # Fixed-address filters (ip6 for non-admins from 2.5): no server has one.
+    "ip": multi_params({"type": "string"}),
+    "ip6": multi_params({"type": "string"}),
     # 2.26 tag filters: comma-separated tags (read from 2.26 on only).
     "tags": multi_params({"type": "string"}),
     "tags-any": multi_params({"type": "string"}),
