@@ -59,6 +59,13 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
 
         [metrics]
         enabled = true
+
+        # No default limit on servers (benchmarks boot a thousand); a project
+        # still gets the limits set for it with `openstack quota set`.
+        [quota]
+        instances = -1
+        cores = -1
+        ram = -1
         """)
     if failed_attachment_ttl is not None:
         text = text.replace("[api]\n", f"[api]\nfailed_attachment_ttl = {failed_attachment_ttl}\n",

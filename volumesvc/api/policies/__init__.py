@@ -14,6 +14,8 @@ from volumesvc.api.policies import (
     flavors,
     instance_actions,
     ips,
+    keypairs,
+    quota_sets,
     server_actions,
     server_external_events,
     servers,
@@ -22,7 +24,8 @@ from volumesvc.api.policies import (
 )
 
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
-            volume_attachments, assisted_volume_snapshots, ips, server_external_events)
+            volume_attachments, assisted_volume_snapshots, ips, server_external_events,
+            keypairs, quota_sets)
 
 
 # The 2023 project defaults (reader/member) and the pre-2023 one they replace.
