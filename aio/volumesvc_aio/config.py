@@ -27,6 +27,10 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
         service_down_time = 10
         compute_driver = libvirt
         debug = false
+        # The domains run no guest OS (guest_memory_cap_mb below): place by
+        # flavor as if the host were far larger than it is.
+        cpu_allocation_ratio = 1000.0
+        ram_allocation_ratio = 1000.0
 
         [database]
         connection = sqlite:///{state_dir}/volumesvc.sqlite
@@ -40,6 +44,7 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
         [libvirt]
         connection_uri = qemu:///embed?root={state_dir}/libvirt
         virt_type = qemu
+        guest_memory_cap_mb = 64
 
         [cinder]
         auth_strategy = noauth

@@ -14,6 +14,7 @@ Adding a resource: a handler module in ``handlers/``, its schemas in
 
 from volumesvc.api.handlers import (
     assisted_volume_snapshots,
+    availability_zones,
     flavors,
     instance_actions,
     ips,
@@ -105,6 +106,11 @@ ROUTES = {
     },
     "/v2.1/os-quota-sets/<tenant_id>/defaults": {"GET": quota_sets.show_quota_set_defaults},
     "/v2.1/os-quota-sets/<tenant_id>/detail": {"GET": quota_sets.show_quota_set_detail},
+    # Availability zones (the zones of the compute services).
+    "/v2.1/os-availability-zone": {"GET": availability_zones.list_availability_zones},
+    "/v2.1/os-availability-zone/detail": {
+        "GET": availability_zones.list_availability_zones_detail,
+    },
 }
 
 

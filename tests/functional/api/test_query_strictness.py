@@ -44,6 +44,8 @@ STRICT_FROM = {
     "/v2.1/os-quota-sets/<tenant_id>": LISTS,
     "/v2.1/os-quota-sets/<tenant_id>/defaults": LISTS,
     "/v2.1/os-quota-sets/<tenant_id>/detail": LISTS,
+    "/v2.1/os-availability-zone": ALL,
+    "/v2.1/os-availability-zone/detail": ALL,
 }
 UNKNOWN = "colour"
 # An admin in a project whose id may appear in a URL (hex).

@@ -10,6 +10,7 @@ from oslo_policy import policy
 
 from volumesvc.api.policies import (
     assisted_volume_snapshots,
+    availability_zones,
     base,
     flavors,
     instance_actions,
@@ -25,7 +26,7 @@ from volumesvc.api.policies import (
 
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
             volume_attachments, assisted_volume_snapshots, ips, server_external_events,
-            keypairs, quota_sets)
+            keypairs, quota_sets, availability_zones)
 
 
 # The 2023 project defaults (reader/member) and the pre-2023 one they replace.
