@@ -1,5 +1,8 @@
 """/os-keypairs across its microversion windows, and ``key_name`` at boot."""
 
+import base64
+import hashlib
+
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -45,6 +48,10 @@ def test_imported_ssh_key_at_2_2_answers_201_with_type_and_show_has_the_row(stac
     _, body, _ = _create(stack, {"name": "imp", "public_key": public}, version="2.2",
                          status=201)
     assert "private_key" not in body["keypair"] and body["keypair"]["type"] == "ssh"
+    # Nova's fingerprint: the MD5 of the key's wire blob, as ``ssh-keygen -l -E md5``.
+    blob = base64.b64decode(public.split()[1])
+    assert body["keypair"]["fingerprint"] == ":".join(
+        f"{b:02x}" for b in hashlib.md5(blob, usedforsecurity=False).digest())
     _, shown, _ = stack.api("GET", "/os-keypairs/imp", version="2.2", token=USER, status=200)
     shown = shown["keypair"]
     assert shown["public_key"] == public and shown["deleted"] is False
