@@ -267,6 +267,32 @@ class OverQuota(Forbidden):
     msg_fmt = "Quota exceeded for resources: %(overs)s"
 
 
+# Key pairs and quotas (objects/keypair.py, volumesvc/quota.py): Nova's messages.
+class KeypairNotFound(NotFound):
+    msg_fmt = "Keypair %(name)s not found for user %(user_id)s"
+
+
+class KeyPairExists(Conflict):
+    msg_fmt = "Key pair '%(key_name)s' already exists."
+
+
+class InvalidKeypair(Invalid):
+    msg_fmt = "Keypair data is invalid: %(reason)s"
+
+
+class KeypairLimitExceeded(OverQuota):
+    msg_fmt = "Quota exceeded, too many key pairs."
+
+
+class TooManyInstances(OverQuota):
+    msg_fmt = ("Quota exceeded for %(overs)s: Requested %(req)s, but already used "
+               "%(used)s of %(allowed)s %(overs)s")
+
+
+class InvalidQuotaValue(Invalid):
+    msg_fmt = "%(reason)s"
+
+
 class GlanceAPIError(VolumesvcException):
     """A Glance answer with no more specific translation; ``code`` is the HTTP status."""
 

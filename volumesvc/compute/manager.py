@@ -90,8 +90,8 @@ class ComputeManager:
         self.driver.cleanup_host()
 
     def capabilities(self):
-        """What this host can do, published in the service record."""
-        return dict(self.driver.capabilities)
+        """What this host can do and its size (memory_mb, vcpus), for the service record."""
+        return dict(self.driver.capabilities, **self.driver.host_resources())
 
     def ping(self, context):
         return {"host": self.host, "capabilities": self.capabilities()}

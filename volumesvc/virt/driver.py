@@ -58,6 +58,14 @@ class ComputeDriver:
     def cleanup_host(self):
         """Release the hypervisor connection at agent stop."""
 
+    def host_resources(self) -> dict:
+        """``{"memory_mb": N, "vcpus": N}`` of this host, or {} when unknown.
+
+        Published with the capabilities in the service record, so the
+        scheduler can leave out a host without room for a flavor.
+        """
+        return {}
+
     def get_volume_connector(self):
         """The connector dict (os-brick's shape) sent to Cinder with attachment_update."""
         raise NotImplementedError()

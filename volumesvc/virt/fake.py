@@ -390,10 +390,17 @@ class FakeDomain:
 
 
 class FakeConnection:
-    def __init__(self, state, uri):
+    def __init__(self, state, uri, module=None):
         self._state = state
         self.uri = uri
         self.alive = True
+        self._module = module
+
+    def getInfo(self):  # noqa: N802
+        """virConnectGetInfo: [model, memory MiB, CPUs, MHz, nodes, sockets, cores, threads]."""
+        self._check()
+        memory, cpus = self._module.host_info if self._module else (65536, 32)
+        return ["x86_64", memory, cpus, 2000, 1, 1, cpus, 1]
 
     @property
     def domains(self):
@@ -558,6 +565,8 @@ class FakeLibvirt:
 
     def __init__(self):
         self._hosts = {}
+        # (memory MiB, CPUs) of virConnectGetInfo; the FakeDriver sets them from [virt].
+        self.host_info = (65536, 32)
 
     def __getattr__(self, name):
         if name.startswith("VIR_"):
@@ -584,7 +593,7 @@ class FakeLibvirt:
         state = self._hosts.setdefault(
             uri, {"domains": {}, "ids": itertools.count(1), "callbacks": {},
                   "lock": threading.Lock(), "secrets": {}})
-        return FakeConnection(state, uri)
+        return FakeConnection(state, uri, self)
 
 
 class FakeDriver(libvirt_driver.LibvirtDriver):
@@ -592,3 +601,5 @@ class FakeDriver(libvirt_driver.LibvirtDriver):
 
     def __init__(self, conf, libvirt_module=None, host=None):
         super().__init__(conf, libvirt_module=libvirt_module or FakeLibvirt(), host=host)
+        if isinstance(self.libvirt, FakeLibvirt):
+            self.libvirt.host_info = (conf.virt.fake_host_memory_mb, conf.virt.fake_host_vcpus)

@@ -61,6 +61,15 @@ class LibvirtDriver(driver.ComputeDriver):
     def cleanup_host(self):
         self._host.close()
 
+    def host_resources(self):
+        """Memory (MiB) and CPUs of the host, from libvirt's host info."""
+        try:
+            info = self._host.get_connection().getInfo()
+        except self.libvirt.libvirtError as exc:
+            LOG.warning("Could not read the host's memory and CPUs: %s", exc)
+            return {}
+        return {"memory_mb": int(info[1]), "vcpus": int(info[2])}
+
     def get_volume_connector(self):
         """os-brick's connector properties of this host (as Nova's libvirt driver)."""
         return brick.connector_properties(self.conf)
@@ -70,7 +79,10 @@ class LibvirtDriver(driver.ComputeDriver):
         return exception.VirtDriverError(reason=f"{what}: {exc}")
 
     def _build_domain(self, instance, block_device_info):
-        memory = self.libvirt_conf.domain_memory_mb or instance.get("memory_mb") or 64
+        memory = instance.get("memory_mb") or 64
+        cap = self.libvirt_conf.guest_memory_cap_mb
+        if cap:
+            memory = min(memory, cap)
         disks = []
         for bdm in sorted(block_device.get_bdms(block_device_info),
                           key=lambda b: (b.get("boot_index") is None or b["boot_index"] < 0,
