@@ -1,7 +1,7 @@
 """Key pairs, quota limits (per project and per user) and the per-project quota lock.
 
 Revision ID: 9e3b7c41d8a2
-Revises: 7a4d2c9e5b13
+Revises: 5e8b1c4f9a27
 Create Date: 2026-12-02
 
 Why new tables only: nothing existing changes, so the migration is safe to
@@ -14,7 +14,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "9e3b7c41d8a2"
-down_revision = "7a4d2c9e5b13"
+down_revision = "5e8b1c4f9a27"
 branch_labels = None
 depends_on = None
 
