@@ -323,6 +323,11 @@ class MultiattachSwapVolumeNotSupported(Invalid):
                "is not supported.")
 
 
+class SwapVolumeNotMigrating(Conflict):
+    msg_fmt = ("Volume %(volume_id)s is not being migrated: the volume of an attachment "
+               "is only swapped while Cinder migrates or retypes it.")
+
+
 class SwapVolumeNotSupportedByVirtDriver(Invalid):
     msg_fmt = "The compute driver of this host cannot swap the volume of a running server."
 

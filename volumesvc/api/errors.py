@@ -91,6 +91,7 @@ DOMAIN_MAP = {
     exception.AttachmentPropertyNotMutable: (400, ATTACHMENT_INVALID),
     exception.MultiattachSwapVolumeNotSupported: (400, ATTACHMENT_INVALID),
     exception.VolumeNotAttachedToInstance: (404, ATTACHMENT_NOT_FOUND),
+    exception.SwapVolumeNotMigrating: (409, ATTACHMENT_CONFLICT),
     exception.SwapVolumeInvalid: (400, ATTACHMENT_INVALID),
     exception.SwapVolumeComputeTooOld: (409, ATTACHMENT_CONFLICT),
     exception.ComputeHostDown: (409, ATTACHMENT_CONFLICT),

@@ -219,12 +219,13 @@ def test_swap_updates_the_flag_first_then_is_refused_on_an_old_compute(api):
 def test_swap_on_a_current_compute_takes_the_task_and_casts():
     with fixtures.open_world(fixtures.VolumeAttachmentsProgressWorld) as (app, deps):
         client = app.test_client()
-        path = f"{ACTIVE}/os-volume_attachments/{V['DATA']}"
+        path = f"{ACTIVE}/os-volume_attachments/{V['MIGRATING']}"
         resp = _call(client, "PUT", path, "2.1", {"volumeAttachment": {
             "volumeId": V["FREE"]}}, headers=ADMIN)
         assert resp.status_code == 202 and resp.data == b""
         assert deps.conductor.calls == [("swap_volume", {
-            "instance_uuid": ACTIVE, "old_volume_id": V["DATA"], "new_volume_id": V["FREE"]})]
+            "instance_uuid": ACTIVE, "old_volume_id": V["MIGRATING"],
+            "new_volume_id": V["FREE"]})]
         ctx = vs_context.get_admin_context()
         assert instance_obj.get_by_uuid(deps.db, ctx, ACTIVE).task_state == "swapping_volume"
         actions = instance_action.list_actions(deps.db, ctx, ACTIVE)

@@ -1,9 +1,10 @@
 """Swap volume over the whole service (API, conductor, compute, fake libvirt, fake Cinder).
 
-The PUT os-volume_attachments/{old} with another volume: an operator's swap
-and the swap Cinder asks for while it migrates an in-use volume. The data
-moves with the disk, the guest keeps its device, and every failure leaves
-the server on its old volume with nothing leaked.
+The PUT os-volume_attachments/{old} with another volume, as Cinder sends it
+while it migrates or retypes an in-use volume (a volume Cinder is not
+migrating is refused, as by Nova). The data moves with the disk, the guest
+keeps its device, and every failure leaves the server on its old volume with
+nothing leaked.
 """
 
 import hashlib
@@ -82,34 +83,32 @@ def _no_orphans(stack, server):
     assert by_attachment == cinder
 
 
-def test_operator_swap_moves_the_disk_and_its_data(stack, server):
+def test_swap_to_a_bigger_volume_moves_the_disk_and_its_data(stack, server):
     old, digest = _attached(stack, server)
-    new = stack.cinder.create(stack.context(), 2, "bigger", "")
+    new = stack.cinder.start_migration(old["id"], size=2)
     old_bdm = bdm_obj.get_by_volume_and_instance(stack.db, stack.admin_context(), old["id"],
                                                  server)
+    new_path = stack.cinder._path(new["id"])
     assert _swap(stack, server, old["id"], new["id"]) is None
     _wait_task_cleared(stack, server)
-    assert stack.cinder.get(None, new["id"])["status"] == "in-use"
-    assert stack.cinder.get(None, old["id"])["status"] == "available"
-    bdm = bdm_obj.get_by_volume_and_instance(stack.db, stack.admin_context(), new["id"], server)
-    (entry,) = stack.cinder.get(None, new["id"])["attachments"]
+    volume = stack.cinder.get(None, old["id"])
+    assert (volume["status"], volume["size"]) == ("in-use", 2)
+    bdm = bdm_obj.get_by_volume_and_instance(stack.db, stack.admin_context(), old["id"], server)
+    (entry,) = volume["attachments"]
     assert bdm.attachment_id == entry["attachment_id"] != old_bdm.attachment_id
     assert (bdm.device_name, bdm.volume_size) == (old_bdm.device_name, 2)
     # The guest's disk is the new file, same device, same serial; the data moved.
-    xml = _xml(stack, server)
-    assert stack.cinder._path(new["id"]) in xml and stack.cinder._path(old["id"]) not in xml
+    assert new_path in _xml(stack, server)
     assert jsonutils.loads(bdm.connection_info)["serial"] == old["id"]
-    assert _digest(stack, new["id"]) == digest
+    assert _digest(stack, old["id"]) == digest
     assert _swap_events(stack, server) == [("compute_swap_volume", "Success")]
     assert stack.notifier.of("instance.volume_swap.end")
     _no_orphans(stack, server)
-    _, body, _ = stack.api("GET", _path(server), token=TOKEN, status=200)
-    assert new["id"] in {a["volumeId"] for a in body["volumeAttachments"]}
     # The swapped volume detaches like any other.
-    stack.api("DELETE", _path(server, new["id"]), token=TOKEN, status=202)
-    stack.wait(lambda: stack.cinder.get(None, new["id"])["status"] == "available",
+    stack.api("DELETE", _path(server, old["id"]), token=TOKEN, status=202)
+    stack.wait(lambda: stack.cinder.get(None, old["id"])["status"] == "available",
                what="detached")
-    assert stack.cinder._path(new["id"]) not in _xml(stack, server)
+    assert new_path not in _xml(stack, server)
 
 
 def test_cinder_migration_is_completed_under_the_old_id(stack, server):
@@ -188,6 +187,11 @@ def test_a_compute_killed_mid_copy_is_rolled_back_when_it_starts(stack, server,
 def test_refusals(stack, server):
     old, _ = _attached(stack, server, size=2)
     small = stack.cinder.create(stack.context(), 1, "small", "")
+    # As Nova: only a volume Cinder is migrating is swapped.
+    _, body, _ = stack.api("PUT", _path(server, old["id"]), {"volumeAttachment": {
+        "volumeId": small["id"]}}, token=ADMIN, status=409)
+    assert "is not being migrated" in body["conflictingRequest"]["message"]
+    stack.cinder.volumes[old["id"]]["migration_status"] = "migrating"
     _, body, _ = stack.api("PUT", _path(server, old["id"]), {"volumeAttachment": {
         "volumeId": small["id"]}}, token=ADMIN, status=400)
     assert body["badRequest"]["message"] == (

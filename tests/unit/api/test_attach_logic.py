@@ -127,17 +127,20 @@ def test_swap_refusals_in_order():
         attach.check_swap(USER, _instance(vm_state="stopped"), _volume(True), _new("in-use"), 2)
     with pytest.raises(exception.MultiattachSwapVolumeNotSupported):
         attach.check_swap(USER, _instance(), _volume(True), _new("in-use"), 2)
+    with pytest.raises(exception.SwapVolumeNotMigrating):
+        attach.check_swap(USER, _instance(), _volume(True), _new("in-use"), 1)
+    migrating = _volume(True, migration_status="migrating")
     for new in (_new("in-use"), _new("error"), _new(attach_status="attached")):
         with pytest.raises(exception.SwapVolumeInvalid, match="must be detached"):
-            attach.check_swap(USER, _instance(), _volume(True), new, 1)
+            attach.check_swap(USER, _instance(), migrating, new, 1)
     with pytest.raises(exception.SwapVolumeInvalid, match="same size or larger"):
-        attach.check_swap(USER, _instance(), dict(_volume(), size=2), _new(), 1)
+        attach.check_swap(USER, _instance(), dict(migrating, size=2), _new(), 1)
 
 
 @pytest.mark.parametrize("new", [_new(), _new("reserved", size=3)])
 def test_a_valid_swap_passes(new):
-    attach.check_swap(USER, _instance(), dict(_volume(), size=2) if new["size"] > 1
-                      else _volume(), new, 1)
+    old = _volume(migration_status="migrating", size=min(new["size"], 2))
+    attach.check_swap(USER, _instance(), old, new, 1)
 
 
 def test_host_up_skips_servers_without_a_host():

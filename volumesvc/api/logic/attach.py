@@ -165,12 +165,17 @@ def check_swap(ctx, instance, old_volume, new_volume, rw_attachments: int):
     """The swap refusals, in Nova's order.
 
     Lock/state (409); a multiattach volume with more than one read/write
-    attachment (400); a new volume that is attached or not ``available`` /
-    ``reserved`` (400); a new volume smaller than the old one (400).
+    attachment (400); an old volume Cinder is not migrating (409: as Nova
+    since its bug 2112187, a swap is only Cinder's call-back during a retype
+    or migration, never a way to put any volume under a server); a new
+    volume that is attached or not ``available``/``reserved`` (400); a new
+    volume smaller than the old one (400).
     """
     states.check_gate(ctx, instance, states.SWAP)
     if old_volume.get("multiattach") and rw_attachments > 1:
         raise exception.MultiattachSwapVolumeNotSupported()
+    if not old_volume.get("migration_status"):
+        raise exception.SwapVolumeNotMigrating(volume_id=old_volume["id"])
     if new_volume.get("attach_status") == "attached" or \
             new_volume.get("status") not in ("available", "reserved"):
         raise exception.SwapVolumeInvalid(
