@@ -23,6 +23,8 @@ from volumesvc.virt.libvirt import config
 LOG = logging.getLogger(__name__)
 
 _POLL = 0.2
+# libvirt may report no job for a moment right after blockCopy returns.
+_START_GRACE = 10.0
 
 
 def _ready(info) -> bool:
@@ -31,10 +33,11 @@ def _ready(info) -> bool:
 
 def _wait_ready(guest, target_dev, timeout):
     """Wait until the mirror is in step; the job vanishing early means it failed."""
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     while True:
         info = guest.block_job_info(target_dev)
-        if not info:
+        if not info and time.monotonic() - started > _START_GRACE:
             raise exception.VirtDriverError(
                 reason=f"the block copy of {target_dev} ended before it was ready")
         if _ready(info):
