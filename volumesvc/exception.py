@@ -354,10 +354,17 @@ class SwapVolumeNotMigrating(Conflict):
                "is only swapped while Cinder migrates or retypes it.")
 
 
-class SwapVolumeNotSupported(Conflict):
-    msg_fmt = ("Swapping volume %(volume_id)s is refused: Cinder-driven volume swap "
-               "(migration or retype of an attached volume) is not supported by this "
-               "service yet.")
+class SwapVolumeNotSupportedByVirtDriver(Invalid):
+    msg_fmt = "The compute driver of this host cannot swap the volume of a running server."
+
+
+class SwapVolumeComputeTooOld(Conflict):
+    msg_fmt = ("The compute %(host)s of instance %(instance_uuid)s is too old to swap "
+               "volumes (service version %(version)s, swap needs %(minimum)s).")
+
+
+class SwapVolumeInvalid(Invalid):
+    msg_fmt = "Invalid volume for swap: %(reason)s"
 
 
 class ComputeHostDown(Conflict):

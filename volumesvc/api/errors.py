@@ -94,7 +94,8 @@ DOMAIN_MAP = {
     exception.MultiattachSwapVolumeNotSupported: (400, ATTACHMENT_INVALID),
     exception.VolumeNotAttachedToInstance: (404, ATTACHMENT_NOT_FOUND),
     exception.SwapVolumeNotMigrating: (409, ATTACHMENT_CONFLICT),
-    exception.SwapVolumeNotSupported: (409, ATTACHMENT_CONFLICT),
+    exception.SwapVolumeInvalid: (400, ATTACHMENT_INVALID),
+    exception.SwapVolumeComputeTooOld: (409, ATTACHMENT_CONFLICT),
     exception.ComputeHostDown: (409, ATTACHMENT_CONFLICT),
     exception.ConductorTooOld: (503, CONDUCTOR_TOO_OLD),
 }

@@ -144,6 +144,15 @@ Seconds to wait for a live disk to leave the domain after a detach request
 (device-removed event, or the disk gone from the live XML).
 """),
     cfg.IntOpt(
+        "block_copy_timeout",
+        default=3600,
+        min=1,
+        help="""
+Seconds a swap volume may take to copy the disk to the new volume (the block
+copy reaching the ready state, then the pivot). Past it the copy is cancelled
+and the server keeps its old volume.
+"""),
+    cfg.IntOpt(
         "domain_state_timeout",
         default=30,
         min=1,

@@ -117,6 +117,18 @@ class ComputeDriver:
         """Grow an attached volume as the guest sees it; return the new size."""
         raise NotImplementedError()
 
+    def swap_volume(self, old_connection_info, new_connection_info, instance, mountpoint,
+                    resize_to_bytes=None):
+        """Move the running guest's disk at ``mountpoint`` onto the new, connected volume.
+
+        The guest keeps running and keeps the device. Raises when the disk
+        could not be moved; the guest is then still on the old volume.
+        """
+        raise exception.SwapVolumeNotSupportedByVirtDriver()
+
+    def cancel_volume_swaps(self, instance):
+        """Cancel any disk copy left running on the guest (a compute that died mid-swap)."""
+
     def get_domain_xml(self, instance):
         """The live guest definition, for diagnostics and tests ('' if none)."""
         return ""
