@@ -16,7 +16,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${VOLUMESVC_VENV:-$ROOT/.venv}
 PY=${PYTHON:-python3}
 SYSTEM_PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu qemu-system-x86 libvirt-clients
-libvirt-dev pkg-config gcc qemu-utils python3-venv"
+libvirt-dev pkg-config gcc qemu-utils python3-venv
+ceph-mon ceph-mgr ceph-osd ceph-common qemu-block-extra python3-rados python3-rbd"
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 

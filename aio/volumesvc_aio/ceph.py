@@ -224,6 +224,18 @@ class CephHarness(Harness):
         self._tool("ceph-mon", "-c", self.conf_path, "--mkfs", "-i", "a",
                    "--monmap", monmap, "--keyring", mon_keyring)
 
+    def _read_config(self):
+        """fsid and mon ports of the cluster an earlier run wrote in ceph.conf."""
+        with open(self.conf_path, encoding="utf-8") as f:
+            for line in f:
+                key, _, value = (part.strip() for part in line.partition("="))
+                if key == "fsid":
+                    self.fsid = value
+                elif key == "mon host":
+                    v2, v1 = value.strip("[]").split(",")
+                    self.mon_v2_port = int(v2.rsplit(":", 1)[1])
+                    self.mon_v1_port = int(v1.rsplit(":", 1)[1])
+
     def _daemon(self, name, argv):
         # -f: in the foreground, so the ProcessGroup owns the daemon itself.
         proc = ProcessGroup(name, [*argv, "-f", "-c", self.conf_path],
@@ -247,7 +259,25 @@ class CephHarness(Harness):
         _write_private(os.path.join(data, "keyring"), keyring)
         self._daemon("ceph-mgr", ["ceph-mgr", "-i", "x"])
 
+    def _existing_osd(self):
+        """The id of an OSD an earlier start made under state_dir, or None."""
+        for entry in sorted(os.listdir(self.state_dir)):
+            name, _, osd_id = entry.partition(".")
+            if name == "osd" and osd_id.isdigit() and os.path.exists(
+                    os.path.join(self.state_dir, entry, "keyring")):
+                return osd_id
+        return None
+
+    def _wait_osd_up(self, osd):
+        wait_for(lambda: self.ceph_json("osd", "stat").get("num_up_osds") == 1, 60,
+                 what="the OSD to be up", children=[osd], on_fail=self._logs)
+
     def _start_osd(self):
+        existing = self._existing_osd()
+        if existing is not None:
+            # A restart on the same state dir: the same OSD and its data.
+            self._wait_osd_up(self._daemon("ceph-osd", ["ceph-osd", "-i", existing]))
+            return
         osd_uuid = str(uuid.uuid4())
         key = self._tool("ceph-authtool", "--gen-print-key").strip()
         osd_id = self.cmd("ceph", "osd", "new", osd_uuid, "-i", "-",
@@ -259,9 +289,7 @@ class CephHarness(Harness):
         _write_private(os.path.join(data, "keyring"), f"[osd.{osd_id}]\n\tkey = {key}\n")
         self._tool("ceph-osd", "-c", self.conf_path, "-i", osd_id, "--mkfs", "--key", key,
                    "--osd-uuid", osd_uuid, timeout=120)
-        osd = self._daemon("ceph-osd", ["ceph-osd", "-i", osd_id])
-        wait_for(lambda: self.ceph_json("osd", "stat").get("num_up_osds") == 1, 60,
-                 what="the OSD to be up", children=[osd], on_fail=self._logs)
+        self._wait_osd_up(self._daemon("ceph-osd", ["ceph-osd", "-i", osd_id]))
 
     def _create_pools_and_clients(self):
         for pool in self.pools:
@@ -273,11 +301,17 @@ class CephHarness(Harness):
             _write_private(self.keyring(name), keyring)
 
     def start(self):
-        """Start mon, mgr and OSD (configuring first if needed), then pools and clients."""
+        """Start mon, mgr and OSD (configuring first if needed), then pools and clients.
+
+        With a ``ceph.conf`` already in state_dir the cluster written there
+        starts again, data included (pools and keys are only ensured).
+        """
         if self.processes:
             raise RuntimeError("Ceph harness already started")
         if not os.path.exists(self.conf_path):
             self.configure()
+        elif self.fsid is None:
+            self._read_config()
         self._start_mon()
         self._start_mgr()
         self._start_osd()

@@ -34,6 +34,8 @@ SHOW_EXTEND_FILTER = ("[filter:volumesvc_show_extend_new_size]\n"
                       "paste.filter_factory = volumesvc_cinder_plugins.extend_completion:"
                       "show_extend_new_size_factory\n")
 BACKEND = "file"
+RBD_BACKEND = "rbd"
+RBD_DRIVER = "cinder.volume.drivers.rbd.RBDDriver"
 ADMIN_TOKEN = "admin:admin"  # noauth: "<user>:<project>", every request is admin
 SERVICES = ("cinder-api", "cinder-scheduler", "cinder-volume")
 
@@ -60,6 +62,13 @@ class CinderHarness(ServiceHarness):
         ``aio/plugins/.../extend_completion.py``: attached volumes wait in
         ``extending`` for the compute's ``os-extend_volume_completion`` (our
         2.105) and the API shows ``extend_new_size`` in ``metadata``.
+    :param ceph: a started ``volumesvc_aio.ceph.CephHarness``: add the ``rbd``
+        backend (RBDDriver, pool ``volumes`` as ``client.cinder``) beside
+        ``file``, volume types ``rbd`` and ``file`` bound to them by
+        ``volume_backend_name`` (:meth:`ensure_volume_types`) and ``rbd`` as
+        the default type. Its rados/rbd bindings come from Debian's packages.
+    :param rbd_secret_uuid: the libvirt secret the computes define with
+        client.cinder's key; Cinder only names it in ``connection_info``.
     :param keystone: a started KeystoneHarness: validate tokens as the
         ``cinder`` user and call the compute API (``[nova]``, endpoint from the
         catalog) with a service token (see ``aio/keystone.py``).
@@ -73,8 +82,13 @@ class CinderHarness(ServiceHarness):
     def __init__(self, state_dir, *, port=8776, transport_url=None,
                  database_connection=None, deps_dir=None, nova_endpoint=None,
                  glance_url=None, host="volumesvc-cinder", volume_manager=None,
-                 keystone=None, extend_completion=False, default_quotas=None):
+                 keystone=None, extend_completion=False, default_quotas=None,
+                 ceph=None, rbd_secret_uuid=None):
         super().__init__(state_dir, port, deps_dir)
+        if ceph is not None and not rbd_secret_uuid:
+            raise ValueError("an rbd backend needs rbd_secret_uuid")
+        self.ceph = ceph
+        self.rbd_secret_uuid = rbd_secret_uuid
         self.keystone = keystone
         # {"volumes": -1, ...}: Cinder's ``quota_<name>`` defaults for every
         # project (None keeps Cinder's own: 10 volumes per project).
@@ -122,7 +136,7 @@ class CinderHarness(ServiceHarness):
             "osapi_volume_listen = 127.0.0.1",
             f"osapi_volume_listen_port = {self.port}",
             "osapi_volume_workers = 1",
-            f"enabled_backends = {BACKEND}",
+            f"enabled_backends = {','.join(self.backends)}",
             "report_interval = 2",
             "service_down_time = 10",
             "periodic_interval = 5",
@@ -138,6 +152,8 @@ class CinderHarness(ServiceHarness):
         lines += [f"quota_{name} = {value}" for name, value in sorted(self.default_quotas.items())]
         if self.glance_url:
             lines.append(f"glance_api_servers = {self.glance_url}")
+        if self.ceph is not None:
+            lines.append(f"default_volume_type = {RBD_BACKEND}")
         lines += [
             "", "[database]", f"connection = {self.database_connection}",
             "", "[oslo_concurrency]", f"lock_path = {state}/lock",
@@ -150,6 +166,8 @@ class CinderHarness(ServiceHarness):
             f"file_volume_dir = {self.volumes_dir}",
             "",
         ]
+        if self.ceph is not None:
+            lines += self._rbd_section()
         if self.keystone is not None:
             lines += keystone_sections(self.keystone)
         elif self.nova_endpoint:
@@ -159,6 +177,29 @@ class CinderHarness(ServiceHarness):
             lines += ["[nova]", "auth_type = admin_token", f"endpoint = {self.nova_endpoint}",
                       f"token = {ADMIN_TOKEN}", ""]
         return "\n".join(lines)
+
+    @property
+    def backends(self):
+        """Cinder's ``enabled_backends``: each is also a volume type's name."""
+        return (RBD_BACKEND, BACKEND) if self.ceph is not None else (BACKEND,)
+
+    def _rbd_section(self):
+        """The rbd backend: volumes in pool ``volumes`` as client.cinder.
+
+        ``rbd_exclusive_cinder_pool``: the pool holds only Cinder's images,
+        so the capacity report sums the pool instead of opening every image.
+        """
+        return [f"[{RBD_BACKEND}]",
+                f"volume_driver = {RBD_DRIVER}",
+                f"volume_backend_name = {RBD_BACKEND}",
+                "rbd_pool = volumes",
+                f"rbd_ceph_conf = {self.ceph.conf_path}",
+                "rbd_user = cinder",
+                f"rbd_secret_uuid = {self.rbd_secret_uuid}",
+                "rbd_exclusive_cinder_pool = true",
+                "rados_connect_timeout = 5",
+                "report_discard_supported = true",
+                ""]
 
     def configure(self):
         """Write cinder.conf and copies of the venv's paste and filter files."""
@@ -195,8 +236,20 @@ class CinderHarness(ServiceHarness):
             f.write(text)
 
     # -- run -------------------------------------------------------------------
+    def install(self) -> bool:
+        installed = super().install()
+        if self.ceph is not None:
+            # The RBD driver imports rados/rbd: Debian's, into this venv only.
+            from volumesvc_aio import ceph as ceph_mod
+
+            ceph_mod.expose_ceph_modules(self.venv)
+        return installed
+
     def _env(self):
         env = super()._env()
+        # cinder-volume runs Debian's ``ceph`` (mon addresses) and qemu-img.
+        if "/usr/bin" not in env["PATH"].split(os.pathsep):
+            env["PATH"] += os.pathsep + "/usr/bin"
         env["PYTHONPATH"] = PLUGINS_DIR + (os.pathsep + env["PYTHONPATH"]
                                            if env.get("PYTHONPATH") else "")
         return env
@@ -213,6 +266,54 @@ class CinderHarness(ServiceHarness):
             "X-Auth-Token": token, "OpenStack-API-Version": f"volume {microversion}",
             "Accept": "application/json"})
 
+    def api_request(self, method, path, body=None, microversion="3.67"):
+        """Admin request with a JSON body on the v3 API → (status, parsed body)."""
+        import json
+        import urllib.error
+        import urllib.request
+
+        token = self.keystone.token() if self.keystone is not None else ADMIN_TOKEN
+        request = urllib.request.Request(
+            self.url + path, method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"X-Auth-Token": token, "Content-Type": "application/json",
+                     "OpenStack-API-Version": f"volume {microversion}",
+                     "Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            status, raw = exc.code, exc.read()
+        return status, json.loads(raw) if raw else None
+
+    def ensure_volume_types(self):
+        """One public volume type per backend, named after it, bound by volume_backend_name.
+
+        Idempotent (a restart finds them). Returns {name: type id}.
+        """
+        status, body = self.api_get("/types?is_public=None")
+        if status != 200:
+            raise RuntimeError(f"listing Cinder volume types answered {status}: {body}")
+        found = {t["name"]: t["id"] for t in body["volume_types"]}
+        for name in self.backends:
+            if name in found:
+                continue
+            status, body = self.api_request("POST", "/types", {"volume_type": {
+                "name": name, "os-volume-type-access:is_public": True,
+                "description": f"volumes of Cinder's {name} backend",
+                "extra_specs": {"volume_backend_name": name}}})
+            if status != 200:
+                raise RuntimeError(f"creating Cinder volume type {name} answered {status}: "
+                                   f"{body}")
+            found[name] = body["volume_type"]["id"]
+        return found
+
+    def wait_ready(self, timeout=None):
+        super().wait_ready(timeout)
+        if self.ceph is not None:
+            self.ensure_volume_types()
+        return self
+
     def _ready(self):
         """GET / is 300, cinder-volume is up and the scheduler knows a pool.
 
@@ -223,20 +324,30 @@ class CinderHarness(ServiceHarness):
         if status != 300:
             return False
         status, body = self.api_get("/os-services?binary=cinder-volume")
-        if status != 200 or not any(s.get("state") == "up" for s in body.get("services", [])):
+        if status != 200:
+            return False
+        up = {s["host"].partition("@")[2] for s in body.get("services", [])
+              if s.get("state") == "up"}
+        if not set(self.backends) <= up:
             return False
         status, body = self.api_get("/scheduler-stats/get_pools")
-        return status == 200 and bool(body.get("pools"))
+        pools = {p["name"].partition("@")[2].partition("#")[0]
+                 for p in (body or {}).get("pools", [])}
+        return status == 200 and set(self.backends) <= pools
 
 
 def keystone_sections(keystone):
     """Cinder's keystone sections: its authtoken, ``[nova]`` and ``[service_user]``.
 
+    ``[glance]`` lets cinder-volume ask Glance where an image is stored;
     ``[nova]`` finds the compute API in the catalog (type ``compute``); the
     service token on those calls is what our service-only policies (swap,
     external events) and Cinder's own attachment-delete guard look for.
     """
     return [*keystone.authtoken_section("cinder"),
+            # Glance's image-locations API (an RBD clone's source) is for
+            # the service role only.
+            *keystone.password_section("glance", "cinder"),
             *keystone.password_section("nova", "cinder", extra=[
                 f"region_name = {keystone_mod.REGION}", "interface = public"]),
             *keystone.password_section("service_user", "cinder", extra=[

@@ -1,9 +1,12 @@
 """volumesvc-aio: the whole single-machine deployment in the foreground.
 
-Brings up, in order: missing Debian packages (RabbitMQ, libvirt/QEMU),
-RabbitMQ if it is not running, a virtual host of its own, a real Cinder
-(and Glance) from PyPI in their own virtualenvs, then volumesvc's api,
-conductor and compute as separate processes over SQLite and embedded QEMU.
+Brings up, in order: missing Debian packages (RabbitMQ, libvirt/QEMU, Ceph),
+RabbitMQ if it is not running, a virtual host of its own, a one-node Ceph
+and the libvirt daemon (unless ``--storage file``), a real Cinder (backends
+``rbd`` and ``file``) and Glance (images on RBD) from PyPI in their own
+virtualenvs, then volumesvc's api, conductor and computes as separate
+processes over SQLite, on ``qemu:///system`` (or, with ``--storage file``,
+an embedded QEMU each).
 It prints one ``volumesvc-aio: ready ...`` line when everything answers and
 stops everything it started on SIGINT/SIGTERM.
 """
@@ -67,6 +70,12 @@ def _parse_args(argv):
                         help="driver of one compute (repeatable; default libvirt), with "
                              "capabilities switched off, e.g. "
                              "aio-compute-2=libvirt,-supports_multiattach")
+    parser.add_argument("--storage", choices=("ceph", "file"), default="ceph",
+                        help="ceph (default): a one-node Ceph under <state dir>/ceph, Cinder "
+                             "backends rbd (the default volume type) and file, Glance images "
+                             "on RBD, computes on qemu:///system through a libvirt daemon; "
+                             "file: the file backend only, computes on embedded QEMU, no "
+                             "Ceph and no daemon (a quicker start for development)")
     parser.add_argument("--api-workers", type=int, default=2)
     parser.add_argument("--failed-attachment-ttl", type=int, default=None, metavar="SECONDS",
                         help="[api] failed_attachment_ttl (API 2.106; default: the option's)")
@@ -114,6 +123,11 @@ class AllInOne:
         self.state_dir = os.path.abspath(args.state_dir)
         self.children = []
         self.harnesses = []
+        # Ceph and the libvirt daemon: stopped after everything that uses them.
+        self.infra = []
+        self.ceph = None
+        self.libvirtd = None
+        self.rbd = None
         self.vhost = None
         self.keystone = None
         self.clouds_yaml = None
@@ -143,12 +157,14 @@ class AllInOne:
         transport_url = rabbit.ensure_vhost(f"volumesvc-{tag}", fresh=fresh)
         api_url = f"http://127.0.0.1:{self.args.api_port}/v2.1"
 
+        if self.args.storage == "ceph":
+            self._start_storage(fresh)
         if self.args.auth == "keystone":
             self.keystone = self._start_keystone(api_url)
         self._log("starting Glance and Cinder (the first run installs them from PyPI)")
         image = glance.GlanceHarness(
             os.path.join(self.state_dir, "glance"), port=self.args.image_port,
-            keystone=self.keystone)
+            keystone=self.keystone, ceph=self.ceph)
         image.background_priority = self.args.cpu_priority
         image.die_with_parent = True
         self.harnesses.append(image)
@@ -163,7 +179,8 @@ class AllInOne:
             database_connection=system.mariadb_database(f"cinder_{tag.replace('-', '_')}",
                                                         fresh=fresh),
             nova_endpoint=api_url, glance_url=image.url, keystone=self.keystone,
-            extend_completion=True)
+            extend_completion=True, ceph=self.ceph,
+            rbd_secret_uuid=self.rbd["secret_uuid"] if self.rbd else None)
         volume.background_priority = self.args.cpu_priority
         volume.die_with_parent = True
         self.harnesses.append(volume)
@@ -175,14 +192,15 @@ class AllInOne:
             self.state_dir, transport_url=transport_url, api_port=self.args.api_port,
             api_workers=self.args.api_workers, host=self.args.host,
             cinder_url=volume.url, glance_url=image.url, keystone=self.keystone,
-            failed_attachment_ttl=self.args.failed_attachment_ttl)
+            failed_attachment_ttl=self.args.failed_attachment_ttl, rbd=self.rbd)
         self._run_once(["volumesvc-manage", "--config-file", conf_path, "db", "sync"])
         self._spawn(binaries.CONDUCTOR, conf_path)
         for index, host in enumerate(self.args.hosts):
             driver, disabled = self.args.drivers.get(host, ("libvirt", []))
             host_conf = aio_config.write_compute_config(
                 self.state_dir, host=host, first=index == 0, driver=driver,
-                disabled_capabilities=disabled)
+                disabled_capabilities=disabled,
+                connection_uri=self.rbd["uri"] if self.rbd else None)
             # NOTE: the first compute keeps the historical log name.
             self._spawn(binaries.COMPUTE, conf_path, host_conf,
                         log_name=binaries.COMPUTE if index == 0
@@ -203,6 +221,37 @@ class AllInOne:
         token = self.keystone.token() if self.keystone is not None else None
         image_id = aio_config.ensure_image(image.url, self.state_dir, token=token)
         return api_url, volume.url, image.url, conf_path, image_id
+
+    def _start_storage(self, fresh):
+        """The libvirt daemon and a one-node Ceph (about 20 s), before Cinder and Glance.
+
+        NOTE: from this thread: the daemons get SIGTERM when the thread that
+        started them ends (die_with_parent), so not from a helper thread.
+        """
+        from volumesvc_aio import ceph, libvirtd
+
+        self.libvirtd = libvirtd.LibvirtDaemon(os.path.join(self.state_dir, "libvirtd"))
+        self.libvirtd.die_with_parent = True
+        self.ceph = ceph.CephHarness(os.path.join(self.state_dir, "ceph"))
+        self.ceph.background_priority = self.args.cpu_priority
+        self.ceph.die_with_parent = True
+        self.infra += [self.ceph, self.libvirtd]
+        if not self.args.no_install:
+            installed = self.ceph.install()
+            if installed:
+                self._log("installed " + " ".join(installed))
+        self._log(f"starting Ceph (one mon, mgr and OSD under {self.ceph.state_dir}) "
+                  "and the libvirt daemon")
+        self.libvirtd.setup(self.args.ready_timeout)
+        if fresh:
+            self.ceph.configure()  # a new deployment: a new cluster
+        self.ceph.start()
+        self.ceph.wait_ready(self.args.ready_timeout)
+        self.rbd = {"uri": self.libvirtd.uri, "user": "cinder",
+                    "secret_uuid": _secret_uuid(self.state_dir),
+                    "keyring": self.ceph.keyring("cinder")}
+        self._log(f"Ceph ready: conf {self.ceph.conf_path} "
+                  f"admin keyring {self.ceph.admin_keyring}")
 
     def _start_keystone(self, api_url):
         """Keystone first: the others validate tokens against it from their start.
@@ -253,11 +302,12 @@ class AllInOne:
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=300)
 
     def stop(self):
-        """Stop volumesvc's processes, the guests, then Cinder and Glance.
+        """Stop volumesvc's processes, the guests, Cinder and Glance, then Ceph and libvirtd.
 
         Each group is stopped in parallel.
         """
-        for group in (list(self.children), [_Guests(self)], list(self.harnesses)):
+        for group in (list(self.children), [_Guests(self)], list(self.harnesses),
+                      list(self.infra)):
             harness_util.stop_all([functools.partial(self._stop_one, item) for item in group],
                                   timeout=60)
 
@@ -268,12 +318,81 @@ class AllInOne:
         all-in-one owns its whole machine state, so nothing of it may stay.
         """
         harness_util.stop_qemu_guests(self.state_dir + "/")
+        if self.rbd is not None and self.libvirtd is not None:
+            servers = instance_uuids(self.state_dir)
+            remove_domains(self.rbd["uri"], servers, self.rbd["secret_uuid"])
+            # NOTE: a destroy that timed out on a loaded machine leaves QEMU
+            # running without a domain: its command line names the UUID.
+            for server in servers:
+                harness_util.stop_qemu_guests(server)
 
     def _stop_one(self, item):
         try:
             item.stop()
         except Exception as exc:  # noqa: BLE001 - stop the rest regardless
             self._log(f"stopping {getattr(item, 'name', type(item).__name__)} failed: {exc}")
+
+
+def _secret_uuid(state_dir):
+    """The libvirt secret UUID of this deployment (Cinder's ``rbd_secret_uuid``)."""
+    import uuid
+
+    path = os.path.join(state_dir, "rbd_secret_uuid")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return str(uuid.UUID(f.read().strip()))
+    except (OSError, ValueError):
+        value = str(uuid.uuid4())
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(value + "\n")
+        return value
+
+
+def instance_uuids(state_dir):
+    """UUIDs of every server this all-in-one's database knows (deleted ones too)."""
+    import sqlite3
+
+    path = os.path.join(state_dir, "volumesvc.sqlite")
+    if not os.path.exists(path):
+        return []
+    conn = sqlite3.connect(path, timeout=10)
+    try:
+        return [row[0] for row in conn.execute("SELECT uuid FROM instances")]
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+
+
+def remove_domains(uri, servers, secret_uuid):
+    """Destroy and undefine this deployment's domains on a shared libvirt daemon, and its secret.
+
+    The daemon serves other deployments too, so only the domains of
+    ``servers`` (this database's) are touched; none is left defined to
+    collide with a later deployment's domain names.
+    """
+    import libvirt
+
+    # Misses are expected here; libvirt would print each one on stderr.
+    libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
+    conn = libvirt.open(uri)
+    try:
+        for server in servers:
+            try:
+                dom = conn.lookupByUUIDString(server)
+            except libvirt.libvirtError:
+                continue
+            for step in (dom.destroy, dom.undefine):
+                try:
+                    step()
+                except libvirt.libvirtError:
+                    pass  # not running, or already gone
+        try:
+            conn.secretLookupByUUIDString(secret_uuid).undefine()
+        except libvirt.libvirtError:
+            pass
+    finally:
+        conn.close()
 
 
 class _Guests:
@@ -347,6 +466,10 @@ def main(argv=None):
     signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
     print(f"volumesvc-aio: ready compute={api_url} volume={volume_url}", flush=True)
     print(aio_config.operator_urls(aio.state_dir, args.api_port), flush=True)
+    if aio.ceph is not None:
+        print(f"volumesvc-aio: ceph conf={aio.ceph.conf_path} "
+              f"keyring={aio.ceph.admin_keyring} (e.g. ceph -c CONF -s; rbd -c CONF ls volumes)",
+              flush=True)
     if aio.keystone is not None:
         print(_keystone_client_help(aio, api_url, volume_url, image_url, conf_path, image_id),
               flush=True)

@@ -5,7 +5,8 @@ import textwrap
 
 
 def write_config(state_dir, *, transport_url, api_port, api_workers, host,
-                 cinder_url, glance_url, keystone=None, failed_attachment_ttl=None):
+                 cinder_url, glance_url, keystone=None, failed_attachment_ttl=None,
+                 rbd=None):
     """Write ``<state_dir>/volumesvc.conf`` for api, conductor and compute.
 
     One file for all three processes, as an operator would have on one
@@ -14,6 +15,10 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
     started KeystoneHarness) everything is noauth2/noauth; with it the API
     validates tokens and the adapters authenticate as the ``volumesvc``
     user, sending a service token to Cinder.
+
+    ``rbd`` (``{"uri": ..., "user": ..., "secret_uuid": ..., "keyring": ...}``):
+    the computes connect to that libvirt daemon (``qemu:///system``) instead of
+    an embedded QEMU each, and define the Ceph secret from the keyring at start.
     """
     path = os.path.join(state_dir, "volumesvc.conf")
     for sub in ("libvirt", "locks", "logs"):
@@ -63,6 +68,12 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
     if failed_attachment_ttl is not None:
         text = text.replace("[api]\n", f"[api]\nfailed_attachment_ttl = {failed_attachment_ttl}\n",
                             1)
+    if rbd is not None:
+        text = text.replace(f"connection_uri = qemu:///embed?root={state_dir}/libvirt\n",
+                            f"connection_uri = {rbd['uri']}\n"
+                            f"rbd_user = {rbd['user']}\n"
+                            f"rbd_secret_uuid = {rbd['secret_uuid']}\n"
+                            f"rbd_keyring = {rbd['keyring']}\n", 1)
     if keystone is not None:
         text = _with_keystone(text, keystone)
     with open(path, "w") as f:
@@ -108,16 +119,21 @@ def parse_compute_driver(spec):
 
 
 def write_compute_config(state_dir, *, host, first, driver="libvirt",
-                         disabled_capabilities=()):
+                         disabled_capabilities=(), connection_uri=None):
     """``<state_dir>/compute-<host>.conf``: what one compute overrides.
 
     Read after ``volumesvc.conf`` (a second ``--config-file``): its own host
     name (RPC server), driver and capabilities, and for every compute but
     the first its own embedded QEMU root, so two computes never share a
-    libvirt state directory, as two machines would not.
+    libvirt state directory, as two machines would not. With
+    ``connection_uri`` (a libvirt daemon's) every compute uses that one
+    daemon: domain names and UUIDs are unique per deployment, and every
+    compute must be able to open every RBD volume.
     """
-    root = os.path.join(state_dir, "libvirt" if first else f"libvirt-{host}")
-    os.makedirs(root, exist_ok=True)
+    if connection_uri is None:
+        root = os.path.join(state_dir, "libvirt" if first else f"libvirt-{host}")
+        os.makedirs(root, exist_ok=True)
+        connection_uri = f"qemu:///embed?root={root}"
     path = os.path.join(state_dir, f"compute-{host}.conf")
     text = textwrap.dedent(f"""\
         [DEFAULT]
@@ -125,7 +141,7 @@ def write_compute_config(state_dir, *, host, first, driver="libvirt",
         compute_driver = {driver}
 
         [libvirt]
-        connection_uri = qemu:///embed?root={root}
+        connection_uri = {connection_uri}
 
         [virt]
         disabled_capabilities = {",".join(disabled_capabilities)}

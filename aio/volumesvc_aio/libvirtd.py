@@ -83,6 +83,9 @@ class LibvirtDaemon(Harness):
         self.log_dir = os.path.join(self.state_dir, "log")
         self.config_file = os.path.join(self.state_dir, "libvirtd.conf")
         self.processes = []
+        # SIGTERM to the daemons this object starts when the starting thread
+        # dies (volumesvc-aio: nothing it started outlives a SIGKILL of it).
+        self.die_with_parent = False
 
     @property
     def started_here(self) -> bool:
@@ -103,7 +106,7 @@ class LibvirtDaemon(Harness):
         if socket_answers(sock):
             return
         proc = ProcessGroup(name, argv, os.path.join(self.log_dir, f"{name}.log"),
-                            cwd=self.state_dir)
+                            cwd=self.state_dir, die_with_parent=self.die_with_parent)
         self.processes.append(proc.start())
         wait_for(lambda: socket_answers(sock), self.READY_TIMEOUT, interval=0.2,
                  what=f"{name} on {sock}", children=[proc], on_fail=self._logs)

@@ -316,7 +316,7 @@ class Aio:
 
 
 @contextlib.contextmanager
-def running_aio(prefix, extra_args=(), auth="noauth2"):
+def running_aio(prefix, extra_args=(), auth="noauth2", storage="file"):
     """Start ``volumesvc-aio`` on free ports, wait for its ready line, stop and clean up after.
 
     ``extra_args`` go to ``volumesvc-aio`` after ours; ``{host}`` in them
@@ -324,7 +324,10 @@ def running_aio(prefix, extra_args=(), auth="noauth2"):
     {host}-2=libvirt,-supports_multiattach`` with ``--computes 2``).
     ``auth`` is its ``--auth``: this suite uses noauth2 (endpoint-only
     clients); ``tests/integration/keystone`` passes keystone and reads the
-    identity URL and clouds.yaml path from the output.
+    identity URL and clouds.yaml path from the output. ``storage`` is its
+    ``--storage`` (``file``: no Ceph, computes on embedded QEMU, so suites run
+    side by side without a shared libvirt daemon); None leaves the default
+    (Ceph, ``tests/integration/storage/test_aio_rbd.py``).
 
     Fails (never skips) with its output and log tails if it does not come up.
     After the stop, QEMU processes of its state dir still running are recorded
@@ -344,6 +347,7 @@ def running_aio(prefix, extra_args=(), auth="noauth2"):
              # NOTE: below ours, so that a wait that does not end is reported
              # by the aio itself (which service it waited for), not cut off.
              "--ready-timeout", str(READY_TIMEOUT - 100),
+             *(("--storage", storage) if storage else ()),
              *(arg.format(host=f"clients-{api_port}") for arg in extra_args)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)

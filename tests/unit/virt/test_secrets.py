@@ -59,7 +59,7 @@ def test_secret_defined_with_decoded_key_at_start(rbd_conf, libvirt, secret_uuid
     root = ET.fromstring(secret.XMLDesc(0))
     assert root.get("private") == "yes" and root.get("ephemeral") == "no"
     assert root.find("usage").get("type") == "ceph"
-    assert root.findtext("usage/name") == "client.cinder secret"
+    assert root.findtext("usage/name") == f"client.cinder {secret_uuid}"
     # The raw key bytes, not its base64 text (QEMU fails on the latter).
     assert secret.value == base64.b64decode(KEY)
 
@@ -86,7 +86,7 @@ def test_key_file_with_user(conf, libvirt, tmp_path, secret_uuid):
     (secret,) = secrets_on(libvirt)
     assert secret.value == base64.b64decode(KEY)
     assert ET.fromstring(secret.XMLDesc(0)).findtext("usage/name") == \
-        "client.volumes-user secret"
+        f"client.volumes-user {secret_uuid}"
 
 
 def test_rbd_user_chooses_the_keyring_entry(rbd_conf, libvirt, tmp_path):
@@ -157,7 +157,8 @@ def test_existing_secret_of_another_usage_is_not_overwritten(rbd_conf, libvirt,
 def test_usage_name_taken_by_another_uuid_is_a_config_error(rbd_conf, libvirt):
     other = str(uuid.uuid4())
     libvirt.open(SYSTEM).secretDefineXML(
-        f"<secret><uuid>{other}</uuid><usage type='ceph'><name>client.cinder secret</name>"
+        f"<secret><uuid>{other}</uuid><usage type='ceph'><name>client.cinder "
+        f"{rbd_conf.libvirt.rbd_secret_uuid}</name>"
         f"</usage></secret>")
     with pytest.raises(exception.ConfigInvalid, match="cannot define"):
         start_compute(rbd_conf, libvirt)

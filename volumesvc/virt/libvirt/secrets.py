@@ -97,7 +97,9 @@ def secret_xml(secret_uuid, user):
     root = ET.Element("secret", ephemeral="no", private="yes")
     ET.SubElement(root, "uuid").text = secret_uuid
     usage = ET.SubElement(root, "usage", type="ceph")
-    ET.SubElement(usage, "name").text = f"client.{user} secret"
+    # NOTE: libvirt wants every ceph usage name unique on a host; with the
+    # UUID in it, several deployments (each its own secret) share one libvirtd.
+    ET.SubElement(usage, "name").text = f"client.{user} {secret_uuid}"
     return ET.tostring(root, encoding="unicode")
 
 
@@ -127,7 +129,7 @@ def ensure_ceph_secret(conn, libvirt, secret_uuid, user, raw_key):
         try:
             secret = conn.secretDefineXML(secret_xml(secret_uuid, user), 0)
         except libvirt.libvirtError as exc:
-            # e.g. another secret already uses the usage name "client.<user> secret"
+            # e.g. another secret already uses the usage name "client.<user> <uuid>"
             raise exception.ConfigInvalid(
                 reason=f"cannot define libvirt secret {secret_uuid}: {exc}") from exc
         LOG.info("Defined libvirt ceph secret %s for client.%s", secret_uuid, user)

@@ -10,11 +10,13 @@ adds the two missing pieces described in doc/source/contributor/dependencies.rst
   attached to exactly one server it writes the admin metadata
   ``extend_new_size`` and ``extend_reservations`` that the completion action
   reads, posts ``volume-extended`` at 2.105 and returns with the volume still
-  ``extending``; the compute resizes and completes. A driver that says
-  ``extend_attached_by_compute`` (the file driver: QEMU holds the file, as with
-  Cinder's NFS drivers) is not asked to resize at all. Everything else, and a
-  volume whose metadata has ``volumesvc_stock_extend=true``, takes Cinder's
-  stock path.
+  ``extending``; the compute resizes and completes. Only a backend whose driver
+  says ``extend_attached_by_compute`` (the file driver: QEMU holds the file, as
+  with Cinder's NFS drivers) takes this path, and it is not asked to resize at
+  all. Every other backend (Cinder's RBD driver grows the image itself, then
+  the compute grows the guest's disk on ``volume-extended`` at 2.51), a volume
+  attached to no or several servers, and a volume whose metadata has
+  ``volumesvc_stock_extend=true`` take Cinder's stock path.
 * :func:`show_extend_new_size_factory`, a paste filter for the API pipeline:
   Cinder shows only ``readonly``/``attached_mode`` of the admin metadata in
   ``metadata``; this adds ``extend_new_size``. For the error-path tests a
@@ -48,16 +50,9 @@ class CompletionVolumeManager(manager.VolumeManager):
         servers = {a.instance_uuid for a in volume.volume_attachment or []
                    if a.instance_uuid}
         stock = str((volume.metadata or {}).get(STOCK_KEY, "")).lower() == "true"
-        if len(servers) != 1 or stock:
+        by_compute = getattr(self.driver, "extend_attached_by_compute", False)
+        if len(servers) != 1 or stock or not by_compute:
             return super().extend_volume(context, volume, new_size, reservations)
-        if not getattr(self.driver, "extend_attached_by_compute", False):
-            try:
-                self.driver.extend_volume(volume, new_size)
-            except Exception:  # noqa: BLE001 - same outcome as Cinder's own path
-                LOG.exception("Extend volume failed.", resource=volume)
-                self.extend_volume_completion(context, volume, new_size, reservations,
-                                              error=True)
-                return
         self.db.volume_admin_metadata_update(
             context.elevated(), volume.id,
             {EXTEND_NEW_SIZE: str(int(new_size)),
