@@ -26,6 +26,7 @@ import signal
 import sys
 import threading
 import time
+import urllib.request
 
 from benchmarks import report as results
 from benchmarks import storm_metrics as metrics
@@ -246,8 +247,10 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
     if args.status_poll and _mv(version) >= _mv("2.101"):
         poller = StatusPoller(client, servers, volumes, args.poll_interval, args.client_timeout)
     sampler = metrics.ConnectionSampler(_database_urls(stack)).start()
+    before = scrape_counts(stack, version)
     barrier.wait()
     t_start = time.monotonic()
+    cpu_sampler = metrics.CpuSampler(groups).start(t_start)
     probe.start()
     if poller:
         poller.start()
@@ -284,6 +287,7 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
         t.join(max(1.0, deadline - time.monotonic()))
     probe_ok, probe_failed = probe.stop()
     connections = sampler.stop()
+    cpu_samples = cpu_sampler.stop()
     status = None
     if poller:
         poller.stop(max(1.0, deadline - time.monotonic()))
@@ -314,7 +318,62 @@ def storm(client, stack, servers, volumes, probe_server, version, args):
         "window": t_end - t_start, "cpu": cpu,
         "cinder_calls": cinder_calls, "volume_list_polls": polls, "status": status,
         "db_connections": connections,
+        # For the pictures (benchmarks/plots.py): each request's sending and answer and
+        # each volume's in-use, in seconds since the storm started; CPU per process.
+        "spans": [(r[0] - t_start, r[1] - t_start) for r in done],
+        "done_at": [t - t_start for t in in_use_seen.values()],
+        "cpu_samples": cpu_samples,
+        "scraped": _delta(before, scrape_counts(stack, version)),
     }
+
+
+ATTACH_ROUTE = "/v2.1/servers/{server_id}/os-volume_attachments"
+
+
+def scrape_counts(stack, version):
+    """What our processes' metrics count so far (``--metrics``), or {} without them.
+
+    The API's attach POSTs answered 202 at ``version`` (its histogram's count for
+    the route) and the compute's successful attaches; a storm's are the difference.
+    """
+    if not stack.metrics_urls:
+        return {}
+    from prometheus_client import parser
+
+    def count(url, family, **labels):
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            text = resp.read().decode()
+        return sum(s.value for f in parser.text_string_to_metric_families(text)
+                   if f.name == family for s in f.samples if s.name.endswith("_count")
+                   and all(s.labels.get(k) == v for k, v in labels.items()))
+
+    accepted = "202" if _mv(version) >= _mv("2.101") else "200"
+    return {
+        "api_attach_accepted": count(stack.metrics_urls["api"],
+                                     "volumesvc_api_request_duration_seconds",
+                                     route=ATTACH_ROUTE, method="POST", status=accepted,
+                                     microversion=version),
+        "compute_attach_success": count(stack.metrics_urls["compute"],
+                                        "volumesvc_compute_operation_duration_seconds",
+                                        operation="attach_volume", result="success"),
+    }
+
+
+def scraped_lines(runs):
+    """What the metrics counted per storm (``--metrics``), for the results block."""
+    lines = [f"- {r['version']}, N={r['n']}: the API's histogram counts "
+             f"{r['scraped']['api_attach_accepted']:g} attach POSTs answered "
+             f"{'202' if _mv(r['version']) >= _mv('2.101') else '200'}, the compute "
+             f"{r['scraped']['compute_attach_success']:g} successful attaches"
+             for r in runs if r.get("scraped")]
+    if not lines:
+        return ""
+    return "\n\nWhat the services' Prometheus metrics counted during each storm:\n\n" + \
+        "\n".join(lines) + "\n"
+
+
+def _delta(before, after):
+    return {k: after[k] - before.get(k, 0) for k in after}
 
 
 def _database_urls(stack):
@@ -395,6 +454,11 @@ def parse_args(argv):
     p.add_argument("--api-private-memory-max", type=int, default=None, metavar="MIB",
                    help="[api] worker_private_memory_max (0 = off); default: the product's")
     p.add_argument("--keep-state", action="store_true", help="keep the state dir (logs)")
+    p.add_argument("--metrics", action="store_true",
+                   help="run with [metrics] enabled (off in the product's defaults) and "
+                        "report what the API's and the compute's metrics counted per storm")
+    p.add_argument("--no-plots", dest="plots", action="store_false",
+                   help="write no PNG pictures next to the results (benchmarks/plots.py)")
     args = p.parse_args(argv)
     if not 1 <= args.servers <= 1000:
         p.error("--servers must be 1..1000")
@@ -418,7 +482,7 @@ def run(args, argv):
     stack = Stack(delay=args.delay, api_workers=args.workers, log=log,
                   keep_state=args.keep_state, api_preload=args.api_preload,
                   api_threads=args.api_threads, cpu_priority=args.cpu_priority,
-                  api_options=_api_options(args))
+                  api_options=_api_options(args), metrics=args.metrics)
     try:
         t0 = time.monotonic()
         log("starting PostgreSQL db, vhosts, Cinder, Glance, volumesvc api/conductor/compute")
@@ -469,10 +533,15 @@ def run(args, argv):
             "status_poll": args.status_poll, "pss_settle": PSS_SETTLE,
             "cpu_priority": args.cpu_priority, "api_options": _api_options(args),
         }
-        text = report.markdown(summary)
+        text = report.markdown(summary) + scraped_lines(runs)
         print(text, flush=True)
         if not args.no_results:
             log(f"results written to {report.write(args.results, summary, text)}")
+            if args.plots:
+                from benchmarks import plots
+
+                for path in plots.attach_storm_pictures(args.results, summary, report.NOVA):
+                    log(f"picture {path}")
         return 0 if all(not r["errors"] and r["in_use_after"] for r in runs) else 1
     finally:
         # No second Ctrl-C half way through the cleanup.

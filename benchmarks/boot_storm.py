@@ -291,6 +291,8 @@ def parse_args(argv):
     p.add_argument("--ref", default="HEAD", help="git commit of volumesvc to run")
     results.add_arguments(p)
     p.add_argument("--keep-state", action="store_true", help="keep the state dir (logs)")
+    p.add_argument("--no-plots", dest="plots", action="store_false",
+                   help="write no PNG picture next to the results (benchmarks/plots.py)")
     args = p.parse_args(argv)
     try:
         args.sizes = [int(x) for x in args.servers.split(",") if x.strip()]
@@ -342,6 +344,11 @@ def run(args, argv):
         print(text, flush=True)
         if not args.no_results:
             log(f"results written to {report.write(args.results, summary, text)}")
+            if args.plots:
+                from benchmarks import plots
+
+                for path in plots.boot_storm_pictures(args.results, summary, report.NOVA):
+                    log(f"picture {path}")
         return 0 if all(report.clean(r) for r in runs) else 1
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)

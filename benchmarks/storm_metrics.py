@@ -174,3 +174,36 @@ class ConnectionSampler:
         for engine in self.engines.values():
             engine.dispose()
         return dict(self.peak)
+
+
+class CpuSampler:
+    """CPU seconds per process group every ``interval`` seconds during a storm (a thread).
+
+    ``samples``: [(seconds since start, :func:`snapshot`)], for the storm's
+    CPU-per-process picture (benchmarks/plots.py).
+    """
+
+    def __init__(self, groups, interval=0.5):
+        import threading
+        import time
+
+        self._clock = time.monotonic
+        self.groups, self.interval, self.samples = groups, interval, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._t0 = None
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.samples.append((self._clock() - self._t0, snapshot(self.groups)))
+            self._stop.wait(self.interval)
+
+    def start(self, t0):
+        self._t0 = t0
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(30)
+        return self.samples

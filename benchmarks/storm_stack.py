@@ -73,7 +73,7 @@ def _venv_bin(name):
 
 class Stack:
     def __init__(self, *, delay, api_workers, log=print, keep_state=False, api_preload=False,
-                 api_threads=1, cpu_priority=True, api_options=None):
+                 api_threads=1, cpu_priority=True, api_options=None, metrics=False):
         # As the all-in-one does (allinone.priority): everything but the
         # API at a lower CPU priority; False runs all at the same one.
         self.cpu_priority = cpu_priority
@@ -93,6 +93,12 @@ class Stack:
         self._lock = threading.Lock()
         self.api_port = free_port()
         self.api_url = f"http://127.0.0.1:{self.api_port}/v2.1"
+        # [metrics] enabled (doc/source/admin/monitoring.rst): the scrape URL of each
+        # of our processes, or {} (off, as the product's default).
+        self.metrics_urls = {} if not metrics else {
+            "api": f"http://127.0.0.1:{self.api_port}/metrics",
+            "conductor": f"http://127.0.0.1:{free_port()}/metrics",
+            "compute": f"http://127.0.0.1:{free_port()}/metrics"}
         self.services = {}  # name -> ProcessGroup (api, conductor, compute)
         self.cinder = None
         self.glance = None
@@ -197,6 +203,12 @@ class Stack:
                 [oslo_concurrency]
                 lock_path = {self.state_dir}/locks
                 """))
+            if self.metrics_urls:
+                port = {name: url.split(":")[2].split("/")[0]
+                        for name, url in self.metrics_urls.items()}
+                f.write(f"\n[metrics]\nenabled = true\n"
+                        f"conductor_listen_port = {port['conductor']}\n"
+                        f"compute_listen_port = {port['compute']}\n")
         return path
 
     # -- the whole thing --------------------------------------------------------------------

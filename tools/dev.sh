@@ -7,6 +7,10 @@
 #                                           runs at once); with args, one pytest run of those
 #   tools/dev.sh tempest [--state-dir D]    tempest's listed compute API tests against the
 #                                           running keystone all-in-one (state dir D)
+#   tools/dev.sh cluster [start|stop] [--state-dir D]
+#                                           several hosts on this machine (foreground): computes
+#                                           in network namespaces, 2 API nodes behind HAProxy,
+#                                           2 conductors, a 3-node RabbitMQ cluster, PostgreSQL
 #   tools/dev.sh setup                      only install (system packages, services, venv)
 #
 # Idempotent: on a machine that already has everything it only checks.
@@ -185,6 +189,10 @@ case "$cmd" in
         setup
         exec "$VENV/bin/volumesvc-aio" "$@"
         ;;
+    cluster)
+        setup
+        exec "$VENV/bin/python" -m volumesvc_aio.cluster "$@"
+        ;;
     tempest)
         setup
         exec "$VENV/bin/python" -m volumesvc_aio.tempest "$@"
@@ -210,7 +218,7 @@ case "$cmd" in
         run_tiers
         ;;
     *)
-        sed -n '2,11p' "$0" >&2
+        sed -n '2,15p' "$0" >&2
         exit 2
         ;;
 esac

@@ -9,6 +9,7 @@ import oslo_messaging as messaging
 from oslo_serialization import jsonutils
 
 from volumesvc import context as vs_context
+from volumesvc.common import profiler
 
 # Exceptions whose module may be sent back to an RPC caller and re-raised
 # there as the same class (oslo.messaging checks this list).
@@ -29,7 +30,12 @@ class RequestContextSerializer(messaging.Serializer):
         return entity
 
     def serialize_context(self, ctxt):
-        return ctxt.to_dict()
+        values = ctxt.to_dict()
+        # A traced request's trace goes with it ([profiler], common/profiler.py).
+        trace = profiler.trace_info()
+        if trace:
+            values[profiler.TRACE_KEY] = trace
+        return values
 
     def deserialize_context(self, ctxt):
         return vs_context.RequestContext.from_dict(ctxt)
@@ -54,15 +60,23 @@ def get_client(transport, topic, *, version, server=None, version_cap=None,
         serializer=RequestContextSerializer(), timeout=timeout)
 
 
-def get_server(transport, topic, server, endpoints, *, version):
+def get_server(transport, topic, server, endpoints, *, version, observer=None):
     """An RPC server for ``topic`` on host ``server``.
 
     NOTE: oslo.messaging's default executor is ``threading`` (and passing
     ``executor`` is deprecated), which is what volumesvc wants: native threads.
+    ``observer``: a ``common.metrics.ServiceMetrics`` timing every message.
     """
     target = messaging.Target(topic=topic, server=server, version=version)
-    return messaging.get_rpc_server(
-        transport, target, endpoints, serializer=RequestContextSerializer())
+    if observer is None:
+        return messaging.get_rpc_server(
+            transport, target, endpoints, serializer=RequestContextSerializer())
+    from oslo_messaging.rpc import server as rpc_server
+
+    from volumesvc.common import metrics
+
+    return rpc_server.RPCServer(transport, target, metrics.ObservedDispatcher(
+        endpoints, RequestContextSerializer(), observer))
 
 
 def get_notifier(transport, publisher_id, *, driver=None, topics=None):

@@ -18,6 +18,7 @@ from oslo_log import log as logging
 
 from volumesvc import context as vs_context
 from volumesvc import periodic, rpc, version
+from volumesvc.common import systemd
 
 LOG = logging.getLogger(__name__)
 
@@ -31,7 +32,8 @@ class RPCService:
     """
 
     def __init__(self, conf, *, binary, topic, manager, transport, heartbeat,
-                 capabilities=None, owns_transport=True, extra_topics=()):
+                 capabilities=None, owns_transport=True, extra_topics=(), metrics=None,
+                 metrics_address=None):
         self.conf = conf
         self.binary = binary
         self.topic = topic
@@ -43,6 +45,14 @@ class RPCService:
         self._capabilities: Callable[[], dict] = capabilities or (lambda: {})
         self._stopping = threading.Event()
         self._extra_topics = tuple(extra_topics)
+        # common/metrics.py: RPC timings always; served on (host, port) if given.
+        self.metrics = metrics
+        self._metrics_address = metrics_address
+        # Monotonic time of the last heartbeat that was persisted, and why
+        # the last one failed: what ``health`` judges by.
+        self._beat_ok_at: float | None = None
+        self._beat_error = "no heartbeat yet"
+        self._watchdog = systemd.Watchdog(systemd.Notifier(), self.health, binary)
         self._servers = []
         self._beat_thread = None
         self._periodic = periodic.PeriodicRunner(
@@ -61,15 +71,36 @@ class RPCService:
         # work on one topic can never take the threads another topic needs.
         for topic in (self.topic, *self._extra_topics):
             server = rpc.get_server(self._transport, topic, self.host, [self.manager],
-                                    version=self.manager.target.version)
+                                    version=self.manager.target.version,
+                                    observer=self.metrics)
             server.start()
             self._servers.append(server)
         self._beat_thread = threading.Thread(
             target=self._beat_loop, name=f"{self.binary}-heartbeat", daemon=True)
         self._beat_thread.start()
         self._periodic.start()
+        if self.metrics is not None and self._metrics_address:
+            self.metrics.serve(*self._metrics_address)
         LOG.info("%s started on host %s (topic %s, service version %d)",
                  self.binary, self.host, self.topic, version.SERVICE_VERSION)
+        self._watchdog.start()
+
+    def health(self) -> tuple[bool, str]:
+        """(healthy, why) for systemd's watchdog (``common/systemd.py``).
+
+        Healthy: the RPC servers consume and a heartbeat was persisted within
+        ``service_down_time``. The conductor's heartbeat is a database
+        write, a compute's a call to a conductor over RabbitMQ: failing for
+        that long, the service is shown down anyway.
+        """
+        if self._stopping.is_set():
+            return False, "stopping"
+        if not self._servers:
+            return False, "RPC servers not started"
+        if self._beat_ok_at is None or (time.monotonic() - self._beat_ok_at
+                                        > self.conf.service_down_time):
+            return False, f"heartbeat failing: {self._beat_error}"
+        return True, f"serving topic {self.topic} on {self.host}"
 
     def report_state(self):
         """Persist one heartbeat; failures are logged, never fatal."""
@@ -80,7 +111,10 @@ class RPCService:
                 capabilities=self._capabilities())
         except Exception as exc:  # noqa: BLE001 - a missed beat must not kill us
             LOG.warning("Heartbeat of %s on %s failed: %s", self.binary, self.host, exc)
+            self._beat_error = f"{type(exc).__name__}: {exc}"[:200]
             return False
+        self._beat_ok_at = time.monotonic()
+        self._beat_error = "the last heartbeat is still unanswered"
         return True
 
     def _beat_loop(self):
@@ -92,6 +126,7 @@ class RPCService:
         if self._stopping.is_set():
             return
         self._stopping.set()
+        self._watchdog.stop()
         self._periodic.stop()
         LOG.info("Stopping %s on %s", self.binary, self.host)
         # NOTE: one server at a time, the main topic first: its running
@@ -117,6 +152,8 @@ class RPCService:
         # NOTE: periodic runs already going get what is left of the same
         # deadline: the whole stop stays within graceful_shutdown_timeout.
         self._periodic.wait(deadline - time.monotonic())
+        if self.metrics is not None:
+            self.metrics.stop()
         cleanup = getattr(self.manager, "cleanup_host", None)
         if cleanup:
             cleanup()

@@ -1,10 +1,13 @@
 """WSGI entry points of volumesvc-api: for gunicorn/uwsgi, and a gunicorn runner.
 
-``gunicorn 'volumesvc.wsgi:init_application()'`` (or uwsgi's
-``--module volumesvc.wsgi:application`` after calling it) builds the config
-from ``--config-file`` / ``VOLUMESVC_CONFIG_FILE``, sets up oslo.log and
-returns the app. :func:`serve` is what ``volumesvc-api`` calls; it runs the
-same app under gunicorn workers, never the werkzeug dev server.
+``volumesvc.wsgi_app:application`` (uwsgi's ``--module``, any WSGI server)
+and ``gunicorn 'volumesvc.wsgi:init_application()'`` build the config from
+``--config-file`` / ``VOLUMESVC_CONFIG_FILE`` (default
+``/etc/volumesvc/volumesvc.conf``), set up oslo.log and give the app.
+:func:`serve` is what ``volumesvc-api`` calls; it runs the same app under
+gunicorn workers, never the werkzeug dev server. gunicorn's settings come
+from ``[api]`` (:func:`gunicorn_settings`), also for a gunicorn started with
+``--config python:volumesvc.api.gunicorn_conf``.
 """
 
 import logging as std_logging
@@ -17,6 +20,12 @@ from volumesvc import binaries, logsafe
 
 DEFAULT_CONFIG_FILE = "/etc/volumesvc/volumesvc.conf"
 CONFIG_ENV = "VOLUMESVC_CONFIG_FILE"
+# gunicorn's access line (its combined format) followed by the request id the
+# API answered with and the duration in seconds, so that an access line can be
+# matched with the API's request log line and with the conductor's and
+# compute's lines of the same request.
+ACCESS_LOG_FORMAT = ('%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" '
+                     '%({x-openstack-request-id}o)s %(L)s')
 
 
 def _config_args(argv):
@@ -72,6 +81,22 @@ def _preimport():
     from volumesvc.volume import cinder  # noqa: F401
 
 
+def install_gunicorn_logsafe():
+    """gunicorn's own loggers quote request lines it refused: make them safe too."""
+    for name in ("gunicorn.error", "gunicorn.access"):
+        logsafe.install(std_logging.getLogger(name))
+
+
+def freeze_for_fork():
+    """In the master, once the app is loaded and before workers fork."""
+    import gc
+
+    _preimport()
+    # NOTE: keep the collector from writing to (and so un-sharing) every
+    # object the workers inherit.
+    gc.freeze()
+
+
 def gunicorn_settings(conf):
     """The gunicorn settings ``volumesvc-api`` runs with, from ``[api]``.
 
@@ -95,14 +120,18 @@ def gunicorn_settings(conf):
         "control_socket_disable": True,
         "max_requests": conf.api.max_requests,
         "max_requests_jitter": conf.api.max_requests_jitter,
+        "timeout": conf.api.worker_timeout,
+        "graceful_timeout": conf.api.graceful_timeout,
+        "keepalive": conf.api.keepalive,
         "forwarded_allow_ips": ",".join(str(n) for n in trusted_proxy_networks(conf)),
+        "access_log_format": ACCESS_LOG_FORMAT,
     }
     if conf.api.threads > 1:
         from volumesvc.api import gunicorn_workers
 
         settings.update(worker_class=gunicorn_workers.thread_worker(
                             conf.api.read_threads, conf.api.worker_private_memory_max),
-                        threads=conf.api.threads, keepalive=conf.api.keepalive)
+                        threads=conf.api.threads)
     else:
         settings["worker_class"] = "volumesvc.api.gunicorn_workers.SyncWorker"
     if conf.metrics.enabled:
@@ -114,8 +143,6 @@ def gunicorn_settings(conf):
 
 def serve(conf):
     """Run the API on ``[api] listen_host:listen_port`` with gunicorn workers."""
-    import gc
-
     from volumesvc.api import metrics
 
     # Before the app (and prometheus_client) is loaded and workers fork.
@@ -129,14 +156,9 @@ def serve(conf):
                 self.cfg.set(name, value)
 
         def load(self):
-            # gunicorn's own loggers quote request lines it refused.
-            for name in ("gunicorn.error", "gunicorn.access"):
-                logsafe.install(std_logging.getLogger(name))
+            install_gunicorn_logsafe()
             application = init_application(conf)
-            _preimport()
-            # NOTE: keep the collector from writing to (and so un-sharing)
-            # every object the workers inherit.
-            gc.freeze()
+            freeze_for_fork()
             return application
 
     _Server().run()

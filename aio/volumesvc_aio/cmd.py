@@ -121,6 +121,7 @@ class AllInOne:
     def __init__(self, args):
         self.args = args
         self.state_dir = os.path.abspath(args.state_dir)
+        self.metrics_ports: dict[str, int] = {}
         self.children = []
         self.harnesses = []
         # Ceph and the libvirt daemon: stopped after everything that uses them.
@@ -188,19 +189,24 @@ class AllInOne:
         volume.configure()
         volume.start()
 
+        # The conductor's and each compute's metrics port (printed when ready).
+        self.metrics_ports = {binaries.CONDUCTOR: harness_util.free_port()}
         conf_path = aio_config.write_config(
             self.state_dir, transport_url=transport_url, api_port=self.args.api_port,
             api_workers=self.args.api_workers, host=self.args.host,
             cinder_url=volume.url, glance_url=image.url, keystone=self.keystone,
-            failed_attachment_ttl=self.args.failed_attachment_ttl, rbd=self.rbd)
+            failed_attachment_ttl=self.args.failed_attachment_ttl, rbd=self.rbd,
+            conductor_metrics_port=self.metrics_ports[binaries.CONDUCTOR])
         self._run_once(["volumesvc-manage", "--config-file", conf_path, "db", "sync"])
         self._spawn(binaries.CONDUCTOR, conf_path)
         for index, host in enumerate(self.args.hosts):
             driver, disabled = self.args.drivers.get(host, ("libvirt", []))
+            self.metrics_ports[f"{binaries.COMPUTE}-{host}"] = harness_util.free_port()
             host_conf = aio_config.write_compute_config(
                 self.state_dir, host=host, first=index == 0, driver=driver,
                 disabled_capabilities=disabled,
-                connection_uri=self.rbd["uri"] if self.rbd else None)
+                connection_uri=self.rbd["uri"] if self.rbd else None,
+                metrics_port=self.metrics_ports[f"{binaries.COMPUTE}-{host}"])
             # NOTE: the first compute keeps the historical log name.
             self._spawn(binaries.COMPUTE, conf_path, host_conf,
                         log_name=binaries.COMPUTE if index == 0
@@ -465,7 +471,8 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
     print(f"volumesvc-aio: ready compute={api_url} volume={volume_url}", flush=True)
-    print(aio_config.operator_urls(aio.state_dir, args.api_port), flush=True)
+    print(aio_config.operator_urls(aio.state_dir, args.api_port, aio.metrics_ports),
+          flush=True)
     if aio.ceph is not None:
         print(f"volumesvc-aio: ceph conf={aio.ceph.conf_path} "
               f"keyring={aio.ceph.admin_keyring} (e.g. ceph -c CONF -s; rbd -c CONF ls volumes)",

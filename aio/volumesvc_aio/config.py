@@ -6,7 +6,7 @@ import textwrap
 
 def write_config(state_dir, *, transport_url, api_port, api_workers, host,
                  cinder_url, glance_url, keystone=None, failed_attachment_ttl=None,
-                 rbd=None):
+                 rbd=None, conductor_metrics_port=9780):
     """Write ``<state_dir>/volumesvc.conf`` for api, conductor and compute.
 
     One file for all three processes, as an operator would have on one
@@ -64,6 +64,7 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
 
         [metrics]
         enabled = true
+        conductor_listen_port = {conductor_metrics_port}
         """)
     if failed_attachment_ttl is not None:
         text = text.replace("[api]\n", f"[api]\nfailed_attachment_ttl = {failed_attachment_ttl}\n",
@@ -86,11 +87,18 @@ def drain_file(state_dir):
     return os.path.join(state_dir, "healthcheck_disable")
 
 
-def operator_urls(state_dir, api_port):
-    """The line the all-in-one prints for load balancers and monitoring."""
-    return (f"volumesvc-aio: health=http://127.0.0.1:{api_port}/healthcheck "
+def operator_urls(state_dir, api_port, service_metrics_ports=None):
+    """The line the all-in-one prints for load balancers and monitoring.
+
+    ``service_metrics_ports``: ``{process name: port}`` of the conductor's
+    and computes' metrics.
+    """
+    line = (f"volumesvc-aio: health=http://127.0.0.1:{api_port}/healthcheck "
             f"(drain: touch {drain_file(state_dir)}) "
             f"metrics=http://127.0.0.1:{api_port}/metrics")
+    for name, port in (service_metrics_ports or {}).items():
+        line += f" {name}-metrics=http://127.0.0.1:{port}/metrics"
+    return line
 
 
 def compute_hosts(first_host, count):
@@ -119,7 +127,7 @@ def parse_compute_driver(spec):
 
 
 def write_compute_config(state_dir, *, host, first, driver="libvirt",
-                         disabled_capabilities=(), connection_uri=None):
+                         disabled_capabilities=(), connection_uri=None, metrics_port=None):
     """``<state_dir>/compute-<host>.conf``: what one compute overrides.
 
     Read after ``volumesvc.conf`` (a second ``--config-file``): its own host
@@ -146,9 +154,13 @@ def write_compute_config(state_dir, *, host, first, driver="libvirt",
         [virt]
         disabled_capabilities = {",".join(disabled_capabilities)}
         """)
+    if metrics_port is not None:
+        text += f"\n[metrics]\ncompute_listen_port = {metrics_port}\n"
     with open(path, "w") as f:
         f.write(text)
     return path
+
+
 def _with_keystone(text, keystone):
     """``text`` switched from noauth to keystone: authtoken, adapters, service token."""
     text = (text.replace("auth_strategy = noauth2", "auth_strategy = keystone")

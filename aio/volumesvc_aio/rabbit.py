@@ -90,3 +90,109 @@ def delete_vhost(name):
     result = _ctl("delete_vhost", name, check=False)
     if result.returncode != 0 and "not" not in (result.stdout + result.stderr).lower():
         raise RuntimeError(f"rabbitmqctl delete_vhost {name} failed: {result.stderr.strip()}")
+
+
+# -- a RabbitMQ cluster of several nodes on one machine (volumesvc_aio.cluster) --
+
+CLUSTER_USER = "volumesvc"
+
+
+class ClusterNode:
+    """One RabbitMQ node of a cluster on this machine, next to the default node.
+
+    Each node has its own Erlang node name, AMQP port, data and log
+    directories and configuration file, so neither the machine's default
+    node (5672, ``/etc/rabbitmq``) nor its plugins are touched. The node
+    runs in the foreground of its own process group: stopping that group is
+    stopping the node (a fault the cluster tests inject).
+    """
+
+    def __init__(self, state_dir, name, address, port):
+        self.dir = os.path.join(state_dir, name)
+        self.nodename = f"{name}@localhost"
+        self.address = address
+        self.port = port
+
+    def env(self):
+        env = _env()
+        env.update({
+            "RABBITMQ_NODENAME": self.nodename,
+            "RABBITMQ_NODE_PORT": str(self.port),
+            "RABBITMQ_DIST_PORT": str(self.port + 20000),
+            "RABBITMQ_CONFIG_FILE": os.path.join(self.dir, "rabbitmq.conf"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": os.path.join(self.dir, "enabled_plugins"),
+            "RABBITMQ_MNESIA_BASE": os.path.join(self.dir, "mnesia"),
+            "RABBITMQ_LOG_BASE": os.path.join(self.dir, "log"),
+            "RABBITMQ_PID_FILE": os.path.join(self.dir, "rabbit.pid"),
+        })
+        env.pop("RABBITMQ_NODE_IP_ADDRESS", None)
+        # The Erlang cookie every node of the machine shares (rabbitmq's home).
+        env["HOME"] = "/var/lib/rabbitmq"
+        return env
+
+    def configure(self):
+        """Config (AMQP on ``address:port`` only, no plugins), dirs owned by rabbitmq."""
+        for sub in ("mnesia", "log"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        with open(os.path.join(self.dir, "rabbitmq.conf"), "w") as f:
+            f.write(f"listeners.tcp.1 = {self.address}:{self.port}\n"
+                    "loopback_users = none\n"
+                    "cluster_partition_handling = pause_minority\n")
+        with open(os.path.join(self.dir, "enabled_plugins"), "w") as f:
+            f.write("[].\n")
+        subprocess.run(["chown", "-R", "rabbitmq:rabbitmq", self.dir], check=True)
+
+    def argv(self):
+        """The server as user rabbitmq, in the caller's process group.
+
+        Not Debian's ``rabbitmq-server`` wrapper: its ``su`` starts a new
+        session, so the node would escape the group that stops it.
+        """
+        return ["setpriv", "--reuid=rabbitmq", "--regid=rabbitmq", "--init-groups",
+                "/usr/lib/rabbitmq/bin/rabbitmq-server"]
+
+    def ctl(self, *args, check=True, timeout=120):
+        return subprocess.run(["rabbitmqctl", "-n", self.nodename, *args], env=self.env(),
+                              check=check, capture_output=True, text=True, timeout=timeout)
+
+    def await_startup(self, timeout=120.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.ctl("await_startup", check=False, timeout=timeout).returncode == 0 \
+                    and port_open(self.address, self.port):
+                return
+            time.sleep(1)
+        raise RuntimeError(f"RabbitMQ node {self.nodename} did not start within {timeout}s")
+
+    def join(self, seed):
+        """Make this (fresh, running) node a member of ``seed``'s cluster (idempotent)."""
+        status = self.ctl("cluster_status", "--formatter", "json", check=False).stdout
+        if seed.nodename in status:
+            return
+        self.ctl("stop_app")
+        self.ctl("join_cluster", seed.nodename)
+        self.ctl("start_app")
+
+
+def cluster_user(seed, vhosts, password):
+    """The cluster's user (not guest: it may connect from any address) and its vhosts.
+
+    A user is replicated to every node of the cluster, so asking one node
+    is enough.
+    """
+    result = seed.ctl("add_user", CLUSTER_USER, password, check=False)
+    if result.returncode != 0:
+        if "already" not in (result.stdout + result.stderr):
+            raise RuntimeError(f"rabbitmqctl add_user failed: {result.stderr.strip()}")
+        seed.ctl("change_password", CLUSTER_USER, password)
+    for vhost in vhosts:
+        result = seed.ctl("add_vhost", vhost, check=False)
+        if result.returncode != 0 and "already" not in (result.stdout + result.stderr):
+            raise RuntimeError(f"rabbitmqctl add_vhost failed: {result.stderr.strip()}")
+        seed.ctl("set_permissions", "-p", vhost, CLUSTER_USER, ".*", ".*", ".*")
+
+
+def cluster_transport_url(nodes, vhost, password, user=CLUSTER_USER):
+    """oslo.messaging URL listing every node: a client fails over to the next one."""
+    hosts = ",".join(f"{user}:{password}@{n.address}:{n.port}" for n in nodes)
+    return f"rabbit://{hosts}/{urllib.parse.quote(vhost, safe='')}"

@@ -31,6 +31,9 @@ def test_db_sync_version_and_upgrade_check(tmp_path, database_url):
     conf_path.write_text(textwrap.dedent(f"""\
         [DEFAULT]
         state_path = {tmp_path}
+        # Not a single-machine compute: volumesvc/cmd/checks.py would warn.
+        my_ip = 192.0.2.10
+        compute_driver = fake
         [database]
         connection = {database_url}
         """))

@@ -35,12 +35,13 @@ def test_units_weigh_the_api_above_conductor_and_compute():
         assert int(unit["Nice"]) >= 10, name
 
 
-def test_the_api_unit_recycles_workers_with_jitter():
+def test_the_api_unit_takes_its_gunicorn_settings_from_the_api_options():
+    # Recycling with jitter and preloading come from [api] through the config
+    # module (tests/functional/api/test_wsgi_servers.py prints them).
     command = _unit(binaries.API)["ExecStart"].split()
-    max_requests = int(command[command.index("--max-requests") + 1])
-    jitter = int(command[command.index("--max-requests-jitter") + 1])
-    assert max_requests > 0 and 0 < jitter <= max_requests
-    assert "--preload" in command  # a recycled worker is a fork of the loaded master
+    assert command[command.index("--config") + 1] == "python:volumesvc.api.gunicorn_conf"
+    for repeated in ("--workers", "--threads", "--bind", "--max-requests", "--timeout"):
+        assert repeated not in command
 
 
 @pytest.mark.parametrize("name, nice", [

@@ -33,6 +33,7 @@ from volumesvc.api import microversions as mv
 from volumesvc.api import policy as policy_mod
 from volumesvc.api.handlers import versions
 from volumesvc.api.request import ApiRequest
+from volumesvc.common import profiler
 
 LOG = logging.getLogger(__name__)
 
@@ -130,6 +131,7 @@ MIDDLEWARE = (
     ("requestlog", "all", lambda app, conf, owner: requestlog.RequestLog(
         app, requestlog.observers(owner.metrics))),
     ("request_id", "v2", lambda app, conf, owner: _RequestId(app, conf)),
+    ("profiler", "v2", lambda app, conf, owner: profiler.wrap(app, conf)),
     ("auth", "v2", lambda app, conf, owner: auth.wrap(app, conf)),
 )
 

@@ -229,7 +229,7 @@ class ThreadWorker(_MemoryBound, _JSONFaults, gthread.ThreadWorker):
     sent nothing yet waits on the worker's poller, not in a thread.
     """
 
-    # What a gunicorn command line naming this class gets (the systemd unit):
+    # What a gunicorn command line naming this class gets (without gunicorn_conf):
     # the defaults of [api] read_threads and worker_private_memory_max.
     read_threads = 8
     worker_private_memory_max = 32

@@ -9,6 +9,7 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
     """Assemble the compute service from ``conf`` (tests inject fakes here)."""
     from volumesvc import rpc, service, virt
     from volumesvc.compute import manager
+    from volumesvc.compute import metrics as compute_metrics
     from volumesvc.conductor import rpcapi as conductor_rpcapi
 
     owns_transport = transport is None
@@ -25,9 +26,11 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
     if notifier is None:
         notifier = rpc.get_notifier(rpc.get_notification_transport(conf),
                                     f"{binaries.COMPUTE}:{conf.host}")
+    metrics = compute_metrics.ComputeMetrics()
     mgr = manager.ComputeManager(
-        conf, driver=driver or virt.load_driver(conf), conductor=conductor,
-        cinder=cinder, notifier=notifier, glance=glance)
+        conf, driver=metrics.timed_driver(driver or virt.load_driver(conf)),
+        conductor=conductor, cinder=metrics.timed_cinder(cinder), notifier=notifier,
+        glance=glance, metrics=metrics)
 
     def heartbeat(ctx, **values):
         conductor.service_update(ctx, **values)
@@ -35,11 +38,18 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
     return service.RPCService(
         conf, binary=binaries.COMPUTE, topic=conf.compute.topic,
         manager=mgr, transport=transport, heartbeat=heartbeat,
-        capabilities=mgr.capabilities, owns_transport=owns_transport)
+        capabilities=mgr.capabilities, owns_transport=owns_transport, metrics=metrics,
+        metrics_address=((conf.metrics.compute_listen_host, conf.metrics.compute_listen_port)
+                         if conf.metrics.enabled else None))
 
 
 def main(argv=None):
     conf = common.parse_config(argv, prog=binaries.COMPUTE)
     from volumesvc import service
+    from volumesvc.cmd import checks
+    from volumesvc.common import profiler
+
+    profiler.init(conf, binaries.COMPUTE)
+    checks.warn(checks.compute_findings(conf), binaries.COMPUTE)
 
     service.serve(build_service(conf))

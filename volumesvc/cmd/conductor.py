@@ -7,6 +7,7 @@ from volumesvc.cmd import common
 def build_service(conf, transport=None, *, cinder=None):
     """Assemble the conductor service from ``conf`` (tests inject fakes here)."""
     from volumesvc import rpc, service
+    from volumesvc.common import metrics
     from volumesvc.compute import rpcapi as compute_rpcapi
     from volumesvc.conductor import manager
     from volumesvc.db import api as db_api
@@ -30,11 +31,30 @@ def build_service(conf, transport=None, *, cinder=None):
     return service.RPCService(
         conf, binary=binaries.CONDUCTOR, topic=conf.conductor.topic,
         manager=mgr, transport=transport, heartbeat=heartbeat, owns_transport=owns_transport,
-        extra_topics=(conductor_rpcapi.persistence_topic(conf),))
+        extra_topics=(conductor_rpcapi.persistence_topic(conf),),
+        metrics=metrics.ServiceMetrics(), metrics_address=(
+            (conf.metrics.conductor_listen_host, conf.metrics.conductor_listen_port)
+            if conf.metrics.enabled else None))
+
+
+def warn_about_settings(conf):
+    """Log what makes this database unfit for the conductors that share it."""
+    from volumesvc.cmd import checks
+
+    try:
+        findings = checks.shared_database_findings(conf)
+    except Exception as exc:  # noqa: BLE001 - no schema yet: the service start says so
+        checks.LOG.debug("Service records unreadable: %s", exc)
+        return
+    checks.warn(findings, binaries.CONDUCTOR)
 
 
 def main(argv=None):
     conf = common.parse_config(argv, prog=binaries.CONDUCTOR)
     from volumesvc import service
+    from volumesvc.common import profiler
 
+    profiler.init(conf, binaries.CONDUCTOR)
+
+    warn_about_settings(conf)
     service.serve(build_service(conf))

@@ -84,10 +84,36 @@ class Checks(upgradecheck.UpgradeCommands):
                 + (": " + "; ".join(gated) + "." if gated else "."))
         return upgradecheck.Result(upgradecheck.Code.SUCCESS)
 
+    def _check_compute_settings(self):
+        """Warn about compute settings that only suit a single test machine."""
+        from volumesvc.cmd import checks
+
+        return _as_result(checks.compute_findings(self.conf))
+
+    def _check_shared_database(self):
+        """Warn when conductors on several hosts share a SQLite database."""
+        from volumesvc.cmd import checks
+
+        try:
+            return _as_result(checks.shared_database_findings(self.conf))
+        except Exception as exc:  # noqa: BLE001 - no schema yet: the schema check says so
+            return upgradecheck.Result(
+                upgradecheck.Code.WARNING, f"Cannot read the service records: {exc}")
+
     _upgrade_checks = (
         ("Database schema", _check_db_version),
         ("Service versions", _check_service_versions),
+        ("Compute settings", _check_compute_settings),
+        ("Shared database", _check_shared_database),
     )
+
+
+def _as_result(findings):
+    """One warning listing every finding (each names its option), else success."""
+    if not findings:
+        return upgradecheck.Result(upgradecheck.Code.SUCCESS)
+    return upgradecheck.Result(
+        upgradecheck.Code.WARNING, " ".join(f"{f}." for f in findings))
 
 
 def main(argv=None):

@@ -48,14 +48,16 @@ class ComputeManager:
 
     target = messaging.Target(version=rpcapi.VERSION)
 
-    def __init__(self, conf, *, driver, conductor, cinder, notifier, glance=None):
+    def __init__(self, conf, *, driver, conductor, cinder, notifier, glance=None,
+                 metrics=None):
         self._conf = conf
         self.host = conf.host
         self.driver = driver
         self.conductor = conductor
         self.cinder = cinder
         self.glance = glance
-        self.reporter = compute_reporter.ComputeReporter(conductor, notifier, self.host)
+        self.reporter = compute_reporter.ComputeReporter(conductor, notifier, self.host,
+                                                         metrics=metrics)
         self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder)
         self.events = events_mod.ExternalEvents(conf, driver, conductor, cinder,
                                                 self.reporter)
@@ -69,7 +71,7 @@ class ComputeManager:
         self.reconciler = reconcile_runner.ReconcileRunner(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
-            driver_instance=_driver_instance)
+            driver_instance=_driver_instance, metrics=metrics)
 
     # -- process lifecycle ---------------------------------------------------
 

@@ -1,6 +1,7 @@
 """How a compute workflow reports on its work: instance-action events, faults, notifications."""
 
 import contextlib
+import time
 import traceback as tb
 
 from oslo_log import log as logging
@@ -17,10 +18,12 @@ class ComputeReporter:
     One per compute process; it holds no state about instances.
     """
 
-    def __init__(self, conductor, notifier, host):
+    def __init__(self, conductor, notifier, host, metrics=None):
         self.conductor = conductor
         self.notifier = notifier
         self.host = host
+        # compute/metrics.py: every event is also an operation's count and duration.
+        self.metrics = metrics
 
     @contextlib.contextmanager
     def event(self, context, instance_uuid, event, started=False):
@@ -43,15 +46,20 @@ class ComputeReporter:
                                         instance_uuid=instance_uuid, request_id=request_id,
                                         event=event, host=self.host)
         scope = EventScope(instance_uuid, request_id, event, started)
+        began = time.monotonic()
         try:
             yield scope
         except Exception as exc:
+            if self.metrics is not None:
+                self.metrics.operation_done(event, "error", began)
             if started:
                 self._safe(self.conductor.action_event_finish, context,
                            instance_uuid=instance_uuid, request_id=request_id,
                            event=event, result="Error", traceback=tb.format_exc(),
                            details=message_of(exc))
             raise
+        if self.metrics is not None:
+            self.metrics.operation_done(event, "success", began)
         if started and not scope.reported:
             self._safe(self.conductor.action_event_finish, context,
                        instance_uuid=instance_uuid, request_id=request_id, event=event,

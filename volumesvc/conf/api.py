@@ -84,8 +84,8 @@ from these addresses, both by gunicorn (its ``forwarded_allow_ips``, which
 otherwise trusts loopback) and by oslo.middleware. With parsing off they are
 ignored from everyone, whatever this list says.
 
-Used by ``volumesvc-api``; a gunicorn started directly takes
-``--forwarded-allow-ips`` instead (the systemd unit passes an empty one).
+Used by ``volumesvc-api`` and by gunicorn run with
+``--config python:volumesvc.api.gunicorn_conf`` (the systemd unit).
 
 Related options:
 
@@ -96,8 +96,13 @@ Related options:
         help="Base URL that replaces scheme, host and port in image links; unset means as-is."),
     cfg.HostAddressOpt(
         "listen_host",
-        default="127.0.0.1",
-        help="Address the volumesvc-api server (gunicorn) binds to."),
+        default="0.0.0.0",
+        help="""
+Address the volumesvc-api server (gunicorn) binds to.
+
+The default takes every address of the host, so that a load balancer or
+clients on other hosts reach the API; the all-in-one binds 127.0.0.1.
+"""),
     cfg.PortOpt(
         "listen_port",
         default=8774,
@@ -194,8 +199,8 @@ answers a request that arrives on one of its kept-alive connections with
 ``Connection: close``; no request is dropped. The new worker opens its own
 database and message-queue connections on its first requests.
 
-Used by ``volumesvc-api``; a gunicorn started directly (the systemd unit)
-takes ``--max-requests`` instead.
+Used by ``volumesvc-api`` and by gunicorn run with
+``--config python:volumesvc.api.gunicorn_conf`` (the systemd unit).
 
 Possible values:
 
@@ -290,9 +295,9 @@ Related options:
         min=0,
         help="""
 Seconds an idle HTTP/1.1 connection stays open between two requests
-(gunicorn ``keepalive``; used by ``gthread`` workers only). This is what
-``volumesvc-api`` runs with; a gunicorn started directly takes
-``--keep-alive`` instead, as the systemd unit does.
+(gunicorn ``keepalive``; used by ``gthread`` workers only), for
+``volumesvc-api`` and for gunicorn run with ``--config
+python:volumesvc.api.gunicorn_conf`` (the systemd unit).
 
 Keep it above every client's polling interval and below the idle timeout of
 any load balancer in front of the API. openstacksdk and novaclient poll a
@@ -309,6 +314,36 @@ Possible values:
 Related options:
 
 * ``threads``
+"""),
+    cfg.IntOpt(
+        "worker_timeout",
+        default=120,
+        min=0,
+        help="""
+Seconds a volumesvc-api worker process may stay silent to the gunicorn
+master before it is killed and replaced (gunicorn ``timeout``), 0 never.
+
+A threaded worker reports in from its main loop whatever its threads are
+doing, so this bounds a stuck worker process, not a slow request.
+
+Related options:
+
+* ``graceful_timeout``
+"""),
+    cfg.IntOpt(
+        "graceful_timeout",
+        default=30,
+        min=0,
+        help="""
+Seconds a volumesvc-api worker that is being replaced or stopped
+(``max_requests``, ``worker_private_memory_max``, SIGTERM) has to finish the
+requests it holds before it is killed (gunicorn ``graceful_timeout``).
+
+Keep systemd's ``TimeoutStopSec`` of the unit above it.
+
+Related options:
+
+* ``worker_timeout``, ``max_requests``
 """),
 ]
 

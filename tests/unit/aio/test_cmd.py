@@ -53,11 +53,13 @@ def test_a_compute_config_overrides_host_driver_root_and_capabilities(tmp_path):
     state = str(tmp_path)
     main = aio_config.write_config(state, transport_url="rabbit://g:g@127.0.0.1:5672/v",
                                    api_port=8774, api_workers=1, host="aio-compute",
-                                   cinder_url="http://c", glance_url="http://g")
-    first = aio_config.write_compute_config(state, host="aio-compute", first=True)
+                                   cinder_url="http://c", glance_url="http://g",
+                                   conductor_metrics_port=9800)
+    first = aio_config.write_compute_config(state, host="aio-compute", first=True,
+                                            metrics_port=9801)
     second = aio_config.write_compute_config(
         state, host="aio-compute-2", first=False, driver="fake",
-        disabled_capabilities=["supports_multiattach"])
+        disabled_capabilities=["supports_multiattach"], metrics_port=9802)
     confs = [vs_conf.get_conf(args=["--config-file", main, "--config-file", extra],
                               default_config_files=[]) for extra in (first, second)]
     assert [c.host for c in confs] == ["aio-compute", "aio-compute-2"]
@@ -66,6 +68,12 @@ def test_a_compute_config_overrides_host_driver_root_and_capabilities(tmp_path):
         f"qemu:///embed?root={state}/libvirt", f"qemu:///embed?root={state}/libvirt-aio-compute-2"]
     assert [c.virt.disabled_capabilities for c in confs] == [[], ["supports_multiattach"]]
     assert confs[1].database.connection == confs[0].database.connection
+    # Metrics on, each process on a port of its own.
+    assert [c.metrics.enabled for c in confs] == [True, True]
+    assert confs[0].metrics.conductor_listen_port == 9800
+    assert [c.metrics.compute_listen_port for c in confs] == [9801, 9802]
+    assert aio_config.operator_urls(state, 8774, {"volumesvc-conductor": 9800}).endswith(
+        " volumesvc-conductor-metrics=http://127.0.0.1:9800/metrics")
 
 
 def test_failed_attachment_ttl_reaches_the_api_options(tmp_path):

@@ -1,0 +1,338 @@
+"""volumesvc-cluster: a several-host deployment on one machine.
+
+What ``tools/dev.sh cluster`` runs. Where the all-in-one puts every process
+on loopback, this lays the services out the way
+``doc/source/install/multi-host.rst`` puts them on separate machines:
+
+* a bridge with a private /24 (``volumesvc_aio.netns``); the control plane
+  listens on the bridge's address in the root namespace;
+* a 3-node RabbitMQ cluster (own node names, ports, data dirs; quorum queues)
+  next to the machine's default node, which is left alone;
+* a PostgreSQL server of its own (initdb in the state dir, another port);
+* Glance and Cinder (the all-in-one's harnesses, bound to the bridge
+  address), Cinder calling back through the load balancer;
+* two conductors, two API nodes (each its own gunicorn) behind HAProxy,
+  which health-checks ``/healthcheck``;
+* three computes, each in its own network namespace with its own address,
+  ``my_ip`` and embedded QEMU root, reaching everything over the bridge.
+
+Authentication is noauth2 (token ``user:project``), as the integration
+tier's other suites use. ``stop`` (or Ctrl-C/SIGTERM of ``start``) stops
+every process, the QEMU guests, and deletes the namespaces and links; it
+also cleans what a SIGKILLed run left behind.
+"""
+
+import argparse
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+
+import volumesvc_aio as harness_util
+from volumesvc import binaries
+from volumesvc_aio import cluster_db, haproxy, netns, rabbit
+from volumesvc_aio import config as aio_config
+from volumesvc_aio.cluster_config import (
+    ClusterCinder,
+    ClusterGlance,
+    write_api_config,
+    write_cluster_config,
+    write_compute_config,
+    write_conductor_config,
+)
+
+DEFAULT_STATE_DIR = "/var/lib/volumesvc-cluster"
+# Ports on the bridge address (the machine's own services keep theirs).
+LB_PORT = 18774
+API_PORTS = (18781, 18782)
+VOLUME_PORT = 18776
+IMAGE_PORT = 19292
+RABBIT_PORTS = (5701, 5702, 5703)
+PG_PORT = 5442
+SERVICES_PG_PORT = 5443
+
+
+class Cluster:
+    """Owns every process of the deployment, by name (``api-1``, ``compute-2``...).
+
+    The fault tests use :meth:`kill` and :meth:`respawn` on those names.
+    """
+
+    def __init__(self, state_dir=DEFAULT_STATE_DIR, *, computes=3, apis=2, conductors=2,
+                 prefix="vsc", subnet=netns.DEFAULT_SUBNET, log=print):
+        self.state_dir = os.path.abspath(state_dir)
+        self.net = netns.Network(prefix, subnet)
+        self.address = self.net.bridge_address
+        self.hosts = [f"{prefix}-compute-{n}" for n in range(1, computes + 1)]
+        self.api_names = [f"api-{n}" for n in range(1, apis + 1)]
+        self.conductor_names = [f"conductor-{n}" for n in range(1, conductors + 1)]
+        self.procs = {}
+        self.harnesses = []
+        self.rabbit_nodes = [rabbit.ClusterNode(self.state_dir, f"{prefix}-rabbit-{n}",
+                                                self.address, port)
+                             for n, port in enumerate(RABBIT_PORTS, 1)]
+        self.postgres = cluster_db.PostgresServer(self.state_dir, self.address, PG_PORT,
+                                                  str(self.net.subnet))
+        # Cinder's and Glance's databases live on a second server, so that
+        # restarting volumesvc's database (a fault the tests inject) is that
+        # alone.
+        self.services_db = cluster_db.PostgresServer(
+            self.state_dir, self.address, SERVICES_PG_PORT, str(self.net.subnet),
+            name="postgresql-services")
+        self.conf_path = os.path.join(self.state_dir, "volumesvc.conf")
+        self.extra_confs = {}
+        self.lb_url = f"http://{self.address}:{LB_PORT}"
+        self.cinder = None
+        self.glance = None
+        self._log_fn = log
+        self._started = time.monotonic()
+
+    # -- logging ---------------------------------------------------------------
+    def log(self, message):
+        self._log_fn(f"volumesvc-cluster: [{time.monotonic() - self._started:6.1f}s] "
+                     f"{message}")
+
+    def log_path(self, name):
+        return os.path.join(self.state_dir, "logs", f"{name}.log")
+
+    # -- processes -------------------------------------------------------------
+    def _spawn(self, name, argv, env=None):
+        child = harness_util.ProcessGroup(name, argv, self.log_path(name), env=env,
+                                          die_with_parent=True)
+        self.procs[name] = child.start()
+        return child
+
+    def _service_argv(self, binary, *confs):
+        exe = os.path.join(os.path.dirname(sys.executable), binary)
+        argv = [exe if os.path.exists(exe) else binary]
+        for conf in confs:
+            argv += ["--config-file", conf]
+        return argv
+
+    def argv_of(self, name):
+        """The command line of a volumesvc process of the deployment, by name."""
+        if name.startswith("conductor-"):
+            return self._service_argv(binaries.CONDUCTOR, self.conf_path,
+                                      self.extra_confs[name])
+        if name.startswith("api-"):
+            return self._service_argv(binaries.API, self.conf_path, self.extra_confs[name])
+        if name.startswith("compute-"):
+            host = self.hosts[int(name.split("-")[1]) - 1]
+            return self.net.exec_argv(host, self._service_argv(
+                binaries.COMPUTE, self.conf_path, self.extra_confs[name]))
+        raise KeyError(name)
+
+    def kill(self, name, signum=signal.SIGKILL):
+        """Signal one process group of the deployment and wait for it to exit."""
+        child = self.procs[name]
+        child.signal(signum)
+        with contextlib.suppress(Exception):
+            child.proc.wait(60)
+
+    def respawn(self, name):
+        """Start a process that was killed again, same command line and log."""
+        self.procs[name].start()
+
+    # -- start -----------------------------------------------------------------
+    def start(self, ready_timeout=600.0):
+        from volumesvc_aio import system
+
+        fresh = not os.path.exists(os.path.join(self.state_dir, "volumesvc.conf"))
+        os.makedirs(os.path.join(self.state_dir, "logs"), exist_ok=True)
+        system.ensure_system()
+        system.apt_install(["haproxy"])
+        self.log("network: bridge and one namespace per compute")
+        self.net.setup_bridge()
+        for index, host in enumerate(self.hosts, 1):
+            self.net.add_host(host, index)
+        self._start_postgres(fresh)
+        transport_url = self._start_rabbit()
+        self._start_image_and_volume(transport_url, fresh, ready_timeout)
+        self._start_volumesvc(transport_url, ready_timeout)
+        self.log("uploading the starter image")
+        aio_config.ensure_image(self.glance.url, self.state_dir)
+        return self
+
+    def _start_postgres(self, fresh):
+        self.log(f"PostgreSQL on {self.address}:{PG_PORT} (volumesvc) and "
+                 f"{SERVICES_PG_PORT} (Cinder, Glance)")
+        for server in (self.postgres, self.services_db):
+            server.configure()
+            self._spawn(server.name, server.argv())
+        for server in (self.postgres, self.services_db):
+            harness_util.wait_for(lambda s=server: rabbit.port_open(s.address, s.port), 60,
+                                  what=server.name, children=[self.procs[server.name]])
+        # A server accepts connections a moment after it listens.
+        harness_util.wait_for(lambda: self.postgres.create_database("volumesvc", fresh=fresh),
+                              60, what="PostgreSQL accepting connections")
+        harness_util.wait_for(lambda: self.services_db.create_database("cinder", fresh=fresh),
+                              60, what="PostgreSQL (services) accepting connections")
+
+    def _start_rabbit(self):
+        self.log("RabbitMQ: three nodes, clustered")
+        for node in self.rabbit_nodes:
+            node.configure()
+            self._spawn(node.nodename.split("@")[0], node.argv(), env=node.env())
+        for node in self.rabbit_nodes:
+            node.await_startup()
+        for node in self.rabbit_nodes[1:]:
+            node.join(self.rabbit_nodes[0])
+        password_file = os.path.join(self.state_dir, "rabbit-password")
+        if not os.path.exists(password_file):
+            with open(os.open(password_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+                f.write(secrets.token_hex(16))
+        with open(password_file) as f:
+            password = f.read().strip()
+        rabbit.cluster_user(self.rabbit_nodes[0], ("volumesvc", "cinder"), password)
+        return {vhost: rabbit.cluster_transport_url(self.rabbit_nodes, vhost, password)
+                for vhost in ("volumesvc", "cinder")}
+
+    def _start_image_and_volume(self, transport_url, fresh, timeout):
+        self.log("Glance and Cinder (the first run installs them from PyPI)")
+        self.glance = ClusterGlance(
+            os.path.join(self.state_dir, "glance"), address=self.address, port=IMAGE_PORT,
+            database_connection=self.services_db.create_database("glance", fresh=fresh))
+        self.cinder = ClusterCinder(
+            os.path.join(self.state_dir, "cinder"), address=self.address, port=VOLUME_PORT,
+            transport_url=transport_url["cinder"],
+            database_connection=self.services_db.url("cinder"),
+            nova_endpoint=f"{self.lb_url}/v2.1", glance_url=None, extend_completion=True,
+            default_quotas={"volumes": -1, "gigabytes": -1, "snapshots": -1})
+        self.cinder.glance_url = self.glance.url
+        for service in (self.glance, self.cinder):
+            service.die_with_parent = True
+            self.harnesses.append(service)
+            service.install()
+            service.configure()
+            service.start()
+        self.glance.wait_ready(timeout)
+        self.cinder.wait_ready(timeout)
+
+    def _start_volumesvc(self, transport_url, timeout):
+        self.log("volumesvc: conductors, computes in their namespaces, API nodes, HAProxy")
+        write_cluster_config(
+            self.conf_path, state_dir=self.state_dir, transport_url=transport_url["volumesvc"],
+            database_url=self.postgres.url("volumesvc"), cinder_url=self.cinder.url,
+            glance_url=self.glance.url, subnet=str(self.net.subnet))
+        subprocess.run(self._service_argv("volumesvc-manage", self.conf_path) + ["db", "sync"],
+                       check=True, stdout=subprocess.DEVNULL, timeout=300)
+        for name in self.conductor_names:
+            self.extra_confs[name] = write_conductor_config(self.state_dir, name=name)
+            self._spawn(name, self.argv_of(name))
+        for index, host in enumerate(self.hosts, 1):
+            name = f"compute-{index}"
+            self.extra_confs[name] = write_compute_config(
+                self.state_dir, host=host, my_ip=self.net.hosts[host][1])
+            self._spawn(name, self.argv_of(name))
+        backends = []
+        for name, port in zip(self.api_names, API_PORTS, strict=False):
+            self.extra_confs[name] = write_api_config(self.state_dir, name=name,
+                                                      address=self.address, port=port)
+            self._spawn(name, self.argv_of(name))
+            backends.append((name, f"{self.address}:{port}"))
+        cfg = haproxy.write_config(os.path.join(self.state_dir, "haproxy.cfg"),
+                                   bind=f"{self.address}:{LB_PORT}", backends=backends)
+        self._spawn("haproxy", haproxy.argv(cfg))
+        children = list(self.procs.values())
+        harness_util.wait_for(self.api_nodes_healthy, timeout, what="both API nodes healthy",
+                              children=children)
+        for host in self.hosts:
+            harness_util.wait_for(lambda h=host: aio_config.compute_is_up(self.conf_path, h),
+                                  timeout, what=f"compute {host} up", children=children)
+
+    # -- state -----------------------------------------------------------------
+    def api_nodes_healthy(self):
+        """True when every API node answers 200 on /healthcheck and the LB serves."""
+        ports = API_PORTS[:len(self.api_names)]
+        if not all(harness_util.http_json(f"http://{self.address}:{p}/healthcheck")[0] == 200
+                   for p in ports):
+            return False
+        return harness_util.http_json(f"{self.lb_url}/")[0] == 200
+
+    def ready_lines(self):
+        return [f"volumesvc-cluster: ready compute={self.lb_url}/v2.1 "
+                f"volume={self.cinder.url} image={self.glance.url}",
+                f"volumesvc-cluster: config={self.conf_path} logs={self.state_dir}/logs "
+                f"computes={','.join(self.hosts)} (namespaces {self.net.prefix}-*)"]
+
+    # -- stop ------------------------------------------------------------------
+    def stop(self):
+        """volumesvc first, then guests, Cinder/Glance, HAProxy, RabbitMQ, PostgreSQL, network."""
+        first = [p for n, p in self.procs.items()
+                 if n.startswith(("api-", "conductor-", "compute-", "haproxy"))]
+        harness_util.stop_all([p.stop for p in first], timeout=60)
+        harness_util.stop_qemu_guests(self.state_dir + "/")
+        harness_util.stop_all([h.stop for h in self.harnesses], timeout=60)
+        rest = [p for p in self.procs.values() if p not in first]
+        harness_util.stop_all([lambda p=p: p.stop(timeout=60) for p in rest], timeout=90)
+        self.procs = {}
+        self.harnesses = []
+        cleanup(self.state_dir, self.net)
+
+
+def cleanup(state_dir, net):
+    """Stop whatever still names ``state_dir`` (a killed run's leftovers), drop the network."""
+    me = os.getpid()
+    for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 5.0)):
+        pids = [p for p in harness_util.pids_naming(state_dir.rstrip("/") + "/")
+                if p != me and p != os.getppid()]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while pids and time.monotonic() < deadline:
+            pids = [p for p in pids if os.path.exists(f"/proc/{p}")]
+            time.sleep(0.5)
+    net.teardown()
+
+
+def _parse_args(argv):
+    parser = argparse.ArgumentParser(prog="volumesvc-cluster",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("action", choices=("start", "stop"), nargs="?", default="start",
+                        help="start (foreground; Ctrl-C stops it) or stop (clean up a "
+                             "cluster whose start was killed)")
+    parser.add_argument("--state-dir", default=DEFAULT_STATE_DIR)
+    parser.add_argument("--computes", type=int, default=3)
+    parser.add_argument("--prefix", default="vsc",
+                        help="names of the namespaces, links and RabbitMQ nodes")
+    parser.add_argument("--subnet", default=netns.DEFAULT_SUBNET)
+    parser.add_argument("--ready-timeout", type=float, default=600.0)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = _parse_args(argv)
+    if os.geteuid() != 0:
+        print("volumesvc-cluster: needs root (network namespaces, RabbitMQ and "
+              "PostgreSQL run as their users)", file=sys.stderr)
+        return 2
+    net = netns.Network(args.prefix, args.subnet)
+    if args.action == "stop":
+        cleanup(os.path.abspath(args.state_dir), net)
+        print("volumesvc-cluster: stopped", flush=True)
+        return 0
+    cluster = Cluster(args.state_dir, computes=args.computes, prefix=args.prefix,
+                      subnet=args.subnet, log=lambda m: print(m, flush=True))
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+    try:
+        cluster.start(args.ready_timeout)
+        for line in cluster.ready_lines():
+            print(line, flush=True)
+        while all(p.running() for n, p in cluster.procs.items()):
+            time.sleep(1)
+        dead = [n for n, p in cluster.procs.items() if not p.running()]
+        print(f"volumesvc-cluster: {', '.join(dead)} exited; stopping", flush=True)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        cluster.stop()
+        print("volumesvc-cluster: stopped", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Configuration files of the cluster deployment (``volumesvc_aio.cluster``).
+
+One ``volumesvc.conf`` every node reads (as an operator would copy to each
+machine), plus a small file per API node (its listen address) and per
+compute (host name, ``my_ip``, its own QEMU root). Every address is the
+bridge's or a namespace's: nothing points at loopback.
+"""
+
+import os
+import textwrap
+
+from volumesvc_aio import cinder as cinder_mod
+from volumesvc_aio import glance as glance_mod
+
+
+def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder_url,
+                         glance_url, subnet):
+    """The shared file: RabbitMQ cluster with quorum queues, PostgreSQL, Cinder, Glance."""
+    for sub in ("locks", "logs"):
+        os.makedirs(os.path.join(state_dir, sub), exist_ok=True)
+    text = textwrap.dedent(f"""\
+        [DEFAULT]
+        state_path = {state_dir}
+        transport_url = {transport_url}
+        report_interval = 2
+        service_down_time = 10
+        compute_driver = libvirt
+        graceful_shutdown_timeout = 10
+
+        [oslo_messaging_rabbit]
+        rabbit_quorum_queue = true
+        heartbeat_timeout_threshold = 15
+
+        [compute]
+        # An attach abandoned by a conductor killed in the middle of it is
+        # finished or rolled back after a minute, not the default ten.
+        attachment_reservation_timeout = 60
+
+        [database]
+        connection = {database_url}
+
+        [api]
+        auth_strategy = noauth2
+        workers = 2
+
+        [libvirt]
+        virt_type = qemu
+
+        [cinder]
+        auth_strategy = noauth
+        endpoint_override = {cinder_url}
+
+        [glance]
+        auth_strategy = noauth
+        endpoint_override = {glance_url}
+
+        [oslo_concurrency]
+        lock_path = {state_dir}/locks
+
+        [healthcheck]
+        detailed = true
+        allowed_source_ranges = {subnet}
+        """)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def write_conductor_config(state_dir, *, name):
+    """One conductor: its own host name, so each has its own service record."""
+    path = os.path.join(state_dir, f"{name}.conf")
+    with open(path, "w") as f:
+        f.write(f"[DEFAULT]\nhost = {name}\n")
+    return path
+
+
+def write_api_config(state_dir, *, name, address, port):
+    """One API node: its host name, where its gunicorn listens, its own drain file."""
+    path = os.path.join(state_dir, f"{name}.conf")
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(f"""\
+            [DEFAULT]
+            host = {name}
+
+            [api]
+            listen_host = {address}
+            listen_port = {port}
+
+            [healthcheck]
+            disable_by_file_path = {state_dir}/{name}-healthcheck-disable
+            """))
+    return path
+
+
+def write_compute_config(state_dir, *, host, my_ip):
+    """One compute: its host name, address (what Cinder gets in the connector), QEMU root."""
+    root = os.path.join(state_dir, f"libvirt-{host}")
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(state_dir, f"compute-{host}.conf")
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(f"""\
+            [DEFAULT]
+            host = {host}
+            my_ip = {my_ip}
+
+            [libvirt]
+            connection_uri = qemu:///embed?root={root}
+            """))
+    return path
+
+
+class ClusterCinder(cinder_mod.CinderHarness):
+    """The all-in-one's Cinder, listening on the bridge address instead of loopback."""
+
+    def __init__(self, state_dir, *, address, **kwargs):
+        self.address = address
+        super().__init__(state_dir, **kwargs)
+
+    @property
+    def endpoint(self):
+        return f"http://{self.address}:{self.port}"
+
+    def config_text(self):
+        return (super().config_text()
+                .replace("my_ip = 127.0.0.1", f"my_ip = {self.address}")
+                .replace("osapi_volume_listen = 127.0.0.1",
+                         f"osapi_volume_listen = {self.address}"))
+
+
+class ClusterGlance(glance_mod.GlanceHarness):
+    """The all-in-one's Glance, listening on the bridge address instead of loopback."""
+
+    def __init__(self, state_dir, *, address, **kwargs):
+        self.address = address
+        super().__init__(state_dir, **kwargs)
+
+    @property
+    def url(self):
+        return f"http://{self.address}:{self.port}"
+
+    def config_text(self):
+        return super().config_text().replace("bind_host = 127.0.0.1",
+                                             f"bind_host = {self.address}")
+
+    def _commands(self):
+        return [(name, [a.replace("127.0.0.1:", f"{self.address}:") for a in argv])
+                for name, argv in super()._commands()]

@@ -1,0 +1,149 @@
+"""The API served by real gunicorn (configured from [api]) and real uwsgi.
+
+What the systemd unit and doc/source/install/wsgi.rst run: gunicorn with
+``--config python:volumesvc.api.gunicorn_conf`` binds, forks and times out
+as ``[api]`` says; uwsgi serves the module-level ``volumesvc.wsgi_app:application``.
+Both find the config through ``VOLUMESVC_CONFIG_FILE``.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests.fixtures import database as db_fixtures
+from tests.fixtures import process
+from volumesvc.conf import get_conf
+from volumesvc_aio import free_port, wait_for
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+BIN = os.path.dirname(sys.executable)
+
+
+@pytest.fixture
+def api_config(tmp_path):
+    """A config file for an API on a free loopback port, over a migrated SQLite file."""
+    conf = get_conf(default_config_files=[])
+    db_fixtures.sqlite_database(conf, str(tmp_path / "db")).dispose()
+    port = free_port()
+    path = tmp_path / "volumesvc.conf"
+    path.write_text(textwrap.dedent(f"""\
+        [DEFAULT]
+        state_path = {tmp_path}
+        transport_url = rabbit://guest:guest@127.0.0.1:9/
+        [database]
+        connection = {conf.database.connection}
+        [api]
+        auth_strategy = noauth2
+        listen_host = 127.0.0.1
+        listen_port = {port}
+        workers = 2
+        threads = 2
+        worker_timeout = 45
+        """))
+    return path, port
+
+
+@pytest.fixture
+def run(tmp_path):
+    procs = []
+
+    def start(cmd, config_path):
+        env = dict(os.environ, VOLUMESVC_CONFIG_FILE=str(config_path),
+                   PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        log = open(tmp_path / f"server-{len(procs)}.log", "w")
+        proc = subprocess.Popen(cmd, env=env, cwd=str(tmp_path), stdout=log,
+                                stderr=subprocess.STDOUT)
+        procs.append((proc, log))
+        return proc
+
+    yield start
+    for proc, log in procs:
+        process.stop(proc)
+        log.close()
+
+
+def get(port, path, token=None):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+    if token:
+        request.add_header("X-Auth-Token", token)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def wait_until_serving(proc, port, log_path):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log_path.read_text()
+        try:
+            if get(port, "/")[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"not serving on {port}: {log_path.read_text()}")
+
+
+def assert_serves_the_api(port):
+    status, body = get(port, "/")
+    assert status == 200 and "v2.1" in {v["id"] for v in body["versions"]}, body
+    status, body = get(port, "/v2.1/flavors")
+    assert status == 401, body
+    status, body = get(port, "/v2.1/flavors", token="admin:p1")
+    assert status == 200 and {"1", "42"} <= {f["id"] for f in body["flavors"]}, body
+
+
+def _children(pid):
+    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)],
+                         capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line.strip()]
+
+
+GUNICORN = [os.path.join(BIN, "gunicorn"), "--config", "python:volumesvc.api.gunicorn_conf"]
+
+
+def test_gunicorn_settings_are_the_api_options(api_config, tmp_path):
+    path, port = api_config
+    env = dict(os.environ, VOLUMESVC_CONFIG_FILE=str(path),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    printed = subprocess.run([*GUNICORN, "--print-config"], env=env, cwd=str(tmp_path),
+                             capture_output=True, text=True, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    settings = {name.strip(): value.strip() for name, _, value in
+                (line.partition("=") for line in printed.stdout.splitlines())}
+    assert settings["bind"] == f"['127.0.0.1:{port}']"
+    assert (settings["workers"], settings["threads"]) == ("2", "2")
+    assert (settings["timeout"], settings["graceful_timeout"]) == ("45", "30")
+    assert (settings["keepalive"], settings["max_requests"]) == ("75", "200")
+    assert (settings["max_requests_jitter"], settings["preload_app"]) == ("50", "True")
+    assert settings["wsgi_app"] == "volumesvc.wsgi_app:application"
+    assert "ThreadWorker" in settings["worker_class"]
+
+
+def test_gunicorn_serves_the_api_with_the_unit_command(api_config, run):
+    path, port = api_config
+    proc = run(GUNICORN, path)
+    wait_until_serving(proc, port, path.parent / "server-0.log")
+    assert_serves_the_api(port)
+    wait_for(lambda: len(_children(proc.pid)) == 2, 30, what="two workers")
+
+
+def test_uwsgi_serves_the_module_level_application(api_config, run):
+    path, port = api_config
+    proc = run([os.path.join(BIN, "uwsgi"), "--http-socket", f"127.0.0.1:{port}",
+                "--module", "volumesvc.wsgi_app:application", "--master", "--processes", "2",
+                "--threads", "2", "--need-app", "--die-on-term",
+                "--disable-logging"], path)
+    wait_until_serving(proc, port, path.parent / "server-0.log")
+    assert_serves_the_api(port)
+    assert len(_children(proc.pid)) == 2

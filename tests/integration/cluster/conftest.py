@@ -1,0 +1,176 @@
+"""One cluster deployment (``volumesvc_aio.cluster``) for the cluster tier.
+
+Computes in network namespaces, two API nodes behind HAProxy, two
+conductors, a 3-node RabbitMQ cluster and a PostgreSQL of its own; every
+request of these tests goes through the load balancer. The fixture stops
+everything and checks that no namespace, link or QEMU guest is left.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+
+from volumesvc_aio import netns, qemu_pids
+from volumesvc_aio.cluster import Cluster
+
+TOKEN = "admin:admin"
+TIMEOUT = 240
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    state_dir = f"/var/tmp/vs-cluster-{uuid.uuid4().hex[:8]}"
+    deployment = Cluster(state_dir, prefix="vsct", subnet="10.251.1.0/24")
+    try:
+        deployment.start()
+        yield deployment
+    finally:
+        deployment.stop()
+    left = [ns for ns in netns.namespaces() if ns.startswith("vsct-")]
+    assert left == [], f"namespaces left after stop: {left}"
+    assert qemu_pids(state_dir + "/") == []
+    shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def http(method, url, body=None, headers=None, timeout=120):
+    """(status, parsed body or None); a connection that fails gives (None, reason)."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={
+        "X-Auth-Token": TOKEN, "Content-Type": "application/json",
+        "Accept": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            raw = resp.read()
+            return resp.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        try:
+            return exc.code, json.loads(raw) if raw else None
+        except ValueError:
+            return exc.code, raw.decode(errors="replace")
+    except (OSError, urllib.error.URLError) as exc:
+        return None, str(exc)
+
+
+class Api:
+    """The compute API through the load balancer and Cinder, both admin (noauth)."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.compute = f"{cluster.lb_url}/v2.1"
+        self.volume = cluster.cinder.url
+        self._image_id = None
+
+    def nova(self, method, path, body=None, version="2.1", timeout=120):
+        return http(method, self.compute + path, body,
+                    {"OpenStack-API-Version": f"compute {version}"}, timeout)
+
+    def cinder(self, method, path, body=None, version="3.67"):
+        return http(method, self.volume + path, body,
+                    {"OpenStack-API-Version": f"volume {version}"})
+
+    def create_volume(self, name, size=1, **extra):
+        status, body = self.cinder("POST", "/volumes",
+                                   {"volume": {"size": size, "name": name, **extra}})
+        assert status == 202, body
+        return body["volume"]["id"]
+
+    def volume_status(self, volume_id):
+        status, body = self.cinder("GET", f"/volumes/{volume_id}")
+        return body["volume"] if status == 200 else None
+
+    def boot(self, name, *, volume_type=None, version="2.67", image=False, host=None):
+        bdm = {"boot_index": 0, "destination_type": "volume", "volume_size": 1,
+               "delete_on_termination": True}
+        if image:
+            bdm.update(source_type="image", uuid=self.image_id())
+        else:
+            bdm.update(source_type="blank")
+        if volume_type:
+            bdm["volume_type"] = volume_type
+        server = {"name": name, "flavorRef": "42", "networks": "none",
+                  "block_device_mapping_v2": [bdm]}
+        return self.nova("POST", "/servers", {"server": server}, version=version)
+
+    def image_id(self):
+        """The starter image, looked up once (Glance's database may be the one restarted)."""
+        if self._image_id is None:
+            status, body = http("GET", f"{self.cluster.glance.url}/v2/images"
+                                       "?name=volumesvc-tiny-raw")
+            assert status == 200, body
+            self._image_id = body["images"][0]["id"]
+        return self._image_id
+
+    def server(self, server_id):
+        status, body = self.nova("GET", f"/servers/{server_id}", version="2.96")
+        return body["server"] if status == 200 else None
+
+    def attachments(self, server_id, version="2.106"):
+        status, body = self.nova("GET", f"/servers/{server_id}/os-volume_attachments",
+                                 version=version)
+        assert status == 200, body
+        return body["volumeAttachments"]
+
+    def attach(self, server_id, volume_id, version="2.101"):
+        return self.nova("POST", f"/servers/{server_id}/os-volume_attachments",
+                         {"volumeAttachment": {"volumeId": volume_id}}, version=version)
+
+    def cinder_attachments(self, volume_id):
+        status, body = self.cinder("GET", f"/attachments?volume_id={volume_id}")
+        assert status == 200, body
+        return body["attachments"]
+
+    def delete_server(self, server_id):
+        self.nova("DELETE", f"/servers/{server_id}")
+
+
+@pytest.fixture(scope="session")
+def api(cluster):
+    return Api(cluster)
+
+
+def wait_until(predicate, what, timeout=TIMEOUT, cluster=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(1)
+    logs = cluster_logs(cluster) if cluster is not None else ""
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{logs}")
+
+
+def cluster_logs(cluster, lines=15):
+    return "\n".join(f"--- {name}\n{proc.tail(lines)}" for name, proc in cluster.procs.items()
+                     if name.startswith(("api-", "conductor-", "compute-")))
+
+
+def wait_active(api, server_id, cluster=None):
+    def active():
+        server = api.server(server_id)
+        assert server is None or server["status"] != "ERROR", server
+        return server if server and server["status"] == "ACTIVE" else None
+    return wait_until(active, f"server {server_id} ACTIVE", cluster=cluster)
+
+
+def manage(cluster, *args):
+    bindir = os.path.dirname(sys.executable)
+    return subprocess.run([os.path.join(bindir, "volumesvc-manage"), "--config-file",
+                           cluster.conf_path, *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def audit(cluster):
+    """The reconciliation audit over every server: what it would change (dry run)."""
+    result = manage(cluster, "volume_attachment", "cleanup", "--all-servers", "--dry-run",
+                    "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)

@@ -1,0 +1,195 @@
+"""A small attach-and-boot storm with one fault injected in the middle.
+
+Used by ``test_faults.py``: N attaches at 2.101 and M boots from volume go
+through the load balancer from several threads while one component of the
+cluster is killed or stopped, then brought back. What the storm checks
+afterwards is what "lose nothing" means:
+
+* every request either failed with a clear error (an HTTP error with a
+  Nova fault body, or a connection the load balancer refused) or was
+  accepted, and every accepted one ends done (attached / ACTIVE) or with
+  its fault recorded (attachment ``error`` / server ``ERROR``);
+* no storm volume is left ``reserved``, ``attaching`` or ``detaching``;
+* the reconciliation audit (``volume_attachment cleanup --all-servers
+  --dry-run``) finds nothing to change: no BDM without a Cinder attachment,
+  no attachment without a BDM;
+* the work that failed during the fault succeeds when asked again.
+"""
+
+import concurrent.futures
+import dataclasses
+import json
+import time
+import uuid
+
+from tests.integration.cluster.conftest import audit, cluster_logs, wait_active, wait_until
+
+STUCK = ("reserved", "attaching", "detaching")
+# Seconds an accepted request may take to settle once the fault is gone:
+# past the cluster's [compute] attachment_reservation_timeout (60).
+SETTLE_GRACE = 150
+THREADS = 8
+
+
+@dataclasses.dataclass
+class Result:
+    fault: str
+    attaches: int
+    boots: int
+    failed: list = dataclasses.field(default_factory=list)
+    errored: list = dataclasses.field(default_factory=list)
+    dropped: list = dataclasses.field(default_factory=list)
+    recover_seconds: float = 0.0
+    settled_at: float = 0.0
+    storm_seconds: float = 0.0
+
+    def line(self):
+        return json.dumps({"fault": self.fault, "attaches": self.attaches,
+                           "boots": self.boots, "requests_failed": len(self.failed),
+                           "accepted_then_error": len(self.errored),
+                           "accepted_then_dropped": len(self.dropped),
+                           "recover_s": round(self.recover_seconds, 1),
+                           "storm_s": round(self.storm_seconds, 1),
+                           "failures": self.failed[:5]})
+
+
+def _clear_error(status, body):
+    """A refusal a client can act on: a Nova fault body (the API's or the load
+    balancer's, aio/volumesvc_aio/haproxy.py), or the connection refused/reset."""
+    if status is None:
+        return True
+    return isinstance(body, dict) and any(
+        isinstance(v, dict) and v.get("message") for v in body.values())
+
+
+def run(api, cluster, fault, inject, restore, *, attaches=20, boots=5, servers=4,
+        fault_after=1.0):
+    tag = uuid.uuid4().hex[:6]
+    api.image_id()
+    targets = []
+    for n in range(servers):
+        status, body = api.boot(f"storm-{tag}-t{n}")
+        assert status == 202, body
+        targets.append(body["server"]["id"])
+    for server_id in targets:
+        wait_active(api, server_id, cluster)
+    volumes = [api.create_volume(f"storm-{tag}-v{n}") for n in range(attaches)]
+    wait_until(lambda: all(api.volume_status(v)["status"] == "available" for v in volumes),
+               "storm volumes available", cluster=cluster)
+    result = Result(fault, attaches, boots)
+    jobs = [("attach", targets[n % servers], v) for n, v in enumerate(volumes)]
+    jobs += [("boot", f"storm-{tag}-b{n}", None) for n in range(boots)]
+
+    def send(job):
+        kind, target, volume_id = job
+        if kind == "attach":
+            status, body = api.attach(target, volume_id, version="2.101")
+            return job, status, body, status == 202
+        status, body = api.boot(target, image=True)
+        return job, status, body, status == 202
+
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(THREADS) as pool:
+        futures = [pool.submit(send, job) for job in jobs[:len(jobs) // 2]]
+        time.sleep(fault_after)
+        inject()
+        futures += [pool.submit(send, job) for job in jobs[len(jobs) // 2:]]
+        answers = [f.result() for f in futures]
+    restore()
+    restored_at = time.monotonic()
+    accepted_attaches, booted, retry = [], [], []
+    for job, status, body, ok in answers:
+        if ok:
+            (accepted_attaches if job[0] == "attach" else booted).append(
+                (job, body))
+        else:
+            assert _clear_error(status, body), (job, status, body)
+            result.failed.append({"job": job[0], "status": status,
+                                  "error": str(body)[:160]})
+            retry.append(job)
+    retry += _settle(api, cluster, result, accepted_attaches, booted)
+    result.recover_seconds = result.settled_at - restored_at
+    # The work refused (or dropped) during the fault is done once it is gone.
+    for job in retry:
+        _, status, body, ok = send(job)
+        assert ok, (job, status, body)
+        if job[0] == "attach":
+            accepted_attaches.append((job, body))
+        else:
+            booted.append((job, body))
+    assert _settle(api, cluster, result, accepted_attaches, booted) == []
+    result.storm_seconds = time.monotonic() - started
+    for volume_id in volumes:
+        assert api.volume_status(volume_id)["status"] not in STUCK
+    summary = audit(cluster)["summary"]
+    assert {k: summary[k] for k in ("removed_bdms", "deleted_attachments", "finished",
+                                    "rolled_back", "busy", "errors")} == dict.fromkeys(
+        ("removed_bdms", "deleted_attachments", "finished", "rolled_back", "busy",
+         "errors"), 0), summary
+    _bdms_match_attachments(api, targets, volumes)
+    for server_id in targets + [body["server"]["id"] for _, body in booted]:
+        api.delete_server(server_id)
+    print(f"cluster-fault-result: {result.line()}", flush=True)
+    return result
+
+
+def _settle(api, cluster, result, attaches, boots, *, grace=SETTLE_GRACE):
+    """Wait until each accepted attach and boot is done or failed with its fault.
+
+    An accepted attach can also end with nothing: no BDM, no Cinder
+    attachment, the volume ``available`` (a conductor killed after taking
+    its cast, see doc/source/admin/cluster-faults.rst). Only after ``grace``
+    seconds (longer than ``[compute] attachment_reservation_timeout``, which
+    rolls back a half-made reservation) does such an attach count as
+    dropped; it must then be clean, and is returned to be asked again.
+    """
+    pending = {(server_id, volume_id) for (_, server_id, volume_id), _ in attaches}
+    pending_boots = {body["server"]["id"] for _, body in boots}
+    deadline = time.monotonic() + grace
+    result.settled_at = time.monotonic()
+    while (pending or pending_boots) and time.monotonic() < deadline:
+        for server_id, volume_id in list(pending):
+            entry = next((a for a in api.attachments(server_id)
+                          if a["volumeId"] == volume_id), None)
+            if entry and entry.get("status") == "attached":
+                pending.discard((server_id, volume_id))
+                result.settled_at = time.monotonic()
+            elif entry and entry.get("status") == "error":
+                assert entry.get("fault"), entry
+                result.errored.append(volume_id)
+                pending.discard((server_id, volume_id))
+                result.settled_at = time.monotonic()
+        for server_id in list(pending_boots):
+            server = api.server(server_id)
+            if server and server["status"] == "ACTIVE":
+                pending_boots.discard(server_id)
+                result.settled_at = time.monotonic()
+            elif server and server["status"] == "ERROR":
+                assert server.get("fault", {}).get("message"), server
+                result.errored.append(server_id)
+                pending_boots.discard(server_id)
+                result.settled_at = time.monotonic()
+        time.sleep(2)
+    assert not pending_boots, (f"boots neither ACTIVE nor ERROR after {grace}s: "
+                               f"{pending_boots}\n{cluster_logs(cluster)}")
+    dropped = []
+    for server_id, volume_id in pending:
+        entry = next((a for a in api.attachments(server_id) if a["volumeId"] == volume_id),
+                     None)
+        assert entry is None, (f"attach of {volume_id} neither done nor failed after "
+                               f"{grace}s: {entry}\n{cluster_logs(cluster)}")
+        assert api.volume_status(volume_id)["status"] == "available"
+        assert api.cinder_attachments(volume_id) == []
+        dropped.append(("attach", server_id, volume_id))
+    result.dropped.extend(dropped)
+    return dropped
+
+
+def _bdms_match_attachments(api, servers, volumes):
+    """For every storm volume: a BDM on a server iff Cinder has its attachment."""
+    bdms = {(s, a["volumeId"]) for s in servers for a in api.attachments(s)
+            if a.get("status") == "attached"}
+    for volume_id in volumes:
+        cinder = {(a["instance"], volume_id) for a in api.cinder_attachments(volume_id)}
+        mine = {(s, v) for s, v in bdms if v == volume_id}
+        assert cinder == mine, (volume_id, cinder, mine)

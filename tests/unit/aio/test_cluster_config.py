@@ -1,0 +1,81 @@
+"""The cluster deployment's generated configuration (volumesvc_aio.cluster_*).
+
+What a compute in a namespace, an API node behind HAProxy and a client of
+the RabbitMQ cluster read must point at the bridge and namespace
+addresses, never at loopback; these check the files, the load balancer's
+configuration and the transport URL without starting anything.
+"""
+
+import configparser
+import json
+
+from volumesvc_aio import cluster_config, haproxy, netns, rabbit
+
+
+def _ini(path):
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(path)
+    return parser
+
+
+def test_network_addresses_come_from_the_subnet():
+    net = netns.Network("vsx", "10.251.7.0/24")
+    assert net.bridge_address == "10.251.7.1"
+    assert [net.address_of(n) for n in (1, 2, 3)] == ["10.251.7.11", "10.251.7.12",
+                                                      "10.251.7.13"]
+    assert net.namespace("vsx-compute-1") == "vsx-vsx-compute-1"
+    assert net.exec_argv("h", ["volumesvc-compute"])[:4] == ["ip", "netns", "exec", "vsx-h"]
+
+
+def test_transport_url_lists_every_node():
+    nodes = [rabbit.ClusterNode("/tmp/x", f"n{i}", "10.251.7.1", 5700 + i) for i in (1, 2, 3)]
+    url = rabbit.cluster_transport_url(nodes, "volumesvc", "pw")
+    assert url == ("rabbit://volumesvc:pw@10.251.7.1:5701,volumesvc:pw@10.251.7.1:5702,"
+                   "volumesvc:pw@10.251.7.1:5703/volumesvc")
+    env = nodes[1].env()
+    assert env["RABBITMQ_NODENAME"] == "n2@localhost"
+    assert env["RABBITMQ_NODE_PORT"] == "5702"
+    assert env["RABBITMQ_CONFIG_FILE"] == "/tmp/x/n2/rabbitmq.conf"
+
+
+def test_shared_config_has_quorum_queues_and_no_loopback(tmp_path):
+    path = cluster_config.write_cluster_config(
+        str(tmp_path / "volumesvc.conf"), state_dir=str(tmp_path),
+        transport_url="rabbit://u:p@10.251.7.1:5701,u:p@10.251.7.1:5702/v",
+        database_url="postgresql+psycopg2://postgres@10.251.7.1:5442/volumesvc",
+        cinder_url="http://10.251.7.1:18776/v3", glance_url="http://10.251.7.1:19292",
+        subnet="10.251.7.0/24")
+    conf = _ini(path)
+    assert conf["oslo_messaging_rabbit"]["rabbit_quorum_queue"] == "true"
+    assert conf["healthcheck"]["allowed_source_ranges"] == "10.251.7.0/24"
+    assert "127.0.0.1" not in (tmp_path / "volumesvc.conf").read_text()
+
+
+def test_node_configs_name_their_host_and_address(tmp_path):
+    compute = _ini(cluster_config.write_compute_config(str(tmp_path), host="c1",
+                                                       my_ip="10.251.7.11"))
+    assert compute["DEFAULT"]["host"] == "c1"
+    assert compute["DEFAULT"]["my_ip"] == "10.251.7.11"
+    assert compute["libvirt"]["connection_uri"] == f"qemu:///embed?root={tmp_path}/libvirt-c1"
+    api = _ini(cluster_config.write_api_config(str(tmp_path), name="api-2",
+                                               address="10.251.7.1", port=18782))
+    assert (api["DEFAULT"]["host"], api["api"]["listen_host"], api["api"]["listen_port"]) == (
+        "api-2", "10.251.7.1", "18782")
+    conductor = _ini(cluster_config.write_conductor_config(str(tmp_path), name="conductor-2"))
+    assert conductor["DEFAULT"]["host"] == "conductor-2"
+
+
+def test_haproxy_checks_healthcheck_and_answers_json_faults(tmp_path):
+    path = haproxy.write_config(str(tmp_path / "haproxy.cfg"), bind="10.251.7.1:18774",
+                                backends=[("api-1", "10.251.7.1:18781"),
+                                          ("api-2", "10.251.7.1:18782")])
+    text = (tmp_path / "haproxy.cfg").read_text()
+    assert "option httpchk GET /healthcheck" in text
+    assert "server api-1 10.251.7.1:18781 check" in text
+    assert "server api-2 10.251.7.1:18782 check" in text
+    error = (tmp_path / "haproxy-errors" / "502.http").read_bytes().decode()
+    head, _, body = error.partition("\r\n\r\n")
+    assert head.startswith("HTTP/1.0 502 ")
+    assert "Content-Type: application/json" in head
+    assert json.loads(body)["computeFault"]["code"] == 502
+    assert path.endswith("haproxy.cfg")
