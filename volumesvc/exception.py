@@ -373,3 +373,19 @@ class AvailabilityZoneNotFound(Invalid):
 class ShelveNotSupported(Invalid):
     msg_fmt = ("Shelving server %(instance_uuid)s is not supported by this service: only "
                "servers that boot from a volume can be shelved.")
+
+
+class TooManyTags(Invalid):
+    msg_fmt = "The number of tags exceeded the per-server limit %(limit)d"
+
+
+class InstanceTagNotFound(NotFound):
+    msg_fmt = "Instance %(instance_id)s has no tag '%(tag)s'"
+
+
+class MetadataItemNotFound(NotFound):
+    msg_fmt = "Metadata item was not found"
+
+
+class MetadataLimitExceeded(Forbidden):
+    msg_fmt = "Quota exceeded for metadata: the limit is %(allowed)d items per server"

@@ -138,6 +138,9 @@ VERSIONS = (
                                           "(volumesvc)."),
     ("2.106", "V2_106_ATTACHMENT_STATUS", "status and fault of volume attachments; failed "
                                           "attaches listed until a TTL (volumesvc)."),
+    ("2.107", "V2_107_IDEMPOTENT_ATTACH", "Attaching a volume already attached to the server "
+                                          "with the same device and tag answers 202 with that "
+                                          "attachment (volumesvc)."),
 )
 
 # One constant per entry above, same name and value (a unit test checks).
@@ -247,12 +250,15 @@ V2_103_NO_VOLUMES_BOOT = Version(2, 103)
 V2_104_PINNED_AZ_UPDATE = Version(2, 104)
 V2_105_EXTEND_COMPLETION = Version(2, 105)
 V2_106_ATTACHMENT_STATUS = Version(2, 106)
+V2_107_IDEMPOTENT_ATTACH = Version(2, 107)
 
 # Versions that are volumesvc's own rather than Nova's. Each must be served:
 # the unit test maps every one to a route versioned at it or to a named test
 # exercising it. 2.105: POST /os-server-external-events completes extends.
 # 2.106: status/fault in GET /servers/{id}/os-volume_attachments[/{volume_id}].
-OWN_VERSIONS: tuple[Version, ...] = (V2_105_EXTEND_COMPLETION, V2_106_ATTACHMENT_STATUS)
+# 2.107: POST /servers/{id}/os-volume_attachments answers a retried attach.
+OWN_VERSIONS: tuple[Version, ...] = (V2_105_EXTEND_COMPLETION, V2_106_ATTACHMENT_STATUS,
+                                     V2_107_IDEMPOTENT_ATTACH)
 
 # ASCII digits only: ``\d`` would take other scripts' digits, and ``$``
 # a trailing newline (fullmatch below).

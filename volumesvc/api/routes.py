@@ -19,6 +19,8 @@ from volumesvc.api.handlers import (
     ips,
     server_actions,
     server_external_events,
+    server_metadata,
+    server_tags,
     servers,
     services,
     versions,
@@ -45,7 +47,29 @@ ROUTES = {
     "/v2.1/servers/detail": {"GET": servers.list_servers_detail},
     "/v2.1/servers/<server_id>": {
         "GET": servers.show_server,
+        "PUT": servers.update_server,
         "DELETE": servers.delete_server,
+    },
+    # Server metadata and tags (2.26).
+    "/v2.1/servers/<server_id>/metadata": {
+        "GET": server_metadata.list_metadata,
+        "POST": server_metadata.create_metadata,
+        "PUT": server_metadata.update_all_metadata,
+    },
+    "/v2.1/servers/<server_id>/metadata/<key>": {
+        "GET": server_metadata.show_metadata_item,
+        "PUT": server_metadata.update_metadata_item,
+        "DELETE": server_metadata.delete_metadata_item,
+    },
+    "/v2.1/servers/<server_id>/tags": {
+        "GET": server_tags.list_tags,
+        "PUT": server_tags.replace_tags,
+        "DELETE": server_tags.delete_all_tags,
+    },
+    "/v2.1/servers/<server_id>/tags/<tag>": {
+        "GET": server_tags.check_tag,
+        "PUT": server_tags.add_tag,
+        "DELETE": server_tags.delete_tag,
     },
     # Server actions (reboot, createImage) and their history.
     "/v2.1/servers/<server_id>/action": {"POST": server_actions.run_server_action},

@@ -143,9 +143,29 @@ class Instance(Base, TimestampMixin, SoftDeleteMixin):
     access_ip_v4: Mapped[str | None] = mapped_column(sa.String(39))
     access_ip_v6: Mapped[str | None] = mapped_column(sa.String(39))
     user_data: Mapped[str | None] = mapped_column(MediumText)
+    # NOTE: no longer written or read: since revision 5e8b1c4f9a27 the
+    # ``tags`` table holds a server's tags (the list filters query them).
+    # Kept, not dropped, so an API of the previous release still running
+    # during a rolling upgrade can read its rows.
     tags: Mapped[list | None] = mapped_column(JSONEncoded)
     progress: Mapped[int | None]
     instance_name: Mapped[str | None] = mapped_column(sa.String(255))
+
+
+class Tag(Base):
+    """One tag of one server (API 2.26): a row per tag so lists filter in SQL.
+
+    The primary key makes adding a tag that is already there a no-op that
+    cannot race into a duplicate; ``tags_tag_idx`` serves the ``tags`` and
+    ``not-tags`` filters of the server list.
+    """
+
+    __tablename__ = "tags"
+    __table_args__ = (sa.Index("tags_tag_idx", "tag"),)
+
+    resource_id: Mapped[str] = mapped_column(
+        sa.String(36), sa.ForeignKey("instances.uuid"), primary_key=True)
+    tag: Mapped[str] = mapped_column(sa.String(80), primary_key=True)
 
 
 class BlockDeviceMapping(Base, TimestampMixin, SoftDeleteMixin):

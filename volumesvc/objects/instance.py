@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from volumesvc import exception
 from volumesvc.db import models
 from volumesvc.objects import base
+from volumesvc.objects import tag as tag_obj
 
 UNSET = base.UNSET
 
@@ -61,9 +62,15 @@ class Instance(base.DictMixin):
 
     @classmethod
     def from_model(cls, row, **extra):
+        """``tags`` come from the tags table (pass them); the old JSON column is unused."""
+        extra.setdefault("tags", [])
         return super().from_model(row, metadata=dict(row.metadata_ or {}),
-                                  tags=list(row.tags or []), deleted=bool(row.deleted),
-                                  **extra)
+                                  deleted=bool(row.deleted), **extra)
+
+
+def _with_tags(session, rows) -> list[Instance]:
+    tags = tag_obj.tags_by_instance(session, [row.uuid for row in rows])
+    return [Instance.from_model(row, tags=tags[row.uuid]) for row in rows]
 
 
 # Columns a caller may not set through create() / save().
@@ -92,7 +99,7 @@ def create(db, context, values: dict) -> Instance:
     _check_values(values)
     values.setdefault("uuid", str(uuidlib.uuid4()))
     values.setdefault("metadata", {})
-    values.setdefault("tags", [])
+    tags = values.pop("tags", None) or []
     with db.writer(context) as session:
         row = models.Instance(**base.model_values(Instance, values))
         session.add(row)
@@ -101,17 +108,19 @@ def create(db, context, values: dict) -> Instance:
             # NOTE: Nova's default instance_name_template; the libvirt domain
             # name must be unique per host and stable across renames.
             row.instance_name = f"instance-{row.id:08x}"
-            session.flush()
-        return Instance.from_model(row)
+        tag_obj.insert(session, row.uuid, tags)
+        session.flush()
+        return _with_tags(session, [row])[0]
 
 
 def get_by_uuid(db, context, instance_uuid, read_deleted=None) -> Instance:
     with db.reader(context) as session:
-        return Instance.from_model(_get_row(session, context, instance_uuid, read_deleted))
+        return _with_tags(session, [_get_row(session, context, instance_uuid, read_deleted)])[0]
 
 
 def list_instances(db, context, *, project_id=None, host=None, vm_state=None, name=None,
-                   uuids=None, deleted=False, limit=None, marker=None) -> list[Instance]:
+                   uuids=None, deleted=False, limit=None, marker=None,
+                   tag_filters=None) -> list[Instance]:
     """Instances newest first (created_at desc, id desc), with marker pagination.
 
     ``deleted``: False for live rows only, True for deleted only, None for both.
@@ -120,7 +129,8 @@ def list_instances(db, context, *, project_id=None, host=None, vm_state=None, na
     of the previous page, looked up whether deleted or not but only within
     ``project_id`` when one is given: another project's server must look as
     unknown as a made-up uuid (MarkerNotFound), or the marker tells which
-    uuids exist.
+    uuids exist. ``tag_filters``: keyword arguments of
+    :func:`volumesvc.objects.tag.filter_clauses` (the 2.26 list filters).
     """
     model = models.Instance
     statement = sa.select(model)
@@ -136,6 +146,8 @@ def list_instances(db, context, *, project_id=None, host=None, vm_state=None, na
         statement = statement.where(model.uuid.in_(list(uuids)))
     if name:
         statement = statement.where(model.display_name.contains(name, autoescape=True))
+    for clause in tag_obj.filter_clauses(model, **(tag_filters or {})):
+        statement = statement.where(clause)
     with db.reader(context) as session:
         if marker is not None:
             marker_query = sa.select(model).where(model.uuid == marker)
@@ -148,7 +160,7 @@ def list_instances(db, context, *, project_id=None, host=None, vm_state=None, na
         statement = statement.order_by(model.created_at.desc(), model.id.desc())
         if limit is not None:
             statement = statement.limit(limit)
-        return [Instance.from_model(row) for row in session.scalars(statement)]
+        return _with_tags(session, list(session.scalars(statement)))
 
 
 def count_by_host(db, context, hosts) -> dict:
@@ -195,6 +207,8 @@ def save(db, context, instance_uuid, values: dict, expected_task_state=UNSET) ->
     """
     values = dict(values)
     _check_values(values)
+    if "tags" in values:
+        raise exception.Invalid(reason="tags are written through objects/tag.py")
     values["updated_at"] = base.utcnow()
     model = models.Instance
     statement = sa.update(model).where(model.uuid == instance_uuid, model.deleted == 0)
@@ -211,7 +225,33 @@ def save(db, context, instance_uuid, values: dict, expected_task_state=UNSET) ->
             raise exception.UnexpectedTaskStateError(
                 instance_uuid=instance_uuid, expected=expected, actual=row.task_state)
         session.refresh(row)
-        return Instance.from_model(row)
+        return _with_tags(session, [row])[0]
+
+
+def update_metadata(db, context, instance_uuid, change, *, limit, check=None) -> dict:
+    """Apply ``change(current) -> new`` to the metadata of a live instance; returns new.
+
+    The read and the write are one transaction holding the instance row
+    (``FOR UPDATE``; SQLite's writer lock), so two concurrent updates do not
+    lose each other's keys and the ``limit`` on the number of items holds
+    after both. ``check(instance)`` runs on the locked row first (state and
+    lock gates) and raises to refuse.
+    """
+    model = models.Instance
+    with db.writer(context) as session:
+        row = session.scalars(sa.select(model).where(
+            model.uuid == instance_uuid, model.deleted == 0).with_for_update()).first()
+        if row is None:
+            raise exception.InstanceNotFound(instance_id=instance_uuid)
+        if check is not None:
+            check(Instance.from_model(row))
+        new = change(dict(row.metadata_ or {}))
+        if len(new) > limit:
+            raise exception.MetadataLimitExceeded(allowed=limit)
+        session.execute(sa.update(model).where(model.id == row.id).values(
+            metadata_=new, updated_at=base.utcnow()).execution_options(
+            synchronize_session=False))
+        return new
 
 
 def destroy(db, context, instance_uuid, expected_task_state=UNSET) -> Instance:
@@ -242,4 +282,4 @@ def destroy(db, context, instance_uuid, expected_task_state=UNSET) -> Instance:
             raise exception.UnexpectedTaskStateError(
                 instance_uuid=instance_uuid, expected=expected, actual=None)
         session.refresh(row)
-        return Instance.from_model(row)
+        return _with_tags(session, [row])[0]

@@ -33,6 +33,10 @@ STRICT_FROM = {
     f"{SERVER}/ips/<network_label>": ALL,
     f"{SERVER}/os-volume_attachments": LISTS,
     f"{SERVER}/os-volume_attachments/<volume_id>": ALL,
+    f"{SERVER}/metadata": ALL,
+    f"{SERVER}/metadata/<key>": ALL,
+    f"{SERVER}/tags": ALL,
+    f"{SERVER}/tags/<tag>": ALL,
     "/v2.1/flavors": LISTS,
     "/v2.1/flavors/detail": LISTS,
     "/v2.1/flavors/<flavor_id>": ALL,
@@ -70,7 +74,7 @@ def world(stack):
                                               "vcpus": 1, "disk": 1}}, status=200)
     return {"server_id": server_id, "volume_id": volume_id,
             "request_id": actions[0]["request_id"], "network_label": "private",
-            "flavor_id": "spec", "key": "hw:cpu_policy"}
+            "flavor_id": "spec", "key": "hw:cpu_policy", "tag": "blue"}
 
 
 def _get(stack, path, version, query=""):

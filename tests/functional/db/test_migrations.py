@@ -107,6 +107,24 @@ class MigrationHooks:
         connection.execute(sa.text("DELETE FROM block_device_mappings"))
         connection.execute(sa.text("DELETE FROM instances"))
 
+    def _pre_upgrade_5e8b1c4f9a27(self, connection):
+        """Tags written into instances.tags before the tags table: they are copied over."""
+        connection.execute(sa.text(
+            "INSERT INTO instances (uuid, locked, deleted, tags) VALUES "
+            "('i-tags', :f, 0, :t), ('i-none', :f, 0, NULL), ('i-empty', :f, 0, '[]')"),
+            {"f": False, "t": '["blue", "red", "blue"]'})
+
+    def _check_5e8b1c4f9a27(self, connection, data):
+        rows = connection.execute(sa.text(
+            "SELECT resource_id, tag FROM tags ORDER BY resource_id, tag")).all()
+        assert [tuple(row) for row in rows] == [("i-tags", "blue"), ("i-tags", "red")]
+        with pytest.raises((db_exc.DBDuplicateEntry, sa.exc.IntegrityError)):
+            with connection.begin_nested():
+                connection.execute(sa.text(
+                    "INSERT INTO tags (resource_id, tag) VALUES ('i-tags', 'red')"))
+        connection.execute(sa.text("DELETE FROM tags"))
+        connection.execute(sa.text("DELETE FROM instances"))
+
 
 @pytest.mark.parametrize("backend", conftest.BACKEND_PARAMS)
 def test_walk_versions(backend, tmp_path):

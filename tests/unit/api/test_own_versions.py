@@ -20,6 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 SERVED_BY: dict[str, tuple[str, ...]] = {
     "2.105": ("route", "POST", "/v2.1/os-server-external-events"),
     "2.106": ("route", "GET", "/v2.1/servers/<server_id>/os-volume_attachments"),
+    "2.107": ("route", "POST", "/v2.1/servers/<server_id>/os-volume_attachments"),
 }
 
 

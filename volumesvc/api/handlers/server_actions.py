@@ -3,7 +3,8 @@
 Served: ``reboot`` (SOFT/HARD, doc/source/contributor/contract.rst §6 and the §2 gates),
 ``createImage`` of a volume-backed server (§6, spec 5), and the lifecycle
 actions ``os-stop``, ``os-start``, ``shelve``, ``shelveOffload`` and
-``unshelve`` (``server_lifecycle.py``). Any other key is a
+``unshelve`` (``server_lifecycle.py``), ``lock``, ``unlock`` and
+``os-resetState`` (``server_admin_actions.py``). Any other key is a
 400: Nova's ``There is no such action`` for unknown keys, and a message
 naming the action for Nova actions volumesvc does not serve.
 """
@@ -14,7 +15,7 @@ from oslo_log import log as logging
 from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
-from volumesvc.api.handlers import server_lifecycle
+from volumesvc.api.handlers import server_admin_actions, server_lifecycle
 from volumesvc.api.logic import snapshot, states
 from volumesvc.api.policies import server_actions as policies
 from volumesvc.api.policy import authorize
@@ -33,8 +34,8 @@ LOG = logging.getLogger(__name__)
 NOVA_ONLY_ACTIONS = frozenset({
     "resize", "confirmResize", "revertResize", "rebuild",
     "changePassword", "createBackup", "os-migrateLive", "migrate", "evacuate", "pause",
-    "unpause", "suspend", "resume", "lock", "unlock",
-    "rescue", "unrescue", "os-resetState", "injectNetworkInfo", "resetNetwork",
+    "unpause", "suspend", "resume",
+    "rescue", "unrescue", "injectNetworkInfo", "resetNetwork",
     "addSecurityGroup", "removeSecurityGroup", "addFixedIp", "removeFixedIp",
     "addFloatingIp", "removeFloatingIp", "os-getConsoleOutput", "os-getVNCConsole",
     "os-getSPICEConsole", "os-getRDPConsole", "os-getSerialConsole", "forceDelete",
@@ -113,7 +114,8 @@ def _create_image(req, server_id, body):
     return None, 202
 
 
-_ACTIONS = {"reboot": _reboot, "createImage": _create_image, **server_lifecycle.ACTIONS}
+_ACTIONS = {"reboot": _reboot, "createImage": _create_image, **server_lifecycle.ACTIONS,
+            **server_admin_actions.ACTIONS}
 
 
 @validation.windows(validation.schema, schema.REQUEST_WINDOWS)

@@ -1,4 +1,4 @@
-"""/servers: boot (with block_device_mapping_v2), list, show and delete.
+"""/servers: boot (with block_device_mapping_v2), list, show, update and delete.
 
 Boot validation lives in ``logic/bdm.py`` and row creation in
 ``logic/build.py``; the representation per microversion in
@@ -15,6 +15,7 @@ from oslo_utils import strutils
 from volumesvc import binaries, exception, servicegroup
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
+from volumesvc.api.handlers import server_metadata
 from volumesvc.api.logic import bdm as bdm_logic
 from volumesvc.api.logic import build, states
 from volumesvc.api.policies import servers as policies
@@ -161,6 +162,7 @@ def create_server(req):
             "created at once.", errors.OVER_LIMIT)
     max_count = min(max_count, limit)
     image_ref = server.get("imageRef") or None
+    server_metadata.check_count(server.get("metadata", {}))
     _check_networks(server)
     requested = _requested_bdms(req, server, image_ref)
     bdm_logic.require_image_or_bdms(image_ref, requested)
@@ -223,6 +225,23 @@ def _list_filters(req, all_tenants_rule) -> dict:
     return filters
 
 
+# The 2.26 tag filters: query key -> keyword of objects.tag.filter_clauses.
+_TAG_FILTERS = {"tags": "tags", "tags-any": "tags_any", "not-tags": "not_tags",
+                "not-tags-any": "not_tags_any"}
+
+
+def _tag_filters(req) -> dict:
+    """Each tag filter's comma-separated tags (its last value), from 2.26 on."""
+    if not req.is_at_least(mv.V2_26_TAGS):
+        return {}
+    found = {}
+    for key, keyword in _TAG_FILTERS.items():
+        tags = [tag for tag in (req.last(key) or "").split(",") if tag]
+        if tags:
+            found[keyword] = tags
+    return found
+
+
 def _status_filter(req, filters):
     """(statuses wanted or None, empty-result flag) for the ``status`` filter."""
     statuses = [s.upper() for s in req.query.get("status", []) if s]
@@ -249,16 +268,29 @@ def _limit(req):
                max_limit)
 
 
+def _filters_by_address(req) -> bool:
+    """Whether the list is filtered by a fixed address (``ip``; ``ip6`` from 2.5 or admin).
+
+    volumesvc servers have no addresses, so such a filter matches none: the
+    list is empty, as Nova's would be for servers without a port.
+    """
+    if req.last("ip") is not None:
+        return True
+    return req.last("ip6") is not None and (
+        req.is_at_least(mv.V2_5_IP6_FILTER) or _allowed(req, policies.ALLOW_ALL_FILTERS))
+
+
 def _list(req, all_tenants_rule):
     filters = _list_filters(req, all_tenants_rule)
     statuses, empty = _status_filter(req, filters)
-    if empty:
+    if empty or _filters_by_address(req):
         return [], 0
     limit = _limit(req)
     marker = req.last("marker")
     try:
         instances = instance_obj.list_instances(req.deps.db, req.context, limit=limit,
-                                                marker=marker, **filters)
+                                                marker=marker, tag_filters=_tag_filters(req),
+                                                **filters)
     except exception.MarkerNotFound as exc:
         raise errors.APIError(400, f"marker [{marker}] not found",
                               errors.QUERY_INVALID) from exc
@@ -357,6 +389,68 @@ def show_server(req, server_id):
     authorize(req.context, policies.SHOW)
     instance = get_instance(req, server_id)
     return {"server": _details(req, [instance], show=True)[0]}, 200
+
+
+# --- update --------------------------------------------------------------------------------
+
+def _pinned_zone(req, instance, zone):
+    """The zone a 2.104 ``pinned_availability_zone`` leaves: None unpins.
+
+    A name re-pins the server, and only to the zone of the host it is on
+    (anything else would need a move volumesvc does not do): 400 otherwise.
+    """
+    if zone is None:
+        return None
+    current = None
+    if instance.host:
+        try:
+            service = service_obj.get_by_host_and_binary(
+                req.deps.db, req.context, instance.host, binaries.COMPUTE)
+            current = service.availability_zone or "nova"
+        except exception.NotFound:
+            current = None
+    if zone != current:
+        raise errors.APIError(
+            400, f"Server {instance.uuid} can only be pinned to the availability zone it is "
+            f"in ({current or 'none: it has no host'}), not {zone}.", errors.BAD_REQUEST)
+    return zone
+
+
+def _update_values(req, instance, server) -> dict:
+    values = {}
+    if "name" in server:
+        values["display_name"] = server["name"]
+    if "description" in server:
+        values["display_description"] = server["description"]
+    if "hostname" in server:
+        values["hostname"] = server["hostname"]
+    if "accessIPv4" in server:
+        values["access_ip_v4"] = server["accessIPv4"]
+    if "accessIPv6" in server:
+        values["access_ip_v6"] = _canonical_ipv6(server["accessIPv6"])
+    if "pinned_availability_zone" in server:
+        values["availability_zone"] = _pinned_zone(req, instance,
+                                                   server["pinned_availability_zone"])
+    return values
+
+
+@validation.windows(validation.schema, schema.UPDATE_WINDOWS)
+@validation.windows(validation.response_body_schema,
+                    views.update_windows(schema.show_server_response))
+def update_server(req, server_id):
+    """PUT /servers/{id} → 200 with the server (the full show body from 2.75).
+
+    Name, access IPs; ``description`` from 2.19, ``hostname`` from 2.90
+    (a fully qualified name from 2.94), ``pinned_availability_zone`` from
+    2.104. No lock or state check, as in Nova.
+    """
+    instance = get_instance(req, server_id)
+    authorize(req.context, policies.UPDATE, {"project_id": instance.project_id})
+    values = _update_values(req, instance, req.body["server"])
+    if values:
+        instance = instance_obj.save(req.deps.db, req.context, instance.uuid, values)
+    body = _details(req, [instance], show=True)[0]
+    return {"server": views.update_body(req, body)}, 200
 
 
 # A build moves scheduling -> block_device_mapping -> spawning on its own; a

@@ -135,11 +135,32 @@ def show_volume_attachment(req, server_id, volume_id):
 
 # --- attach ----------------------------------------------------------------------------------
 
+def _retried_attach(req, instance, volume_bdms, attachment):
+    """From 2.107, the live attachment a retried attach asks for again, else None."""
+    if not req.is_at_least(mv.V2_107_IDEMPOTENT_ATTACH):
+        return None
+    flag = attachment.get("delete_on_termination")
+    bdm = logic.same_attachment(
+        instance, volume_bdms, device=attachment.get("device"), tag=attachment.get("tag"),
+        delete_on_termination=None if flag is None else strutils.bool_from_string(
+            flag, strict=True))
+    return bdm if bdm is not None and _visible(req, bdm) else None
+
+
+def _created_response():
+    """Response windows of POST: the attachment below 2.101, no body from 2.101, and
+    from 2.107 either no body (a new attach) or the attachment a retry found."""
+    below_async = views.ATTACHMENT.windows(
+        schema.show_volume_attachment_response, view=views.CREATED,
+        last=mv.before(mv.V2_101_ASYNC_ATTACH))
+    retried = views.ATTACHMENT.windows(
+        schema.retried_attach_response, view=views.READ, first=mv.V2_107_IDEMPOTENT_ATTACH)
+    return validation.windows(validation.response_body_schema, below_async + [
+        (mv.V2_101_ASYNC_ATTACH, None)] + retried)
+
+
 @validation.windows(validation.schema, schema.CREATE_WINDOWS)
-# 2.101: 202 with no body.
-@validation.windows(validation.response_body_schema, views.ATTACHMENT.windows(
-    schema.show_volume_attachment_response, view=views.CREATED,
-    last=mv.before(mv.V2_101_ASYNC_ATTACH)) + [(mv.V2_101_ASYNC_ATTACH, None)])
+@_created_response()
 def create_volume_attachment(req, server_id):
     """POST → 200 with the attachment below 2.101; 202 with no body from 2.101.
 
@@ -147,6 +168,9 @@ def create_volume_attachment(req, server_id):
     the capability; 400 device, already attached, multiattach below 2.60;
     503 when the conductor cannot take the request.
     Below 2.101 the conductor's own refusals (400/403/409) come back too.
+    From 2.107 a volume already attached to this server as asked answers
+    202 with that attachment (its GET body) instead of the 400, before the
+    state gates: nothing changes, so nothing needs the server's state.
     """
     ctx, deps = req.context, req.deps
     instance = get_instance(req, server_id)
@@ -158,9 +182,12 @@ def create_volume_attachment(req, server_id):
     device = attachment.get("device")
     tag = attachment.get("tag")
     volume = _volume(req, volume_id)
+    volume_bdms = bdm_obj.list_by_volume(deps.db, ctx, volume_id)
+    existing = _retried_attach(req, instance, volume_bdms, attachment)
+    if existing is not None:
+        return {"volumeAttachment": views.attachment(req, existing, instance.uuid)}, 202
     logic.check_attach(ctx, version=req.version, instance=instance, volume=volume,
-                       volume_bdms=bdm_obj.list_by_volume(deps.db, ctx, volume_id),
-                       device=device, tag=tag)
+                       volume_bdms=volume_bdms, device=device, tag=tag)
     logic.check_host_capabilities(deps.db, ctx, instance, volume)
     # NOTE: the multiattach flag travels with the request so neither the
     # conductor nor the compute has to ask Cinder about the volume again.

@@ -79,6 +79,30 @@ def check_attach(ctx, *, version, instance, volume, volume_bdms, device=None, ta
             raise exception.MultiattachToShelvedNotSupported()
 
 
+def same_attachment(instance, volume_bdms, *, device=None, tag=None,
+                    delete_on_termination=None):
+    """The BDM that already attaches this volume to ``instance`` as asked, else None (2.107).
+
+    A retried attach (a client that timed out and asks again) names the
+    same volume, and the same device hint, tag and flag if it gave any: a
+    ``device`` or ``delete_on_termination`` that is given must equal the
+    attachment's, and the ``tag`` must be the attachment's (none for none).
+    Anything else is a different request and keeps Nova's 400.
+    """
+    for bdm in volume_bdms:
+        if bdm.instance_uuid != instance.uuid:
+            continue
+        if device is not None and device != bdm.device_name:
+            return None
+        if tag != bdm.tag:
+            return None
+        if (delete_on_termination is not None
+                and delete_on_termination != bool(bdm.delete_on_termination)):
+            return None
+        return bdm
+    return None
+
+
 def check_host_capabilities(db, ctx, instance, volume):
     """409 up front for a multiattach volume on a host that cannot share disks.
 

@@ -61,6 +61,10 @@ SHELVE_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAU
                               vm_states.SUSPENDED})
 SHELVE_OFFLOAD_VM_STATES = frozenset({vm_states.SHELVED})
 UNSHELVE_VM_STATES = SHELVED_STATES
+# Nova's update/delete of server metadata, and its server tag changes.
+METADATA_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.PAUSED, vm_states.SUSPENDED,
+                                vm_states.STOPPED})
+TAGS_VM_STATES = METADATA_VM_STATES | SHELVED_STATES
 
 # The §2 table. Keys are what handlers pass to check_gate().
 GATES = {
@@ -79,6 +83,13 @@ GATES = {
     "unshelve": Gate("unshelve", UNSHELVE_VM_STATES, _NO_TASK),
     "update_attachment": Gate("update_attachment", ANY, ANY, check_lock=False,
                               must_have_launched=False),
+    "update_metadata": Gate("update_metadata", METADATA_VM_STATES, _NO_TASK),
+    "delete_metadata": Gate("delete_metadata", METADATA_VM_STATES, _NO_TASK),
+    # NOTE: Nova's tag routes check the vm_state only: no lock, task or launch.
+    "update_tags": Gate("update tags", TAGS_VM_STATES, ANY, check_lock=False,
+                        must_have_launched=False),
+    "delete_tags": Gate("delete tags", TAGS_VM_STATES, ANY, check_lock=False,
+                        must_have_launched=False),
 }
 
 ATTACH = GATES["attach_volume"]
@@ -93,6 +104,10 @@ START = GATES["start"]
 SHELVE = GATES["shelve"]
 SHELVE_OFFLOAD = GATES["shelve_offload"]
 UNSHELVE = GATES["unshelve"]
+UPDATE_METADATA = GATES["update_metadata"]
+DELETE_METADATA = GATES["delete_metadata"]
+UPDATE_TAGS = GATES["update_tags"]
+DELETE_TAGS = GATES["delete_tags"]
 
 
 def _attr(instance, name):

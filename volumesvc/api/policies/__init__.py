@@ -15,14 +15,18 @@ from volumesvc.api.policies import (
     instance_actions,
     ips,
     server_actions,
+    server_admin_actions,
     server_external_events,
+    server_metadata,
+    server_tags,
     servers,
     services,
     volume_attachments,
 )
 
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
-            volume_attachments, assisted_volume_snapshots, ips, server_external_events)
+            volume_attachments, assisted_volume_snapshots, ips, server_external_events,
+            server_metadata, server_tags, server_admin_actions)
 
 
 # The 2023 project defaults (reader/member) and the pre-2023 one they replace.

@@ -15,6 +15,7 @@ SHOW_HOST_STATUS = PREFIX % "show:host_status"
 CREATE = PREFIX % "create"
 CREATE_ATTACH_VOLUME = PREFIX % "create:attach_volume"
 DELETE = PREFIX % "delete"
+UPDATE = PREFIX % "update"
 EXTENDED_ATTRIBUTES = "os_compute_api:os-extended-server-attributes"
 
 _SERVERS = "/servers"
@@ -45,6 +46,9 @@ _RULES = [
     _rule(CREATE_ATTACH_VOLUME, base.PROJECT_MEMBER_OR_ADMIN,
           "Create a server with block device mappings.", "POST", _SERVERS),
     _rule(DELETE, base.PROJECT_MEMBER_OR_ADMIN, "Delete a server.", "DELETE", _SERVER),
+    _rule(UPDATE, base.PROJECT_MEMBER_OR_ADMIN,
+          "Update a server (name, description, hostname, pinned availability zone).",
+          "PUT", _SERVER),
 ]
 
 

@@ -28,6 +28,14 @@ POSITIVE_INT = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum":
 # A non-negative integer in a query string (limit, offset); bounded by
 # validation.bounded_int where it is read.
 QUERY_NON_NEGATIVE_INT = {"type": "string", "pattern": "^[0-9]+$"}
+# A server's hostname (2.90): letters, digits, ``-``, ``.`` and ``_``, starting and
+# ending with a letter or digit, at most 63 characters.
+_HOSTNAME_PATTERN = "^[a-zA-Z0-9]+[a-zA-Z0-9._-]*[a-zA-Z0-9]+$"
+HOSTNAME = {"type": "string", "minLength": 2, "maxLength": 63, "pattern": _HOSTNAME_PATTERN}
+# 2.94: a fully qualified domain name is accepted: the same characters, up to
+# 255 of them (the dots separate its labels).
+FQDN_HOSTNAME = {"type": "string", "minLength": 2, "maxLength": 255,
+                 "pattern": _HOSTNAME_PATTERN}
 # Server and image metadata: string values under keys of 1-255 safe characters.
 METADATA = {"type": "object", "additionalProperties": False, "patternProperties": {
     "^[a-zA-Z0-9-_:. ]{1,255}$": {"type": "string", "maxLength": 255}}}

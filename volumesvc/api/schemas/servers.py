@@ -9,7 +9,14 @@ row per key); this module only wraps it into the response envelopes.
 
 from volumesvc.api import microversions as mv
 from volumesvc.api.schemas import parameter_types
-from volumesvc.api.schemas.parameter_types import BOOL_LIKE, POSITIVE_INT, TAG, UUID
+from volumesvc.api.schemas.parameter_types import (
+    BOOL_LIKE,
+    FQDN_HOSTNAME,
+    HOSTNAME,
+    POSITIVE_INT,
+    TAG,
+    UUID,
+)
 from volumesvc.api.validation import multi_params, object_
 
 # --- block_device_mapping_v2 items -------------------------------------------------
@@ -68,7 +75,7 @@ def _networks(required, tag):
 
 
 def _create(*, description=False, bdm_item=None, networks_required=False,
-            network_tag=False, tags=False, hostname=False):
+            network_tag=False, tags=False, hostname=None):
     server = {
         "name": parameter_types.SERVER_NAME,
         "imageRef": {"oneOf": [UUID, {"type": "string", "maxLength": 0}]},
@@ -99,8 +106,7 @@ def _create(*, description=False, bdm_item=None, networks_required=False,
     if tags:
         server["tags"] = {"type": "array", "items": TAG, "maxItems": 50}
     if hostname:
-        server["hostname"] = {"type": "string", "minLength": 2, "maxLength": 63,
-                              "pattern": "^[a-zA-Z0-9][a-zA-Z0-9.-]*[a-zA-Z0-9]$"}
+        server["hostname"] = hostname
     required = ["name", "flavorRef"] + (["networks"] if networks_required else [])
     return object_({"server": object_(server, required=required)}, required=["server"])
 
@@ -120,7 +126,10 @@ create_server_v2_67 = _create(description=True, bdm_item=_bdm_v2_item_v2_67,
                               networks_required=True, network_tag=True, tags=True)
 create_server_v2_90 = _create(description=True, bdm_item=_bdm_v2_item_v2_67,
                               networks_required=True, network_tag=True, tags=True,
-                              hostname=True)
+                              hostname=HOSTNAME)
+create_server_v2_94 = _create(description=True, bdm_item=_bdm_v2_item_v2_67,
+                              networks_required=True, network_tag=True, tags=True,
+                              hostname=FQDN_HOSTNAME)
 
 # (first version, schema) in order; the handler declares the windows from this.
 CREATE_WINDOWS = (
@@ -133,6 +142,38 @@ CREATE_WINDOWS = (
     (mv.V2_52_BOOT_TAGS, create_server_v2_52),
     (mv.V2_67_BDM_VOLUME_TYPE, create_server_v2_67),
     (mv.V2_90_HOSTNAME, create_server_v2_90),
+    (mv.V2_94_FQDN_HOSTNAME, create_server_v2_94),
+)
+
+
+# --- PUT /servers/{id} --------------------------------------------------------------
+def _update(*, description=False, hostname=None, pinned_az=False):
+    server = {
+        "name": parameter_types.SERVER_NAME,
+        "accessIPv4": {"type": "string", "format": "ipv4"},
+        "accessIPv6": {"type": "string", "format": "ipv6"},
+        "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
+    }
+    if description:
+        server["description"] = {"type": ["string", "null"], "maxLength": 255}
+    if hostname:
+        server["hostname"] = hostname
+    if pinned_az:
+        # null unpins; a name re-pins (the handler accepts only the current zone).
+        server["pinned_availability_zone"] = {"type": ["string", "null"], "minLength": 1,
+                                              "maxLength": 255}
+    return object_({"server": object_(server)}, required=["server"])
+
+
+# (first version, schema): 2.19 description, 2.90 hostname, 2.94 FQDN
+# hostname, 2.104 pinned_availability_zone.
+UPDATE_WINDOWS = (
+    (mv.V2_1_BASE, _update()),
+    (mv.V2_19_DESCRIPTION, _update(description=True)),
+    (mv.V2_90_HOSTNAME, _update(description=True, hostname=HOSTNAME)),
+    (mv.V2_94_FQDN_HOSTNAME, _update(description=True, hostname=FQDN_HOSTNAME)),
+    (mv.V2_104_PINNED_AZ_UPDATE, _update(description=True, hostname=FQDN_HOSTNAME,
+                                         pinned_az=True)),
 )
 
 LINKS = {"type": "array", "items": object_({
@@ -162,6 +203,14 @@ list_servers_query_v2_1 = object_({
     "deleted": multi_params({"type": "string"}),
     "project_id": multi_params({"type": "string"}),
     "tenant_id": multi_params({"type": "string"}),
+    # Fixed-address filters (ip6 for non-admins from 2.5): no server has one.
+    "ip": multi_params({"type": "string"}),
+    "ip6": multi_params({"type": "string"}),
+    # 2.26 tag filters: comma-separated tags (read from 2.26 on only).
+    "tags": multi_params({"type": "string"}),
+    "tags-any": multi_params({"type": "string"}),
+    "not-tags": multi_params({"type": "string"}),
+    "not-tags-any": multi_params({"type": "string"}),
 })
 show_server_query_v2_1 = object_({})
 

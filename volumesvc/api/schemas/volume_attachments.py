@@ -60,6 +60,11 @@ def show_volume_attachment_response(attachment, version=None):
     return object_({"volumeAttachment": attachment}, required=["volumeAttachment"])
 
 
+def retried_attach_response(attachment, version=None):
+    """POST from 2.107: no body (a new attach), or the attachment a retry asked for again."""
+    return {"oneOf": [{"type": "null"}, show_volume_attachment_response(attachment, version)]}
+
+
 def list_volume_attachments_response(attachment, version=None):
     return object_({"volumeAttachments": {"type": "array", "items": attachment}},
                    required=["volumeAttachments"])

@@ -246,3 +246,37 @@ def detail(req, instance, *, bdms, fault=None, show=False, extended=False,
     return SERVER.render(req.version, instance, view="show" if show else "list", req=req,
                          bdms=bdms, fault=fault, extended=extended, host_status=host_status,
                          status=status_of(instance.vm_state, instance.task_state))
+
+
+# Keys Nova's PUT /servers/{id} answer leaves out below 2.75, where it
+# started to answer with the whole server, as GET does ("response
+# consistency"); the other keys are those of the show view.
+_UPDATE_HIDDEN_BEFORE_2_75 = frozenset({
+    "OS-EXT-AZ:availability_zone", "config_drive", "key_name", "OS-SRV-USG:launched_at",
+    "OS-SRV-USG:terminated_at", "OS-EXT-STS:task_state", "OS-EXT-STS:vm_state",
+    "OS-EXT-STS:power_state", "os-extended-volumes:volumes_attached", "host_status",
+    "server_groups"})
+
+
+def _hidden_in_update(name, version) -> bool:
+    return version < mv.V2_75_STRICT_QUERY and (
+        name in _UPDATE_HIDDEN_BEFORE_2_75 or name.startswith("OS-EXT-SRV-ATTR:"))
+
+
+def update_body(req, body: dict) -> dict:
+    """The show body of a server cut to what PUT /servers/{id} answers at ``req.version``."""
+    return {key: value for key, value in body.items()
+            if not _hidden_in_update(key, req.version)}
+
+
+def update_windows(envelope) -> list:
+    """``[(version, response schema)]`` of PUT /servers/{id} (the show rows, cut below 2.75)."""
+    versions = sorted(set(SERVER.boundaries("show")) | {mv.V2_75_STRICT_QUERY})
+    windows = []
+    for version in versions:
+        item = SERVER.schema(version, "show")
+        properties = {k: v for k, v in item["properties"].items()
+                      if not _hidden_in_update(k, version)}
+        required = [k for k in item.get("required", []) if k in properties]
+        windows.append((version, envelope(object_(properties, required=required), version)))
+    return windows

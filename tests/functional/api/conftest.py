@@ -1,0 +1,18 @@
+"""Fixtures shared by the server update, metadata, tag and admin-action tests."""
+
+import pytest
+
+from tests.functional.api import fixtures
+from tests.functional.api.fixtures import ServerActionsWorld
+from tests.functional.api.test_server_update_metadata import with_flavors
+
+
+@pytest.fixture
+def env():
+    """(client, deps) of the server-actions world, its servers with a flavor.
+
+    Test modules that define their own ``env`` keep theirs.
+    """
+    with fixtures.open_world(ServerActionsWorld) as (app, deps):
+        with_flavors(deps)
+        yield app.test_client(), deps
