@@ -5,7 +5,7 @@
 #   tools/dev.sh test [pytest args]         ruff, mypy, docs, then the whole suite: unit, fuzz
 #                                           and functional beside integration (two pytest
 #                                           runs at once); with args, one pytest run of those
-#   tools/dev.sh tempest [--state-dir D]    tempest's listed compute volume tests against the
+#   tools/dev.sh tempest [--state-dir D]    tempest's listed compute API tests against the
 #                                           running keystone all-in-one (state dir D)
 #   tools/dev.sh cluster [start|stop] [--state-dir D]
 #                                           several hosts on this machine (foreground): computes

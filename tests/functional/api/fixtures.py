@@ -184,6 +184,7 @@ class ServersWorld(World):
     IMAGE = "1a6e0000-0000-4000-8000-000000000001"
     IMAGE_BFV_SNAPSHOT = "1a6e0000-0000-4000-8000-000000000002"
     IMAGE_QUEUED = "1a6e0000-0000-4000-8000-000000000003"
+    IMAGE_MIN_RAM_1G = "1a6e0000-0000-4000-8000-000000000004"
     IMAGE_UNKNOWN = "1a6e0000-0000-4000-8000-0000000000ff"
     RecordingConductor = RecordingConductor
 
@@ -218,9 +219,12 @@ class ServersWorld(World):
                 (cls.IMAGE_BFV_SNAPSHOT, {"properties": {
                     "bdm_v2": True, "root_device_name": "/dev/vda",
                     "block_device_mapping": json.dumps(mapping)}}),
-                (cls.IMAGE_QUEUED, {"size": None})):
+                (cls.IMAGE_QUEUED, {"size": None}),
+                (cls.IMAGE_MIN_RAM_1G, {"data": b"raw"})):
             glance.create(ctx, name=image_id, owner="admin-project", image_id=image_id,
                           **kwargs)
+        # More memory than the flavors have (512 MiB): boots with it are refused.
+        glance.images[cls.IMAGE_MIN_RAM_1G]["min_ram"] = 1024
         glance.calls.clear()
         return glance
 

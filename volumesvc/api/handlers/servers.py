@@ -84,7 +84,9 @@ def _flavor(req, server):
         flavor = flavor_obj.get_by_flavorid(req.deps.db, req.context, flavor_id)
     except exception.FlavorNotFound as exc:
         raise errors.APIError(400, exc.format_message(), errors.BAD_REQUEST) from exc
-    if flavor.disabled:
+    # A private flavor is one only admins see (there is no per-project flavor
+    # access): to anyone else it does not exist, at boot as at GET /flavors/{id}.
+    if flavor.disabled or (not flavor.is_public and not req.context.is_admin):
         raise errors.APIError(400, f"Flavor {flavor_id} could not be found.",
                               errors.BAD_REQUEST)
     return flavor
@@ -101,6 +103,13 @@ def _image(req, image_ref):
     if image.get("status") != "active":
         raise errors.APIError(400, f"Image {image_ref} is not active.", errors.BAD_REQUEST)
     return image
+
+
+def _check_image_min_ram(flavor, image):
+    """The image's ``min_ram`` says the guest does not run with less: refuse it at the API."""
+    if image and flavor.memory_mb < int(image.get("min_ram") or 0):
+        raise errors.APIError(400, "Flavor's memory is too small for requested image.",
+                              errors.BAD_REQUEST)
 
 
 def _canonical_ipv6(address):
@@ -162,6 +171,7 @@ def create_server(req):
     flavor = _flavor(req, server)
     keypair_logic.check_key_name(req.deps.db, req.context, server.get("key_name"))
     image = _image(req, image_ref)
+    _check_image_min_ram(flavor, image)
     bdms = bdm_logic.merge(image_ref, bdm_logic.image_defined(image), requested)
     check = bdm_logic.BootCheck(
         context=req.context, deps=req.deps, version=req.version, image_ref=image_ref,
