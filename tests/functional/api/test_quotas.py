@@ -48,6 +48,8 @@ def test_limits_keys_per_window_and_usage(stack):
     at_2_36 = _absolute(stack, "2.36")
     assert "maxTotalFloatingIps" not in at_2_36 and "maxImageMeta" in at_2_36
     assert "maxImageMeta" not in _absolute(stack, "2.39")
+    # openstacksdk (``openstack limits show``) asks with reserved=False.
+    assert _absolute(stack, "2.39", query="?reserved=False") == _absolute(stack, "2.39")
     newest = _absolute(stack, "2.57")
     assert "maxPersonality" not in newest and set(newest) == {
         "maxServerGroupMembers", "maxServerGroups", "maxServerMeta", "maxTotalCores",

@@ -17,8 +17,9 @@ osc = test_clouds_yaml.osc
 
 def test_keypair_create_list_delete(osc):
     name = unique("kp")
-    made = osc("volumesvc-aio-demo", "keypair", "create", name)
-    assert "BEGIN" in made["private_key"] and made["name"] == name
+    # Without --public-key OSC prints the generated private key itself.
+    private_key = osc("volumesvc-aio-demo", "keypair", "create", name, json_out=False)
+    assert "PRIVATE KEY-----" in private_key
     listed = osc("volumesvc-aio-demo", "keypair", "list")
     assert name in [row["Name"] for row in listed]
     osc("volumesvc-aio-demo", "keypair", "delete", name, json_out=False)
@@ -84,7 +85,7 @@ def test_osc_boot_past_the_instances_quota_is_a_403(osc):
                      image_id, "--nic", "none", unique("over"), check=False)
         assert result.returncode != 0
         assert "Quota exceeded for instances" in result.stderr, result.stderr
-        assert "HTTP 403" in result.stderr, result.stderr
+        assert "403" in result.stderr, result.stderr
     finally:
         # Back to the all-in-one's default (unlimited) for the rest of the session.
         osc("volumesvc-aio", "quota", "set", "--instances", "-1", "demo", json_out=False)

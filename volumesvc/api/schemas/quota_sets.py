@@ -28,7 +28,8 @@ _USER = {"user_id": multi_params({"type": "string"})}
 user_query_v2_1 = object_(dict(_USER))
 defaults_query_v2_1 = object_({})
 limits_query_v2_1 = object_({"tenant_id": multi_params({"type": "string"}),
-                             "reserved": multi_params(parameter_types.QUERY_NON_NEGATIVE_INT)})
+                             # Any string, as Nova (openstacksdk sends reserved=False).
+                             "reserved": multi_params({"type": "string"})})
 
 
 # --- representations: rows in views/quota_sets.py, envelopes here ---------------------
