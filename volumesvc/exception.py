@@ -267,6 +267,32 @@ class OverQuota(Forbidden):
     msg_fmt = "Quota exceeded for resources: %(overs)s"
 
 
+# Key pairs and quotas (objects/keypair.py, volumesvc/quota.py): Nova's messages.
+class KeypairNotFound(NotFound):
+    msg_fmt = "Keypair %(name)s not found for user %(user_id)s"
+
+
+class KeyPairExists(Conflict):
+    msg_fmt = "Key pair '%(key_name)s' already exists."
+
+
+class InvalidKeypair(Invalid):
+    msg_fmt = "Keypair data is invalid: %(reason)s"
+
+
+class KeypairLimitExceeded(OverQuota):
+    msg_fmt = "Quota exceeded, too many key pairs."
+
+
+class TooManyInstances(OverQuota):
+    msg_fmt = ("Quota exceeded for %(overs)s: Requested %(req)s, but already used "
+               "%(used)s of %(allowed)s %(overs)s")
+
+
+class InvalidQuotaValue(Invalid):
+    msg_fmt = "%(reason)s"
+
+
 class GlanceAPIError(VolumesvcException):
     """A Glance answer with no more specific translation; ``code`` is the HTTP status."""
 
@@ -328,10 +354,17 @@ class SwapVolumeNotMigrating(Conflict):
                "is only swapped while Cinder migrates or retypes it.")
 
 
-class SwapVolumeNotSupported(Conflict):
-    msg_fmt = ("Swapping volume %(volume_id)s is refused: Cinder-driven volume swap "
-               "(migration or retype of an attached volume) is not supported by this "
-               "service yet.")
+class SwapVolumeNotSupportedByVirtDriver(Invalid):
+    msg_fmt = "The compute driver of this host cannot swap the volume of a running server."
+
+
+class SwapVolumeComputeTooOld(Conflict):
+    msg_fmt = ("The compute %(host)s of instance %(instance_uuid)s is too old to swap "
+               "volumes (service version %(version)s, swap needs %(minimum)s).")
+
+
+class SwapVolumeInvalid(Invalid):
+    msg_fmt = "Invalid volume for swap: %(reason)s"
 
 
 class ComputeHostDown(Conflict):

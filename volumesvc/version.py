@@ -41,6 +41,10 @@ SERVICE_VERSION_HISTORY = (
     #    whose compute_attach_volume event the conductor started with the
     #    action (compute RPC 1.8).
     {"compute_rpc": "1.8", "conductor_rpc": "1.8"},
+    # 10: swap volume (os-volume_attachments PUT, Cinder's retype/migrate of an
+    #     in-use volume): conductors run swap_volume (conductor RPC 1.9),
+    #     computes copy the disk with a libvirt block copy (compute RPC 1.9).
+    {"compute_rpc": "1.9", "conductor_rpc": "1.9"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
@@ -58,5 +62,8 @@ MIN_COMPUTE_LIFECYCLE = 6
 # Minimum compute service version that reports attach/detach progress (API
 # 2.106); the API marks a detach ``detaching`` only on such a compute.
 MIN_COMPUTE_ATTACH_STATUS = 8
+# Minimum compute service version that swaps the volume of an attachment; the
+# API refuses a swap on an older compute with 409.
+MIN_COMPUTE_SWAP = 10
 
 RELEASE = "0.1.0"

@@ -48,7 +48,7 @@ _TOTALS = re.compile(r"^ - (Passed|Skipped|Failed|Expected Fail|Unexpected Succe
 COMPUTE_FEATURES = {
     "volume_multiattach": True,
     "snapshot": True,
-    "swap_volume": False,
+    "swap_volume": True,
     "shelve": True,
     "shelve_migrate": False,
     "resize": False,

@@ -46,6 +46,7 @@ TOO_MANY_DISK_DEVICES = "volumesvc.attachment.too_many_devices"
 CONDUCTOR_TOO_OLD = "volumesvc.conductor.too_old"
 OVER_LIMIT = "volumesvc.request.over_limit"
 TOO_LARGE = "volumesvc.request.too_large"
+QUOTA_EXCEEDED = "volumesvc.quota.exceeded"
 
 FAULT_NAMES = {
     400: "badRequest",
@@ -75,6 +76,7 @@ DOMAIN_MAP = {
     exception.InstanceIsLocked: (409, CONFLICT),
     exception.UnexpectedTaskStateError: (409, CONFLICT),
     exception.Forbidden: (403, POLICY_DENIED),
+    exception.OverQuota: (403, QUOTA_EXCEEDED),
     exception.ServiceUnavailable: (503, UNAVAILABLE),
     # Volume attachments (doc/source/contributor/contract.rst §3.2-3.4).
     exception.TooManyDiskDevices: (403, TOO_MANY_DISK_DEVICES),
@@ -92,7 +94,8 @@ DOMAIN_MAP = {
     exception.MultiattachSwapVolumeNotSupported: (400, ATTACHMENT_INVALID),
     exception.VolumeNotAttachedToInstance: (404, ATTACHMENT_NOT_FOUND),
     exception.SwapVolumeNotMigrating: (409, ATTACHMENT_CONFLICT),
-    exception.SwapVolumeNotSupported: (409, ATTACHMENT_CONFLICT),
+    exception.SwapVolumeInvalid: (400, ATTACHMENT_INVALID),
+    exception.SwapVolumeComputeTooOld: (409, ATTACHMENT_CONFLICT),
     exception.ComputeHostDown: (409, ATTACHMENT_CONFLICT),
     exception.ConductorTooOld: (503, CONDUCTOR_TOO_OLD),
 }

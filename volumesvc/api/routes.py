@@ -14,9 +14,12 @@ Adding a resource: a handler module in ``handlers/``, its schemas in
 
 from volumesvc.api.handlers import (
     assisted_volume_snapshots,
+    availability_zones,
     flavors,
     instance_actions,
     ips,
+    keypairs,
+    quota_sets,
     server_actions,
     server_external_events,
     server_metadata,
@@ -111,6 +114,26 @@ ROUTES = {
     "/v2.1/flavors/<flavor_id>": {
         "GET": flavors.show_flavor,
         "DELETE": flavors.delete_flavor,
+    },
+    # Key pairs (os-keypairs).
+    "/v2.1/os-keypairs": {"GET": keypairs.list_keypairs, "POST": keypairs.create_keypair},
+    "/v2.1/os-keypairs/<keypair_name>": {
+        "GET": keypairs.show_keypair,
+        "DELETE": keypairs.delete_keypair,
+    },
+    # Quotas and limits.
+    "/v2.1/limits": {"GET": quota_sets.show_limits},
+    "/v2.1/os-quota-sets/<tenant_id>": {
+        "GET": quota_sets.show_quota_set,
+        "PUT": quota_sets.update_quota_set,
+        "DELETE": quota_sets.delete_quota_set,
+    },
+    "/v2.1/os-quota-sets/<tenant_id>/defaults": {"GET": quota_sets.show_quota_set_defaults},
+    "/v2.1/os-quota-sets/<tenant_id>/detail": {"GET": quota_sets.show_quota_set_detail},
+    # Availability zones (the zones of the compute services).
+    "/v2.1/os-availability-zone": {"GET": availability_zones.list_availability_zones},
+    "/v2.1/os-availability-zone/detail": {
+        "GET": availability_zones.list_availability_zones_detail,
     },
 }
 

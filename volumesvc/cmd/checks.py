@@ -73,11 +73,12 @@ def compute_findings(conf, *, kvm_device: str = KVM_DEVICE) -> list[Finding]:
             "[libvirt] virt_type",
             f"[libvirt] virt_type is kvm but {kvm_device} is missing: guests cannot "
             "start until the kvm module is loaded, or set virt_type = qemu (emulation)"))
-    if lv.domain_memory_mb:
+    if lv.guest_memory_cap_mb:
         findings.append(Finding(
-            "[libvirt] domain_memory_mb",
-            f"[libvirt] domain_memory_mb caps every guest at {lv.domain_memory_mb} MiB "
-            "whatever its flavor says; set it to 0 to give guests their flavor's memory"))
+            "[libvirt] guest_memory_cap_mb",
+            f"[libvirt] guest_memory_cap_mb gives no guest more than "
+            f"{lv.guest_memory_cap_mb} MiB whatever its flavor says; set it to 0 to give "
+            "guests their flavor's memory"))
     return findings
 
 

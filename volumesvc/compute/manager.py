@@ -28,6 +28,7 @@ from volumesvc.compute import events as events_mod
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import lifecycle as lifecycle_mod
 from volumesvc.compute import reporter as compute_reporter
+from volumesvc.compute import swap as swap_mod
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
 from volumesvc.volume import cleanup
@@ -65,6 +66,7 @@ class ComputeManager:
                                                  cinder=cinder, reporter=self.reporter,
                                                  glance=glance)
         self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
+        self.swapper = swap_mod.VolumeSwapper(conf, driver, conductor, cinder, self.reporter)
         limit = conf.compute.max_concurrent_builds
         self._build_slots = (threading.BoundedSemaphore(limit) if limit
                              else contextlib.nullcontext())
@@ -83,6 +85,7 @@ class ComputeManager:
         work arrives (``compute/reconcile_runner.py``).
         """
         self.driver.init_host(self.host)
+        self.swapper.recover_host(self.host, timeout=self._conf.report_interval)
         self.reconciler.recover_host(timeout=self._conf.report_interval)
 
     def cleanup_host(self):
@@ -90,8 +93,8 @@ class ComputeManager:
         self.driver.cleanup_host()
 
     def capabilities(self):
-        """What this host can do, published in the service record."""
-        return dict(self.driver.capabilities)
+        """What this host can do and its size (memory_mb, vcpus), for the service record."""
+        return dict(self.driver.capabilities, **self.driver.host_resources())
 
     def ping(self, context):
         return {"host": self.host, "capabilities": self.capabilities()}
@@ -337,3 +340,16 @@ class ComputeManager:
         with self._lock(instance["uuid"]):
             self.snapshots.delete(context, _driver_instance(instance), volume_id,
                                   snapshot_id, delete_info)
+
+    # -- swap volume (1.9) -----------------------------------------------------
+
+    def swap_volume(self, context, *, instance, old_volume_id, new_volume_id,
+                    new_attachment_id):
+        """Copy the disk onto the new volume (``compute/swap.py``); failures are reported there."""
+        with self._lock(instance["uuid"]):
+            try:
+                self.swapper.swap(context, instance, old_volume_id=old_volume_id,
+                                  new_volume_id=new_volume_id,
+                                  new_attachment_id=new_attachment_id)
+            except Exception:  # noqa: BLE001 - a cast: the event and the log say why
+                LOG.warning("Swap of volume %s on %s failed", old_volume_id, instance["uuid"])

@@ -21,18 +21,21 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.8 - attach_volume takes ``event_started``: the conductor already
         started the ``compute_attach_volume`` event with the action, so the
         compute only finishes it (service version 9).
+* 1.9 - swap_volume: copy an attached volume's disk to a new volume with a
+        block copy and move the attachment to it (service version 10).
 """
 
 from volumesvc import rpc
 
 TOPIC = "compute"
-VERSION = "1.8"
+VERSION = "1.9"
 # The first version of each feature a conductor asks about before it sends
 # (``[upgrade_levels] compute`` may pin the client below it during an upgrade).
 MULTIATTACH_VERSION = "1.2"
 EVENTS_VERSION = "1.3"
 LIFECYCLE_VERSION = "1.5"
 ATTACH_EVENT_VERSION = "1.8"
+SWAP_VERSION = "1.9"
 
 
 class ComputeAPI:
@@ -183,3 +186,14 @@ class ComputeAPI:
         self._prepare(host, "1.6").cast(ctxt, "volume_snapshot_delete", instance=instance,
                                         volume_id=volume_id, snapshot_id=snapshot_id,
                                         delete_info=delete_info)
+
+    def can_swap_volume(self):
+        """False when ``[upgrade_levels] compute`` pins us below 1.9."""
+        return self._client.can_send_version(SWAP_VERSION)
+
+    def swap_volume(self, ctxt, *, host, instance, old_volume_id, new_volume_id,
+                    new_attachment_id):
+        """Cast: copy ``old_volume_id``'s disk to the new volume and move the attachment."""
+        self._prepare(host, SWAP_VERSION).cast(
+            ctxt, "swap_volume", instance=instance, old_volume_id=old_volume_id,
+            new_volume_id=new_volume_id, new_attachment_id=new_attachment_id)

@@ -39,6 +39,12 @@ SHELVING = "shelving"
 SHELVING_OFFLOADING = "shelving_offloading"
 UNSHELVING = "unshelving"
 
+# swap volume (os-volume_attachments PUT): set by the API, cleared by the
+# compute once the disk was copied or the swap rolled back. volumesvc's own:
+# it keeps the dangling-attachment reconciliation off the server while two
+# attachments exist for one disk (compute/swap.py).
+SWAPPING_VOLUME = "swapping_volume"
+
 # power actions a hard reboot may interrupt (Nova's ALLOW_REBOOT).
 PAUSING = "pausing"
 UNPAUSING = "unpausing"

@@ -17,6 +17,7 @@ from volumesvc.conductor.tasks import delete as delete_task
 from volumesvc.conductor.tasks import offloaded, power
 from volumesvc.conductor.tasks import reconcile as reconcile_task
 from volumesvc.conductor.tasks import shelve as shelve_task
+from volumesvc.conductor.tasks import swap as swap_task
 from volumesvc.conductor.tasks import unshelve as unshelve_task
 from volumesvc.objects import attachment_status
 from volumesvc.objects import block_device as bdm_obj
@@ -136,6 +137,12 @@ class ConductorManager:
         self._compute.detach_volume(context, host=instance.host, instance=instance.to_dict(),
                                     bdm=bdm.to_dict(),
                                     attachment_id=attachment_id or bdm.attachment_id)
+
+    def swap_volume(self, context, *, instance_uuid, old_volume_id, new_volume_id):
+        """Cast from the API (1.9): ``conductor/tasks/swap.py``."""
+        swap_task.SwapTask(self._conf, self._db, self._compute, self._cinder, context,
+                           instance_uuid=instance_uuid, old_volume_id=old_volume_id,
+                           new_volume_id=new_volume_id).execute()
 
     # -- external events (1.3) -----------------------------------------------
 

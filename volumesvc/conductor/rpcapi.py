@@ -34,6 +34,8 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.8 - bdm_update takes ``finish_event`` (the arguments of an
         action_event_finish done after the save, even when it failed): an
         attach's last report and its event's Success are one call, not two.
+* 1.9 - swap_volume (API → conductor cast: the os-volume_attachments PUT
+        that Cinder sends while it retypes or migrates an in-use volume).
 """
 
 import oslo_messaging as messaging
@@ -41,7 +43,7 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.8"
+VERSION = "1.9"
 # The first version of each feature a caller asks about (``can_*``) before it
 # sends: ``[upgrade_levels] conductor`` may pin the client below it while
 # older conductors still run.
@@ -53,6 +55,7 @@ LIFECYCLE_VERSION = "1.5"
 SNAPSHOT_VERSION = "1.6"
 ATTACH_STATUS_VERSION = "1.7"
 FINISH_EVENT_VERSION = "1.8"
+SWAP_VERSION = "1.9"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -215,6 +218,20 @@ class ConductorAPI:
         self._client.prepare(version=ATTACH_VERSION).cast(
             ctxt, "detach_volume", instance_uuid=instance_uuid, volume_id=volume_id,
             attachment_id=attachment_id)
+
+    def can_swap_volume(self):
+        """False when ``[upgrade_levels] conductor`` pins us below 1.9 (API: 409)."""
+        return self._client.can_send_version(SWAP_VERSION)
+
+    def swap_volume(self, ctxt, *, instance_uuid, old_volume_id, new_volume_id):
+        """Cast: the swap workflow (``conductor/tasks/swap.py``).
+
+        The API has set the ``swapping_volume`` task state and recorded the
+        ``swap_volume`` action.
+        """
+        self._client.prepare(version=SWAP_VERSION).cast(
+            ctxt, "swap_volume", instance_uuid=instance_uuid, old_volume_id=old_volume_id,
+            new_volume_id=new_volume_id)
 
     # -- API → conductor: external events (1.3) -------------------------------
 

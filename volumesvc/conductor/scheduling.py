@@ -36,12 +36,35 @@ class Requirements:
     availability_zone: str | None = None
     hosts: tuple | None = None
     min_version: int = 0
+    vcpus: int = 0
+    memory_mb: int = 0
 
     @classmethod
     def from_request_spec(cls, spec) -> "Requirements":
         spec = spec or {}
+        flavor = spec.get("flavor") or {}
         return cls(needs=tuple(spec.get("needs") or ()),
-                   availability_zone=spec.get("availability_zone"))
+                   availability_zone=spec.get("availability_zone"),
+                   vcpus=int(flavor.get("vcpus") or 0),
+                   memory_mb=int(flavor.get("memory_mb") or 0))
+
+
+def _no_room(service, conf, used, requirements) -> str | None:
+    """Why ``service``'s host has no room for the flavor, or None when it has.
+
+    A host that reports no size (an older compute) is not checked.
+    """
+    caps = service.capabilities or {}
+    checks = (("vcpus", "vCPUs", requirements.vcpus, conf.cpu_allocation_ratio, ""),
+              ("memory_mb", "RAM", requirements.memory_mb, conf.ram_allocation_ratio, " MiB"))
+    for key, what, wanted, ratio, unit in checks:
+        total = caps.get(key)
+        if not wanted or not isinstance(total, int):
+            continue
+        free = int(total * ratio) - used[key]
+        if wanted > free:
+            return f"not enough {what} ({max(free, 0)}{unit} free, {wanted}{unit} needed)"
+    return None
 
 
 def _refusal(service, conf, requirements) -> str | None:
@@ -65,20 +88,31 @@ def _refusal(service, conf, requirements) -> str | None:
 
 
 def pick_host(conf, db, context, requirements: Requirements) -> str:
-    """The up, enabled compute that meets ``requirements`` with fewest instances.
+    """The up, enabled compute with room that meets ``requirements``, fewest instances first.
+
+    Room: the flavors already on the host plus this one fit in the
+    ``memory_mb`` and ``vcpus`` the compute reports times
+    ``[DEFAULT] ram_allocation_ratio`` / ``cpu_allocation_ratio``.
 
     Fewest instances spreads consecutive boots across the computes (ties go
     to the first host name, so the choice is reproducible). Raises
     :class:`NoValidHost` naming why each compute was left out, so the fault
     on the ERROR instance tells the operator what to fix.
     """
-    candidates, refused = [], []
+    candidates, refused, services = [], [], {}
     for service in service_obj.list_services(db, context, binary=binaries.COMPUTE):
         reason = _refusal(service, conf, requirements)
         if reason is None:
-            candidates.append(service.host)
+            services[service.host] = service
         else:
             refused.append(f"{service.host}: {reason}")
+    used = instance_obj.flavor_totals_by_host(db, context, services)
+    for host, service in services.items():
+        reason = _no_room(service, conf, used[host], requirements)
+        if reason is None:
+            candidates.append(host)
+        else:
+            refused.append(f"{host}: {reason}")
     if not candidates:
         wanted = list(requirements.needs) or "room"
         detail = f" ({'; '.join(refused)})" if refused else ""

@@ -268,10 +268,11 @@ Related options:
         help="""
 Most servers one ``POST /servers`` may create (``min_count``/``max_count``).
 
-volumesvc has no instance quota yet; without this bound one request with a
-huge ``min_count`` would make the API build that many records in memory.
-As Nova does with its instance quota, a larger ``max_count`` is lowered to
-this value and a larger ``min_count`` is refused with 403.
+A bound independent of the instances quota (``[quota] instances``, which
+may be unlimited): without it one request with a huge ``min_count`` would
+make the API build that many records in memory. As Nova does with its
+instance quota, a larger ``max_count`` is lowered to this value and a
+larger ``min_count`` is refused with 403.
 """),
     cfg.FloatOpt(
         "healthcheck_timeout",

@@ -122,13 +122,18 @@ Related options:
 * ``rbd_user``
 """),
     cfg.IntOpt(
-        "domain_memory_mb",
-        default=64,
+        "guest_memory_cap_mb",
+        default=0,
         min=0,
+        deprecated_name="domain_memory_mb",
         help="""
-Memory in MiB given to each domain. Our domains run no guest OS, so 64 MiB is
-enough to exercise every volume operation. ``0`` uses the instance's
-``memory_mb`` (the flavor) instead.
+Most MiB of memory a domain gets; ``0`` (the default) gives each domain its
+flavor's ``ram``. For software-emulated test hosts whose domains run no guest
+OS (the all-in-one sets 64), so a flavor of several GiB does not make QEMU
+reserve that much. The scheduler still counts the flavor's ``ram`` (see
+``[DEFAULT] ram_allocation_ratio``).
+
+Replaces ``domain_memory_mb``, which gave every domain that fixed size.
 """),
     cfg.IntOpt(
         "device_detach_timeout",
@@ -137,6 +142,15 @@ enough to exercise every volume operation. ``0`` uses the instance's
         help="""
 Seconds to wait for a live disk to leave the domain after a detach request
 (device-removed event, or the disk gone from the live XML).
+"""),
+    cfg.IntOpt(
+        "block_copy_timeout",
+        default=3600,
+        min=1,
+        help="""
+Seconds a swap volume may take to copy the disk to the new volume (the block
+copy reaching the ready state, then the pivot). Past it the copy is cancelled
+and the server keeps its old volume.
 """),
     cfg.IntOpt(
         "domain_state_timeout",

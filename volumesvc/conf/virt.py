@@ -59,13 +59,33 @@ Related options:
 ]
 
 
+fake_opts = [
+    cfg.IntOpt(
+        "fake_host_memory_mb",
+        default=65536,
+        min=1,
+        help="""
+MiB of memory the ``fake`` driver's host reports (what libvirt's host info
+gives on a real host); the scheduler places servers by it.
+"""),
+    cfg.IntOpt(
+        "fake_host_vcpus",
+        default=32,
+        min=1,
+        help="""
+vCPUs the ``fake`` driver's host reports; the scheduler places servers by it.
+"""),
+]
+
+
 def register_opts(conf):
     conf.register_opts(driver_opts)
     # NOTE: a fresh OptGroup per ConfigOpts: register_group only shallow-copies
     # the group, so a shared one would share set_override() between confs.
     conf.register_group(copy.deepcopy(virt_group))
     conf.register_opts(virt_opts, group=virt_group.name)
+    conf.register_opts(fake_opts, group=virt_group.name)
 
 
 def list_opts():
-    return [("DEFAULT", driver_opts), (virt_group, virt_opts)]
+    return [("DEFAULT", driver_opts), (virt_group, virt_opts + fake_opts)]

@@ -268,3 +268,59 @@ class Flavor(Base, TimestampMixin):
     disabled: Mapped[bool] = mapped_column(default=False)
     description: Mapped[str | None] = mapped_column(sa.Text)
     extra_specs: Mapped[dict | None] = mapped_column(JSONEncoded)
+
+
+class KeyPair(Base, TimestampMixin):
+    """A user's SSH or X.509 public key (hard-deleted, as in Nova's API database)."""
+
+    __tablename__ = "key_pairs"
+    __table_args__ = (sa.UniqueConstraint("user_id", "name", name="uniq_key_pairs0user_id0name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(255))
+    user_id: Mapped[str] = mapped_column(sa.String(255))
+    fingerprint: Mapped[str | None] = mapped_column(sa.String(255))
+    public_key: Mapped[str | None] = mapped_column(sa.Text)
+    type: Mapped[str] = mapped_column(sa.String(16), default="ssh")
+
+
+class Quota(Base, TimestampMixin):
+    """A project's limit for one resource; no row means the configured default."""
+
+    __tablename__ = "quotas"
+    __table_args__ = (sa.UniqueConstraint("project_id", "resource",
+                                          name="uniq_quotas0project_id0resource"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[str] = mapped_column(sa.String(255))
+    resource: Mapped[str] = mapped_column(sa.String(255))
+    hard_limit: Mapped[int]
+
+
+class ProjectUserQuota(Base, TimestampMixin):
+    """One user's limit for one resource inside a project (at most the project's)."""
+
+    __tablename__ = "project_user_quotas"
+    __table_args__ = (sa.UniqueConstraint(
+        "project_id", "user_id", "resource",
+        name="uniq_project_user_quotas0project_id0user_id0resource"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[str] = mapped_column(sa.String(255))
+    user_id: Mapped[str] = mapped_column(sa.String(255))
+    resource: Mapped[str] = mapped_column(sa.String(255))
+    hard_limit: Mapped[int]
+
+
+class QuotaLock(Base):
+    """One row per project, locked (SELECT ... FOR UPDATE) while its usage is checked.
+
+    Why a row of its own: the count of a project's instances and the insert
+    of new ones must not interleave with another boot of the same project,
+    or two boots that each see room both go through (see
+    ``volumesvc/quota.py``). The row exists only to be locked.
+    """
+
+    __tablename__ = "quota_locks"
+
+    project_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)

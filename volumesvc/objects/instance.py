@@ -283,3 +283,22 @@ def destroy(db, context, instance_uuid, expected_task_state=UNSET) -> Instance:
                 instance_uuid=instance_uuid, expected=expected, actual=None)
         session.refresh(row)
         return _with_tags(session, [row])[0]
+
+
+def flavor_totals_by_host(db, context, hosts) -> dict:
+    """host → {"vcpus": N, "memory_mb": N}: the flavors of its live instances summed.
+
+    What a host has given away, for the capacity check of the scheduler.
+    Only the flavor column is read (a JSON copy per instance).
+    """
+    totals = {host: {"vcpus": 0, "memory_mb": 0} for host in hosts}
+    if not totals:
+        return totals
+    model = models.Instance
+    statement = sa.select(model.host, model.flavor).where(
+        model.deleted == 0, model.host.in_(list(totals)))
+    with db.reader(context) as session:
+        for host, flavor in session.execute(statement):
+            for key in ("vcpus", "memory_mb"):
+                totals[host][key] += int((flavor or {}).get(key) or 0)
+    return totals

@@ -58,6 +58,14 @@ class ComputeDriver:
     def cleanup_host(self):
         """Release the hypervisor connection at agent stop."""
 
+    def host_resources(self) -> dict:
+        """``{"memory_mb": N, "vcpus": N}`` of this host, or {} when unknown.
+
+        Published with the capabilities in the service record, so the
+        scheduler can leave out a host without room for a flavor.
+        """
+        return {}
+
     def get_volume_connector(self):
         """The connector dict (os-brick's shape) sent to Cinder with attachment_update."""
         raise NotImplementedError()
@@ -108,6 +116,18 @@ class ComputeDriver:
     def extend_volume(self, connection_info, instance, requested_size_bytes):
         """Grow an attached volume as the guest sees it; return the new size."""
         raise NotImplementedError()
+
+    def swap_volume(self, old_connection_info, new_connection_info, instance, mountpoint,
+                    resize_to_bytes=None):
+        """Move the running guest's disk at ``mountpoint`` onto the new, connected volume.
+
+        The guest keeps running and keeps the device. Raises when the disk
+        could not be moved; the guest is then still on the old volume.
+        """
+        raise exception.SwapVolumeNotSupportedByVirtDriver()
+
+    def cancel_volume_swaps(self, instance):
+        """Cancel any disk copy left running on the guest (a compute that died mid-swap)."""
 
     def get_domain_xml(self, instance):
         """The live guest definition, for diagnostics and tests ('' if none)."""

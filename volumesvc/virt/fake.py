@@ -23,6 +23,7 @@ and slow-host doubles for tests live in ``tests/fixtures/virt.py``.
 import copy
 import itertools
 import os
+import shutil
 import threading
 import time
 import uuid as uuidlib
@@ -47,6 +48,8 @@ VIR_DOMAIN_BLOCK_RESIZE_BYTES = 1
 VIR_DOMAIN_SNAPSHOT_CREATE_NO_METADATA = 4
 VIR_DOMAIN_BLOCK_COMMIT_ACTIVE = 4
 VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT = 2
+VIR_DOMAIN_BLOCK_COPY_REUSE_EXT = 2
+VIR_DOMAIN_BLOCK_COPY_TRANSIENT_JOB = 4
 VIR_DOMAIN_SNAPSHOT_CREATE_DISK_ONLY = 16
 VIR_DOMAIN_SNAPSHOT_CREATE_REUSE_EXT = 32
 VIR_DOMAIN_EVENT_ID_LIFECYCLE = 0
@@ -60,6 +63,7 @@ VIR_ERR_SYSTEM_ERROR = 38
 VIR_ERR_NO_DOMAIN = 42
 VIR_ERR_OPERATION_INVALID = 55
 VIR_ERR_DEVICE_MISSING = 99
+VIR_ERR_BLOCK_COPY_ACTIVE = 83
 VIR_ERR_NO_SECRET = 66
 
 
@@ -155,6 +159,7 @@ class FakeDomain:
         self._sizes = {}  # target dev -> capacity for non-file disks
         self._unplug_pending = set()  # id() of live virtio disks awaiting the guest
         self._pivots = {}  # target dev -> base of an active commit waiting to pivot
+        self._copies = {}  # target dev -> destination file of a block copy (swap volume)
 
     # -- identity and state ---------------------------------------------------
     def UUIDString(self):  # noqa: N802 - the binding's names
@@ -368,12 +373,43 @@ class FakeDomain:
             self._pivots[disk_name] = base
         return 0
 
+    def blockCopy(self, disk_name, destxml, params=None, flags=0):  # noqa: N802
+        """A copy into an existing file; ready at once, the data moves at the pivot.
+
+        As libvirt with TRANSIENT_JOB: only the live disk changes at the
+        pivot, the persistent definition keeps the old source.
+        """
+        disk = self._find_live_disk(disk_name)
+        if disk_name in self._copies or disk_name in self._pivots:
+            raise libvirtError(f"block copy still active: disk '{disk_name}' already in "
+                               "active block job", VIR_ERR_BLOCK_COPY_ACTIVE)
+        if not self._transient and not flags & VIR_DOMAIN_BLOCK_COPY_TRANSIENT_JOB:
+            raise libvirtError("Requested operation is not valid: domain is not transient",
+                               VIR_ERR_OPERATION_INVALID)
+        dest = _disk_path(ET.fromstring(destxml))
+        if not flags & VIR_DOMAIN_BLOCK_COPY_REUSE_EXT or dest is None or \
+                not os.path.exists(dest):
+            raise libvirtError(f"cannot open {dest}: the fake copies into existing files "
+                               "only", VIR_ERR_SYSTEM_ERROR)
+        if _disk_path(disk) is None:
+            raise libvirtError("the fake copies file-backed disks only", VIR_ERR_NO_SUPPORT)
+        self._copies[disk_name] = dest
+        return 0
+
     def blockJobInfo(self, disk_name, flags=0):  # noqa: N802
-        # An active commit sits "ready" (cur == end) until pivoted; others are done.
+        # An active commit or a copy sits "ready" (cur == end) until pivoted.
+        if disk_name in self._copies:
+            return {"type": 2, "bandwidth": 0, "cur": 1, "end": 1}
         return {"type": 4, "bandwidth": 0, "cur": 1, "end": 1} \
             if disk_name in self._pivots else {}
 
     def blockJobAbort(self, disk_name, flags=0):  # noqa: N802
+        dest = self._copies.pop(disk_name, None)
+        if dest is not None and flags & VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT:
+            source = _disk_path(self._find_live_disk(disk_name))
+            with open(source, "rb") as src, open(dest, "r+b") as dst:
+                shutil.copyfileobj(src, dst)
+            _required(self._find_live_disk(disk_name), "source").set("file", dest)
         base = self._pivots.pop(disk_name, None)
         if base is not None and flags & VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT:
             self._set_source(disk_name, base)
@@ -390,10 +426,17 @@ class FakeDomain:
 
 
 class FakeConnection:
-    def __init__(self, state, uri):
+    def __init__(self, state, uri, module=None):
         self._state = state
         self.uri = uri
         self.alive = True
+        self._module = module
+
+    def getInfo(self):  # noqa: N802
+        """virConnectGetInfo: [model, memory MiB, CPUs, MHz, nodes, sockets, cores, threads]."""
+        self._check()
+        memory, cpus = self._module.host_info if self._module else (65536, 32)
+        return ["x86_64", memory, cpus, 2000, 1, 1, cpus, 1]
 
     @property
     def domains(self):
@@ -558,6 +601,8 @@ class FakeLibvirt:
 
     def __init__(self):
         self._hosts = {}
+        # (memory MiB, CPUs) of virConnectGetInfo; the FakeDriver sets them from [virt].
+        self.host_info = (65536, 32)
 
     def __getattr__(self, name):
         if name.startswith("VIR_"):
@@ -584,7 +629,7 @@ class FakeLibvirt:
         state = self._hosts.setdefault(
             uri, {"domains": {}, "ids": itertools.count(1), "callbacks": {},
                   "lock": threading.Lock(), "secrets": {}})
-        return FakeConnection(state, uri)
+        return FakeConnection(state, uri, self)
 
 
 class FakeDriver(libvirt_driver.LibvirtDriver):
@@ -592,3 +637,5 @@ class FakeDriver(libvirt_driver.LibvirtDriver):
 
     def __init__(self, conf, libvirt_module=None, host=None):
         super().__init__(conf, libvirt_module=libvirt_module or FakeLibvirt(), host=host)
+        if isinstance(self.libvirt, FakeLibvirt):
+            self.libvirt.host_info = (conf.virt.fake_host_memory_mb, conf.virt.fake_host_vcpus)

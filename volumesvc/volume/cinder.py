@@ -209,6 +209,19 @@ class CinderAPI(keystone.SessionFromConf):
             .extend_volume_completion(volume_id, bool(error))
 
     @translate(exception.VolumeNotFound, "volume_id")
+    def migrate_volume_completion(self, context, volume_id, new_volume_id, error):
+        """End Cinder's migration of ``volume_id`` to ``new_volume_id`` (swap volume).
+
+        ``error`` True makes Cinder give up the migration (the new volume is
+        deleted, the old keeps its data). Returns the id the attachment keeps
+        (``save_volume_id``): the old id after a successful migration, since
+        Cinder moves the new volume's data under it.
+        """
+        body = self.client(context, MV_BASE, service=True).volumes \
+            .migrate_volume_completion(volume_id, new_volume_id, bool(error))
+        return body["save_volume_id"]
+
+    @translate(exception.VolumeNotFound, "volume_id")
     def begin_detaching(self, context, volume_id):
         self.client(context).volumes.begin_detaching(volume_id)
 

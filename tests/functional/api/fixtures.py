@@ -423,6 +423,12 @@ class AttachConductor:
     def can_snapshot(self):
         return self._rpcapi.can_snapshot()
 
+    def can_swap_volume(self):
+        return self._rpcapi.can_swap_volume()
+
+    def swap_volume(self, ctxt, **kwargs):
+        self.calls.append(("swap_volume", kwargs))
+
     def volume_snapshot_create(self, ctxt, **kwargs):
         self.calls.append(("volume_snapshot_create", kwargs))
 

@@ -42,6 +42,14 @@ STRICT_FROM = {
     "/v2.1/flavors/<flavor_id>": ALL,
     "/v2.1/flavors/<flavor_id>/os-extra_specs": LISTS,
     "/v2.1/flavors/<flavor_id>/os-extra_specs/<key>": LISTS,
+    "/v2.1/os-keypairs": LISTS,
+    "/v2.1/os-keypairs/<keypair_name>": ALL,
+    "/v2.1/limits": LISTS,
+    "/v2.1/os-quota-sets/<tenant_id>": LISTS,
+    "/v2.1/os-quota-sets/<tenant_id>/defaults": LISTS,
+    "/v2.1/os-quota-sets/<tenant_id>/detail": LISTS,
+    "/v2.1/os-availability-zone": ALL,
+    "/v2.1/os-availability-zone/detail": ALL,
 }
 UNKNOWN = "colour"
 # An admin in a project whose id may appear in a URL (hex).
@@ -72,8 +80,10 @@ def world(stack):
         stack.events(stack.admin_context(), server_id, action["request_id"])
     stack.api("POST", "/flavors", {"flavor": {"name": "f", "id": "spec", "ram": 1,
                                               "vcpus": 1, "disk": 1}}, status=200)
+    stack.api("POST", "/os-keypairs", {"keypair": {"name": "kp"}}, status=200)
     return {"server_id": server_id, "volume_id": volume_id,
             "request_id": actions[0]["request_id"], "network_label": "private",
+            "keypair_name": "kp", "tenant_id": PROJECT,
             "flavor_id": "spec", "key": "hw:cpu_policy", "tag": "blue"}
 
 

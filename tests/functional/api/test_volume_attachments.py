@@ -12,6 +12,7 @@ from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
 from volumesvc import context as vs_context
 from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action
 
 ALICE = {"X-Auth-Token": f"alice:{world.PROJECT}"}
@@ -203,15 +204,38 @@ def test_update_flag_at_2_85(api):
     assert _attachment(deps, ACTIVE, V["DATA"]).delete_on_termination is True
 
 
-def test_swap_updates_the_flag_first_then_is_refused(api):
+def test_swap_updates_the_flag_first_then_is_refused_on_an_old_compute(api):
     client, deps = api
     path = f"{ACTIVE}/os-volume_attachments/{V['MIGRATING']}"
     resp = _call(client, "PUT", path, "2.85", {"volumeAttachment": {
         "volumeId": V["FREE"], "delete_on_termination": True}}, headers=ADMIN)
     assert resp.status_code == 409
-    assert "not supported by this service" in resp.json["conflictingRequest"]["message"]
+    assert "too old to swap volumes" in resp.json["conflictingRequest"]["message"]
     assert _attachment(deps, ACTIVE, V["MIGRATING"]).delete_on_termination is True
     assert deps.conductor.calls == []
+    assert deps.cinder.get(None, V["FREE"])["status"] == "available"
+
+
+def test_swap_on_a_current_compute_takes_the_task_and_casts():
+    with fixtures.open_world(fixtures.VolumeAttachmentsProgressWorld) as (app, deps):
+        client = app.test_client()
+        path = f"{ACTIVE}/os-volume_attachments/{V['MIGRATING']}"
+        resp = _call(client, "PUT", path, "2.1", {"volumeAttachment": {
+            "volumeId": V["FREE"]}}, headers=ADMIN)
+        assert resp.status_code == 202 and resp.data == b""
+        assert deps.conductor.calls == [("swap_volume", {
+            "instance_uuid": ACTIVE, "old_volume_id": V["MIGRATING"],
+            "new_volume_id": V["FREE"]})]
+        ctx = vs_context.get_admin_context()
+        assert instance_obj.get_by_uuid(deps.db, ctx, ACTIVE).task_state == "swapping_volume"
+        actions = instance_action.list_actions(deps.db, ctx, ACTIVE)
+        assert [a.action for a in actions] == ["swap_volume"]
+        # A second swap (or any other task) waits for this one: 409, nothing cast.
+        resp = _call(client, "PUT", path, "2.1", {"volumeAttachment": {
+            "volumeId": V["FREE2"]}}, headers=ADMIN)
+        assert resp.status_code == 409
+        assert "task_state swapping_volume" in resp.json["conflictingRequest"]["message"]
+        assert len(deps.conductor.calls) == 1
 
 
 def test_detach_records_the_action_and_casts(api):

@@ -21,7 +21,7 @@ SINGLE_MACHINE = """\
     [libvirt]
     connection_uri = qemu:///embed?root={tmp}/libvirt
     virt_type = qemu
-    domain_memory_mb = 64
+    guest_memory_cap_mb = 64
     """
 SEVERAL_MACHINES = """\
     [DEFAULT]
@@ -73,7 +73,7 @@ def test_status_names_each_setting_to_change(deployment, capsys):
     code, details = upgrade_check(write(SINGLE_MACHINE), capsys)
     assert code == 1, details
     for option in ("[DEFAULT] my_ip", "[libvirt] connection_uri", "[libvirt] virt_type",
-                   "[libvirt] domain_memory_mb", "[database] connection"):
+                   "[libvirt] guest_memory_cap_mb", "[database] connection"):
         assert f"change {option}" in details, details
     assert "conductors on 2 hosts (ctl1, ctl2)" in details, details
 
@@ -110,7 +110,7 @@ def _start_and_read_warnings(binary, module, path, expected, timeout=60):
 def test_compute_start_logs_a_warning_per_setting(deployment):
     write, _ = deployment
     options = ("[DEFAULT] my_ip", "[libvirt] connection_uri", "[libvirt] virt_type",
-               "[libvirt] domain_memory_mb")
+               "[libvirt] guest_memory_cap_mb")
     text = _start_and_read_warnings(binaries.COMPUTE, "compute", write(SINGLE_MACHINE),
                                     [f"change {o}" for o in options])
     lines = [line for line in text.splitlines() if "(change " in line]

@@ -230,7 +230,10 @@ def compute_http(aio, method, path, body=None, version="2.1"):
 
 
 def domain_disks(aio, server_id):
-    """Serial → source file of the live domain, as the compute reads it from libvirt."""
+    """Serial → source file of the live domain, as the compute reads it from libvirt.
+
+    A Ceph disk's source is ``rbd:<pool>/<image>``.
+    """
     import xml.etree.ElementTree as ET
 
     out = subprocess.run(
@@ -240,7 +243,8 @@ def domain_disks(aio, server_id):
     disks = {}
     for disk in ET.fromstring(out).findall("./devices/disk"):
         source = disk.find("source")
-        disks[disk.findtext("serial")] = source.get("file") or source.get("dev")
+        disks[disk.findtext("serial")] = source.get("file") or source.get("dev") or (
+            f"rbd:{source.get('name')}" if source.get("protocol") == "rbd" else None)
     return disks
 
 

@@ -41,6 +41,7 @@ from volumesvc.api import representation, routes, validation
 from volumesvc.api.handlers import server_actions
 from volumesvc.api.views import flavors as flavor_views
 from volumesvc.api.views import instance_actions as action_views
+from volumesvc.api.views import keypairs as keypair_views
 from volumesvc.api.views import servers as server_views
 from volumesvc.api.views import services as service_views
 from volumesvc.api.views import volume_attachments as attachment_views
@@ -63,6 +64,7 @@ FLAVOR_REP = flavor_views.FLAVOR
 ACTION_REP = action_views.ACTION
 EVENT_REP = action_views.EVENT
 ATTACHMENT_REP = attachment_views.ATTACHMENT
+KEYPAIR_REP = keypair_views.KEYPAIR
 
 
 def _handler(method, path):
@@ -247,6 +249,9 @@ class NoEffect:
 
 
 KEYPAIRS, LIMITS, QUOTAS = "/v2.1/os-keypairs", "/v2.1/limits", "/v2.1/os-quota-sets"
+KEYPAIR = KEYPAIRS + "/<keypair_name>"
+QUOTA_VIEWS = "volumesvc/api/views/quota_sets.py"
+QUOTA_SCHEMAS = "volumesvc/api/schemas/quota_sets.py"
 CONSOLES = SERVER + "/remote-consoles"
 MIGRATIONS = SERVER + "/migrations"
 GROUPS = "/v2.1/os-server-groups"
@@ -255,7 +260,7 @@ EVENTS_MODULE = "volumesvc/api/schemas/server_external_events.py"
 
 EVIDENCE = {
     "2.1": [Row(SERVER_REP, "id")],
-    "2.2": [Pending(KEYPAIRS)],
+    "2.2": [Row(KEYPAIR_REP, "type"), Starts("POST", KEYPAIRS)],
     "2.3": [Row(SERVER_REP, "OS-EXT-SRV-ATTR:reservation_id"),
             Row(VOLUME_REP, "delete_on_termination")],
     "2.4": [Absent("/v2.1/os-fixed-ips")],
@@ -265,7 +270,7 @@ EVIDENCE = {
             Absent("/v2.1/flavors/<flavor_id>/action")],
     "2.8": [Absent(CONSOLES)],
     "2.9": [Row(SERVER_REP, "locked")],
-    "2.10": [Pending(KEYPAIRS)],
+    "2.10": [Starts("POST", KEYPAIRS), Starts("GET", KEYPAIRS), Starts("GET", KEYPAIR)],
     "2.11": [Row(SERVICE_REP, "forced_down")],
     "2.12": [Absent(SERVER + "/os-virtual-interfaces")],
     "2.13": [Absent(GROUPS)],
@@ -293,12 +298,13 @@ EVIDENCE = {
     "2.32": [BodyKey("POST", SERVERS, "server.block_device_mapping_v2[].tag")],
     "2.33": [Absent(HYPERVISORS), Starts("POST", SERVERS)],
     "2.34": [NoAction("os-migrateLive")],
-    "2.35": [Pending(KEYPAIRS)],
-    "2.36": [Pending(LIMITS), Pending(QUOTAS), Absent("/v2.1/os-networks"),
+    "2.35": [Starts("GET", KEYPAIRS)],
+    "2.36": [Branches(QUOTA_VIEWS, "V2_36_NO_PROXY_APIS"),
+             Branches(QUOTA_SCHEMAS, "V2_36_NO_PROXY_APIS"), Absent("/v2.1/os-networks"),
              Absent("/v2.1/images"), Absent("/v2.1/os-volumes")],
     "2.37": [Starts("POST", SERVERS)],
     "2.38": [Branches("volumesvc/api/handlers/servers.py", "V2_38_STATUS_FILTER_400")],
-    "2.39": [Pending(LIMITS)],
+    "2.39": [Branches(QUOTA_VIEWS, "V2_39_NO_IMAGE_METADATA_LIMIT")],
     "2.40": [Absent("/v2.1/os-simple-tenant-usage")],
     "2.41": [Absent("/v2.1/os-aggregates")],
     "2.42": [BodyKey("POST", SERVERS, "server.block_device_mapping_v2[].tag")],
@@ -355,7 +361,7 @@ EVIDENCE = {
              BodyKey("POST", SERVERS, "server.hostname"),
              BodyKey("PUT", SERVER, "server.hostname")],
     "2.91": [Starts("POST", ACTION)],
-    "2.92": [Pending(KEYPAIRS)],
+    "2.92": [Starts("POST", KEYPAIRS)],
     "2.93": [Pending("rebuild"), Starts("POST", EVENTS)],
     "2.94": [Starts("POST", SERVERS), Starts("PUT", SERVER)],
     "2.95": [NoAction("evacuate")],

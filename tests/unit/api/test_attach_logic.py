@@ -118,15 +118,29 @@ def test_echoed_fields_must_not_change():
         assert err.value.message == f"The {key} property is not mutable"
 
 
-def test_every_swap_is_refused_in_order():
+def _new(status="available", size=1, attach_status="detached"):
+    return {"id": "new", "status": status, "size": size, "attach_status": attach_status}
+
+
+def test_swap_refusals_in_order():
     with pytest.raises(exception.InstanceInvalidState):
-        attach.check_swap(USER, _instance(vm_state="stopped"), _volume(), 1)
+        attach.check_swap(USER, _instance(vm_state="stopped"), _volume(True), _new("in-use"), 2)
     with pytest.raises(exception.MultiattachSwapVolumeNotSupported):
-        attach.check_swap(USER, _instance(), _volume(True), 2)
+        attach.check_swap(USER, _instance(), _volume(True), _new("in-use"), 2)
     with pytest.raises(exception.SwapVolumeNotMigrating):
-        attach.check_swap(USER, _instance(), _volume(True), 1)
-    with pytest.raises(exception.SwapVolumeNotSupported):
-        attach.check_swap(USER, _instance(), _volume(migration_status="migrating"), 1)
+        attach.check_swap(USER, _instance(), _volume(True), _new("in-use"), 1)
+    migrating = _volume(True, migration_status="migrating")
+    for new in (_new("in-use"), _new("error"), _new(attach_status="attached")):
+        with pytest.raises(exception.SwapVolumeInvalid, match="must be detached"):
+            attach.check_swap(USER, _instance(), migrating, new, 1)
+    with pytest.raises(exception.SwapVolumeInvalid, match="same size or larger"):
+        attach.check_swap(USER, _instance(), dict(migrating, size=2), _new(), 1)
+
+
+@pytest.mark.parametrize("new", [_new(), _new("reserved", size=3)])
+def test_a_valid_swap_passes(new):
+    old = _volume(migration_status="migrating", size=min(new["size"], 2))
+    attach.check_swap(USER, _instance(), old, new, 1)
 
 
 def test_host_up_skips_servers_without_a_host():

@@ -12,7 +12,7 @@ def conf():
     conf.set_override("my_ip", "192.0.2.10")
     conf.set_override("connection_uri", "qemu:///system", group="libvirt")
     conf.set_override("virt_type", "kvm", group="libvirt")
-    conf.set_override("domain_memory_mb", 0, group="libvirt")
+    conf.set_override("guest_memory_cap_mb", 0, group="libvirt")
     return conf
 
 
@@ -31,7 +31,7 @@ def test_production_compute_settings_pass(conf, tmp_path):
     (None, "my_ip", "::1", "[DEFAULT] my_ip"),
     ("libvirt", "connection_uri", "qemu:///embed?root=/tmp/x", "[libvirt] connection_uri"),
     ("libvirt", "virt_type", "qemu", "[libvirt] virt_type"),
-    ("libvirt", "domain_memory_mb", 64, "[libvirt] domain_memory_mb"),
+    ("libvirt", "guest_memory_cap_mb", 64, "[libvirt] guest_memory_cap_mb"),
 ])
 def test_each_single_machine_setting_is_named(conf, tmp_path, group, name, value, option):
     kvm = tmp_path / "kvm"
@@ -55,10 +55,12 @@ def test_libvirt_settings_are_not_checked_for_another_driver(conf):
     assert options(checks.compute_findings(conf)) == ["[DEFAULT] my_ip"]
 
 
-def test_defaults_name_every_libvirt_setting():
+def test_defaults_name_every_single_machine_libvirt_setting():
+    """The defaults are embedded QEMU under emulation; guests get their flavor's memory."""
     conf = get_conf(default_config_files=[])
-    assert {"[libvirt] connection_uri", "[libvirt] virt_type",
-            "[libvirt] domain_memory_mb"} <= set(options(checks.compute_findings(conf)))
+    named = set(options(checks.compute_findings(conf)))
+    assert {"[libvirt] connection_uri", "[libvirt] virt_type"} <= named
+    assert "[libvirt] guest_memory_cap_mb" not in named
 
 
 @pytest.mark.parametrize("url, hosts, warned", [

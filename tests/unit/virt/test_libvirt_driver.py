@@ -54,11 +54,23 @@ def test_spawn_with_boot_volume(driver, instance, make_volume):
 
 
 def test_spawn_uses_instance_name_and_memory_option(driver, conf, instance):
-    conf.set_override("domain_memory_mb", 0, group="libvirt")
+    conf.set_override("guest_memory_cap_mb", 0, group="libvirt")
     instance.update(instance_name="instance-00000001", memory_mb=128)
     driver.spawn(instance, None)
     xml = driver.get_domain_xml(instance)
     assert "<name>instance-00000001</name>" in xml and ">131072<" in xml
+
+
+def test_guest_memory_is_the_flavors_up_to_the_cap(driver, conf, instance):
+    """The domain gets the flavor's ram (not a fixed size), at most guest_memory_cap_mb."""
+    instance.update(memory_mb=2048)
+    conf.set_override("guest_memory_cap_mb", 64, group="libvirt")
+    driver.spawn(instance, None)
+    assert ">65536<" in driver.get_domain_xml(instance)
+    driver.destroy(instance)
+    conf.set_override("guest_memory_cap_mb", 0, group="libvirt")
+    driver.spawn(instance, None)
+    assert ">2097152<" in driver.get_domain_xml(instance)
 
 
 def test_spawn_twice_is_instance_exists(driver, instance):

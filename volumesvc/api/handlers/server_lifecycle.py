@@ -16,7 +16,7 @@ the host a compute service's host.
 
 from oslo_log import log as logging
 
-from volumesvc import binaries, exception
+from volumesvc import binaries, exception, quota
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import snapshot, states
 from volumesvc.api.policies import server_actions as policies
@@ -127,7 +127,12 @@ def unshelve(req, server_id, body):
     """unshelve → 202. 404; 409 lock/state; 400 unknown zone or host; 403 host (policy)."""
     instance = _gated(req, server_id, policies.UNSHELVE, states.UNSHELVE)
     zone, host, values = _unshelve_target(req, instance, body)
-    _begin(req, instance, states.UNSHELVE, task_states.UNSHELVING, "unshelve", values)
+    # The quota check and the move to unshelving share one transaction under
+    # the project's quota lock (volumesvc/quota.py).
+    quota.ensure_lock_row(req.deps.db, req.context, instance.project_id)
+    with req.deps.db.writer(req.context):
+        quota.check_unshelve(req.deps.db, req.context, req.conf, instance)
+        _begin(req, instance, states.UNSHELVE, task_states.UNSHELVING, "unshelve", values)
     req.deps.conductor.unshelve_instance(req.context, instance_uuid=instance.uuid,
                                          availability_zone=zone, host=host)
     return None, 202

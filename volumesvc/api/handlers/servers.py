@@ -18,6 +18,7 @@ from volumesvc.api import microversions as mv
 from volumesvc.api.handlers import server_metadata
 from volumesvc.api.logic import bdm as bdm_logic
 from volumesvc.api.logic import build, states
+from volumesvc.api.logic import keypairs as keypair_logic
 from volumesvc.api.policies import servers as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
@@ -120,7 +121,7 @@ def _canonical_ipv6(address):
     return ipaddress.IPv6Address(address).compressed if address else address
 
 
-def _build_request(req, server, flavor, image, validated, max_count):
+def _build_request(req, server, flavor, image, validated, max_count, min_count=1):
     hostname = server.get("hostname")
     if hostname and max_count > 1:
         raise errors.APIError(400, "Cannot set hostname when booting multiple instances.",
@@ -128,6 +129,7 @@ def _build_request(req, server, flavor, image, validated, max_count):
     config_drive = server.get("config_drive")
     return build.BuildRequest(
         name=server["name"], flavor=flavor, bdms=validated.bdms, max_count=max_count,
+        min_count=min_count,
         description=(server.get("description") if req.is_at_least(mv.V2_19_DESCRIPTION)
                      else server["name"]),
         image_ref=server.get("imageRef") or None, image=image,
@@ -167,6 +169,7 @@ def create_server(req):
     requested = _requested_bdms(req, server, image_ref)
     bdm_logic.require_image_or_bdms(image_ref, requested)
     flavor = _flavor(req, server)
+    keypair_logic.check_key_name(req.deps.db, req.context, server.get("key_name"))
     image = _image(req, image_ref)
     _check_image_min_ram(flavor, image)
     bdms = bdm_logic.merge(image_ref, bdm_logic.image_defined(image), requested)
@@ -177,7 +180,7 @@ def create_server(req):
     validated = bdm_logic.validate(check, bdms)
     instances, resv_id = build.create_instances(
         req.context, req.deps, _build_request(req, server, flavor, image, validated,
-                                              max_count))
+                                              max_count, min_count))
     if strutils.bool_from_string(server.get("return_reservation_id", False)):
         return {"reservation_id": resv_id}, 202
     first = instances[0]

@@ -20,9 +20,10 @@ from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import volume_attachments as schema
 from volumesvc.api.views import volume_attachments as views
-from volumesvc.compute import attach_states, vm_states
+from volumesvc.compute import attach_states, task_states, vm_states
 from volumesvc.objects import attachment_status
 from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 
 LOG = logging.getLogger(__name__)
@@ -213,17 +214,45 @@ def _rw_attachments(req, volume) -> int:
 
 
 def _swap(req, instance, old_volume_id, attachment):
-    ctx = req.context
+    """Check, take the ``swapping_volume`` task state, record the action, cast.
+
+    The task state is what keeps a second swap, a detach and the
+    dangling-attachment reconciliation off the server until the compute has
+    copied the disk or rolled the swap back (compute/swap.py).
+    """
+    ctx, deps = req.context, req.deps
     old_volume = _volume(req, old_volume_id, owned=False)
     try:
-        _volume(req, attachment["volumeId"])
+        new_volume = _volume(req, attachment["volumeId"])
     except exception.VolumeNotFound as exc:
         # The new volume comes from the body: a bad request, not a missing URL.
         raise errors.APIError(400, exc.format_message(), errors.BAD_REQUEST) from exc
     bdm = _bdm_of(req, instance, old_volume_id)
     if req.is_at_least(mv.V2_85_UPDATE_ATTACHMENT):
         _update_flag(req, instance, bdm, attachment)
-    logic.check_swap(ctx, instance, old_volume, _rw_attachments(req, old_volume))
+    logic.check_swap(ctx, instance, old_volume, new_volume,
+                     _rw_attachments(req, old_volume))
+    logic.check_swap_compute(deps.db, ctx, instance)
+    if not deps.conductor.can_swap_volume():
+        raise exception.ConductorTooOld()
+    try:
+        instance_obj.save(deps.db, ctx, instance.uuid,
+                          {"task_state": task_states.SWAPPING_VOLUME},
+                          expected_task_state=[None])
+    except exception.UnexpectedTaskStateError as exc:
+        raise states.invalid_state(get_instance(req, instance.uuid), states.SWAP.action,
+                                   "task_state") from exc
+    try:
+        action_obj.action_start(deps.db, ctx, instance.uuid, "swap_volume", ctx.request_id,
+                                ctx.user_id, ctx.project_id)
+        deps.conductor.swap_volume(ctx, instance_uuid=instance.uuid,
+                                   old_volume_id=old_volume_id,
+                                   new_volume_id=new_volume["id"])
+    except Exception:
+        LOG.exception("Swap of volume %s on %s could not be started", old_volume_id,
+                      instance.uuid)
+        instance_obj.save(deps.db, ctx, instance.uuid, {"task_state": None})
+        raise
 
 
 def _update_flag(req, instance, bdm, attachment):
@@ -240,8 +269,8 @@ def update_volume_attachment(req, server_id, volume_id):
 
     Below 2.85 always a swap (swap policy). From 2.85 the same volumeId only
     updates delete_on_termination (update policy); another one updates the
-    flag and then swaps. volumesvc refuses every swap with 409 (only Cinder
-    may drive one, and that is not implemented yet).
+    flag and then swaps: the conductor and the compute copy the disk to the
+    new volume (conductor/tasks/swap.py, compute/swap.py).
     """
     instance = get_instance(req, server_id)
     attachment = req.body["volumeAttachment"]

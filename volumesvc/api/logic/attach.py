@@ -185,18 +185,39 @@ def check_not_mutated(attachment: dict, bdm, instance):
             raise exception.AttachmentPropertyNotMutable(property=key)
 
 
-def check_swap(ctx, instance, old_volume, rw_attachments: int):
-    """Refuse a swap; volumesvc does not implement the Cinder-driven swap.
+def check_swap(ctx, instance, old_volume, new_volume, rw_attachments: int):
+    """The swap refusals, in Nova's order.
 
-    Order: lock/state (409), a multiattach volume with more than one
-    read/write attachment (400), the old volume not migrating (409), and
-    finally 409 for the migrating case too, since nothing here can carry
-    a swap out yet.
+    Lock/state (409); a multiattach volume with more than one read/write
+    attachment (400); an old volume Cinder is not migrating (409: as Nova
+    since its bug 2112187, a swap is only Cinder's call-back during a retype
+    or migration, never a way to put any volume under a server); a new
+    volume that is attached or not ``available``/``reserved`` (400); a new
+    volume smaller than the old one (400).
     """
     states.check_gate(ctx, instance, states.SWAP)
     if old_volume.get("multiattach") and rw_attachments > 1:
         raise exception.MultiattachSwapVolumeNotSupported()
     if not old_volume.get("migration_status"):
         raise exception.SwapVolumeNotMigrating(volume_id=old_volume["id"])
-    # TODO(Cinder-driven swap lands in conductor/compute): cast it instead.
-    raise exception.SwapVolumeNotSupported(volume_id=old_volume["id"])
+    if new_volume.get("attach_status") == "attached" or \
+            new_volume.get("status") not in ("available", "reserved"):
+        raise exception.SwapVolumeInvalid(
+            reason="New volume must be detached in order to swap.")
+    if int(new_volume.get("size") or 0) < int(old_volume.get("size") or 0):
+        raise exception.SwapVolumeInvalid(
+            reason="New volume must be the same size or larger.")
+
+
+def check_swap_compute(db, ctx, instance):
+    """409 when the instance's compute is older than the first one that swaps."""
+    try:
+        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, binaries.COMPUTE)
+    except exception.NotFound:
+        service = None
+    current = (service.version or 0) if service is not None else 0
+    if current < version.MIN_COMPUTE_SWAP:
+        raise exception.SwapVolumeComputeTooOld(host=instance.host,
+                                                instance_uuid=instance.uuid,
+                                                version=current,
+                                                minimum=version.MIN_COMPUTE_SWAP)

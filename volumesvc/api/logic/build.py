@@ -19,6 +19,7 @@ import re
 import string
 import uuid as uuidlib
 
+from volumesvc import quota
 from volumesvc.api.logic import undo
 from volumesvc.compute import task_states, vm_states
 from volumesvc.objects import block_device as bdm_obj
@@ -42,6 +43,7 @@ class BuildRequest:
     flavor: object
     bdms: list
     max_count: int = 1
+    min_count: int = 1
     description: str | None = None
     image_ref: str | None = None
     image: dict | None = None
@@ -139,16 +141,22 @@ def _bdm_values(template, instance_uuid, attachments) -> dict:
     return values
 
 
-def create_instances(ctx, deps, request: BuildRequest):
-    """Create ``max_count`` instances and cast their build; returns (instances, resv id)."""
-    uuids = [str(uuidlib.uuid4()) for _ in range(request.max_count)]
-    resv_id = reservation_id()
-    # NOTE: bdm.py refuses source volumes with max_count > 1, so the
-    # reservations all belong to the first (only) instance.
-    attachments = _reserve_volumes(ctx, deps, request.bdms, uuids[0])
+def _create_rows(ctx, deps, request, uuids, attachments, resv_id) -> list:
+    """The instance, BDM and action rows, in one transaction that holds the quota lock.
+
+    The instances quota (and cores, ram) is counted after the project's lock
+    row is taken, so concurrent boots of one project queue here and each
+    counts the rows the previous one committed (volumesvc/quota.py). As
+    in Nova, ``max_count`` is lowered to what fits; below ``min_count`` the
+    boot is refused with 403 and nothing is written.
+    """
+    quota.ensure_lock_row(deps.db, ctx, ctx.project_id)
     created = []
-    try:
-        for index, uuid in enumerate(uuids):
+    with deps.db.writer(ctx) as session:
+        quota.lock_project(session, ctx.project_id)
+        count = quota.allowed_instances(session, deps.conf, ctx.project_id, ctx.user_id,
+                                        request.flavor, request.min_count, len(uuids))
+        for index, uuid in enumerate(uuids[:count]):
             instance = instance_obj.create(
                 deps.db, ctx, _instance_values(ctx, request, uuid, index, resv_id))
             created.append(instance)
@@ -156,7 +164,25 @@ def create_instances(ctx, deps, request: BuildRequest):
                 bdm_obj.create(deps.db, ctx, _bdm_values(template, uuid, attachments))
             instance_action.action_start(deps.db, ctx, uuid, "create", ctx.request_id,
                                          ctx.user_id, ctx.project_id)
-        deps.conductor.build_instances(ctx, instance_uuids=uuids,
+    return created
+
+
+def create_instances(ctx, deps, request: BuildRequest):
+    """Create ``max_count`` instances and cast their build; returns (instances, resv id)."""
+    uuids = [str(uuidlib.uuid4()) for _ in range(request.max_count)]
+    resv_id = reservation_id()
+    # A boot already over quota is refused before Cinder is asked for anything;
+    # the check that counts is the one under the lock in _create_rows.
+    with deps.db.reader(ctx) as session:
+        quota.allowed_instances(session, deps.conf, ctx.project_id, ctx.user_id,
+                                request.flavor, request.min_count, len(uuids))
+    # NOTE: bdm.py refuses source volumes with max_count > 1, so the
+    # reservations all belong to the first (only) instance.
+    attachments = _reserve_volumes(ctx, deps, request.bdms, uuids[0])
+    created: list = []
+    try:
+        created = _create_rows(ctx, deps, request, uuids, attachments, resv_id)
+        deps.conductor.build_instances(ctx, instance_uuids=[i.uuid for i in created],
                                        request_spec=request_spec(request))
     except Exception:
         _delete_attachments(ctx, deps.cinder, attachments.values())

@@ -10,10 +10,13 @@ from oslo_policy import policy
 
 from volumesvc.api.policies import (
     assisted_volume_snapshots,
+    availability_zones,
     base,
     flavors,
     instance_actions,
     ips,
+    keypairs,
+    quota_sets,
     server_actions,
     server_admin_actions,
     server_external_events,
@@ -26,7 +29,8 @@ from volumesvc.api.policies import (
 
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
             volume_attachments, assisted_volume_snapshots, ips, server_external_events,
-            server_metadata, server_tags, server_admin_actions)
+            server_metadata, server_tags, server_admin_actions,
+            keypairs, quota_sets, availability_zones)
 
 
 # The 2023 project defaults (reader/member) and the pre-2023 one they replace.

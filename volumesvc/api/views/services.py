@@ -23,6 +23,11 @@ def _isotime(value):
     return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
 
 
+def zone_of(service) -> str:
+    """The zone os-services and os-availability-zone report ``service`` in."""
+    return _zone(service, None)
+
+
 def _zone(service, ctx):
     if is_compute(service):
         return service.availability_zone or DEFAULT_ZONE

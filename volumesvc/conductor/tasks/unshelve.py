@@ -59,7 +59,9 @@ class UnshelveTask(base.TaskBase):
                     needs=tuple(self._needs(bdms)),
                     availability_zone=self.availability_zone,
                     hosts=(self.host,) if self.host else None,
-                    min_version=version.MIN_COMPUTE_LIFECYCLE))
+                    min_version=version.MIN_COMPUTE_LIFECYCLE,
+                    vcpus=int((instance.flavor or {}).get("vcpus") or 0),
+                    memory_mb=int((instance.flavor or {}).get("memory_mb") or 0)))
             try:
                 instance = instance_obj.save(self.db, self.context, instance.uuid,
                                              {"host": host, "node": host},

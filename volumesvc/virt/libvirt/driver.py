@@ -14,7 +14,7 @@ from oslo_log import log as logging
 
 from volumesvc import exception
 from volumesvc.virt import block_device, driver, power_state
-from volumesvc.virt.libvirt import config, snapshots, volume
+from volumesvc.virt.libvirt import config, snapshots, swap, volume
 from volumesvc.virt.libvirt import host as host_mod
 from volumesvc.virt.libvirt import secrets as libvirt_secrets
 from volumesvc.virt.libvirt.volume import brick
@@ -61,6 +61,15 @@ class LibvirtDriver(driver.ComputeDriver):
     def cleanup_host(self):
         self._host.close()
 
+    def host_resources(self):
+        """Memory (MiB) and CPUs of the host, from libvirt's host info."""
+        try:
+            info = self._host.get_connection().getInfo()
+        except self.libvirt.libvirtError as exc:
+            LOG.warning("Could not read the host's memory and CPUs: %s", exc)
+            return {}
+        return {"memory_mb": int(info[1]), "vcpus": int(info[2])}
+
     def get_volume_connector(self):
         """os-brick's connector properties of this host (as Nova's libvirt driver)."""
         return brick.connector_properties(self.conf)
@@ -70,7 +79,10 @@ class LibvirtDriver(driver.ComputeDriver):
         return exception.VirtDriverError(reason=f"{what}: {exc}")
 
     def _build_domain(self, instance, block_device_info):
-        memory = self.libvirt_conf.domain_memory_mb or instance.get("memory_mb") or 64
+        memory = instance.get("memory_mb") or 64
+        cap = self.libvirt_conf.guest_memory_cap_mb
+        if cap:
+            memory = min(memory, cap)
         disks = []
         for bdm in sorted(block_device.get_bdms(block_device_info),
                           key=lambda b: (b.get("boot_index") is None or b["boot_index"] < 0,
@@ -309,6 +321,42 @@ class LibvirtDriver(driver.ComputeDriver):
                                " (a virtio-blk disk needs a guest OS to acknowledge)")
         finally:
             self._host.forget_device_removed(guest.uuid, key)
+
+    def swap_volume(self, old_connection_info, new_connection_info, instance, mountpoint,
+                    resize_to_bytes=None):
+        """Block copy onto the new volume, pivot, then rewrite the definition (swap.py)."""
+        vol_id = block_device.volume_id(old_connection_info)
+        guest = self._host.get_guest(instance["uuid"])
+        if not guest.is_active():
+            raise exception.Invalid(
+                reason=f"instance {instance['uuid']} is not running: its disk cannot be copied")
+        disk = guest.find_disk(alias=config.volume_alias(vol_id) if vol_id else None,
+                               serial=vol_id, target_dev=block_device.strip_dev(mountpoint))
+        if disk is None:
+            raise exception.DiskNotFound(location=vol_id or mountpoint)
+        new_disk = self.volume_drivers.get_config(new_connection_info, disk.target_dev,
+                                                  disk_bus=disk.target_bus,
+                                                  device_type=None)
+        timeout = self.libvirt_conf.block_copy_timeout
+        try:
+            swap.copy(self.libvirt, guest, disk.target_dev, new_disk, timeout)
+        except self.libvirt.libvirtError as exc:
+            raise self._libvirt_error(exc, f"copying volume {vol_id} failed") from exc
+        try:
+            swap.persist_disk(self._host, guest, new_disk)
+            if resize_to_bytes:
+                guest.block_resize(disk.target_dev, resize_to_bytes)
+        except self.libvirt.libvirtError as exc:
+            # The guest runs on the new volume already: say so, do not undo.
+            LOG.error("Volume %s of %s was copied, but updating the domain failed: %s",
+                      vol_id, instance["uuid"], exc)
+
+    def cancel_volume_swaps(self, instance):
+        guest = self._host.find_guest(instance["uuid"])
+        if guest is None or not guest.is_active():
+            return
+        for disk in guest.get_disks():
+            swap.cancel(self.libvirt, guest, disk.target_dev)
 
     def connect_volume(self, connection_info):
         """The volume's driver connects it on this host (os-brick for block and file)."""

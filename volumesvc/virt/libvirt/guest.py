@@ -147,3 +147,19 @@ class Guest:
         """End a ready active commit by switching the disk to the commit's base."""
         self._domain.blockJobAbort(target_dev,
                                    self.libvirt.VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT)
+
+    # -- swap volume (virt/libvirt/swap.py) --------------------------------------
+    def block_copy(self, target_dev, dest_xml):
+        """Start mirroring the running disk into the existing ``dest_xml`` disk.
+
+        REUSE_EXT: Cinder made the destination. TRANSIENT_JOB: the domain
+        stays persistent during the copy (its definition still names the
+        old disk, which is what it must name if the compute dies mid-copy).
+        """
+        flags = (self.libvirt.VIR_DOMAIN_BLOCK_COPY_REUSE_EXT
+                 | self.libvirt.VIR_DOMAIN_BLOCK_COPY_TRANSIENT_JOB)
+        self._domain.blockCopy(target_dev, dest_xml, {}, flags)
+
+    def block_job_cancel(self, target_dev):
+        """End the disk's block job without a pivot: the disk stays where it was."""
+        self._domain.blockJobAbort(target_dev, 0)
