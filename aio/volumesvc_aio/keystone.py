@@ -164,7 +164,10 @@ class KeystoneHarness(ServiceHarness):
         group = grp.getgrgid(os.getgid()).gr_name
         for what in ("fernet_setup", "credential_setup"):
             self._manage(what, "--keystone-user", user, "--keystone-group", group)
-        self._manage("bootstrap", "--bootstrap-password", self.password,
+        # NOTE: one argument with "=": a password that starts with "-" (one
+        # in 64 of token_urlsafe's) is otherwise read as an option and the
+        # start fails.
+        self._manage("bootstrap", f"--bootstrap-password={self.password}",
                      "--bootstrap-admin-url", self.url, "--bootstrap-public-url", self.url,
                      "--bootstrap-internal-url", self.url, "--bootstrap-region-id", REGION)
 

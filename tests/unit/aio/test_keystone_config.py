@@ -144,3 +144,16 @@ def test_a_keystone_start_removes_the_open_policy_of_an_earlier_noauth_start(tmp
     glance.GlanceHarness(state, port=1, deps_dir=str(deps),
                          keystone=_keystone(tmp_path)).configure()
     assert not policy.exists()
+
+
+def test_bootstrap_takes_a_password_that_starts_with_a_dash(tmp_path, monkeypatch):
+    """Regression: keystone-manage read such a password as an option and the start failed."""
+    harness = _keystone(tmp_path)
+    (tmp_path / "keystone").mkdir()
+    (tmp_path / "keystone" / "password").write_text("-dash-first\n")
+    calls = []
+    monkeypatch.setattr(keystone.ServiceHarness, "db_sync", lambda self: None)
+    monkeypatch.setattr(harness, "_manage", lambda *args: calls.append(args))
+    harness.db_sync()
+    bootstrap = next(args for args in calls if args[0] == "bootstrap")
+    assert "--bootstrap-password=-dash-first" in bootstrap
