@@ -243,8 +243,14 @@ def test_a_multiattach_rbd_volume_on_two_servers_on_two_computes(
                 "the shared volume attached", timeout=SERVER_TIMEOUT)
         wait_volume(cinder, shared.id, "in-use")
         assert len(wait_watchers(aio, shared.id, 2)) == 2
-        for server in (blank_server, image_server):
-            detach(aio, server.id, shared.id)
+        # One detach at a time: Cinder holds the volume in ``detaching``
+        # until the first ends and refuses a second begin (as with Nova).
+        detach(aio, blank_server.id, shared.id)
+        wait_until(lambda: [a["server_id"] for a in cinder.volumes.get(shared.id).attachments]
+                   == [image_server.id] and cinder.volumes.get(shared.id).status == "in-use",
+                   "the first server's attachment gone", timeout=SERVER_TIMEOUT)
+        assert len(wait_watchers(aio, shared.id, 1)) == 1
+        detach(aio, image_server.id, shared.id)
         wait_volume(cinder, shared.id, "available")
         assert wait_watchers(aio, shared.id, 0) == []
         cinder.volumes.delete(shared.id)
