@@ -180,6 +180,15 @@ class Stack:
                 service_down_time = 10
                 compute_driver = {SLOW_DRIVER}
                 debug = false
+                # A storm boots hundreds of servers on one fake host: no
+                # capacity limit and no quota (an older --ref ignores these).
+                cpu_allocation_ratio = 1000.0
+                ram_allocation_ratio = 1000.0
+
+                [quota]
+                instances = -1
+                cores = -1
+                ram = -1
 
                 [database]
                 connection = {db_url}
