@@ -1,6 +1,6 @@
 """The all-in-one with its default options: volumes on a real Ceph, opened by QEMU.
 
-One ``volumesvc-aio`` (``--auth noauth2 --computes 2``, storage left at its
+The storage tier's ``volumesvc-aio`` (``--auth noauth2 --computes 2``, storage left at its
 default: a one-node Ceph, Cinder backends ``rbd`` and ``file``, Glance on
 RBD, both computes on ``qemu:///system``) serves the whole module. Proof that
 QEMU really opened an RBD volume is Ceph's own: ``rbd status`` lists the
@@ -24,7 +24,6 @@ from tests.integration.clients.helpers import (
     delete_server_quietly,
     delete_volume_quietly,
     nova_client,
-    running_aio,
     unique,
     wait_server,
     wait_server_gone,
@@ -41,10 +40,9 @@ SYSTEM_URI = "qemu:///system"
 
 
 @pytest.fixture(scope="module")
-def aio():
-    with running_aio("vs-rbd-", extra_args=("--computes", "2"), storage=None) as handle:
-        yield handle
-    assert handle.returncode == 0, f"volumesvc-aio stopped with {handle.returncode}"
+def aio(ceph_aio):
+    """The storage tier's shared all-in-one (``conftest.py``)."""
+    return ceph_aio
 
 
 @pytest.fixture(scope="module")
