@@ -12,6 +12,7 @@ and :class:`ServiceHarness`, their common lifecycle.
 
 import collections
 import contextlib
+import fcntl
 import json
 import os
 import random
@@ -50,12 +51,27 @@ def install_venv(venv_dir, requirements, log=None) -> bool:
     """
     marker = os.path.join(venv_dir, ".volumesvc-installed.json")
     wanted = {"requirements": list(requirements)}
+    if _venv_done(marker, wanted):
+        return False
+    # Two test runs (or an all-in-one and a test run) on one machine may want
+    # the same virtualenv at once: one installs, the other waits and reuses it.
+    os.makedirs(os.path.dirname(os.path.abspath(venv_dir)), exist_ok=True)
+    with open(os.path.abspath(venv_dir) + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _venv_done(marker, wanted):
+            return False
+        return _install_venv(venv_dir, requirements, log, marker, wanted)
+
+
+def _venv_done(marker, wanted) -> bool:
     try:
         with open(marker) as f:
-            if json.load(f) == wanted:
-                return False
+            return json.load(f) == wanted
     except (OSError, ValueError):
-        pass
+        return False
+
+
+def _install_venv(venv_dir, requirements, log, marker, wanted) -> bool:
     python = os.path.join(venv_dir, "bin", "python")
     if not os.path.exists(python):
         subprocess.run([_BASE_PYTHON, "-m", "venv", venv_dir], check=True)

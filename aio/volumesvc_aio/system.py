@@ -4,6 +4,7 @@ The all-in-one installs what a fresh Debian machine lacks (it runs as root
 there); on a machine that already has everything it only checks.
 """
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ LIBVIRT_PACKAGES = (
     "libvirt-dev", "pkg-config", "gcc", "qemu-utils",
 )
 RABBITMQ_PACKAGES = ("rabbitmq-server",)
+_APT_LOCK = "/run/lock/volumesvc-apt.lock"
 
 
 def missing_packages(packages):
@@ -42,11 +44,22 @@ def apt_install(packages, *, timeout=900):
         raise RuntimeError(
             "missing system packages %s: install them as root (apt-get install -y %s)"
             % (", ".join(missing), " ".join(missing)))
-    LOG.info("Installing system packages: %s", " ".join(missing))
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, timeout=timeout)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing],
-                   check=True, env=env, timeout=timeout, stdout=subprocess.DEVNULL)
+    # Test runs, all-in-ones and clusters on one machine may install at the
+    # same moment: one at a time (our lock), and apt waits for any other
+    # dpkg user instead of failing at once on its lock.
+    wait_lock = ("-o", f"DPkg::Lock::Timeout={int(timeout)}")
+    with open(_APT_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        missing = missing_packages(packages)
+        if not missing:
+            return []
+        LOG.info("Installing system packages: %s", " ".join(missing))
+        subprocess.run(["apt-get", *wait_lock, "update", "-qq"], check=True, env=env,
+                       timeout=timeout)
+        subprocess.run(["apt-get", *wait_lock, "install", "-y", "-qq",
+                        "--no-install-recommends", *missing],
+                       check=True, env=env, timeout=timeout, stdout=subprocess.DEVNULL)
     return missing
 
 
