@@ -43,8 +43,10 @@ class Requirements:
     def from_request_spec(cls, spec) -> "Requirements":
         spec = spec or {}
         flavor = spec.get("flavor") or {}
+        host = spec.get("requested_host")
         return cls(needs=tuple(spec.get("needs") or ()),
                    availability_zone=spec.get("availability_zone"),
+                   hosts=(host,) if host else None,
                    vcpus=int(flavor.get("vcpus") or 0),
                    memory_mb=int(flavor.get("memory_mb") or 0))
 

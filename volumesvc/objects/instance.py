@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from volumesvc import exception
 from volumesvc.db import models
-from volumesvc.objects import base
+from volumesvc.objects import base, instance_filters
 from volumesvc.objects import tag as tag_obj
 
 UNSET = base.UNSET
@@ -38,6 +38,7 @@ class Instance(base.DictMixin):
     flavor_id: int | None = None
     flavor: dict | None = None
     image_ref: str | None = None
+    image_properties: dict | None = None
     root_device_name: str | None = None
     launched_at: datetime.datetime | None = None
     terminated_at: datetime.datetime | None = None
@@ -120,7 +121,7 @@ def get_by_uuid(db, context, instance_uuid, read_deleted=None) -> Instance:
 
 def list_instances(db, context, *, project_id=None, host=None, vm_state=None, name=None,
                    uuids=None, deleted=False, limit=None, marker=None,
-                   tag_filters=None) -> list[Instance]:
+                   tag_filters=None, filters=None) -> list[Instance]:
     """Instances newest first (created_at desc, id desc), with marker pagination.
 
     ``deleted``: False for live rows only, True for deleted only, None for both.
@@ -130,7 +131,9 @@ def list_instances(db, context, *, project_id=None, host=None, vm_state=None, na
     ``project_id`` when one is given: another project's server must look as
     unknown as a made-up uuid (MarkerNotFound), or the marker tells which
     uuids exist. ``tag_filters``: keyword arguments of
-    :func:`volumesvc.objects.tag.filter_clauses` (the 2.26 list filters).
+    :func:`volumesvc.objects.tag.filter_clauses` (the 2.26 list filters);
+    ``filters``: an :class:`~volumesvc.objects.instance_filters.InstanceFilters`
+    (the API's exact, regular-expression and time filters).
     """
     model = models.Instance
     statement = sa.select(model)
@@ -147,6 +150,8 @@ def list_instances(db, context, *, project_id=None, host=None, vm_state=None, na
     if name:
         statement = statement.where(model.display_name.contains(name, autoescape=True))
     for clause in tag_obj.filter_clauses(model, **(tag_filters or {})):
+        statement = statement.where(clause)
+    for clause in instance_filters.clauses(model, filters):
         statement = statement.where(clause)
     with db.reader(context) as session:
         if marker is not None:

@@ -14,6 +14,7 @@ SHOW = PREFIX % "show"
 SHOW_HOST_STATUS = PREFIX % "show:host_status"
 CREATE = PREFIX % "create"
 CREATE_ATTACH_VOLUME = PREFIX % "create:attach_volume"
+CREATE_REQUESTED_DESTINATION = PREFIX % "create:requested_destination"
 DELETE = PREFIX % "delete"
 UPDATE = PREFIX % "update"
 EXTENDED_ATTRIBUTES = "os_compute_api:os-extended-server-attributes"
@@ -45,6 +46,9 @@ _RULES = [
     _rule(CREATE, base.PROJECT_MEMBER_OR_ADMIN, "Create a server.", "POST", _SERVERS),
     _rule(CREATE_ATTACH_VOLUME, base.PROJECT_MEMBER_OR_ADMIN,
           "Create a server with block device mappings.", "POST", _SERVERS),
+    _rule(CREATE_REQUESTED_DESTINATION, base.ADMIN,
+          "Create a server on a given host or hypervisor (2.74 host and "
+          "hypervisor_hostname).", "POST", _SERVERS),
     _rule(DELETE, base.PROJECT_MEMBER_OR_ADMIN, "Delete a server.", "DELETE", _SERVER),
     _rule(UPDATE, base.PROJECT_MEMBER_OR_ADMIN,
           "Update a server (name, description, hostname, pinned availability zone).",
