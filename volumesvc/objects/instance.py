@@ -10,7 +10,7 @@ import uuid as uuidlib
 
 import sqlalchemy as sa
 
-from volumesvc import exception
+from volumesvc import binaries, exception
 from volumesvc.db import models
 from volumesvc.objects import base, instance_filters
 from volumesvc.objects import tag as tag_obj
@@ -296,14 +296,60 @@ def flavor_totals_by_host(db, context, hosts) -> dict:
     What a host has given away, for the capacity check of the scheduler.
     Only the flavor column is read (a JSON copy per instance).
     """
+    with db.reader(context) as session:
+        return _flavor_totals(session, hosts)
+
+
+def _flavor_totals(session, hosts, locking=False) -> dict:
     totals = {host: {"vcpus": 0, "memory_mb": 0} for host in hosts}
     if not totals:
         return totals
     model = models.Instance
     statement = sa.select(model.host, model.flavor).where(
         model.deleted == 0, model.host.in_(list(totals)))
-    with db.reader(context) as session:
-        for host, flavor in session.execute(statement):
-            for key in ("vcpus", "memory_mb"):
-                totals[host][key] += int((flavor or {}).get(key) or 0)
+    if locking and session.get_bind().dialect.name in ("mysql", "mariadb"):
+        # NOTE: at REPEATABLE READ a plain read may see a snapshot older than
+        # the lock the caller holds; a locking read sees the latest commits.
+        statement = statement.with_for_update(read=True)
+    for host, flavor in session.execute(statement):
+        for key in ("vcpus", "memory_mb"):
+            totals[host][key] += int((flavor or {}).get(key) or 0)
     return totals
+
+
+def claim_host(db, context, instance_uuid, host, no_room, expected_task_state):
+    """Put the instance on ``host`` if it still has room; the refusal's reason otherwise.
+
+    Why a claim: choosing a host reads what the hosts hold, and two builds
+    that both read before either writes would both take the last room. Here
+    the compute's service row is locked (``SELECT ... FOR UPDATE``; SQLite's
+    writer lock serialises anyway), the host's servers are summed again and
+    ``no_room(capabilities, used)`` decides, and the instance gets the host
+    in the same transaction: the next claim on that host waits and counts
+    it. Claims on different hosts do not wait for each other.
+
+    Returns None when placed; raises UnexpectedTaskStateError when the
+    instance left ``expected_task_state`` (deleted meanwhile) and
+    ComputeHostNotFound when the host's record is gone.
+    """
+    service = models.Service
+    model = models.Instance
+    with db.writer(context) as session:
+        row = session.scalars(sa.select(service).where(
+            service.host == host, service.binary == binaries.COMPUTE,
+            service.deleted == 0).with_for_update()).first()
+        if row is None:
+            raise exception.ComputeHostNotFound(host=host)
+        reason = no_room(dict(row.capabilities or {}),
+                         _flavor_totals(session, [host], locking=True)[host])
+        if reason is not None:
+            return reason
+        clause, expected = _expected_clause(expected_task_state)
+        result = session.execute(
+            sa.update(model).where(model.uuid == instance_uuid, model.deleted == 0, clause)
+            .values(host=host, node=host, updated_at=base.utcnow())
+            .execution_options(synchronize_session=False))
+        if result.rowcount == 0:
+            raise exception.UnexpectedTaskStateError(
+                instance_uuid=instance_uuid, expected=expected, actual=None)
+        return None
