@@ -185,11 +185,13 @@ def _create_rows(ctx, deps, request, uuids, attachments, resv_id) -> list:
     boot is refused with 403 and nothing is written.
     """
     quota.ensure_lock_row(deps.db, ctx, ctx.project_id)
+    keystone = quota.keystone_limits(deps.conf, ctx.project_id)
     created = []
     with deps.db.writer(ctx) as session:
         quota.lock_project(session, ctx.project_id)
         count = quota.allowed_instances(session, deps.conf, ctx.project_id, ctx.user_id,
-                                        request.flavor, request.min_count, len(uuids))
+                                        request.flavor, request.min_count, len(uuids),
+                                        keystone=keystone)
         for index, uuid in enumerate(uuids[:count]):
             instance = instance_obj.create(
                 deps.db, ctx, _instance_values(ctx, request, uuid, index, resv_id))
@@ -207,9 +209,11 @@ def create_instances(ctx, deps, request: BuildRequest):
     resv_id = reservation_id()
     # A boot already over quota is refused before Cinder is asked for anything;
     # the check that counts is the one under the lock in _create_rows.
+    keystone = quota.keystone_limits(deps.conf, ctx.project_id)
     with deps.db.reader(ctx) as session:
         quota.allowed_instances(session, deps.conf, ctx.project_id, ctx.user_id,
-                                request.flavor, request.min_count, len(uuids))
+                                request.flavor, request.min_count, len(uuids),
+                                keystone=keystone)
     # NOTE: bdm.py refuses source volumes with max_count > 1, so the
     # reservations all belong to the first (only) instance.
     attachments = _reserve_volumes(ctx, deps, request.bdms, uuids[0])
