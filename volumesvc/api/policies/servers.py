@@ -37,7 +37,8 @@ _RULES = [
     _rule(DETAIL_ALL_TENANTS, base.ADMIN, "List servers of all projects with details.",
           "GET", _SERVERS + "/detail"),
     _rule(ALLOW_ALL_FILTERS, base.ADMIN,
-          "Filter the server list by host and deleted (admin filters).", "GET", _SERVERS),
+          "Use every server list filter at every version (host, node, hostname, uuid, "
+          "deleted, and the filters 2.83 opens to everyone).", "GET", _SERVERS),
     _rule(SHOW, base.PROJECT_READER_OR_ADMIN, "Show a server.", "GET", _SERVER),
     _rule(SHOW_HOST_STATUS, base.ADMIN,
           "Show host_status (2.16) in server show and list details.", "GET", _SERVER),
