@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from volumesvc import exception
+from volumesvc.common import unified_limits
 from volumesvc.compute import task_states, vm_states
 from volumesvc.conf import quota as quota_conf
 from volumesvc.db import models
@@ -35,9 +36,26 @@ INSTANCE_RESOURCES = ("instances", "cores", "ram")
 UNLIMITED = -1
 
 
+def unified(conf) -> bool:
+    """Whether instances, cores and ram limits are Keystone's unified limits."""
+    return conf.quota.driver == quota_conf.UNIFIED_LIMITS
+
+
 def defaults(conf) -> dict:
-    """The ``[quota]`` limits: what applies where no row says otherwise."""
-    return {name: getattr(conf.quota, name) for name in RESOURCES}
+    """The ``[quota]`` limits (Keystone's registered limits in unified mode)."""
+    values = {name: getattr(conf.quota, name) for name in RESOURCES}
+    if unified(conf):
+        values.update(unified_limits.registered_limits(conf))
+    return values
+
+
+def keystone_limits(conf, project_id) -> dict | None:
+    """The project's instances/cores/ram limits from Keystone, or None in database mode.
+
+    Read before the project's lock is taken (a call to Keystone must not
+    hold it) and passed to :func:`allowed_instances`.
+    """
+    return unified_limits.project_limits(conf, project_id) if unified(conf) else None
 
 
 def _rows(session, model, **filters) -> dict:
@@ -49,7 +67,14 @@ def _rows(session, model, **filters) -> dict:
 
 
 def limits(db, context, conf, project_id, user_id=None) -> dict:
-    """The limits of a project, or of one user in it (theirs, else the project's)."""
+    """The limits of a project, or of one user in it (theirs, else the project's).
+
+    In unified mode there are no per-user limits: the project's from Keystone.
+    """
+    if unified(conf):
+        values = {name: getattr(conf.quota, name) for name in RESOURCES}
+        values.update(unified_limits.project_limits(conf, project_id))
+        return values
     with db.reader(context) as session:
         return _limits(session, conf, project_id, user_id)
 
@@ -133,17 +158,20 @@ def _headroom(limit, used):
 
 
 def allowed_instances(session, conf, project_id, user_id, flavor, min_count, max_count,
-                      resources=INSTANCE_RESOURCES) -> int:
+                      resources=INSTANCE_RESOURCES, keystone=None) -> int:
     """How many of ``max_count`` servers of ``flavor`` fit; TooManyInstances below ``min_count``.
 
     Call with the project locked (:func:`lock_project`) in the transaction
     that then writes the servers. Both the project's limits and the user's
-    (where the user has limits of their own) must hold.
+    (where the user has limits of their own) must hold. ``keystone``: the
+    project's limits from :func:`keystone_limits` in unified mode (then
+    there are no user limits).
     """
     per_instance = {"instances": 1, "cores": flavor.vcpus, "ram": flavor.memory_mb}
-    scopes = [(_limits(session, conf, project_id),
+    scopes = [(keystone if keystone is not None else _limits(session, conf, project_id),
                _instance_usage(session, project_id))]
-    if _rows(session, models.ProjectUserQuota, project_id=project_id, user_id=user_id):
+    if keystone is None and _rows(session, models.ProjectUserQuota, project_id=project_id,
+                                  user_id=user_id):
         scopes.append((_limits(session, conf, project_id, user_id),
                        _instance_usage(session, project_id, user_id)))
     allowed = max_count
@@ -206,7 +234,8 @@ def check_unshelve(db, context, conf, instance) -> None:
     flavor = instance.flavor or {}
     sizes = types.SimpleNamespace(vcpus=int(flavor.get("vcpus") or 0),
                                   memory_mb=int(flavor.get("memory_mb") or 0))
+    keystone = keystone_limits(conf, instance.project_id)
     with db.writer(context) as session:
         lock_project(session, instance.project_id)
         allowed_instances(session, conf, instance.project_id, instance.user_id, sizes, 1, 1,
-                          resources=("cores", "ram"))
+                          resources=("cores", "ram"), keystone=keystone)

@@ -3,6 +3,10 @@
 import datetime
 import time
 
+# The capability a compute reports its availability zone under (see
+# volumesvc/compute/manager.py); the heartbeat makes it the record's zone.
+ZONE_CAPABILITY = "availability_zone"
+
 
 def _utcnow():
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)

@@ -43,7 +43,13 @@ def check_schema(schema, path="schema"):
                     "patternProperties" not in schema:
                 raise ValueError(f"{path}: object schema without additionalProperties: false")
         for key, value in schema.items():
-            check_schema(value, f"{path}.{key}")
+            if key in ("properties", "patternProperties") and isinstance(value, dict):
+                # A mapping of names to schemas, not a schema: a key may be
+                # called "properties" (2.98's image properties).
+                for name, sub in value.items():
+                    check_schema(sub, f"{path}.{key}.{name}")
+            else:
+                check_schema(value, f"{path}.{key}")
     elif isinstance(schema, list):
         for index, value in enumerate(schema):
             check_schema(value, f"{path}[{index}]")

@@ -14,7 +14,7 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from volumesvc import exception, periodic
+from volumesvc import exception, periodic, servicegroup
 from volumesvc.compute import attach as attach_mod
 from volumesvc.compute import (
     attach_states,
@@ -93,8 +93,14 @@ class ComputeManager:
         self.driver.cleanup_host()
 
     def capabilities(self):
-        """What this host can do and its size (memory_mb, vcpus), for the service record."""
-        return dict(self.driver.capabilities, **self.driver.host_resources())
+        """What this host can do, its size (memory_mb, vcpus) and zone, for the service record.
+
+        The zone travels inside the capabilities so that the heartbeat's RPC
+        signature stays as it is: a conductor that predates zones stores it
+        as one more capability, a newer one sets the record's zone from it.
+        """
+        return dict(self.driver.capabilities, **self.driver.host_resources(),
+                    **{servicegroup.ZONE_CAPABILITY: self._conf.default_availability_zone})
 
     def ping(self, context):
         return {"host": self.host, "capabilities": self.capabilities()}

@@ -43,18 +43,19 @@ class Requirements:
     def from_request_spec(cls, spec) -> "Requirements":
         spec = spec or {}
         flavor = spec.get("flavor") or {}
+        host = spec.get("requested_host")
         return cls(needs=tuple(spec.get("needs") or ()),
                    availability_zone=spec.get("availability_zone"),
+                   hosts=(host,) if host else None,
                    vcpus=int(flavor.get("vcpus") or 0),
                    memory_mb=int(flavor.get("memory_mb") or 0))
 
 
-def _no_room(service, conf, used, requirements) -> str | None:
-    """Why ``service``'s host has no room for the flavor, or None when it has.
+def _no_room(caps, conf, used, requirements) -> str | None:
+    """Why a host reporting ``caps`` and holding ``used`` has no room, or None when it has.
 
     A host that reports no size (an older compute) is not checked.
     """
-    caps = service.capabilities or {}
     checks = (("vcpus", "vCPUs", requirements.vcpus, conf.cpu_allocation_ratio, ""),
               ("memory_mb", "RAM", requirements.memory_mb, conf.ram_allocation_ratio, " MiB"))
     for key, what, wanted, ratio, unit in checks:
@@ -87,7 +88,7 @@ def _refusal(service, conf, requirements) -> str | None:
     return None
 
 
-def pick_host(conf, db, context, requirements: Requirements) -> str:
+def pick_host(conf, db, context, requirements: Requirements, exclude=None) -> str:
     """The up, enabled compute with room that meets ``requirements``, fewest instances first.
 
     Room: the flavors already on the host plus this one fit in the
@@ -95,20 +96,22 @@ def pick_host(conf, db, context, requirements: Requirements) -> str:
     ``[DEFAULT] ram_allocation_ratio`` / ``cpu_allocation_ratio``.
 
     Fewest instances spreads consecutive boots across the computes (ties go
-    to the first host name, so the choice is reproducible). Raises
+    to the first host name, so the choice is reproducible). ``exclude``:
+    host → why it is out (a claim on it just failed). Raises
     :class:`NoValidHost` naming why each compute was left out, so the fault
     on the ERROR instance tells the operator what to fix.
     """
     candidates, refused, services = [], [], {}
+    exclude = exclude or {}
     for service in service_obj.list_services(db, context, binary=binaries.COMPUTE):
-        reason = _refusal(service, conf, requirements)
+        reason = exclude.get(service.host) or _refusal(service, conf, requirements)
         if reason is None:
             services[service.host] = service
         else:
             refused.append(f"{service.host}: {reason}")
     used = instance_obj.flavor_totals_by_host(db, context, services)
     for host, service in services.items():
-        reason = _no_room(service, conf, used[host], requirements)
+        reason = _no_room(service.capabilities or {}, conf, used[host], requirements)
         if reason is None:
             candidates.append(host)
         else:
@@ -119,3 +122,27 @@ def pick_host(conf, db, context, requirements: Requirements) -> str:
         raise NoValidHost(reason=f"No up and enabled compute host has {wanted}{detail}.")
     load = instance_obj.count_by_host(db, context, candidates)
     return min(sorted(candidates), key=lambda host: load[host])
+
+
+def place(conf, db, context, instance_uuid, requirements: Requirements,
+          expected_task_state) -> str:
+    """Choose a host (:func:`pick_host`) and claim room on it for the instance; the host.
+
+    The choice reads without locks; the claim
+    (:func:`volumesvc.objects.instance.claim_host`) checks the room again
+    under the host's lock and writes the instance's host in the same
+    transaction. A host that another build filled in between is left out and
+    the next one tried, so a storm of concurrent boots never holds more than
+    a host's capacity. Raises NoValidHost when no host is left, and
+    UnexpectedTaskStateError when the instance left ``expected_task_state``.
+    """
+    exclude: dict = {}
+    while True:
+        host = pick_host(conf, db, context, requirements, exclude=exclude)
+        reason = instance_obj.claim_host(
+            db, context, instance_uuid, host,
+            lambda caps, used: _no_room(caps, conf, used, requirements),
+            expected_task_state)
+        if reason is None:
+            return host
+        exclude[host] = reason

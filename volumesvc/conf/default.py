@@ -58,6 +58,18 @@ Related options:
 
 * ``service_down_time`` must be larger than this.
 """),
+    cfg.StrOpt(
+        "default_availability_zone",
+        default="nova",
+        help="""
+Availability zone of this compute host (Nova's option of the same name).
+
+Each compute reports it with its heartbeat, so hosts with different values
+form different zones: ``os-availability-zone`` lists them, a boot that asks
+for a zone is placed only on hosts of that zone, and a server shows the zone
+of its host in ``OS-EXT-AZ:availability_zone``. Services other than
+computes are shown in the zone ``internal``, as in Nova.
+"""),
     cfg.IntOpt(
         "service_down_time",
         default=60,

@@ -128,6 +128,9 @@ class Instance(Base, TimestampMixin, SoftDeleteMixin):
     flavor_id: Mapped[int | None]
     flavor: Mapped[dict | None] = mapped_column(JSONEncoded)
     image_ref: Mapped[str | None] = mapped_column(sa.String(255))
+    # The boot image's properties as they were at boot (API 2.98), for
+    # image-backed servers only.
+    image_properties: Mapped[dict | None] = mapped_column(JSONEncoded)
     root_device_name: Mapped[str | None] = mapped_column(sa.String(255))
     launched_at: Mapped[datetime.datetime | None]
     terminated_at: Mapped[datetime.datetime | None]

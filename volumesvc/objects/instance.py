@@ -10,9 +10,9 @@ import uuid as uuidlib
 
 import sqlalchemy as sa
 
-from volumesvc import exception
+from volumesvc import binaries, exception
 from volumesvc.db import models
-from volumesvc.objects import base
+from volumesvc.objects import base, instance_filters
 from volumesvc.objects import tag as tag_obj
 
 UNSET = base.UNSET
@@ -38,6 +38,7 @@ class Instance(base.DictMixin):
     flavor_id: int | None = None
     flavor: dict | None = None
     image_ref: str | None = None
+    image_properties: dict | None = None
     root_device_name: str | None = None
     launched_at: datetime.datetime | None = None
     terminated_at: datetime.datetime | None = None
@@ -120,7 +121,7 @@ def get_by_uuid(db, context, instance_uuid, read_deleted=None) -> Instance:
 
 def list_instances(db, context, *, project_id=None, host=None, vm_state=None, name=None,
                    uuids=None, deleted=False, limit=None, marker=None,
-                   tag_filters=None) -> list[Instance]:
+                   tag_filters=None, filters=None) -> list[Instance]:
     """Instances newest first (created_at desc, id desc), with marker pagination.
 
     ``deleted``: False for live rows only, True for deleted only, None for both.
@@ -130,7 +131,9 @@ def list_instances(db, context, *, project_id=None, host=None, vm_state=None, na
     ``project_id`` when one is given: another project's server must look as
     unknown as a made-up uuid (MarkerNotFound), or the marker tells which
     uuids exist. ``tag_filters``: keyword arguments of
-    :func:`volumesvc.objects.tag.filter_clauses` (the 2.26 list filters).
+    :func:`volumesvc.objects.tag.filter_clauses` (the 2.26 list filters);
+    ``filters``: an :class:`~volumesvc.objects.instance_filters.InstanceFilters`
+    (the API's exact, regular-expression and time filters).
     """
     model = models.Instance
     statement = sa.select(model)
@@ -147,6 +150,8 @@ def list_instances(db, context, *, project_id=None, host=None, vm_state=None, na
     if name:
         statement = statement.where(model.display_name.contains(name, autoescape=True))
     for clause in tag_obj.filter_clauses(model, **(tag_filters or {})):
+        statement = statement.where(clause)
+    for clause in instance_filters.clauses(model, filters):
         statement = statement.where(clause)
     with db.reader(context) as session:
         if marker is not None:
@@ -291,14 +296,60 @@ def flavor_totals_by_host(db, context, hosts) -> dict:
     What a host has given away, for the capacity check of the scheduler.
     Only the flavor column is read (a JSON copy per instance).
     """
+    with db.reader(context) as session:
+        return _flavor_totals(session, hosts)
+
+
+def _flavor_totals(session, hosts, locking=False) -> dict:
     totals = {host: {"vcpus": 0, "memory_mb": 0} for host in hosts}
     if not totals:
         return totals
     model = models.Instance
     statement = sa.select(model.host, model.flavor).where(
         model.deleted == 0, model.host.in_(list(totals)))
-    with db.reader(context) as session:
-        for host, flavor in session.execute(statement):
-            for key in ("vcpus", "memory_mb"):
-                totals[host][key] += int((flavor or {}).get(key) or 0)
+    if locking and session.get_bind().dialect.name in ("mysql", "mariadb"):
+        # NOTE: at REPEATABLE READ a plain read may see a snapshot older than
+        # the lock the caller holds; a locking read sees the latest commits.
+        statement = statement.with_for_update(read=True)
+    for host, flavor in session.execute(statement):
+        for key in ("vcpus", "memory_mb"):
+            totals[host][key] += int((flavor or {}).get(key) or 0)
     return totals
+
+
+def claim_host(db, context, instance_uuid, host, no_room, expected_task_state):
+    """Put the instance on ``host`` if it still has room; the refusal's reason otherwise.
+
+    Why a claim: choosing a host reads what the hosts hold, and two builds
+    that both read before either writes would both take the last room. Here
+    the compute's service row is locked (``SELECT ... FOR UPDATE``; SQLite's
+    writer lock serialises anyway), the host's servers are summed again and
+    ``no_room(capabilities, used)`` decides, and the instance gets the host
+    in the same transaction: the next claim on that host waits and counts
+    it. Claims on different hosts do not wait for each other.
+
+    Returns None when placed; raises UnexpectedTaskStateError when the
+    instance left ``expected_task_state`` (deleted meanwhile) and
+    ComputeHostNotFound when the host's record is gone.
+    """
+    service = models.Service
+    model = models.Instance
+    with db.writer(context) as session:
+        row = session.scalars(sa.select(service).where(
+            service.host == host, service.binary == binaries.COMPUTE,
+            service.deleted == 0).with_for_update()).first()
+        if row is None:
+            raise exception.ComputeHostNotFound(host=host)
+        reason = no_room(dict(row.capabilities or {}),
+                         _flavor_totals(session, [host], locking=True)[host])
+        if reason is not None:
+            return reason
+        clause, expected = _expected_clause(expected_task_state)
+        result = session.execute(
+            sa.update(model).where(model.uuid == instance_uuid, model.deleted == 0, clause)
+            .values(host=host, node=host, updated_at=base.utcnow())
+            .execution_options(synchronize_session=False))
+        if result.rowcount == 0:
+            raise exception.UnexpectedTaskStateError(
+                instance_uuid=instance_uuid, expected=expected, actual=None)
+        return None

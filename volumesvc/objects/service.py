@@ -11,7 +11,7 @@ import uuid as uuidlib
 import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
-from volumesvc import exception
+from volumesvc import exception, servicegroup
 from volumesvc.db import models
 from volumesvc.objects import base
 
@@ -84,6 +84,8 @@ def _heartbeat(db, context, *, host, binary, topic, version, capabilities):
         row.version = version
         if capabilities is not None:
             row.capabilities = capabilities
+            if capabilities.get(servicegroup.ZONE_CAPABILITY):
+                row.availability_zone = capabilities[servicegroup.ZONE_CAPABILITY]
         session.flush()
         return Service.from_model(row)
 

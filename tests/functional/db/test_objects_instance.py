@@ -1,5 +1,6 @@
 """Instances on every backend: create, list/paginate, task_state CAS, soft delete."""
 
+import datetime
 import threading
 
 import pytest
@@ -50,6 +51,40 @@ def test_list_filters_and_pagination(db, ctx):
     instance.save(db, ctx, made[0].uuid, {"vm_state": "error"})
     assert [i.uuid for i in instance.list_instances(db, ctx, vm_state=["error"])] == [
         made[0].uuid]
+
+
+def test_regex_time_and_zone_filters_behave_alike_on_every_backend(db, ctx):
+    """The API's filters (InstanceFilters) in the SQL of each backend."""
+    from volumesvc.objects import service as service_obj
+    from volumesvc.objects.instance_filters import InstanceFilters
+
+    service_obj.heartbeat(db, ctx, host="h-east", binary="volumesvc-compute",
+                          topic="compute", version=1,
+                          capabilities={"availability_zone": "east"})
+    service_obj.heartbeat(db, ctx, host="host1", binary="volumesvc-compute",
+                          topic="compute", version=1, capabilities={})
+    made = {name: _create(db, ctx, display_name=name, host=host, power_state=power,
+                          availability_zone=zone, launched_at=launched)
+            for name, host, power, zone, launched in (
+                ("web-1", "h-east", 1, None, datetime.datetime(2026, 3, 1, 12, 0, 5)),
+                ("web-10", "host1", 4, None, None),
+                ("db-1", None, 0, "east", None))}
+
+    def names(**filters):
+        return sorted(i.display_name for i in instance.list_instances(
+            db, ctx, filters=InstanceFilters(**filters)))
+
+    assert names(regex={"display_name": "^web-1$"}) == ["web-1"]
+    assert names(regex={"display_name": "-1"}) == ["db-1", "web-1", "web-10"]
+    assert names(regex={"launched_at": "^2026-03-01 12:00:05"}) == ["web-1"]
+    assert names(exact={"power_state": [0, 4]}) == ["db-1", "web-10"]
+    # The zone of the host; without a host, the zone the server asked for.
+    assert names(zone="^east$") == ["db-1", "web-1"]
+    assert names(zone="nova") == ["web-10"]
+    updated = instance.get_by_uuid(db, ctx, made["web-10"].uuid).updated_at or \
+        made["web-10"].created_at
+    assert "web-10" in names(since=updated)
+    assert names(before=updated - datetime.timedelta(days=1)) == []
 
 
 def test_save_compare_and_swap(db, ctx):

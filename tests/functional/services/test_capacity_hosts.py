@@ -75,3 +75,24 @@ def test_the_cpu_ratio_bounds_the_vcpus_a_host_holds(stack):
     fault = fault_obj.latest(stack.db, stack.admin_context(), refused).message
     assert "small: not enough vCPUs (1 free, 2 needed)" in fault
     assert "large: not enough vCPUs (0 free, 2 needed)" in fault
+
+
+def test_a_storm_of_concurrent_boots_never_overfills_a_host(stack):
+    """Eight boots of 1 GiB at once (under the default quota of 10): four fit ``large``, one
+    ``small``; the other three fail with No valid host, whatever order the claims come in."""
+    import concurrent.futures
+
+    stack.api("POST", "/flavors", {"flavor": {"name": "gig", "id": "gig", "ram": 1024,
+                                              "vcpus": 1, "disk": 1}}, status=200)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        servers = list(pool.map(lambda _: _boot(stack, "gig"), range(8)))
+
+    def settled():
+        found = [stack.server(s)["status"] for s in servers]
+        return found if set(found) <= {"ACTIVE", "ERROR"} else None
+    statuses = stack.wait(settled, timeout=60, what="every boot of the storm settled")
+    assert statuses.count("ACTIVE") == 5 and statuses.count("ERROR") == 3
+    hosts = instance_obj.flavor_totals_by_host(stack.db, stack.admin_context(),
+                                               ["small", "large"])
+    assert hosts == {"small": {"vcpus": 1, "memory_mb": 1024},
+                     "large": {"vcpus": 4, "memory_mb": 4096}}

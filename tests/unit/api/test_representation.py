@@ -170,7 +170,7 @@ def test_a_new_field_is_one_row_and_both_view_and_schema_follow(monkeypatch):
     def render(version):
         return server.render(version, _instance("active", "image-1"), view="show",
                              req=_req(version), bdms=_BDMS, fault=None, extended=False,
-                             host_status=None, status="ACTIVE")
+                             host_status=None, status="ACTIVE", zone=None)
 
     new_body, old_body = render(future), render(mv.MAX_VERSION)
     assert new_body["color"] == "blue"

@@ -1,9 +1,10 @@
 """/os-availability-zone: the zones the compute services are in (list; detail for admins).
 
-A zone exists because a compute service row names it (``nova`` unless the
-row says otherwise); it is available while one of its computes is enabled,
-as in Nova. The detail adds Nova's ``internal`` zone holding the
-non-compute services, and per host and service whether it is up
+A zone exists because a compute service row names it: each compute reports
+its ``[DEFAULT] default_availability_zone`` (``nova`` unless configured)
+with its heartbeat. It is available while one of its computes is enabled
+and up, i.e. while a boot into it can find a host. The detail adds Nova's
+``internal`` zone holding the non-compute services, and per host and service whether it is up
 (``available``), enabled (``active``) and when it last reported.
 """
 
@@ -25,8 +26,10 @@ def _zones(req):
     return dict(sorted(zones.items()))
 
 
-def _available(services) -> bool:
-    return any(not service.disabled for service in services)
+def _available(req, services) -> bool:
+    """A zone takes servers while one of its services is enabled and up."""
+    return any(not service.disabled and servicegroup.is_up(req.conf, service)
+               for service in services)
 
 
 @validation.query_schema(schema.list_query_v2_1)
@@ -35,7 +38,7 @@ def list_availability_zones(req):
     """GET /os-availability-zone → 200: each compute zone and whether it is available."""
     authorize(req.context, policies.LIST)
     return {"availabilityZoneInfo": [
-        {"zoneName": zone, "zoneState": {"available": _available(services)}, "hosts": None}
+        {"zoneName": zone, "zoneState": {"available": _available(req, services)}, "hosts": None}
         for zone, services in _zones(req).items()
         if zone != service_views.INTERNAL_ZONE]}, 200
 
@@ -57,6 +60,6 @@ def list_availability_zones_detail(req):
     """GET /os-availability-zone/detail → 200 with the hosts and services of each zone (admin)."""
     authorize(req.context, policies.DETAIL)
     return {"availabilityZoneInfo": [
-        {"zoneName": zone, "zoneState": {"available": _available(services)},
+        {"zoneName": zone, "zoneState": {"available": _available(req, services)},
          "hosts": _hosts(req, services)}
         for zone, services in _zones(req).items()]}, 200

@@ -8,11 +8,10 @@ admins); 2.66 changes-before; 2.84 events gain ``details``.
 
 from urllib.parse import urlencode
 
-from oslo_utils import timeutils
-
 from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
+from volumesvc.api.logic import server_filters
 from volumesvc.api.policies import instance_actions as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import base_url, get_instance
@@ -33,21 +32,6 @@ def _instance(req, server_id):
                         read_deleted="yes" if req.is_at_least(mv.V2_21_DELETED_ACTIONS) else None)
 
 
-def _since(req, key):
-    value = req.last(key)
-    if not value:
-        return None
-    try:
-        return timeutils.normalize_time(timeutils.parse_isotime(value))
-    except (ValueError, OverflowError):
-        # OverflowError: 0001-01-01T00:00:00+01:00 is before datetime.min in UTC.
-        # NOTE: jsonschema checks "date-time" only when rfc3339-validator
-        # is installed, so the parse is the check that always runs.
-        raise errors.APIError(400, f"Invalid input for query parameters {key}. Value: "
-                              f"{value}. '{value}' is not a 'date-time'",
-                              errors.QUERY_INVALID) from None
-
-
 def _paginate(req, actions):
     """2.58: marker (a request id), changes-since/-before on updated_at, limit."""
     marker = req.last("marker")
@@ -57,7 +41,8 @@ def _paginate(req, actions):
             raise errors.APIError(400, f"Marker {marker} could not be found.",
                                   errors.QUERY_INVALID)
         actions = actions[ids.index(marker) + 1:]
-    since, before = _since(req, "changes-since"), _since(req, "changes-before")
+    since = server_filters.parse_time(req, "changes-since")
+    before = server_filters.parse_time(req, "changes-before")
     if since and before and since > before:
         raise errors.APIError(400, "The value of changes-since must be less than or equal "
                               "to changes-before.", errors.QUERY_INVALID)

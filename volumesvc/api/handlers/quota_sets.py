@@ -62,6 +62,14 @@ def show_quota_set_defaults(req, tenant_id):
     return {"quota_set": views.render(req, project_id, quota.defaults(req.conf))}, 200
 
 
+def _refuse_in_unified_mode(req):
+    if quota.unified(req.conf):
+        raise errors.APIError(
+            400, "Quota limits are Keystone's unified limits here ([quota] driver = "
+            "unified_limits): change them in Keystone (registered and project limits), "
+            "not through os-quota-sets.", errors.BAD_REQUEST)
+
+
 def _checked(req, project_id, user_id, body) -> dict:
     """The new limits to store, or 400 naming the first one that cannot be set."""
     force = strutils.bool_from_string(body.get("force", False))
@@ -89,6 +97,7 @@ def update_quota_set(req, tenant_id):
     """PUT /os-quota-sets/{project_id}[?user_id=] → 200 with the limits now in force (admin)."""
     project_id = tenant_id
     _authorize(req, policies.UPDATE, project_id)
+    _refuse_in_unified_mode(req)
     user_id = req.last("user_id")
     wanted = _checked(req, project_id, user_id, req.body["quota_set"])
     quota.set_limits(req.deps.db, req.context, project_id, wanted, user_id)
@@ -101,6 +110,7 @@ def delete_quota_set(req, tenant_id):
     """DELETE /os-quota-sets/{project_id}[?user_id=] → 202: back to the defaults (admin)."""
     project_id = tenant_id
     _authorize(req, policies.DELETE, project_id)
+    _refuse_in_unified_mode(req)
     quota.delete_limits(req.deps.db, req.context, project_id, req.last("user_id"))
     return None, 202
 

@@ -10,6 +10,7 @@ import ipaddress
 import secrets
 
 import flask
+from oslo_db import exception as db_exc
 from oslo_utils import strutils
 
 from volumesvc import binaries, exception, servicegroup
@@ -17,13 +18,14 @@ from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
 from volumesvc.api.handlers import server_metadata
 from volumesvc.api.logic import bdm as bdm_logic
-from volumesvc.api.logic import build, states
+from volumesvc.api.logic import build, server_filters, states
 from volumesvc.api.logic import keypairs as keypair_logic
 from volumesvc.api.policies import servers as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import servers as schema
 from volumesvc.api.views import servers as views
+from volumesvc.api.views import services as service_views
 from volumesvc.compute import task_states, vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import flavor as flavor_obj
@@ -121,7 +123,42 @@ def _canonical_ipv6(address):
     return ipaddress.IPv6Address(address).compressed if address else address
 
 
-def _build_request(req, server, flavor, image, validated, max_count, min_count=1):
+def _check_zone(req, zone):
+    """400 unless some enabled compute is in the requested availability zone (as Nova)."""
+    if not zone:
+        return
+    computes = service_obj.list_services(req.deps.db, req.context, binary=binaries.COMPUTE)
+    if not any(service_views.zone_of(s) == zone for s in computes if not s.disabled):
+        raise errors.APIError(400, "The requested availability zone is not available",
+                              errors.BAD_REQUEST)
+
+
+def _requested_host(req, server):
+    """The compute a 2.74 boot names (``host``, ``hypervisor_hostname``), checked; or None.
+
+    Admin-only by policy. Each compute is its own single hypervisor here, so
+    a hypervisor_hostname is a compute's host name and both, when given,
+    must name the same one. The host still has to pass the scheduler's
+    checks (up, enabled, zone, room), as in Nova.
+    """
+    host, node = server.get("host"), server.get("hypervisor_hostname")
+    if host is None and node is None:
+        return None
+    authorize(req.context, policies.CREATE_REQUESTED_DESTINATION)
+    computes = {s.host for s in service_obj.list_services(req.deps.db, req.context,
+                                                          binary=binaries.COMPUTE)}
+    for name in (host, node):
+        if name is not None and name not in computes:
+            raise errors.APIError(400, f"Compute host {name} could not be found.",
+                                  errors.BAD_REQUEST)
+    if host is not None and node is not None and host != node:
+        raise errors.APIError(400, f"Compute host {host} could not be found.",
+                              errors.BAD_REQUEST)
+    return host or node
+
+
+def _build_request(req, server, flavor, image, validated, max_count, min_count=1,
+                   requested_host=None):
     hostname = server.get("hostname")
     if hostname and max_count > 1:
         raise errors.APIError(400, "Cannot set hostname when booting multiple instances.",
@@ -140,7 +177,8 @@ def _build_request(req, server, flavor, image, validated, max_count, min_count=1
             config_drive) else None,
         access_ip_v4=server.get("accessIPv4"),
         access_ip_v6=_canonical_ipv6(server.get("accessIPv6")),
-        tags=server.get("tags", []), hostname=hostname, multiattach=validated.multiattach)
+        tags=server.get("tags", []), hostname=hostname, multiattach=validated.multiattach,
+        requested_host=requested_host)
 
 
 @validation.windows(validation.schema, schema.CREATE_WINDOWS)
@@ -170,6 +208,8 @@ def create_server(req):
     bdm_logic.require_image_or_bdms(image_ref, requested)
     flavor = _flavor(req, server)
     keypair_logic.check_key_name(req.deps.db, req.context, server.get("key_name"))
+    _check_zone(req, server.get("availability_zone"))
+    requested_host = _requested_host(req, server)
     image = _image(req, image_ref)
     _check_image_min_ram(flavor, image)
     bdms = bdm_logic.merge(image_ref, bdm_logic.image_defined(image), requested)
@@ -180,7 +220,7 @@ def create_server(req):
     validated = bdm_logic.validate(check, bdms)
     instances, resv_id = build.create_instances(
         req.context, req.deps, _build_request(req, server, flavor, image, validated,
-                                              max_count, min_count))
+                                              max_count, min_count, requested_host))
     if strutils.bool_from_string(server.get("return_reservation_id", False)):
         return {"reservation_id": resv_id}, 202
     first = instances[0]
@@ -211,16 +251,13 @@ def _flag(req, key):
     return value == "" or strutils.bool_from_string(value, default=True)
 
 
-def _list_filters(req, all_tenants_rule) -> dict:
+def _list_filters(req, all_tenants_rule, allow_all) -> dict:
     ctx = req.context
     filters = {"project_id": ctx.project_id, "deleted": False}
     if _flag(req, "all_tenants"):
         authorize(ctx, all_tenants_rule)
         filters["project_id"] = req.last("project_id") or req.last("tenant_id")
-    name = req.last("name")
-    if name:
-        filters["name"] = name
-    if _allowed(req, policies.ALLOW_ALL_FILTERS):
+    if allow_all:
         if req.last("host"):
             filters["host"] = req.last("host")
         if "deleted" in req.query:
@@ -284,19 +321,30 @@ def _filters_by_address(req) -> bool:
 
 
 def _list(req, all_tenants_rule):
-    filters = _list_filters(req, all_tenants_rule)
+    allow_all = _allowed(req, policies.ALLOW_ALL_FILTERS)
+    filters = _list_filters(req, all_tenants_rule, allow_all)
     statuses, empty = _status_filter(req, filters)
-    if empty or _filters_by_address(req):
+    columns, window = server_filters.from_request(req, allow_all)
+    if empty or columns is server_filters.NOTHING or _filters_by_address(req):
         return [], 0
+    if window and not (allow_all and "deleted" in req.query):
+        # As Nova: a change window lists the servers deleted within it too.
+        filters["deleted"] = None
     limit = _limit(req)
     marker = req.last("marker")
     try:
         instances = instance_obj.list_instances(req.deps.db, req.context, limit=limit,
                                                 marker=marker, tag_filters=_tag_filters(req),
-                                                **filters)
+                                                filters=columns, **filters)
     except exception.MarkerNotFound as exc:
         raise errors.APIError(400, f"marker [{marker}] not found",
                               errors.QUERY_INVALID) from exc
+    except db_exc.DBError as exc:
+        if not columns.regex and columns.zone is None:
+            raise
+        # A pattern Python compiles but the database's regular expressions refuse.
+        raise errors.APIError(400, "A regular expression of the filters is not valid "
+                              "for the database.", errors.QUERY_INVALID) from exc
     if statuses:
         instances = [i for i in instances
                      if views.status_of(i.vm_state, i.task_state) in statuses]
@@ -364,13 +412,22 @@ def _details(req, instances, *, show):
     host_status = (_HostStatus(req) if req.is_at_least(mv.V2_16_HOST_STATUS)
                    and _allowed(req, policies.SHOW_HOST_STATUS) else None)
     faults = instance_fault.latest_for_instances(deps.db, ctx, [i.uuid for i in instances])
+    zones = _zones_of_hosts(req) if any(i.host for i in instances) else {}
     return [views.detail(
         req, instance,
         bdms=bdm_obj.list_by_instance(deps.db, ctx, instance.uuid,
                                       read_deleted="yes" if instance.deleted else "no"),
         fault=faults.get(instance.uuid), show=show, extended=extended,
-        host_status=host_status(instance.host) if host_status else None)
+        host_status=host_status(instance.host) if host_status else None,
+        zone=zones.get(instance.host))
         for instance in instances]
+
+
+def _zones_of_hosts(req) -> dict:
+    """host → the availability zone its compute reports (one query per request)."""
+    return {service.host: service_views.zone_of(service)
+            for service in service_obj.list_services(req.deps.db, req.context,
+                                                     binary=binaries.COMPUTE)}
 
 
 @validation.query_schema(schema.list_servers_query_v2_1, strict_from=mv.V2_75_STRICT_QUERY)

@@ -57,6 +57,7 @@ class BuildRequest:
     tags: list = dataclasses.field(default_factory=list)
     hostname: str | None = None
     multiattach: bool = False
+    requested_host: str | None = None
 
 
 def reservation_id() -> str:
@@ -90,7 +91,39 @@ def request_spec(request) -> dict:
         image = {key: request.image[key] for key in _IMAGE_KEYS if key in request.image}
     return {"flavor": request.flavor.instance_copy(), "image": image,
             "availability_zone": request.availability_zone,
-            "needs": ["supports_multiattach"] if request.multiattach else []}
+            "needs": ["supports_multiattach"] if request.multiattach else [],
+            "requested_host": request.requested_host}
+
+
+# Image keys kept with the server besides the image's own properties, and
+# properties never kept (image signing data is no property of the server).
+_INHERITED_IMAGE_KEYS = ("min_ram", "min_disk", "disk_format", "container_format")
+_SKIPPED_IMAGE_PROPERTIES = frozenset({
+    "cache_in_nova", "bittorrent", "img_signature", "img_signature_hash_method",
+    "img_signature_key_type", "img_signature_certificate_uuid"})
+_PROPERTY_KEY = re.compile(r"^[a-zA-Z0-9_:. ]{1,255}$")
+
+
+def image_properties(request) -> dict | None:
+    """What an image-backed server shows as its image's ``properties`` from 2.98.
+
+    Strings of at most 255 characters, as Nova keeps them in the instance's
+    system metadata: the image's properties plus its minimum RAM and disk
+    (the disk at least the flavor's root disk) and formats. None for a
+    server booted from a volume.
+    """
+    image = request.image
+    if not request.image_ref or not image:
+        return None
+    found = {key: value for key, value in (image.get("properties") or {}).items()
+             if key not in _SKIPPED_IMAGE_PROPERTIES}
+    for key in _INHERITED_IMAGE_KEYS:
+        if image.get(key) is not None:
+            found[key] = image[key]
+    found["min_disk"] = max(int(found.get("min_disk") or 0), request.flavor.root_gb or 0)
+    found["base_image_ref"] = request.image_ref
+    return {key: str(value)[:255] for key, value in found.items()
+            if value is not None and _PROPERTY_KEY.match(key)}
 
 
 def _reserve_volumes(ctx, deps, bdms, instance_uuid) -> dict:
@@ -126,7 +159,8 @@ def _instance_values(ctx, request, uuid, index, resv_id) -> dict:
         "hostname": hostname, "availability_zone": request.availability_zone,
         "vm_state": vm_states.BUILDING, "task_state": task_states.SCHEDULING, "power_state": 0,
         "flavor_id": request.flavor.id, "flavor": request.flavor.instance_copy(),
-        "image_ref": request.image_ref or None, "key_name": request.key_name,
+        "image_ref": request.image_ref or None, "image_properties": image_properties(request),
+        "key_name": request.key_name,
         "metadata": dict(request.metadata), "config_drive": request.config_drive,
         "reservation_id": resv_id, "launch_index": index,
         "access_ip_v4": request.access_ip_v4, "access_ip_v6": request.access_ip_v6,
@@ -151,11 +185,13 @@ def _create_rows(ctx, deps, request, uuids, attachments, resv_id) -> list:
     boot is refused with 403 and nothing is written.
     """
     quota.ensure_lock_row(deps.db, ctx, ctx.project_id)
+    keystone = quota.keystone_limits(deps.conf, ctx.project_id)
     created = []
     with deps.db.writer(ctx) as session:
         quota.lock_project(session, ctx.project_id)
         count = quota.allowed_instances(session, deps.conf, ctx.project_id, ctx.user_id,
-                                        request.flavor, request.min_count, len(uuids))
+                                        request.flavor, request.min_count, len(uuids),
+                                        keystone=keystone)
         for index, uuid in enumerate(uuids[:count]):
             instance = instance_obj.create(
                 deps.db, ctx, _instance_values(ctx, request, uuid, index, resv_id))
@@ -173,9 +209,11 @@ def create_instances(ctx, deps, request: BuildRequest):
     resv_id = reservation_id()
     # A boot already over quota is refused before Cinder is asked for anything;
     # the check that counts is the one under the lock in _create_rows.
+    keystone = quota.keystone_limits(deps.conf, ctx.project_id)
     with deps.db.reader(ctx) as session:
         quota.allowed_instances(session, deps.conf, ctx.project_id, ctx.user_id,
-                                request.flavor, request.min_count, len(uuids))
+                                request.flavor, request.min_count, len(uuids),
+                                keystone=keystone)
     # NOTE: bdm.py refuses source volumes with max_count > 1, so the
     # reservations all belong to the first (only) instance.
     attachments = _reserve_volumes(ctx, deps, request.bdms, uuids[0])

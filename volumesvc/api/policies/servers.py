@@ -14,6 +14,7 @@ SHOW = PREFIX % "show"
 SHOW_HOST_STATUS = PREFIX % "show:host_status"
 CREATE = PREFIX % "create"
 CREATE_ATTACH_VOLUME = PREFIX % "create:attach_volume"
+CREATE_REQUESTED_DESTINATION = PREFIX % "create:requested_destination"
 DELETE = PREFIX % "delete"
 UPDATE = PREFIX % "update"
 EXTENDED_ATTRIBUTES = "os_compute_api:os-extended-server-attributes"
@@ -36,7 +37,8 @@ _RULES = [
     _rule(DETAIL_ALL_TENANTS, base.ADMIN, "List servers of all projects with details.",
           "GET", _SERVERS + "/detail"),
     _rule(ALLOW_ALL_FILTERS, base.ADMIN,
-          "Filter the server list by host and deleted (admin filters).", "GET", _SERVERS),
+          "Use every server list filter at every version (host, node, hostname, uuid, "
+          "deleted, and the filters 2.83 opens to everyone).", "GET", _SERVERS),
     _rule(SHOW, base.PROJECT_READER_OR_ADMIN, "Show a server.", "GET", _SERVER),
     _rule(SHOW_HOST_STATUS, base.ADMIN,
           "Show host_status (2.16) in server show and list details.", "GET", _SERVER),
@@ -45,6 +47,9 @@ _RULES = [
     _rule(CREATE, base.PROJECT_MEMBER_OR_ADMIN, "Create a server.", "POST", _SERVERS),
     _rule(CREATE_ATTACH_VOLUME, base.PROJECT_MEMBER_OR_ADMIN,
           "Create a server with block device mappings.", "POST", _SERVERS),
+    _rule(CREATE_REQUESTED_DESTINATION, base.ADMIN,
+          "Create a server on a given host or hypervisor (2.74 host and "
+          "hypervisor_hostname).", "POST", _SERVERS),
     _rule(DELETE, base.PROJECT_MEMBER_OR_ADMIN, "Delete a server.", "DELETE", _SERVER),
     _rule(UPDATE, base.PROJECT_MEMBER_OR_ADMIN,
           "Update a server (name, description, hostname, pinned availability zone).",

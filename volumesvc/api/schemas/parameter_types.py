@@ -22,6 +22,9 @@ SERVER_NAME = {"type": "string", "minLength": 1, "maxLength": 255,
                "pattern": r"^(?! )[^\x00-\x1f]*(?<! )$"}
 # Any 1-255 characters (availability zones, key names).
 NAME_255 = {"type": "string", "minLength": 1, "maxLength": 255}
+# A compute host or hypervisor name (2.74 boot to a host).
+HOST_NAME = {"type": "string", "minLength": 1, "maxLength": 255,
+             "pattern": "^[a-zA-Z0-9-._]*$"}
 # A positive integer, or its decimal string form.
 POSITIVE_INT = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 1,
                 "minLength": 1}

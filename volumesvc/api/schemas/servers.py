@@ -2,7 +2,8 @@
 
 Request windows follow Nova's ``base_create_*``: 2.19 description, 2.32 BDM
 tag, 2.33-2.41 no BDM tag (bug 1658571), 2.37 networks required, 2.42 tag
-back, 2.52 server tags, 2.67 BDM volume_type, 2.90 hostname. The server
+back, 2.52 server tags, 2.67 BDM volume_type, 2.74 host and
+hypervisor_hostname, 2.90 hostname. The server
 object itself comes from the ``SERVER`` table in ``views/servers.py`` (one
 row per key); this module only wraps it into the response envelopes.
 """
@@ -75,7 +76,7 @@ def _networks(required, tag):
 
 
 def _create(*, description=False, bdm_item=None, networks_required=False,
-            network_tag=False, tags=False, hostname=None):
+            network_tag=False, tags=False, hostname=None, destination=False):
     server = {
         "name": parameter_types.SERVER_NAME,
         "imageRef": {"oneOf": [UUID, {"type": "string", "maxLength": 0}]},
@@ -107,6 +108,9 @@ def _create(*, description=False, bdm_item=None, networks_required=False,
         server["tags"] = {"type": "array", "items": TAG, "maxItems": 50}
     if hostname:
         server["hostname"] = hostname
+    if destination:
+        server["host"] = parameter_types.HOST_NAME
+        server["hypervisor_hostname"] = parameter_types.HOST_NAME
     required = ["name", "flavorRef"] + (["networks"] if networks_required else [])
     return object_({"server": object_(server, required=required)}, required=["server"])
 
@@ -124,12 +128,15 @@ create_server_v2_52 = _create(description=True, bdm_item=_bdm_v2_item_v2_32,
                               networks_required=True, network_tag=True, tags=True)
 create_server_v2_67 = _create(description=True, bdm_item=_bdm_v2_item_v2_67,
                               networks_required=True, network_tag=True, tags=True)
+create_server_v2_74 = _create(description=True, bdm_item=_bdm_v2_item_v2_67,
+                              networks_required=True, network_tag=True, tags=True,
+                              destination=True)
 create_server_v2_90 = _create(description=True, bdm_item=_bdm_v2_item_v2_67,
                               networks_required=True, network_tag=True, tags=True,
-                              hostname=HOSTNAME)
+                              hostname=HOSTNAME, destination=True)
 create_server_v2_94 = _create(description=True, bdm_item=_bdm_v2_item_v2_67,
                               networks_required=True, network_tag=True, tags=True,
-                              hostname=FQDN_HOSTNAME)
+                              hostname=FQDN_HOSTNAME, destination=True)
 
 # (first version, schema) in order; the handler declares the windows from this.
 CREATE_WINDOWS = (
@@ -141,6 +148,7 @@ CREATE_WINDOWS = (
     (mv.V2_42_BOOT_TAGS_RESTORED, create_server_v2_42),
     (mv.V2_52_BOOT_TAGS, create_server_v2_52),
     (mv.V2_67_BDM_VOLUME_TYPE, create_server_v2_67),
+    (mv.V2_74_BOOT_HOST, create_server_v2_74),
     (mv.V2_90_HOSTNAME, create_server_v2_90),
     (mv.V2_94_FQDN_HOSTNAME, create_server_v2_94),
 )
@@ -211,6 +219,14 @@ list_servers_query_v2_1 = object_({
     "tags-any": multi_params({"type": "string"}),
     "not-tags": multi_params({"type": "string"}),
     "not-tags-any": multi_params({"type": "string"}),
+    # Read per version and role in api/logic/server_filters.py (ignored where
+    # the caller may not use them, as in Nova); listed so that the strict
+    # schema of 2.75 does not refuse them.
+    **{key: multi_params({"type": "string"}) for key in (
+        "changes-since", "changes-before", "image", "flavor", "reservation_id", "locked",
+        "availability_zone", "config_drive", "key_name", "created_at", "launched_at",
+        "terminated_at", "power_state", "task_state", "vm_state", "progress", "user_id",
+        "node", "hostname", "uuid")},
 })
 show_server_query_v2_1 = object_({})
 

@@ -102,6 +102,14 @@ def _image(req, instance):
             "links": [{"rel": "bookmark", "href": f"{bookmark}/images/{instance.image_ref}"}]}
 
 
+def _image_with_properties(instance, ctx):
+    """2.98: an image-backed server's image with the properties it was booted with."""
+    image = _image(ctx.req, instance)
+    if image:
+        image["properties"] = dict(instance.image_properties or {})
+    return image
+
+
 def _flavor_link(instance, ctx):
     _, bookmark = _prefixes(ctx.req)
     flavor_id = (instance.flavor or {}).get("flavorid")
@@ -133,6 +141,9 @@ _NULLABLE_STR = {"type": ["string", "null"]}
 _ANY: dict = {}
 _STRING_MAP = {"type": "object", "additionalProperties": False,
                "patternProperties": {".*": {"type": "string"}}}
+_IMAGE_PROPERTIES = {"type": "object", "additionalProperties": False,
+                     "patternProperties": {"^[a-zA-Z0-9_:. ]{1,255}$": {
+                         "type": "string", "maxLength": 255}}}
 _EMBEDDED_FLAVOR_KEYS = {"vcpus": {"type": "integer"}, "ram": {"type": "integer"},
                          "disk": {"type": "integer"}, "ephemeral": {"type": "integer"},
                          "swap": {"type": "integer"}, "original_name": _STR,
@@ -164,7 +175,11 @@ SERVER = Representation("server", (
     Field("hostId", _STR, lambda i, ctx: host_id(i.project_id, i.host)),
     Field("image", {"oneOf": [{"type": "string", "maxLength": 0}, object_(
         {"id": _STR, "links": LINKS}, required=["id", "links"])]},
-        lambda i, ctx: _image(ctx.req, i)),
+        lambda i, ctx: _image(ctx.req, i), last=mv.before(mv.V2_98_IMAGE_PROPERTIES)),
+    Field("image", {"oneOf": [{"type": "string", "maxLength": 0}, object_(
+        {"id": _STR, "links": LINKS, "properties": _IMAGE_PROPERTIES},
+        required=["id", "links", "properties"])]},
+        _image_with_properties, first=mv.V2_98_IMAGE_PROPERTIES),
     Field("flavor", object_({"id": _STR, "links": LINKS}, required=["id", "links"]),
           _flavor_link, last=mv.before(mv.V2_47_EMBEDDED_FLAVOR)),
     Field("flavor", object_(_EMBEDDED_FLAVOR_KEYS, required=[
@@ -177,7 +192,9 @@ SERVER = Representation("server", (
     Field("accessIPv6", _STR, lambda i, ctx: i.access_ip_v6 or ""),
     Field("links", LINKS, lambda i, ctx: links(ctx.req, i.uuid)),
     Field("OS-DCF:diskConfig", _STR, lambda i, ctx: DISK_CONFIG),
-    Field("OS-EXT-AZ:availability_zone", _STR, lambda i, ctx: i.availability_zone or ""),
+    # The zone of the server's host; without a host, the zone it asked for.
+    Field("OS-EXT-AZ:availability_zone", _STR,
+          lambda i, ctx: (ctx.zone if i.host and ctx.zone else i.availability_zone) or ""),
     Field("config_drive", _STR, lambda i, ctx: i.config_drive or ""),
     Field("key_name", _NULLABLE_STR, attr("key_name")),
     Field("OS-SRV-USG:launched_at", _NULLABLE_STR, lambda i, ctx: _usage_time(i.launched_at)),
@@ -236,15 +253,17 @@ SERVER = Representation("server", (
 
 
 def detail(req, instance, *, bdms, fault=None, show=False, extended=False,
-           host_status=None) -> dict:
+           host_status=None, zone=None) -> dict:
     """The full server dict at ``req.version`` (rows: :data:`SERVER`).
 
     ``extended``: the caller may see OS-EXT-SRV-ATTR (admin policy);
     ``host_status``: UP/DOWN/MAINTENANCE/UNKNOWN/"" when the caller may see it,
-    None to leave the key out; ``show``: GET-one (2.71 server_groups).
+    None to leave the key out; ``show``: GET-one (2.71 server_groups);
+    ``zone``: the availability zone of the server's host.
     """
     return SERVER.render(req.version, instance, view="show" if show else "list", req=req,
                          bdms=bdms, fault=fault, extended=extended, host_status=host_status,
+                         zone=zone,
                          status=status_of(instance.vm_state, instance.task_state))
 
 

@@ -29,14 +29,13 @@ class BuildTask(base.TaskBase):
         except exception.InstanceNotFound:
             LOG.info("Instance %s was deleted before it was scheduled", self.instance_uuid)
             return None
-        host = scheduling.pick_host(
-            self.conf, self.db, self.context,
-            scheduling.Requirements.from_request_spec(self.request_spec))
         try:
-            instance = instance_obj.save(
-                self.db, self.context, instance.uuid, {"host": host, "node": host},
+            host = scheduling.place(
+                self.conf, self.db, self.context, instance.uuid,
+                scheduling.Requirements.from_request_spec(self.request_spec),
                 expected_task_state=[task_states.SCHEDULING])
-        except exception.UnexpectedTaskStateError:
+            instance = instance_obj.get_by_uuid(self.db, self.context, instance.uuid)
+        except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
             LOG.info("Instance %s changed while scheduling (deleted?); not building",
                      self.instance_uuid)
             return None

@@ -1,6 +1,6 @@
 """Unshelve: place a shelved-offloaded server on a compute and cast the spawn.
 
-The host is chosen as for a boot (``scheduling.pick_host``): up, enabled, new
+The host is chosen and claimed as for a boot (``scheduling.place``): up, enabled, new
 enough for the lifecycle RPC, with every capability the server's volumes need
 (``supports_multiattach`` when one of them is multiattach), in the requested
 availability zone or on the requested host (2.77/2.91). A ``SHELVED`` server
@@ -54,19 +54,19 @@ class UnshelveTask(base.TaskBase):
         bdms = bdm_obj.list_by_instance(self.db, self.context, instance.uuid)
         host = instance.host
         if instance.vm_state != vm_states.SHELVED or not host:
-            host = scheduling.pick_host(
-                self.conf, self.db, self.context, scheduling.Requirements(
-                    needs=tuple(self._needs(bdms)),
-                    availability_zone=self.availability_zone,
-                    hosts=(self.host,) if self.host else None,
-                    min_version=version.MIN_COMPUTE_LIFECYCLE,
-                    vcpus=int((instance.flavor or {}).get("vcpus") or 0),
-                    memory_mb=int((instance.flavor or {}).get("memory_mb") or 0)))
+            requirements = scheduling.Requirements(
+                needs=tuple(self._needs(bdms)),
+                availability_zone=self.availability_zone,
+                hosts=(self.host,) if self.host else None,
+                min_version=version.MIN_COMPUTE_LIFECYCLE,
+                vcpus=int((instance.flavor or {}).get("vcpus") or 0),
+                memory_mb=int((instance.flavor or {}).get("memory_mb") or 0))
             try:
-                instance = instance_obj.save(self.db, self.context, instance.uuid,
-                                             {"host": host, "node": host},
-                                             expected_task_state=[task_states.UNSHELVING])
-            except exception.UnexpectedTaskStateError:
+                host = scheduling.place(self.conf, self.db, self.context, instance.uuid,
+                                        requirements,
+                                        expected_task_state=[task_states.UNSHELVING])
+                instance = instance_obj.get_by_uuid(self.db, self.context, instance.uuid)
+            except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
                 LOG.info("Instance %s changed while unshelving (deleted?); not placing it",
                          self.instance_uuid)
                 return None
