@@ -68,8 +68,12 @@ def test_new_image_at_2_93_reimages_the_root_volume_and_keeps_data_volumes(
     stack.wait(lambda: stack.cinder.get(None, data)["status"] == "in-use", what="in-use")
     root_id = _root(stack, server).volume_id
 
-    body = _rebuild(stack, server, image, name="renamed", metadata={"k": "v"},
-                    adminPass="secret-pw", description="again")
+    _, body, headers = stack.api(
+        "POST", f"/servers/{server}/action", {"rebuild": {
+            "imageRef": image, "name": "renamed", "metadata": {"k": "v"},
+            "adminPass": "secret-pw", "description": "again"}},
+        version="2.93", token=TOKEN, status=202)
+    assert headers["Location"].endswith(f"/servers/{server}")
     shown = body["server"]
     assert shown["status"] == "REBUILD"
     assert shown["OS-EXT-STS:task_state"] == "rebuilding"

@@ -25,6 +25,7 @@ conductor is cast to (RPC 1.10). The answer is 202 with the server.
 
 import secrets
 
+import flask
 from oslo_log import log as logging
 from oslo_utils import strutils
 
@@ -194,6 +195,14 @@ def rebuild(req, server_id, body):
         password = body.get("adminPass") or "".join(
             secrets.choice(_PASSWORD_CHARS) for _ in range(_PASSWORD_LENGTH))
     shown = servers.details(req, [instance], show=True)[0]
+    location = shown["links"][0]["href"]
+
+    @flask.after_this_request
+    def _location(response):
+        # As Nova: the answer names the server it rebuilt.
+        response.headers["Location"] = location
+        return response
+
     return {"server": views.rebuild_body(req, shown, user_data=instance.user_data,
                                          admin_password=password)}, 202
 
