@@ -162,6 +162,15 @@ class ExtendVolumeFailed(VolumesvcException):
     msg_fmt = "Extending volume %(volume_id)s failed: %(reason)s"
 
 
+class ReimageFailed(VolumesvcException):
+    msg_fmt = ("Rebuild could not reimage root volume %(volume_id)s with image "
+               "%(image_id)s: %(reason)s")
+
+
+class RebuildRootVolumeMissing(VolumesvcException):
+    msg_fmt = "Instance %(instance_uuid)s has no root volume to rebuild from."
+
+
 class ExtendCompletionFailed(VolumesvcException):
     msg_fmt = ("Reporting the extend of volume %(volume_id)s to Cinder "
                "(os-extend_volume_completion, error=%(error)s) failed: %(reason)s")

@@ -45,6 +45,11 @@ SERVICE_VERSION_HISTORY = (
     #     in-use volume): conductors run swap_volume (conductor RPC 1.9),
     #     computes copy the disk with a libvirt block copy (compute RPC 1.9).
     {"compute_rpc": "1.9", "conductor_rpc": "1.9"},
+    # 11: rebuild of a volume-backed server (API 2.93): conductors run
+    #     rebuild_instance (conductor RPC 1.10), computes recreate the domain
+    #     from the root volume, after Cinder's os-reimage and its
+    #     volume-reimaged event for a new image (compute RPC 1.10).
+    {"compute_rpc": "1.10", "conductor_rpc": "1.10"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
@@ -65,5 +70,8 @@ MIN_COMPUTE_ATTACH_STATUS = 8
 # Minimum compute service version that swaps the volume of an attachment; the
 # API refuses a swap on an older compute with 409.
 MIN_COMPUTE_SWAP = 10
+# Minimum compute service version that rebuilds a volume-backed server; the
+# API refuses a rebuild on an older compute with 409.
+MIN_COMPUTE_REBUILD = 11
 
 RELEASE = "0.1.0"

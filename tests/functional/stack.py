@@ -62,6 +62,10 @@ class Stack:
             conf.set_override(name, value, group=group)
         self.db = db_fixtures.sqlite_database(conf, str(tmp_path))
         self.cinder = FakeCinder(volume_dir=str(tmp_path / "volumes"))
+        # Cinder's os-reimage reads the image from Glance and tells us with
+        # a volume-reimaged event, as the real one posts it to the API.
+        self.cinder.image_data = lambda image_id: self.glance.data.get(image_id)
+        self.cinder.reimaged_hook = self._volume_reimaged
         if cinder_wrapper is not None:
             self.cinder = cinder_wrapper(self.cinder)  # e.g. CountingCinder
         self.glance = FakeGlance()
@@ -101,6 +105,11 @@ class Stack:
         service.start()
         self.computes[host] = service
         return service
+
+    def _volume_reimaged(self, server_uuid, volume_id):
+        self.api("POST", "/os-server-external-events", {"events": [
+            {"name": "volume-reimaged", "server_uuid": server_uuid, "tag": volume_id}]},
+            version="2.93")
 
     def stop(self):
         for service in self.computes.values():

@@ -14,12 +14,18 @@ exits, and the manager stays a thin RPC surface (doc/source/contributor/contract
   other volume status keeps the 2.51 flow.
 * ``power-update`` (2.76): the power state changed outside volumesvc; the
   instance record follows it.
+* ``volume-reimaged`` (2.93): Cinder finished (or failed) the os-reimage a
+  rebuild asked for. The rebuild waits for it while it holds the instance
+  lock, so the event goes to :class:`EventWaiters` before any lock is taken;
+  one nobody waits for (late, after a timeout) is logged and dropped.
 * network events: nothing to do on a volume-only compute; logged.
 
 Every outcome of a volume-extended event is an instance-action event
 ``compute_extend_volume`` (Success/Error with the reason) under the
 ``extend_volume`` action the API recorded.
 """
+
+import threading
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
@@ -34,6 +40,7 @@ LOG = logging.getLogger(__name__)
 GiB = 1024 ** 3
 VOLUME_EXTENDED = "volume-extended"
 POWER_UPDATE = "power-update"
+VOLUME_REIMAGED = "volume-reimaged"
 POWER_ON, POWER_OFF = "POWER_ON", "POWER_OFF"
 EXTENDING = "extending"
 EXTEND_NEW_SIZE = "extend_new_size"
@@ -68,6 +75,53 @@ def target_size(volume):
     return size
 
 
+class Waiter:
+    """One awaited event; ``wait`` returns its status, or None on timeout."""
+
+    def __init__(self):
+        self._arrived = threading.Event()
+        self.status = None
+
+    def deliver(self, status):
+        self.status = status or "completed"
+        self._arrived.set()
+
+    def wait(self, timeout):
+        return self.status if self._arrived.wait(timeout) else None
+
+
+class EventWaiters:
+    """Events a workflow on this compute is waiting for, keyed (instance, name, tag).
+
+    A workflow registers before it starts what makes the event come (so an
+    early event is not lost), waits, and always forgets the key afterwards.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._waiting: dict[tuple, Waiter] = {}
+
+    def prepare(self, instance_uuid, name, tag) -> Waiter:
+        waiter = Waiter()
+        with self._lock:
+            self._waiting[(instance_uuid, name, tag)] = waiter
+        return waiter
+
+    def forget(self, instance_uuid, name, tag):
+        with self._lock:
+            self._waiting.pop((instance_uuid, name, tag), None)
+
+    def deliver(self, instance_uuid, event) -> bool:
+        """Hand ``event`` to its waiter; False when nobody waits for it."""
+        key = (instance_uuid, event.get("name"), event.get("tag"))
+        with self._lock:
+            waiter = self._waiting.pop(key, None)
+        if waiter is None:
+            return False
+        waiter.deliver(event.get("status"))
+        return True
+
+
 class ExternalEvents:
     """Handles the events of one instance; one per compute process, stateless."""
 
@@ -88,6 +142,10 @@ class ExternalEvents:
                                        completion=bool(event.get("completion")))
                 elif name == POWER_UPDATE:
                     self.power_update(context, instance, tag)
+                elif name == VOLUME_REIMAGED:
+                    LOG.warning("Event %s-%s for instance %s arrived when no rebuild waits "
+                                "for it (timed out or failed already); ignored", name, tag,
+                                instance["uuid"])
                 else:
                     LOG.info("Received event %s-%s (%s) for instance %s; nothing to do "
                              "on this host", name, tag, event.get("status"),

@@ -52,7 +52,7 @@ class Lifecycle:
     def _update(self, context, uuid, values, expected=None):
         return compute_instances.update_instance(self.conductor, context, uuid, values, expected)
 
-    def _run(self, context, instance, *, name, event, work, on_error, undo=None):
+    def run(self, context, instance, *, name, event, work, on_error, undo=None):
         """Run ``work(bdms) -> instance`` with the event, notifications and fault.
 
         On failure ``undo(bdms)`` runs first (best effort), then the fault
@@ -91,7 +91,7 @@ class Lifecycle:
             return self._update(context, instance["uuid"], {
                 "vm_state": vm_states.STOPPED, "task_state": None,
                 "power_state": power_state.SHUTDOWN}, expected=[task_states.POWERING_OFF])
-        return self._run(context, instance, name="power_off", event="compute_stop_instance",
+        return self.run(context, instance, name="power_off", event="compute_stop_instance",
                          work=work, on_error={"task_state": None})
 
     def start(self, context, instance):
@@ -102,7 +102,7 @@ class Lifecycle:
             return self._update(context, instance["uuid"], {
                 "vm_state": vm_states.ACTIVE, "task_state": None,
                 "power_state": power_state.RUNNING}, expected=[task_states.POWERING_ON])
-        return self._run(context, instance, name="power_on", event="compute_start_instance",
+        return self.run(context, instance, name="power_on", event="compute_start_instance",
                          work=work, on_error={"task_state": None})
 
     # -- shelve / offload ---------------------------------------------------------
@@ -116,7 +116,7 @@ class Lifecycle:
             values = {"vm_state": vm_states.SHELVED, "power_state": power_state.SHUTDOWN,
                       "task_state": task_states.SHELVING_OFFLOADING if offload else None}
             return self._update(context, uuid, values, expected=[task_states.SHELVING])
-        shelved = self._run(context, instance, name="shelve", event="compute_shelve_instance",
+        shelved = self.run(context, instance, name="shelve", event="compute_shelve_instance",
                             work=work, on_error={"task_state": None})
         if shelved is not None and offload:
             return self.offload(context, shelved)
@@ -140,7 +140,7 @@ class Lifecycle:
                 "vm_state": vm_states.SHELVED_OFFLOADED, "task_state": None,
                 "power_state": power_state.NOSTATE, "host": None, "node": None},
                 expected=[task_states.SHELVING_OFFLOADING])
-        return self._run(context, instance, name="shelve_offload",
+        return self.run(context, instance, name="shelve_offload",
                          event="compute_shelve_offload_instance", work=work,
                          on_error={"task_state": None})
 
@@ -208,7 +208,7 @@ class Lifecycle:
         def undo(_bdms):
             self._undo_unshelve(context, instance, bdms)
 
-        return self._run(context, instance, name="unshelve",
+        return self.run(context, instance, name="unshelve",
                          event="compute_unshelve_instance", work=work, undo=undo,
                          on_error={"vm_state": vm_states.SHELVED_OFFLOADED,
                                    "task_state": None, "power_state": power_state.NOSTATE,
@@ -235,7 +235,7 @@ class Lifecycle:
             return self._update(context, instance["uuid"], {
                 "vm_state": vm_states.ACTIVE, "task_state": None,
                 "power_state": power_state.RUNNING}, expected=[task_states.UNSHELVING])
-        return self._run(context, instance, name="unshelve",
+        return self.run(context, instance, name="unshelve",
                          event="compute_unshelve_instance", work=work,
                          on_error={"task_state": None})
 

@@ -27,6 +27,7 @@ from volumesvc.compute import (
 from volumesvc.compute import events as events_mod
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import lifecycle as lifecycle_mod
+from volumesvc.compute import rebuild as rebuild_mod
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import swap as swap_mod
 from volumesvc.compute import volumes as boot_volumes
@@ -67,6 +68,8 @@ class ComputeManager:
                                                  glance=glance)
         self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
         self.swapper = swap_mod.VolumeSwapper(conf, driver, conductor, cinder, self.reporter)
+        self.waiters = events_mod.EventWaiters()
+        self.rebuilder = rebuild_mod.Rebuilder(self.lifecycle, self.waiters)
         limit = conf.compute.max_concurrent_builds
         self._build_slots = (threading.BoundedSemaphore(limit) if limit
                              else contextlib.nullcontext())
@@ -314,7 +317,14 @@ class ComputeManager:
     # -- external events (1.3) ------------------------------------------------------
 
     def external_instance_event(self, context, *, instance, events):
-        """Events the API accepted for this instance (see ``compute/events.py``)."""
+        """Events the API accepted for this instance (see ``compute/events.py``).
+
+        An event a workflow waits for (``volume-reimaged`` during a rebuild)
+        is handed over without the instance lock: the waiting rebuild holds it.
+        """
+        events = [e for e in events if not self.waiters.deliver(instance["uuid"], e)]
+        if not events:
+            return
         with self._lock(instance["uuid"]):
             self.events.handle(context, instance, _driver_instance(instance), events)
     # -- dangling attachments (1.4) ---------------------------------------------------
@@ -359,3 +369,12 @@ class ComputeManager:
                                   new_attachment_id=new_attachment_id)
             except Exception:  # noqa: BLE001 - a cast: the event and the log say why
                 LOG.warning("Swap of volume %s on %s failed", old_volume_id, instance["uuid"])
+
+    # -- rebuild of a volume-backed server (1.10) ---------------------------------
+
+    def rebuild_instance(self, context, *, instance, image_ref, reimage,
+                         preserve_ephemeral=False):
+        """Recreate the domain from the root volume (``compute/rebuild.py``)."""
+        with self._lock(instance["uuid"]):
+            self.rebuilder.rebuild(context, instance, image_ref=image_ref, reimage=reimage,
+                                   preserve_ephemeral=preserve_ephemeral)

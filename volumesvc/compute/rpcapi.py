@@ -23,12 +23,15 @@ manager imports ``VERSION`` so the two can never disagree):
         compute only finishes it (service version 9).
 * 1.9 - swap_volume: copy an attached volume's disk to a new volume with a
         block copy and move the attachment to it (service version 10).
+* 1.10 - rebuild_instance: recreate the domain of a volume-backed server
+         from its root volume, reimaged first by Cinder when the image
+         changes (API 2.93; service version 11).
 """
 
 from volumesvc import rpc
 
 TOPIC = "compute"
-VERSION = "1.9"
+VERSION = "1.10"
 # The first version of each feature a conductor asks about before it sends
 # (``[upgrade_levels] compute`` may pin the client below it during an upgrade).
 MULTIATTACH_VERSION = "1.2"
@@ -36,6 +39,7 @@ EVENTS_VERSION = "1.3"
 LIFECYCLE_VERSION = "1.5"
 ATTACH_EVENT_VERSION = "1.8"
 SWAP_VERSION = "1.9"
+REBUILD_VERSION = "1.10"
 
 
 class ComputeAPI:
@@ -197,3 +201,19 @@ class ComputeAPI:
         self._prepare(host, SWAP_VERSION).cast(
             ctxt, "swap_volume", instance=instance, old_volume_id=old_volume_id,
             new_volume_id=new_volume_id, new_attachment_id=new_attachment_id)
+
+    def can_rebuild(self):
+        """False when ``[upgrade_levels] compute`` pins us below 1.10."""
+        return self._client.can_send_version(REBUILD_VERSION)
+
+    def rebuild_instance(self, ctxt, *, host, instance, image_ref, reimage,
+                         preserve_ephemeral=False):
+        """Cast: recreate the domain from the root volume; ``reimage`` rewrites it first.
+
+        ``reimage``: Cinder's os-reimage of ``image_ref`` onto the root volume
+        and the wait for its ``volume-reimaged`` event come before the new
+        domain (API 2.93 with a new image).
+        """
+        self._prepare(host, REBUILD_VERSION).cast(
+            ctxt, "rebuild_instance", instance=instance, image_ref=image_ref,
+            reimage=reimage, preserve_ephemeral=preserve_ephemeral)

@@ -15,6 +15,7 @@ from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
 from volumesvc.conductor.tasks import offloaded, power
+from volumesvc.conductor.tasks import rebuild as rebuild_task
 from volumesvc.conductor.tasks import reconcile as reconcile_task
 from volumesvc.conductor.tasks import shelve as shelve_task
 from volumesvc.conductor.tasks import swap as swap_task
@@ -99,6 +100,13 @@ class ConductorManager:
             self._conf, self._db, self._compute, self._cinder, context,
             instance_uuid=instance_uuid, availability_zone=availability_zone,
             host=host).execute()
+
+    def rebuild_instance(self, context, *, instance_uuid, image_ref, reimage,
+                         preserve_ephemeral=False):
+        """Cast from the API (1.10): ``conductor/tasks/rebuild.py``."""
+        rebuild_task.rebuild(self._db, self._compute, context, instance_uuid,
+                             image_ref=image_ref, reimage=reimage,
+                             preserve_ephemeral=preserve_ephemeral)
 
     @periodic.periodic_task(None, "shelved_poll_interval")
     def _offload_shelved_instances(self, context):

@@ -36,6 +36,8 @@ manager imports ``VERSION`` so the two can never disagree):
         attach's last report and its event's Success are one call, not two.
 * 1.9 - swap_volume (API → conductor cast: the os-volume_attachments PUT
         that Cinder sends while it retypes or migrates an in-use volume).
+* 1.10 - rebuild_instance (API → conductor cast: the rebuild server action
+         of a volume-backed server).
 """
 
 import oslo_messaging as messaging
@@ -43,7 +45,7 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.9"
+VERSION = "1.10"
 # The first version of each feature a caller asks about (``can_*``) before it
 # sends: ``[upgrade_levels] conductor`` may pin the client below it while
 # older conductors still run.
@@ -56,6 +58,7 @@ SNAPSHOT_VERSION = "1.6"
 ATTACH_STATUS_VERSION = "1.7"
 FINISH_EVENT_VERSION = "1.8"
 SWAP_VERSION = "1.9"
+REBUILD_VERSION = "1.10"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -234,6 +237,22 @@ class ConductorAPI:
             new_volume_id=new_volume_id)
 
     # -- API → conductor: external events (1.3) -------------------------------
+
+    def can_rebuild(self):
+        """False when ``[upgrade_levels] conductor`` pins us below 1.10."""
+        return self._client.can_send_version(REBUILD_VERSION)
+
+    def rebuild_instance(self, ctxt, *, instance_uuid, image_ref, reimage,
+                         preserve_ephemeral=False):
+        """Cast: find the instance's compute and have it rebuild the server.
+
+        The API has moved the task_state to ``rebuilding`` and recorded the
+        ``rebuild`` action; ``reimage`` asks for Cinder's os-reimage of
+        ``image_ref`` onto the root volume first (API 2.93, new image).
+        """
+        self._client.prepare(version=REBUILD_VERSION).cast(
+            ctxt, "rebuild_instance", instance_uuid=instance_uuid, image_ref=image_ref,
+            reimage=reimage, preserve_ephemeral=preserve_ephemeral)
 
     def can_send_events(self):
         """False when ``[upgrade_levels] conductor`` pins us below 1.3."""

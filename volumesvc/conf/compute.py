@@ -31,6 +31,17 @@ Possible values:
         min=1,
         help="Seconds a compute waits for a volume it created to become available."),
     cfg.IntOpt(
+        "reimage_timeout_per_gb",
+        default=20,
+        min=1,
+        help="""
+Seconds per GiB of image a rebuild of a volume-backed server onto a new image
+(API 2.93) waits for Cinder's ``volume-reimaged`` event after ``os-reimage``
+(at least one GiB is counted). When the time is up, or Cinder puts the volume
+in ``error`` meanwhile, the rebuild fails and the server goes to ERROR with a
+fault that says why. The same meaning as Nova's option of this name.
+"""),
+    cfg.IntOpt(
         "max_concurrent_builds",
         default=10,
         min=0,

@@ -40,6 +40,7 @@ MV_EXTEND_IN_USE = "3.42"       # extend of an in-use volume (400 at 3.41)
 MV_ATTACHMENTS = "3.44"         # attachment create/update/complete/delete
 MV_ATTACHMENT_MODE = "3.54"     # attachment create with a 'mode'
 MV_NO_PROJECT_IN_URL = "3.67"   # /v3/<resource> without a project id
+MV_REIMAGE = "3.68"             # os-reimage (rebuild of a volume-backed server)
 MV_EXTEND_COMPLETION = "3.71"   # os-extend_volume_completion
 
 # Cinder only routes project ids made of hex digits and dashes (noauth's
@@ -207,6 +208,19 @@ class CinderAPI(keystone.SessionFromConf):
         """Finish an in-use extend (3.71). Cinder takes any non-empty ``error`` as true."""
         self.client(context, MV_EXTEND_COMPLETION, service=True).volumes \
             .extend_volume_completion(volume_id, bool(error))
+
+    @translate(exception.VolumeNotFound, "volume_id")
+    def reimage(self, context, volume_id, image_id, reimage_reserved=False):
+        """Ask Cinder to write ``image_id`` over the volume (os-reimage, 3.68).
+
+        Cinder answers 202 at once and copies in its volume service; it tells
+        the server the volume is attached to with a ``volume-reimaged``
+        external event, and only for a volume it found ``reserved``
+        (``reimage_reserved``: the attachment a rebuild keeps without a
+        connector). A failed copy leaves the volume ``error`` and sends nothing.
+        """
+        self.client(context, MV_REIMAGE).volumes.reimage(volume_id, image_id,
+                                                         reimage_reserved)
 
     @translate(exception.VolumeNotFound, "volume_id")
     def migrate_volume_completion(self, context, volume_id, new_volume_id, error):

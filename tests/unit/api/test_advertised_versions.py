@@ -17,7 +17,7 @@ test can check mechanically:
   is not served at all (no route under ``prefix``; the server action is
   refused with a 400), so no client can meet a half-served version;
 * ``Pending(prefix or action)``: the same check, for resources another
-  branch of this issue adds (keypairs, limits, quotas, rebuild): when their
+  branch of this issue adds (keypairs, limits, quotas...): when their
   routes arrive, this fails until the line gives real evidence;
 * ``NoEffect()``: the version changes nothing volumesvc could show (no
   cells, no networks...); it must be listed, with why, in
@@ -292,7 +292,8 @@ EVIDENCE = {
     "2.17": [NoAction("trigger_crash_dump")],
     "2.18": [NoEffect()],
     "2.19": [Row(SERVER_REP, "description"), BodyKey("POST", SERVERS, "server.description"),
-             BodyKey("PUT", SERVER, "server.description")],
+             BodyKey("PUT", SERVER, "server.description"),
+             BodyKey("POST", ACTION, "rebuild.description")],
     "2.20": [Branches("volumesvc/api/logic/attach.py", "V2_20_SHELVED_VOLUMES")],
     "2.21": [Branches("volumesvc/api/handlers/instance_actions.py", "V2_21_DELETED_ACTIONS")],
     "2.22": [Absent(MIGRATIONS)],
@@ -332,17 +333,18 @@ EVIDENCE = {
              Branches("volumesvc/api/handlers/instance_actions.py", "V2_51_VOLUME_EXTENDED")],
     "2.52": [BodyKey("POST", SERVERS, "server.tags")],
     "2.53": [Row(SERVICE_REP, "id"), Starts("PUT", "/v2.1/os-services/<service_id>")],
-    "2.54": [Pending("rebuild")],
+    "2.54": [BodyKey("POST", ACTION, "rebuild.key_name"), Starts("POST", ACTION)],
     "2.55": [Row(FLAVOR_REP, "description")],
     "2.56": [NoAction("migrate")],
-    "2.57": [Pending("rebuild")],
+    "2.57": [BodyKey("POST", ACTION, "rebuild.user_data"), Starts("POST", ACTION)],
     "2.58": [Row(ACTION_REP, "updated_at"), Starts("GET", INSTANCE_ACTIONS)],
     "2.59": [Absent("/v2.1/os-migrations")],
     "2.60": [Branches("volumesvc/api/logic/attach.py", "V2_60_MULTIATTACH"),
              Branches("volumesvc/api/logic/bdm.py", "V2_60_MULTIATTACH")],
     "2.61": [Row(FLAVOR_REP, "extra_specs")],
     "2.62": [Row(EVENT_REP, "host")],
-    "2.63": [Row(SERVER_REP, "trusted_image_certificates")],
+    "2.63": [Row(SERVER_REP, "trusted_image_certificates"),
+             BodyKey("POST", ACTION, "rebuild.trusted_image_certificates")],
     "2.64": [Absent(GROUPS)],
     "2.65": [Absent(MIGRATIONS)],
     "2.66": [Starts("GET", INSTANCE_ACTIONS), Branches(SERVER_FILTERS, "V2_66_CHANGES_BEFORE"),
@@ -376,11 +378,13 @@ EVIDENCE = {
     "2.89": [Row(ATTACHMENT_REP, "attachment_id")],
     "2.90": [Row(SERVER_REP, "OS-EXT-SRV-ATTR:hostname"),
              BodyKey("POST", SERVERS, "server.hostname"),
-             BodyKey("PUT", SERVER, "server.hostname")],
+             BodyKey("PUT", SERVER, "server.hostname"),
+             BodyKey("POST", ACTION, "rebuild.hostname")],
     "2.91": [Starts("POST", ACTION)],
     "2.92": [Starts("POST", KEYPAIRS)],
-    "2.93": [Pending("rebuild"), Starts("POST", EVENTS)],
-    "2.94": [Starts("POST", SERVERS), Starts("PUT", SERVER)],
+    "2.93": [Branches("volumesvc/api/handlers/server_rebuild.py", "V2_93_VOLUME_REBUILD"),
+             Starts("POST", EVENTS)],
+    "2.94": [Starts("POST", SERVERS), Starts("PUT", SERVER), Starts("POST", ACTION)],
     "2.95": [NoAction("evacuate")],
     "2.96": [Row(SERVER_REP, "pinned_availability_zone")],
     "2.97": [Absent(SERVER + "/shares")],

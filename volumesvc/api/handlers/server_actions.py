@@ -4,7 +4,8 @@ Served: ``reboot`` (SOFT/HARD, doc/source/contributor/contract.rst §6 and the �
 ``createImage`` of a volume-backed server (§6, spec 5), and the lifecycle
 actions ``os-stop``, ``os-start``, ``shelve``, ``shelveOffload`` and
 ``unshelve`` (``server_lifecycle.py``), ``lock``, ``unlock`` and
-``os-resetState`` (``server_admin_actions.py``). Any other key is a
+``os-resetState`` (``server_admin_actions.py``), and ``rebuild`` of a
+volume-backed server (``server_rebuild.py``). Any other key is a
 400: Nova's ``There is no such action`` for unknown keys, and a message
 naming the action for Nova actions volumesvc does not serve.
 """
@@ -15,12 +16,13 @@ from oslo_log import log as logging
 from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
-from volumesvc.api.handlers import server_admin_actions, server_lifecycle
+from volumesvc.api.handlers import server_admin_actions, server_lifecycle, server_rebuild
 from volumesvc.api.logic import snapshot, states
 from volumesvc.api.policies import server_actions as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import server_actions as schema
+from volumesvc.api.views import servers as server_views
 from volumesvc.compute import task_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -32,7 +34,7 @@ LOG = logging.getLogger(__name__)
 # Server actions Nova has and volumesvc does not serve (a clear 400, not
 # "no such action", so a client knows the name is right).
 NOVA_ONLY_ACTIONS = frozenset({
-    "resize", "confirmResize", "revertResize", "rebuild",
+    "resize", "confirmResize", "revertResize",
     "changePassword", "createBackup", "os-migrateLive", "migrate", "evacuate", "pause",
     "unpause", "suspend", "resume",
     "rescue", "unrescue", "injectNetworkInfo", "resetNetwork",
@@ -115,13 +117,12 @@ def _create_image(req, server_id, body):
 
 
 _ACTIONS = {"reboot": _reboot, "createImage": _create_image, **server_lifecycle.ACTIONS,
-            **server_admin_actions.ACTIONS}
+            **server_admin_actions.ACTIONS, **server_rebuild.ACTIONS}
 
 
 @validation.windows(validation.schema, schema.REQUEST_WINDOWS)
-@validation.response_body_schema(schema.server_action_response_v2_1, mv.V2_1_BASE,
-                                 mv.before(mv.V2_45_IMAGE_ID_BODY))
-@validation.response_body_schema(schema.server_action_response_v2_45, mv.V2_45_IMAGE_ID_BODY)
+@validation.windows(validation.response_body_schema,
+                    schema.response_windows(server_views.rebuild_windows()))
 def run_server_action(req, server_id):
     """POST /servers/{id}/action → 202 (see the action functions above).
 

@@ -406,7 +406,7 @@ class _HostStatus:
         return "DOWN"
 
 
-def _details(req, instances, *, show):
+def details(req, instances, *, show):
     deps, ctx = req.deps, req.context
     extended = _allowed(req, policies.EXTENDED_ATTRIBUTES)
     host_status = (_HostStatus(req) if req.is_at_least(mv.V2_16_HOST_STATUS)
@@ -437,7 +437,7 @@ def list_servers_detail(req):
     authorize(req.context, policies.DETAIL)
     instances, limit = _list(req, policies.DETAIL_ALL_TENANTS)
     return _list_body(req, "servers/detail", instances, limit,
-                      _details(req, instances, show=False)), 200
+                      details(req, instances, show=False)), 200
 
 
 # --- show / delete ------------------------------------------------------------------------
@@ -448,7 +448,7 @@ def show_server(req, server_id):
     """GET /servers/{id} → 200 (404 unknown or another project's)."""
     authorize(req.context, policies.SHOW)
     instance = get_instance(req, server_id)
-    return {"server": _details(req, [instance], show=True)[0]}, 200
+    return {"server": details(req, [instance], show=True)[0]}, 200
 
 
 # --- update --------------------------------------------------------------------------------
@@ -476,7 +476,7 @@ def _pinned_zone(req, instance, zone):
     return zone
 
 
-def _update_values(req, instance, server) -> dict:
+def update_values(req, instance, server) -> dict:
     values = {}
     if "name" in server:
         values["display_name"] = server["name"]
@@ -506,10 +506,10 @@ def update_server(req, server_id):
     """
     instance = get_instance(req, server_id)
     authorize(req.context, policies.UPDATE, {"project_id": instance.project_id})
-    values = _update_values(req, instance, req.body["server"])
+    values = update_values(req, instance, req.body["server"])
     if values:
         instance = instance_obj.save(req.deps.db, req.context, instance.uuid, values)
-    body = _details(req, [instance], show=True)[0]
+    body = details(req, [instance], show=True)[0]
     return {"server": views.update_body(req, body)}, 200
 
 

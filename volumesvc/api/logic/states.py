@@ -61,6 +61,8 @@ SHELVE_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAU
                               vm_states.SUSPENDED})
 SHELVE_OFFLOAD_VM_STATES = frozenset({vm_states.SHELVED})
 UNSHELVE_VM_STATES = SHELVED_STATES
+# Nova's rebuild: active, stopped or error, no task.
+REBUILD_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.STOPPED, vm_states.ERROR})
 # Nova's update/delete of server metadata, and its server tag changes.
 METADATA_VM_STATES = frozenset({vm_states.ACTIVE, vm_states.PAUSED, vm_states.SUSPENDED,
                                 vm_states.STOPPED})
@@ -81,6 +83,7 @@ GATES = {
     "shelve": Gate("shelve", SHELVE_VM_STATES, _NO_TASK),
     "shelve_offload": Gate("shelve_offload", SHELVE_OFFLOAD_VM_STATES, _NO_TASK),
     "unshelve": Gate("unshelve", UNSHELVE_VM_STATES, _NO_TASK),
+    "rebuild": Gate("rebuild", REBUILD_VM_STATES, _NO_TASK),
     "update_attachment": Gate("update_attachment", ANY, ANY, check_lock=False,
                               must_have_launched=False),
     "update_metadata": Gate("update_metadata", METADATA_VM_STATES, _NO_TASK),
@@ -104,6 +107,7 @@ START = GATES["start"]
 SHELVE = GATES["shelve"]
 SHELVE_OFFLOAD = GATES["shelve_offload"]
 UNSHELVE = GATES["unshelve"]
+REBUILD = GATES["rebuild"]
 UPDATE_METADATA = GATES["update_metadata"]
 DELETE_METADATA = GATES["delete_metadata"]
 UPDATE_TAGS = GATES["update_tags"]

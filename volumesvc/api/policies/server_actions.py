@@ -10,6 +10,8 @@ CREATE_IMAGE = PREFIX % "create_image"
 CREATE_IMAGE_VOLUME_BACKED = PREFIX % "create_image:allow_volume_backed"
 STOP = PREFIX % "stop"
 START = PREFIX % "start"
+REBUILD = PREFIX % "rebuild"
+REBUILD_TRUSTED_CERTS = PREFIX % "rebuild:trusted_certs"
 SHELVE = "os_compute_api:os-shelve:shelve"
 SHELVE_OFFLOAD = "os_compute_api:os-shelve:shelve_offload"
 UNSHELVE = "os_compute_api:os-shelve:unshelve"
@@ -42,6 +44,17 @@ _RULES = [
         name=START, check_str=base.PROJECT_MEMBER_OR_ADMIN,
         description="Start a stopped server (os-start action).",
         operations=[{"method": "POST", "path": _ACTION_PATH + " (os-start)"}],
+        scope_types=["project"]),
+    policy.DocumentedRuleDefault(
+        name=REBUILD, check_str=base.PROJECT_MEMBER_OR_ADMIN,
+        description="Rebuild a volume-backed server (rebuild action).",
+        operations=[{"method": "POST", "path": _ACTION_PATH + " (rebuild)"}],
+        scope_types=["project"]),
+    policy.DocumentedRuleDefault(
+        name=REBUILD_TRUSTED_CERTS, check_str=base.PROJECT_MEMBER_OR_ADMIN,
+        description="Name trusted image certificates on rebuild (2.63; refused for "
+                    "volume-backed servers, which are all volumesvc rebuilds).",
+        operations=[{"method": "POST", "path": _ACTION_PATH + " (rebuild)"}],
         scope_types=["project"]),
     policy.DocumentedRuleDefault(
         name=SHELVE, check_str=base.PROJECT_MEMBER_OR_ADMIN,

@@ -288,14 +288,53 @@ def update_body(req, body: dict) -> dict:
             if not _hidden_in_update(key, req.version)}
 
 
-def update_windows(envelope) -> list:
-    """``[(version, response schema)]`` of PUT /servers/{id} (the show rows, cut below 2.75)."""
-    versions = sorted(set(SERVER.boundaries("show")) | {mv.V2_75_STRICT_QUERY})
-    windows = []
+def _cut_show(hidden, extra_versions):
+    """``[(version, properties, required)]`` of the show rows without ``hidden`` keys."""
+    versions = sorted(set(SERVER.boundaries("show")) | set(extra_versions))
+    cut = []
     for version in versions:
         item = SERVER.schema(version, "show")
-        properties = {k: v for k, v in item["properties"].items()
-                      if not _hidden_in_update(k, version)}
+        properties = {k: v for k, v in item["properties"].items() if not hidden(k, version)}
         required = [k for k in item.get("required", []) if k in properties]
-        windows.append((version, envelope(object_(properties, required=required), version)))
+        cut.append((version, properties, required))
+    return cut
+
+
+def update_windows(envelope) -> list:
+    """``[(version, response schema)]`` of PUT /servers/{id} (the show rows, cut below 2.75)."""
+    return [(version, envelope(object_(properties, required=required), version))
+            for version, properties, required in _cut_show(_hidden_in_update,
+                                                           {mv.V2_75_STRICT_QUERY})]
+
+
+# The rebuild action answers the show body cut as PUT's below 2.75, except
+# that ``key_name`` is there from 2.54; from 2.57 it adds ``user_data``, and
+# ``adminPass`` when [api] enable_instance_password is on (as Nova).
+def _hidden_in_rebuild(name, version) -> bool:
+    if name == "key_name":
+        return version < mv.V2_54_REBUILD_KEY_NAME
+    return _hidden_in_update(name, version)
+
+
+def rebuild_body(req, body: dict, *, user_data, admin_password) -> dict:
+    """The show body of a rebuilt server as the rebuild action answers at ``req.version``."""
+    out = {key: value for key, value in body.items()
+           if not _hidden_in_rebuild(key, req.version)}
+    if admin_password is not None:
+        out["adminPass"] = admin_password
+    if req.version >= mv.V2_57_REBUILD_USER_DATA:
+        out["user_data"] = user_data
+    return out
+
+
+def rebuild_windows() -> list:
+    """``[(version, server object schema)]`` of the rebuild answer, from 2.1."""
+    windows = []
+    for version, properties, required in _cut_show(_hidden_in_rebuild, {
+            mv.V2_54_REBUILD_KEY_NAME, mv.V2_57_REBUILD_USER_DATA, mv.V2_75_STRICT_QUERY}):
+        properties["adminPass"] = {"type": "string"}
+        if version >= mv.V2_57_REBUILD_USER_DATA:
+            properties["user_data"] = {"type": ["string", "null"]}
+            required.append("user_data")
+        windows.append((version, object_(properties, required=required)))
     return windows

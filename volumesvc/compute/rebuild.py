@@ -1,0 +1,200 @@
+"""Rebuild of a volume-backed server on its compute host (API ``rebuild`` action).
+
+The server keeps its identity and its volumes; what is rebuilt is the
+domain. With the image the root volume already holds, the domain is simply
+destroyed and created again from the same disks: the root volume keeps its
+data. With a new image (API 2.93) Cinder rewrites the root volume first:
+
+1. a new attachment without a connector replaces the root volume's
+   connected one (saved in the BDM before the old one is deleted), so
+   Cinder sees the volume ``reserved`` by this server at every moment and
+   its ``os-reimage`` with ``reimage_reserved`` is allowed;
+2. ``os-reimage`` (volume API 3.68), then the wait for Cinder's
+   ``volume-reimaged`` external event, registered before the request so an
+   early answer is not lost. The wait ends early when Cinder marks the
+   volume ``error`` (a failed copy sends no event at all) and after
+   ``[compute] reimage_timeout_per_gb`` seconds per GiB of image;
+3. the root volume is connected again on this host and the new domain is
+   spawned from it, then the attachment is completed.
+
+Attached data volumes are never disconnected: QEMU lets go of them when the
+domain is destroyed and the new domain opens them again.
+
+A failure at any step puts the server in ERROR with a fault that says why,
+as Nova does; the volumes stay attached to the server in Cinder (the root
+one possibly without a connector, which a further rebuild reconnects).
+"""
+
+import math
+import time
+
+from oslo_log import log as logging
+from oslo_serialization import jsonutils
+from oslo_utils import timeutils
+
+from volumesvc import exception
+from volumesvc.compute import events as events_mod
+from volumesvc.compute import instances as compute_instances
+from volumesvc.compute import task_states, vm_states
+from volumesvc.compute import volumes as boot_volumes
+from volumesvc.virt import power_state
+
+LOG = logging.getLogger(__name__)
+
+GiB = 1024 ** 3
+# How often the wait for volume-reimaged looks at the volume's status.
+STATUS_POLL_SECONDS = 2.0
+
+
+def root_bdm(bdms):
+    """The boot volume's BDM (boot index 0, backed by a volume), or None."""
+    for bdm in boot_volumes.volume_bdms(bdms):
+        if bdm.get("boot_index") == 0 and bdm.get("volume_id"):
+            return bdm
+    return None
+
+
+def _loads(info):
+    return jsonutils.loads(info) if isinstance(info, str) else info
+
+
+class Rebuilder:
+    """Rebuilds volume-backed servers on one compute host."""
+
+    def __init__(self, lifecycle, waiters):
+        # NOTE: the lifecycle's collaborators (driver, conductor, Cinder,
+        # Glance) and its run() with the event, notifications and fault.
+        self.lifecycle = lifecycle
+        self.conf = lifecycle.conf
+        self.driver = lifecycle.driver
+        self.conductor = lifecycle.conductor
+        self.cinder = lifecycle.cinder
+        self.glance = lifecycle.glance
+        self.waiters = waiters
+
+    def _update(self, context, uuid, values, expected=None):
+        return compute_instances.update_instance(self.conductor, context, uuid, values, expected)
+
+    def rebuild(self, context, instance, *, image_ref, reimage, preserve_ephemeral=False):
+        """Destroy the domain, reimage the root volume if asked, spawn again.
+
+        ``preserve_ephemeral`` changes nothing: a volume-backed server has no
+        ephemeral disk on the host to keep or wipe.
+        """
+        uuid = instance["uuid"]
+        was_stopped = instance.get("vm_state") == vm_states.STOPPED
+
+        def work(bdms):
+            root = root_bdm(bdms)
+            if root is None:
+                raise exception.RebuildRootVolumeMissing(instance_uuid=uuid)
+            driver_instance = compute_instances.driver_instance(instance)
+            self.driver.destroy(driver_instance, boot_volumes.block_device_info(bdms))
+            if reimage or not root.get("connection_info"):
+                self._release_root(context, uuid, root)
+            if reimage:
+                self._reimage(context, uuid, root, image_ref)
+            self._update(context, uuid,
+                         {"task_state": task_states.REBUILD_BLOCK_DEVICE_MAPPING},
+                         expected=[task_states.REBUILDING])
+            reconnected = self._connect_root(context, root)
+            self._update(context, uuid, {"task_state": task_states.REBUILD_SPAWNING},
+                         expected=[task_states.REBUILD_BLOCK_DEVICE_MAPPING])
+            self.driver.spawn(driver_instance, boot_volumes.block_device_info(bdms))
+            if reconnected:
+                self.cinder.attachment_complete(context, root["attachment_id"])
+            values = {"vm_state": vm_states.ACTIVE, "task_state": None,
+                      "power_state": power_state.RUNNING,
+                      "launched_at": timeutils.utcnow().isoformat()}
+            if was_stopped:
+                # As Nova: a server rebuilt while stopped is stopped again.
+                self.driver.power_off(driver_instance)
+                values.update(vm_state=vm_states.STOPPED, power_state=power_state.SHUTDOWN)
+            return self._update(context, uuid, values, expected=[task_states.REBUILD_SPAWNING])
+
+        return self.lifecycle.run(context, instance, name="rebuild",
+                                  event="compute_rebuild_instance", work=work,
+                                  on_error={"vm_state": vm_states.ERROR, "task_state": None,
+                                            "power_state": power_state.NOSTATE})
+
+    # -- the root volume ----------------------------------------------------------
+
+    def _release_root(self, context, uuid, root):
+        """Swap the root's connected attachment for one without a connector.
+
+        The new attachment is saved in the BDM before the old one is
+        deleted: Cinder has the volume attached to this server throughout,
+        ``reserved`` once the old attachment is gone.
+        """
+        old = root.get("attachment_id")
+        info = root.get("connection_info")
+        new = self.cinder.attachment_create(context, root["volume_id"], uuid)["id"]
+        values = {"attachment_id": new, "connection_info": None}
+        root.update(values)
+        self.conductor.bdm_update(context, bdm_uuid=root["uuid"], values=values)
+        if info:
+            try:
+                self.driver.disconnect_volume(_loads(info))
+            except Exception as exc:  # noqa: BLE001 - the new attachment is in place
+                LOG.warning("Could not disconnect root volume %s of %s: %s",
+                            root["volume_id"], uuid, exc)
+        if old:
+            self.cinder.attachment_delete(context.elevated(), old)
+
+    def _timeout(self, context, image_ref):
+        size = 0
+        if self.glance is not None:
+            size = int(self.glance.get(context, image_ref).get("size") or 0)
+        return self.conf.compute.reimage_timeout_per_gb * max(1, math.ceil(size / GiB))
+
+    def _reimage(self, context, uuid, root, image_ref):
+        """os-reimage of the root volume, then wait for Cinder's volume-reimaged."""
+        volume_id = root["volume_id"]
+        timeout = self._timeout(context, image_ref)
+        waiter = self.waiters.prepare(uuid, events_mod.VOLUME_REIMAGED, volume_id)
+        try:
+            try:
+                self.cinder.reimage(context, volume_id, image_ref, reimage_reserved=True)
+            except Exception as exc:
+                raise exception.ReimageFailed(
+                    volume_id=volume_id, image_id=image_ref,
+                    reason=f"Cinder refused os-reimage: {exc}") from exc
+            status = self._wait(context, waiter, volume_id, image_ref, timeout)
+        finally:
+            self.waiters.forget(uuid, events_mod.VOLUME_REIMAGED, volume_id)
+        if status == "failed":
+            raise exception.ReimageFailed(
+                volume_id=volume_id, image_id=image_ref,
+                reason="Cinder reported failure with a volume-reimaged event")
+        LOG.info("Root volume %s of %s reimaged with image %s", volume_id, uuid, image_ref)
+
+    def _wait(self, context, waiter, volume_id, image_ref, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise exception.ReimageFailed(
+                    volume_id=volume_id, image_id=image_ref,
+                    reason=f"no volume-reimaged event from Cinder within {timeout} seconds")
+            status = waiter.wait(min(STATUS_POLL_SECONDS, remaining))
+            if status is not None:
+                return status
+            volume = self.cinder.get(context, volume_id)
+            if volume.get("status") == "error":
+                raise exception.ReimageFailed(
+                    volume_id=volume_id, image_id=image_ref,
+                    reason="Cinder put the volume in error status")
+
+    def _connect_root(self, context, root):
+        """Connect the root volume here again when it has no connection; True if it did."""
+        if root.get("connection_info"):
+            return False
+        connector = self.driver.get_volume_connector()
+        info = self.cinder.attachment_update(context, root["attachment_id"], connector,
+                                             mountpoint=root.get("device_name"))
+        info["serial"] = root["volume_id"]
+        self.driver.connect_volume(info)
+        values = {"connection_info": jsonutils.dumps(info)}
+        root.update(values)
+        self.conductor.bdm_update(context, bdm_uuid=root["uuid"], values=values)
+        return True
