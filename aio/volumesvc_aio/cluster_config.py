@@ -134,10 +134,21 @@ class ClusterCinder(cinder_mod.CinderHarness):
         return f"http://{self.address}:{self.port}"
 
     def config_text(self):
+        """Cinder on the bridge address, its queues quorum queues like ours.
+
+        Classic queues live on the one RabbitMQ node that declared them: with
+        that node stopped, Cinder's casts to its scheduler and volume service
+        (volume creates, attachment updates) went nowhere and boots from
+        volume waited on volumes stuck ``creating``. Quorum queues are
+        replicated over the cluster, as a deployment with a RabbitMQ cluster
+        configures every OpenStack service.
+        """
         return (super().config_text()
                 .replace("my_ip = 127.0.0.1", f"my_ip = {self.address}")
                 .replace("osapi_volume_listen = 127.0.0.1",
-                         f"osapi_volume_listen = {self.address}"))
+                         f"osapi_volume_listen = {self.address}")
+                + "\n[oslo_messaging_rabbit]\nrabbit_quorum_queue = true\n"
+                "heartbeat_timeout_threshold = 15\n")
 
 
 class ClusterGlance(glance_mod.GlanceHarness):

@@ -25,8 +25,11 @@ TOKEN = "admin:admin"
 TIMEOUT = 240
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster():
+    """Package scope: the deployment (three RabbitMQ nodes, PostgreSQL, QEMU
+    guests) stops once this tier's tests are done, not at the end of the
+    whole integration run, whose other tiers need the machine's cores."""
     state_dir = f"/var/tmp/vs-cluster-{uuid.uuid4().hex[:8]}"
     deployment = Cluster(state_dir, prefix="vsct", subnet="10.251.1.0/24")
     try:
@@ -132,7 +135,7 @@ class Api:
         self.nova("DELETE", f"/servers/{server_id}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def api(cluster):
     return Api(cluster)
 

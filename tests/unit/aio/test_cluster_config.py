@@ -79,3 +79,21 @@ def test_haproxy_checks_healthcheck_and_answers_json_faults(tmp_path):
     assert "Content-Type: application/json" in head
     assert json.loads(body)["computeFault"]["code"] == 502
     assert path.endswith("haproxy.cfg")
+
+
+def test_cluster_cinder_uses_quorum_queues_on_the_bridge(tmp_path):
+    """Regression: the cluster's Cinder had classic queues on one RabbitMQ node.
+
+    Stopping that node lost Cinder's casts (volumes stuck ``creating``, boots
+    from volume neither ACTIVE nor ERROR); its queues must be replicated.
+    """
+    cinder = cluster_config.ClusterCinder(
+        str(tmp_path), address="10.251.7.1", port=18776,
+        transport_url="rabbit://u:p@10.251.7.1:5701,u:p@10.251.7.1:5702/cinder",
+        database_connection="sqlite://")
+    path = tmp_path / "cinder.conf"
+    path.write_text(cinder.config_text())
+    conf = _ini(str(path))
+    assert conf["oslo_messaging_rabbit"]["rabbit_quorum_queue"] == "true"
+    assert conf["DEFAULT"]["my_ip"] == "10.251.7.1"
+    assert conf["DEFAULT"]["osapi_volume_listen"] == "10.251.7.1"
