@@ -32,6 +32,10 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
         service_down_time = 10
         compute_driver = libvirt
         debug = false
+        # Domain names of their own: two all-in-ones on one machine share the
+        # libvirt daemon, where both would otherwise name a first server
+        # instance-00000001 (named after the API port, like the vhosts).
+        instance_name_template = aio{api_port}-instance-%08x
         # The domains run no guest OS (guest_memory_cap_mb below): place by
         # flavor as if the host were far larger than it is.
         cpu_allocation_ratio = 1000.0
@@ -209,11 +213,13 @@ STARTER_IMAGE_NAME = "volumesvc-tiny-raw"
 STARTER_IMAGE_BYTES = 1 << 20
 
 
-def ensure_image(glance_url, state_dir, owner="admin", token=None):
+def ensure_image(glance_url, state_dir, owner="admin", token=None, name=STARTER_IMAGE_NAME):
     """Upload one small public raw image so image-backed boot works out of the box.
 
     Idempotent: an active image of the same name is reused across restarts.
     ``token``: an admin's keystone token when Glance validates tokens.
+    ``name``: another name makes another image of the same bytes (tempest's
+    second image).
     Returns the image id.
     """
     import json
@@ -229,12 +235,12 @@ def ensure_image(glance_url, state_dir, owner="admin", token=None):
             data = resp.read()
             return json.loads(data) if data else None
 
-    found = request("GET", f"/v2/images?name={STARTER_IMAGE_NAME}")["images"]
+    found = request("GET", f"/v2/images?name={name}")["images"]
     for image in found:
         if image["status"] == "active":
             return image["id"]
     image = request("POST", "/v2/images", json.dumps({
-        "name": STARTER_IMAGE_NAME, "disk_format": "raw", "container_format": "bare",
+        "name": name, "disk_format": "raw", "container_format": "bare",
         "visibility": "public", "owner": owner, "min_disk": 1}).encode())
     # A raw disk of zeros: no guest OS is needed, QEMU only has to open it.
     request("PUT", f"/v2/images/{image['id']}/file", b"\0" * STARTER_IMAGE_BYTES,

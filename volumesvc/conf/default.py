@@ -59,6 +59,20 @@ Related options:
 * ``service_down_time`` must be larger than this.
 """),
     cfg.StrOpt(
+        "instance_name_template",
+        default="instance-%08x",
+        help="""
+Template of a new server's ``instance_name`` (``OS-EXT-SRV-ATTR:instance_name``),
+which is also its libvirt domain name (Nova's option of the same name).
+
+Formatted with the server's database id (``%08x`` of it by default), or, when
+the template names keys, with ``id`` and ``uuid`` (e.g. ``%(uuid)s``). The
+domain name must be unique on the libvirt daemon: two deployments whose
+computes share one daemon (two all-in-ones on one machine) need different
+templates, or their first servers' domains collide. Existing servers keep
+their name.
+"""),
+    cfg.StrOpt(
         "default_availability_zone",
         default="nova",
         help="""

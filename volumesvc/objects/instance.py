@@ -94,8 +94,12 @@ def _get_row(session, context, instance_uuid, read_deleted=None):
     return row
 
 
-def create(db, context, values: dict) -> Instance:
-    """Insert an instance; ``uuid`` and ``instance_name`` are generated if absent."""
+def create(db, context, values: dict, name_template: str = "instance-%08x") -> Instance:
+    """Insert an instance; ``uuid`` and ``instance_name`` are generated if absent.
+
+    ``name_template`` is ``[DEFAULT] instance_name_template``: formatted with
+    the new row's id, or with ``id`` and ``uuid`` when it names keys.
+    """
     values = dict(values)
     _check_values(values)
     values.setdefault("uuid", str(uuidlib.uuid4()))
@@ -106,12 +110,20 @@ def create(db, context, values: dict) -> Instance:
         session.add(row)
         session.flush()
         if not row.instance_name:
-            # NOTE: Nova's default instance_name_template; the libvirt domain
-            # name must be unique per host and stable across renames.
-            row.instance_name = f"instance-{row.id:08x}"
+            # NOTE: the libvirt domain name: unique per host (per libvirt
+            # daemon) and stable across renames, hence the id, not the name.
+            row.instance_name = instance_name(name_template, row.id, row.uuid)
         tag_obj.insert(session, row.uuid, tags)
         session.flush()
         return _with_tags(session, [row])[0]
+
+
+def instance_name(template: str, row_id: int, uuid: str) -> str:
+    """``template`` formatted as Nova does: with the id, else with ``id`` and ``uuid`` keys."""
+    try:
+        return template % row_id
+    except TypeError:
+        return template % {"id": row_id, "uuid": uuid}
 
 
 def get_by_uuid(db, context, instance_uuid, read_deleted=None) -> Instance:

@@ -156,6 +156,28 @@ def test_image_boot_gets_a_local_root_disk(api):
     assert instance.hostname == "web-server-1"
 
 
+@pytest.mark.parametrize("template, expected", [
+    ("instance-%08x", "instance-{id:08x}"),
+    ("aio-8774-%08x", "aio-8774-{id:08x}"),
+    ("vm-%(uuid)s", "vm-{uuid}"),
+])
+def test_instance_name_follows_the_template(api, template, expected):
+    """Regression: two deployments sharing one libvirt daemon collided on instance-00000001.
+
+    The domain name comes from ``[DEFAULT] instance_name_template``, as in Nova, so
+    each deployment can name its domains apart; an admin sees it in the API.
+    """
+    client, deps = api
+    deps.conf.set_override("instance_name_template", template)
+    resp = _post(client, {"name": "named", "flavorRef": "101", "imageRef": world.IMAGE},
+                 version="2.1")
+    assert resp.status_code == 202, resp.json
+    uuid = resp.json["server"]["id"]
+    row = instance_obj.get_by_uuid(deps.db, vs_context.get_admin_context(), uuid)
+    shown = _get(client, f"/v2.1/servers/{uuid}", "2.1", headers=ADMIN).json["server"]
+    assert shown["OS-EXT-SRV-ATTR:instance_name"] == expected.format(id=row.id, uuid=uuid)
+
+
 class _BrokenConductor(world.RecordingConductor):
     def build_instances(self, ctxt, *, instance_uuids, request_spec):
         raise RuntimeError("bus down")

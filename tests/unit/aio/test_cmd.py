@@ -93,6 +93,24 @@ def test_failed_attachment_ttl_reaches_the_api_options(tmp_path):
     assert ttls == [20, 3600]
 
 
+def test_each_all_in_one_names_its_domains_after_its_api_port(tmp_path):
+    """Regression: two all-in-ones on one libvirt daemon both defined instance-00000001."""
+    from volumesvc import conf as vs_conf
+    from volumesvc_aio import config as aio_config
+
+    templates = []
+    for port in (8774, 18774):
+        state = tmp_path / str(port)
+        state.mkdir()
+        path = aio_config.write_config(str(state), transport_url="rabbit://g:g@127.0.0.1/v",
+                                       api_port=port, api_workers=1, host="h",
+                                       cinder_url="http://c", glance_url="http://g")
+        conf = vs_conf.get_conf(args=["--config-file", path], default_config_files=[])
+        templates.append(conf.instance_name_template)
+    assert [t % 1 for t in templates] == ["aio8774-instance-00000001",
+                                          "aio18774-instance-00000001"]
+
+
 def test_health_check_and_metrics_of_the_all_in_one(tmp_path):
     """The API drains with a file of the state dir and serves metrics; both URLs printed."""
     from volumesvc import conf as vs_conf

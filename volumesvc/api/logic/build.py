@@ -194,7 +194,8 @@ def _create_rows(ctx, deps, request, uuids, attachments, resv_id) -> list:
                                         keystone=keystone)
         for index, uuid in enumerate(uuids[:count]):
             instance = instance_obj.create(
-                deps.db, ctx, _instance_values(ctx, request, uuid, index, resv_id))
+                deps.db, ctx, _instance_values(ctx, request, uuid, index, resv_id),
+                name_template=deps.conf.instance_name_template)
             created.append(instance)
             for template in request.bdms:
                 bdm_obj.create(deps.db, ctx, _bdm_values(template, uuid, attachments))
