@@ -107,6 +107,8 @@ def test_tempest_conf_and_summary():
                                     workspace="/w"))
     assert ini["identity"]["uri_v3"] == "http://k/v3"
     assert ini["compute"]["image_ref"] == "img"
+    # one image only: tempest's second image is the same (its tests by image skip)
+    assert ini["compute"]["image_ref_alt"] == "img"
     assert ini["compute-feature-enabled"]["volume_multiattach"] == "True"
     # tempest's multiattach volumes need a type that says so (else: plain volumes)
     assert ini["volume"]["volume_type_multiattach"] == tempest.MULTIATTACH_TYPE
@@ -119,6 +121,13 @@ def test_tempest_conf_and_summary():
     assert totals == {"Passed": 40, "Skipped": 0, "Expected Fail": 0, "Failed": 1}
     assert tempest.summary(totals, ["t"] * 41) == (
         "tempest: listed=41 passed=40 skipped=0 failed=1")
+
+
+def test_tempest_conf_names_a_second_image_when_given_one():
+    """tempest runs its server list tests by image only when its two images differ."""
+    ini = _ini(tempest.tempest_conf(identity_url="http://k/v3", password="pw", image_id="img",
+                                    alt_image_id="img2", workspace="/w"))
+    assert (ini["compute"]["image_ref"], ini["compute"]["image_ref_alt"]) == ("img", "img2")
 
 
 def test_every_exclusion_gives_its_reason():
