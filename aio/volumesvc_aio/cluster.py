@@ -8,13 +8,17 @@ on loopback, this lays the services out the way
   listens on the bridge's address in the root namespace;
 * a 3-node RabbitMQ cluster (own node names, ports, data dirs; quorum queues)
   next to the machine's default node, which is left alone;
-* a PostgreSQL server of its own (initdb in the state dir, another port);
+* volumesvc's database on a server of its own (``--database``: PostgreSQL,
+  the default, or MariaDB; its data directory in the state dir, another
+  port), Cinder's and Glance's on a second PostgreSQL server;
 * Glance and Cinder (the all-in-one's harnesses, bound to the bridge
   address), Cinder calling back through the load balancer;
 * two conductors, two API nodes (each its own gunicorn) behind HAProxy,
   which health-checks ``/healthcheck``;
 * three computes, each in its own network namespace with its own address,
-  ``my_ip`` and embedded QEMU root, reaching everything over the bridge.
+  ``my_ip`` and embedded QEMU root, reaching everything over the bridge
+  (``--compute-driver fake``: the same processes on the fake driver, no
+  guests, for storms of more servers than the machine could run).
 
 Authentication is noauth2 (token ``user:project``), as the integration
 tier's other suites use. ``stop`` (or Ctrl-C/SIGTERM of ``start``) stops
@@ -45,7 +49,11 @@ from volumesvc_aio.cluster_config import (
 )
 
 DEFAULT_STATE_DIR = "/var/lib/volumesvc-cluster"
-# Ports on the bridge address (the machine's own services keep theirs).
+# Fixed ports on the bridge address (the machine's own services keep
+# theirs). Two deployments on one machine (the cluster tier's PostgreSQL
+# and MariaDB ones, if they ever overlapped) would still collide on the
+# RabbitMQ distribution ports (AMQP port + 20000, every interface), so each
+# deployment adds its ``port_offset`` to all of them.
 LB_PORT = 18774
 API_PORTS = (18781, 18782)
 VOLUME_PORT = 18776
@@ -53,6 +61,9 @@ IMAGE_PORT = 19292
 RABBIT_PORTS = (5701, 5702, 5703)
 PG_PORT = 5442
 SERVICES_PG_PORT = 5443
+MARIADB_PORT = 3316
+DATABASES = ("postgresql", "mariadb")
+COMPUTE_DRIVERS = ("libvirt", "fake")
 
 
 class Cluster:
@@ -62,8 +73,16 @@ class Cluster:
     """
 
     def __init__(self, state_dir=DEFAULT_STATE_DIR, *, computes=3, apis=2, conductors=2,
-                 prefix="vsc", subnet=netns.DEFAULT_SUBNET, log=print):
+                 prefix="vsc", subnet=netns.DEFAULT_SUBNET, database="postgresql",
+                 compute_driver="libvirt", port_offset=0, log=print):
+        if compute_driver not in COMPUTE_DRIVERS:
+            raise ValueError(f"unknown compute driver {compute_driver!r}")
         self.state_dir = os.path.abspath(state_dir)
+        self.database = database
+        self.compute_driver = compute_driver
+        self.port_offset = port_offset
+        self.lb_port = LB_PORT + port_offset
+        self.api_ports = tuple(API_PORTS[0] + port_offset + n for n in range(apis))
         self.net = netns.Network(prefix, subnet)
         self.address = self.net.bridge_address
         self.hosts = [f"{prefix}-compute-{n}" for n in range(1, computes + 1)]
@@ -72,19 +91,23 @@ class Cluster:
         self.procs = {}
         self.harnesses = []
         self.rabbit_nodes = [rabbit.ClusterNode(self.state_dir, f"{prefix}-rabbit-{n}",
-                                                self.address, port)
+                                                self.address, port + port_offset)
                              for n, port in enumerate(RABBIT_PORTS, 1)]
-        self.postgres = cluster_db.PostgresServer(self.state_dir, self.address, PG_PORT,
-                                                  str(self.net.subnet))
+        # volumesvc's own database server (``db_server.name`` is the process
+        # the database restart fault stops: "postgresql" or "mariadb").
+        self.db_server = cluster_db.server_for(
+            database, self.state_dir, self.address,
+            (PG_PORT if database == "postgresql" else MARIADB_PORT) + port_offset,
+            str(self.net.subnet))
         # Cinder's and Glance's databases live on a second server, so that
         # restarting volumesvc's database (a fault the tests inject) is that
         # alone.
         self.services_db = cluster_db.PostgresServer(
-            self.state_dir, self.address, SERVICES_PG_PORT, str(self.net.subnet),
+            self.state_dir, self.address, SERVICES_PG_PORT + port_offset, str(self.net.subnet),
             name="postgresql-services")
         self.conf_path = os.path.join(self.state_dir, "volumesvc.conf")
         self.extra_confs = {}
-        self.lb_url = f"http://{self.address}:{LB_PORT}"
+        self.lb_url = f"http://{self.address}:{self.lb_port}"
         self.cinder = None
         self.glance = None
         self._log_fn = log
@@ -148,7 +171,7 @@ class Cluster:
         self.net.setup_bridge()
         for index, host in enumerate(self.hosts, 1):
             self.net.add_host(host, index)
-        self._start_postgres(fresh)
+        self._start_databases(fresh)
         transport_url = self._start_rabbit()
         self._start_image_and_volume(transport_url, fresh, ready_timeout)
         self._start_volumesvc(transport_url, ready_timeout)
@@ -156,18 +179,18 @@ class Cluster:
         aio_config.ensure_image(self.glance.url, self.state_dir)
         return self
 
-    def _start_postgres(self, fresh):
-        self.log(f"PostgreSQL on {self.address}:{PG_PORT} (volumesvc) and "
-                 f"{SERVICES_PG_PORT} (Cinder, Glance)")
-        for server in (self.postgres, self.services_db):
+    def _start_databases(self, fresh):
+        self.log(f"{self.database} on {self.address}:{self.db_server.port} (volumesvc), "
+                 f"PostgreSQL on {self.services_db.port} (Cinder, Glance)")
+        for server in (self.db_server, self.services_db):
             server.configure()
             self._spawn(server.name, server.argv())
-        for server in (self.postgres, self.services_db):
+        for server in (self.db_server, self.services_db):
             harness_util.wait_for(lambda s=server: rabbit.port_open(s.address, s.port), 60,
                                   what=server.name, children=[self.procs[server.name]])
         # A server accepts connections a moment after it listens.
-        harness_util.wait_for(lambda: self.postgres.create_database("volumesvc", fresh=fresh),
-                              60, what="PostgreSQL accepting connections")
+        harness_util.wait_for(lambda: self.db_server.create_database("volumesvc", fresh=fresh),
+                              60, what=f"{self.database} accepting connections")
         harness_util.wait_for(lambda: self.services_db.create_database("cinder", fresh=fresh),
                               60, what="PostgreSQL (services) accepting connections")
 
@@ -193,10 +216,12 @@ class Cluster:
     def _start_image_and_volume(self, transport_url, fresh, timeout):
         self.log("Glance and Cinder (the first run installs them from PyPI)")
         self.glance = ClusterGlance(
-            os.path.join(self.state_dir, "glance"), address=self.address, port=IMAGE_PORT,
+            os.path.join(self.state_dir, "glance"), address=self.address,
+            port=IMAGE_PORT + self.port_offset,
             database_connection=self.services_db.create_database("glance", fresh=fresh))
         self.cinder = ClusterCinder(
-            os.path.join(self.state_dir, "cinder"), address=self.address, port=VOLUME_PORT,
+            os.path.join(self.state_dir, "cinder"), address=self.address,
+            port=VOLUME_PORT + self.port_offset,
             transport_url=transport_url["cinder"],
             database_connection=self.services_db.url("cinder"),
             nova_endpoint=f"{self.lb_url}/v2.1", glance_url=None, extend_completion=True,
@@ -215,7 +240,7 @@ class Cluster:
         self.log("volumesvc: conductors, computes in their namespaces, API nodes, HAProxy")
         write_cluster_config(
             self.conf_path, state_dir=self.state_dir, transport_url=transport_url["volumesvc"],
-            database_url=self.postgres.url("volumesvc"), cinder_url=self.cinder.url,
+            database_url=self.db_server.url("volumesvc"), cinder_url=self.cinder.url,
             glance_url=self.glance.url, subnet=str(self.net.subnet))
         subprocess.run(self._service_argv("volumesvc-manage", self.conf_path) + ["db", "sync"],
                        check=True, stdout=subprocess.DEVNULL, timeout=300)
@@ -225,16 +250,17 @@ class Cluster:
         for index, host in enumerate(self.hosts, 1):
             name = f"compute-{index}"
             self.extra_confs[name] = write_compute_config(
-                self.state_dir, host=host, my_ip=self.net.hosts[host][1])
+                self.state_dir, host=host, my_ip=self.net.hosts[host][1],
+                compute_driver=self.compute_driver)
             self._spawn(name, self.argv_of(name))
         backends = []
-        for name, port in zip(self.api_names, API_PORTS, strict=False):
+        for name, port in zip(self.api_names, self.api_ports, strict=True):
             self.extra_confs[name] = write_api_config(self.state_dir, name=name,
                                                       address=self.address, port=port)
             self._spawn(name, self.argv_of(name))
             backends.append((name, f"{self.address}:{port}"))
         cfg = haproxy.write_config(os.path.join(self.state_dir, "haproxy.cfg"),
-                                   bind=f"{self.address}:{LB_PORT}", backends=backends)
+                                   bind=f"{self.address}:{self.lb_port}", backends=backends)
         self._spawn("haproxy", haproxy.argv(cfg))
         children = list(self.procs.values())
         harness_util.wait_for(self.api_nodes_healthy, timeout, what="both API nodes healthy",
@@ -246,21 +272,22 @@ class Cluster:
     # -- state -----------------------------------------------------------------
     def api_nodes_healthy(self):
         """True when every API node answers 200 on /healthcheck and the LB serves."""
-        ports = API_PORTS[:len(self.api_names)]
         if not all(harness_util.http_json(f"http://{self.address}:{p}/healthcheck")[0] == 200
-                   for p in ports):
+                   for p in self.api_ports):
             return False
         return harness_util.http_json(f"{self.lb_url}/")[0] == 200
 
     def ready_lines(self):
         return [f"volumesvc-cluster: ready compute={self.lb_url}/v2.1 "
                 f"volume={self.cinder.url} image={self.glance.url}",
+                f"volumesvc-cluster: database={self.database} "
+                f"({self.db_server.url('volumesvc')}) compute_driver={self.compute_driver}",
                 f"volumesvc-cluster: config={self.conf_path} logs={self.state_dir}/logs "
                 f"computes={','.join(self.hosts)} (namespaces {self.net.prefix}-*)"]
 
     # -- stop ------------------------------------------------------------------
     def stop(self):
-        """volumesvc first, then guests, Cinder/Glance, HAProxy, RabbitMQ, PostgreSQL, network."""
+        """volumesvc first, then guests, Cinder/Glance, HAProxy, RabbitMQ, databases, network."""
         first = [p for n, p in self.procs.items()
                  if n.startswith(("api-", "conductor-", "compute-", "haproxy"))]
         harness_util.stop_all([p.stop for p in first], timeout=60)
@@ -300,6 +327,15 @@ def _parse_args(argv):
     parser.add_argument("--prefix", default="vsc",
                         help="names of the namespaces, links and RabbitMQ nodes")
     parser.add_argument("--subnet", default=netns.DEFAULT_SUBNET)
+    parser.add_argument("--database", choices=DATABASES, default="postgresql",
+                        help="the server of volumesvc's database (Cinder and Glance keep "
+                             "PostgreSQL)")
+    parser.add_argument("--compute-driver", choices=COMPUTE_DRIVERS, default="libvirt",
+                        help="fake: computes without QEMU guests, for storms larger than "
+                             "the machine can run guests for")
+    parser.add_argument("--port-offset", type=int, default=0,
+                        help="added to every port of the deployment, for a second one "
+                             "beside it (with another --prefix, --subnet and --state-dir)")
     parser.add_argument("--ready-timeout", type=float, default=600.0)
     return parser.parse_args(argv)
 
@@ -307,8 +343,8 @@ def _parse_args(argv):
 def main(argv=None):
     args = _parse_args(argv)
     if os.geteuid() != 0:
-        print("volumesvc-cluster: needs root (network namespaces, RabbitMQ and "
-              "PostgreSQL run as their users)", file=sys.stderr)
+        print("volumesvc-cluster: needs root (network namespaces, RabbitMQ, "
+              "PostgreSQL and MariaDB run as their users)", file=sys.stderr)
         return 2
     net = netns.Network(args.prefix, args.subnet)
     if args.action == "stop":
@@ -316,7 +352,9 @@ def main(argv=None):
         print("volumesvc-cluster: stopped", flush=True)
         return 0
     cluster = Cluster(args.state_dir, computes=args.computes, prefix=args.prefix,
-                      subnet=args.subnet, log=lambda m: print(m, flush=True))
+                      subnet=args.subnet, database=args.database,
+                      compute_driver=args.compute_driver, port_offset=args.port_offset,
+                      log=lambda m: print(m, flush=True))
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
     try:
         cluster.start(args.ready_timeout)

@@ -15,7 +15,7 @@ from volumesvc_aio import glance as glance_mod
 
 def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder_url,
                          glance_url, subnet):
-    """The shared file: RabbitMQ cluster with quorum queues, PostgreSQL, Cinder, Glance."""
+    """The shared file: RabbitMQ cluster with quorum queues, the database, Cinder, Glance."""
     for sub in ("locks", "logs"):
         os.makedirs(os.path.join(state_dir, sub), exist_ok=True)
     text = textwrap.dedent(f"""\
@@ -105,16 +105,24 @@ def write_api_config(state_dir, *, name, address, port):
     return path
 
 
-def write_compute_config(state_dir, *, host, my_ip):
-    """One compute: its host name, address (what Cinder gets in the connector), QEMU root."""
+def write_compute_config(state_dir, *, host, my_ip, compute_driver="libvirt"):
+    """One compute: its host name, address (what Cinder gets in the connector), QEMU root.
+
+    ``compute_driver = fake`` keeps the compute's process, namespace,
+    address and RPC but starts no guest: what a storm of a thousand servers
+    on a machine of two cores needs (the driver logic is libvirt's, on a
+    libvirt double).
+    """
     root = os.path.join(state_dir, f"libvirt-{host}")
     os.makedirs(root, exist_ok=True)
     path = os.path.join(state_dir, f"compute-{host}.conf")
+    driver = "" if compute_driver == "libvirt" else f"compute_driver = {compute_driver}\n"
     with open(path, "w") as f:
         f.write(textwrap.dedent(f"""\
             [DEFAULT]
             host = {host}
             my_ip = {my_ip}
+            """) + driver + textwrap.dedent(f"""\
 
             [libvirt]
             connection_uri = qemu:///embed?root={root}

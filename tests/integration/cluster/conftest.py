@@ -2,10 +2,13 @@
 
 Computes in network namespaces, two API nodes behind HAProxy, two
 conductors, a 3-node RabbitMQ cluster and a PostgreSQL of its own; every
-request of these tests goes through the load balancer. The fixture stops
+request of these tests goes through the load balancer. ``test_mariadb_tier``
+brings up a second deployment with volumesvc's database on MariaDB, after
+this one has stopped. The fixture stops
 everything and checks that no namespace, link or QEMU guest is left.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -25,22 +28,67 @@ TOKEN = "admin:admin"
 TIMEOUT = 240
 
 
+# The deployments of this tier that are up: at most one at a time (see
+# deployment() below).
+_running = []
+# Modules whose deployment is not the package's ``cluster``: they run after
+# every test that uses it (pytest_collection_modifyitems below).
+OWN_DEPLOYMENT_MODULES = ("test_mariadb_tier.py",)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the modules with a deployment of their own after the rest of this package.
+
+    The package-scoped ``cluster`` lives until the package's last test; a
+    module with its own deployment stops it first (``deployment``), so it
+    must come after every test that still needs it.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    positions = [i for i, item in enumerate(items)
+                 if os.path.dirname(str(item.path)) == here]
+    mine = [items[i] for i in positions]
+    own = [item for item in mine if item.path.name in OWN_DEPLOYMENT_MODULES]
+    ordered = [item for item in mine if item not in own] + own
+    for i, item in zip(positions, ordered, strict=True):
+        items[i] = item
+
+
+@contextlib.contextmanager
+def deployment(state_dir, prefix, **options):
+    """A started :class:`Cluster`, stopped and checked clean afterwards.
+
+    One deployment of this tier at a time: starting one stops any other
+    still up (the package's PostgreSQL one when the MariaDB module starts).
+    Two of them would share the machine's two cores with each other's QEMU
+    guests and RabbitMQ nodes; their prefixes, subnets and port offsets
+    differ as well, so a leftover of one never collides with the other.
+    """
+    for other in list(_running):
+        other.stop()
+        _running.remove(other)
+    cluster = Cluster(state_dir, prefix=prefix, **options)
+    _running.append(cluster)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        if cluster in _running:
+            _running.remove(cluster)
+    left = [ns for ns in netns.namespaces() if ns.startswith(f"{prefix}-")]
+    assert left == [], f"namespaces left after stop: {left}"
+    assert qemu_pids(state_dir + "/") == []
+    shutil.rmtree(state_dir, ignore_errors=True)
+
+
 @pytest.fixture(scope="package")
 def cluster():
     """Package scope: the deployment (three RabbitMQ nodes, PostgreSQL, QEMU
     guests) stops once this tier's tests are done, not at the end of the
     whole integration run, whose other tiers need the machine's cores."""
-    state_dir = f"/var/tmp/vs-cluster-{uuid.uuid4().hex[:8]}"
-    deployment = Cluster(state_dir, prefix="vsct", subnet="10.251.1.0/24")
-    try:
-        deployment.start()
-        yield deployment
-    finally:
-        deployment.stop()
-    left = [ns for ns in netns.namespaces() if ns.startswith("vsct-")]
-    assert left == [], f"namespaces left after stop: {left}"
-    assert qemu_pids(state_dir + "/") == []
-    shutil.rmtree(state_dir, ignore_errors=True)
+    with deployment(f"/var/tmp/vs-cluster-{uuid.uuid4().hex[:8]}", "vsct",
+                    subnet="10.251.1.0/24") as up:
+        yield up
 
 
 def http(method, url, body=None, headers=None, timeout=120):

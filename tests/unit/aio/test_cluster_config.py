@@ -9,7 +9,9 @@ configuration and the transport URL without starting anything.
 import configparser
 import json
 
-from volumesvc_aio import cluster_config, haproxy, netns, rabbit
+import pytest
+
+from volumesvc_aio import cluster, cluster_config, cluster_db, haproxy, netns, rabbit
 
 
 def _ini(path):
@@ -97,3 +99,67 @@ def test_cluster_cinder_uses_quorum_queues_on_the_bridge(tmp_path):
     assert conf["oslo_messaging_rabbit"]["rabbit_quorum_queue"] == "true"
     assert conf["DEFAULT"]["my_ip"] == "10.251.7.1"
     assert conf["DEFAULT"]["osapi_volume_listen"] == "10.251.7.1"
+
+
+def test_mariadb_server_is_the_clusters_own(tmp_path):
+    """volumesvc's MariaDB: its own datadir, socket and port on the bridge, no /etc/mysql."""
+    server = cluster_db.server_for("mariadb", str(tmp_path), "10.251.7.1", 3416,
+                                   "10.251.7.0/24")
+    assert server.name == "mariadb"
+    assert server.url("volumesvc") == (
+        "mysql+pymysql://volumesvc@10.251.7.1:3416/volumesvc?charset=utf8mb4")
+    argv = server.argv()
+    assert argv[:3] == ["setpriv", "--reuid=mysql", "--regid=mysql"]
+    daemon = argv[argv.index("/usr/sbin/mariadbd"):]
+    assert daemon[1] == "--no-defaults"
+    assert f"--datadir={tmp_path}/mariadb" in daemon
+    assert "--bind-address=10.251.7.1" in daemon
+    assert "--port=3416" in daemon
+    assert f"--socket={tmp_path}/mariadb/mariadbd.sock" in daemon
+    assert server._host_pattern() == "10.251.7.0/255.255.255.0"
+
+
+def test_database_choice_picks_the_server():
+    assert isinstance(cluster_db.server_for("postgresql", "/tmp/x", "10.0.0.1", 5442,
+                                            "10.0.0.0/24"), cluster_db.PostgresServer)
+    with pytest.raises(ValueError, match="postgresql or mariadb"):
+        cluster_db.server_for("sqlite", "/tmp/x", "10.0.0.1", 1, "10.0.0.0/24")
+
+
+def test_port_offset_moves_every_port_and_the_database(tmp_path):
+    """Two deployments side by side must not share a port (RabbitMQ's distribution
+    ports listen on every interface, whatever the bridge address)."""
+    base = cluster.Cluster(str(tmp_path / "a"), prefix="vsa", subnet="10.251.8.0/24")
+    moved = cluster.Cluster(str(tmp_path / "b"), prefix="vsb", subnet="10.251.9.0/24",
+                            database="mariadb", port_offset=100)
+
+    def ports(c):
+        return {c.lb_port, *c.api_ports, c.db_server.port, c.services_db.port,
+                *(n.port for n in c.rabbit_nodes), *(n.port + 20000 for n in c.rabbit_nodes)}
+    assert base.lb_url == "http://10.251.8.1:18774"
+    assert moved.lb_url == "http://10.251.9.1:18874"
+    assert ports(base).isdisjoint(ports(moved))
+    assert isinstance(base.db_server, cluster_db.PostgresServer)
+    assert moved.db_server.name == "mariadb"
+    assert moved.db_server.port == cluster.MARIADB_PORT + 100
+    assert moved.db_server.url("volumesvc").startswith("mysql+pymysql://")
+
+
+def test_cluster_options_reach_the_deployment():
+    args = cluster._parse_args(["start", "--database", "mariadb", "--compute-driver", "fake",
+                                "--port-offset", "200"])
+    assert (args.database, args.compute_driver, args.port_offset) == ("mariadb", "fake", 200)
+    assert cluster._parse_args([]).database == "postgresql"
+    with pytest.raises(SystemExit):
+        cluster._parse_args(["--database", "sqlite"])
+
+
+def test_fake_compute_driver_is_set_per_compute(tmp_path):
+    fake = _ini(cluster_config.write_compute_config(str(tmp_path), host="c1",
+                                                    my_ip="10.251.7.11", compute_driver="fake"))
+    assert fake["DEFAULT"]["compute_driver"] == "fake"
+    assert fake["DEFAULT"]["my_ip"] == "10.251.7.11"
+    real = _ini(cluster_config.write_compute_config(str(tmp_path), host="c2",
+                                                    my_ip="10.251.7.12"))
+    # libvirt is the shared file's driver: the compute's own file leaves it alone.
+    assert "compute_driver" not in real["DEFAULT"]
