@@ -7,10 +7,12 @@
 #                                           runs at once); with args, one pytest run of those
 #   tools/dev.sh tempest [--state-dir D]    tempest's listed compute API tests against the
 #                                           running keystone all-in-one (state dir D)
-#   tools/dev.sh cluster [start|stop] [--state-dir D]
+#   tools/dev.sh cluster [start|stop] [--state-dir D] [--database postgresql|mariadb]
 #                                           several hosts on this machine (foreground): computes
 #                                           in network namespaces, 2 API nodes behind HAProxy,
 #                                           2 conductors, a 3-node RabbitMQ cluster, PostgreSQL
+#                                           (or MariaDB for volumesvc's database); --help lists
+#                                           the rest (--compute-driver fake, --port-offset)
 #   tools/dev.sh setup                      only install (system packages, services, venv)
 #
 # Idempotent: on a machine that already has everything it only checks.
@@ -220,7 +222,7 @@ case "$cmd" in
         run_tiers
         ;;
     *)
-        sed -n '2,15p' "$0" >&2
+        sed -n '2,17p' "$0" >&2
         exit 2
         ;;
 esac

@@ -105,9 +105,10 @@ def test_mariadb_restarted_mid_storm(mdb_api, mariadb_cluster):
                    cluster=cluster)
 
     # SIGTERM: MariaDB's normal shutdown (connections closed, InnoDB flushed).
-    result = storm.run(api, cluster, "MariaDB restarted",
-                       inject=lambda: cluster.kill(name, signal.SIGTERM), restore=restore)
-    # storm.run asserted nothing stuck and a clean audit; every request
-    # refused during the restart was refused with a clear error and its
-    # work done when asked again.
-    assert result.dropped == [], result.line()
+    # storm.run checks what "lose nothing" means: each request refused with
+    # a clear error or done (or failed with its fault), no volume stuck, a
+    # clean audit, the refused work done when asked again. An accepted
+    # attach whose conductor task met the database down may end with
+    # nothing, clean, as with PostgreSQL (doc/source/admin/cluster-faults.rst).
+    storm.run(api, cluster, "MariaDB restarted",
+              inject=lambda: cluster.kill(name, signal.SIGTERM), restore=restore)
