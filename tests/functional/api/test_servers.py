@@ -160,7 +160,7 @@ def test_image_boot_gets_a_local_root_disk(api):
     ("instance-%08x", "instance-{id:08x}"),
     ("aio-8774-%08x", "aio-8774-{id:08x}"),
     ("vm-%(uuid)s", "vm-{uuid}"),
-])
+], ids=["nova-default", "per-port", "by-uuid"])  # gabbi's collection hook chokes on "-" in ids
 def test_instance_name_follows_the_template(api, template, expected):
     """Regression: two deployments sharing one libvirt daemon collided on instance-00000001.
 
