@@ -47,14 +47,21 @@ from benchmarks.storm_stack import Stack
 
 # --- setup: servers and volumes (not measured) ----------------------------------------------
 
-def create_volumes(client, count, timeout):
+def create_volumes(client, count, timeout, volume_type=None):
+    """``count`` available 1 GiB volumes, of ``volume_type`` (default: Cinder's default type).
+
+    The type is for ``benchmarks.aio_storage``, which runs the storm on the
+    all-in-one's ``rbd`` and ``file`` types side by side.
+    """
     # Cinder's default quota is 10 volumes per project.
     status, body = client.cinder("PUT", "/os-quota-sets/admin", body={
         "quota_set": {"volumes": -1, "gigabytes": -1, "snapshots": -1}})
     check(status, body, (200,), "Cinder quota update")
     def create(i):
-        status, body = client.cinder("POST", "/volumes", body={
-            "volume": {"size": 1, "name": f"storm-vol-{i}"}})
+        volume = {"size": 1, "name": f"storm-vol-{i}"}
+        if volume_type:
+            volume["volume_type"] = volume_type
+        status, body = client.cinder("POST", "/volumes", body={"volume": volume})
         check(status, body, (202,), "volume create")
         return body["volume"]["id"]
 

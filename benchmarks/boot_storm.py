@@ -63,13 +63,20 @@ def ensure_volume_type(client, name=VOLUME_TYPE):
     return body["volume_type"]["id"]
 
 
-def boot_body(name, size=1):
-    return {"server": {
-        "name": name, "flavorRef": "42", "networks": "none",
-        "block_device_mapping_v2": [{
-            "source_type": "blank", "destination_type": "volume", "boot_index": 0,
-            "volume_size": size, "volume_type": VOLUME_TYPE,
-            "delete_on_termination": True}]}}
+def boot_body(name, size=1, volume_type=VOLUME_TYPE, image=None):
+    """One boot from a new volume: blank, or made from ``image`` when one is given.
+
+    ``volume_type`` and ``image`` are for ``benchmarks.aio_storage``, which
+    boots the same storm on the all-in-one's ``rbd`` and ``file`` types, from
+    an image as well as blank.
+    """
+    mapping = {"source_type": "blank", "destination_type": "volume", "boot_index": 0,
+               "volume_size": size, "volume_type": volume_type,
+               "delete_on_termination": True}
+    if image is not None:
+        mapping.update(source_type="image", uuid=image)
+    return {"server": {"name": name, "flavorRef": "42", "networks": "none",
+                       "block_device_mapping_v2": [mapping]}}
 
 
 def list_servers(client, name, status=None, detail=False):
@@ -91,8 +98,9 @@ def volumes_by_id(client):
 class _Posts:
     """N POST /servers from N threads released together by one barrier."""
 
-    def __init__(self, client, prefix, n, timeout):
+    def __init__(self, client, prefix, n, timeout, body=boot_body):
         self.client, self.prefix, self.n, self.timeout = client, prefix, n, timeout
+        self.body = body
         self.results = [None] * n  # (sent, answered, server id or None, error or None)
         self.barrier = threading.Barrier(n + 1, timeout=120)
         self.threads = [threading.Thread(target=self._post, args=(i,), daemon=True)
@@ -104,7 +112,7 @@ class _Posts:
         server_id, error = None, None
         try:
             status, body = self.client.api("POST", "/servers", version=VERSION,
-                                           body=boot_body(f"{self.prefix}-{i}"),
+                                           body=self.body(f"{self.prefix}-{i}"),
                                            timeout=self.timeout)
             if status == 202:
                 server_id = body["server"]["id"]
@@ -127,10 +135,13 @@ class _Posts:
             t.join(max(1.0, deadline - time.monotonic()))
 
 
-def boot_storm(client, stack, n, probe_server, args):
-    """One storm of N boots; returns the figures, leaves the servers in place."""
+def boot_storm(client, stack, n, probe_server, args, body=boot_body):
+    """One storm of N boots; returns the figures, leaves the servers in place.
+
+    ``body(name)`` is each POST's body (default: a blank ``gold`` volume).
+    """
     prefix = f"boot{n}-{int(time.time())}"
-    posts = _Posts(client, prefix, n, args.client_timeout)
+    posts = _Posts(client, prefix, n, args.client_timeout, body)
     posts.start()
     groups = {**stack.our_groups(), **stack.cinder_groups()}
     offset = metrics.log_size(stack.cinder_api_log)

@@ -19,7 +19,7 @@ from benchmarks.storm_client import Client, Probe
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 SCRIPTS = ["attach_storm", "boot_storm", "extend_completion", "multiattach_race",
-           "reconcile_walk", "control_plane", "cluster_storm"]
+           "reconcile_walk", "control_plane", "cluster_storm", "aio_storage"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
