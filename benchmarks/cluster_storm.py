@@ -17,8 +17,9 @@ cluster with quorum queues, PostgreSQL) and, for each ``--servers`` N:
    say about it;
 5. deletes the servers and volumes before the next N.
 
-Cinder's share of the time is given two ways: its processes' CPU among all
-of the deployment's, and the seconds cinder-api spent answering requests
+Cinder's share of the time is given two ways: its processes' CPU (and its
+database server's, which Glance shares but does not use in a storm) among
+all of the deployment's, and the seconds cinder-api spent answering requests
 (its own log's ``time:``; the benchmark's volume lists left out) against
 the sum over attaches of the time from the POST to ``in-use``.
 
@@ -204,7 +205,8 @@ def run_level(client, cluster, stack, image_id, n, args):
                              storm_args)
     timed = cinder_request_seconds(stack.cinder_api_log, offset)
     run.update(hosts=hosts, boot_s=boot_s, volumes_s=volumes_s, timed=timed,
-               share=cinder_share(run, set(stack.cinder_groups()), timed),
+               share=cinder_share(run, set(stack.cinder_groups()) | {"postgresql-services"},
+                                  timed),
                stragglers=stragglers(client, cluster, servers, volumes))
     log(f"N={n}: {_summary(run)}")
     return run
@@ -219,11 +221,13 @@ def _summary(run):
 
 
 def markdown(runs, args, cluster, commit, started):
-    lines = [f"Commit `{commit}`, {started} UTC; {len(cluster.hosts)} computes on the "
+    lines = [f"Working tree at `{commit}`, {started} UTC; {len(cluster.hosts)} computes on the "
              f"**{args.compute_driver}** driver, each in its own namespace; 2 API nodes "
              f"(`[api] workers = 2`) behind HAProxy, 2 conductors, 3 RabbitMQ nodes "
              f"(quorum queues), volumesvc's database on {args.database}; Cinder 29 "
-             f"(file driver, 1 API worker). Every request through the load balancer.",
+             f"(file driver, 1 API worker). Every request through the load balancer. "
+             f"Cinder's CPU share counts cinder-api, -scheduler, -volume and their "
+             f"database server.",
              "",
              "```",
              "PYTHONPATH=$PWD .venv/bin/python -m benchmarks.cluster_storm "
@@ -303,6 +307,10 @@ def run(args, argv):
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, check=False).stdout.strip()
+    # The cluster runs the working tree, not a snapshot: say when it differs.
+    if subprocess.run(["git", "status", "--porcelain", "volumesvc"], capture_output=True,
+                      text=True, check=False).stdout.strip():
+        commit += " + uncommitted changes in volumesvc/"
     cluster = cluster_mod.Cluster(state_dir, computes=args.computes, prefix="vscb",
                                   subnet="10.251.3.0/24", database=args.database,
                                   compute_driver=args.compute_driver, log=log)
