@@ -463,7 +463,7 @@ def test_cleanup_removes_a_dangling_bdm_and_a_dangling_cinder_attachment(
     made_behind = cinder_c.attachments.create(
         stray.id, {"host": "elsewhere", "ip": "127.0.0.1", "initiator": "iqn.2026-12.test:x"},
         server.id)
-    cinder_c.attachments.complete(made_behind.id)
+    cinder_c.attachments.complete(made_behind["id"])
     wait_volume(cinder_c, stray.id, "in-use")
     if backend == "rbd":
         # Deleting an attachment does not reach into QEMU: the disk is still open.
@@ -476,7 +476,7 @@ def test_cleanup_removes_a_dangling_bdm_and_a_dangling_cinder_attachment(
     assert run.returncode == 0, run
     report = json.loads(run.stdout)
     assert [r["volume_id"] for r in report["removed_bdms"]] == [dropped.id], report
-    assert [a["attachment_id"] for a in report["deleted_attachments"]] == [made_behind.id]
+    assert [a["attachment_id"] for a in report["deleted_attachments"]] == [made_behind["id"]]
     assert json.loads(dry.stdout)["removed_bdms"] == report["removed_bdms"]
 
     assert listed(stack, server.id, dropped.id) is None
