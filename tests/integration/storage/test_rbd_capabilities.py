@@ -19,7 +19,6 @@ Ceph's own view (``rbd status``/``rbd info``) as the proof on RBD:
 Each test deletes what it made (``made`` catches what a failure left).
 """
 
-import configparser
 import contextlib
 import glob
 import json
@@ -31,7 +30,7 @@ import urllib.request
 
 import pytest
 
-import volumesvc_aio as harness
+from tests.fixtures.aio_compute import ExtraCompute
 from tests.fixtures.virt import ATTACH_DELAY_ENV
 from tests.integration.clients.helpers import (
     SERVER_TIMEOUT,
@@ -51,7 +50,7 @@ from tests.integration.clients.helpers import (
     wait_volume,
     wait_volume_gone,
 )
-from tests.integration.conftest import REPO, bin_path, free_port
+from tests.integration.conftest import bin_path
 from tests.integration.storage.test_aio_rbd import (
     SYSTEM_URI,
     GiB,
@@ -65,7 +64,6 @@ from tests.integration.storage.test_aio_rbd import (
     wait_watchers,
     watchers,
 )
-from volumesvc_aio import config as aio_config
 
 pytestmark = pytest.mark.integration
 
@@ -612,70 +610,20 @@ def test_unshelve_onto_the_other_compute_reconnects_the_volumes(
 
 # -- a compute SIGKILLed in the middle of an RBD attach -----------------------------------
 
-class ExtraCompute:
-    """A third compute of this module's own, on the same libvirt daemon and Ceph.
-
-    The all-in-one stops everything when one of its own processes dies, so
-    the kill is done to a compute the test started: same configuration, its
-    own host name, the slow-attach libvirt driver (a window between Cinder's
-    ``attachment_update`` and the disk reaching the domain).
-    """
-
-    def __init__(self, stack):
-        self.stack = stack
-        self.host = unique("cap-kill")
-        conf = configparser.ConfigParser(interpolation=None)
-        self.main_conf = os.path.join(stack.state_dir, "volumesvc.conf")
-        conf.read(self.main_conf)
-        self.host_conf = aio_config.write_compute_config(
-            stack.state_dir, host=self.host, first=False,
-            driver="tests.fixtures.slow_libvirt:SlowAttachLibvirtDriver",
-            connection_uri=conf["libvirt"]["connection_uri"], metrics_port=free_port())
-        self.log_path = os.path.join(stack.state_dir, "logs", f"volumesvc-compute-{self.host}.log")
-        self.child = None
-
-    def start(self, attach_delay):
-        path = os.environ.get("PYTHONPATH")
-        env = {**os.environ, ATTACH_DELAY_ENV: str(attach_delay),
-               "PYTHONPATH": REPO + (os.pathsep + path if path else "")}
-        self.child = harness.ProcessGroup(
-            f"volumesvc-compute-{self.host}",
-            [bin_path("volumesvc-compute"), "--config-file", self.main_conf,
-             "--config-file", self.host_conf], self.log_path, env=env).start()
-        harness.wait_for(lambda: aio_config.compute_is_up(self.main_conf, self.host), 120,
-                         what=f"the compute on {self.host} to report up", children=[self.child])
-
-    def kill(self):
-        os.killpg(self.child.pid, signal.SIGKILL)
-        self.child.proc.wait(30)
-
-    def log(self):
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def remove(self, nova_c):
-        """Delete its servers, stop it and delete its service record (no later boot lands here)."""
-        if self.child is None:
-            return
-        if not self.child.running():
-            self.start(attach_delay=0)  # a delete needs the server's compute
-        for server in nova_c.servers.list(search_opts={"host": self.host, "all_tenants": 1}):
-            delete_server_quietly(nova_c, server.id)
-        self.child.stop()
-        for service in compute_services(self.stack):
-            if service["host"] == self.host:
-                status, body, _ = compute_http(self.stack, "DELETE",
-                                               f"/os-services/{service['id']}", version="2.53")
-                assert status == 204, body
-
-
 @pytest.fixture
 def extra_compute(stack, nova_c):
-    compute = ExtraCompute(stack)
+    """A third compute of the test's own (the all-in-one stops when one of its own dies).
+
+    Same configuration and libvirt daemon as the others, the slow-attach
+    libvirt driver: a window between Cinder's ``attachment_update`` and the
+    disk reaching the domain.
+    """
+    compute = ExtraCompute(stack.state_dir, stack.compute_url, prefix="cap-kill",
+                           driver="tests.fixtures.slow_libvirt:SlowAttachLibvirtDriver")
     try:
         yield compute
     finally:
-        compute.remove(nova_c)
+        compute.remove(lambda server_id: delete_server_quietly(nova_c, server_id))
 
 
 def test_a_compute_killed_mid_attach_of_an_rbd_volume_finishes_it_after_restart(
@@ -687,7 +635,7 @@ def test_a_compute_killed_mid_attach_of_an_rbd_volume_finishes_it_after_restart(
     (the disk reaches the domain, QEMU watches the image) and completes it
     in Cinder, without an operator.
     """
-    extra_compute.start(attach_delay=30)
+    extra_compute.start({ATTACH_DELAY_ENV: "30"})
     status, body, _ = compute_http(stack, "POST", "/servers", {"server": {
         "name": unique("cap-kill"), "flavorRef": "42", "networks": "none",
         "host": extra_compute.host, "block_device_mapping_v2": [blank_root("rbd")]}},
@@ -702,13 +650,13 @@ def test_a_compute_killed_mid_attach_of_an_rbd_volume_finishes_it_after_restart(
     attach_async(stack, server_id, volume.id)
     wait_until(lambda: [a.status for a in cinder_attachments(cinder_c, volume.id)]
                == ["attaching"], "Cinder's attachment attaching (connector given)")
-    extra_compute.kill()
+    extra_compute.kill(signal.SIGKILL)
     assert cinder_c.volumes.get(volume.id).status == "attaching"
     assert volume.id not in live_xml(server_id)
     assert watchers(stack, volume.id) == []
     assert qemu_pid(server_id), "the guest outlives its compute"
 
-    extra_compute.start(attach_delay=0)
+    extra_compute.start({ATTACH_DELAY_ENV: "0"})
     wait_attached(stack, cinder_c, server_id, volume.id)
     (att,) = cinder_attachments(cinder_c, volume.id)
     assert att.status == "attached"
