@@ -106,11 +106,12 @@ class VolumeSwapper:
             new_info["serial"] = virt_bd.volume_id(old_info) or old_volume_id
             self.driver.connect_volume(new_info)
             connected = True
-            resize_to = (int(new_volume["size"]) * GiB
-                         if int(new_volume["size"]) > int(old_volume["size"]) else None)
+            # The new volume's full size, whatever the old one's: the driver
+            # grows the guest's disk to it before the copy when it is smaller.
             self.driver.swap_volume(old_info, new_info,
                                     compute_instances.driver_instance(instance),
-                                    bdm["device_name"], resize_to_bytes=resize_to)
+                                    bdm["device_name"],
+                                    resize_to_bytes=int(new_volume["size"]) * GiB)
         except Exception:
             LOG.exception("Swapping volume %s for %s on %s failed; the server keeps %s",
                           old_volume_id, new_volume_id, uuid, old_volume_id)

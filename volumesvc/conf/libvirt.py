@@ -153,6 +153,22 @@ copy reaching the ready state, then the pivot). Past it the copy is cancelled
 and the server keeps its old volume.
 """),
     cfg.IntOpt(
+        "block_copy_bandwidth",
+        default=0,
+        min=0,
+        help="""
+Most MiB per second a swap volume's block copy may move (libvirt's
+``bandwidth`` of the copy job), so that moving a large volume off a backend
+leaves room for the guests' own I/O on the same storage. ``0`` (the
+default): no limit. Only data counts: holes of a sparse volume are not
+throttled.
+
+Related options:
+
+* ``block_copy_timeout``: keep it above the size of the largest volume
+  divided by this rate.
+"""),
+    cfg.IntOpt(
         "domain_state_timeout",
         default=30,
         min=1,

@@ -121,8 +121,10 @@ class ComputeDriver:
                     resize_to_bytes=None):
         """Move the running guest's disk at ``mountpoint`` onto the new, connected volume.
 
-        The guest keeps running and keeps the device. Raises when the disk
-        could not be moved; the guest is then still on the old volume.
+        The guest keeps running and keeps the device. ``resize_to_bytes`` is
+        the new volume's size: a smaller disk is grown to it first. Raises
+        when the disk could not be moved; the guest is then still on the old
+        volume.
         """
         raise exception.SwapVolumeNotSupportedByVirtDriver()
 

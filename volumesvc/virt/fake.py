@@ -23,7 +23,6 @@ and slow-host doubles for tests live in ``tests/fixtures/virt.py``.
 import copy
 import itertools
 import os
-import shutil
 import threading
 import time
 import uuid as uuidlib
@@ -50,6 +49,7 @@ VIR_DOMAIN_BLOCK_COMMIT_ACTIVE = 4
 VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT = 2
 VIR_DOMAIN_BLOCK_COPY_REUSE_EXT = 2
 VIR_DOMAIN_BLOCK_COPY_TRANSIENT_JOB = 4
+VIR_DOMAIN_BLOCK_COPY_BANDWIDTH = "bandwidth"
 VIR_DOMAIN_SNAPSHOT_CREATE_DISK_ONLY = 16
 VIR_DOMAIN_SNAPSHOT_CREATE_REUSE_EXT = 32
 VIR_DOMAIN_EVENT_ID_LIFECYCLE = 0
@@ -90,6 +90,48 @@ def _required(element: ET.Element, path: str) -> ET.Element:
     if found is None:
         raise libvirtError(f"XML error: <{element.tag}> lacks <{path}>", VIR_ERR_XML_ERROR)
     return found
+
+
+_CHUNK = 4 << 20
+
+
+def _data_ranges(fd, start, end):
+    """(offset, end) of the data (not holes) of ``fd`` between ``start`` and ``end``."""
+    offset = start
+    while offset < end:
+        try:
+            data = os.lseek(fd, offset, os.SEEK_DATA)
+        except OSError:  # ENXIO: only a hole up to the end of the file
+            return
+        if data >= end:
+            return
+        hole = min(os.lseek(fd, data, os.SEEK_HOLE), end)
+        yield data, hole
+        offset = hole
+
+
+def _copy_sparse(source, dest):
+    """Make ``dest`` hold ``source``'s bytes, touching only data (as QEMU's mirror).
+
+    Why not a plain copy: a swap onto a grown disk would write gigabytes of
+    zeros into the test's temporary directory.
+    """
+    size = os.path.getsize(source)
+    src = os.open(source, os.O_RDONLY)
+    dst = os.open(dest, os.O_RDWR)
+    try:
+        offset = 0
+        for data, hole in [*_data_ranges(src, 0, size), (size, size)]:
+            # The source's hole before this data: zeros wherever dest has data.
+            for zero_start, zero_end in list(_data_ranges(dst, offset, data)):
+                for at in range(zero_start, zero_end, _CHUNK):
+                    os.pwrite(dst, bytes(min(_CHUNK, zero_end - at)), at)
+            for at in range(data, hole, _CHUNK):
+                os.pwrite(dst, os.pread(src, min(_CHUNK, hole - at), at), at)
+            offset = hole
+    finally:
+        os.close(src)
+        os.close(dst)
 
 
 def _disk_path(disk):
@@ -160,6 +202,7 @@ class FakeDomain:
         self._unplug_pending = set()  # id() of live virtio disks awaiting the guest
         self._pivots = {}  # target dev -> base of an active commit waiting to pivot
         self._copies = {}  # target dev -> destination file of a block copy (swap volume)
+        self.copy_params = {}  # target dev -> typed parameters of its last block copy
 
     # -- identity and state ---------------------------------------------------
     def UUIDString(self):  # noqa: N802 - the binding's names
@@ -393,7 +436,13 @@ class FakeDomain:
                                "only", VIR_ERR_SYSTEM_ERROR)
         if _disk_path(disk) is None:
             raise libvirtError("the fake copies file-backed disks only", VIR_ERR_NO_SUPPORT)
+        # As QEMU's mirror: one size on both sides, never a larger destination.
+        if os.path.getsize(_disk_path(disk)) != os.path.getsize(dest):
+            raise libvirtError("internal error: unable to execute QEMU command "
+                               "'blockdev-mirror': Source and target image have different "
+                               "sizes", VIR_ERR_INTERNAL_ERROR)
         self._copies[disk_name] = dest
+        self.copy_params[disk_name] = dict(params or {})
         return 0
 
     def blockJobInfo(self, disk_name, flags=0):  # noqa: N802
@@ -406,9 +455,7 @@ class FakeDomain:
     def blockJobAbort(self, disk_name, flags=0):  # noqa: N802
         dest = self._copies.pop(disk_name, None)
         if dest is not None and flags & VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT:
-            source = _disk_path(self._find_live_disk(disk_name))
-            with open(source, "rb") as src, open(dest, "r+b") as dst:
-                shutil.copyfileobj(src, dst)
+            _copy_sparse(_disk_path(self._find_live_disk(disk_name)), dest)
             _required(self._find_live_disk(disk_name), "source").set("file", dest)
         base = self._pivots.pop(disk_name, None)
         if base is not None and flags & VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT:

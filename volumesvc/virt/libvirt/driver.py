@@ -338,14 +338,16 @@ class LibvirtDriver(driver.ComputeDriver):
                                                   disk_bus=disk.target_bus,
                                                   device_type=None)
         timeout = self.libvirt_conf.block_copy_timeout
+        bandwidth = self.libvirt_conf.block_copy_bandwidth * 1024 * 1024
         try:
-            swap.copy(self.libvirt, guest, disk.target_dev, new_disk, timeout)
+            # Before the copy: QEMU does not mirror into a larger disk.
+            swap.grow_to(guest, disk.target_dev, resize_to_bytes)
+            swap.copy(self.libvirt, guest, disk.target_dev, new_disk, timeout,
+                      bandwidth_bytes=bandwidth)
         except self.libvirt.libvirtError as exc:
             raise self._libvirt_error(exc, f"copying volume {vol_id} failed") from exc
         try:
             swap.persist_disk(self._host, guest, new_disk)
-            if resize_to_bytes:
-                guest.block_resize(disk.target_dev, resize_to_bytes)
         except self.libvirt.libvirtError as exc:
             # The guest runs on the new volume already: say so, do not undo.
             LOG.error("Volume %s of %s was copied, but updating the domain failed: %s",

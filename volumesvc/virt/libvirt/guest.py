@@ -149,16 +149,19 @@ class Guest:
                                    self.libvirt.VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT)
 
     # -- swap volume (virt/libvirt/swap.py) --------------------------------------
-    def block_copy(self, target_dev, dest_xml):
+    def block_copy(self, target_dev, dest_xml, bandwidth_bytes=0):
         """Start mirroring the running disk into the existing ``dest_xml`` disk.
 
         REUSE_EXT: Cinder made the destination. TRANSIENT_JOB: the domain
         stays persistent during the copy (its definition still names the
         old disk, which is what it must name if the compute dies mid-copy).
+        ``bandwidth_bytes`` (bytes per second, 0 for none) caps the copy.
         """
         flags = (self.libvirt.VIR_DOMAIN_BLOCK_COPY_REUSE_EXT
                  | self.libvirt.VIR_DOMAIN_BLOCK_COPY_TRANSIENT_JOB)
-        self._domain.blockCopy(target_dev, dest_xml, {}, flags)
+        params = ({self.libvirt.VIR_DOMAIN_BLOCK_COPY_BANDWIDTH: int(bandwidth_bytes)}
+                  if bandwidth_bytes else {})
+        self._domain.blockCopy(target_dev, dest_xml, params, flags)
 
     def block_job_cancel(self, target_dev):
         """End the disk's block job without a pivot: the disk stays where it was."""

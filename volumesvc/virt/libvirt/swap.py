@@ -108,14 +108,29 @@ def persist_disk(host, guest, new_disk):
         return
 
 
-def copy(libvirt, guest, target_dev, new_disk, timeout):
+def grow_to(guest, target_dev, size_bytes):
+    """Grow the running disk to ``size_bytes`` when it is smaller; before a copy.
+
+    QEMU mirrors only between disks of one size ("Source and target image
+    have different sizes"), and Cinder may hand over a new volume larger than
+    the old one (another size, or a backend that rounds differently). The
+    guest's disk is grown first, as an extend would, so the copy can start;
+    a destination smaller than the disk is left for QEMU to refuse.
+    """
+    if size_bytes and guest.block_capacity(target_dev) < size_bytes:
+        LOG.info("Growing %s of %s to %d bytes before copying it to the new volume",
+                 target_dev, guest.uuid, size_bytes)
+        guest.block_resize(target_dev, size_bytes)
+
+
+def copy(libvirt, guest, target_dev, new_disk, timeout, bandwidth_bytes=0):
     """Mirror ``target_dev`` into ``new_disk`` (a DiskConfig) and pivot onto it.
 
     On any failure before the pivot the job is cancelled and the guest stays
     on its old volume; the error is raised.
     """
     try:
-        guest.block_copy(target_dev, new_disk.to_xml())
+        guest.block_copy(target_dev, new_disk.to_xml(), bandwidth_bytes)
         _wait_ready(guest, target_dev, timeout)
         _pivot(libvirt, guest, target_dev, timeout)
     except Exception:
