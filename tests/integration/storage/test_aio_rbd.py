@@ -5,7 +5,8 @@ default: a one-node Ceph, Cinder backends ``rbd`` and ``file``, Glance on
 RBD, both computes on ``qemu:///system``) serves the whole module. Proof that
 QEMU really opened an RBD volume is Ceph's own: ``rbd status`` lists the
 guest as a watcher, and lists none once the disk is detached. The tests run
-in file order and build on each other's servers (module fixtures).
+in file order and build on each other's servers (module fixtures; ``aio``,
+``nova``, ``cinder`` and ``created`` come from ``conftest.py``).
 """
 
 import contextlib
@@ -19,11 +20,8 @@ import pytest
 
 from tests.integration.clients.helpers import (
     SERVER_TIMEOUT,
-    cinder_client,
     compute_http,
-    delete_server_quietly,
     delete_volume_quietly,
-    nova_client,
     unique,
     wait_server,
     wait_server_gone,
@@ -37,33 +35,6 @@ pytestmark = pytest.mark.integration
 
 GiB = 1 << 30
 SYSTEM_URI = "qemu:///system"
-
-
-@pytest.fixture(scope="module")
-def aio(ceph_aio):
-    """The storage tier's shared all-in-one (``conftest.py``)."""
-    return ceph_aio
-
-
-@pytest.fixture(scope="module")
-def nova(aio):
-    return nova_client(aio)
-
-
-@pytest.fixture(scope="module")
-def cinder(aio):
-    return cinder_client(aio)
-
-
-@pytest.fixture(scope="module")
-def created(nova, cinder):
-    """Servers and volumes the module made: whatever a failed test left is deleted at the end."""
-    made = {"servers": [], "volumes": []}
-    yield made
-    for server_id in made["servers"]:
-        delete_server_quietly(nova, server_id)
-    for volume_id in made["volumes"]:
-        delete_volume_quietly(cinder, volume_id)
 
 
 def rbd(aio, *args):

@@ -2,8 +2,9 @@
 
 Why: Cinder's stock fake driver answers iSCSI connection info with nothing
 behind it, and cannot create volumes from images. This driver keeps every
-volume (``volume-<id>``) and snapshot (``snapshot-<id>``) as a sparse file in
-one directory and answers ``initialize_connection`` with os-brick's ``local``
+volume and snapshot as a sparse file named after it (Cinder's ``name``:
+``volume-<id>`` until a migration gives the volume another one) in one
+directory and answers ``initialize_connection`` with os-brick's ``local``
 connector, so the compute can hand a real file to a real QEMU, and Cinder's
 own image code (qemu-img) can fill volumes from Glance images.
 
@@ -65,10 +66,15 @@ class FileVolumeDriver(driver.VolumeDriver):
         return self.configuration.file_volume_dir
 
     def _volume_path(self, volume):
-        return os.path.join(self._dir, f"volume-{volume['id']}")
+        # NOTE: by name, never by id: a migration (retype, migrate) ends with
+        # the volume keeping its id but taking the new volume's data, whose
+        # file carries the new volume's name (Cinder's ``name_id``), and the
+        # record deleted afterwards names the old file. Named by id, the
+        # migrated volume pointed at stale data and its old file leaked.
+        return os.path.join(self._dir, volume["name"])
 
     def _snapshot_path(self, snapshot):
-        return os.path.join(self._dir, f"snapshot-{snapshot['id']}")
+        return os.path.join(self._dir, snapshot["name"])
 
     @staticmethod
     def _resize(path, size_gb):

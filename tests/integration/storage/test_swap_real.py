@@ -1,0 +1,501 @@
+"""Swap volume on real storage: Cinder moves an in-use volume between Ceph RBD and a file.
+
+On the storage tier's shared all-in-one (``ceph_aio``: a one-node Ceph,
+Cinder backends ``rbd`` and ``file``, Glance on RBD, computes on
+``qemu:///system``) an operator's ``cinder retype --migration-policy
+on-demand`` of an attached volume makes Cinder create the new volume on the
+other backend and call swap volume; the compute mirrors the running guest's
+disk into it with a libvirt block copy, pivots, and completes Cinder's
+migration. The proofs are the storage's own, never our database's:
+
+* the bytes: the volume is made from a Glance image of random data whose
+  SHA-256 the test knows, and after the move the first bytes of the RBD
+  image (``rbd export``) or of the file Cinder's file driver keeps hash the
+  same;
+* the guest's disk: the live domain names the new image or file, and Ceph
+  lists exactly one watcher on the RBD image (the guest's QEMU), none once
+  QEMU let go of it;
+* Cinder: the volume keeps its id, ``in-use`` on the server with one
+  attachment, the one its BDM names, on the new backend, and the temporary
+  volume of the migration is gone with its image or file.
+
+The last test kills the compute with SIGKILL in the middle of a throttled
+copy (a compute of the test's own with ``[libvirt] block_copy_bandwidth``:
+the all-in-one stops everything when one of its own processes dies) and
+restarts it: the guest keeps its old volume, Cinder's migration ends in
+``error``, and no attachment or BDM is left without its pair.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+import volumesvc_aio as harness
+from tests.integration.clients.helpers import (
+    SERVER_TIMEOUT,
+    compute_http,
+    delete_server_quietly,
+    glance_delete,
+    unique,
+    wait_server,
+    wait_until,
+    wait_volume,
+    wait_volume_gone,
+)
+from tests.integration.conftest import bin_path, free_port
+from tests.integration.storage.test_aio_rbd import SYSTEM_URI, attachment, boot, detach, rbd
+from volumesvc_aio import ceph as ceph_mod
+from volumesvc_aio import config as aio_config
+
+pytestmark = pytest.mark.integration
+
+MiB = 1 << 20
+# Random bytes: no hole, no zero block QEMU could skip, none the same as another.
+PAYLOAD_BYTES = 64 * MiB
+# MiB/s of the throttled copy: QEMU copies its first buffer (16 MiB) at once,
+# the remaining 48 MiB take about 48 s, time to look at the copy and to kill.
+KILL_BANDWIDTH = 1
+MIGRATION_TIMEOUT = 300
+PERIODIC_RECONCILE = "ComputeManager._reconcile_dangling_attachments"
+
+
+@pytest.fixture(scope="module")
+def payload(aio):
+    """A public raw Glance image of random bytes: (image id, its bytes' SHA-256, its size)."""
+    data = os.urandom(PAYLOAD_BYTES)
+
+    def request(method, path, body=None, content_type="application/json"):
+        req = urllib.request.Request(aio.image_url + path, data=body, method=method,
+                                     headers={"Content-Type": content_type})
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            raw = resp.read()
+            return json.loads(raw) if raw else None
+
+    image = request("POST", "/v2/images", json.dumps({
+        "name": unique("swap-payload"), "disk_format": "raw", "container_format": "bare",
+        "visibility": "public"}).encode())
+    try:
+        request("PUT", f"/v2/images/{image['id']}/file", data,
+                content_type="application/octet-stream")
+        yield image["id"], hashlib.sha256(data).hexdigest(), len(data)
+    finally:
+        glance_delete(aio, image["id"])
+
+
+@pytest.fixture(scope="module")
+def server(aio, nova, created):
+    """Booted at 2.67 from a blank 1 GiB rbd volume; the swapped volumes attach to it."""
+    return boot(aio, nova, created, {
+        "source_type": "blank", "destination_type": "volume", "volume_size": 1,
+        "volume_type": "rbd", "boot_index": 0, "delete_on_termination": True})
+
+
+# -- what the storage says ----------------------------------------------------------------
+
+def name_id(cinder, volume_id):
+    """The id Cinder's drivers name the volume's data after (another one after a migration)."""
+    volume = cinder.volumes.get(volume_id)
+    return getattr(volume, "os-vol-mig-status-attr:name_id", None) or volume_id
+
+
+def rbd_image(cinder, volume_id):
+    return f"volumes/volume-{name_id(cinder, volume_id)}"
+
+
+def volume_file(aio, cinder, volume_id):
+    return os.path.join(aio.state_dir, "cinder", "volumes", f"volume-{name_id(cinder, volume_id)}")
+
+
+def rbd_watchers(aio, image):
+    return rbd(aio, "status", image).get("watchers", [])
+
+
+def rbd_images(aio):
+    return [entry["image"] if isinstance(entry, dict) else entry
+            for entry in rbd(aio, "ls", "volumes") or []]
+
+
+def sha256_of_rbd(aio, image, length):
+    """SHA-256 of the first ``length`` bytes of an RBD image, read by ``rbd export``."""
+    conf = os.path.join(aio.state_dir, "ceph", "ceph.conf")
+    proc = subprocess.Popen(["rbd", "-c", conf, "--id", "admin", "export", image, "-"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=ceph_mod.clean_env())
+    try:
+        digest, left = hashlib.sha256(), length
+        while left:
+            chunk = proc.stdout.read(min(left, 4 * MiB))
+            assert chunk, f"rbd export {image} ended {left} bytes short"
+            digest.update(chunk)
+            left -= len(chunk)
+        return digest.hexdigest()
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def sha256_of_file(path, length):
+    with open(path, "rb") as f:
+        data = f.read(length)
+    assert len(data) == length, f"{path} holds {len(data)} bytes, wanted {length}"
+    return hashlib.sha256(data).hexdigest()
+
+
+def live_disk_sources(server_id):
+    """Serial → source of the live domain's disks, straight from the libvirt daemon.
+
+    An RBD disk's source is ``rbd:<pool>/<image>``, a file's its path.
+    """
+    import xml.etree.ElementTree as ET
+
+    import libvirt
+
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        xml = conn.lookupByUUIDString(server_id).XMLDesc(0)
+    finally:
+        conn.close()
+    disks = {}
+    for disk in ET.fromstring(xml).findall("./devices/disk"):
+        source = disk.find("source")
+        disks[disk.findtext("serial")] = (
+            f"rbd:{source.get('name')}" if source.get("protocol") == "rbd"
+            else source.get("file") or source.get("dev"))
+    return disks
+
+
+def block_job(server_id, device):
+    """libvirt's job info of the guest's disk ``device`` (``/dev/sdb``); {} without a job."""
+    import libvirt
+
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        dom = conn.lookupByUUIDString(server_id)
+        return dom.blockJobInfo(device.rsplit("/", 1)[-1], 0) or {}
+    finally:
+        conn.close()
+
+
+def no_leaks(aio, cinder, server_id):
+    """Every Cinder attachment of the server is a BDM's and every BDM has its attachment."""
+    status, body, _ = compute_http(aio, "GET", f"/servers/{server_id}/os-volume_attachments",
+                                   version="2.89")
+    assert status == 200, body
+    bdms = {(a["volumeId"], a["attachment_id"]) for a in body["volumeAttachments"]}
+    in_cinder = {(a.volume_id, a.id) for a in cinder.attachments.list(
+        search_opts={"all_tenants": 1, "instance_id": server_id})
+        if a.instance == server_id}
+    assert bdms == in_cinder, f"BDMs {bdms} but Cinder attachments {in_cinder}"
+    assert all(a for _, a in bdms), bdms
+
+
+def swap_results(aio, server_id):
+    """Event results of each ``swap_volume`` action of the server, oldest first."""
+    _, actions, _ = compute_http(aio, "GET", f"/servers/{server_id}/os-instance-actions",
+                                 version="2.84")
+    results = []
+    for action in reversed(actions["instanceActions"]):
+        if action["action"] != "swap_volume":
+            continue
+        _, detail, _ = compute_http(
+            aio, "GET", f"/servers/{server_id}/os-instance-actions/{action['request_id']}",
+            version="2.84")
+        results.append([e["result"] for e in detail["instanceAction"]["events"]])
+    return results
+
+
+# -- the flow -----------------------------------------------------------------------------
+
+def volume_from_image(cinder, created, image_id, volume_type):
+    volume = cinder.volumes.create(1, name=unique(f"swap-{volume_type}"), imageRef=image_id,
+                                   volume_type=volume_type)
+    created["volumes"].append(volume.id)
+    return wait_volume(cinder, volume.id, "available", timeout=MIGRATION_TIMEOUT)
+
+
+def backend_of(cinder, volume_id):
+    """``rbd`` or ``file`` from Cinder's ``host@backend#pool``."""
+    host = getattr(cinder.volumes.get(volume_id), "os-vol-host-attr:host")
+    return host.split("#")[0].rsplit("@", 1)[1]
+
+
+def attach(aio, cinder, server_id, volume_id):
+    status, body, _ = compute_http(aio, "POST", f"/servers/{server_id}/os-volume_attachments",
+                                   {"volumeAttachment": {"volumeId": volume_id}},
+                                   version="2.101")
+    assert status == 202, body
+    wait_volume(cinder, volume_id, "in-use")
+    wait_until(lambda: attachment(aio, server_id, volume_id)["status"] == "attached",
+               "the attachment listed attached")
+    return attachment(aio, server_id, volume_id)["device"]
+
+
+def migration_status(cinder, volume_id):
+    return getattr(cinder.volumes.get(volume_id), "migration_status", None)
+
+
+def retype_in_use(cinder, volume_id, new_type):
+    """``cinder retype --migration-policy on-demand``; returns the migration's new volume.
+
+    None when the migration ended before its new volume was seen. Cinder's
+    API puts the volume in ``retyping`` before it answers, and the volume
+    leaves it only when the migration ends.
+    """
+    cinder.volumes.retype(volume_id, new_type, "on-demand")
+
+    def started():
+        for volume in cinder.volumes.list(search_opts={"all_tenants": 1}):
+            if getattr(volume, "migration_status", None) == f"target:{volume_id}":
+                return volume.id
+        return "ended" if cinder.volumes.get(volume_id).status != "retyping" else None
+    found = wait_until(started, "Cinder's migration to start", timeout=MIGRATION_TIMEOUT)
+    return None if found == "ended" else found
+
+
+def wait_migration(cinder, volume_id, wanted):
+    """Wait until the volume is out of ``retyping``; its migration must have ended ``wanted``."""
+    def ended():
+        volume = cinder.volumes.get(volume_id)
+        assert not volume.status.startswith("error"), f"volume {volume_id} is {volume.status}"
+        return volume.status != "retyping" and volume
+    volume = wait_until(ended, f"the migration of {volume_id} to end",
+                        timeout=MIGRATION_TIMEOUT)
+    assert (volume.status, getattr(volume, "migration_status", None)) == ("in-use", wanted)
+
+
+def assert_moved(aio, cinder, server_id, volume_id, backend, payload):
+    """The volume ended in-use on the server on ``backend``; the guest's disk is its data."""
+    _, sha, length = payload
+    volume = cinder.volumes.get(volume_id)
+    assert volume.status == "in-use"
+    assert backend_of(cinder, volume_id) == backend
+    assert volume.volume_type == backend
+    assert [a["server_id"] for a in volume.attachments] == [server_id]
+    source = live_disk_sources(server_id)[volume_id]
+    if backend == "rbd":
+        image = rbd_image(cinder, volume_id)
+        assert source == f"rbd:{image}"
+        assert len(rbd_watchers(aio, image)) == 1, "the guest's QEMU watches the new image"
+        assert sha256_of_rbd(aio, image, length) == sha
+    else:
+        path = volume_file(aio, cinder, volume_id)
+        assert source == path
+        assert sha256_of_file(path, length) == sha
+    no_leaks(aio, cinder, server_id)
+
+
+def assert_gone(aio, cinder, volume_id, backend, name):
+    """The migration's other volume: gone from Cinder, its image or file gone from the backend."""
+    wait_volume_gone(cinder, volume_id)
+    if backend == "rbd":
+        wait_until(lambda: f"volume-{name}" not in rbd_images(aio),
+                   f"RBD image volume-{name} deleted")
+    else:
+        path = os.path.join(aio.state_dir, "cinder", "volumes", f"volume-{name}")
+        wait_until(lambda: not os.path.exists(path), f"{path} deleted")
+
+
+def test_retype_in_use_from_file_to_rbd_moves_the_guest_onto_the_rbd_image(
+        aio, nova, cinder, created, server, payload):
+    volume = volume_from_image(cinder, created, payload[0], "file")
+    old_name = name_id(cinder, volume.id)
+    assert sha256_of_file(volume_file(aio, cinder, volume.id), payload[2]) == payload[1]
+    attach(aio, cinder, server.id, volume.id)
+    assert live_disk_sources(server.id)[volume.id] == volume_file(aio, cinder, volume.id)
+
+    target = retype_in_use(cinder, volume.id, "rbd")
+    wait_migration(cinder, volume.id, "success")
+
+    assert target is None or name_id(cinder, volume.id) == target
+    assert_moved(aio, cinder, server.id, volume.id, "rbd", payload)
+    if target:
+        assert_gone(aio, cinder, target, "file", old_name)
+    assert not os.path.exists(os.path.join(aio.state_dir, "cinder", "volumes",
+                                           f"volume-{old_name}")), "the old file leaked"
+    last_swap = swap_results(aio, server.id)[-1]
+    assert last_swap and set(last_swap) == {"Success"}, last_swap
+
+    detach(aio, server.id, volume.id)
+    wait_volume(cinder, volume.id, "available")
+    wait_until(lambda: rbd_watchers(aio, rbd_image(cinder, volume.id)) == [],
+               "no watcher once detached")
+
+
+def test_retype_in_use_from_rbd_to_file_moves_the_guest_onto_the_file(
+        aio, nova, cinder, created, server, payload):
+    volume = volume_from_image(cinder, created, payload[0], "rbd")
+    old_image = rbd_image(cinder, volume.id)
+    assert sha256_of_rbd(aio, old_image, payload[2]) == payload[1]
+    attach(aio, cinder, server.id, volume.id)
+    assert len(rbd_watchers(aio, old_image)) == 1
+
+    target = retype_in_use(cinder, volume.id, "file")
+    wait_migration(cinder, volume.id, "success")
+
+    assert_moved(aio, cinder, server.id, volume.id, "file", payload)
+    if target:
+        assert_gone(aio, cinder, target, "rbd", old_image.split("volume-", 1)[1])
+    assert old_image.split("/", 1)[1] not in rbd_images(aio), "the old RBD image leaked"
+
+    detach(aio, server.id, volume.id)
+    wait_volume(cinder, volume.id, "available")
+
+
+# -- a compute killed in the middle of the copy -------------------------------------------
+
+class SwapCompute:
+    """A compute of the test's own on the all-in-one's libvirt daemon, Ceph and Cinder.
+
+    Its configuration is the all-in-one's (``volumesvc.conf`` and a
+    ``compute-<host>.conf`` written the all-in-one's way) plus one more file
+    of the test's: ``extra`` options, e.g. ``[libvirt] block_copy_bandwidth``.
+    """
+
+    def __init__(self, aio):
+        self.aio = aio
+        self.host = unique("swap-kill")
+        self.main_conf = os.path.join(aio.state_dir, "volumesvc.conf")
+        self.host_conf = aio_config.write_compute_config(
+            aio.state_dir, host=self.host, first=False, connection_uri=SYSTEM_URI,
+            metrics_port=free_port())
+        self.extra_conf = os.path.join(aio.state_dir, f"compute-{self.host}-extra.conf")
+        self.log_path = os.path.join(aio.state_dir, "logs", f"volumesvc-compute-{self.host}.log")
+        self.child = None
+        self.servers = []
+
+    def start(self, **extra):
+        """Start it with ``extra`` ({"libvirt": {"block_copy_bandwidth": 1}}) on top."""
+        with open(self.extra_conf, "w") as f:
+            for section, options in extra.items():
+                f.write(f"[{section}]\n")
+                f.writelines(f"{name} = {value}\n" for name, value in options.items())
+        self.child = harness.ProcessGroup(
+            f"volumesvc-compute-{self.host}",
+            [bin_path("volumesvc-compute"), "--config-file", self.main_conf,
+             "--config-file", self.host_conf, "--config-file", self.extra_conf],
+            self.log_path).start()
+        harness.wait_for(lambda: aio_config.compute_is_up(self.main_conf, self.host), 120,
+                         what=f"the compute on {self.host} to report up", children=[self.child])
+
+    def kill(self):
+        os.killpg(self.child.pid, signal.SIGKILL)
+        self.child.proc.wait(30)
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def remove(self, nova):
+        """Delete its servers while it runs, stop it, delete its service record."""
+        if self.child is not None and not self.child.running():
+            with contextlib.suppress(Exception):
+                self.start()
+        for server_id in self.servers:
+            delete_server_quietly(nova, server_id)
+        if self.child is not None:
+            self.child.stop()
+        status, body, _ = compute_http(self.aio, "GET",
+                                       "/os-services?binary=volumesvc-compute", version="2.53")
+        for service in body["services"] if status == 200 else ():
+            if service["host"] == self.host:
+                compute_http(self.aio, "DELETE", f"/os-services/{service['id']}",
+                             version="2.53")
+
+
+@pytest.fixture
+def swap_compute(aio, nova):
+    compute = SwapCompute(aio)
+    try:
+        yield compute
+    finally:
+        compute.remove(nova)
+
+
+def task_state(nova, server_id):
+    return getattr(nova.servers.get(server_id), "OS-EXT-STS:task_state")
+
+
+def test_a_compute_killed_mid_copy_leaves_the_guest_on_its_old_volume(
+        aio, nova, cinder, created, payload, swap_compute):
+    """SIGKILL while QEMU mirrors a file volume into RBD at 1 MiB/s, then a restart.
+
+    While the copy runs, the periodic dangling-attachment reconciliation
+    (every 2 s here) leaves the second attachment of the server alone. The
+    guest's QEMU outlives the compute and goes on copying; the restarted
+    compute cancels the copy before it lets go of the new volume, so the
+    guest keeps running on its old volume, which stays in-use; Cinder's
+    migration ends ``error`` and drops its new volume; every attachment has
+    its BDM. A retype afterwards moves the volume as usual.
+    """
+    swap_compute.start(libvirt={"block_copy_bandwidth": KILL_BANDWIDTH},
+                       compute={"dangling_attachment_reconcile_interval": 2},
+                       DEFAULT={"debug": "true"})  # each periodic run is logged
+    status, body, _ = compute_http(aio, "POST", "/servers", {"server": {
+        "name": unique("swap-kill"), "flavorRef": "42", "networks": "none",
+        "host": swap_compute.host, "block_device_mapping_v2": [{
+            "source_type": "blank", "destination_type": "volume", "volume_size": 1,
+            "volume_type": "rbd", "boot_index": 0, "delete_on_termination": True}]}},
+        version="2.74")
+    assert status == 202, body
+    server_id = body["server"]["id"]
+    swap_compute.servers.append(server_id)
+    wait_server(nova, server_id, aio=aio)
+    volume = volume_from_image(cinder, created, payload[0], "file")
+    old_path = volume_file(aio, cinder, volume.id)
+    device = attach(aio, cinder, server_id, volume.id)
+    (old_attachment,) = cinder.volumes.get(volume.id).attachments
+
+    target = retype_in_use(cinder, volume.id, "rbd")
+    assert target, "Cinder started a migration"
+    job = wait_until(lambda: (block_job(server_id, device) or {}).get("end") and
+                     block_job(server_id, device), "the block copy to start",
+                     timeout=SERVER_TIMEOUT)
+    log_at_copy, copy_seen = len(swap_compute.log()), time.monotonic()
+    assert job["bandwidth"] == KILL_BANDWIDTH, job  # MiB/s as libvirt reports it
+    assert task_state(nova, server_id) == "swapping_volume"
+    # Several reconciliation periods into the copy: nothing was undone.
+    wait_until(lambda: block_job(server_id, device).get("cur", 0) >= job["cur"] + 4 * MiB
+               and time.monotonic() > copy_seen + 5, "the copy to move on", timeout=30)
+    progress = block_job(server_id, device)
+    assert 0 < progress["cur"] < progress["end"], progress
+    attachments = {a.volume_id: a.status for a in cinder.attachments.list(
+        search_opts={"all_tenants": 1, "instance_id": server_id}) if a.instance == server_id}
+    assert attachments.get(volume.id) == "attached" and target in attachments, attachments
+    during_copy = swap_compute.log()[log_at_copy:]
+    assert during_copy.count(f"Periodic task {PERIODIC_RECONCILE} ran in") >= 2, \
+        "the periodic reconciliation ran during the copy"
+    assert "Deleting Cinder attachment" not in swap_compute.log()
+
+    swap_compute.kill()
+    # The guest outlives its compute, and so does QEMU's copy.
+    assert block_job(server_id, device), "the copy goes on in QEMU"
+    assert cinder.volumes.get(volume.id).status == "retyping"
+
+    swap_compute.start()
+    wait_until(lambda: task_state(nova, server_id) is None, "the swap rolled back",
+               timeout=SERVER_TIMEOUT)
+    wait_migration(cinder, volume.id, "error")
+    assert "was swapping a volume when this compute stopped" in swap_compute.log()
+    assert block_job(server_id, device) == {}
+    assert live_disk_sources(server_id)[volume.id] == old_path
+    (kept,) = cinder.volumes.get(volume.id).attachments
+    assert (kept["attachment_id"], kept["server_id"]) == (old_attachment["attachment_id"],
+                                                          server_id)
+    assert backend_of(cinder, volume.id) == "file"
+    assert sha256_of_file(old_path, payload[2]) == payload[1]
+    assert_gone(aio, cinder, target, "rbd", target)
+    no_leaks(aio, cinder, server_id)
+    assert nova.servers.get(server_id).status == "ACTIVE"
+
+    # Nothing was left half-made: the same retype, unthrottled now, goes through.
+    retype_in_use(cinder, volume.id, "rbd")
+    wait_migration(cinder, volume.id, "success")
+    assert_moved(aio, cinder, server_id, volume.id, "rbd", payload)
+    assert not os.path.exists(old_path), "the old file leaked"
