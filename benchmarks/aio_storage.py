@@ -89,6 +89,7 @@ class Aio:
         self.metrics_urls = {}
         self.ceph_conf = self.ceph_keyring = None
         self.image_id = None
+        self.daemon = None  # the libvirt daemon held by the benchmark, if any
 
     def start(self, timeout=1200):
         exe = os.path.join(os.path.dirname(sys.executable), "volumesvc-aio")
@@ -379,6 +380,12 @@ def phase_memory(aio, args):
             if cmdline.split(" ")[0].endswith(name) and name not in \
                     {n for n in aio.groups()}:
                 shared.setdefault(name, []).append(pid)
+    daemon = getattr(aio, "daemon", None)
+    if daemon is not None:
+        # Started by this script for the run (hold_libvirt_daemon): the all-in-one's own
+        # start would have started the same two daemons.
+        held = {p.pid: "libvirtd + virtlogd" for p in daemon.processes}
+        mem = memory({**aio.members(), **held})
     rows = "\n".join(f"| {name} | {rss:.0f} | {pss:.0f} | {count} |"
                      for name, (rss, pss, count) in sorted(mem.items(), key=lambda kv: -kv[1][1])
                      if name != "total")
@@ -392,7 +399,8 @@ def phase_memory(aio, args):
             f"{rows}\n\nNot counted (shared with other users of the machine, the same with "
             "either storage): RabbitMQ and MariaDB"
             + (", and the libvirt daemon, already running when this all-in-one started"
-               if "libvirtd" not in aio.groups() and aio.storage == "ceph" else "") + ".\n")
+               if "libvirtd" not in aio.groups() and aio.storage == "ceph" and daemon is None
+               else "") + ".\n")
     return {"start": aio.start_seconds, "rss": total[0], "pss": total[1]}, text
 
 
@@ -672,11 +680,40 @@ def parse_args(argv):
     return args
 
 
+def hold_libvirt_daemon(storage):
+    """Start the libvirt daemon here unless one runs; the harness, or None if it was running.
+
+    With Ceph the all-in-one shares the machine's one libvirt daemon, and the
+    deployment that started it stops it when it stops: an all-in-one that
+    merely found it running loses its hypervisor half way (this happened to
+    a run of this script on a machine shared with test runs). Started from
+    the benchmark, the daemon lives as long as the measurement does.
+    """
+    if storage != "ceph":
+        return None
+    from volumesvc_aio import libvirtd
+
+    daemon = libvirtd.LibvirtDaemon(tempfile.mkdtemp(prefix="vs-bench-libvirtd-",
+                                                     dir="/var/tmp"))
+    daemon.die_with_parent = True
+    daemon.configure()
+    daemon.start()
+    daemon.wait_ready()
+    if not daemon.started_here:
+        log("a libvirt daemon was already running: this run depends on its owner")
+        return None
+    log(f"libvirt daemon started for this run (logs in {daemon.log_dir})")
+    return daemon
+
+
 def run(args, argv):
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     aio = Aio(args.storage, args.api_workers, args.keep_state)
+    daemon = None
     try:
+        daemon = hold_libvirt_daemon(args.storage)
+        aio.daemon = daemon
         log(f"starting volumesvc-aio --storage {args.storage} in {aio.state_dir}")
         aio.start()
         log(f"ready in {aio.start_seconds:.0f}s")
@@ -703,6 +740,8 @@ def run(args, argv):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         log("stopping the all-in-one")
         aio.stop()
+        if daemon is not None:
+            daemon.stop()
 
 
 def _write(args, argv, commit, phase, text, seconds):
