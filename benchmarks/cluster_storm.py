@@ -53,14 +53,27 @@ OWN_REQUESTS = ("GET /v3/volumes/detail",)
 
 
 class PagedClient(Client):
-    """The storm client, with volume lists of any length (Cinder pages at 1000)."""
+    """The storm client, with volume lists of any length (Cinder pages at 1000).
+
+    A list that times out is asked again: in the first N=1000 run one list
+    waited over 60 s behind the storm's own Cinder requests in cinder-api's
+    single worker, and the storm ended on that timeout instead of measuring.
+    """
+
+    LIST_TIMEOUT = 180
 
     def volume_statuses(self, attempts=5, interval=1.0):
         found, marker = {}, None
         while True:
             path = "/volumes/detail?limit=1000" + (f"&marker={marker}" if marker else "")
             for attempt in range(attempts):
-                status, body = self.cinder("GET", path, timeout=60)
+                try:
+                    status, body = self.cinder("GET", path, timeout=self.LIST_TIMEOUT)
+                except OSError as exc:  # a timeout or a reset connection
+                    if attempt == attempts - 1:
+                        raise
+                    log(f"Cinder volume list: {exc!r}; asking again")
+                    continue
                 if status == 200 or status < 500 or attempt == attempts - 1:
                     break
                 time.sleep(interval)

@@ -49,3 +49,18 @@ def test_volume_list_pages_past_a_thousand():
     statuses = Paged("http://api", "http://cinder", 5).volume_statuses()
     assert len(statuses) == 1001 and statuses["v1000"] == "available"
     assert asked == [None, "v0999"]
+
+
+def test_volume_list_that_times_out_is_asked_again():
+    """Regression: the first N=1000 run ended on one list's timeout under the storm."""
+    answers = [TimeoutError("timed out"), (200, {"volumes": [{"id": "v", "status": "in-use"}]})]
+
+    class Slow(cluster_storm.PagedClient):
+        def cinder(self, method, path, body=None, timeout=None):
+            answer = answers.pop(0)
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+    assert Slow("http://api", "http://cinder", 5).volume_statuses() == {"v": "in-use"}
+    assert answers == []
