@@ -664,6 +664,9 @@ def parse_args(argv):
     p.add_argument("--clone-repeat", type=int, default=2)
     p.add_argument("--settle", type=float, default=30.0,
                    help="seconds between ready and the memory reading")
+    p.add_argument("--daemon-wait", type=float, default=900.0, metavar="SECONDS",
+                   help="with Ceph, wait at most this long for a libvirt daemon another "
+                        "deployment started to go, so this run starts (and keeps) its own")
     p.add_argument("--keep-state", action="store_true",
                    help="keep the all-in-one's state dir (logs; Ceph's OSD file)")
     results.add_arguments(p)
@@ -680,7 +683,7 @@ def parse_args(argv):
     return args
 
 
-def hold_libvirt_daemon(storage):
+def hold_libvirt_daemon(storage, wait):
     """Start the libvirt daemon here unless one runs; the harness, or None if it was running.
 
     With Ceph the all-in-one shares the machine's one libvirt daemon, and the
@@ -697,6 +700,11 @@ def hold_libvirt_daemon(storage):
                                                      dir="/var/tmp"))
     daemon.die_with_parent = True
     daemon.configure()
+    # Another deployment's daemon goes when that deployment does: wait for it to go
+    # (bounded), then start one of our own before anyone else does.
+    deadline = time.monotonic() + wait
+    while libvirtd.socket_answers(libvirtd.LIBVIRTD_SOCKET) and time.monotonic() < deadline:
+        time.sleep(1.0)
     daemon.start()
     daemon.wait_ready()
     if not daemon.started_here:
@@ -712,7 +720,7 @@ def run(args, argv):
     aio = Aio(args.storage, args.api_workers, args.keep_state)
     daemon = None
     try:
-        daemon = hold_libvirt_daemon(args.storage)
+        daemon = hold_libvirt_daemon(args.storage, args.daemon_wait)
         aio.daemon = daemon
         log(f"starting volumesvc-aio --storage {args.storage} in {aio.state_dir}")
         aio.start()
