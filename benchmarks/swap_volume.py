@@ -91,14 +91,24 @@ def _attached_file_volume(aio, server, size_gib):
     return volume_id
 
 
-def _swap_event_seconds(aio, server):
-    """Start to finish of the newest ``swap_volume`` action's compute event."""
+def _swap_event(aio, server):
     _, body = aio.nova("GET", f"/servers/{server}/os-instance-actions", version="2.84")
     newest = next(a for a in body["instanceActions"] if a["action"] == "swap_volume")
     _, detail = aio.nova("GET", f"/servers/{server}/os-instance-actions/{newest['request_id']}",
                          version="2.84")
     (event,) = [e for e in detail["instanceAction"]["events"]
                 if e["event"] == "compute_swap_volume"]
+    return event
+
+
+def _swap_event_seconds(aio, server):
+    """Start to finish of the newest ``swap_volume`` action's compute event.
+
+    The event finishes a moment after Cinder's migration: the compute
+    completes the migration, then updates the BDM and ends the event.
+    """
+    event = wait_for(lambda: (e := _swap_event(aio, server))["finish_time"] and e, 120,
+                     interval=0.2, what="the compute_swap_volume event to finish")
     assert event["result"] == "Success", event
 
     def parse(value):

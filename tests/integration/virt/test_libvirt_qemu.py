@@ -2,13 +2,17 @@
 
 What the fake cannot prove: that QEMU really opens the volume file, that its
 image locking refuses a second non-shareable user, that blockResize grows the
-file, and that detach removes the device from the running domain.
+file, that detach removes the device from the running domain, and that a swap
+volume's block copy mirrors the running disk byte for byte into the new file,
+pivots onto it (same target and serial, definition updated) or, cancelled,
+leaves the disk where it was.
 
 Needs (as root): libvirt-daemon, libvirt-daemon-driver-qemu, qemu-system-x86,
 qemu-utils, libvirt-python in the venv, and the ``libvirt-qemu`` user. These
 tests fail, never skip, when any of it is missing.
 """
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -23,6 +27,7 @@ from volumesvc.virt import power_state
 pytestmark = pytest.mark.integration
 
 GiB = 1 << 30
+MiB = 1 << 20
 
 
 def _require_environment(root):
@@ -187,3 +192,67 @@ def test_destroy_undefines_and_releases_the_volume(driver, make_volume):
     other = {"uuid": str(uuid.uuid4())}
     driver.spawn(other, bdi)
     driver.destroy(other)
+
+
+# -- swap volume ------------------------------------------------------------------
+
+
+def _fill(info):
+    with open(info["data"]["device_path"], "r+b") as f:
+        f.write(os.urandom(8 * MiB))
+
+
+def _digest(path, length):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read(length)).hexdigest()
+
+
+def test_swap_copies_and_pivots_the_running_disk(driver, make_instance, make_volume):
+    """Into a larger volume, as Cinder may hand one over.
+
+    Regression: QEMU mirrors only between disks of one size; the copy of the
+    1 GiB disk into the 2 GiB volume failed at once (no job in blockJobInfo
+    after blockCopy, the swap rolled back) until the disk was grown first.
+    """
+    root = make_volume()
+    instance = make_instance({"root_device_name": "/dev/sda",
+                              "block_device_mapping": [_bdm(root, "/dev/sda", 0)]})
+    old = make_volume()
+    _fill(old)
+    driver.attach_volume(old, instance, "/dev/sdb")
+    new = make_volume(size=2 << 30)
+    # The compute keeps the guest's serial: the new connection carries the old one.
+    new["serial"] = old["serial"]
+    driver.swap_volume(old, new, instance, "/dev/sdb", resize_to_bytes=2 << 30)
+
+    assert driver.get_info(instance) == power_state.RUNNING
+    live = _live_disks(driver, instance)[old["serial"]]
+    assert live.find("source").get("file") == new["data"]["device_path"]
+    assert live.find("target").get("dev") == "sdb"
+    defined = _live_disks(driver, instance, inactive=True)[old["serial"]]
+    assert defined.find("source").get("file") == new["data"]["device_path"]
+    assert defined.find("target").get("dev") == "sdb"
+    size = 1 << 30
+    assert _digest(new["data"]["device_path"], size) == _digest(old["data"]["device_path"],
+                                                                size)
+    # No job is left, and the disk detaches as the new volume's.
+    guest = driver.host.get_guest(instance["uuid"])
+    assert guest.block_job_info("sdb") == {}
+    driver.detach_volume(new, instance, "/dev/sdb")
+    assert old["serial"] not in _live_disks(driver, instance)
+
+
+def test_a_copy_that_cannot_start_leaves_the_disk_alone(driver, make_instance, make_volume):
+    root = make_volume()
+    instance = make_instance({"root_device_name": "/dev/sda",
+                              "block_device_mapping": [_bdm(root, "/dev/sda", 0)]})
+    old = make_volume()
+    driver.attach_volume(old, instance, "/dev/sdb")
+    missing = {"driver_volume_type": "local", "serial": old["serial"],
+               "data": {"device_path": os.path.join(os.path.dirname(
+                   old["data"]["device_path"]), "no-such-volume")}}
+    with pytest.raises(exception.VirtDriverError):
+        driver.swap_volume(old, missing, instance, "/dev/sdb")
+    live = _live_disks(driver, instance)[old["serial"]]
+    assert live.find("source").get("file") == old["data"]["device_path"]
+    assert driver.host.get_guest(instance["uuid"]).block_job_info("sdb") == {}
