@@ -556,35 +556,42 @@ def phase_attach(client, aio, stack, args):
     storm_args = types.SimpleNamespace(
         client_timeout=600.0, status_poll=False, poll_interval=1.0, storm_timeout=900.0,
         stall_timeout=150.0, delay=0.0)
-    rows = []
+    # Every type's volumes first, then the storms microversion by microversion, each type
+    # in turn: a run cut short still has both types at the first microversion.
+    volumes = {}
     for vtype in args.types:
-        volumes = attach_storm.create_volumes(client, n, timeout=900, volume_type=vtype)
+        volumes[vtype] = attach_storm.create_volumes(client, n, timeout=900,
+                                                     volume_type=vtype)
         log(f"{n} volumes of type {vtype} available")
         # Warm-up: a few blocking attaches and detaches, as attach_storm does.
         warm = min(4, n)
         for i in range(warm):
             status, body = client.api("POST", f"/servers/{servers[i]}/os-volume_attachments",
                                       version="2.100",
-                                      body={"volumeAttachment": {"volumeId": volumes[i]}})
+                                      body={"volumeAttachment": {"volumeId": volumes[vtype][i]}})
             check(status, body, (200,), "warm-up attach")
-        attach_storm.wait_volumes(client, volumes[:warm], "in-use", timeout=300)
-        attach_storm.detach_all(client, servers[:warm], volumes[:warm], timeout=300)
-        for version in args.microversions:
+        attach_storm.wait_volumes(client, volumes[vtype][:warm], "in-use", timeout=300)
+        attach_storm.detach_all(client, servers[:warm], volumes[vtype][:warm], timeout=300)
+    rows = []
+    for version in args.microversions:
+        for vtype in args.types:
             log(f"attach storm: N={n} at {version}, type {vtype}")
             offset = metrics.log_size(stack.cinder_api_log)
             q0, c0 = qemu_cpu(servers), compute_timings(aio)
-            r = attach_storm.storm(client, stack, servers, volumes, probe, version, storm_args)
+            r = attach_storm.storm(client, stack, servers, volumes[vtype], probe, version,
+                                   storm_args)
             r["qemu_cpu"] = qemu_cpu(servers) - q0
             r["compute"] = timings_delta(c0, compute_timings(aio))
             r["compute_attach"] = r["compute"].get("operation attach_volume", (0, None))[::-1]
             r["cinder_times"] = cinder_times(stack.cinder_api_log, offset)
             log(f"{vtype} {version}: attach {results.lat(r['latencies'])}, all in-use "
                 f"{results.num(r['in_use_after'])} s, errors {len(r['errors'])}, compute: "
-                + ", ".join(f"{k} {c:g} × {m:.2f} s" for k, (c, m) in r["compute"].items()))
+                + ", ".join(f"{k} {c:g} × {m:.2f} s" for k, (c, m) in r["compute"].items())
+                + "; cinder-api: " + "; ".join(
+                    f"{k} ×{len(v)} {_ms(v)}" for k, v in sorted(r["cinder_times"].items())
+                    if "attachments" in k))
             rows.append((vtype, version, r))
-            attach_storm.detach_all(client, servers, volumes, timeout=900)
-        for volume_id in volumes:
-            client.cinder("DELETE", f"/volumes/{volume_id}")
+            attach_storm.detach_all(client, servers, volumes[vtype], timeout=900)
     return rows, _attach_text(rows, n)
 
 
