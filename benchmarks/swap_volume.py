@@ -124,11 +124,13 @@ def _retype(aio, server, volume_id, new_type):
     assert status == 202, body
 
     def done():
-        # Cinder's API puts the volume in ``retyping`` before it answers;
-        # it leaves it when the migration ends, either way.
-        # (An exception here would only count as "not yet" for wait_for.)
+        # Cinder's API puts the volume in ``retyping`` before it answers.
+        # Its completion swaps the two volumes' records first (``in-use``,
+        # no migration status, no attachment for a moment), then records
+        # ``success``. (An exception here would only count as "not yet".)
         volume = _volume(aio, volume_id)
-        return volume["status"] != "retyping" and volume
+        return (volume["status"] != "retyping"
+                and volume.get("migration_status") in ("success", "error") and volume)
     volume = wait_for(done, 3600, interval=0.1, what=f"retype to {new_type} done")
     seconds = time.monotonic() - started
     if (volume["status"], volume.get("migration_status")) != ("in-use", "success"):

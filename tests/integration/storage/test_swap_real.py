@@ -27,6 +27,7 @@ restarts it: the guest keeps its old volume, Cinder's migration ends in
 """
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -259,15 +260,35 @@ def retype_in_use(cinder, volume_id, new_type):
     return None if found == "ended" else found
 
 
-def wait_migration(cinder, volume_id, wanted):
-    """Wait until the volume is out of ``retyping``; its migration must have ended ``wanted``."""
+def cinder_log_lines(aio, volume_id):
+    """Cinder's log lines (every service's) that name the volume: why a retype went nowhere."""
+    lines = []
+    for path in sorted(glob.glob(os.path.join(aio.state_dir, "cinder", "log", "*.log"))):
+        with open(path, errors="replace") as f:
+            lines += [f"{os.path.basename(path)}: {line.rstrip()[:600]}" for line in f
+                      if (volume_id in line or "scheduler" in path)
+                      and (" ERROR " in line or " WARNING " in line)]
+    return "\n".join(lines[-30:])
+
+
+def wait_migration(aio, cinder, volume_id, wanted):
+    """Wait until the migration ended (``success`` or ``error``); it must have ended ``wanted``.
+
+    Out of ``retyping`` is not the end yet: Cinder's completion first swaps
+    the two volumes' records (the volume is then ``in-use`` with no
+    migration status and no attachment for a moment), then records
+    ``success``.
+    """
     def ended():
         volume = cinder.volumes.get(volume_id)
         assert not volume.status.startswith("error"), f"volume {volume_id} is {volume.status}"
-        return volume.status != "retyping" and volume
+        return (volume.status != "retyping"
+                and getattr(volume, "migration_status", None) in ("success", "error")
+                and volume)
     volume = wait_until(ended, f"the migration of {volume_id} to end",
                         timeout=MIGRATION_TIMEOUT)
-    assert (volume.status, getattr(volume, "migration_status", None)) == ("in-use", wanted)
+    ended_as = (volume.status, getattr(volume, "migration_status", None))
+    assert ended_as == ("in-use", wanted), f"{ended_as}\n{cinder_log_lines(aio, volume_id)}"
 
 
 def assert_moved(aio, cinder, server_id, volume_id, backend, payload):
@@ -311,7 +332,7 @@ def test_retype_in_use_from_file_to_rbd_moves_the_guest_onto_the_rbd_image(
     assert live_disk_sources(server.id)[volume.id] == volume_file(aio, cinder, volume.id)
 
     target = retype_in_use(cinder, volume.id, "rbd")
-    wait_migration(cinder, volume.id, "success")
+    wait_migration(aio, cinder, volume.id, "success")
 
     assert target is None or name_id(cinder, volume.id) == target
     assert_moved(aio, cinder, server.id, volume.id, "rbd", payload)
@@ -337,7 +358,7 @@ def test_retype_in_use_from_rbd_to_file_moves_the_guest_onto_the_file(
     assert len(rbd_watchers(aio, old_image)) == 1
 
     target = retype_in_use(cinder, volume.id, "file")
-    wait_migration(cinder, volume.id, "success")
+    wait_migration(aio, cinder, volume.id, "success")
 
     assert_moved(aio, cinder, server.id, volume.id, "file", payload)
     if target:
@@ -481,7 +502,7 @@ def test_a_compute_killed_mid_copy_leaves_the_guest_on_its_old_volume(
     swap_compute.start()
     wait_until(lambda: task_state(nova, server_id) is None, "the swap rolled back",
                timeout=SERVER_TIMEOUT)
-    wait_migration(cinder, volume.id, "error")
+    wait_migration(aio, cinder, volume.id, "error")
     assert "was swapping a volume when this compute stopped" in swap_compute.log()
     assert block_job(server_id, device) == {}
     assert live_disk_sources(server_id)[volume.id] == old_path
@@ -496,6 +517,6 @@ def test_a_compute_killed_mid_copy_leaves_the_guest_on_its_old_volume(
 
     # Nothing was left half-made: the same retype, unthrottled now, goes through.
     retype_in_use(cinder, volume.id, "rbd")
-    wait_migration(cinder, volume.id, "success")
+    wait_migration(aio, cinder, volume.id, "success")
     assert_moved(aio, cinder, server_id, volume.id, "rbd", payload)
     assert not os.path.exists(old_path), "the old file leaked"
