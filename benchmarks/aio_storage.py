@@ -551,7 +551,8 @@ def _body(vtype, image):
 def phase_attach(client, aio, stack, args):
     n = args.attach_servers
     log(f"booting {n + 1} servers on real QEMU")
-    servers = boot_servers(client, aio.image_id, n + 1, timeout=max(900, 10 * n))
+    servers = boot_servers(client, aio.image_id, n + 1, timeout=max(900, 10 * n),
+                           wave=args.boot_wave)
     probe, servers = servers[0], servers[1:]
     storm_args = types.SimpleNamespace(
         client_timeout=600.0, status_poll=False, poll_interval=1.0, storm_timeout=900.0,
@@ -666,6 +667,10 @@ def parse_args(argv):
                    help="the all-in-one's --api-workers (default: its own default)")
     p.add_argument("--attach-servers", type=int, default=100, help="N of the attach storm")
     p.add_argument("--microversions", default="2.101,2.100")
+    p.add_argument("--boot-wave", type=int, default=100,
+                   help="the attach phase boots its servers this many at a time (a wave of "
+                        "100 real QEMU builds starved the compute's heartbeats on a loaded "
+                        "2-core machine: the scheduler saw it down)")
     p.add_argument("--boot-servers", default="20", help="comma-separated N of the boot storm")
     p.add_argument("--image-gib", type=int, default=1, help="size of the clone phase's image")
     p.add_argument("--clone-repeat", type=int, default=2)
