@@ -170,6 +170,19 @@ def _floors(aio, source, size_gib, scratch_dir):
     return to_rbd, from_rbd, file_to_file
 
 
+def _drop(aio, server, volume_id):
+    """Detach and delete the volume, for the OSD's room; a failure costs no figure."""
+    try:
+        aio.nova("DELETE", f"/servers/{server}/os-volume_attachments/{volume_id}")
+        wait_for(lambda: _volume(aio, volume_id)["status"] == "available", 300,
+                 interval=0.2, what="detached")
+        _cinder(aio, "DELETE", f"/volumes/{volume_id}")
+        wait_for(lambda: _cinder(aio, "GET", f"/volumes/{volume_id}")[0] == 404,
+                 300, interval=0.5, what="deleted")
+    except (TimeoutError, OSError) as exc:
+        print(f"could not drop volume {volume_id}: {exc}", flush=True)
+
+
 def _rate(size_gib, seconds):
     return f"{seconds:.1f} s, {size_gib * 1024 / seconds:.0f} MiB/s"
 
@@ -202,12 +215,7 @@ def main(argv=None):
                   f"(swap {_rate(size, to_file[1])}); floors: dd|rbd import "
                   f"{_rate(size, floors[0])}, rbd export|dd {_rate(size, floors[1])}, "
                   f"dd file->file {_rate(size, floors[2])}", flush=True)
-            aio.nova("DELETE", f"/servers/{server}/os-volume_attachments/{volume_id}")
-            wait_for(lambda vid=volume_id: _volume(aio, vid)["status"] == "available", 120,
-                     interval=0.2, what="detached")
-            _cinder(aio, "DELETE", f"/volumes/{volume_id}")
-            wait_for(lambda vid=volume_id: _cinder(aio, "GET", f"/volumes/{vid}")[0] == 404,
-                     300, interval=0.5, what="deleted")
+            _drop(aio, server, volume_id)
     finally:
         aio.stop()
         if not args.keep_state:
