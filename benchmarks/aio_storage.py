@@ -738,6 +738,9 @@ def run(args, argv):
         aio.start()
         log(f"ready in {aio.start_seconds:.0f}s")
         client = Client(aio.api_url, aio.volume_url, 600.0)
+        # One cinder-api worker answered a volume list in more than 60 s in an RBD storm of
+        # 50 (results/2026-12-03-rbd-attach-storm.md): a slow poll, not a failed run.
+        client.list_timeout = 300
         stack = AioStack(aio)
         status, body = client.cinder("PUT", "/os-quota-sets/admin", body={
             "quota_set": {"volumes": -1, "gigabytes": -1, "snapshots": -1}})

@@ -33,6 +33,9 @@ class Client:
         self.api_url = api_url
         self.cinder_url = cinder_url
         self.timeout = timeout
+        # Seconds one Cinder volume list may take (volume_statuses). The all-in-one's
+        # single cinder-api worker can take longer under an RBD storm (aio_storage).
+        self.list_timeout = 60
 
     @staticmethod
     def _do(method, url, body, headers, timeout):
@@ -71,7 +74,8 @@ class Client:
         database pool); that says nothing about the attaches being measured.
         """
         for attempt in range(attempts):
-            status, body = self.cinder("GET", "/volumes/detail?limit=1000", timeout=60)
+            status, body = self.cinder("GET", "/volumes/detail?limit=1000",
+                                       timeout=self.list_timeout)
             if status == 200:
                 return {v["id"]: v["status"] for v in body["volumes"]}
             if status < 500 or attempt == attempts - 1:
