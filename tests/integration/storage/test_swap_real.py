@@ -294,7 +294,11 @@ def wait_migration(aio, cinder, volume_id, wanted):
 def assert_moved(aio, cinder, server_id, volume_id, backend, payload):
     """The volume ended in-use on the server on ``backend``; the guest's disk is its data."""
     _, sha, length = payload
-    volume = cinder.volumes.get(volume_id)
+    # Cinder records ``success`` before it moves the new volume's attachment
+    # under the volume's id (its migrate_volume_completion): wait for that.
+    volume = wait_until(
+        lambda: (v := cinder.volumes.get(volume_id)).attachments and v,
+        f"the attachment of {volume_id} listed under its id again", timeout=60)
     assert volume.status == "in-use"
     assert backend_of(cinder, volume_id) == backend
     assert volume.volume_type == backend
