@@ -9,20 +9,34 @@ daemon answers on the system socket, and stops only what it started: a
 daemon that was already running is shared machine infrastructure and is left
 alone. The traps are in ``doc/source/contributor/dependencies.rst`` ("libvirt
 daemon").
+
+Several all-in-ones (and test sessions) on one machine share the one system
+daemon. Each holds a shared lock on :data:`USERS_LOCK` while it uses it, and
+the daemons volumesvc started stop only when the last user lets go: the first
+all-in-one used to stop the daemon it had started under the others, whose
+computes lost their hypervisor mid-run.
 """
 
+import contextlib
+import fcntl
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 
-from volumesvc_aio import Harness, ProcessGroup, system, wait_for
+from volumesvc_aio import Harness, ProcessGroup, stop_all, system, wait_for
 
 SYSTEM_URI = "qemu:///system"
 RUN_DIR = "/run/libvirt"
 LIBVIRTD_SOCKET = os.path.join(RUN_DIR, "libvirt-sock")
 VIRTLOGD_SOCKET = os.path.join(RUN_DIR, "virtlogd-sock")
+#: Held shared by every user of the daemon, exclusive by the one that stops it.
+USERS_LOCK = os.path.join(RUN_DIR, "volumesvc-users.lock")
+#: The process groups of the daemons volumesvc started (the last user stops them).
+STARTED_FILE = os.path.join(RUN_DIR, "volumesvc-started.json")
 # libvirtd exits at once when its log directory is missing.
 SYSTEM_DIRS = ("/var/log/libvirt", "/var/lib/libvirt/qemu", "/var/cache/libvirt", RUN_DIR)
 QEMU_CONF = "/etc/libvirt/qemu.conf"
@@ -83,9 +97,11 @@ class LibvirtDaemon(Harness):
         self.log_dir = os.path.join(self.state_dir, "log")
         self.config_file = os.path.join(self.state_dir, "libvirtd.conf")
         self.processes = []
-        # SIGTERM to the daemons this object starts when the starting thread
-        # dies (volumesvc-aio: nothing it started outlives a SIGKILL of it).
+        # NOTE: kept for the harness interface, but the daemons never die
+        # with their starter: other users may still need them. After a
+        # SIGKILL of the starter they stay until the last user stops.
         self.die_with_parent = False
+        self._users_fd = None
 
     @property
     def started_here(self) -> bool:
@@ -106,21 +122,53 @@ class LibvirtDaemon(Harness):
         if socket_answers(sock):
             return
         proc = ProcessGroup(name, argv, os.path.join(self.log_dir, f"{name}.log"),
-                            cwd=self.state_dir, die_with_parent=self.die_with_parent)
+                            cwd=self.state_dir)
         self.processes.append(proc.start())
+        _record_started(proc.pid)
         wait_for(lambda: socket_answers(sock), self.READY_TIMEOUT, interval=0.2,
                  what=f"{name} on {sock}", children=[proc], on_fail=self._logs)
 
     def start(self):
-        """Start virtlogd and libvirtd (foreground, own process groups) where none answers."""
-        if socket_answers(LIBVIRTD_SOCKET) and socket_answers(VIRTLOGD_SOCKET):
-            return
+        """Start virtlogd and libvirtd (foreground, own process groups) where none answers.
+
+        Registers this object as a user of the daemon first (shared lock), so
+        that no other user's stop takes the daemon away from under it.
+        """
         for path in SYSTEM_DIRS:
             os.makedirs(path, exist_ok=True)
+        if self._users_fd is None:
+            self._users_fd = os.open(USERS_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fcntl.flock(self._users_fd, fcntl.LOCK_SH)
+        if socket_answers(LIBVIRTD_SOCKET) and socket_answers(VIRTLOGD_SOCKET):
+            return
         if not socket_answers(LIBVIRTD_SOCKET):
             ensure_qemu_conf()
         self._start("virtlogd", ["virtlogd"], VIRTLOGD_SOCKET)
         self._start("libvirtd", ["libvirtd", "--config", self.config_file], LIBVIRTD_SOCKET)
+
+    def stop(self):
+        """Let go of the daemon; the last user stops the daemons volumesvc started.
+
+        The daemons of another all-in-one that was SIGKILLed are stopped here
+        too when this is the last user (their process groups are recorded in
+        :data:`STARTED_FILE`). A daemon volumesvc did not start is never stopped.
+        """
+        fd, self._users_fd = self._users_fd, None
+        procs, self.processes = self.processes, []
+        if fd is None:
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # others still use it: leave our daemons running for them
+            ours = {p.pid for p in procs}
+            stop_all([p.stop for p in procs])
+            for pgid in _take_started():
+                if pgid not in ours:
+                    _stop_group(pgid)
+        finally:
+            os.close(fd)
 
     def _answers(self):
         result = subprocess.run(["virsh", "-c", self.uri, "version"], capture_output=True,
@@ -133,6 +181,45 @@ class LibvirtDaemon(Harness):
                  what=f"libvirt at {self.uri}", on_fail=self._logs,
                  children=self.processes)
         return self
+
+
+def _read_started():
+    try:
+        with open(STARTED_FILE, encoding="utf-8") as f:
+            return list(json.load(f))
+    except (FileNotFoundError, ValueError):
+        return []
+
+
+def _record_started(pgid):
+    """Add ``pgid`` to :data:`STARTED_FILE` (the caller holds the users lock)."""
+    pgids = sorted(set(_read_started()) | {pgid})
+    with open(STARTED_FILE, "w", encoding="utf-8") as f:
+        json.dump(pgids, f)
+
+
+def _take_started():
+    """The recorded process groups, emptying the record (caller holds the lock exclusively)."""
+    pgids = _read_started()
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(STARTED_FILE)
+    return pgids
+
+
+def _stop_group(pgid, timeout=10.0):
+    """SIGTERM process group ``pgid``, SIGKILL it if it outlives ``timeout``."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
 
 
 def main(argv=None):
