@@ -12,7 +12,9 @@ because Nova clients (and tempest) read only the body's two keys.
 
 import logging
 
+import sqlalchemy.exc
 import werkzeug.exceptions
+from oslo_db import exception as db_exc
 
 from volumesvc import exception
 
@@ -138,6 +140,11 @@ def fault_body(status: int, message: str) -> dict:
 
 
 def _from_domain(exc: exception.VolumesvcException) -> APIError:
+    if isinstance(exc, exception.CinderAPIError) and (exc.kwargs.get("code") or 500) >= 500:
+        # Cinder failed, not the request: a client may retry once Cinder
+        # recovers (seen as "Unexpected API Error" 500s when a storm of 1000
+        # attaches overran Cinder's one API worker).
+        return APIError(503, exc.format_message(), UNAVAILABLE)
     for klass in type(exc).__mro__:
         if klass in DOMAIN_MAP:
             status, code = DOMAIN_MAP[klass]
@@ -148,6 +155,10 @@ def _from_domain(exc: exception.VolumesvcException) -> APIError:
 
 _GENERIC_500 = ("Unexpected API Error. The volumesvc-api log has the details under this "
                 "request's x-openstack-request-id; please report it to your operator.")
+
+
+_DATABASE_UNAVAILABLE = ("The database did not answer in time (it is down or every connection "
+                         "of the pool is busy); retry the request later.")
 
 
 def to_api_error(exc: BaseException) -> APIError:
@@ -169,5 +180,10 @@ def to_api_error(exc: BaseException) -> APIError:
             message = ("Request is too large: the body may have at most "
                        "[oslo_middleware] max_request_body_size bytes.")
         return APIError(status, message, _STATUS_CODES.get(status, UNKNOWN), headers)
+    if isinstance(exc, (db_exc.DBConnectionError, sqlalchemy.exc.TimeoutError)):
+        # The database is down or every pooled connection is busy: the
+        # request may succeed when retried, so 503, not "Unexpected" 500.
+        LOG.warning("Database unavailable while serving an API request: %s", exc)
+        return APIError(503, _DATABASE_UNAVAILABLE, UNAVAILABLE)
     LOG.exception("Unexpected error while serving an API request")
     return APIError(500, _GENERIC_500, UNKNOWN)
