@@ -26,7 +26,6 @@ restarts it: the guest keeps its old volume, Cinder's migration ends in
 ``error``, and no attachment or BDM is left without its pair.
 """
 
-import contextlib
 import glob
 import hashlib
 import json
@@ -38,7 +37,7 @@ import urllib.request
 
 import pytest
 
-import volumesvc_aio as harness
+from tests.fixtures.aio_compute import ExtraCompute
 from tests.integration.clients.helpers import (
     SERVER_TIMEOUT,
     compute_http,
@@ -50,10 +49,8 @@ from tests.integration.clients.helpers import (
     wait_volume,
     wait_volume_gone,
 )
-from tests.integration.conftest import bin_path, free_port
 from tests.integration.storage.test_aio_rbd import SYSTEM_URI, attachment, boot, detach, rbd
 from volumesvc_aio import ceph as ceph_mod
-from volumesvc_aio import config as aio_config
 
 pytestmark = pytest.mark.integration
 
@@ -375,72 +372,25 @@ def test_retype_in_use_from_rbd_to_file_moves_the_guest_onto_the_file(
 
 # -- a compute killed in the middle of the copy -------------------------------------------
 
-class SwapCompute:
-    """A compute of the test's own on the all-in-one's libvirt daemon, Ceph and Cinder.
-
-    Its configuration is the all-in-one's (``volumesvc.conf`` and a
-    ``compute-<host>.conf`` written the all-in-one's way) plus one more file
-    of the test's: ``extra`` options, e.g. ``[libvirt] block_copy_bandwidth``.
-    """
-
-    def __init__(self, aio):
-        self.aio = aio
-        self.host = unique("swap-kill")
-        self.main_conf = os.path.join(aio.state_dir, "volumesvc.conf")
-        self.host_conf = aio_config.write_compute_config(
-            aio.state_dir, host=self.host, first=False, connection_uri=SYSTEM_URI,
-            metrics_port=free_port())
-        self.extra_conf = os.path.join(aio.state_dir, f"compute-{self.host}-extra.conf")
-        self.log_path = os.path.join(aio.state_dir, "logs", f"volumesvc-compute-{self.host}.log")
-        self.child = None
-        self.servers = []
-
-    def start(self, **extra):
-        """Start it with ``extra`` ({"libvirt": {"block_copy_bandwidth": 1}}) on top."""
-        with open(self.extra_conf, "w") as f:
-            for section, options in extra.items():
-                f.write(f"[{section}]\n")
-                f.writelines(f"{name} = {value}\n" for name, value in options.items())
-        self.child = harness.ProcessGroup(
-            f"volumesvc-compute-{self.host}",
-            [bin_path("volumesvc-compute"), "--config-file", self.main_conf,
-             "--config-file", self.host_conf, "--config-file", self.extra_conf],
-            self.log_path).start()
-        harness.wait_for(lambda: aio_config.compute_is_up(self.main_conf, self.host), 120,
-                         what=f"the compute on {self.host} to report up", children=[self.child])
-
-    def kill(self):
-        os.killpg(self.child.pid, signal.SIGKILL)
-        self.child.proc.wait(30)
-
-    def log(self):
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def remove(self, nova):
-        """Delete its servers while it runs, stop it, delete its service record."""
-        if self.child is not None and not self.child.running():
-            with contextlib.suppress(Exception):
-                self.start()
-        for server_id in self.servers:
-            delete_server_quietly(nova, server_id)
-        if self.child is not None:
-            self.child.stop()
-        status, body, _ = compute_http(self.aio, "GET",
-                                       "/os-services?binary=volumesvc-compute", version="2.53")
-        for service in body["services"] if status == 200 else ():
-            if service["host"] == self.host:
-                compute_http(self.aio, "DELETE", f"/os-services/{service['id']}",
-                             version="2.53")
-
-
 @pytest.fixture
 def swap_compute(aio, nova):
-    compute = SwapCompute(aio)
+    """A compute of the test's own: the all-in-one's configuration plus the copy's options.
+
+    A throttled copy (``[libvirt] block_copy_bandwidth``) leaves time to kill
+    it mid-copy; the dangling-attachment reconciliation runs every 2 s and is
+    logged (debug), so the test sees it leave the copy alone.
+    """
+    extra = os.path.join(aio.state_dir, f"compute-{unique('swap-kill')}-extra.conf")
+    with open(extra, "w") as f:
+        f.write(f"[libvirt]\nblock_copy_bandwidth = {KILL_BANDWIDTH}\n"
+                "[compute]\ndangling_attachment_reconcile_interval = 2\n"
+                "[DEFAULT]\ndebug = true\n")
+    compute = ExtraCompute(aio.state_dir, aio.compute_url, prefix="swap-kill",
+                           extra_conf=[extra])
     try:
         yield compute
     finally:
-        compute.remove(nova)
+        compute.remove(lambda server_id: delete_server_quietly(nova, server_id))
 
 
 def task_state(nova, server_id):
@@ -459,9 +409,7 @@ def test_a_compute_killed_mid_copy_leaves_the_guest_on_its_old_volume(
     migration ends ``error`` and drops its new volume; every attachment has
     its BDM. A retype afterwards moves the volume as usual.
     """
-    swap_compute.start(libvirt={"block_copy_bandwidth": KILL_BANDWIDTH},
-                       compute={"dangling_attachment_reconcile_interval": 2},
-                       DEFAULT={"debug": "true"})  # each periodic run is logged
+    swap_compute.start()
     status, body, _ = compute_http(aio, "POST", "/servers", {"server": {
         "name": unique("swap-kill"), "flavorRef": "42", "networks": "none",
         "host": swap_compute.host, "block_device_mapping_v2": [{
@@ -470,7 +418,6 @@ def test_a_compute_killed_mid_copy_leaves_the_guest_on_its_old_volume(
         version="2.74")
     assert status == 202, body
     server_id = body["server"]["id"]
-    swap_compute.servers.append(server_id)
     wait_server(nova, server_id, aio=aio)
     volume = volume_from_image(cinder, created, payload[0], "file")
     old_path = volume_file(aio, cinder, volume.id)
@@ -498,7 +445,7 @@ def test_a_compute_killed_mid_copy_leaves_the_guest_on_its_old_volume(
         "the periodic reconciliation ran during the copy"
     assert "Deleting Cinder attachment" not in swap_compute.log()
 
-    swap_compute.kill()
+    swap_compute.kill(signal.SIGKILL)
     # The guest outlives its compute, and so does QEMU's copy.
     assert block_job(server_id, device), "the copy goes on in QEMU"
     assert cinder.volumes.get(volume.id).status == "retyping"
