@@ -75,11 +75,13 @@ def _clear_error(status, body):
         isinstance(v, dict) and v.get("message") for v in body.values())
 
 
-def run(api, cluster, fault, inject, restore, *, attaches=None, boots=None, servers=4,
+def run(api, cluster, fault, inject, restore, *, attaches=None, boots=None, servers=None,
         fault_after=1.0):
     default_attaches, default_boots = size()
     attaches = default_attaches if attaches is None else attaches
     boots = default_boots if boots is None else boots
+    # At most 10 storm volumes per server: a guest's PCI slots and vdX names run out near 25.
+    servers = servers or max(4, -(-attaches // 10))
     tag = uuid.uuid4().hex[:6]
     api.image_id()
     targets = []
