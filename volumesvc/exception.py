@@ -386,6 +386,11 @@ class ConductorTimeout(ServiceUnavailable):
                "complete or be rolled back; check %(where)s before retrying.")
 
 
+class VolumeRequestAbandoned(VolumesvcException):
+    msg_fmt = ("The %(kind)s of volume %(volume_id)s was given up after %(attempts)d "
+               "attempts: each conductor that ran it stopped before it was done.")
+
+
 class ConductorTooOld(ServiceUnavailable):
     msg_fmt = ("volumesvc-conductor is not on the same version as volumesvc-api, so this "
                "request cannot be handled until the upgrade is complete. Please try again "

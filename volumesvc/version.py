@@ -50,6 +50,12 @@ SERVICE_VERSION_HISTORY = (
     #     from the root volume, after Cinder's os-reimage and its
     #     volume-reimaged event for a new image (compute RPC 1.10).
     {"compute_rpc": "1.10", "conductor_rpc": "1.10"},
+    # 12: accepted attach and detach requests survive a dead conductor: the
+    #     API records them (``volume_requests``), conductors claim, settle and
+    #     recover them (conductor RPC 1.11); computes skip an attach or detach
+    #     they already started for the same BDM and re-check the BDM of a
+    #     recovered one (compute RPC 1.11).
+    {"compute_rpc": "1.11", "conductor_rpc": "1.11"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
@@ -73,5 +79,9 @@ MIN_COMPUTE_SWAP = 10
 # Minimum compute service version that rebuilds a volume-backed server; the
 # API refuses a rebuild on an older compute with 409.
 MIN_COMPUTE_REBUILD = 11
+# Minimum compute service version that takes a recovered attach or detach
+# (compute RPC 1.11); a conductor re-casts a half-done attach only to such a
+# compute and otherwise leaves it to the compute's reservation watch.
+MIN_COMPUTE_RECOVERED_REQUESTS = 12
 
 RELEASE = "0.1.0"

@@ -70,12 +70,14 @@ CONDUCTOR_QUESTIONS = {
     "can_finish_event_with_bdm_update": conductor_rpcapi.FINISH_EVENT_VERSION,
     "can_swap_volume": conductor_rpcapi.SWAP_VERSION,
     "can_rebuild": conductor_rpcapi.REBUILD_VERSION,
+    "can_track_volume_requests": conductor_rpcapi.VOLUME_REQUESTS_VERSION,
 }
 COMPUTE_QUESTIONS = {
     "can_send_events": compute_rpcapi.EVENTS_VERSION,
     "can_take_started_attach_event": compute_rpcapi.ATTACH_EVENT_VERSION,
     "can_swap_volume": compute_rpcapi.SWAP_VERSION,
     "can_rebuild": compute_rpcapi.REBUILD_VERSION,
+    "can_take_recovered": compute_rpcapi.RECOVERED_VERSION,
 }
 
 

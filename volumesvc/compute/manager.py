@@ -21,6 +21,7 @@ from volumesvc.compute import (
     reconcile_runner,
     rpcapi,
     snapshots,
+    started_work,
     task_states,
     vm_states,
 )
@@ -69,6 +70,8 @@ class ComputeManager:
         self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
         self.swapper = swap_mod.VolumeSwapper(conf, driver, conductor, cinder, self.reporter)
         self.waiters = events_mod.EventWaiters()
+        # Attaches and detaches started by this process (RPC 1.11 replays).
+        self.started = started_work.StartedWork()
         self.rebuilder = rebuild_mod.Rebuilder(self.lifecycle, self.waiters)
         limit = conf.compute.max_concurrent_builds
         self._build_slots = (threading.BoundedSemaphore(limit) if limit
@@ -274,17 +277,47 @@ class ComputeManager:
                               bdm_uuid=bdm["uuid"])
         return bdm
 
-    def attach_volume(self, context, *, instance, bdm, multiattach=None, event_started=False):
-        """``event_started`` (1.8): the conductor started compute_attach_volume."""
+    def _first_start(self, context, kind, instance_uuid, bdm, recovered):
+        """The BDM to work on, or None when this work was started before (caller holds
+        the instance lock).
+
+        ``recovered`` (1.11): re-read the BDM first; a replay of work that
+        settled meanwhile has nothing to do (``compute/started_work.py``).
+        """
+        key = self.started.key(kind, bdm["uuid"], context.request_id)
+        if key in self.started:
+            LOG.info("%s of volume %s to %s (BDM %s) already started here; duplicate "
+                     "skipped", kind.capitalize(), bdm.get("volume_id"), instance_uuid,
+                     bdm["uuid"])
+            return None
+        if recovered:
+            bdm = started_work.recovered_bdm(self.conductor, context, kind, instance_uuid, bdm)
+            if bdm is None:
+                return None
+        self.started.start(key)
+        return bdm
+
+    def attach_volume(self, context, *, instance, bdm, multiattach=None, event_started=False,
+                      recovered=False):
+        """``event_started`` (1.8): the conductor started compute_attach_volume.
+
+        ``recovered`` (1.11): a re-run whose first conductor died; skipped
+        when the BDM is gone or attached, and a disk the domain already has
+        is not attached twice.
+        """
         uuid = instance["uuid"]
         with self._lock(uuid):
+            bdm = self._first_start(context, started_work.ATTACH, uuid, bdm, recovered)
+            if bdm is None:
+                return
             self.reporter.notify(context, instance, "volume_attach", "start",
                                  bdms=[_with_status(bdm, attach_states.ATTACHING)])
             try:
                 with self.reporter.event(context, uuid, "compute_attach_volume",
                                          started=event_started) as event:
                     self.attacher.attach(context, _driver_instance(instance), bdm,
-                                         multiattach=multiattach, event=event)
+                                         multiattach=multiattach, resume=recovered,
+                                         event=event)
             except Exception as exc:  # noqa: BLE001 - a cast reports through the DB
                 LOG.warning("Attach of volume %s to %s failed: %s", bdm.get("volume_id"),
                             uuid, compute_reporter.message_of(exc))
@@ -295,9 +328,14 @@ class ComputeManager:
             self.reporter.notify(context, instance, "volume_attach", "end",
                                  bdms=[_with_status(bdm, attach_states.ATTACHED)])
 
-    def detach_volume(self, context, *, instance, bdm, attachment_id):
+    def detach_volume(self, context, *, instance, bdm, attachment_id, recovered=False):
+        """``recovered`` (1.11): a re-run whose first conductor died; skipped when the
+        BDM is gone."""
         uuid = instance["uuid"]
         with self._lock(uuid):
+            bdm = self._first_start(context, started_work.DETACH, uuid, bdm, recovered)
+            if bdm is None:
+                return
             self.reporter.notify(context, instance, "volume_detach", "start",
                                  bdms=[_with_status(bdm, attach_states.DETACHING)])
             try:

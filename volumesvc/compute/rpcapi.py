@@ -26,12 +26,16 @@ manager imports ``VERSION`` so the two can never disagree):
 * 1.10 - rebuild_instance: recreate the domain of a volume-backed server
          from its root volume, reimaged first by Cinder when the image
          changes (API 2.93; service version 11).
+* 1.11 - attach_volume and detach_volume take ``recovered``: a conductor
+         re-runs a request whose first conductor died; the compute skips
+         work it already started for that BDM, and re-reads the BDM first
+         (gone, or already attached: nothing to do) (service version 12).
 """
 
 from volumesvc import rpc
 
 TOPIC = "compute"
-VERSION = "1.10"
+VERSION = "1.11"
 # The first version of each feature a conductor asks about before it sends
 # (``[upgrade_levels] compute`` may pin the client below it during an upgrade).
 MULTIATTACH_VERSION = "1.2"
@@ -40,6 +44,7 @@ LIFECYCLE_VERSION = "1.5"
 ATTACH_EVENT_VERSION = "1.8"
 SWAP_VERSION = "1.9"
 REBUILD_VERSION = "1.10"
+RECOVERED_VERSION = "1.11"
 
 
 class ComputeAPI:
@@ -99,12 +104,19 @@ class ComputeAPI:
         # TODO(remove at RPC 2.0): every compute takes a started event.
         return self._client.can_send_version(ATTACH_EVENT_VERSION)
 
+    def can_take_recovered(self):
+        """True when computes take ``attach_volume``/``detach_volume(recovered=True)`` (1.11)."""
+        # TODO(remove at RPC 2.0): every compute takes recovered requests.
+        return self._client.can_send_version(RECOVERED_VERSION)
+
     def attach_volume(self, ctxt, *, host, instance, bdm, multiattach=None,
-                      event_started=False):
+                      event_started=False, recovered=False):
         """Cast: connect the volume, attach the disk, complete the attachment.
 
         ``event_started`` (1.8; check ``can_take_started_attach_event``): the
-        caller started ``compute_attach_volume`` already.
+        caller started ``compute_attach_volume`` already. ``recovered`` (1.11;
+        check ``can_take_recovered``): a re-run of an attach whose conductor
+        died; the compute checks the BDM again before it does anything.
         """
         kwargs = {"instance": instance, "bdm": bdm}
         version = "1.1"
@@ -113,12 +125,20 @@ class ComputeAPI:
             version, kwargs["multiattach"] = MULTIATTACH_VERSION, multiattach
         if event_started:
             version, kwargs["event_started"] = ATTACH_EVENT_VERSION, True
+        if recovered:
+            version, kwargs["recovered"] = RECOVERED_VERSION, True
         self._prepare(host, version).cast(ctxt, "attach_volume", **kwargs)
 
-    def detach_volume(self, ctxt, *, host, instance, bdm, attachment_id):
-        """Cast: detach the disk and delete the Cinder attachment."""
-        self._prepare(host, "1.1").cast(ctxt, "detach_volume", instance=instance, bdm=bdm,
-                                        attachment_id=attachment_id)
+    def detach_volume(self, ctxt, *, host, instance, bdm, attachment_id, recovered=False):
+        """Cast: detach the disk and delete the Cinder attachment.
+
+        ``recovered`` (1.11; check ``can_take_recovered``): as for attach.
+        """
+        kwargs = {"instance": instance, "bdm": bdm, "attachment_id": attachment_id}
+        version = "1.1"
+        if recovered:
+            version, kwargs["recovered"] = RECOVERED_VERSION, True
+        self._prepare(host, version).cast(ctxt, "detach_volume", **kwargs)
 
     def get_domain_xml(self, ctxt, *, host, instance_uuid, timeout=None):
         """Call: the live libvirt XML of the instance's domain (diagnostics)."""

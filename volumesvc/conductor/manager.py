@@ -10,7 +10,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from volumesvc import exception, periodic, servicegroup
-from volumesvc.conductor import rpcapi
+from volumesvc.conductor import rpcapi, volume_requests
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
@@ -49,6 +49,22 @@ class ConductorManager:
         self._compute = compute_rpcapi
         self._cinder = cinder
         self._up = servicegroup.UpCache(conf)
+        self._requests = volume_requests.VolumeRequests(
+            conf, db=db, compute_rpcapi=compute_rpcapi, cinder=cinder, up_cache=self._up)
+
+    # -- process lifecycle ---------------------------------------------------
+
+    def init_host(self):
+        """Recover the volume requests this host's previous process left (soon after start)."""
+        self._requests.start()
+
+    def cleanup_host(self):
+        self._requests.stop()
+
+    @periodic.periodic_task("conductor", "volume_request_recovery_interval")
+    def _recover_volume_requests(self, context):
+        """Re-run accepted attaches/detaches no live conductor owns (``volume_requests.py``)."""
+        self._requests.recover(context)
 
     # -- heartbeats ----------------------------------------------------------
 
@@ -122,19 +138,32 @@ class ConductorManager:
     @messaging.expected_exceptions(*_ATTACH_EXPECTED)
     def attach_volume(self, context, *, instance_uuid, volume_id, device=None, disk_bus=None,
                       device_type=None, tag=None, delete_on_termination=False,
-                      multiattach=None):
+                      multiattach=None, request_uuid=None):
         """Called below 2.101 (returns the BDM), cast from 2.101 (result unused).
 
         ``multiattach`` arrives from 1.2 clients; None means ask Cinder.
+        ``request_uuid`` (1.11): the API's record of a cast, claimed first.
         """
-        return attach_task.AttachTask(
+        task = attach_task.AttachTask(
             self._conf, self._db, self._compute, self._cinder, context,
             instance_uuid=instance_uuid, volume_id=volume_id, device=device,
             disk_bus=disk_bus, device_type=device_type, tag=tag,
             delete_on_termination=delete_on_termination, multiattach=multiattach,
-            up_cache=self._up).execute()
+            up_cache=self._up)
+        if request_uuid is None:
+            return task.execute()
+        return self._requests.run_cast(context, request_uuid, task.execute)
 
-    def detach_volume(self, context, *, instance_uuid, volume_id, attachment_id):
+    def detach_volume(self, context, *, instance_uuid, volume_id, attachment_id,
+                      request_uuid=None):
+        """Cast from the API; ``request_uuid`` (1.11): its record, claimed first."""
+        if request_uuid is None:
+            return self._detach(context, instance_uuid, volume_id, attachment_id)
+        return self._requests.run_cast(
+            context, request_uuid,
+            lambda: self._detach(context, instance_uuid, volume_id, attachment_id))
+
+    def _detach(self, context, instance_uuid, volume_id, attachment_id):
         instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
         bdm = bdm_obj.get_by_volume_and_instance(self._db, context, volume_id, instance_uuid)
         if not instance.host:

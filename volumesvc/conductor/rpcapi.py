@@ -38,6 +38,10 @@ manager imports ``VERSION`` so the two can never disagree):
         that Cinder sends while it retypes or migrates an in-use volume).
 * 1.10 - rebuild_instance (API → conductor cast: the rebuild server action
          of a volume-backed server).
+* 1.11 - attach_volume and detach_volume take ``request_uuid``: the API's
+         ``volume_requests`` row for the cast, claimed by the conductor that
+         runs it and re-run by another when that one dies or the cast is lost
+         (``conductor/volume_requests.py``).
 """
 
 import oslo_messaging as messaging
@@ -45,7 +49,7 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.10"
+VERSION = "1.11"
 # The first version of each feature a caller asks about (``can_*``) before it
 # sends: ``[upgrade_levels] conductor`` may pin the client below it while
 # older conductors still run.
@@ -59,6 +63,7 @@ ATTACH_STATUS_VERSION = "1.7"
 FINISH_EVENT_VERSION = "1.8"
 SWAP_VERSION = "1.9"
 REBUILD_VERSION = "1.10"
+VOLUME_REQUESTS_VERSION = "1.11"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -176,9 +181,18 @@ class ConductorAPI:
         # TODO(remove at RPC 2.0): every conductor runs the attach workflow.
         return self._client.can_send_version(ATTACH_VERSION)
 
+    def can_track_volume_requests(self):
+        """True when conductors claim and recover ``volume_requests`` rows (1.11).
+
+        The API records an accepted 2.101+ attach or detach only then: an
+        older conductor would never delete the row.
+        """
+        # TODO(remove at RPC 2.0): every conductor tracks volume requests.
+        return self._client.can_send_version(VOLUME_REQUESTS_VERSION)
+
     def attach_volume(self, ctxt, *, instance_uuid, volume_id, device=None, disk_bus=None,
                       device_type=None, tag=None, delete_on_termination=False,
-                      multiattach=None, wait=False):
+                      multiattach=None, wait=False, request_uuid=None):
         """Run the attach workflow (``conductor/tasks/attach.py``).
 
         ``wait=False`` (API 2.101+) casts and returns None at once: no API
@@ -187,6 +201,8 @@ class ConductorAPI:
         a dict (its ``device_name`` goes into the 200 body). ``multiattach``
         is the volume's flag as the API read it (None: the conductor asks
         Cinder); passing it saves two Cinder calls per attach.
+        ``request_uuid`` (1.11; check ``can_track_volume_requests``): the
+        ``volume_requests`` row of a cast.
         """
         kwargs = dict(instance_uuid=instance_uuid, volume_id=volume_id, device=device,
                       disk_bus=disk_bus, device_type=device_type, tag=tag,
@@ -195,6 +211,8 @@ class ConductorAPI:
         # TODO(remove at RPC 2.0): always send ``multiattach``.
         if multiattach is not None and self._client.can_send_version(MULTIATTACH_VERSION):
             version, kwargs["multiattach"] = MULTIATTACH_VERSION, multiattach
+        if request_uuid is not None:
+            version, kwargs["request_uuid"] = VOLUME_REQUESTS_VERSION, request_uuid
         if not wait:
             self._client.prepare(version=version).cast(ctxt, "attach_volume", **kwargs)
             return None
@@ -212,15 +230,19 @@ class ConductorAPI:
                 action="attach",
                 where=f"GET /servers/{instance_uuid}/os-volume_attachments") from exc
 
-    def detach_volume(self, ctxt, *, instance_uuid, volume_id, attachment_id):
+    def detach_volume(self, ctxt, *, instance_uuid, volume_id, attachment_id,
+                      request_uuid=None):
         """Cast: detach from the domain and delete the Cinder attachment.
 
         The API has already run ``os-begin_detaching`` and recorded the
-        ``detach_volume`` action.
+        ``detach_volume`` action. ``request_uuid`` (1.11): as for attach.
         """
-        self._client.prepare(version=ATTACH_VERSION).cast(
-            ctxt, "detach_volume", instance_uuid=instance_uuid, volume_id=volume_id,
-            attachment_id=attachment_id)
+        kwargs = dict(instance_uuid=instance_uuid, volume_id=volume_id,
+                      attachment_id=attachment_id)
+        version = ATTACH_VERSION
+        if request_uuid is not None:
+            version, kwargs["request_uuid"] = VOLUME_REQUESTS_VERSION, request_uuid
+        self._client.prepare(version=version).cast(ctxt, "detach_volume", **kwargs)
 
     def can_swap_volume(self):
         """False when ``[upgrade_levels] conductor`` pins us below 1.9 (API: 409)."""

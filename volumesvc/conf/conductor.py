@@ -30,6 +30,57 @@ Related options:
 
 * ``[cinder] snapshot_undo_timeout``
 """),
+    cfg.IntOpt(
+        "volume_request_recovery_interval",
+        default=15,
+        min=0,
+        help="""
+Seconds between two runs of the conductor task that re-runs accepted volume
+attach and detach requests (API 2.101 and later) that no live conductor is
+running: the cast never arrived, or the conductor that took it died. Every
+conductor runs the task; a request is re-run by one of them only (the rows
+are claimed with a compare and swap). A conductor also recovers, as it
+starts, the requests its own host's previous process left in flight. 0
+turns the periodic task off; requests whose conductor died then wait for
+that conductor's host to start one again.
+
+Related options:
+
+* ``volume_request_grace``
+* ``volume_request_max_attempts``
+* ``[DEFAULT] service_down_time``
+"""),
+    cfg.IntOpt(
+        "volume_request_grace",
+        default=60,
+        min=1,
+        help="""
+Seconds an accepted attach or detach may stay unclaimed (its cast still on
+the message bus) before a conductor re-runs it as lost. A cast that arrives
+later finds the request taken and does nothing, so the work never runs
+twice; a value shorter than the bus's worst queueing delay only moves work
+from the queue to the recovery task.
+
+Related options:
+
+* ``volume_request_recovery_interval``
+"""),
+    cfg.IntOpt(
+        "volume_request_max_attempts",
+        default=3,
+        min=1,
+        help="""
+How many times one accepted attach or detach is started (the first run
+included) before the conductors give up on it. A request that was started
+this many times without settling (its conductor died each time) is failed:
+an attach is recorded as a failed attach with an error instance action
+event, a detach gives the volume back its ``in-use`` status and the
+attachment its ``attached`` status with a fault.
+
+Related options:
+
+* ``volume_request_recovery_interval``
+"""),
 ]
 
 

@@ -327,3 +327,37 @@ class QuotaLock(Base):
     __tablename__ = "quota_locks"
 
     project_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+
+
+class VolumeRequest(Base):
+    """An accepted attach or detach (API 2.101+) until a conductor has settled it.
+
+    Why a row: the API answers 202 once the request is cast, and the bus
+    forgets a message as soon as a conductor takes it, so a conductor that
+    dies mid-task (or a cast that never arrives) would lose the request.
+    The conductor that runs it claims the row (``claimed_by``/``claimed_at``,
+    a compare and swap) and deletes it when the work has settled; any
+    conductor re-runs a row that nobody claimed in time or whose claimer is
+    gone (``volumesvc/conductor/volume_requests.py``). Hard-deleted: a row
+    is only the memory of work still owed.
+    """
+
+    __tablename__ = "volume_requests"
+    __table_args__ = (
+        sa.UniqueConstraint("uuid"),
+        sa.Index("volume_requests_claimed_by_created_at_idx", "claimed_by", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    uuid: Mapped[str] = mapped_column(sa.String(36))
+    kind: Mapped[str] = mapped_column(sa.String(16))
+    instance_uuid: Mapped[str] = mapped_column(sa.String(36))
+    volume_id: Mapped[str] = mapped_column(sa.String(36))
+    # The keyword arguments of the conductor cast, and the request's context
+    # without its tokens (a replay acts as the service for that user).
+    params: Mapped[dict | None] = mapped_column(JSONEncoded)
+    context: Mapped[dict | None] = mapped_column(JSONEncoded)
+    created_at: Mapped[datetime.datetime | None] = mapped_column(default=utcnow)
+    claimed_by: Mapped[str | None] = mapped_column(sa.String(255))
+    claimed_at: Mapped[datetime.datetime | None]
+    attempts: Mapped[int] = mapped_column(default=0, server_default=sa.text("0"))

@@ -409,16 +409,21 @@ class AttachConductor:
     *cast* only records. The Cinder attachment is completed at once, as the
     compute attach the real conductor casts would do. ``calls`` holds
     (method, kwargs) of everything; ``failures`` maps a volume id to the
-    exception an attach call of it raises.
+    exception an attach call of it raises. ``request_uuids`` holds the
+    ``volume_requests`` row of each cast (the API records them for 1.11).
     """
 
     def __init__(self, conf, db, cinder, failures=None):
         self._rpcapi = conductor_rpcapi.ConductorAPI(conf, rpc.get_transport(conf))
         self.db, self.cinder, self.failures = db, cinder, failures or {}
         self.calls = []
+        self.request_uuids = []
 
     def can_attach(self):
         return self._rpcapi.can_attach()
+
+    def can_track_volume_requests(self):
+        return self._rpcapi.can_track_volume_requests()
 
     def can_snapshot(self):
         return self._rpcapi.can_snapshot()
@@ -437,7 +442,9 @@ class AttachConductor:
 
     def attach_volume(self, ctxt, *, instance_uuid, volume_id, device=None, disk_bus=None,
                       device_type=None, tag=None, delete_on_termination=False,
-                      multiattach=None, wait=False):
+                      multiattach=None, wait=False, request_uuid=None):
+        if request_uuid is not None:
+            self.request_uuids.append(request_uuid)
         self.calls.append(("attach_volume", dict(
             instance_uuid=instance_uuid, volume_id=volume_id, device=device,
             disk_bus=disk_bus, device_type=device_type, tag=tag,
@@ -463,7 +470,10 @@ class AttachConductor:
             "device_type": device_type or "disk"})
         return bdm.to_dict()
 
-    def detach_volume(self, ctxt, *, instance_uuid, volume_id, attachment_id):
+    def detach_volume(self, ctxt, *, instance_uuid, volume_id, attachment_id,
+                      request_uuid=None):
+        if request_uuid is not None:
+            self.request_uuids.append(request_uuid)
         self.calls.append(("detach_volume", dict(instance_uuid=instance_uuid,
                                                  volume_id=volume_id,
                                                  attachment_id=attachment_id)))

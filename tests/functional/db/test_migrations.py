@@ -125,6 +125,20 @@ class MigrationHooks:
         connection.execute(sa.text("DELETE FROM tags"))
         connection.execute(sa.text("DELETE FROM instances"))
 
+    def _check_d7e2f5a9c8b1(self, connection, data):
+        """volume_requests: a request uuid is recorded once; attempts start at 0."""
+        connection.execute(sa.text(
+            "INSERT INTO volume_requests (uuid, kind, instance_uuid, volume_id) "
+            "VALUES ('r-1', 'attach', 'i-1', 'v-1')"))
+        assert connection.execute(sa.text(
+            "SELECT attempts, claimed_by FROM volume_requests")).one() == (0, None)
+        with pytest.raises((db_exc.DBDuplicateEntry, sa.exc.IntegrityError)):
+            with connection.begin_nested():
+                connection.execute(sa.text(
+                    "INSERT INTO volume_requests (uuid, kind, instance_uuid, volume_id) "
+                    "VALUES ('r-1', 'detach', 'i-1', 'v-1')"))
+        connection.execute(sa.text("DELETE FROM volume_requests"))
+
 
 @pytest.mark.parametrize("backend", conftest.BACKEND_PARAMS)
 def test_walk_versions(backend, tmp_path):

@@ -25,6 +25,7 @@ from volumesvc.objects import attachment_status
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
+from volumesvc.objects import volume_request as request_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -134,6 +135,35 @@ def show_volume_attachment(req, server_id, volume_id):
     return {"volumeAttachment": views.attachment(req, bdm, instance.uuid)}, 200
 
 
+# --- accepted requests (2.101 attach, every detach) -------------------------------------------
+
+def _record_request(req, kind, kwargs):
+    """Record a request about to be cast; its uuid, or None for a conductor below RPC 1.11.
+
+    Why: the bus forgets a cast once a conductor takes it; with the row, a
+    request whose conductor dies (or whose cast is lost) is re-run by
+    another conductor (conductor/volume_requests.py), not dropped after
+    the 202.
+    """
+    if not req.deps.conductor.can_track_volume_requests():
+        return None
+    return request_obj.create(req.deps.db, req.context, kind=kind,
+                              instance_uuid=kwargs["instance_uuid"],
+                              volume_id=kwargs["volume_id"], params=kwargs).uuid
+
+
+def _forget_request(req, request_uuid):
+    """The cast failed: nothing will run the request, so nothing may re-run it."""
+    if request_uuid is None:
+        return
+    try:
+        request_obj.delete(req.deps.db, req.context, request_uuid)
+    except Exception as exc:  # noqa: BLE001 - the cast's failure is the answer
+        LOG.warning("Could not forget volume request %s after its cast failed; a conductor "
+                    "will run it after [conductor] volume_request_grace: %s",
+                    request_uuid, exc)
+
+
 # --- attach ----------------------------------------------------------------------------------
 
 def _retried_attach(req, instance, volume_bdms, attachment):
@@ -197,7 +227,12 @@ def create_volume_attachment(req, server_id):
                   delete_on_termination=strutils.bool_from_string(
                       attachment.get("delete_on_termination", False), strict=True))
     if req.is_at_least(mv.V2_101_ASYNC_ATTACH):
-        deps.conductor.attach_volume(ctx, wait=False, **kwargs)
+        request_uuid = _record_request(req, request_obj.ATTACH, kwargs)
+        try:
+            deps.conductor.attach_volume(ctx, wait=False, request_uuid=request_uuid, **kwargs)
+        except Exception:
+            _forget_request(req, request_uuid)
+            raise
         return None, 202
     bdm = deps.conductor.attach_volume(ctx, wait=True, **kwargs)
     return {"volumeAttachment": views.created(req, bdm, instance.uuid, volume_id)}, 200
@@ -317,16 +352,19 @@ def delete_volume_attachment(req, server_id, volume_id):
     if not offloaded:
         deps.cinder.begin_detaching(ctx, volume_id)
     marked = _mark_detaching(req, instance, bdm, offloaded)
+    request_uuid = None
     try:
         action_obj.action_start(deps.db, ctx, instance.uuid, "detach_volume", ctx.request_id,
                                 ctx.user_id, ctx.project_id)
-        deps.conductor.detach_volume(
-            ctx, instance_uuid=instance.uuid, volume_id=volume_id,
-            attachment_id=logic.attachment_id_for(bdm, volume, instance.uuid))
+        kwargs = dict(instance_uuid=instance.uuid, volume_id=volume_id,
+                      attachment_id=logic.attachment_id_for(bdm, volume, instance.uuid))
+        request_uuid = _record_request(req, request_obj.DETACH, kwargs)
+        deps.conductor.detach_volume(ctx, request_uuid=request_uuid, **kwargs)
     except Exception:
         # Nothing will detach it: give the volume back its in-use status.
         LOG.exception("Detach of volume %s from %s could not be started", volume_id,
                       instance.uuid)
+        _forget_request(req, request_uuid)
         if not offloaded:
             deps.cinder.roll_detaching(ctx, volume_id)
         if marked:

@@ -8,6 +8,10 @@ recorded as an ``attach_volume`` instance action event with the reason, so a
 2.101 client that only sees a 202 can still find out why. From API 2.106 the
 reason also stays on a (deleted) ``error`` BDM that os-volume_attachments
 shows for ``[api] failed_attachment_ttl`` seconds.
+
+A request whose first conductor died is run again with ``recovered=True``
+(``conductor/volume_requests.py``): it goes on from what the dead run left
+(``conductor/tasks/resume.py``) instead of starting over.
 """
 
 import traceback
@@ -17,7 +21,7 @@ from oslo_log import log as logging
 
 from volumesvc import binaries, exception, servicegroup
 from volumesvc.compute import attach_states, vm_states
-from volumesvc.conductor.tasks import base, offloaded
+from volumesvc.conductor.tasks import base, offloaded, resume
 from volumesvc.objects import attachment_status
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -35,7 +39,8 @@ COMPUTE_EVENT = "compute_attach_volume"
 class AttachTask(base.TaskBase):
     def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid,
                  volume_id, device=None, disk_bus=None, device_type=None, tag=None,
-                 delete_on_termination=False, multiattach=None, up_cache=None):
+                 delete_on_termination=False, multiattach=None, up_cache=None,
+                 recovered=False, since=None):
         super().__init__(context, instance_uuid)
         # The conductor's shared answers to "is this compute up?" (one per task
         # without one: no answer is reused).
@@ -52,13 +57,21 @@ class AttachTask(base.TaskBase):
         self.attachment_id = None
         self.action_recorded = False
         self.compute_event_started = False
+        # A re-run of an accepted request (``since``: when it was accepted).
+        self.recovered = recovered
+        self.since = since
 
     def _record_action(self, host=None):
         """The ``attach_volume`` action; with ``host``, also the compute's event on it.
 
         Starting ``compute_attach_volume`` here (compute RPC 1.8) saves the
-        compute a conductor round trip per attach.
+        compute a conductor round trip per attach. A re-run whose first run
+        recorded the action already leaves it as it is (the compute then
+        starts its own event).
         """
+        if self.recovered and resume.action_recorded(self):
+            self.action_recorded = True
+            return
         action_obj.action_start(self.db, self.context, self.instance_uuid, ACTION,
                                 self.context.request_id, self.context.user_id,
                                 self.context.project_id,
@@ -68,6 +81,12 @@ class AttachTask(base.TaskBase):
 
     def _execute(self):
         instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
+        if self.recovered:
+            return resume.attach(self, instance)
+        return self.run(instance)
+
+    def run(self, instance):
+        """The attach from the start (also what a re-run falls back on)."""
         if instance.vm_state == vm_states.SHELVED_OFFLOADED:
             return offloaded.attach(self, instance)
         if not instance.host:
@@ -96,7 +115,8 @@ class AttachTask(base.TaskBase):
         self._record_action(host=instance.host if started else None)
         self.compute.attach_volume(self.context, host=instance.host,
                                    instance=instance_dict, bdm=self.bdm,
-                                   multiattach=self.multiattach, event_started=started)
+                                   multiattach=self.multiattach,
+                                   event_started=self.compute_event_started)
         return self.bdm
 
     def _check_host_up(self, instance):

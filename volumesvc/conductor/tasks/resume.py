@@ -1,0 +1,161 @@
+"""Re-running an accepted attach or detach whose first conductor died.
+
+A request is re-run (``conductor/volume_requests.py``) when nobody can say
+how far its first run got: the conductor may have died before it did
+anything, while the compute was reserving the device, after the Cinder
+attachment, or after its cast to the compute. The records say where it
+stopped, so each re-run looks before it acts:
+
+attach (the live BDM of the volume on the server, made since the request):
+
+* none: nothing happened (or it was rolled back): run the attach;
+* no Cinder attachment id: the dead run's reservation. It is deleted (the
+  compute's reservation watch may have done so already) and the attach runs;
+* an attachment id but no connection info: the compute was told, or was
+  about to be: it is told again with ``recovered=True`` and skips the work
+  if it has it already (``compute/started_work.py``). A compute older than
+  RPC 1.11 is not told: its reservation watch finishes or rolls back the
+  attach (``[compute] attachment_reservation_timeout``);
+* connection info: the attach is done.
+
+A shelved-offloaded server has no compute: its BDM with an attachment id
+only needs the attachment completed, again if need be.
+
+detach: the BDM gone means done; otherwise the compute is told again
+(``recovered=True``), or, for a shelved-offloaded server, the attachment
+and the BDM are deleted here again.
+"""
+
+import datetime
+
+from oslo_log import log as logging
+
+from volumesvc import binaries, exception, version
+from volumesvc.compute import vm_states
+from volumesvc.conductor.tasks import offloaded
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import instance_action as action_obj
+from volumesvc.objects import service as service_obj
+
+LOG = logging.getLogger(__name__)
+
+# NOTE: the request's time is the API host's clock, a BDM's the conductor's
+# that wrote it. A BDM of the volume on the server cannot predate the
+# request (the API refused the attach if there was one), so this only keeps
+# a skewed clock from hiding the request's own BDM.
+CLOCK_SKEW = datetime.timedelta(seconds=60)
+# A re-run whose reservation meets the dead run's (still being made when the
+# re-run looked) looks again this many times.
+_LOOKS = 2
+
+
+def live_bdm(db, context, instance_uuid, volume_id, since=None):
+    """The live BDM of ``volume_id`` on the server made since ``since``, or None."""
+    try:
+        bdm = bdm_obj.get_by_volume_and_instance(db, context, volume_id, instance_uuid)
+    except exception.VolumeBDMNotFound:
+        return None
+    if since is not None and bdm.created_at is not None and \
+            bdm.created_at < since - CLOCK_SKEW:
+        return None
+    return bdm
+
+
+def compute_takes_recovered(db, compute_rpcapi, context, host) -> bool:
+    """True when ``host``'s compute skips work it has (RPC 1.11, service version 12)."""
+    # TODO(remove at RPC 2.0): every compute takes recovered requests.
+    if not compute_rpcapi.can_take_recovered():
+        return False
+    try:
+        service = service_obj.get_by_host_and_binary(db, context, host, binaries.COMPUTE)
+    except exception.NotFound:
+        return False
+    return service.version >= version.MIN_COMPUTE_RECOVERED_REQUESTS
+
+
+def action_recorded(task) -> bool:
+    """True when the request's ``attach_volume`` action exists (its first run made it)."""
+    try:
+        action_obj.get_action(task.db, task.context, task.instance_uuid,
+                              task.context.request_id)
+    except exception.NotFound:
+        return False
+    return True
+
+
+def attach(task, instance):
+    """Go on with ``task`` (an ``AttachTask``) from where its first run stopped."""
+    for look in range(_LOOKS):
+        bdm = live_bdm(task.db, task.context, instance.uuid, task.volume_id, task.since)
+        if bdm is not None and bdm.attachment_id:
+            return _finish(task, instance, bdm)
+        if bdm is not None:
+            LOG.info("Re-run attach of volume %s to %s: deleting the reservation %s of "
+                     "its first run", task.volume_id, instance.uuid, bdm.uuid)
+            try:
+                bdm_obj.destroy(task.db, task.context, bdm.uuid)
+            except exception.NotFound:
+                pass  # the compute's reservation watch was first
+        try:
+            return task.run(instance)
+        except exception.VolumeAlreadyAttached:
+            # The dead run's reservation landed after we looked (the compute
+            # was still making it): look again, once.
+            if task.bdm is not None or look + 1 >= _LOOKS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _finish(task, instance, bdm):
+    task.bdm = bdm.to_dict()
+    if bdm.connection_info:
+        LOG.info("Re-run attach of volume %s to %s: already attached", task.volume_id,
+                 instance.uuid)
+        return task.bdm
+    if instance.vm_state == vm_states.SHELVED_OFFLOADED:
+        # Completing again is harmless; the action may be the only thing missing.
+        task.attachment_id = bdm.attachment_id
+        task.cinder.attachment_complete(task.context, bdm.attachment_id)
+        task._record_action()
+        return task.bdm
+    if not instance.host:
+        raise exception.InstanceInvalidState(
+            instance_uuid=instance.uuid, attr="host", state=None, method="attach_volume")
+    if not compute_takes_recovered(task.db, task.compute, task.context, instance.host):
+        LOG.warning("Re-run attach of volume %s to %s: compute %s is older than RPC 1.11 "
+                    "and cannot tell a repeated attach; its reservation watch finishes "
+                    "or rolls back attachment %s within [compute] "
+                    "attachment_reservation_timeout", task.volume_id, instance.uuid,
+                    instance.host, bdm.attachment_id)
+        return task.bdm
+    LOG.info("Re-run attach of volume %s to %s: telling compute %s again",
+             task.volume_id, instance.uuid, instance.host)
+    task.attachment_id = bdm.attachment_id
+    started = task.compute.can_take_started_attach_event()
+    task._record_action(host=instance.host if started else None)
+    task.compute.attach_volume(task.context, host=instance.host, instance=instance.to_dict(),
+                               bdm=task.bdm, multiattach=task.multiattach,
+                               event_started=task.compute_event_started, recovered=True)
+    return task.bdm
+
+
+def detach(db, compute_rpcapi, cinder, context, instance, volume_id, attachment_id):
+    """Go on with a detach of ``volume_id`` from ``instance`` whose conductor died."""
+    bdm = live_bdm(db, context, instance.uuid, volume_id)
+    if bdm is None:
+        LOG.info("Re-run detach of volume %s from %s: already done", volume_id,
+                 instance.uuid)
+        return
+    if not instance.host:
+        # Cinder ignores the delete of an attachment it no longer has.
+        offloaded.detach(cinder, db, context, bdm, attachment_id or bdm.attachment_id)
+        return
+    recovered = compute_takes_recovered(db, compute_rpcapi, context, instance.host)
+    if not recovered:
+        LOG.warning("Re-run detach of volume %s from %s: compute %s is older than RPC 1.11; "
+                    "it is told again as for a first detach", volume_id, instance.uuid,
+                    instance.host)
+    compute_rpcapi.detach_volume(context, host=instance.host, instance=instance.to_dict(),
+                                 bdm=bdm.to_dict(),
+                                 attachment_id=attachment_id or bdm.attachment_id,
+                                 recovered=recovered)

@@ -1,0 +1,244 @@
+"""Accepted attach and detach requests: claimed, settled, and recovered when lost.
+
+From API 2.101 an attach is answered 202 once it is cast, and a detach
+always is; the message bus forgets a cast as soon as a conductor takes it.
+The API therefore records each such request (``objects/volume_request.py``)
+and this module makes sure one conductor carries it through:
+
+* the conductor that receives the cast claims the row (compare and swap:
+  a duplicate delivery, or a cast that arrives after its recovery, finds it
+  taken and does nothing), runs the task and deletes the row once the task
+  has settled, in success or after its rollback;
+* every conductor periodically re-runs the rows no live conductor owns:
+  unclaimed for longer than ``[conductor] volume_request_grace`` (the cast
+  was lost), claimed by a conductor whose service is down, or claimed by
+  this conductor's own host before this process started (its killed
+  predecessor: a SIGKILLed conductor that is started again recovers its
+  requests at once). A re-run goes on from what the first run left
+  (``conductor/tasks/resume.py``);
+* a request started ``[conductor] volume_request_max_attempts`` times
+  without settling is given up and recorded as failed, so nothing stays
+  stuck and a request that kills its conductor is not retried forever.
+
+NOTE: a conductor's ``[DEFAULT] host`` must be its own: two running
+conductors with one host name would take each other's requests for a
+predecessor's.
+"""
+
+import threading
+
+from oslo_log import log as logging
+
+from volumesvc import binaries, exception, servicegroup
+from volumesvc import context as vs_context
+from volumesvc.compute import attach_states
+from volumesvc.conductor.tasks import attach as attach_task
+from volumesvc.conductor.tasks import resume
+from volumesvc.objects import attachment_status, base
+from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_action as action_obj
+from volumesvc.objects import service as service_obj
+from volumesvc.objects import volume_request as request_obj
+
+LOG = logging.getLogger(__name__)
+
+# Requests re-run per pass, oldest first; the rest wait for the next pass.
+BATCH = 50
+# Seconds between the start of a conductor and its first recovery pass:
+# its RPC servers start right after ``init_host``.
+STARTUP_DELAY = 2.0
+DETACH_EVENT = "conductor_detach_volume"
+# What a stored attach request may hand the task (the API's cast kwargs).
+_ATTACH_PARAMS = ("instance_uuid", "volume_id", "device", "disk_bus", "device_type", "tag",
+                  "delete_on_termination", "multiattach")
+
+
+class VolumeRequests:
+    """The requests of one conductor process (its manager owns one)."""
+
+    def __init__(self, conf, *, db, compute_rpcapi, cinder, up_cache=None):
+        self.conf = conf
+        self.db = db
+        self.compute = compute_rpcapi
+        self.cinder = cinder
+        self.up_cache = up_cache
+        self.host = conf.host
+        # Claims made by this host before this moment are a dead process's.
+        self.started_at = base.utcnow()
+        # Settled requests whose row could not be deleted (database away):
+        # deleted by the next pass, never re-run.
+        self._undeleted: set[str] = set()
+        self._guard = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread = None
+
+    # -- the cast arrived -----------------------------------------------------
+
+    def run_cast(self, context, request_uuid, work):
+        """Claim ``request_uuid`` and run ``work()``; None when it is not ours to run."""
+        if request_obj.claim(self.db, context, request_uuid, self.host) is None:
+            LOG.debug("Volume request %s is run by another conductor or done; "
+                      "this delivery does nothing", request_uuid)
+            return None
+        try:
+            return work()
+        finally:
+            self._settle(context, request_uuid)
+
+    def _settle(self, context, request_uuid):
+        try:
+            request_obj.delete(self.db, context, request_uuid)
+        except Exception as exc:  # noqa: BLE001 - the work is done; forget it later
+            LOG.warning("Could not delete settled volume request %s (retried by the next "
+                        "recovery pass): %s", request_uuid, exc)
+            with self._guard:
+                self._undeleted.add(request_uuid)
+
+    # -- recovery -------------------------------------------------------------
+
+    def start(self):
+        """Recover this host's predecessor's requests soon after the start."""
+        self._thread = threading.Thread(target=self._startup_pass, daemon=True,
+                                        name="volume-request-recovery")
+        self._thread.start()
+
+    def stop(self):
+        self._stopping.set()
+
+    def _startup_pass(self):
+        if self._stopping.wait(STARTUP_DELAY):
+            return
+        try:
+            self.recover(vs_context.get_admin_context())
+        except Exception:  # noqa: BLE001 - the periodic pass tries again
+            LOG.exception("Recovering volume requests at start failed")
+
+    def recover(self, context) -> int:
+        """One pass: re-run (or give up) every request no live conductor owns.
+
+        Returns how many were taken over by this conductor.
+        """
+        self._forget_settled(context)
+        requests = request_obj.list_recoverable(
+            self.db, context, grace=self.conf.conductor.volume_request_grace,
+            dead_hosts=self._dead_hosts(context), host=self.host,
+            started_at=self.started_at, limit=BATCH)
+        taken = 0
+        for request in requests:
+            if self._stopping.is_set():
+                break
+            with self._guard:
+                if request.uuid in self._undeleted:
+                    continue
+            if self._recover_one(context, request):
+                taken += 1
+        return taken
+
+    def _forget_settled(self, context):
+        with self._guard:
+            pending = list(self._undeleted)
+        for request_uuid in pending:
+            request_obj.delete(self.db, context, request_uuid)
+            with self._guard:
+                self._undeleted.discard(request_uuid)
+
+    def _dead_hosts(self, context) -> set[str]:
+        """Claiming hosts whose conductor service is down (or has no record)."""
+        hosts = request_obj.claimers(self.db, context) - {self.host}
+        if not hosts:
+            return set()
+        services = {s.host: s for s in service_obj.list_services(
+            self.db, context, binary=binaries.CONDUCTOR)}
+        return {host for host in hosts
+                if host not in services or not servicegroup.is_up(self.conf, services[host])}
+
+    def _recover_one(self, context, request) -> bool:
+        claimed = request_obj.reclaim(self.db, context, request, self.host)
+        if claimed is None:
+            return False  # another conductor took it over first
+        limit = self.conf.conductor.volume_request_max_attempts
+        LOG.warning("Recovering the %s of volume %s to server %s (request %s accepted at %s, "
+                    "claimed by %s; start %d of at most %d)", claimed.kind, claimed.volume_id,
+                    claimed.instance_uuid, claimed.uuid, claimed.created_at,
+                    request.claimed_by or "no conductor", claimed.attempts, limit)
+        try:
+            if claimed.attempts > limit:
+                self.give_up(claimed)
+            else:
+                self.rerun(claimed)
+        except exception.VolumesvcException as exc:
+            LOG.warning("Recovered %s of volume %s to %s failed: %s", claimed.kind,
+                        claimed.volume_id, claimed.instance_uuid, exc.format_message())
+        except Exception:  # noqa: BLE001 - the task recorded it; the pass goes on
+            LOG.exception("Recovered %s of volume %s to %s failed", claimed.kind,
+                          claimed.volume_id, claimed.instance_uuid)
+        finally:
+            self._settle(context, claimed.uuid)
+        return True
+
+    def _attach_task(self, request, context):
+        return attach_task.AttachTask(
+            self.conf, self.db, self.compute, self.cinder, context,
+            up_cache=self.up_cache, recovered=True, since=request.created_at,
+            **{key: value for key, value in request.params.items() if key in _ATTACH_PARAMS})
+
+    def rerun(self, request):
+        """Run a claimed request again, from where its first run stopped."""
+        context = request.request_context()
+        if request.kind == request_obj.ATTACH:
+            self._attach_task(request, context).execute()
+            return
+        try:
+            instance = instance_obj.get_by_uuid(self.db, context, request.instance_uuid)
+        except exception.InstanceNotFound:
+            return  # deleted meanwhile: its volumes went with it
+        resume.detach(self.db, self.compute, self.cinder, context, instance,
+                      request.volume_id, request.params.get("attachment_id"))
+
+    def give_up(self, request):
+        """Record a request that kept losing its conductor as failed (and undo it)."""
+        context = request.request_context()
+        exc = exception.VolumeRequestAbandoned(kind=request.kind, volume_id=request.volume_id,
+                                               attempts=request.attempts - 1)
+        LOG.error("Giving up the %s of volume %s to server %s (request %s): %s",
+                  request.kind, request.volume_id, request.instance_uuid, request.uuid,
+                  exc.format_message())
+        if request.kind == request_obj.ATTACH:
+            self._give_up_attach(request, context, exc)
+        else:
+            self._give_up_detach(request, context, exc)
+
+    def _give_up_attach(self, request, context, exc):
+        bdm = resume.live_bdm(self.db, context, request.instance_uuid, request.volume_id,
+                              request.created_at)
+        if bdm is not None and bdm.connection_info:
+            return  # it got done after all
+        task = self._attach_task(request, context)
+        if bdm is not None:
+            task.bdm, task.attachment_id = bdm.to_dict(), bdm.attachment_id
+        task.rollback(exc)
+
+    def _give_up_detach(self, request, context, exc):
+        message = exc.format_message()
+        bdm = resume.live_bdm(self.db, context, request.instance_uuid, request.volume_id)
+        if bdm is None:
+            return  # it got done after all
+        try:
+            instance = instance_obj.get_by_uuid(self.db, context, request.instance_uuid)
+        except exception.InstanceNotFound:
+            return
+        if instance.host:
+            try:
+                self.cinder.roll_detaching(context, request.volume_id)
+            except Exception as err:  # noqa: BLE001 - the BDM is put back anyway
+                LOG.warning("roll_detaching %s failed: %s", request.volume_id, err)
+        attachment_status.save_if(self.db, context, bdm.uuid, attach_states.fault_values(
+            attach_states.ATTACHED, 500, message), attach_states.DETACHING)
+        try:
+            action_obj.event_start(self.db, context, request.instance_uuid,
+                                   context.request_id, DETACH_EVENT)
+            action_obj.event_finish(self.db, context, request.instance_uuid,
+                                    context.request_id, DETACH_EVENT, result="Error",
+                                    details=message)
+        except exception.NotFound:
+            pass
