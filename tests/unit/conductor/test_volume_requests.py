@@ -1,0 +1,409 @@
+"""Claiming, recovering and giving up accepted volume requests, on SQLite.
+
+The conductor's side only: a recording double stands in for the compute
+RPC client (the functional tier runs the real computes), Cinder is the
+in-memory ``FakeCinder``.
+"""
+
+import datetime
+import logging
+
+import pytest
+import sqlalchemy as sa
+
+from tests.fixtures import database as db_fixtures
+from tests.fixtures.cinder import FakeCinder
+from volumesvc import binaries, exception, version
+from volumesvc import context as vs_context
+from volumesvc.compute import attach_states
+from volumesvc.conductor import volume_requests
+from volumesvc.conductor.tasks import attach as attach_task
+from volumesvc.conf import get_conf
+from volumesvc.db import models
+from volumesvc.objects import attachment_status
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_action as action_obj
+from volumesvc.objects import service as service_obj
+from volumesvc.objects import volume_request as request_obj
+
+COMPUTE_HOST = "cmp-1"
+
+
+class RecordingCompute:
+    """Compute RPC client double: reserves like a compute, records every cast."""
+
+    def __init__(self, db, *, recovered=True):
+        self.db = db
+        self.recovered = recovered
+        self.casts = []
+        self.reserves = 0
+        self.before_reserve = None  # called once before the next reservation
+
+    def can_take_recovered(self):
+        return self.recovered
+
+    def can_take_started_attach_event(self):
+        return True
+
+    def ping(self, ctxt, *, host, timeout=None):
+        return {"host": host}
+
+    def reserve_block_device_name(self, ctxt, *, host, instance, volume_id, **kwargs):
+        hook, self.before_reserve = self.before_reserve, None
+        if hook is not None:
+            hook()
+        self.reserves += 1
+        if any(b.volume_id == volume_id for b in bdm_obj.list_by_instance(
+                self.db, ctxt, instance["uuid"])):
+            raise exception.VolumeAlreadyAttached(volume_id=volume_id,
+                                                  instance_uuids=instance["uuid"])
+        return _bdm(self.db, instance["uuid"], volume_id).to_dict()
+
+    def attach_volume(self, ctxt, **kwargs):
+        self.casts.append(("attach_volume", kwargs))
+
+    def detach_volume(self, ctxt, **kwargs):
+        self.casts.append(("detach_volume", kwargs))
+
+
+def _bdm(db, instance_uuid, volume_id, **values):
+    return bdm_obj.create(db, vs_context.get_admin_context(), {
+        "instance_uuid": instance_uuid, "source_type": "volume",
+        "destination_type": "volume", "volume_id": volume_id, "device_name": "/dev/sdb",
+        "attach_status": attach_states.ATTACHING, **values})
+
+
+class World:
+    def __init__(self, tmp_path, **overrides):
+        self.conf = get_conf(default_config_files=[])
+        self.conf.set_override("host", "me")
+        for name, value in overrides.items():
+            self.conf.set_override(name, value, group="conductor")
+        self.db = db_fixtures.sqlite_database(self.conf, str(tmp_path / "db"))
+        self.cinder = FakeCinder(volume_dir=str(tmp_path / "volumes"))
+        self.compute = RecordingCompute(self.db)
+        self.requests = volume_requests.VolumeRequests(
+            self.conf, db=self.db, compute_rpcapi=self.compute, cinder=self.cinder)
+        self.admin = vs_context.get_admin_context()
+        self.ctx = vs_context.RequestContext(user_id="u1", project_id="p1", roles=["member"],
+                                             request_id="req-attach", overwrite=False)
+        service_obj.heartbeat(self.db, self.admin, host=COMPUTE_HOST,
+                              binary=binaries.COMPUTE, topic="compute",
+                              version=version.SERVICE_VERSION)
+        self.instance = self.server()
+        self.volume = self.cinder.create(self.ctx, 1, "data", "")
+        self._volumes = {}
+
+    def server(self, **values):
+        return instance_obj.create(self.db, self.admin, {
+            "project_id": "p1", "user_id": "u1", "vm_state": "active",
+            "host": COMPUTE_HOST, "launched_at": models.utcnow(), **values})
+
+    def record(self, kind=request_obj.ATTACH, instance=None, **params):
+        """A request for the world's volume (another server: a volume of its own)."""
+        volume_id = self.volume["id"] if instance is None else self.volume_of(instance)
+        instance = instance or self.instance
+        params = {"instance_uuid": instance.uuid, "volume_id": volume_id,
+                  "multiattach": False, **params}
+        return request_obj.create(self.db, self.ctx, kind=kind, instance_uuid=instance.uuid,
+                                  volume_id=volume_id, params=params)
+
+    def volume_of(self, instance):
+        """A volume for ``instance`` (the world's volume for the world's server)."""
+        if instance.uuid == self.instance.uuid:
+            return self.volume["id"]
+        if instance.uuid not in self._volumes:
+            self._volumes[instance.uuid] = self.cinder.create(self.ctx, 1, "more", "")["id"]
+        return self._volumes[instance.uuid]
+
+    def set_row(self, request, **values):
+        model = models.VolumeRequest
+        with self.db.writer(self.admin) as session:
+            session.execute(sa.update(model).where(model.uuid == request.uuid).values(**values))
+
+    def aged(self, request, seconds, **values):
+        past = models.utcnow() - datetime.timedelta(seconds=seconds)
+        self.set_row(request, created_at=past, **values)
+        return request_obj.get_by_uuid(self.db, self.admin, request.uuid)
+
+    def rows(self):
+        with self.db.reader(self.admin) as session:
+            return session.scalars(sa.select(models.VolumeRequest.uuid)).all()
+
+    def bdms(self, instance=None):
+        instance = instance or self.instance
+        return [b for b in bdm_obj.list_by_instance(self.db, self.admin, instance.uuid)
+                if b.volume_id == self.volume_of(instance)]
+
+    def conductor_service(self, host, *, up):
+        service_obj.heartbeat(self.db, self.admin, host=host, binary=binaries.CONDUCTOR,
+                              topic="conductor", version=version.SERVICE_VERSION)
+        if not up:
+            model = models.Service
+            with self.db.writer(self.admin) as session:
+                session.execute(sa.update(model).where(model.host == host).values(
+                    last_seen_up=models.utcnow() - datetime.timedelta(hours=1)))
+
+
+@pytest.fixture
+def world(tmp_path):
+    w = World(tmp_path)
+    yield w
+    w.db.dispose()
+
+
+# -- the cast arrives -------------------------------------------------------------------
+
+def test_a_cast_claims_runs_and_forgets_its_request(world):
+    request = world.record()
+    ran = []
+    assert world.requests.run_cast(world.ctx, request.uuid, lambda: ran.append(1) or "bdm") \
+        == "bdm"
+    assert ran == [1] and world.rows() == []
+
+
+def test_a_duplicate_delivery_does_nothing(world):
+    request = world.record()
+    request_obj.claim(world.db, world.ctx, request.uuid, "other-conductor")
+    ran = []
+    assert world.requests.run_cast(world.ctx, request.uuid, lambda: ran.append(1)) is None
+    assert ran == [] and world.rows() == [request.uuid]
+    # Settled and forgotten: a late delivery does nothing either.
+    request_obj.delete(world.db, world.ctx, request.uuid)
+    assert world.requests.run_cast(world.ctx, request.uuid, lambda: ran.append(1)) is None
+    assert ran == []
+
+
+def test_a_failed_task_forgets_its_request_too(world):
+    request = world.record()
+
+    def fail():
+        raise exception.VolumeAlreadyAttached(volume_id="v", instance_uuids="i")
+    with pytest.raises(exception.VolumeAlreadyAttached):
+        world.requests.run_cast(world.ctx, request.uuid, fail)
+    assert world.rows() == []
+
+
+# -- recovery: what is owed, to whom ----------------------------------------------------------
+
+def test_a_lost_cast_is_run_after_the_grace_period_only(world):
+    young = world.record()
+    assert world.requests.recover(world.admin) == 0
+    assert world.compute.reserves == 0 and world.rows() == [young.uuid]
+    world.aged(young, 120)
+    assert world.requests.recover(world.admin) == 1
+    assert world.rows() == []
+    (bdm,) = world.bdms()
+    assert bdm.attachment_id and world.compute.casts[0][0] == "attach_volume"
+    # The replay acts as the user who asked, under the request's id.
+    action = action_obj.get_action(world.db, world.admin, world.instance.uuid, "req-attach")
+    assert (action.user_id, action.project_id) == ("u1", "p1")
+
+
+def test_a_request_claimed_by_a_dead_conductor_is_recovered(world):
+    on_dead = world.record()
+    request_obj.claim(world.db, world.ctx, on_dead.uuid, "dead-conductor")
+    world.conductor_service("dead-conductor", up=False)
+    world.conductor_service("live-conductor", up=True)
+    other = world.server()
+    on_live = world.record(instance=other)
+    request_obj.claim(world.db, world.ctx, on_live.uuid, "live-conductor")
+    never_seen = world.server()
+    on_unknown = world.record(instance=never_seen)
+    request_obj.claim(world.db, world.ctx, on_unknown.uuid, "gone-conductor")
+    assert world.requests.recover(world.admin) == 2
+    assert world.rows() == [on_live.uuid]
+    assert len(world.bdms()) == 1 and len(world.bdms(never_seen)) == 1
+    assert world.bdms(other) == []
+
+
+def test_requests_of_this_hosts_previous_process_are_recovered(world):
+    before = world.record()
+    request_obj.claim(world.db, world.ctx, before.uuid, "me")
+    world.set_row(before, claimed_at=world.requests.started_at - datetime.timedelta(seconds=5))
+    other = world.server()
+    mine = world.record(instance=other)
+    request_obj.claim(world.db, world.ctx, mine.uuid, "me")  # this process: in flight
+    assert world.requests.recover(world.admin) == 1
+    assert world.rows() == [mine.uuid]
+    assert len(world.bdms()) == 1 and world.bdms(other) == []
+
+
+def test_the_startup_pass_runs_once_soon_after_start(world, monkeypatch):
+    monkeypatch.setattr(volume_requests, "STARTUP_DELAY", 0.01)
+    request = world.record()
+    request_obj.claim(world.db, world.ctx, request.uuid, "me")
+    world.set_row(request, claimed_at=world.requests.started_at - datetime.timedelta(seconds=1))
+    world.requests.start()
+    world.requests._thread.join(10)
+    assert world.rows() == [] and len(world.bdms()) == 1
+
+
+# -- giving up --------------------------------------------------------------------------------
+
+def test_an_attach_that_keeps_losing_its_conductor_is_given_up(world):
+    request = world.record()
+    attachment = world.cinder.attachment_create(world.ctx, world.volume["id"],
+                                                world.instance.uuid)
+    bdm = _bdm(world.db, world.instance.uuid, world.volume["id"],
+               attachment_id=attachment["id"])
+    request_obj.claim(world.db, world.ctx, request.uuid, "dead-conductor")
+    world.set_row(request, attempts=3)
+    assert world.requests.recover(world.admin) == 1
+    assert world.rows() == [] and world.bdms() == [] and world.compute.casts == []
+    assert world.cinder.attachments == {}
+    (failed,) = attachment_status.list_failed(world.db, world.admin, world.instance.uuid, 600)
+    assert failed.uuid == bdm.uuid and failed.attach_status == attach_states.ERROR
+    assert "given up after 3 attempts" in failed.fault_message
+    events = action_obj.get_action(world.db, world.admin, world.instance.uuid,
+                                   "req-attach").events
+    assert [(e.event, e.result) for e in events] == [(attach_task.EVENT, "Error")]
+
+
+def test_a_detach_that_keeps_losing_its_conductor_puts_the_volume_back(world):
+    attachment = world.cinder.attachment_create(world.ctx, world.volume["id"],
+                                                world.instance.uuid)
+    world.cinder.attachment_complete(world.ctx, attachment["id"])
+    bdm = _bdm(world.db, world.instance.uuid, world.volume["id"],
+               attachment_id=attachment["id"], connection_info="{}",
+               attach_status=attach_states.DETACHING)
+    world.cinder.begin_detaching(world.ctx, world.volume["id"])
+    action_obj.action_start(world.db, world.ctx, world.instance.uuid, "detach_volume",
+                            "req-attach", "u1", "p1")
+    request = world.record(request_obj.DETACH, attachment_id=attachment["id"])
+    request_obj.claim(world.db, world.ctx, request.uuid, "dead-conductor")
+    world.set_row(request, attempts=3)
+    assert world.requests.recover(world.admin) == 1
+    assert world.rows() == [] and world.compute.casts == []
+    assert world.cinder.get(world.ctx, world.volume["id"])["status"] == "in-use"
+    (kept,) = world.bdms()
+    assert kept.uuid == bdm.uuid and kept.attach_status == attach_states.ATTACHED
+    assert kept.fault_code == 500 and "given up" in kept.fault_message
+
+
+# -- re-running an attach from where it stopped -------------------------------------------------
+
+def _rerun(world, request=None):
+    request = request or world.record()
+    world.requests.rerun(request_obj.get_by_uuid(world.db, world.admin, request.uuid))
+
+
+def test_a_rerun_with_nothing_done_attaches(world):
+    _rerun(world)
+    (bdm,) = world.bdms()
+    assert world.compute.reserves == 1 and bdm.attachment_id
+    (cast,) = world.compute.casts
+    assert cast[1]["bdm"]["uuid"] == bdm.uuid and "recovered" not in cast[1]
+
+
+def test_a_rerun_replaces_the_dead_runs_reservation(world):
+    orphan = _bdm(world.db, world.instance.uuid, world.volume["id"])
+    _rerun(world)
+    (bdm,) = world.bdms()
+    assert bdm.uuid != orphan.uuid and bdm.attachment_id
+    assert world.compute.reserves == 1
+
+
+def test_a_reservation_landing_after_the_rerun_looked_is_replaced(world):
+    world.compute.before_reserve = lambda: _bdm(world.db, world.instance.uuid,
+                                                world.volume["id"])
+    _rerun(world)
+    (bdm,) = world.bdms()
+    assert bdm.attachment_id and world.compute.reserves == 2
+
+
+def test_a_rerun_after_the_attachment_tells_the_compute_again(world):
+    attachment = world.cinder.attachment_create(world.ctx, world.volume["id"],
+                                                world.instance.uuid)
+    bdm = _bdm(world.db, world.instance.uuid, world.volume["id"],
+               attachment_id=attachment["id"])
+    _rerun(world)
+    assert world.compute.reserves == 0
+    (cast,) = world.compute.casts
+    assert cast[0] == "attach_volume" and cast[1]["recovered"] is True
+    assert cast[1]["bdm"]["uuid"] == bdm.uuid
+    assert len(world.cinder.attachments) == 1
+
+
+def test_a_rerun_of_a_done_attach_does_nothing(world):
+    _bdm(world.db, world.instance.uuid, world.volume["id"], attachment_id="a-1",
+         connection_info="{}")
+    _rerun(world)
+    assert world.compute.reserves == 0 and world.compute.casts == []
+
+
+def test_an_old_compute_is_left_to_its_reservation_watch(world, caplog):
+    world.compute.recovered = False
+    _bdm(world.db, world.instance.uuid, world.volume["id"], attachment_id="a-1")
+    with caplog.at_level(logging.WARNING):
+        _rerun(world)
+    assert world.compute.casts == [] and world.compute.reserves == 0
+    assert "older than RPC 1.11" in caplog.text
+
+
+def test_a_compute_whose_service_is_older_is_not_told_either(world):
+    service_obj.heartbeat(world.db, world.admin, host=COMPUTE_HOST, binary=binaries.COMPUTE,
+                          topic="compute", version=version.MIN_COMPUTE_RECOVERED_REQUESTS - 1)
+    _bdm(world.db, world.instance.uuid, world.volume["id"], attachment_id="a-1")
+    _rerun(world)
+    assert world.compute.casts == []
+
+
+def test_an_offloaded_attach_rerun_completes_what_is_there(world):
+    offloaded = world.server(host=None, vm_state="shelved_offloaded")
+    attachment = world.cinder.attachment_create(world.ctx, world.volume_of(offloaded), offloaded.uuid)
+    _bdm(world.db, offloaded.uuid, world.volume_of(offloaded), attachment_id=attachment["id"],
+         device_name=None)
+    request = world.record(instance=offloaded)
+    _rerun(world, request)
+    _rerun(world, request)  # and again: still one of each
+    assert len(world.bdms(offloaded)) == 1 and len(world.cinder.attachments) == 1
+    assert world.cinder.get(world.ctx, world.volume_of(offloaded))["status"] == "in-use"
+    assert world.compute.casts == []
+    (action,) = action_obj.list_actions(world.db, world.admin, offloaded.uuid)
+    assert action.action == attach_task.ACTION
+
+
+def test_an_offloaded_attach_rerun_with_nothing_done_attaches(world):
+    offloaded = world.server(host=None, vm_state="shelved_offloaded")
+    _rerun(world, world.record(instance=offloaded))
+    (bdm,) = world.bdms(offloaded)
+    assert bdm.attachment_id
+    assert world.cinder.get(world.ctx, world.volume_of(offloaded))["status"] == "in-use"
+
+
+# -- re-running a detach ------------------------------------------------------------------------
+
+def test_a_detach_rerun_whose_bdm_is_gone_does_nothing(world):
+    _rerun(world, world.record(request_obj.DETACH, attachment_id="a-1"))
+    assert world.compute.casts == []
+
+
+def test_a_detach_rerun_tells_the_compute_again(world):
+    bdm = _bdm(world.db, world.instance.uuid, world.volume["id"], attachment_id="a-1",
+               connection_info="{}")
+    _rerun(world, world.record(request_obj.DETACH, attachment_id="a-1"))
+    (cast,) = world.compute.casts
+    assert cast[0] == "detach_volume" and cast[1]["recovered"] is True
+    assert cast[1]["bdm"]["uuid"] == bdm.uuid and cast[1]["attachment_id"] == "a-1"
+
+
+def test_an_offloaded_detach_rerun_finishes_here(world):
+    offloaded = world.server(host=None, vm_state="shelved_offloaded")
+    attachment = world.cinder.attachment_create(world.ctx, world.volume_of(offloaded), offloaded.uuid)
+    _bdm(world.db, offloaded.uuid, world.volume_of(offloaded), attachment_id=attachment["id"])
+    request = world.record(request_obj.DETACH, instance=offloaded,
+                           attachment_id=attachment["id"])
+    _rerun(world, request)
+    _rerun(world, request)
+    assert world.bdms(offloaded) == [] and world.cinder.attachments == {}
+    assert world.compute.casts == []
+
+
+def test_a_rerun_for_a_deleted_server_is_settled(world):
+    request = world.record()
+    request_obj.claim(world.db, world.ctx, request.uuid, "dead-conductor")
+    instance_obj.destroy(world.db, world.admin, world.instance.uuid)
+    assert world.requests.recover(world.admin) == 1
+    assert world.rows() == []
