@@ -74,8 +74,9 @@ CINDER_TIME = re.compile(r'"(GET|POST|PUT|DELETE) (\S+) HTTP/1\.[01]" status: (\
 class Aio:
     """``volumesvc-aio`` (noauth2) in its own session; its processes found through /proc."""
 
-    def __init__(self, storage, api_workers, keep_state=False):
+    def __init__(self, storage, api_workers, keep_state=False, volume_api_workers=1):
         self.keep_state = keep_state
+        self.volume_api_workers = volume_api_workers
         self.storage = storage
         self.state_dir = tempfile.mkdtemp(prefix=f"vs-bench-{storage}-", dir="/var/tmp")
         self.ports = {name: free_port() for name in ("api", "volume", "image")}
@@ -99,6 +100,7 @@ class Aio:
              "--volume-port", str(self.ports["volume"]),
              "--image-port", str(self.ports["image"]), "--storage", self.storage,
              "--api-workers", str(self.api_workers), "--host", f"bench-{self.storage}",
+             "--volume-api-workers", str(self.volume_api_workers),
              "--auth", "noauth2"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
@@ -405,17 +407,9 @@ def phase_memory(aio, args):
 
 
 def phase_clone(client, aio, args):
-    work = tempfile.mkdtemp(prefix="vs-bench-image-", dir="/var/tmp")
-    try:
-        path = os.path.join(work, "image.raw")
-        subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=4M",
-                        f"count={args.image_gib * 256}", "status=none"], check=True)
-        t0 = time.monotonic()
-        image_id = _upload(aio, path, f"bench-{args.image_gib}gib")
-        upload = time.monotonic() - t0
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    log(f"{args.image_gib} GiB image {image_id} uploaded in {upload:.0f}s")
+    t0 = time.monotonic()
+    image_id = _random_image(aio, args.image_gib)
+    upload = time.monotonic() - t0
     rows = []
     for rep in range(args.clone_repeat):
         for vtype in args.types:
@@ -465,6 +459,21 @@ def phase_clone(client, aio, args):
     return rows, text
 
 
+def _random_image(aio, gib):
+    """Upload a raw image of ``gib`` GiB of random bytes (nothing to compress or skip)."""
+    work = tempfile.mkdtemp(prefix="vs-bench-image-", dir="/var/tmp")
+    try:
+        path = os.path.join(work, "image.raw")
+        subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=4M",
+                        f"count={gib * 256}", "status=none"], check=True)
+        t0 = time.monotonic()
+        image_id = _upload(aio, path, f"bench-{gib}gib")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log(f"{gib} GiB image {image_id} uploaded in {time.monotonic() - t0:.0f}s")
+    return image_id
+
+
 def _upload(aio, path, name):
     def request(method, url, body=None, headers=None):
         req = urllib.request.Request(aio.image_url + url, data=body, method=method,
@@ -497,6 +506,11 @@ def phase_boot(client, aio, stack, args):
     storm_args = types.SimpleNamespace(client_timeout=600.0, storm_timeout=900.0,
                                        poll_interval=0.5)
     probe = boot_servers(client, aio.image_id, 1, timeout=600)[0]
+    source_image, image_words = aio.image_id, "the all-in-one's starter image (1 MiB raw)"
+    if args.boot_image_gib:
+        source_image = _random_image(aio, args.boot_image_gib)
+        image_words = (f"a {args.boot_image_gib} GiB raw image of random bytes in Glance "
+                       "(on RBD)")
     # Warm-up: one boot of each kind, deleted, so no storm pays first use.
     for vtype in args.types:
         warm = boot_storm.boot_storm(client, stack, 1, probe, storm_args,
@@ -506,7 +520,7 @@ def phase_boot(client, aio, stack, args):
     for n in args.boot_servers:
         for source in ("image", "blank"):
             for vtype in args.types:
-                image = aio.image_id if source == "image" else None
+                image = source_image if source == "image" else None
                 log(f"boot storm: N={n} from {source}, type {vtype}")
                 r = boot_storm.boot_storm(client, stack, n, probe, storm_args,
                                           body=_body(vtype, image))
@@ -534,7 +548,7 @@ def phase_boot(client, aio, stack, args):
                               f"{got['file'] / got['rbd']:.2f}")
     text = ("N `POST /servers` at 2.67 released at once, each booting from a new 1 GiB volume "
             "of that type (`delete_on_termination`, `networks: none`, flavor m1.nano) made "
-            "from the all-in-one's starter image (1 MiB raw) or blank, on real QEMU; a probe "
+            f"from {image_words} or blank, on real QEMU; a probe "
             "GETs another server 5 times a second. Time to ACTIVE from each POST; then all "
             "deleted at once until servers and volumes are gone.\n\n"
             "| N | source | type | all ACTIVE | to ACTIVE p50 / p99 | ERROR / unfinished | "
@@ -665,6 +679,11 @@ def parse_args(argv):
     p.add_argument("--types", default="rbd,file", help="volume types compared")
     p.add_argument("--api-workers", type=int, default=2,
                    help="the all-in-one's --api-workers (default: its own default)")
+    p.add_argument("--volume-api-workers", type=int, default=1,
+                   help="the all-in-one's --volume-api-workers (cinder-api processes)")
+    p.add_argument("--boot-image-gib", type=int, default=0,
+                   help="the boot storm's 'image' source: an image of random bytes of this "
+                        "size uploaded first (0: the all-in-one's 1 MiB starter image)")
     p.add_argument("--attach-servers", type=int, default=100, help="N of the attach storm")
     p.add_argument("--microversions", default="2.101,2.100")
     p.add_argument("--boot-wave", type=int, default=100,
@@ -729,7 +748,7 @@ def hold_libvirt_daemon(storage, wait):
 def run(args, argv):
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
-    aio = Aio(args.storage, args.api_workers, args.keep_state)
+    aio = Aio(args.storage, args.api_workers, args.keep_state, args.volume_api_workers)
     daemon = None
     try:
         daemon = hold_libvirt_daemon(args.storage, args.daemon_wait)
@@ -777,7 +796,11 @@ def _write(args, argv, commit, phase, text, seconds):
     if args.no_results:
         return
     topic, title = TOPICS[phase]
-    key = f"{phase} {args.storage}" if phase == "memory" else phase
+    # One block per shape of run, so a day's N=20 boots and its N=100 ones sit side by side.
+    key = {"memory": f"memory {args.storage}",
+           "boot": f"boot N={','.join(map(str, args.boot_servers))}"
+           + (f" image {args.boot_image_gib} GiB" if args.boot_image_gib else ""),
+           "attach": f"attach N={args.attach_servers}"}.get(phase, phase)
     path = results.write_result(args.results, date=date, topic=topic, title=title,
                                 mark=f"<!-- aio_storage {key} -->",
                                 end="<!-- /aio_storage -->", text=block)

@@ -83,8 +83,11 @@ class CinderHarness(ServiceHarness):
                  database_connection=None, deps_dir=None, nova_endpoint=None,
                  glance_url=None, host="volumesvc-cinder", volume_manager=None,
                  keystone=None, extend_completion=False, default_quotas=None,
-                 ceph=None, rbd_secret_uuid=None):
+                 ceph=None, rbd_secret_uuid=None, api_workers=1):
         super().__init__(state_dir, port, deps_dir)
+        # cinder-api processes: one keeps the all-in-one small; a storm of a
+        # hundred attaches queues in that one process first (benchmarks/aio_storage).
+        self.api_workers = int(api_workers)
         if ceph is not None and not rbd_secret_uuid:
             raise ValueError("an rbd backend needs rbd_secret_uuid")
         self.ceph = ceph
@@ -135,7 +138,7 @@ class CinderHarness(ServiceHarness):
             f"rootwrap_config = {self._venv_etc('rootwrap.conf')}",
             "osapi_volume_listen = 127.0.0.1",
             f"osapi_volume_listen_port = {self.port}",
-            "osapi_volume_workers = 1",
+            f"osapi_volume_workers = {self.api_workers}",
             f"enabled_backends = {','.join(self.backends)}",
             "report_interval = 2",
             "service_down_time = 10",

@@ -77,6 +77,8 @@ def _parse_args(argv):
                              "file: the file backend only, computes on embedded QEMU, no "
                              "Ceph and no daemon (a quicker start for development)")
     parser.add_argument("--api-workers", type=int, default=2)
+    parser.add_argument("--volume-api-workers", type=int, default=1,
+                        help="cinder-api worker processes (osapi_volume_workers)")
     parser.add_argument("--failed-attachment-ttl", type=int, default=None, metavar="SECONDS",
                         help="[api] failed_attachment_ttl (API 2.106; default: the option's)")
     parser.add_argument("--ready-timeout", type=float, default=600.0,
@@ -181,7 +183,8 @@ class AllInOne:
                                                         fresh=fresh),
             nova_endpoint=api_url, glance_url=image.url, keystone=self.keystone,
             extend_completion=True, ceph=self.ceph,
-            rbd_secret_uuid=self.rbd["secret_uuid"] if self.rbd else None)
+            rbd_secret_uuid=self.rbd["secret_uuid"] if self.rbd else None,
+            api_workers=self.args.volume_api_workers)
         volume.background_priority = self.args.cpu_priority
         volume.die_with_parent = True
         self.harnesses.append(volume)

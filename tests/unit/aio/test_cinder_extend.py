@@ -47,3 +47,13 @@ def test_default_quotas_reach_cinder_conf_only_when_asked(tmp_path):
     stock = cinder.CinderHarness(str(tmp_path), port=8776, transport_url="rabbit://x/",
                                  deps_dir=str(tmp_path / "deps"))
     assert "quota_" not in stock.config_text()
+
+
+def test_api_workers_reach_cinder_conf(tmp_path):
+    """``volumesvc-aio --volume-api-workers``: one cinder-api process unless asked."""
+    stock = cinder.CinderHarness(str(tmp_path), port=8776, transport_url="rabbit://x/",
+                                 deps_dir=str(tmp_path / "deps"))
+    assert "osapi_volume_workers = 1\n" in stock.config_text()
+    more = cinder.CinderHarness(str(tmp_path), port=8776, transport_url="rabbit://x/",
+                                deps_dir=str(tmp_path / "deps"), api_workers=3)
+    assert "osapi_volume_workers = 3\n" in more.config_text()
