@@ -352,7 +352,8 @@ def test_a_compute_whose_service_is_older_is_not_told_either(world):
 
 def test_an_offloaded_attach_rerun_completes_what_is_there(world):
     offloaded = world.server(host=None, vm_state="shelved_offloaded")
-    attachment = world.cinder.attachment_create(world.ctx, world.volume_of(offloaded), offloaded.uuid)
+    attachment = world.cinder.attachment_create(world.ctx, world.volume_of(offloaded),
+                                                offloaded.uuid)
     _bdm(world.db, offloaded.uuid, world.volume_of(offloaded), attachment_id=attachment["id"],
          device_name=None)
     request = world.record(instance=offloaded)
@@ -391,7 +392,8 @@ def test_a_detach_rerun_tells_the_compute_again(world):
 
 def test_an_offloaded_detach_rerun_finishes_here(world):
     offloaded = world.server(host=None, vm_state="shelved_offloaded")
-    attachment = world.cinder.attachment_create(world.ctx, world.volume_of(offloaded), offloaded.uuid)
+    attachment = world.cinder.attachment_create(world.ctx, world.volume_of(offloaded),
+                                                offloaded.uuid)
     _bdm(world.db, offloaded.uuid, world.volume_of(offloaded), attachment_id=attachment["id"])
     request = world.record(request_obj.DETACH, instance=offloaded,
                            attachment_id=attachment["id"])

@@ -1,0 +1,267 @@
+"""Accepted 2.101 attaches and detaches are not lost with their conductor or their cast.
+
+The whole service in one process (fake://): the API records each accepted
+request, the conductor claims and settles it, and the recovery task (every
+second here, with a one-second grace) re-runs what nobody owns. A lost cast
+is a conductor client that swallows it; a dead conductor is a claim by a
+host whose conductor service is gone.
+"""
+
+import datetime
+
+import pytest
+import sqlalchemy as sa
+
+from tests.functional.stack import BLANK_ROOT, Stack
+from volumesvc.compute import rpcapi as compute_rpcapi
+from volumesvc.conductor import rpcapi as conductor_rpcapi
+from volumesvc.db import models
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import volume_request as request_obj
+
+TOKEN = "u1:p1"
+RECOVERY = {("conductor", "volume_request_recovery_interval"): 1,
+            ("conductor", "volume_request_grace"): 1}
+
+
+@pytest.fixture
+def stack(tmp_path):
+    s = Stack(tmp_path, conf_overrides=RECOVERY)
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def server(stack):
+    uuid = stack.boot(stack.context(), BLANK_ROOT)
+    stack.wait_instance(uuid, "active")
+    return uuid
+
+
+@pytest.fixture
+def lose_casts(monkeypatch):
+    """Make the API's next ``n`` casts of ``method`` vanish; returns the setter."""
+    def lose(method, n=1):
+        real = getattr(conductor_rpcapi.ConductorAPI, method)
+        left = [n]
+
+        def swallowing(self, ctxt, **kwargs):
+            if left[0] > 0:
+                left[0] -= 1
+                return None
+            return real(self, ctxt, **kwargs)
+        monkeypatch.setattr(conductor_rpcapi.ConductorAPI, method, swallowing)
+    return lose
+
+
+def _path(server, volume_id=None):
+    path = f"/servers/{server}/os-volume_attachments"
+    return f"{path}/{volume_id}" if volume_id else path
+
+
+def _rows(stack):
+    with stack.db.reader(stack.admin_context()) as session:
+        return session.scalars(sa.select(models.VolumeRequest)).all()
+
+
+def _volume(stack):
+    return stack.cinder.create(stack.context(), 1, "data", "")["id"]
+
+
+def _attach(stack, server, volume_id, version="2.101"):
+    return stack.api("POST", _path(server), {"volumeAttachment": {"volumeId": volume_id}},
+                     version=version, token=TOKEN)
+
+
+def _attached_once(stack, server, volume_id):
+    """In use, with exactly one BDM, one Cinder attachment and one disk in the domain."""
+    stack.wait(lambda: stack.cinder.get(None, volume_id)["status"] == "in-use" and not
+               _rows(stack), timeout=20, what=f"{volume_id} in-use and its request settled")
+    stack.wait(lambda: all(b.connection_info for b in _bdms(stack, server, volume_id)),
+               what="the attach reported")
+    (bdm,) = _bdms(stack, server, volume_id)
+    (attachment,) = [a for a in stack.cinder.attachments.values()
+                     if a["volume_id"] == volume_id]
+    assert bdm.attachment_id == attachment["id"] and attachment["status"] == "attached"
+    xml = stack.computes["fn-compute"].manager.driver.get_domain_xml({"uuid": server})
+    assert xml.count(f"<serial>{volume_id}</serial>") == 1
+    return bdm
+
+
+def _shown_status(stack, server, volume_id):
+    """The attachment's 2.106 status as the API shows it (None: not shown)."""
+    _, shown, _ = stack.api("GET", _path(server, volume_id), version="2.106", token=TOKEN)
+    return (shown or {}).get("volumeAttachment", {}).get("status")
+
+
+def _bdms(stack, server, volume_id):
+    return [b for b in bdm_obj.list_by_instance(stack.db, stack.admin_context(), server)
+            if b.volume_id == volume_id]
+
+
+def test_an_accepted_attach_whose_cast_is_lost_still_attaches(stack, server, lose_casts):
+    lose_casts("attach_volume")
+    volume_id = _volume(stack)
+    status, _, _ = _attach(stack, server, volume_id)
+    assert status == 202
+    (row,) = _rows(stack)
+    assert (row.kind, row.volume_id, row.claimed_by) == ("attach", volume_id, None)
+    _attached_once(stack, server, volume_id)
+    stack.wait(lambda: _shown_status(stack, server, volume_id) == "attached",
+               what="shown attached (2.106)")
+
+
+def test_an_attach_whose_conductor_died_reserving_is_finished(stack, server, lose_casts):
+    """The dead conductor had claimed the request and the compute had reserved a device."""
+    lose_casts("attach_volume")
+    volume_id = _volume(stack)
+    _attach(stack, server, volume_id)
+    (row,) = _rows(stack)
+    ctx = stack.admin_context()
+    request_obj.claim(stack.db, ctx, row.uuid, "conductor-that-died")
+    from volumesvc.objects import instance as instance_obj
+
+    instance = instance_obj.get_by_uuid(stack.db, ctx, server)
+    orphan = compute_rpcapi.ComputeAPI(stack.conf, stack.transport).reserve_block_device_name(
+        ctx, host="fn-compute", instance=instance.to_dict(), volume_id=volume_id)
+    bdm = _attached_once(stack, server, volume_id)
+    assert bdm.uuid != orphan["uuid"]
+
+
+def test_a_duplicate_delivery_attaches_once(stack, server, monkeypatch):
+    real = conductor_rpcapi.ConductorAPI.attach_volume
+
+    def twice(self, ctxt, **kwargs):
+        real(self, ctxt, **kwargs)
+        return real(self, ctxt, **kwargs)
+    monkeypatch.setattr(conductor_rpcapi.ConductorAPI, "attach_volume", twice)
+    volume_id = _volume(stack)
+    assert _attach(stack, server, volume_id)[0] == 202
+    _attached_once(stack, server, volume_id)
+
+
+def test_a_compute_told_twice_attaches_once(stack, server, monkeypatch):
+    real = compute_rpcapi.ComputeAPI.attach_volume
+
+    def twice(self, ctxt, **kwargs):
+        real(self, ctxt, **kwargs)
+        return real(self, ctxt, **dict(kwargs, recovered=True))
+    monkeypatch.setattr(compute_rpcapi.ComputeAPI, "attach_volume", twice)
+    volume_id = _volume(stack)
+    _attach(stack, server, volume_id)
+    _attached_once(stack, server, volume_id)
+    _, actions, _ = stack.api("GET", f"/servers/{server}/os-instance-actions", token=TOKEN,
+                              status=200)
+    assert [a["action"] for a in actions["instanceActions"]].count("attach_volume") == 1
+
+
+def test_a_failed_attach_forgets_its_request(stack, server):
+    from volumesvc import exception
+
+    stack.cinder.fail_next("attachment_create", exception.Invalid(reason="no room"))
+    volume_id = _volume(stack)
+    assert _attach(stack, server, volume_id)[0] == 202
+
+    stack.wait(lambda: _shown_status(stack, server, volume_id) == "error",
+               what="the failed attach shown")
+    stack.wait(lambda: not _rows(stack), what="its request forgotten")
+    assert stack.cinder.get(None, volume_id)["status"] == "available"
+
+
+def test_below_2_101_nothing_is_recorded(stack, server):
+    volume_id = _volume(stack)
+    assert _attach(stack, server, volume_id, version="2.100")[0] == 200
+    assert _rows(stack) == []
+
+
+def test_a_request_of_a_conductor_pinned_below_1_11_is_not_recorded(tmp_path):
+    stack = Stack(tmp_path, conf_overrides={("upgrade_levels", "conductor"): "1.10",
+                                            **RECOVERY})
+    try:
+        uuid = stack.boot(stack.context(), BLANK_ROOT)
+        stack.wait_instance(uuid, "active")
+        volume_id = _volume(stack)
+        assert _attach(stack, uuid, volume_id)[0] == 202
+        stack.wait(lambda: stack.cinder.get(None, volume_id)["status"] == "in-use",
+                   what="in-use")
+        assert _rows(stack) == []
+    finally:
+        stack.stop()
+
+
+def _attached_volume(stack, server):
+    volume_id = _volume(stack)
+    _attach(stack, server, volume_id, version="2.100")
+    stack.wait(lambda: stack.cinder.get(None, volume_id)["status"] == "in-use", what="in-use")
+    return volume_id
+
+
+def _detached(stack, server, volume_id):
+    stack.wait(lambda: stack.cinder.get(None, volume_id)["status"] == "available" and not
+               _rows(stack) and not _bdms(stack, server, volume_id), timeout=20,
+               what=f"{volume_id} detached and its request settled")
+    assert not [a for a in stack.cinder.attachments.values() if a["volume_id"] == volume_id]
+    xml = stack.computes["fn-compute"].manager.driver.get_domain_xml({"uuid": server})
+    assert volume_id not in xml
+
+
+def test_an_accepted_detach_whose_cast_is_lost_still_detaches(stack, server, lose_casts):
+    volume_id = _attached_volume(stack, server)
+    lose_casts("detach_volume")
+    stack.api("DELETE", _path(server, volume_id), version="2.101", token=TOKEN, status=202)
+    (row,) = _rows(stack)
+    assert row.kind == "detach" and row.params["attachment_id"]
+    _detached(stack, server, volume_id)
+
+
+def test_a_detach_claimed_by_a_dead_conductor_is_recovered(stack, server, lose_casts):
+    volume_id = _attached_volume(stack, server)
+    lose_casts("detach_volume")
+    stack.api("DELETE", _path(server, volume_id), version="2.106", token=TOKEN, status=202)
+    (row,) = _rows(stack)
+    request_obj.claim(stack.db, stack.admin_context(), row.uuid, "conductor-that-died")
+    (bdm,) = _bdms(stack, server, volume_id)
+    assert bdm.attach_status == "detaching"
+    assert stack.cinder.get(None, volume_id)["status"] == "detaching"
+    _detached(stack, server, volume_id)
+
+
+def test_a_detach_delivered_twice_detaches_once(stack, server, monkeypatch):
+    volume_id = _attached_volume(stack, server)
+    real = conductor_rpcapi.ConductorAPI.detach_volume
+
+    def twice(self, ctxt, **kwargs):
+        real(self, ctxt, **kwargs)
+        return real(self, ctxt, **kwargs)
+    monkeypatch.setattr(conductor_rpcapi.ConductorAPI, "detach_volume", twice)
+    stack.api("DELETE", _path(server, volume_id), version="2.101", token=TOKEN, status=202)
+    _detached(stack, server, volume_id)
+    # The events are an admin's to read.
+    _, actions, _ = stack.api("GET", f"/servers/{server}/os-instance-actions/"
+                              f"{_last_request(stack, server)}", status=200)
+    events = actions["instanceAction"]["events"]
+    assert [(e["event"], e["result"]) for e in events] == [("compute_detach_volume",
+                                                            "Success")]
+
+
+def _last_request(stack, server):
+    _, actions, _ = stack.api("GET", f"/servers/{server}/os-instance-actions", token=TOKEN,
+                              status=200)
+    return actions["instanceActions"][0]["request_id"]
+
+
+def test_a_request_that_keeps_losing_its_conductor_is_given_up(stack, server, lose_casts):
+    lose_casts("attach_volume")
+    volume_id = _volume(stack)
+    _attach(stack, server, volume_id)
+    (row,) = _rows(stack)
+    request_obj.claim(stack.db, stack.admin_context(), row.uuid, "conductor-that-died")
+    with stack.db.writer(stack.admin_context()) as session:
+        session.execute(sa.update(models.VolumeRequest).values(
+            attempts=3, claimed_at=models.utcnow() - datetime.timedelta(minutes=5)))
+
+    stack.wait(lambda: _shown_status(stack, server, volume_id) == "error" and
+               not _rows(stack), timeout=20,
+               what="the given-up attach shown as failed and its request forgotten")
+    assert not _bdms(stack, server, volume_id)
+    assert stack.cinder.get(None, volume_id)["status"] == "available"
