@@ -16,6 +16,9 @@ and this module makes sure one conductor carries it through:
   predecessor: a SIGKILLed conductor that is started again recovers its
   requests at once). A re-run goes on from what the first run left
   (``conductor/tasks/resume.py``);
+* a request whose task failed because the database was unreachable, or
+  whose row could not be deleted afterwards, is run again by the next pass
+  of the same conductor: its outcome may not be recorded anywhere;
 * a request started ``[conductor] volume_request_max_attempts`` times
   without settling is given up and recorded as failed, so nothing stays
   stuck and a request that kills its conductor is not retried forever.
@@ -27,6 +30,8 @@ predecessor's.
 
 import threading
 
+import sqlalchemy
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from volumesvc import binaries, exception, servicegroup
@@ -65,9 +70,9 @@ class VolumeRequests:
         self.host = conf.host
         # Claims made by this host before this moment are a dead process's.
         self.started_at = base.utcnow()
-        # Settled requests whose row could not be deleted (database away):
-        # deleted by the next pass, never re-run.
-        self._undeleted: set[str] = set()
+        # Requests this process claimed whose outcome may be unrecorded (the
+        # database went away): the next pass runs them again.
+        self._owed: set[str] = set()
         self._guard = threading.Lock()
         self._stopping = threading.Event()
         self._thread = None
@@ -81,18 +86,26 @@ class VolumeRequests:
                       "this delivery does nothing", request_uuid)
             return None
         try:
-            return work()
-        finally:
-            self._settle(context, request_uuid)
+            result = work()
+        except Exception as exc:
+            self._settle(context, request_uuid, retry=database_down(exc))
+            raise
+        self._settle(context, request_uuid)
+        return result
 
-    def _settle(self, context, request_uuid):
-        try:
-            request_obj.delete(self.db, context, request_uuid)
-        except Exception as exc:  # noqa: BLE001 - the work is done; forget it later
-            LOG.warning("Could not delete settled volume request %s (retried by the next "
-                        "recovery pass): %s", request_uuid, exc)
-            with self._guard:
-                self._undeleted.add(request_uuid)
+    def _settle(self, context, request_uuid, retry=False):
+        """Forget a settled request, or keep it for the next pass when it may not be."""
+        if not retry:
+            try:
+                request_obj.delete(self.db, context, request_uuid)
+                return
+            except Exception as exc:  # noqa: BLE001 - kept and run again instead
+                LOG.warning("Could not delete settled volume request %s: %s",
+                            request_uuid, exc)
+        LOG.warning("Volume request %s is run again by the next recovery pass: the "
+                    "database was unreachable while it ran or settled", request_uuid)
+        with self._guard:
+            self._owed.add(request_uuid)
 
     # -- recovery -------------------------------------------------------------
 
@@ -118,29 +131,29 @@ class VolumeRequests:
 
         Returns how many were taken over by this conductor.
         """
-        self._forget_settled(context)
+        taken = self._run_owed(context)
         requests = request_obj.list_recoverable(
             self.db, context, grace=self.conf.conductor.volume_request_grace,
             dead_hosts=self._dead_hosts(context), host=self.host,
             started_at=self.started_at, limit=BATCH)
-        taken = 0
         for request in requests:
             if self._stopping.is_set():
                 break
-            with self._guard:
-                if request.uuid in self._undeleted:
-                    continue
             if self._recover_one(context, request):
                 taken += 1
         return taken
 
-    def _forget_settled(self, context):
+    def _run_owed(self, context) -> int:
         with self._guard:
-            pending = list(self._undeleted)
-        for request_uuid in pending:
-            request_obj.delete(self.db, context, request_uuid)
+            owed = sorted(self._owed)
+        taken = 0
+        for request_uuid in owed:
+            request = request_obj.get_by_uuid(self.db, context, request_uuid)
             with self._guard:
-                self._undeleted.discard(request_uuid)
+                self._owed.discard(request_uuid)
+            if request is not None and self._recover_one(context, request):
+                taken += 1
+        return taken
 
     def _dead_hosts(self, context) -> set[str]:
         """Claiming hosts whose conductor service is down (or has no record)."""
@@ -161,6 +174,7 @@ class VolumeRequests:
                     "claimed by %s; start %d of at most %d)", claimed.kind, claimed.volume_id,
                     claimed.instance_uuid, claimed.uuid, claimed.created_at,
                     request.claimed_by or "no conductor", claimed.attempts, limit)
+        retry = False
         try:
             if claimed.attempts > limit:
                 self.give_up(claimed)
@@ -169,11 +183,11 @@ class VolumeRequests:
         except exception.VolumesvcException as exc:
             LOG.warning("Recovered %s of volume %s to %s failed: %s", claimed.kind,
                         claimed.volume_id, claimed.instance_uuid, exc.format_message())
-        except Exception:  # noqa: BLE001 - the task recorded it; the pass goes on
+        except Exception as exc:  # noqa: BLE001 - the task recorded it; the pass goes on
+            retry = database_down(exc)
             LOG.exception("Recovered %s of volume %s to %s failed", claimed.kind,
                           claimed.volume_id, claimed.instance_uuid)
-        finally:
-            self._settle(context, claimed.uuid)
+        self._settle(context, claimed.uuid, retry=retry)
         return True
 
     def _attach_task(self, request, context):
@@ -242,3 +256,22 @@ class VolumeRequests:
                                     details=message)
         except exception.NotFound:
             pass
+
+
+def database_down(exc) -> bool:
+    """True when ``exc`` (or what caused it) is the database being unreachable.
+
+    Such a failure may also have kept the task's rollback from recording
+    anything, so the request is run again rather than forgotten. A failure
+    met by a compute's call to a conductor arrives as a ``RemoteError``
+    naming the class.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (db_exc.DBConnectionError, sqlalchemy.exc.TimeoutError)):
+            return True
+        if getattr(exc, "exc_type", None) in ("DBConnectionError", "TimeoutError"):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

@@ -185,6 +185,48 @@ def test_a_failed_task_forgets_its_request_too(world):
     assert world.rows() == []
 
 
+def test_a_task_that_met_the_database_down_is_run_again_by_the_next_pass(world):
+    from oslo_db import exception as db_exc
+
+    request = world.record()
+
+    def database_gone():
+        raise db_exc.DBConnectionError("server closed the connection")
+    with pytest.raises(db_exc.DBConnectionError):
+        world.requests.run_cast(world.ctx, request.uuid, database_gone)
+    assert world.rows() == [request.uuid]
+    assert world.requests.recover(world.admin) == 1
+    assert world.rows() == [] and len(world.bdms()) == 1
+
+
+def test_a_request_whose_row_could_not_be_deleted_is_checked_again(world, monkeypatch):
+    request = world.record()
+    real_delete = request_obj.delete
+
+    def unreachable(*args):
+        raise RuntimeError("database unreachable")
+    monkeypatch.setattr(request_obj, "delete", unreachable)
+    world.requests.run_cast(world.ctx, request.uuid, lambda: None)
+    monkeypatch.setattr(request_obj, "delete", real_delete)
+    assert world.rows() == [request.uuid]
+    assert world.requests.recover(world.admin) == 1
+    assert world.rows() == []
+
+
+def test_a_remote_database_failure_counts_too():
+    import oslo_messaging as messaging
+
+    assert volume_requests.database_down(messaging.RemoteError("DBConnectionError", "x"))
+    try:
+        try:
+            raise sa.exc.TimeoutError("pool")
+        except sa.exc.TimeoutError as inner:
+            raise exception.CinderAPIError(code=500, reason="x") from inner
+    except exception.CinderAPIError as outer:
+        assert volume_requests.database_down(outer)
+    assert not volume_requests.database_down(ValueError("x"))
+
+
 # -- recovery: what is owed, to whom ----------------------------------------------------------
 
 def test_a_lost_cast_is_run_after_the_grace_period_only(world):
