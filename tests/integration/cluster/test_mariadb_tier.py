@@ -108,7 +108,7 @@ def test_mariadb_restarted_mid_storm(mdb_api, mariadb_cluster):
     # storm.run checks what "lose nothing" means: each request refused with
     # a clear error or done (or failed with its fault), no volume stuck, a
     # clean audit, the refused work done when asked again. An accepted
-    # attach whose conductor task met the database down may end with
-    # nothing, clean, as with PostgreSQL (doc/source/admin/cluster-faults.rst).
+    # attach whose conductor task met the database down is run again once
+    # it is back, not dropped (doc/source/admin/cluster-faults.rst).
     storm.run(api, cluster, "MariaDB restarted",
               inject=lambda: cluster.kill(name, signal.SIGTERM), restore=restore)
