@@ -451,3 +451,14 @@ def test_a_rerun_for_a_deleted_server_is_settled(world):
     instance_obj.destroy(world.db, world.admin, world.instance.uuid)
     assert world.requests.recover(world.admin) == 1
     assert world.rows() == []
+
+
+def test_every_conductor_runs_the_recovery_on_its_interval():
+    from volumesvc import periodic
+    from volumesvc.conductor.manager import ConductorManager
+
+    conf = get_conf(default_config_files=[])
+    manager = ConductorManager(conf, db=None, compute_rpcapi=None, cinder=None)
+    (task,) = [t for t in periodic.tasks_of(manager, conf) if "volume_requests" in t.name]
+    assert (task.interval, task.option) == (
+        15.0, "[conductor] volume_request_recovery_interval")
