@@ -26,16 +26,10 @@ RECOVERY = {("conductor", "volume_request_recovery_interval"): 1,
 
 @pytest.fixture
 def stack(tmp_path):
+    """The functional stack with recovery every second (``server`` boots on it)."""
     s = Stack(tmp_path, conf_overrides=RECOVERY)
     yield s
     s.stop()
-
-
-@pytest.fixture
-def server(stack):
-    uuid = stack.boot(stack.context(), BLANK_ROOT)
-    stack.wait_instance(uuid, "active")
-    return uuid
 
 
 @pytest.fixture
@@ -236,12 +230,16 @@ def test_a_detach_delivered_twice_detaches_once(stack, server, monkeypatch):
     monkeypatch.setattr(conductor_rpcapi.ConductorAPI, "detach_volume", twice)
     stack.api("DELETE", _path(server, volume_id), version="2.101", token=TOKEN, status=202)
     _detached(stack, server, volume_id)
-    # The events are an admin's to read.
-    _, actions, _ = stack.api("GET", f"/servers/{server}/os-instance-actions/"
-                              f"{_last_request(stack, server)}", status=200)
-    events = actions["instanceAction"]["events"]
-    assert [(e["event"], e["result"]) for e in events] == [("compute_detach_volume",
-                                                            "Success")]
+    request_id = _last_request(stack, server)
+
+    def finished_events():
+        # The events are an admin's to read; the last one closes just after the detach.
+        _, action, _ = stack.api("GET", f"/servers/{server}/os-instance-actions/{request_id}",
+                                 status=200)
+        events = [(e["event"], e["result"]) for e in action["instanceAction"]["events"]]
+        return events if all(result for _, result in events) else None
+    assert stack.wait(finished_events, what="the detach's events finished") == [
+        ("compute_detach_volume", "Success")]
 
 
 def _last_request(stack, server):
