@@ -56,3 +56,28 @@ def test_concurrent_builds_never_overfill_a_small_host(db, ctx, ratios):
     hosts = instance_obj.flavor_totals_by_host(db, ctx, ["small", "tiny"])
     assert hosts == {"small": {"vcpus": 4, "memory_mb": 2048},
                      "tiny": {"vcpus": 2, "memory_mb": 1024}}
+
+
+def test_a_claim_that_loses_a_deadlock_is_run_again(db, ctx, ratios, monkeypatch):
+    """Regression: MariaDB chose a claim as a deadlock victim (1213) under a storm of
+    placements and the build failed; the whole transaction is now run again."""
+    from oslo_db import exception as db_exc
+
+    service_obj.heartbeat(db, ctx, host="small", binary=binaries.COMPUTE, topic="compute",
+                          version=1, capabilities={"memory_mb": 2048, "vcpus": 8})
+    uuid = instance_obj.create(db, ctx, {
+        "project_id": "p", "user_id": "u", "vm_state": "building",
+        "task_state": task_states.SCHEDULING, "flavor": FLAVOR}).uuid
+    real, calls = instance_obj._flavor_totals, []
+
+    def deadlock_once(*args, **kwargs):
+        if kwargs.get("locking"):  # the claim's count, under the host's lock
+            calls.append(1)
+            if len(calls) == 1:
+                raise db_exc.DBDeadlock()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(instance_obj, "_flavor_totals", deadlock_once)
+    assert _place(db, ctx, uuid) == "small"
+    assert len(calls) == 2
+    assert instance_obj.get_by_uuid(db, ctx, uuid).host == "small"
