@@ -145,6 +145,59 @@ Related options:
 
 * ``shelved_offload_time`` (the task offloads nothing unless it is positive)
 """),
+    cfg.StrOpt(
+        "running_deleted_instance_action",
+        default="reap",
+        choices=[
+            ("noop", "do nothing"),
+            ("log", "log a warning for each such domain"),
+            ("shutdown", "power the domain off and keep its definition"),
+            ("reap", "destroy and undefine the domain and release what it held"),
+        ],
+        help="""
+What a compute does with a domain still running on its host for a server
+the database says is deleted (Nova's option of the same name).
+
+That happens when the conductor deleted a server locally because its
+compute looked down (no heartbeat for ``service_down_time``) while the
+compute was in fact alive, only starved or cut off: the record and the
+Cinder attachments went, the QEMU domain kept running and keeps its volumes
+open. ``reap`` stops and undefines the domain, drops the host side of the
+server's volume connections that no other server of this host uses,
+deletes its delete-on-termination volumes that are ``available`` and
+removes its instance directory. A domain whose server the database does
+not know, or says lives on another host, is never touched.
+
+Related options:
+
+* ``running_deleted_instance_poll_interval``
+* ``running_deleted_instance_timeout``
+"""),
+    cfg.IntOpt(
+        "running_deleted_instance_poll_interval",
+        default=1800,
+        min=0,
+        help="""
+Seconds between two runs of the compute's check for domains of deleted
+servers (Nova's option of the same name); 0 turns the check off. The first
+run comes one interval after the compute started.
+
+Related options:
+
+* ``running_deleted_instance_action``
+"""),
+    cfg.IntOpt(
+        "running_deleted_instance_timeout",
+        default=0,
+        min=0,
+        help="""
+Seconds a server must have been deleted before its still running domain is
+acted on (Nova's option of the same name). 0 acts on it at the first check.
+
+Related options:
+
+* ``running_deleted_instance_action``
+"""),
     cfg.IntOpt(
         "malloc_arena_max",
         default=2,
