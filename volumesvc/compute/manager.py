@@ -20,6 +20,7 @@ from volumesvc.compute import (
     attach_states,
     reconcile_runner,
     rpcapi,
+    running_deleted,
     snapshots,
     started_work,
     task_states,
@@ -80,6 +81,9 @@ class ComputeManager:
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
             driver_instance=_driver_instance, metrics=metrics)
+        self.reaper = running_deleted.RunningDeletedReaper(
+            conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
+            lock=self._lock)
 
     # -- process lifecycle ---------------------------------------------------
 
@@ -382,6 +386,17 @@ class ComputeManager:
         return self.reconciler.reconcile(
             context, instances, dry_run=dry_run, attachments=attachments,
             available_volume_ids=available_volume_ids)
+
+    # -- domains of deleted servers ----------------------------------------------
+
+    @periodic.periodic_task(None, "running_deleted_instance_poll_interval")
+    def _cleanup_running_deleted_instances(self, context):
+        """Apply ``running_deleted_instance_action`` to domains of deleted servers.
+
+        A server deleted by the conductor while this compute only looked
+        down leaves its domain running here (``compute/running_deleted.py``).
+        """
+        self.reaper.run(context)
 
     # -- assisted volume snapshots (1.6) ------------------------------------------
 
