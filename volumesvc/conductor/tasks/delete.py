@@ -48,8 +48,16 @@ class DeleteTask(base.TaskBase):
             self.compute.terminate_instance(
                 self.context, host=instance.host, instance=instance.to_dict(), bdms=bdms)
             return
-        LOG.info("Deleting instance %s locally (host %s is %s)", instance.uuid,
-                 instance.host, "down" if instance.host else "unset")
+        if instance.host:
+            # NOTE: "down" only means no recent heartbeat: a starved compute
+            # may still run the domain, which keeps its volumes open until
+            # that compute's running_deleted_instance_action destroys it.
+            LOG.warning("Deleting instance %s locally (host %s is down); the compute may "
+                        "still be running its domain, which its periodic check of "
+                        "domains of deleted servers then destroys ([DEFAULT] "
+                        "running_deleted_instance_action)", instance.uuid, instance.host)
+        else:
+            LOG.info("Deleting instance %s locally (host unset)", instance.uuid)
         cleanup.release_instance(self.cinder, self.context.elevated(), instance.uuid, bdms,
                                  timeout=self.conf.compute.volume_wait_timeout,
                                  page_size=self.conf.cinder.list_page_size)
