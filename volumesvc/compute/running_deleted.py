@@ -22,8 +22,10 @@ Which domains count, and why the others are never touched:
 * a live record on this host is the server's own domain, in whatever state
   (a build, a reboot): never touched;
 * a live record on another host (or none) is logged, never acted on: a
-  domain here for a server that lives elsewhere means two guests may use
-  the same volumes, which an operator has to sort out, not a guess;
+  domain here for a server that lives elsewhere means either a libvirt
+  daemon shared by the computes of one machine (the all-in-one on RBD, where
+  each compute sees the others' domains) or two guests using the same
+  volumes, which an operator has to sort out, not a guess;
 * a domain the database does not know at all is left alone and only
   logged: deleted rows are kept, so it was never a server of this
   deployment (two deployments may share one libvirt daemon, see
@@ -57,6 +59,8 @@ from volumesvc.virt import power_state
 LOG = logging.getLogger(__name__)
 
 NOOP, LOG_ONLY, SHUTDOWN, REAP = "noop", "log", "shutdown", "reap"
+# Uuids named in a log line about domains left alone (the count is always given).
+_LISTED = 10
 
 
 class Verdict(enum.Enum):
@@ -148,23 +152,23 @@ class RunningDeletedReaper:
             return []
         live = {i["uuid"] for i in self.conductor.instance_list_by_host(context,
                                                                         host=self.host)}
-        found = []
+        found: list[dict] = []
+        left: dict[Verdict, list[str]] = {}
         for uuid in domains:
             if uuid in live:
                 continue
             record, verdict = self._judge(context, uuid)
             if verdict is Verdict.RUNNING_DELETED:
                 found.append(record)
-            elif verdict is Verdict.ELSEWHERE:
-                LOG.warning("Domain %s runs on %s but its server lives on host %s; left "
-                            "alone", uuid, self.host, record.get("host"))
-            elif verdict is Verdict.UNKNOWN:
-                LOG.info("Domain %s on %s belongs to no server of this deployment; left "
-                         "alone", uuid, self.host)
-            elif verdict is Verdict.TOO_RECENT:
-                LOG.debug("Domain %s of server deleted at %s is still running; acted on "
-                          "after running_deleted_instance_timeout", uuid,
-                          record.get("deleted_at"))
+            else:
+                left.setdefault(verdict, []).append(uuid)
+        # NOTE: one line per kind and run, at INFO: the computes of one
+        # machine may share a libvirt daemon (the all-in-one on RBD), and
+        # then each sees every other compute's domains on every run.
+        for verdict, uuids in left.items():
+            LOG.info("Left alone on %s: %d domains (%s): %s%s", self.host, len(uuids),
+                     verdict.value, ", ".join(sorted(uuids)[:_LISTED]),
+                     ", ..." if len(uuids) > _LISTED else "")
         return found
 
     # -- acting ---------------------------------------------------------------

@@ -156,13 +156,20 @@ def test_only_bdms_deleted_with_the_server_count():
 # -- finding -------------------------------------------------------------------------
 
 
-def test_only_domains_of_deleted_servers_are_found():
+def test_only_domains_of_deleted_servers_are_found(caplog):
     records = [_record("live"), _record("building"), _record("gone", deleted_at=LONG_AGO),
                _record("moved", host="other")]
     records[1]["vm_state"] = "building"
     reaper = _reaper(records, {u: power_state.RUNNING
                                for u in ("live", "building", "gone", "moved", "foreign")})
+    caplog.set_level("INFO")
     assert [r["uuid"] for r in reaper.find(_ctx())] == ["gone"]
+    # One line per kind left alone; the server's own domains are not mentioned.
+    left = [r.getMessage() for r in caplog.records if "Left alone" in r.getMessage()]
+    assert len(left) == 2
+    assert any("moved" in m and "another host" in m for m in left)
+    assert any("foreign" in m and "no server" in m for m in left)
+    assert not any("live" in m.split(": ")[-1] for m in left)
 
 
 def test_no_domain_asks_the_conductor_nothing():
