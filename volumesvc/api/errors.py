@@ -161,6 +161,10 @@ _DATABASE_UNAVAILABLE = ("The database did not answer in time (it is down or eve
                          "of the pool is busy); retry the request later.")
 
 
+_DATABASE_BUSY = ("The database rolled this request back to resolve a conflict with "
+                  "concurrent requests; nothing was changed. Retry the request.")
+
+
 def to_api_error(exc: BaseException) -> APIError:
     """Turn any exception raised while serving a request into an APIError."""
     if isinstance(exc, APIError):
@@ -185,5 +189,11 @@ def to_api_error(exc: BaseException) -> APIError:
         # request may succeed when retried, so 503, not "Unexpected" 500.
         LOG.warning("Database unavailable while serving an API request: %s", exc)
         return APIError(503, _DATABASE_UNAVAILABLE, UNAVAILABLE)
+    if isinstance(exc, db_exc.DBDeadlock):
+        # The database chose this request's transaction as a deadlock's victim
+        # more times than the call retries: it is rolled back, nothing is
+        # half-written, and the same request may well succeed in a moment.
+        LOG.warning("Database deadlock outlasted the retries of an API request: %s", exc)
+        return APIError(503, _DATABASE_BUSY, UNAVAILABLE)
     LOG.exception("Unexpected error while serving an API request")
     return APIError(500, _GENERIC_500, UNKNOWN)

@@ -136,6 +136,40 @@ def test_concurrent_boots_never_pass_the_quota(stack):
     assert body["quota_set"]["instances"]["in_use"] == 30
 
 
+def test_a_boot_whose_quota_count_loses_a_deadlock_is_run_again(stack, monkeypatch):
+    """Regression: on MariaDB a retried boot after a database restart was a 500 when
+    InnoDB chose its quota count (share locks on the project's instance rows, beside
+    conductors updating them) as a deadlock's victim. The check and the rows'
+    transaction are run again; a deadlock that outlasts the retries is a 503."""
+    from oslo_db import exception as db_exc
+
+    from volumesvc import quota
+
+    real, calls = quota._instance_usage, []
+
+    def deadlock_first(*args, **kwargs):
+        calls.append(1)
+        if len(calls) in (1, 3):  # the early check's first try, the locked count's first
+            raise db_exc.DBDeadlock()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(quota, "_instance_usage", deadlock_first)
+    status, body, _ = _boot(stack, name="deadlocked")
+    assert status == 202, body
+    assert len(calls) == 4
+    _, listed, _ = stack.api("GET", "/servers", token=MEMBER, status=200)
+    assert [s["name"] for s in listed["servers"]] == ["deadlocked"]
+
+    def always(*args, **kwargs):
+        raise db_exc.DBDeadlock()
+
+    monkeypatch.setattr(quota, "_instance_usage", always)
+    status, fault, _ = _boot(stack, name="never")
+    assert status == 503, fault
+    (message,) = [v["message"] for v in fault.values()]
+    assert "nothing was changed" in message
+
+
 def _offloaded(stack, project, user):
     flavor = flavor_obj.get_by_flavorid(stack.db, stack.admin_context(), "42")
     return instance_obj.create(stack.db, stack.admin_context(), {

@@ -204,10 +204,36 @@ def cluster_logs(cluster, lines=15):
                      if name.startswith(("api-", "conductor-", "compute-")))
 
 
+def api_errors(cluster, lines=40):
+    """The API nodes' logged unexpected errors (message and traceback), for a 500's assertion."""
+    found = []
+    for name, proc in cluster.procs.items():
+        if not name.startswith("api-"):
+            continue
+        with contextlib.suppress(OSError), open(proc.log_path, errors="replace") as f:
+            text = f.readlines()
+        starts = [n for n, line in enumerate(text) if "Unexpected error" in line]
+        for start in starts[-2:]:
+            found.append(f"--- {name}\n" + "".join(text[start:start + lines]))
+    return "\n".join(found) or "(no unexpected error in the API nodes' logs)"
+
+
+def log_lines(cluster, needles, limit=60):
+    """Every service's log lines naming one of ``needles`` (volume or server ids), for
+    an assertion about what happened to them; the state dir is gone after the test."""
+    found = []
+    for name, proc in cluster.procs.items():
+        with contextlib.suppress(OSError), open(proc.log_path, errors="replace") as f:
+            found += [f"{name}: {line.rstrip()[:400]}" for line in f
+                      if any(needle in line for needle in needles)]
+    return "\n".join(found[-limit:]) or f"(no log line names {needles})"
+
+
 def wait_active(api, server_id, cluster=None):
     def active():
         server = api.server(server_id)
-        assert server is None or server["status"] != "ERROR", server
+        assert server is None or server["status"] != "ERROR", (
+            server_id, server.get("fault"), cluster and log_lines(cluster, [server_id]))
         return server if server and server["status"] == "ACTIVE" else None
     return wait_until(active, f"server {server_id} ACTIVE", cluster=cluster)
 

@@ -25,7 +25,14 @@ import os
 import time
 import uuid
 
-from tests.integration.cluster.conftest import audit, cluster_logs, wait_active, wait_until
+from tests.integration.cluster.conftest import (
+    api_errors,
+    audit,
+    cluster_logs,
+    log_lines,
+    wait_active,
+    wait_until,
+)
 
 STUCK = ("reserved", "attaching", "detaching")
 # Seconds an accepted request may take to settle once the fault is gone:
@@ -133,7 +140,7 @@ def run(api, cluster, fault, inject, restore, *, attaches=None, boots=None, serv
     # The work refused during the fault is done once it is gone.
     for job in retry:
         _, status, body, ok = send(job)
-        assert ok, (job, status, body)
+        assert ok, (job, status, body, api_errors(cluster))
         if job[0] == "attach":
             accepted_attaches.append((job, body))
         else:
@@ -198,7 +205,8 @@ def _settle(api, cluster, result, attaches, boots, *, grace=SETTLE_GRACE):
                                f"{grace}s: {entry}\n{cluster_logs(cluster)}")
         result.dropped.append(("attach", server_id, volume_id))
     assert not result.dropped, (f"accepted attaches dropped (no BDM, no fault after "
-                                f"{grace}s): {result.line()}\n{cluster_logs(cluster)}")
+                                f"{grace}s): {result.line()}\n{result.dropped}\n"
+                                + log_lines(cluster, [v for _, _, v in result.dropped]))
 
 
 def _bdms_match_attachments(api, servers, volumes):

@@ -227,6 +227,24 @@ def test_a_remote_database_failure_counts_too():
     assert not volume_requests.database_down(ValueError("x"))
 
 
+def test_a_database_failure_a_compute_met_calling_back_counts_too():
+    """Regression: MariaDB restarted mid-storm, a compute's bdm_list call to a
+    conductor (inside the conductor's reserve_block_device_name call to it) met
+    the database down, and the accepted attach was dropped: the conductor saw a
+    RemoteError of a RemoteError and did not take it for the database."""
+    import oslo_messaging as messaging
+
+    inner = messaging.RemoteError(
+        "DBConnectionError", "(pymysql.err.OperationalError) (2003, \"Can't connect\")", "tb")
+    outer = messaging.RemoteError("RemoteError", str(inner), "tb")
+    assert volume_requests.database_down(outer)
+    refused = messaging.RemoteError("RemoteError", str(messaging.RemoteError(
+        "InstanceNotFound", "Instance x could not be found.")), "tb")
+    assert not volume_requests.database_down(refused)
+    assert not volume_requests.database_down(
+        messaging.RemoteError("DeviceNameUnavailable", "DBConnectionError in a name", "tb"))
+
+
 # -- recovery: what is owed, to whom ----------------------------------------------------------
 
 def test_a_lost_cast_is_run_after_the_grace_period_only(world):

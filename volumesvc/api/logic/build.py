@@ -19,6 +19,8 @@ import re
 import string
 import uuid as uuidlib
 
+from oslo_db import api as oslo_db_api
+
 from volumesvc import quota
 from volumesvc.api.logic import undo
 from volumesvc.compute import task_states, vm_states
@@ -175,6 +177,24 @@ def _bdm_values(template, instance_uuid, attachments) -> dict:
     return values
 
 
+# MariaDB: the quota count reads the project's instance rows in share mode
+# while conductors update some of them (task_state, host), and InnoDB may
+# pick this transaction as a deadlock's victim. It is rolled back whole, so
+# running it again is safe; the client sees a 202, not a 500.
+_RETRY_ON_DEADLOCK = oslo_db_api.wrap_db_retry(
+    max_retries=5, retry_interval=0.05, inc_retry_interval=True, retry_on_deadlock=True)
+
+
+@_RETRY_ON_DEADLOCK
+def _check_quota(ctx, deps, request, count) -> None:
+    keystone = quota.keystone_limits(deps.conf, ctx.project_id)
+    with deps.db.reader(ctx) as session:
+        quota.allowed_instances(session, deps.conf, ctx.project_id, ctx.user_id,
+                                request.flavor, request.min_count, count,
+                                keystone=keystone)
+
+
+@_RETRY_ON_DEADLOCK
 def _create_rows(ctx, deps, request, uuids, attachments, resv_id) -> list:
     """The instance, BDM and action rows, in one transaction that holds the quota lock.
 
@@ -210,11 +230,7 @@ def create_instances(ctx, deps, request: BuildRequest):
     resv_id = reservation_id()
     # A boot already over quota is refused before Cinder is asked for anything;
     # the check that counts is the one under the lock in _create_rows.
-    keystone = quota.keystone_limits(deps.conf, ctx.project_id)
-    with deps.db.reader(ctx) as session:
-        quota.allowed_instances(session, deps.conf, ctx.project_id, ctx.user_id,
-                                request.flavor, request.min_count, len(uuids),
-                                keystone=keystone)
+    _check_quota(ctx, deps, request, len(uuids))
     # NOTE: bdm.py refuses source volumes with max_count > 1, so the
     # reservations all belong to the first (only) instance.
     attachments = _reserve_volumes(ctx, deps, request.bdms, uuids[0])
