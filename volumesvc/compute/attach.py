@@ -17,6 +17,7 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from volumesvc import exception
+from volumesvc.common import outage
 from volumesvc.compute import attach_states, connections
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import volumes as boot_volumes
@@ -31,6 +32,9 @@ class VolumeAttacher:
         self.driver = driver
         self.conductor = conductor
         self.cinder = cinder
+        # The calls that record what is done already wait out a database
+        # outage instead of undoing (or forgetting) the work.
+        self.patience = outage.Patience(conf.compute.database_outage_wait)
 
     def _reports_status(self) -> bool:
         # TODO(remove at RPC 2.0): every conductor persists the attach status.
@@ -51,7 +55,9 @@ class VolumeAttacher:
         if finish and self.conductor.can_finish_event_with_bdm_update():
             kwargs["finish_event"] = finish
         try:
-            self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values=values, **kwargs)
+            self.patience.call(f"record status {values.get('attach_status')}",
+                               self.conductor.bdm_update, context, bdm_uuid=bdm["uuid"],
+                               values=values, **kwargs)
         except exception.NotFound:
             pass  # the conductor finished the event before it answered
         except Exception as exc:  # noqa: BLE001 - the status is a report, not the work
@@ -145,8 +151,9 @@ class VolumeAttacher:
                                           disk_bus=bdm.get("disk_bus"),
                                           device_type=bdm.get("device_type"))
             attached = True
-            self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"],
-                                      values={"connection_info": jsonutils.dumps(info)})
+            self.patience.call(f"save the connection of volume {bdm['volume_id']}",
+                               self.conductor.bdm_update, context, bdm_uuid=bdm["uuid"],
+                               values={"connection_info": jsonutils.dumps(info)})
             self.cinder.attachment_complete(context, bdm["attachment_id"])
         except Exception as exc:
             self._undo_attach(context, driver_instance, bdm, info, attached=attached,
@@ -180,7 +187,9 @@ class VolumeAttacher:
             attach_states.ERROR, attach_states.fault_code(failure),
             compute_reporter.message_of(failure)) if self._reports_status() else None
         try:
-            self.conductor.bdm_destroy(context, bdm_uuid=bdm["uuid"], values=values)
+            self.patience.call(f"record the failed attach of volume {bdm['volume_id']}",
+                               self.conductor.bdm_destroy, context, bdm_uuid=bdm["uuid"],
+                               values=values)
         except exception.NotFound:
             pass
 
@@ -207,4 +216,5 @@ class VolumeAttacher:
             raise
         if attachment_id:
             self.cinder.attachment_delete(context.elevated(), attachment_id)
-        self.conductor.bdm_destroy(context, bdm_uuid=bdm["uuid"])
+        self.patience.call(f"forget the detached volume {bdm['volume_id']}",
+                           self.conductor.bdm_destroy, context, bdm_uuid=bdm["uuid"])

@@ -28,15 +28,13 @@ conductors with one host name would take each other's requests for a
 predecessor's.
 """
 
-import re
 import threading
 
-import sqlalchemy
-from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from volumesvc import binaries, exception, servicegroup
 from volumesvc import context as vs_context
+from volumesvc.common.outage import database_down
 from volumesvc.compute import attach_states
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import resume
@@ -257,42 +255,3 @@ class VolumeRequests:
                                     details=message)
         except exception.NotFound:
             pass
-
-
-def _remote_types(exc) -> list[str]:
-    """The class names a ``RemoteError`` carries, the nested ones included.
-
-    A compute that meets the database down while it calls a conductor (its
-    ``bdm_list`` in the middle of ``reserve_block_device_name``, say) gets a
-    RemoteError naming DBConnectionError and raises it on; the conductor that
-    called the compute then receives a RemoteError of a RemoteError, whose
-    text is the only place the first class is named.
-    """
-    exc_type = getattr(exc, "exc_type", None)
-    if exc_type is None:
-        return []
-    return [exc_type, *_REMOTE_TYPE.findall(str(getattr(exc, "value", "") or ""))]
-
-
-_REMOTE_TYPE = re.compile(r"Remote error: (\w+)")
-_DOWN_TYPES = ("DBConnectionError", "TimeoutError")
-
-
-def database_down(exc) -> bool:
-    """True when ``exc`` (or what caused it) is the database being unreachable.
-
-    Such a failure may also have kept the task's rollback from recording
-    anything, so the request is run again rather than forgotten. A failure
-    met by a compute's call to a conductor arrives as a ``RemoteError``
-    naming the class, or naming it inside another RemoteError's text when the
-    compute was itself called by this conductor (:func:`_remote_types`).
-    """
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, (db_exc.DBConnectionError, sqlalchemy.exc.TimeoutError)):
-            return True
-        if any(name in _DOWN_TYPES for name in _remote_types(exc)):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False

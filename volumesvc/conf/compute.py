@@ -90,6 +90,25 @@ Related options:
 * ``[cinder] list_page_size``
 """),
     cfg.IntOpt(
+        "database_outage_wait",
+        default=120,
+        min=0,
+        help="""
+Seconds a compute keeps asking its conductor again (after 1, 2, 4, then
+every 8 seconds) when a call that records the outcome of an attach or a
+detach failed because the conductor's database was unreachable: the
+connection information of a disk now in the guest, the ``attached`` status,
+the removal of a detached volume's block device mapping, or the ``error``
+kept for a failed attach. Without this a database restarted in the middle
+of an attach made the compute undo a finished attach and lose its record of
+why. 0 means the first failure is final.
+
+Related options:
+
+* ``[database] max_retries`` and ``retry_interval`` (oslo.db: the
+  conductor's own connection retries)
+"""),
+    cfg.IntOpt(
         "attachment_reservation_timeout",
         default=600,
         min=1,
