@@ -47,6 +47,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import exception
+from volumesvc.compute import attach_states
 from volumesvc.volume import cinder as cinder_adapter
 
 LOG = logging.getLogger(__name__)
@@ -381,7 +382,7 @@ class _Run:
         stale_volumes = {bdm["volume_id"] for bdm in work.stale_reservations}
         for bdm in work.stale_reservations:
             self._safely(self._remove_bdm, bdm, f"reservation without a Cinder attachment "
-                                                f"for more than {self.r.timeout}s")
+                                                f"for more than {self.r.timeout}s", True)
         for bdm in work.unlisted:
             self._safely(self._check_unlisted, bdm)
         for bdm, attachment in work.attached:
@@ -441,7 +442,7 @@ class _Run:
             return True
         return False
 
-    def _remove_bdm(self, bdm, reason):
+    def _remove_bdm(self, bdm, reason, failed_attach=False):
         entry = {"volume_id": bdm["volume_id"], "attachment_id": bdm.get("attachment_id"),
                  "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name"),
                  "reason": reason}
@@ -451,8 +452,23 @@ class _Run:
         LOG.info("Removing dangling volume attachment of server %s: volume %s, attachment "
                  "%s (%s)", self.uuid, bdm["volume_id"], bdm.get("attachment_id"), reason)
         self._detach_disk(bdm)
+        self._forget(bdm, reason if failed_attach else None)
+
+    def _forget(self, bdm, failed_attach=None):
+        """Delete the BDM; for an attach that never finished, keep it as its ``error``.
+
+        ``failed_attach``: why the attach was given up. An accepted (2.101)
+        attach rolled back here would otherwise leave no trace a client can
+        see (regression: a compute SIGKILLed mid-storm, its attaches' casts
+        lost with it, rolled back after the timeout with nothing at 2.106).
+        """
+        values = None
+        if failed_attach and self.r.conductor.can_report_attach_status():
+            values = attach_states.fault_values(
+                attach_states.ERROR, 500, f"The attach was abandoned and rolled back: "
+                                          f"{failed_attach}. Attach the volume again.")
         try:
-            self.r.conductor.bdm_destroy(self.context, bdm_uuid=bdm["uuid"])
+            self.r.conductor.bdm_destroy(self.context, bdm_uuid=bdm["uuid"], values=values)
         except exception.NotFound:
             pass
 
@@ -499,10 +515,7 @@ class _Run:
                      volume_id, self.uuid, attachment_id)
             self._detach_disk(bdm)
             self.r.cinder.attachment_delete(self.admin, attachment_id)
-            try:
-                self.r.conductor.bdm_destroy(self.context, bdm_uuid=bdm["uuid"])
-            except exception.NotFound:
-                pass
+            self._forget(bdm, reason)
         self.report.rolled_back.append(dict(entry, reason=reason))
 
     # -- Cinder side ------------------------------------------------------------------

@@ -269,6 +269,36 @@ def _interrupted_attach(stack, server):
     return volume["id"]
 
 
+def test_an_attach_whose_cast_died_with_its_compute_is_rolled_back_as_an_error(quick_stack):
+    """Regression (compute SIGKILLed mid-storm): the conductor had reserved the device,
+    created the Cinder attachment and cast the attach; the compute died with the cast.
+    The watch rolls it back after the timeout; a 2.106 client sees ``error`` and why,
+    not an accepted attach that vanished."""
+    stack = quick_stack
+    server = stack.boot(stack.context(), ROOT)
+    instance = stack.wait_instance(server, "active")
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "cast-lost", "")
+    compute = stack.computes[HOST].manager
+    bdm = compute.reserve_block_device_name(ctx, instance=instance.to_dict(),
+                                            volume_id=volume["id"])
+    attachment = stack.cinder.attachment_create(ctx, volume["id"], server)
+    bdm_obj.save(stack.db, ctx, bdm["uuid"], {"attachment_id": attachment["id"]})
+    stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "available"
+               and volume["id"] not in _volume_bdms(stack, server),
+               timeout=10, what="the abandoned attach rolled back")
+    _, shown, _ = stack.api("GET", f"/servers/{server}/os-volume_attachments",
+                            version="2.106")
+    (entry,) = [a for a in shown["volumeAttachments"] if a["volumeId"] == volume["id"]]
+    assert entry["status"] == "error", entry
+    assert "abandoned" in entry["fault"]["message"], entry
+    # The volume can be attached again, and the error entry makes way for it.
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"],
+                                        wait=True)
+    stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "in-use",
+               what="in-use")
+
+
 def test_compute_start_finishes_an_attach_it_was_running(stack, server):
     volume_id = _interrupted_attach(stack, server)
     old = stack.computes.pop(HOST)

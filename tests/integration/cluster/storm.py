@@ -149,16 +149,25 @@ def run(api, cluster, fault, inject, restore, *, attaches=None, boots=None, serv
     result.storm_seconds = time.monotonic() - started
     for volume_id in volumes:
         assert api.volume_status(volume_id)["status"] not in STUCK
-    summary = audit(cluster)["summary"]
+    report = audit(cluster)
+    summary = report["summary"]
     assert {k: summary[k] for k in ("removed_bdms", "deleted_attachments", "finished",
                                     "rolled_back", "busy", "errors")} == dict.fromkeys(
         ("removed_bdms", "deleted_attachments", "finished", "rolled_back", "busy",
-         "errors"), 0), summary
+         "errors"), 0), (summary, _changes(report))
     _bdms_match_attachments(api, targets, volumes)
     for server_id in targets + [body["server"]["id"] for _, body in booted]:
         api.delete_server(server_id)
     print(f"cluster-fault-result: {result.line()}", flush=True)
     return result
+
+
+def _changes(report):
+    """The audit's servers that have something to change or in progress."""
+    keys = ("removed_bdms", "deleted_attachments", "finished", "rolled_back", "busy",
+            "errors")
+    return json.dumps([server for server in report.get("servers", [])
+                       if any(server.get(key) for key in keys)], default=str)[:6000]
 
 
 def _settle(api, cluster, result, attaches, boots, *, grace=SETTLE_GRACE):
