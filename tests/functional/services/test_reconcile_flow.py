@@ -205,16 +205,21 @@ def quick_stack(tmp_path):
     s.stop()
 
 
-def test_an_abandoned_reservation_is_rolled_back_by_its_watch(quick_stack):
-    """The conductor died after the compute reserved the device (no attachment id)."""
-    stack = quick_stack
+def _reservation(stack, name):
+    """A server with a device reserved for a new volume (an attach's first step)."""
     server = stack.boot(stack.context(), ROOT)
     instance = stack.wait_instance(server, "active")
     ctx = stack.context()
-    volume = stack.cinder.create(ctx, 1, "orphan", "")
-    compute = stack.computes[HOST].manager
-    compute.reserve_block_device_name(ctx, instance=instance.to_dict(),
-                                      volume_id=volume["id"])
+    volume = stack.cinder.create(ctx, 1, name, "")
+    bdm = stack.computes[HOST].manager.reserve_block_device_name(
+        ctx, instance=instance.to_dict(), volume_id=volume["id"])
+    return server, ctx, volume, bdm
+
+
+def test_an_abandoned_reservation_is_rolled_back_by_its_watch(quick_stack):
+    """The conductor died after the compute reserved the device (no attachment id)."""
+    stack = quick_stack
+    server, ctx, volume, _ = _reservation(stack, "orphan")
     assert volume["id"] in _volume_bdms(stack, server)
     # Nobody goes on with the attach; the watch rolls the reservation back.
     stack.wait(lambda: volume["id"] not in _volume_bdms(stack, server), timeout=10,
@@ -275,13 +280,7 @@ def test_an_attach_whose_cast_died_with_its_compute_is_rolled_back_as_an_error(q
     The watch rolls it back after the timeout; a 2.106 client sees ``error`` and why,
     not an accepted attach that vanished."""
     stack = quick_stack
-    server = stack.boot(stack.context(), ROOT)
-    instance = stack.wait_instance(server, "active")
-    ctx = stack.context()
-    volume = stack.cinder.create(ctx, 1, "cast-lost", "")
-    compute = stack.computes[HOST].manager
-    bdm = compute.reserve_block_device_name(ctx, instance=instance.to_dict(),
-                                            volume_id=volume["id"])
+    server, ctx, volume, bdm = _reservation(stack, "cast-lost")
     attachment = stack.cinder.attachment_create(ctx, volume["id"], server)
     bdm_obj.save(stack.db, ctx, bdm["uuid"], {"attachment_id": attachment["id"]})
     stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "available"
