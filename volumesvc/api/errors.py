@@ -12,11 +12,11 @@ because Nova clients (and tempest) read only the body's two keys.
 
 import logging
 
-import sqlalchemy.exc
 import werkzeug.exceptions
 from oslo_db import exception as db_exc
 
 from volumesvc import exception
+from volumesvc.common import outage
 
 LOG = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ def to_api_error(exc: BaseException) -> APIError:
             message = ("Request is too large: the body may have at most "
                        "[oslo_middleware] max_request_body_size bytes.")
         return APIError(status, message, _STATUS_CODES.get(status, UNKNOWN), headers)
-    if isinstance(exc, (db_exc.DBConnectionError, sqlalchemy.exc.TimeoutError)):
+    if outage.database_down(exc):
         # The database is down or every pooled connection is busy: the
         # request may succeed when retried, so 503, not "Unexpected" 500.
         LOG.warning("Database unavailable while serving an API request: %s", exc)

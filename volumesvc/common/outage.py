@@ -24,6 +24,16 @@ LOG = logging.getLogger(__name__)
 
 _REMOTE_TYPE = re.compile(r"Remote error: (\w+)")
 _DOWN_TYPES = ("DBConnectionError", "TimeoutError")
+# oslo.db makes DBConnectionError of PostgreSQL's connect failures only when
+# libpq says "could not connect to server", which libpq 14 and later no
+# longer say; a server shutting down or starting refuses in words of its
+# own. These stay plain OperationalErrors (regression: a PostgreSQL restart
+# answered API requests with 500s where MariaDB's gave 503s).
+_POSTGRESQL_DOWN = re.compile(
+    r"connection to server .* failed|could not connect to server|"
+    r"the database system is (?:shutting down|starting up|in recovery mode|not yet accepting)|"
+    r"server closed the connection unexpectedly|"
+    r"terminating connection due to administrator command")
 # Seconds between two tries of a call that met the database down: doubled
 # from the first up to the last.
 FIRST_DELAY = 1.0
@@ -45,7 +55,13 @@ def database_down(exc) -> bool:
         seen.add(id(exc))
         if isinstance(exc, (db_exc.DBConnectionError, sqlalchemy.exc.TimeoutError)):
             return True
-        if any(name in _DOWN_TYPES for name in _remote_types(exc)):
+        if isinstance(exc, sqlalchemy.exc.OperationalError) and (
+                exc.connection_invalidated or _POSTGRESQL_DOWN.search(str(exc))):
+            return True
+        names = _remote_types(exc)
+        if any(name in _DOWN_TYPES for name in names):
+            return True
+        if "OperationalError" in names and _POSTGRESQL_DOWN.search(str(exc.value)):
             return True
         exc = exc.__cause__ or exc.__context__
     return False
