@@ -19,6 +19,7 @@ afterwards is what "lose nothing" means:
 """
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import json
 import os
@@ -99,65 +100,73 @@ def run(api, cluster, fault, inject, restore, *, attaches=None, boots=None, serv
         status, body = api.boot(f"storm-{tag}-t{n}")
         assert status == 202, body
         targets.append(body["server"]["id"])
-    for server_id in targets:
-        wait_active(api, server_id, cluster)
-    volumes = [api.create_volume(f"storm-{tag}-v{n}") for n in range(attaches)]
-    wait_until(lambda: all(api.volume_status(v)["status"] == "available" for v in volumes),
-               "storm volumes available", cluster=cluster)
-    result = Result(fault, attaches, boots)
-    jobs = [("attach", targets[n % servers], v) for n, v in enumerate(volumes)]
-    jobs += [("boot", f"storm-{tag}-b{n}", None) for n in range(boots)]
+    # Boots on real QEMU slow down with their number on a 2-core machine.
+    grace = SETTLE_GRACE + 4 * boots + attaches
+    booted = []
+    try:
+        for server_id in targets:
+            wait_active(api, server_id, cluster)
+        volumes = [api.create_volume(f"storm-{tag}-v{n}") for n in range(attaches)]
+        wait_until(lambda: all(api.volume_status(v)["status"] == "available" for v in volumes),
+                   "storm volumes available", cluster=cluster)
+        result = Result(fault, attaches, boots)
+        jobs = [("attach", targets[n % servers], v) for n, v in enumerate(volumes)]
+        jobs += [("boot", f"storm-{tag}-b{n}", None) for n in range(boots)]
 
-    def send(job):
-        kind, target, volume_id = job
-        if kind == "attach":
-            status, body = api.attach(target, volume_id, version="2.101")
+        def send(job):
+            kind, target, volume_id = job
+            if kind == "attach":
+                status, body = api.attach(target, volume_id, version="2.101")
+                return job, status, body, status == 202
+            status, body = api.boot(target, image=True)
             return job, status, body, status == 202
-        status, body = api.boot(target, image=True)
-        return job, status, body, status == 202
 
-    started = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(THREADS) as pool:
-        futures = [pool.submit(send, job) for job in jobs[:len(jobs) // 2]]
-        time.sleep(fault_after)
-        inject()
-        futures += [pool.submit(send, job) for job in jobs[len(jobs) // 2:]]
-        answers = [f.result() for f in futures]
-    restore()
-    restored_at = time.monotonic()
-    accepted_attaches, booted, retry = [], [], []
-    for job, status, body, ok in answers:
-        if ok:
-            (accepted_attaches if job[0] == "attach" else booted).append(
-                (job, body))
-        else:
-            assert _clear_error(status, body), (job, status, body)
-            result.failed.append({"job": job[0], "status": status,
-                                  "error": str(body)[:160]})
-            retry.append(job)
-    _settle(api, cluster, result, accepted_attaches, booted)
-    result.recover_seconds = result.settled_at - restored_at
-    # The work refused during the fault is done once it is gone.
-    for job in retry:
-        _, status, body, ok = send(job)
-        assert ok, (job, status, body, api_errors(cluster))
-        if job[0] == "attach":
-            accepted_attaches.append((job, body))
-        else:
-            booted.append((job, body))
-    _settle(api, cluster, result, accepted_attaches, booted)
-    result.storm_seconds = time.monotonic() - started
-    for volume_id in volumes:
-        assert api.volume_status(volume_id)["status"] not in STUCK
-    report = audit(cluster)
-    summary = report["summary"]
-    assert {k: summary[k] for k in ("removed_bdms", "deleted_attachments", "finished",
-                                    "rolled_back", "busy", "errors")} == dict.fromkeys(
-        ("removed_bdms", "deleted_attachments", "finished", "rolled_back", "busy",
-         "errors"), 0), (summary, _changes(report))
-    _bdms_match_attachments(api, targets, volumes)
-    for server_id in targets + [body["server"]["id"] for _, body in booted]:
-        api.delete_server(server_id)
+        started = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(THREADS) as pool:
+            futures = [pool.submit(send, job) for job in jobs[:len(jobs) // 2]]
+            time.sleep(fault_after)
+            inject()
+            futures += [pool.submit(send, job) for job in jobs[len(jobs) // 2:]]
+            answers = [f.result() for f in futures]
+        restore()
+        restored_at = time.monotonic()
+        accepted_attaches, retry = [], []
+        for job, status, body, ok in answers:
+            if ok:
+                (accepted_attaches if job[0] == "attach" else booted).append(
+                    (job, body))
+            else:
+                assert _clear_error(status, body), (job, status, body)
+                result.failed.append({"job": job[0], "status": status,
+                                      "error": str(body)[:160]})
+                retry.append(job)
+        _settle(api, cluster, result, accepted_attaches, booted, grace=grace)
+        result.recover_seconds = result.settled_at - restored_at
+        # The work refused during the fault is done once it is gone.
+        for job in retry:
+            _, status, body, ok = send(job)
+            assert ok, (job, status, body, api_errors(cluster))
+            if job[0] == "attach":
+                accepted_attaches.append((job, body))
+            else:
+                booted.append((job, body))
+        _settle(api, cluster, result, accepted_attaches, booted, grace=grace)
+        result.storm_seconds = time.monotonic() - started
+        for volume_id in volumes:
+            assert api.volume_status(volume_id)["status"] not in STUCK
+        report = audit(cluster)
+        summary = report["summary"]
+        assert {k: summary[k] for k in ("removed_bdms", "deleted_attachments", "finished",
+                                        "rolled_back", "busy", "errors")} == dict.fromkeys(
+            ("removed_bdms", "deleted_attachments", "finished", "rolled_back", "busy",
+             "errors"), 0), (summary, _changes(report))
+        _bdms_match_attachments(api, targets, volumes)
+    finally:
+        # Even after a failed check: the next fault's storm must not share
+        # the machine with this one's guests.
+        for server_id in targets + [body["server"]["id"] for _, body in booted]:
+            with contextlib.suppress(Exception):
+                api.delete_server(server_id)
     print(f"cluster-fault-result: {result.line()}", flush=True)
     return result
 
