@@ -62,6 +62,8 @@ class Result:
     boots: int
     failed: list = dataclasses.field(default_factory=list)
     errored: list = dataclasses.field(default_factory=list)
+    # (kind, the fault's message) of each accepted request that ended in error.
+    error_faults: list = dataclasses.field(default_factory=list)
     dropped: list = dataclasses.field(default_factory=list)
     recover_seconds: float = 0.0
     settled_at: float = 0.0
@@ -74,7 +76,8 @@ class Result:
                            "accepted_then_dropped": len(self.dropped),
                            "recover_s": round(self.recover_seconds, 1),
                            "storm_s": round(self.storm_seconds, 1),
-                           "failures": self.failed[:5]})
+                           "failures": self.failed[:5],
+                           "error_faults": sorted(set(self.error_faults))[:5]})
 
 
 def _clear_error(status, body):
@@ -201,6 +204,7 @@ def _settle(api, cluster, result, attaches, boots, *, grace=SETTLE_GRACE):
             elif entry and entry.get("status") == "error":
                 assert entry.get("fault"), entry
                 result.errored.append(volume_id)
+                result.error_faults.append(("attach", entry["fault"]["message"][:160]))
                 pending.discard((server_id, volume_id))
                 result.settled_at = time.monotonic()
         for server_id in list(pending_boots):
@@ -211,6 +215,7 @@ def _settle(api, cluster, result, attaches, boots, *, grace=SETTLE_GRACE):
             elif server and server["status"] == "ERROR":
                 assert server.get("fault", {}).get("message"), server
                 result.errored.append(server_id)
+                result.error_faults.append(("boot", server["fault"]["message"][:160]))
                 pending_boots.discard(server_id)
                 result.settled_at = time.monotonic()
         time.sleep(2)
