@@ -57,3 +57,5 @@ def test_api_workers_reach_cinder_conf(tmp_path):
     more = cinder.CinderHarness(str(tmp_path), port=8776, transport_url="rabbit://x/",
                                 deps_dir=str(tmp_path / "deps"), api_workers=3)
     assert "osapi_volume_workers = 3\n" in more.config_text()
+    # cinder-api waits 60 s for cinder-volume, longer with Ceph (RBD connections are slow).
+    assert "rpc_response_timeout = 60\n" in stock.config_text()
