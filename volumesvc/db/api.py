@@ -10,6 +10,7 @@ import os
 import warnings
 
 import sqlalchemy as sa
+from oslo_db import api as oslo_db_api
 from oslo_db.sqlalchemy import enginefacade
 
 from volumesvc import context as vs_context
@@ -83,6 +84,14 @@ def _ensure_sqlite_directory(url: str) -> None:
     if path and path != ":memory:" and not path.startswith("file:"):
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
+
+
+# For a function that runs whole transactions of its own (never inside a
+# caller's): when MariaDB or Galera picks one as a deadlock's victim it is
+# rolled back whole, so running the function again is safe and is what the
+# database asks for.
+retry_on_deadlock = oslo_db_api.wrap_db_retry(
+    max_retries=5, retry_interval=0.05, inc_retry_interval=True, retry_on_deadlock=True)
 
 
 class Database:

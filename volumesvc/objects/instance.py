@@ -9,9 +9,9 @@ import datetime
 import uuid as uuidlib
 
 import sqlalchemy as sa
-from oslo_db import api as oslo_db_api
 
 from volumesvc import binaries, exception
+from volumesvc.db import api as db_api
 from volumesvc.db import models
 from volumesvc.objects import base, instance_filters
 from volumesvc.objects import tag as tag_obj
@@ -332,10 +332,8 @@ def _flavor_totals(session, hosts, locking=False) -> dict:
 
 # MariaDB/Galera: two claims on different hosts can deadlock in InnoDB's gap
 # locks on the instances' host index (each locks its host's range, then moves
-# an instance into it). The loser's transaction is rolled back whole, so
-# running it again is safe and is what the database asks for.
-@oslo_db_api.wrap_db_retry(max_retries=5, retry_interval=0.05, inc_retry_interval=True,
-                           retry_on_deadlock=True)
+# an instance into it).
+@db_api.retry_on_deadlock
 def claim_host(db, context, instance_uuid, host, no_room, expected_task_state):
     """Put the instance on ``host`` if it still has room; the refusal's reason otherwise.
 

@@ -36,6 +36,8 @@ from tests.integration.cluster.conftest import (
 )
 
 STUCK = ("reserved", "attaching", "detaching")
+# What the audit must find none of after a storm: nothing to change, nothing in progress.
+AUDITED = ("removed_bdms", "deleted_attachments", "finished", "rolled_back", "busy", "errors")
 # Seconds an accepted request may take to settle once the fault is gone:
 # past the cluster's [compute] attachment_reservation_timeout (60) and the
 # conductors' [conductor] volume_request_grace (60) plus a recovery interval.
@@ -159,10 +161,8 @@ def run(api, cluster, fault, inject, restore, *, attaches=None, boots=None, serv
             assert api.volume_status(volume_id)["status"] not in STUCK
         report = audit(cluster)
         summary = report["summary"]
-        assert {k: summary[k] for k in ("removed_bdms", "deleted_attachments", "finished",
-                                        "rolled_back", "busy", "errors")} == dict.fromkeys(
-            ("removed_bdms", "deleted_attachments", "finished", "rolled_back", "busy",
-             "errors"), 0), (summary, _changes(report))
+        assert {k: summary[k] for k in AUDITED} == dict.fromkeys(AUDITED, 0), (
+            summary, _changes(report))
         _bdms_match_attachments(api, targets, volumes)
     finally:
         # Even after a failed check: the next fault's storm must not share
@@ -176,10 +176,8 @@ def run(api, cluster, fault, inject, restore, *, attaches=None, boots=None, serv
 
 def _changes(report):
     """The audit's servers that have something to change or in progress."""
-    keys = ("removed_bdms", "deleted_attachments", "finished", "rolled_back", "busy",
-            "errors")
     return json.dumps([server for server in report.get("servers", [])
-                       if any(server.get(key) for key in keys)], default=str)[:6000]
+                       if any(server.get(key) for key in AUDITED)], default=str)[:6000]
 
 
 def _settle(api, cluster, result, attaches, boots, *, grace=SETTLE_GRACE):

@@ -19,11 +19,10 @@ import re
 import string
 import uuid as uuidlib
 
-from oslo_db import api as oslo_db_api
-
 from volumesvc import quota
 from volumesvc.api.logic import undo
 from volumesvc.compute import task_states, vm_states
+from volumesvc.db import api as db_api
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action
@@ -179,23 +178,19 @@ def _bdm_values(template, instance_uuid, attachments) -> dict:
 
 # MariaDB: the quota count reads the project's instance rows in share mode
 # while conductors update some of them (task_state, host), and InnoDB may
-# pick this transaction as a deadlock's victim. It is rolled back whole, so
-# running it again is safe; the client sees a 202, not a 500.
-_RETRY_ON_DEADLOCK = oslo_db_api.wrap_db_retry(
-    max_retries=5, retry_interval=0.05, inc_retry_interval=True, retry_on_deadlock=True)
-
-
-@_RETRY_ON_DEADLOCK
-def _check_quota(ctx, deps, request, count) -> None:
-    keystone = quota.keystone_limits(deps.conf, ctx.project_id)
+# pick either transaction below as a deadlock's victim; run again, the
+# client sees a 202, not a 500. ``keystone`` (unified limits) is read once
+# by the caller: a retry repeats the transaction, not the call to Keystone.
+@db_api.retry_on_deadlock
+def _check_quota(ctx, deps, request, count, keystone) -> None:
     with deps.db.reader(ctx) as session:
         quota.allowed_instances(session, deps.conf, ctx.project_id, ctx.user_id,
                                 request.flavor, request.min_count, count,
                                 keystone=keystone)
 
 
-@_RETRY_ON_DEADLOCK
-def _create_rows(ctx, deps, request, uuids, attachments, resv_id) -> list:
+@db_api.retry_on_deadlock
+def _create_rows(ctx, deps, request, uuids, attachments, resv_id, keystone) -> list:
     """The instance, BDM and action rows, in one transaction that holds the quota lock.
 
     The instances quota (and cores, ram) is counted after the project's lock
@@ -205,7 +200,6 @@ def _create_rows(ctx, deps, request, uuids, attachments, resv_id) -> list:
     boot is refused with 403 and nothing is written.
     """
     quota.ensure_lock_row(deps.db, ctx, ctx.project_id)
-    keystone = quota.keystone_limits(deps.conf, ctx.project_id)
     created = []
     with deps.db.writer(ctx) as session:
         quota.lock_project(session, ctx.project_id)
@@ -230,13 +224,14 @@ def create_instances(ctx, deps, request: BuildRequest):
     resv_id = reservation_id()
     # A boot already over quota is refused before Cinder is asked for anything;
     # the check that counts is the one under the lock in _create_rows.
-    _check_quota(ctx, deps, request, len(uuids))
+    keystone = quota.keystone_limits(deps.conf, ctx.project_id)
+    _check_quota(ctx, deps, request, len(uuids), keystone)
     # NOTE: bdm.py refuses source volumes with max_count > 1, so the
     # reservations all belong to the first (only) instance.
     attachments = _reserve_volumes(ctx, deps, request.bdms, uuids[0])
     created: list = []
     try:
-        created = _create_rows(ctx, deps, request, uuids, attachments, resv_id)
+        created = _create_rows(ctx, deps, request, uuids, attachments, resv_id, keystone)
         deps.conductor.build_instances(ctx, instance_uuids=[i.uuid for i in created],
                                        request_spec=request_spec(request))
     except Exception:
