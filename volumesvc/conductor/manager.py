@@ -20,6 +20,7 @@ from volumesvc.conductor.tasks import reconcile as reconcile_task
 from volumesvc.conductor.tasks import shelve as shelve_task
 from volumesvc.conductor.tasks import swap as swap_task
 from volumesvc.conductor.tasks import unshelve as unshelve_task
+from volumesvc.db import api as db_api
 from volumesvc.objects import attachment_status
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -36,6 +37,18 @@ _EXPECTED = (exception.NotFound, exception.UnexpectedTaskStateError, exception.I
 # What an attach may legitimately fail with (mapped to 400/403/409 below 2.101).
 _ATTACH_EXPECTED = _EXPECTED + (exception.Forbidden, exception.Conflict,
                                 exception.VirtDriverError)
+
+
+def _persists(func):
+    """A write a compute asks for: run again when the database picks it as a deadlock victim.
+
+    Each such method is one transaction of its own, rolled back whole when
+    MariaDB (or Galera) ends it as a deadlock's victim; writes of concurrent
+    builds and attaches collide that way under load. Left to the compute the
+    rollback would end a build or attach in error although running the write
+    again is all the database asks for.
+    """
+    return messaging.expected_exceptions(*_EXPECTED)(db_api.retry_on_deadlock(func))
 
 
 class ConductorManager:
@@ -233,14 +246,14 @@ class ConductorManager:
     def instance_get(self, context, *, instance_uuid):
         return instance_obj.get_by_uuid(self._db, context, instance_uuid).to_dict()
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_persists
     def instance_update(self, context, *, instance_uuid, values, expected_task_state=None,
                         check_task_state=False):
         expected = expected_task_state if check_task_state else instance_obj.UNSET
         return instance_obj.save(self._db, context, instance_uuid, _datetimes(values),
                                  expected_task_state=expected).to_dict()
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_persists
     def instance_destroy(self, context, *, instance_uuid):
         return instance_obj.destroy(self._db, context, instance_uuid).to_dict()
 
@@ -248,11 +261,11 @@ class ConductorManager:
     def bdm_list(self, context, *, instance_uuid):
         return [b.to_dict() for b in bdm_obj.list_by_instance(self._db, context, instance_uuid)]
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_persists
     def bdm_create(self, context, *, values):
         return bdm_obj.create(self._db, context, values).to_dict()
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_persists
     def bdm_update(self, context, *, bdm_uuid, values, expected_status=None,
                    finish_event=None):
         if not finish_event:
@@ -282,15 +295,15 @@ class ConductorManager:
         except exception.NotFound:
             pass
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_persists
     def bdm_destroy(self, context, *, bdm_uuid, values=None):
         bdm_obj.destroy(self._db, context, bdm_uuid, values=values)
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_persists
     def action_event_start(self, context, *, instance_uuid, request_id, event, host):
         action_obj.event_start(self._db, context, instance_uuid, request_id, event, host=host)
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_persists
     def action_event_finish(self, context, *, instance_uuid, request_id, event, result,
                             traceback=None, details=None):
         action_obj.event_finish(self._db, context, instance_uuid, request_id, event,
@@ -300,12 +313,12 @@ class ConductorManager:
     def instance_list_by_host(self, context, *, host):
         return [i.to_dict() for i in instance_obj.list_instances(self._db, context, host=host)]
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_persists
     def action_start(self, context, *, instance_uuid, action, request_id):
         action_obj.action_start(self._db, context, instance_uuid, action, request_id,
                                 context.user_id, context.project_id)
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_persists
     def instance_fault_create(self, context, *, instance_uuid, code, message, details=None,
                               host=None):
         fault_obj.create(self._db, context, instance_uuid=instance_uuid, code=code,
