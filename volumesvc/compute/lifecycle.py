@@ -95,8 +95,9 @@ class Lifecycle:
                          work=work, on_error={"task_state": None})
 
     def start(self, context, instance):
-        """Redefine the domain from the BDMs and start it."""
+        """Connect the volumes again, redefine the domain from the BDMs and start it."""
         def work(bdms):
+            bdms = boot_volumes.reconnect(self.driver, self.conductor, context, bdms)
             self.driver.power_on(compute_instances.driver_instance(instance),
                                  boot_volumes.block_device_info(bdms))
             return self._update(context, instance["uuid"], {
@@ -222,6 +223,7 @@ class Lifecycle:
         BDM's disk.
         """
         def work(bdms):
+            bdms = boot_volumes.reconnect(self.driver, self.conductor, context, bdms)
             bdi = boot_volumes.block_device_info(bdms)
             volumes = boot_volumes.BootVolumes(self.conf, self.cinder, self.conductor,
                                                self.driver, context, instance, self.glance)

@@ -226,6 +226,9 @@ class ComputeManager:
                     bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
                     # Dangling attachments leave before the disks are rebuilt (contract §10).
                     bdms = self.reconciler.for_reboot(context, instance, bdms)
+                    if hard:
+                        bdms = boot_volumes.reconnect(self.driver, self.conductor, context,
+                                                      bdms)
                     bdi = boot_volumes.block_device_info(bdms)
                     self._update(context, uuid, {"task_state": started}, expected=[pending])
                     self.driver.reboot(_driver_instance(instance), bdi, reboot_type)

@@ -184,6 +184,36 @@ class BootVolumes:
         remove_instance_dir(self.conf, self.instance["uuid"])
 
 
+def reconnect(driver, conductor, context, bdms):
+    """Connect each connected volume again before its domain is defined anew; the BDMs after.
+
+    A hard reboot, a start and an unshelve on the same host rebuild the
+    domain from the saved connection info. After the host itself restarted,
+    what that info points at may be gone (an iSCSI session, an NFS mount) or
+    back under another name (a SCSI device), so, as Nova does, every volume
+    is connected again first (os-brick's connectors do nothing on a host that
+    kept the connection) and the info is saved when connecting changed it,
+    so the domain and a later disconnect use the new device.
+    """
+    out = []
+    for bdm in bdms:
+        raw = bdm.get("connection_info")
+        if bdm.get("destination_type") != "volume" or not raw:
+            out.append(bdm)
+            continue
+        info = jsonutils.loads(raw) if isinstance(raw, str) else jsonutils.loads(
+            jsonutils.dumps(raw))
+        before = jsonutils.dumps(info, sort_keys=True)
+        driver.connect_volume(info)
+        if jsonutils.dumps(info, sort_keys=True) != before:
+            saved = jsonutils.dumps(info)
+            conductor.bdm_update(context, bdm_uuid=bdm["uuid"],
+                                 values={"connection_info": saved})
+            bdm = dict(bdm, connection_info=saved)
+        out.append(bdm)
+    return out
+
+
 def block_device_info(bdms):
     """Rebuild block_device_info from saved BDMs (reboot, terminate)."""
     mappings = []
