@@ -80,8 +80,12 @@ def test_compute_pings_the_watchdog_only_while_its_heartbeats_reach_a_conductor(
     harness.wait_for(lambda: dep.services().get("volumesvc-conductor", {}).get("state") == "up",
                      60, what="conductor up", children=list(dep.children.values()))
     # What systemd sets for a unit with WatchdogSec=2 (a ping each second).
-    dep.env = {**dep.env, "NOTIFY_SOCKET": path, "WATCHDOG_USEC": "2000000"}
+    plain_env = dep.env
+    dep.env = {**plain_env, "NOTIFY_SOCKET": path, "WATCHDOG_USEC": "2000000"}
     dep.spawn("volumesvc-compute")
+    # Only the compute talks to this socket: a conductor spawned with it would
+    # be read as the compute (its own READY and pings).
+    dep.env = plain_env
     children = list(dep.children.values())
     received = _receive(sock, lambda m: sum("WATCHDOG=1" in x for x in m) >= 2, 90,
                         "READY and two watchdog pings")

@@ -365,6 +365,35 @@ def test_a_rerun_replaces_the_dead_runs_reservation(world):
     assert world.compute.reserves == 1
 
 
+def test_a_rerun_deletes_the_attachment_its_first_run_never_recorded(world):
+    # The first run reserved the device and made the Cinder attachment, then
+    # died before saving the attachment's id in the BDM.
+    _bdm(world.db, world.instance.uuid, world.volume["id"])
+    unrecorded = world.cinder.attachment_create(world.ctx, world.volume["id"],
+                                                world.instance.uuid)
+    other_server = world.server()
+    elsewhere = world.cinder.attachment_create(world.ctx, world.volume_of(other_server),
+                                               other_server.uuid)
+    _rerun(world)
+    (bdm,) = world.bdms()
+    assert bdm.attachment_id and bdm.attachment_id != unrecorded["id"]
+    assert unrecorded["id"] not in world.cinder.attachments
+    # Only this volume's reservations on this server are the dead run's.
+    assert elsewhere["id"] in world.cinder.attachments
+    assert [a["id"] for a in world.cinder.attachment_get_all(
+        world.admin, instance_id=world.instance.uuid)] == [bdm.attachment_id]
+
+
+def test_a_rerun_with_nothing_recorded_deletes_an_unrecorded_attachment_too(world):
+    # The compute's reservation watch already removed the dead run's BDM.
+    unrecorded = world.cinder.attachment_create(world.ctx, world.volume["id"],
+                                                world.instance.uuid)
+    _rerun(world)
+    (bdm,) = world.bdms()
+    assert bdm.attachment_id != unrecorded["id"]
+    assert list(world.cinder.attachments) == [bdm.attachment_id]
+
+
 def test_a_reservation_landing_after_the_rerun_looked_is_replaced(world):
     world.compute.before_reserve = lambda: _bdm(world.db, world.instance.uuid,
                                                 world.volume["id"])

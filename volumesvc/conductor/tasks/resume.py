@@ -10,7 +10,9 @@ attach (the live BDM of the volume on the server, made since the request):
 
 * none: nothing happened (or it was rolled back): run the attach;
 * no Cinder attachment id: the dead run's reservation. It is deleted (the
-  compute's reservation watch may have done so already) and the attach runs;
+  compute's reservation watch may have done so already) and the attach runs.
+  So is a ``reserved`` Cinder attachment of the volume on the server that no
+  BDM knows: the dead run made it and died before saving its id;
 * an attachment id but no connection info: the compute was told, or was
   about to be: it is told again with ``recovered=True`` and skips the work
   if it has it already (``compute/started_work.py``). A compute older than
@@ -96,6 +98,7 @@ def attach(task, instance):
                 bdm_obj.destroy(task.db, task.context, bdm.uuid)
             except exception.NotFound:
                 pass  # the compute's reservation watch was first
+        _release_dead_run_attachments(task, instance)
         try:
             return task.run(instance)
         except exception.VolumeAlreadyAttached:
@@ -104,6 +107,33 @@ def attach(task, instance):
             if task.bdm is not None or look + 1 >= _LOOKS:
                 raise
     raise AssertionError("unreachable")
+
+
+def _release_dead_run_attachments(task, instance):
+    """Delete the Cinder reservations of the volume on the server that no BDM knows.
+
+    The first run may have died between creating the Cinder attachment and
+    saving its id in the BDM; the re-run makes an attachment of its own. Left
+    alone, the first would claim the server without a BDM until the
+    compute's reconciliation removed it, ``[compute]
+    attachment_reservation_timeout`` later. Only ``reserved`` attachments
+    (no connector: no host has done anything with them) are deleted.
+    """
+    known = {b.attachment_id for b in bdm_obj.list_by_instance(task.db, task.context,
+                                                                instance.uuid)
+             if b.attachment_id}
+    admin = task.context.elevated()
+    for attachment in task.cinder.attachment_get_all(admin, instance_id=instance.uuid,
+                                                     volume_id=task.volume_id):
+        if attachment.get("status") != "reserved" or attachment["id"] in known:
+            continue
+        LOG.info("Re-run attach of volume %s to %s: deleting attachment %s, which its "
+                 "first run made and never recorded", task.volume_id, instance.uuid,
+                 attachment["id"])
+        try:
+            task.cinder.attachment_delete(admin, attachment["id"])
+        except exception.VolumeAttachmentNotFound:
+            pass  # the compute's reconciliation was first
 
 
 def _finish(task, instance, bdm):
