@@ -28,8 +28,14 @@ class RequestContext(oslo_context.RequestContext):
         return super().from_dict(values, **kwargs)
 
     def elevated(self):
-        """Return an admin copy of this context (for service-side work)."""
-        ctx = self.__class__.from_dict(self.to_dict())
+        """Return an admin copy of this context (for service-side work).
+
+        The copy does not become the thread's current context: that one
+        names the request in every log line, and an elevated copy made in
+        the middle of a task would otherwise stay the thread's context after
+        the task, naming its request in the log lines of the next.
+        """
+        ctx = self.__class__.from_dict(self.to_dict(), overwrite=False)
         ctx.is_admin = True
         if "admin" not in ctx.roles:
             ctx.roles = list(ctx.roles) + ["admin"]

@@ -169,6 +169,9 @@ class VolumeRequests:
         if claimed is None:
             return False  # another conductor took it over first
         limit = self.conf.conductor.volume_request_max_attempts
+        # The request's own id in the log lines of its recovery (and in the
+        # calls it makes); the pass's context again once it is settled.
+        claimed.request_context().update_store()
         LOG.warning("Recovering the %s of volume %s to server %s (request %s accepted at %s, "
                     "claimed by %s; start %d of at most %d)", claimed.kind, claimed.volume_id,
                     claimed.instance_uuid, claimed.uuid, claimed.created_at,
@@ -186,6 +189,7 @@ class VolumeRequests:
             retry = database_down(exc)
             LOG.exception("Recovered %s of volume %s to %s failed", claimed.kind,
                           claimed.volume_id, claimed.instance_uuid)
+        context.update_store()
         self._settle(context, claimed.uuid, retry=retry)
         return True
 

@@ -278,6 +278,30 @@ def test_a_request_claimed_by_a_dead_conductor_is_recovered(world):
     assert world.bdms(other) == []
 
 
+def test_a_recovery_logs_under_its_own_request_and_leaves_the_pass_context(world):
+    from oslo_context import context as oslo_context
+
+    request = world.record()
+    request_obj.claim(world.db, world.ctx, request.uuid, "dead-conductor")
+    world.conductor_service("dead-conductor", up=False)
+    seen = []
+    world.compute.before_reserve = lambda: seen.append(oslo_context.get_current())
+    pass_context = vs_context.get_admin_context()
+    pass_context.update_store()
+    assert world.requests.recover(pass_context) == 1
+    # The compute was asked (and the lines logged) under the accepted request.
+    assert [c.request_id for c in seen] == ["req-attach"]
+    assert oslo_context.get_current() is pass_context
+
+
+def test_an_elevated_copy_does_not_become_the_threads_context(world):
+    from oslo_context import context as oslo_context
+
+    world.ctx.update_store()
+    elevated = world.ctx.elevated()
+    assert elevated.is_admin and oslo_context.get_current() is world.ctx
+
+
 def test_requests_of_this_hosts_previous_process_are_recovered(world):
     before = world.record()
     request_obj.claim(world.db, world.ctx, before.uuid, "me")
