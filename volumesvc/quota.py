@@ -26,9 +26,9 @@ from oslo_db import exception as db_exc
 
 from volumesvc import exception
 from volumesvc.common import unified_limits
-from volumesvc.compute import task_states, vm_states
 from volumesvc.conf import quota as quota_conf
 from volumesvc.db import models
+from volumesvc.states import task_states, vm_states
 
 RESOURCES = quota_conf.RESOURCES
 # The resources counted per project (and per user) from the instances table.

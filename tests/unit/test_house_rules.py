@@ -3,6 +3,8 @@
 import ast
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -36,6 +38,29 @@ def test_compute_and_virt_never_import_the_database():
     ]
     assert offenders == []
 
+
+
+def test_the_state_names_sit_below_the_services():
+    """objects/ and quota.py spell states without importing a service package.
+
+    Checked by importing the state modules in a fresh interpreter, so an
+    indirect import (through a module they use) counts too.
+    """
+    modules = [f"volumesvc.states.{p.stem}" for p in _modules("states")
+               if p.stem != "__init__"]
+    assert {"volumesvc.states.vm_states", "volumesvc.states.task_states",
+            "volumesvc.states.attach_states"} <= set(modules)
+    script = (
+        "import importlib, sys\n"
+        f"sys.path.insert(0, {str(ROOT.parent)!r})\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", script], check=True,
+                            capture_output=True, text=True).stdout.split()
+    services = ("volumesvc.compute", "volumesvc.conductor", "volumesvc.api")
+    assert [name for name in loaded
+            if any(name == s or name.startswith(s + ".") for s in services)] == []
 
 def test_no_global_conf_in_api():
     pattern = re.compile(r"^\s*CONF\s*=\s*cfg\.CONF", re.M)

@@ -18,9 +18,10 @@ from oslo_serialization import jsonutils
 
 from volumesvc import exception
 from volumesvc.common import outage
-from volumesvc.compute import attach_states, connections
+from volumesvc.compute import connections
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import volumes as boot_volumes
+from volumesvc.states import attach_states
 from volumesvc.virt import block_device as virt_bd
 
 LOG = logging.getLogger(__name__)

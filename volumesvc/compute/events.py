@@ -32,7 +32,7 @@ from oslo_serialization import jsonutils
 
 from volumesvc import exception
 from volumesvc.compute import reporter as compute_reporter
-from volumesvc.compute import vm_states
+from volumesvc.states import vm_states
 from volumesvc.virt import power_state
 
 LOG = logging.getLogger(__name__)

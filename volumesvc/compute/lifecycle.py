@@ -31,8 +31,8 @@ from oslo_utils import timeutils
 from volumesvc import exception
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import reporter as compute_reporter
-from volumesvc.compute import task_states, vm_states
 from volumesvc.compute import volumes as boot_volumes
+from volumesvc.states import task_states, vm_states
 from volumesvc.virt import power_state
 
 LOG = logging.getLogger(__name__)

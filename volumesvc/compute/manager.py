@@ -16,23 +16,21 @@ from oslo_utils import timeutils
 
 from volumesvc import exception, periodic, servicegroup
 from volumesvc.compute import attach as attach_mod
+from volumesvc.compute import events as events_mod
+from volumesvc.compute import instances as compute_instances
+from volumesvc.compute import lifecycle as lifecycle_mod
+from volumesvc.compute import rebuild as rebuild_mod
 from volumesvc.compute import (
-    attach_states,
     reconcile_runner,
     rpcapi,
     running_deleted,
     snapshots,
     started_work,
-    task_states,
-    vm_states,
 )
-from volumesvc.compute import events as events_mod
-from volumesvc.compute import instances as compute_instances
-from volumesvc.compute import lifecycle as lifecycle_mod
-from volumesvc.compute import rebuild as rebuild_mod
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import swap as swap_mod
 from volumesvc.compute import volumes as boot_volumes
+from volumesvc.states import attach_states, task_states, vm_states
 from volumesvc.virt import power_state
 from volumesvc.volume import cleanup
 

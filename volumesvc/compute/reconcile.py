@@ -47,7 +47,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import exception
-from volumesvc.compute import attach_states
+from volumesvc.states import attach_states
 from volumesvc.volume import cinder as cinder_adapter
 
 LOG = logging.getLogger(__name__)

@@ -27,7 +27,8 @@ from oslo_log import log as logging
 
 from volumesvc import context as vs_context
 from volumesvc import exception
-from volumesvc.compute import reconcile, vm_states
+from volumesvc.compute import reconcile
+from volumesvc.states import vm_states
 
 LOG = logging.getLogger(__name__)
 

@@ -26,8 +26,9 @@ from oslo_serialization import jsonutils
 
 from volumesvc import context as vs_context
 from volumesvc import exception
-from volumesvc.compute import connections, task_states
+from volumesvc.compute import connections
 from volumesvc.compute import instances as compute_instances
+from volumesvc.states import task_states
 from volumesvc.virt import block_device as virt_bd
 from volumesvc.volume import migration
 

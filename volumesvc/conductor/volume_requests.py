@@ -35,7 +35,6 @@ from oslo_log import log as logging
 from volumesvc import binaries, exception, servicegroup
 from volumesvc import context as vs_context
 from volumesvc.common.outage import database_down
-from volumesvc.compute import attach_states
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import resume
 from volumesvc.objects import attachment_status, base
@@ -43,6 +42,7 @@ from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
 from volumesvc.objects import volume_request as request_obj
+from volumesvc.states import attach_states
 
 LOG = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ import uuid as uuidlib
 import sqlalchemy as sa
 
 from volumesvc import exception
-from volumesvc.compute import attach_states as states
 from volumesvc.db import models
 from volumesvc.objects import base
 from volumesvc.objects import block_device as bdm_obj
+from volumesvc.states import attach_states as states
 
 # Everything a transition writes (to put a BDM back as it was).
 STATUS_FIELDS = ("attach_status", "fault_code", "fault_message", "fault_at")

@@ -11,10 +11,10 @@ import concurrent.futures
 import pytest
 
 from volumesvc import binaries
-from volumesvc.compute import task_states
 from volumesvc.conductor import scheduling
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import service as service_obj
+from volumesvc.states import task_states
 
 FLAVOR = {"flavorid": "42", "name": "m1.half", "vcpus": 1, "memory_mb": 512, "root_gb": 1,
           "ephemeral_gb": 0, "swap": 0, "extra_specs": {}}

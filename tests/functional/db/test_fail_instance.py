@@ -8,10 +8,10 @@ could read the server between the two and find no fault to show.
 import sqlalchemy as sa
 from sqlalchemy import event, orm
 
-from volumesvc.compute import vm_states
 from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import instance
+from volumesvc.states import vm_states
 
 
 def test_error_state_is_never_committed_without_its_fault(db, ctx):

@@ -6,9 +6,9 @@ from tests.fixtures.cinder import CountingCinder
 from tests.functional.stack import Stack
 from volumesvc import periodic
 from volumesvc.compute import manager as compute_manager
-from volumesvc.compute import task_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
+from volumesvc.states import task_states
 
 HOST = "fn-compute"
 

@@ -14,13 +14,13 @@ from oslo_db import exception as db_exc
 
 from tests.fixtures import database as db_fixtures
 from volumesvc import context as vs_context
-from volumesvc.compute import attach_states
 from volumesvc.conductor.manager import ConductorManager
 from volumesvc.conf import get_conf
 from volumesvc.db import models
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
+from volumesvc.states import attach_states
 
 
 @pytest.fixture

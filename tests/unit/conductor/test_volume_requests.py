@@ -15,7 +15,6 @@ from tests.fixtures import database as db_fixtures
 from tests.fixtures.cinder import FakeCinder
 from volumesvc import binaries, exception, version
 from volumesvc import context as vs_context
-from volumesvc.compute import attach_states
 from volumesvc.conductor import volume_requests
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conf import get_conf
@@ -26,6 +25,7 @@ from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
 from volumesvc.objects import volume_request as request_obj
+from volumesvc.states import attach_states
 
 COMPUTE_HOST = "cmp-1"
 

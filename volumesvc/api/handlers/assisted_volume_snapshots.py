@@ -19,9 +19,9 @@ from volumesvc.api import microversions as mv
 from volumesvc.api.policies import assisted_volume_snapshots as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.schemas import assisted_volume_snapshots as schema
-from volumesvc.compute import vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
+from volumesvc.states import vm_states
 
 
 def _bad_request(exc):

@@ -23,10 +23,10 @@ from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import server_actions as schema
 from volumesvc.api.views import servers as server_views
-from volumesvc.compute import task_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
+from volumesvc.states import task_states
 
 LOG = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from volumesvc.api.policies import server_admin_actions as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import server_admin_actions as schema
-from volumesvc.compute import vm_states
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
+from volumesvc.states import vm_states
 
 _RESET_STATES = {"active": vm_states.ACTIVE, "error": vm_states.ERROR}
 

@@ -38,12 +38,12 @@ from volumesvc.api.policies import server_actions as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.views import servers as views
-from volumesvc.compute import task_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import keypair as keypair_obj
 from volumesvc.objects import service as service_obj
+from volumesvc.states import task_states
 
 LOG = logging.getLogger(__name__)
 

@@ -26,12 +26,12 @@ from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import servers as schema
 from volumesvc.api.views import servers as views
 from volumesvc.api.views import services as service_views
-from volumesvc.compute import task_states, vm_states
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import flavor as flavor_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action, instance_fault
 from volumesvc.objects import service as service_obj
+from volumesvc.states import task_states, vm_states
 
 _PASSWORD_CHARS = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _PASSWORD_LENGTH = 12

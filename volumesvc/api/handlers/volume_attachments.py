@@ -20,12 +20,12 @@ from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import volume_attachments as schema
 from volumesvc.api.views import volume_attachments as views
-from volumesvc.compute import attach_states, task_states, vm_states
 from volumesvc.objects import attachment_status
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import volume_request as request_obj
+from volumesvc.states import attach_states, task_states, vm_states
 
 LOG = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ import re
 from volumesvc import binaries, exception, servicegroup, version
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import states
-from volumesvc.compute import vm_states
 from volumesvc.objects import service as service_obj
+from volumesvc.states import vm_states
 
 _DEVICE = re.compile(r"(^/dev/x{0,1}[a-z]{0,1}d{0,1})([a-z]+)[0-9]*$")
 

@@ -21,11 +21,11 @@ import uuid as uuidlib
 
 from volumesvc import quota
 from volumesvc.api.logic import undo
-from volumesvc.compute import task_states, vm_states
 from volumesvc.db import api as db_api
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action
+from volumesvc.states import task_states, vm_states
 from volumesvc.volume import reserve
 
 LOG = logging.getLogger(__name__)

@@ -5,14 +5,14 @@ from :data:`GATES`; :func:`check_gate` applies it in Nova's order (lock,
 vm_state, task_state, launched_at), so all handlers answer the same 409 with
 the same message. The attachments, servers and server-action handlers share
 these gates: the table in the contract is written down once, here. The state
-values themselves come from ``compute/vm_states.py`` and
-``compute/task_states.py``, which the conductor and compute use too.
+values themselves come from ``states/vm_states.py`` and
+``states/task_states.py``, which the conductor and compute use too.
 """
 
 import dataclasses
 
 from volumesvc import exception
-from volumesvc.compute import task_states, vm_states
+from volumesvc.states import task_states, vm_states
 
 # Sentinel: the operation does not look at this attribute at all.
 ANY = None

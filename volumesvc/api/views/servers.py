@@ -13,8 +13,8 @@ from volumesvc.api.representation import Field, Representation, attr
 from volumesvc.api.request import base_url
 from volumesvc.api.schemas.servers import LINKS
 from volumesvc.api.validation import object_
-from volumesvc.compute import task_states as ts
-from volumesvc.compute import vm_states as vm
+from volumesvc.states import task_states as ts
+from volumesvc.states import vm_states as vm
 
 # (vm_state → default status, {task_state: status}) as Nova's common._STATE_MAP.
 _REBOOT = {ts.REBOOTING: "REBOOT", ts.REBOOT_PENDING: "REBOOT", ts.REBOOT_STARTED: "REBOOT",

@@ -17,8 +17,8 @@ from volumesvc.api import microversions as mv
 from volumesvc.api.representation import Field, Representation, attr
 from volumesvc.api.schemas.parameter_types import UUID
 from volumesvc.api.validation import object_
-from volumesvc.compute import attach_states
 from volumesvc.objects import attachment_status
+from volumesvc.states import attach_states
 
 READ, CREATED = "read", "created"
 _STR_OR_NULL = {"type": ["string", "null"]}

@@ -20,13 +20,13 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from volumesvc import binaries, exception, servicegroup
-from volumesvc.compute import attach_states, vm_states
 from volumesvc.conductor.tasks import base, offloaded, resume
 from volumesvc.objects import attachment_status
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
+from volumesvc.states import attach_states, vm_states
 from volumesvc.volume import reserve
 
 LOG = logging.getLogger(__name__)

@@ -3,11 +3,11 @@
 from oslo_log import log as logging
 
 from volumesvc import exception
-from volumesvc.compute import task_states, vm_states
 from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
+from volumesvc.states import task_states, vm_states
 
 LOG = logging.getLogger(__name__)
 

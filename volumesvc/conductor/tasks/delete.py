@@ -3,12 +3,12 @@
 from oslo_log import log as logging
 
 from volumesvc import binaries, exception, servicegroup
-from volumesvc.compute import vm_states
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
+from volumesvc.states import vm_states
 from volumesvc.volume import cleanup
 
 LOG = logging.getLogger(__name__)

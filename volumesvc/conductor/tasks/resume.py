@@ -33,11 +33,11 @@ import datetime
 from oslo_log import log as logging
 
 from volumesvc import binaries, exception, version
-from volumesvc.compute import vm_states
 from volumesvc.conductor.tasks import offloaded
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
+from volumesvc.states import vm_states
 
 LOG = logging.getLogger(__name__)
 

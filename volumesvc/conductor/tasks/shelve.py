@@ -11,10 +11,10 @@ import datetime
 from oslo_log import log as logging
 
 from volumesvc import exception
-from volumesvc.compute import task_states, vm_states
 from volumesvc.conductor.tasks import power
 from volumesvc.objects import base as objects_base
 from volumesvc.objects import instance as instance_obj
+from volumesvc.states import task_states, vm_states
 
 LOG = logging.getLogger(__name__)
 
