@@ -92,5 +92,19 @@ def is_multiattach(connection_info):
     return bool(connection_info.get("multiattach"))
 
 
+def is_read_only(connection_info):
+    """Whether the guest must get the volume read-only.
+
+    Either field says so: Cinder's ``data.access_mode`` comes from the
+    volume's read-only flag only, while a read-only attachment (Cinder's
+    ``mode``, volume API 3.54) shows in the attachment's ``attach_mode``,
+    which Cinder 29 does not copy into ``access_mode``. Reading only
+    ``access_mode`` would give such an attachment a writable disk
+    (doc/source/contributor/contract.rst §13).
+    """
+    data = connection_info.get("data") or {}
+    return data.get("access_mode") == "ro" or connection_info.get("attach_mode") == "ro"
+
+
 def get_bdms(block_device_info):
     return list((block_device_info or {}).get("block_device_mapping") or [])

@@ -128,6 +128,34 @@ def test_read_only_access_mode(conf):
     assert disk.find("readonly") is None
 
 
+def _rbd(**data):
+    return {"driver_volume_type": "rbd", "serial": VOL,
+            "data": {"name": "volumes/volume-" + VOL, "hosts": ["10.0.0.2"],
+                     "ports": ["6789"], **data}}
+
+
+def _nfs(**data):
+    return {"driver_volume_type": "nfs", "serial": VOL,
+            "data": {"export": "10.0.0.3:/srv", "name": "volume-" + VOL,
+                     "device_path": "/mnt/x/volume-" + VOL, **data}}
+
+
+@pytest.mark.parametrize("make", [_iscsi, _rbd, _nfs], ids=["block", "network", "file"])
+def test_read_only_attachment_is_read_only_on_every_source_type(conf, make):
+    """A ``mode='ro'`` attachment: Cinder 29 still says ``access_mode: rw``.
+
+    Its connection info gets the attachment's ``attach_mode``; that alone
+    must give a read-only disk, or the guest could write a volume it was
+    given read-only.
+    """
+    _cfg, disk = _disk(conf, dict(make(access_mode="rw"), attach_mode="ro"))
+    assert disk.find("readonly") is not None
+    _cfg, disk = _disk(conf, dict(make(access_mode="ro"), attach_mode="rw"))
+    assert disk.find("readonly") is not None
+    _cfg, disk = _disk(conf, dict(make(access_mode="rw"), attach_mode="rw"))
+    assert disk.find("readonly") is None
+
+
 def test_discard_unmap(conf):
     _cfg, disk = _disk(conf, _iscsi(discard=True))
     assert disk.find("driver").get("discard") == "unmap"

@@ -91,7 +91,7 @@ class LibvirtBaseVolumeDriver:
             serial=vol_id,
             alias=config.volume_alias(vol_id) if vol_id else None,
             shareable=multiattach,
-            readonly=data.get("access_mode") == "ro",
+            readonly=block_device.is_read_only(connection_info),
             scsi_unit=block_device.unit_for_device(dev) if bus == "scsi" else None,
             boot_order=boot_order,
             iotune={k: v for k, v in (data.get("qos_specs") or {}).items()
