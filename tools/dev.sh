@@ -21,25 +21,83 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${VOLUMESVC_VENV:-$ROOT/.venv}
 PY=${PYTHON:-python3}
-SYSTEM_PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu qemu-system-x86 libvirt-clients
-libvirt-dev pkg-config gcc qemu-utils python3-venv
-ceph-mon ceph-mgr ceph-osd ceph-common qemu-block-extra python3-rados python3-rbd"
+# The system packages (OpenStack's bindep format) and the tested versions of
+# every Python dependency: the one list of each.
+BINDEP=${VOLUMESVC_BINDEP:-$ROOT/bindep.txt}
+CONSTRAINTS=$ROOT/upper-constraints.txt
+# bindep.txt's profiles dev.sh installs: the tests' and the all-in-one's
+# (the cluster sub-command adds its own).
+PROFILES="test aio"
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
+# The platforms bindep would match on this machine: dpkg, the distribution's
+# ID (and the ones it is like) and ID-VERSION_ID, e.g. "dpkg debian debian-12".
+platform_tags() {
+    command -v dpkg-query >/dev/null && echo dpkg
+    # shellcheck disable=SC1091
+    [ -r /etc/os-release ] && (. /etc/os-release; echo "${ID:-} ${ID_LIKE:-} ${ID:-}-${VERSION_ID:-}")
+    return 0
+}
+
+# bindep_packages FILE "PLATFORMS" "PROFILES": the names on FILE's lines that
+# apply here, as bindep decides it without needing bindep. A line's selectors
+# (in brackets) are platform:X or profile names, either negated with "!". A
+# negated selector that matches drops the line; so does a line with positive
+# platform selectors none of which matches, or with positive profiles none of
+# which is asked for. A line without profiles is for every profile.
+bindep_packages() {
+    awk -v platforms="$2" -v profiles="$3" '
+        BEGIN {
+            n = split(platforms, a, " "); for (i = 1; i <= n; i++) plat[a[i]] = 1
+            n = split(profiles, a, " "); for (i = 1; i <= n; i++) prof[a[i]] = 1
+        }
+        { sub(/#.*/, "") }
+        NF == 0 { next }
+        {
+            sel = ""
+            lb = index($0, "["); rb = index($0, "]")
+            if (lb && rb > lb) sel = substr($0, lb + 1, rb - lb - 1)
+            n = split(sel, s, " ")
+            want_plat = 0; plat_ok = 0; want_prof = 0; prof_ok = 0; drop = 0
+            for (i = 1; i <= n; i++) {
+                neg = substr(s[i], 1, 1) == "!"
+                name = neg ? substr(s[i], 2) : s[i]
+                if (name ~ /^platform:/) {
+                    key = substr(name, 10); hit = (key in plat)
+                    if (neg) { if (hit) drop = 1 } else { want_plat = 1; if (hit) plat_ok = 1 }
+                } else {
+                    hit = (name in prof)
+                    if (neg) { if (hit) drop = 1 } else { want_prof = 1; if (hit) prof_ok = 1 }
+                }
+            }
+            if (drop || (want_plat && !plat_ok) || (want_prof && !prof_ok)) next
+            print $1
+        }' "$1"
+}
+
+dpkg_installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
 system_packages() {
-    local missing=()
-    for p in $SYSTEM_PACKAGES; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
-            || missing+=("$p")
+    local missing=() wanted p
+    mapfile -t wanted < <(bindep_packages "$BINDEP" "$(platform_tags)" "$PROFILES")
+    if [ ${#wanted[@]} = 0 ]; then
+        log "$BINDEP lists no package for this platform ($(platform_tags))"; exit 1
+    fi
+    for p in "${wanted[@]}"; do
+        # The servers are looked for by their programs, not their packages, so
+        # a machine that has them some other way keeps what it has.
+        case "$p" in
+            rabbitmq-server) command -v rabbitmq-server >/dev/null && continue ;;
+            postgresql) command -v pg_ctlcluster >/dev/null && continue ;;
+            mariadb-server) [ -x /usr/sbin/mariadbd ] && continue ;;
+        esac
+        dpkg_installed "$p" || missing+=("$p")
     done
-    # The servers are looked for by their programs, not their packages, so a
-    # machine that has them some other way keeps what it has.
-    command -v rabbitmq-server >/dev/null || missing+=(rabbitmq-server)
-    command -v pg_ctlcluster >/dev/null || missing+=(postgresql)
-    [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing system packages: ${missing[*]}"
         as_root apt-get update -qq
@@ -131,10 +189,12 @@ venv() {
         "$PY" -m venv "$VENV"
     fi
     if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] \
-            || [ "$ROOT/aio/pyproject.toml" -nt "$stamp" ]; then
+            || [ "$ROOT/aio/pyproject.toml" -nt "$stamp" ] || [ "$CONSTRAINTS" -nt "$stamp" ]; then
         log "installing volumesvc, the all-in-one (aio/) and the test dependencies"
         "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-        "$VENV/bin/pip" install -q -e "$ROOT[test,doc,libvirt,postgresql,mysql]" -e "$ROOT/aio"
+        # The versions the project is tested with (upper-constraints.txt).
+        "$VENV/bin/pip" install -q -c "$CONSTRAINTS" \
+            -e "$ROOT[test,doc,libvirt,postgresql,mysql]" -e "$ROOT/aio"
         touch "$stamp"
     fi
 }
@@ -185,6 +245,9 @@ run_tiers() {
     exit "$rc_int"
 }
 
+# Sourced (the unit tests call bindep_packages): define the functions only.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
@@ -194,6 +257,7 @@ case "$cmd" in
         exec "$VENV/bin/volumesvc-aio" "$@"
         ;;
     cluster)
+        PROFILES="$PROFILES cluster"
         setup
         exec "$VENV/bin/python" -m volumesvc_aio.cluster "$@"
         ;;

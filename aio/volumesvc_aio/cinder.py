@@ -21,12 +21,14 @@ import os
 import shutil
 import sys
 
-from volumesvc_aio import ServiceHarness, free_port, http_json, rabbit
+from volumesvc_aio import ServiceHarness, free_port, frozen_requirements, http_json, rabbit
 from volumesvc_aio import keystone as keystone_mod
 
 CINDER_VERSION = "29.0.0"
-REQUIREMENTS = [f"cinder=={CINDER_VERSION}", "python-cinderclient", "fixtures",
-                "PyMySQL", "psycopg2-binary"]
+# Cinder, its client, the fake driver's fixtures, PyMySQL and psycopg2, with every dependency
+# pinned as installed once (upstream leaves them unpinned).
+REQUIREMENTS = frozen_requirements(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "cinder-constraints.txt"))
 PLUGINS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins")
 FILE_DRIVER = "volumesvc_cinder_plugins.file_driver.FileVolumeDriver"
 COMPLETION_MANAGER = "volumesvc_cinder_plugins.extend_completion.CompletionVolumeManager"

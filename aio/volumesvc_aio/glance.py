@@ -14,11 +14,13 @@ import os
 import shutil
 import sys
 
-from volumesvc_aio import ServiceHarness, http_json, single_process_main
+from volumesvc_aio import ServiceHarness, frozen_requirements, http_json, single_process_main
 
 GLANCE_VERSION = "33.0.0"
-REQUIREMENTS = [f"glance=={GLANCE_VERSION}", "python-glanceclient", "gunicorn",
-                "PyMySQL", "psycopg2-binary"]
+# Glance, its client, gunicorn, PyMySQL and psycopg2, with every dependency
+# pinned as installed once (upstream leaves them unpinned).
+REQUIREMENTS = frozen_requirements(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "glance-constraints.txt"))
 POLICY = '"context_is_admin": ""\n"service_api": ""\n'
 
 

@@ -134,6 +134,8 @@ def test_the_sdist_ships_etc_and_not_the_all_in_one(sdist):
     names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
     assert set(ETC_FILES) <= names
     assert "volumesvc/db/migrations/script.py.mako" in names
+    # What a build from the sdist installs with: bindep and pip constraints.
+    assert {"bindep.txt", "upper-constraints.txt"} <= names
     assert [n for n in names if n.startswith("aio/")] == []
 
 
