@@ -138,6 +138,9 @@ class Instance(Base, TimestampMixin, SoftDeleteMixin):
     locked_by: Mapped[str | None] = mapped_column(sa.String(255))
     locked_reason: Mapped[str | None] = mapped_column(sa.String(255))
     key_name: Mapped[str | None] = mapped_column(sa.String(255))
+    # The key pair's public key as it was when named (boot, 2.54 rebuild):
+    # what the config drive gives the guest (computes read no key pairs).
+    key_data: Mapped[str | None] = mapped_column(MediumText)
     # NOTE: ``metadata`` is reserved on declarative classes.
     metadata_: Mapped[dict | None] = mapped_column("metadata", JSONEncoded)
     config_drive: Mapped[str | None] = mapped_column(sa.String(255))

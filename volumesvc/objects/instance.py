@@ -47,6 +47,7 @@ class Instance(base.DictMixin):
     locked_by: str | None = None
     locked_reason: str | None = None
     key_name: str | None = None
+    key_data: str | None = None
     metadata: dict = dataclasses.field(default_factory=dict)
     config_drive: str | None = None
     reservation_id: str | None = None

@@ -139,6 +139,24 @@ class MigrationHooks:
                     "VALUES ('r-1', 'detach', 'i-1', 'v-1')"))
         connection.execute(sa.text("DELETE FROM volume_requests"))
 
+    def _pre_upgrade_f3a9d2c7b418(self, connection):
+        """A server booted before key_data: it keeps its key name and has no key."""
+        connection.execute(sa.text(
+            "INSERT INTO instances (uuid, locked, deleted, key_name) "
+            "VALUES ('i-old-key', :f, 0, 'k')"), {"f": False})
+
+    def _check_f3a9d2c7b418(self, connection, data):
+        """key_data is NULL for old rows and holds a key far over 64 KiB (MEDIUMTEXT)."""
+        assert tuple(connection.execute(sa.text(
+            "SELECT key_name, key_data FROM instances WHERE uuid = 'i-old-key'")).one()) \
+            == ("k", None)
+        key = "ssh-rsa " + "A" * 70000
+        connection.execute(sa.text(
+            "UPDATE instances SET key_data = :k WHERE uuid = 'i-old-key'"), {"k": key})
+        assert connection.execute(sa.text(
+            "SELECT key_data FROM instances WHERE uuid = 'i-old-key'")).scalar() == key
+        connection.execute(sa.text("DELETE FROM instances"))
+
 
 @pytest.mark.parametrize("backend", conftest.BACKEND_PARAMS)
 def test_walk_versions(backend, tmp_path):

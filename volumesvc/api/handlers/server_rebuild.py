@@ -134,13 +134,15 @@ def _values(req, instance, body) -> dict:
         values["metadata"] = body["metadata"]
     if req.is_at_least(mv.V2_54_REBUILD_KEY_NAME) and "key_name" in body:
         key_name = body["key_name"]
+        key_data = None
         if key_name is not None:
             try:
-                keypair_obj.get_by_name(req.deps.db, req.context, req.context.user_id,
-                                        key_name)
+                key_data = keypair_obj.get_by_name(req.deps.db, req.context,
+                                                   req.context.user_id, key_name).public_key
             except exception.KeypairNotFound as exc:
                 raise _bad("Invalid key_name provided.") from exc
         values["key_name"] = key_name
+        values["key_data"] = key_data
     if req.is_at_least(mv.V2_57_REBUILD_USER_DATA) and "user_data" in body:
         values["user_data"] = body["user_data"]
     return values

@@ -158,7 +158,7 @@ def _requested_host(req, server):
 
 
 def _build_request(req, server, flavor, image, validated, max_count, min_count=1,
-                   requested_host=None):
+                   requested_host=None, key_data=None):
     hostname = server.get("hostname")
     if hostname and max_count > 1:
         raise errors.APIError(400, "Cannot set hostname when booting multiple instances.",
@@ -172,7 +172,7 @@ def _build_request(req, server, flavor, image, validated, max_count, min_count=1
         image_ref=server.get("imageRef") or None, image=image,
         availability_zone=server.get("availability_zone"),
         metadata=server.get("metadata", {}), key_name=server.get("key_name"),
-        user_data=server.get("user_data"),
+        key_data=key_data, user_data=server.get("user_data"),
         config_drive="True" if config_drive is not None and strutils.bool_from_string(
             config_drive) else None,
         access_ip_v4=server.get("accessIPv4"),
@@ -207,7 +207,7 @@ def create_server(req):
     requested = _requested_bdms(req, server, image_ref)
     bdm_logic.require_image_or_bdms(image_ref, requested)
     flavor = _flavor(req, server)
-    keypair_logic.check_key_name(req.deps.db, req.context, server.get("key_name"))
+    key_data = keypair_logic.check_key_name(req.deps.db, req.context, server.get("key_name"))
     _check_zone(req, server.get("availability_zone"))
     requested_host = _requested_host(req, server)
     image = _image(req, image_ref)
@@ -220,7 +220,7 @@ def create_server(req):
     validated = bdm_logic.validate(check, bdms)
     instances, resv_id = build.create_instances(
         req.context, req.deps, _build_request(req, server, flavor, image, validated,
-                                              max_count, min_count, requested_host))
+                                              max_count, min_count, requested_host, key_data))
     if strutils.bool_from_string(server.get("return_reservation_id", False)):
         return {"reservation_id": resv_id}, 202
     first = instances[0]

@@ -51,6 +51,7 @@ class BuildRequest:
     availability_zone: str | None = None
     metadata: dict = dataclasses.field(default_factory=dict)
     key_name: str | None = None
+    key_data: str | None = None
     user_data: str | None = None
     config_drive: str | None = None
     access_ip_v4: str | None = None
@@ -161,7 +162,7 @@ def _instance_values(ctx, request, uuid, index, resv_id) -> dict:
         "vm_state": vm_states.BUILDING, "task_state": task_states.SCHEDULING, "power_state": 0,
         "flavor_id": request.flavor.id, "flavor": request.flavor.instance_copy(),
         "image_ref": request.image_ref or None, "image_properties": image_properties(request),
-        "key_name": request.key_name,
+        "key_name": request.key_name, "key_data": request.key_data,
         "metadata": dict(request.metadata), "config_drive": request.config_drive,
         "reservation_id": resv_id, "launch_index": index,
         "access_ip_v4": request.access_ip_v4, "access_ip_v6": request.access_ip_v6,

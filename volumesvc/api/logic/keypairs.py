@@ -77,11 +77,14 @@ def generate(key_type: str, user_id: str) -> tuple[str, str]:
     return _private_pem(key), public
 
 
-def check_key_name(db, context, key_name) -> None:
-    """400 at boot for a ``key_name`` the caller has no key pair of (as Nova)."""
+def check_key_name(db, context, key_name) -> str | None:
+    """The public key of ``key_name`` at boot; 400 when the caller has no such pair (as Nova).
+
+    The key is kept with the server (``key_data``) for its config drive.
+    """
     if key_name is None:
-        return
+        return None
     try:
-        keypair_obj.get_by_name(db, context, context.user_id, key_name)
+        return keypair_obj.get_by_name(db, context, context.user_id, key_name).public_key
     except exception.KeypairNotFound as exc:
         raise errors.APIError(400, exc.format_message(), errors.BAD_REQUEST) from exc
