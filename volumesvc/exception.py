@@ -133,6 +133,11 @@ class HypervisorUnavailable(VirtDriverError):
     msg_fmt = "Connection to the hypervisor is broken: %(reason)s"
 
 
+class FilterPatternTooComplex(Invalid):
+    msg_fmt = ("The database gave up on the regular expression of a filter (%(reason)s); "
+               "use a simpler pattern.")
+
+
 class InstanceExists(Invalid):
     msg_fmt = "Instance %(name)s already exists."
 

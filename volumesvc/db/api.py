@@ -14,6 +14,7 @@ from oslo_db import api as oslo_db_api
 from oslo_db.sqlalchemy import enginefacade
 
 from volumesvc import context as vs_context
+from volumesvc.db import regexp
 
 # NOTE: a writer waiting for another process's write lock on the SQLite file
 # blocks up to this long before "database is locked". Heartbeats of several
@@ -39,7 +40,12 @@ def _sqlite_on_connect(dbapi_connection, connection_record):
 
     ``journal_mode=WAL`` lets readers proceed while one process writes; it is
     stored in the file but setting it again is cheap and covers new files.
+    ``REGEXP`` is RE2 rather than the ``re.search`` SQLAlchemy registers
+    (this listener runs after the dialect's): a user's filter pattern must
+    not be able to backtrack for minutes (see ``db/regexp.py``).
     """
+    dbapi_connection.create_function("regexp", 2, regexp.sqlite_function(),
+                                     deterministic=True)
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")

@@ -179,7 +179,9 @@ def list_instances(db, context, *, project_id=None, host=None, vm_state=None, na
         statement = statement.order_by(model.created_at.desc(), model.id.desc())
         if limit is not None:
             statement = statement.limit(limit)
-        return _with_tags(session, list(session.scalars(statement)))
+        rows = list(session.scalars(statement))
+        instance_filters.check_pattern_warnings(session, filters)
+        return _with_tags(session, rows)
 
 
 def count_by_host(db, context, hosts) -> dict:

@@ -9,9 +9,10 @@ Three kinds of filter, as Nova's instance query has them:
 * exact: the column equals the value (or one of the values);
 * regex: the column's text matches a regular expression anywhere in it
   (``name``, ``key_name``, ``availability_zone``...). SQLAlchemy renders it
-  per backend (``REGEXP`` on MariaDB/MySQL, ``~`` on PostgreSQL, a Python
-  ``re.search`` function on SQLite); the API checks that the pattern
-  compiles first, so a bad one is a 400 rather than a driver error;
+  per backend (``REGEXP`` on MariaDB/MySQL, ``~`` on PostgreSQL, RE2 as
+  the ``regexp`` function of SQLite); the API checks first that the pattern
+  is one every backend runs in bounded time (``db/regexp.py``), so a bad
+  one is a 400 rather than a driver error or a worker held for minutes;
 * time windows: ``changes-since`` / ``changes-before`` on the time the
   server last changed (its creation time when never updated, which is what
   its ``updated`` key shows).
@@ -25,7 +26,7 @@ import datetime
 
 import sqlalchemy as sa
 
-from volumesvc import binaries
+from volumesvc import binaries, exception
 from volumesvc.db import models
 
 DEFAULT_ZONE = "nova"
@@ -90,3 +91,25 @@ def clauses(model, filters: InstanceFilters | None) -> list:
     if filters.before is not None:
         found.append(changed <= filters.before)
     return found
+
+
+# MariaDB's warning when PCRE2 gave up on a row (its match limit): the row
+# then counts as not matching, and the list would be silently short.
+_MARIADB_REGEX_ERROR = 1139
+
+
+def check_pattern_warnings(session, filters: InstanceFilters | None) -> None:
+    """Raise FilterPatternTooComplex if MariaDB gave up on a pattern in the last statement.
+
+    Call right after the statement that used :func:`clauses`. PCRE2
+    backtracks; a pattern RE2 accepts (``^(a+)+$``) can still exceed its
+    match limit on a long enough name, and MariaDB answers "no match" with a
+    warning rather than an error.
+    """
+    if filters is None or not (filters.regex or filters.zone is not None):
+        return
+    if session.get_bind().dialect.name != "mysql":
+        return
+    for _level, code, message in session.execute(sa.text("SHOW WARNINGS")):
+        if int(code) == _MARIADB_REGEX_ERROR:
+            raise exception.FilterPatternTooComplex(reason=message)

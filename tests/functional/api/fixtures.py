@@ -145,10 +145,16 @@ class World:
 
 
 @contextlib.contextmanager
-def open_world(world):
-    """Yield (app, deps) of ``world`` on a fresh config and database."""
+def open_world(world, backend="sqlite"):
+    """Yield (app, deps) of ``world`` on a fresh config and database.
+
+    ``backend``: SQLite, or a throwaway database on the local PostgreSQL or
+    MariaDB server (``"postgresql"``, ``"mysql"``) for what differs there.
+    """
     conf = _conf()
-    with db_fixtures.fresh_sqlite_database(conf) as db:
+    manager = (db_fixtures.fresh_sqlite_database(conf) if backend == "sqlite"
+               else db_fixtures.server_database(conf, backend))
+    with manager as db:
         world.seed(db, vs_context.get_admin_context())
         yield world.build_app(conf, db)
 

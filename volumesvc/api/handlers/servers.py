@@ -339,6 +339,8 @@ def _list(req, all_tenants_rule):
     except exception.MarkerNotFound as exc:
         raise errors.APIError(400, f"marker [{marker}] not found",
                               errors.QUERY_INVALID) from exc
+    except exception.FilterPatternTooComplex as exc:
+        raise errors.APIError(400, exc.format_message(), errors.QUERY_INVALID) from exc
     except db_exc.DBError as exc:
         if not columns.regex and columns.zone is None:
             raise

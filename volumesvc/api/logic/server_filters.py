@@ -22,8 +22,9 @@ import re
 from oslo_utils import strutils, timeutils
 
 from volumesvc import exception
-from volumesvc.api import errors
+from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
+from volumesvc.db import regexp
 from volumesvc.objects import flavor as flavor_obj
 from volumesvc.objects.instance_filters import InstanceFilters
 
@@ -60,12 +61,30 @@ def parse_time(req, key):
 
 
 def _pattern(key, value):
+    """``value`` as a pattern every backend runs in bounded time (``db/regexp.py``), else 400."""
     try:
-        re.compile(value)
-    except re.error as exc:
+        return regexp.check(value)
+    except regexp.InvalidPattern as exc:
         raise errors.APIError(400, f"Invalid regular expression for the {key} filter: "
                               f"{exc}", errors.QUERY_INVALID) from None
-    return value
+
+
+# Digits, perhaps signed: a number, however long (int() refuses past 4300 digits).
+_DIGITS = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+def _integer(key, value):
+    """The integer filter's value; None when it is no number (matches no server).
+
+    A number outside the column's range is a 400, not a database error
+    (PostgreSQL and MariaDB refuse it; SQLite's driver cannot bind it).
+    """
+    if not _DIGITS.fullmatch(value):
+        return None
+    low, high = -validation.MAX_INT - 1, validation.MAX_INT
+    # NOTE: int() refuses more than 4300 digits; so many are out of range anyway.
+    number = int(value) if len(value) < 4000 else high + 1
+    return validation.bounded_int(number, key, low, high, code=errors.QUERY_INVALID)
 
 
 def _time_pattern(key, value):
@@ -118,10 +137,10 @@ def _exact_and_regex(req, keys, filters):
     for key in keys & set(_TIME_COLUMNS):
         filters.regex[key] = _time_pattern(key, req.last(key))
     for key in keys & set(_INTEGER_COLUMNS):
-        try:
-            filters.exact[key] = int(req.last(key))
-        except ValueError:
+        number = _integer(key, req.last(key))
+        if number is None:
             return False
+        filters.exact[key] = number
     for key in keys & {"vm_state", "task_state"}:
         filters.exact[key] = [value for value in req.query[key] if value]
     for key in keys & {"user_id", "uuid"}:
