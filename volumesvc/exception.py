@@ -82,6 +82,10 @@ class InstanceNotReady(Invalid):
     msg_fmt = "Instance %(instance_id)s is not ready"
 
 
+class ConsoleNotAvailable(NotFound):
+    msg_fmt = "Guest does not have a console available."
+
+
 class AssistedSnapshotNotSupported(VolumesvcException):
     msg_fmt = "Assisted volume snapshots are not supported by this compute driver."
 

@@ -6,12 +6,12 @@ that say exactly which volume and attachment exist and can be released.
 """
 
 import os
-import shutil
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from volumesvc.virt import block_device as virt_bd
+from volumesvc.virt.instance_path import instance_dir, remove_instance_dir
 from volumesvc.volume import cleanup
 
 LOG = logging.getLogger(__name__)
@@ -39,14 +39,6 @@ def disk_bdms(bdms):
     """Every BDM that becomes a guest disk: the local root (if any), then volumes."""
     return sorted((b for b in bdms if is_local_root(b)
                    or b.get("destination_type") == "volume"), key=_boot_order)
-
-
-def instance_dir(conf, instance_uuid):
-    return os.path.join(conf.state_path, "instances", instance_uuid)
-
-
-def remove_instance_dir(conf, instance_uuid):
-    shutil.rmtree(instance_dir(conf, instance_uuid), ignore_errors=True)
 
 
 class BootVolumes:

@@ -135,6 +135,14 @@ class ComputeDriver:
         """The live guest definition, for diagnostics and tests ('' if none)."""
         return ""
 
+    def get_console_output(self, instance):
+        """The newest bytes the guest wrote to its console (bytes, oldest first).
+
+        Raises ``InstanceNotFound`` when the host has no such guest and
+        ``ConsoleNotAvailable`` when the guest has no console.
+        """
+        raise exception.ConsoleNotAvailable()
+
     def has_volume_disk(self, instance, volume_id):
         """Whether the domain (live or persistent) has the volume's disk."""
         return False

@@ -12,6 +12,8 @@ survive (see doc/source/contributor/dependencies.rst, "libvirt and QEMU"):
 * live detach of a scsi disk is immediate and raises a device-removed event;
   a virtio disk stays until reset/destroy because no guest OS acknowledges.
 * blockResize needs a running domain and grows the backing file.
+* starting a domain writes a fixed console text naming its boot disk to the
+  serial port's log, truncating it first unless ``append='on'``.
 
 :class:`FakeDriver` is the LibvirtDriver running on it (``compute_driver =
 fake``): a product choice, not only a test double, because the attach-storm
@@ -174,6 +176,37 @@ def _devices(root):
     return root.find("devices")
 
 
+def _boot_disk(root):
+    """The disk the firmware boots: the one with the lowest ``<boot order>``."""
+    ordered = [(int(disk.find("boot").get("order")), disk) for disk in _disks(root)
+               if disk.find("boot") is not None]
+    return min(ordered, key=lambda item: item[0])[1] if ordered else None
+
+
+def _write_console(root):
+    """What QEMU's serial log gets at start: a fixed text naming the boot disk.
+
+    Deterministic, so tests can assert the console output end to end, and
+    it names what the firmware booted from (target and serial) or says that
+    nothing was bootable, as SeaBIOS does on the real serial console.
+    """
+    serial = _devices(root).find("serial")
+    log = serial.find("log") if serial is not None else None
+    if log is None or not log.get("file"):
+        return
+    boot = _boot_disk(root)
+    lines = [f"fake firmware: starting {root.findtext('name')} ({root.findtext('uuid')})"]
+    if boot is None:
+        lines += ["Booting from Hard Disk...", "No bootable device."]
+    else:
+        lines += [f"Booting from Hard Disk {boot.find('target').get('dev')} "
+                  f"(serial {boot.findtext('serial')})...",
+                  "fake guest: kernel started on ttyS0", "fake guest: ready"]
+    mode = "ab" if log.get("append") == "on" else "wb"
+    with open(log.get("file"), mode) as f:
+        f.write("".join(f"{line}\r\n" for line in lines).encode())
+
+
 def _disks(root):
     return _devices(root).findall("disk")
 
@@ -252,6 +285,7 @@ class FakeDomain:
         self._live = live
         self._id = next(self._conn.ids)
         self._state = VIR_DOMAIN_RUNNING
+        _write_console(live)
         return 0
 
     def destroy(self):

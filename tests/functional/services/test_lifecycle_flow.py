@@ -43,7 +43,7 @@ def _domain_serials(stack, uuid):
     xml = _xml(stack, uuid)
     if not xml:
         return None
-    return sorted(s.text for s in ET.fromstring(xml).iter("serial"))
+    return sorted(s.text for s in ET.fromstring(xml).iterfind(".//disk/serial"))
 
 
 def _bdm_volumes(stack, uuid):

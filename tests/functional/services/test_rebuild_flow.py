@@ -45,7 +45,7 @@ def _root_bytes(stack, uuid, size):
 
 def _serials(stack, uuid):
     xml = stack.computes[HOST].manager.driver.get_domain_xml({"uuid": uuid})
-    return sorted(s.text for s in ET.fromstring(xml).iter("serial"))
+    return sorted(s.text for s in ET.fromstring(xml).iterfind(".//disk/serial"))
 
 
 def _events(stack, uuid):

@@ -1,11 +1,13 @@
-"""The LibvirtDriver on real QEMU: qemu:///embed, guest-less TCG domains.
+"""The LibvirtDriver on real QEMU: qemu:///embed, TCG domains without an OS.
 
 What the fake cannot prove: that QEMU really opens the volume file, that its
 image locking refuses a second non-shareable user, that blockResize grows the
 file, that detach removes the device from the running domain, and that a swap
 volume's block copy mirrors the running disk byte for byte into the new file,
 pivots onto it (same target and serial, definition updated) or, cancelled,
-leaves the disk where it was.
+leaves the disk where it was. That the firmware boots the root volume (a
+boot sector that prints on the serial port) and that the serial console's
+log holds what the guest printed.
 
 Needs (as root): libvirt-daemon, libvirt-daemon-driver-qemu, qemu-system-x86,
 qemu-utils, libvirt-python in the venv, and the ``libvirt-qemu`` user. These
@@ -21,8 +23,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from tests import polling
 from volumesvc import exception
-from volumesvc.virt import power_state
+from volumesvc.virt import instance_path, power_state
 
 pytestmark = pytest.mark.integration
 
@@ -256,3 +259,68 @@ def test_a_copy_that_cannot_start_leaves_the_disk_alone(driver, make_instance, m
     live = _live_disks(driver, instance)[old["serial"]]
     assert live.find("source").get("file") == old["data"]["device_path"]
     assert driver.host.get_guest(instance["uuid"]).block_job_info("sdb") == {}
+
+
+# -- booting from the root volume, and the serial console's log -------------------
+
+# A boot sector that prints its message on the first serial port (COM1,
+# I/O port 0x3f8) and halts: cli; xor ax,ax; mov ds,ax; cld; mov si,msg;
+# mov dx,0x3f8; then lodsb / test al,al / jz halt / out dx,al / jmp back;
+# halt: hlt; jmp halt. The message starts at offset 23 (0x7c17).
+_PRINT_ON_COM1 = bytes.fromhex("fa31c08ed8fcbe177cbaf803ac84c07403eeebf8f4ebfd")
+
+
+def _write_boot_sector(info, message):
+    """Make the volume bootable by the firmware; booted, it prints ``message``."""
+    sector = _PRINT_ON_COM1 + message.encode() + b"\r\n\0"
+    sector = sector.ljust(510, b"\0") + b"\x55\xaa"
+    with open(info["data"]["device_path"], "r+b") as f:
+        f.write(sector)
+
+
+def _console_says(driver, instance, text, timeout=60):
+    """The console output once it holds ``text`` (QEMU TCG boots in seconds here)."""
+    found = polling.eventually(lambda: text.encode() in driver.get_console_output(instance),
+                               timeout=timeout, interval=0.2)
+    output = driver.get_console_output(instance)
+    assert found, f"{text!r} not in the console output within {timeout}s: {output!r}"
+    return output
+
+
+def test_guest_boots_from_the_root_volume_and_its_console_is_logged(
+        driver, make_instance, make_volume):
+    """The boot index 0 volume is what the firmware boots, whatever the disk order.
+
+    Both volumes are bootable and each prints its own volume id, so the
+    console shows which one the firmware chose; SeaBIOS's own lines
+    (``useserial``) come first in the same log.
+    """
+    root, data = make_volume(), make_volume()
+    _write_boot_sector(root, f"VSBOOT {root['serial']}")
+    _write_boot_sector(data, f"VSBOOT {data['serial']}")
+    bdi = {"root_device_name": "/dev/sdb",
+           "block_device_mapping": [_bdm(data, "/dev/sda"), _bdm(root, "/dev/sdb", 0)]}
+    instance = make_instance(bdi)
+    output = _console_says(driver, instance, f"VSBOOT {root['serial']}")
+    assert b"SeaBIOS" in output
+    assert output.index(b"SeaBIOS") < output.index(f"VSBOOT {root['serial']}".encode())
+    assert f"VSBOOT {data['serial']}".encode() not in output
+    with open(instance_path.console_log(driver.conf, instance["uuid"]), "rb") as f:
+        assert f.read() == output
+
+    # Stopped: the last run's log is still served.
+    driver.power_off(instance)
+    assert driver.get_console_output(instance) == output
+    # A new QEMU (start, hard reboot) begins a new log, as Nova's append='off'.
+    driver.power_on(instance, bdi)
+    again = _console_says(driver, instance, f"VSBOOT {root['serial']}")
+    assert again.count(b"SeaBIOS (version") == 1
+
+
+def test_console_of_a_guest_without_a_bootable_disk(driver, make_instance, make_volume):
+    """An empty root volume: the firmware's own serial output says why nothing booted."""
+    root = make_volume()
+    instance = make_instance({"root_device_name": "/dev/sda",
+                              "block_device_mapping": [_bdm(root, "/dev/sda", 0)]})
+    output = _console_says(driver, instance, "Boot failed")
+    assert b"Booting from Hard Disk" in output

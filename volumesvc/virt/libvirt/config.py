@@ -1,4 +1,4 @@
-"""libvirt guest XML objects: a domain and its disks.
+"""libvirt guest XML objects: a domain, its disks and its serial console.
 
 Plain dataclasses that render to ElementTree, so tests can assert on fields
 and on XML alike. Policy (cache modes, multiattach, which source type a
@@ -103,8 +103,59 @@ class DiskConfig:
 
 
 @dataclasses.dataclass
+class SerialConsoleConfig:
+    """The first serial port (the guest's ttyS0), its output logged to a host file.
+
+    A ``pty`` with a ``<log>``, as Nova's libvirt driver writes it: under
+    libvirtd, virtlogd writes the log and rotates it (``console.log.0``...),
+    so a chatty guest cannot fill the host; the embedded driver has QEMU
+    write it. ``append='off'``: every QEMU start (a hard reboot, a start, an
+    unshelve) begins a new log, as Nova's does; a soft reboot keeps QEMU, so
+    it keeps the log. The ``<console>`` is the same port (libvirt's
+    shorthand), so ``virsh console`` reaches it too.
+    """
+
+    log_path: str
+
+    def to_elements(self):
+        serial = ET.Element("serial", type="pty")
+        ET.SubElement(serial, "log", file=self.log_path, append="off")
+        ET.SubElement(serial, "target", port="0")
+        console = ET.Element("console", type="pty")
+        ET.SubElement(console, "log", file=self.log_path, append="off")
+        ET.SubElement(console, "target", type="serial", port="0")
+        return [serial, console]
+
+
+def console_log_path(domain_xml):
+    """The file the first serial port of a domain XML logs to, or None.
+
+    Reads what :class:`SerialConsoleConfig` writes, and also a ``file``
+    serial port (libvirt's other way to keep a serial port's output), so a
+    domain defined by hand or by an older compute is served as well.
+    """
+    root = ET.fromstring(domain_xml)
+    for serial in root.findall("./devices/serial"):
+        target = serial.find("target")
+        if target is not None and target.get("port", "0") != "0":
+            continue
+        log = serial.find("log")
+        if log is not None and log.get("file"):
+            return log.get("file")
+        source = serial.find("source")
+        if serial.get("type") == "file" and source is not None and source.get("path"):
+            return source.get("path")
+    return None
+
+
+@dataclasses.dataclass
 class DomainConfig:
-    """A guest with no OS: firmware only, plus a virtio-scsi controller for volumes."""
+    """A guest booting from its boot-order-1 disk, with a virtio-scsi controller for volumes.
+
+    ``console`` adds the serial console; the firmware then also writes to it
+    (SeaBIOS's ``useserial``), so the log says why a server whose disks hold
+    no operating system did not boot, and what it tried.
+    """
 
     uuid: str
     name: str
@@ -112,6 +163,7 @@ class DomainConfig:
     memory_mb: int = 64
     vcpus: int = 1
     disks: list = dataclasses.field(default_factory=list)
+    console: SerialConsoleConfig | None = None
 
     def to_element(self):
         domain = ET.Element("domain", type=self.virt_type)
@@ -121,6 +173,8 @@ class DomainConfig:
         ET.SubElement(domain, "vcpu").text = str(self.vcpus)
         os_el = ET.SubElement(domain, "os")
         ET.SubElement(os_el, "type").text = "hvm"
+        if self.console is not None:
+            ET.SubElement(os_el, "bios", useserial="yes")
         # NOTE: without ACPI, PCI hotplug (so live attach) fails: see "libvirt and QEMU"
         # in doc/source/contributor/dependencies.rst.
         features = ET.SubElement(domain, "features")
@@ -132,6 +186,8 @@ class DomainConfig:
         ET.SubElement(devices, "controller", type="scsi", index="0", model="virtio-scsi")
         for disk in self.disks:
             devices.append(disk.to_element())
+        if self.console is not None:
+            devices.extend(self.console.to_elements())
         # NOTE: no balloon and no graphics: nothing in the guest would use them.
         ET.SubElement(devices, "memballoon", model="none")
         return domain

@@ -1,9 +1,11 @@
 """LibvirtDriver: volumesvc's compute driver on libvirt/QEMU.
 
-Domains carry no guest OS (firmware only); what matters is that QEMU really
-opens each volume, so attach/detach/extend/multiattach run the same code paths
-as on a production host. Domains are found by instance uuid, which is also the
-libvirt domain uuid.
+A domain boots from the disk of the boot index 0 BDM (``<boot order='1'/>``)
+and logs its first serial port, where the firmware and the guest's kernel
+write, to ``console.log`` in the instance's directory (``get_console_output``).
+QEMU really opens each volume, so attach/detach/extend/multiattach run the
+same code paths as on a production host. Domains are found by instance uuid,
+which is also the libvirt domain uuid.
 """
 
 import os
@@ -13,8 +15,8 @@ import time
 from oslo_log import log as logging
 
 from volumesvc import exception
-from volumesvc.virt import block_device, driver, power_state
-from volumesvc.virt.libvirt import config, snapshots, swap, volume
+from volumesvc.virt import block_device, driver, instance_path, power_state
+from volumesvc.virt.libvirt import config, console, snapshots, swap, volume
 from volumesvc.virt.libvirt import host as host_mod
 from volumesvc.virt.libvirt import secrets as libvirt_secrets
 from volumesvc.virt.libvirt.volume import brick
@@ -96,7 +98,18 @@ class LibvirtDriver(driver.ComputeDriver):
         return config.DomainConfig(
             uuid=instance["uuid"], name=domain_name(instance),
             virt_type=self.libvirt_conf.virt_type, memory_mb=memory,
-            vcpus=instance.get("vcpus") or 1, disks=disks)
+            vcpus=instance.get("vcpus") or 1, disks=disks,
+            console=self._console(instance))
+
+    def _console(self, instance):
+        """The serial console, logged in the instance's directory (made here if missing).
+
+        The directory must exist before QEMU starts: a volume-backed server
+        has no local root disk that would have created it.
+        """
+        path = instance_path.console_log(self.conf, instance["uuid"])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return config.SerialConsoleConfig(log_path=path)
 
     def _define_and_start(self, instance, block_device_info):
         xml = self._build_domain(instance, block_device_info).to_xml()
@@ -200,6 +213,24 @@ class LibvirtDriver(driver.ComputeDriver):
     def get_domain_xml(self, instance):
         guest = self._host.find_guest(instance["uuid"])
         return guest.get_xml_desc() if guest else ""
+
+    def get_console_output(self, instance):
+        """The newest bytes of the guest's serial console log (at most 100 KiB).
+
+        Read from the log the domain's definition names, so a domain defined
+        before the log's place changed is still served. A stopped server
+        keeps its last run's log; a domain without a logged serial port has
+        no console (``ConsoleNotAvailable``).
+        """
+        guest = self._host.get_guest(instance["uuid"])
+        try:
+            xml = guest.get_xml_desc()
+        except self.libvirt.libvirtError as exc:
+            raise self._libvirt_error(exc, "reading the domain failed") from exc
+        path = config.console_log_path(xml)
+        if path is None:
+            raise exception.ConsoleNotAvailable()
+        return console.read_log(path)
 
     def has_volume_disk(self, instance, volume_id):
         guest = self._host.find_guest(instance["uuid"])
