@@ -67,6 +67,10 @@ def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder
         auth_strategy = noauth
         endpoint_override = {glance_url}
 
+        # noauth: Cinder takes no token, so there is no service token to send.
+        [service_user]
+        send_service_user_token = false
+
         [oslo_concurrency]
         lock_path = {state_dir}/locks
 

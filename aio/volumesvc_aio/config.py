@@ -3,6 +3,16 @@
 import os
 import textwrap
 
+# What the noauth configuration says about service tokens; replaced by the
+# volumesvc service user's section when a Keystone is in front.
+NOAUTH_SERVICE_USER = """\
+# noauth: Cinder takes no token, so there is no service token to send
+# (with a Keystone a service user replaces this section).
+[service_user]
+send_service_user_token = false
+
+"""
+
 
 def write_config(state_dir, *, transport_url, api_port, api_workers, host,
                  cinder_url, glance_url, keystone=None, failed_attachment_ttl=None,
@@ -62,6 +72,11 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
         [glance]
         auth_strategy = noauth
         endpoint_override = {glance_url}
+
+        # noauth: Cinder takes no token, so there is no service token to send
+        # (with a Keystone a service user replaces this section).
+        [service_user]
+        send_service_user_token = false
 
         [oslo_concurrency]
         lock_path = {state_dir}/locks
@@ -179,6 +194,9 @@ def write_compute_config(state_dir, *, host, first, driver="libvirt",
 
 def _with_keystone(text, keystone):
     """``text`` switched from noauth to keystone: authtoken, adapters, service token."""
+    if NOAUTH_SERVICE_USER not in text:
+        raise RuntimeError("the noauth [service_user] section is not in the template")
+    text = text.replace(NOAUTH_SERVICE_USER, "")
     text = (text.replace("auth_strategy = noauth2", "auth_strategy = keystone")
                 .replace("auth_strategy = noauth\n", "auth_strategy = keystone\n"))
     lines = text.splitlines()

@@ -36,6 +36,12 @@ def test_db_sync_version_and_upgrade_check(tmp_path, database_url):
         compute_driver = fake
         [database]
         connection = {database_url}
+        # Cinder gets a service token (the upgrade check fails otherwise).
+        [service_user]
+        auth_type = password
+        auth_url = http://192.0.2.20:5000/v3
+        username = volumesvc
+        password = secret
         """))
     before = _run("volumesvc-manage", conf_path, "db", "version")
     assert before.returncode == 0 and before.stdout.strip() == "None", before.stderr

@@ -100,11 +100,37 @@ class Checks(upgradecheck.UpgradeCommands):
             return upgradecheck.Result(
                 upgradecheck.Code.WARNING, f"Cannot read the service records: {exc}")
 
+    def _check_service_user_token(self):
+        """Fail unless Cinder gets a service token with volumesvc's requests.
+
+        Cinder deployments fixed for CVE-2023-2088 refuse to delete an
+        attachment a server still uses unless the request carries a service
+        token, so volumesvc's own detaches would be refused without one.
+        """
+        service_user = self.conf.service_user
+        if not service_user.send_service_user_token:
+            return upgradecheck.Result(
+                upgradecheck.Code.FAILURE,
+                "[service_user] send_service_user_token is false, so volumesvc's "
+                "requests to Cinder carry no service token and Cinder refuses "
+                "volumesvc's own detaches of volumes in use (its fix for "
+                "CVE-2023-2088). Set it to true and configure [service_user] with "
+                "the credentials of a user that has the service role.")
+        if self.conf.cinder.auth_strategy == "keystone" and not service_user.auth_type:
+            return upgradecheck.Result(
+                upgradecheck.Code.FAILURE,
+                "[service_user] send_service_user_token is true but [service_user] "
+                "auth_type is not set, so no service token is sent to Cinder. "
+                "Configure [service_user] with the credentials of a user that has "
+                "the service role.")
+        return upgradecheck.Result(upgradecheck.Code.SUCCESS)
+
     _upgrade_checks = (
         ("Database schema", _check_db_version),
         ("Service versions", _check_service_versions),
         ("Compute settings", _check_compute_settings),
         ("Shared database", _check_shared_database),
+        ("Service user token", _check_service_user_token),
     )
 
 

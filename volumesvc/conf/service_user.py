@@ -24,7 +24,7 @@ requests to other services when ``send_service_user_token`` is true.
 service_user_opts = [
     cfg.BoolOpt(
         "send_service_user_token",
-        default=False,
+        default=True,
         help="""
 Send a service token (from this group's keystoneauth credentials) along with
 the user's token on volumesvc's requests to Cinder.
@@ -32,7 +32,12 @@ the user's token on volumesvc's requests to Cinder.
 Cinder's attachment-delete guard lets a request that carries a service token
 whose roles include ``service`` delete an attachment the compute still uses;
 without it volumesvc's own detach of such a volume is refused. The user must
-have the ``service`` role.
+have the ``service`` role. On by default, as Cinder deployments fixed for
+CVE-2023-2088 expect: configure this group's credentials (``auth_type``,
+``auth_url``, ``username``, ...); ``volumesvc-status upgrade check`` fails
+while it is off, or on without an ``auth_type`` while ``[cinder]
+auth_strategy`` is ``keystone``. With ``[cinder] auth_strategy = noauth`` no
+token of any kind is sent and this option has no effect.
 
 Related options:
 

@@ -95,6 +95,8 @@ class CinderAPI(keystone.SessionFromConf):
     """Volume API v3 client bound to one ConfigOpts (see module docstring)."""
 
     _GROUP = "cinder"
+    # Set once the missing [service_user] auth_type has been logged.
+    _service_auth_missing_logged = False
 
     # -- plumbing --------------------------------------------------------------
     def _endpoint(self, context, microversion):
@@ -131,8 +133,12 @@ class CinderAPI(keystone.SessionFromConf):
         if self._service_auth is None:
             # As Nova does: without [service_user] auth_type there is no
             # service token to add; the user's token alone still works.
-            LOG.warning("[service_user] send_service_user_token is set but "
-                        "[service_user] auth_type is not: no service token sent")
+            # Said once per adapter: it is a deployment fact, not an event.
+            if not self._service_auth_missing_logged:
+                LOG.warning("[service_user] send_service_user_token is set but "
+                            "[service_user] auth_type is not: no service token sent "
+                            "(volumesvc-status upgrade check fails on this)")
+                self._service_auth_missing_logged = True
             return user_auth
         return service_token.ServiceTokenAuthWrapper(user_auth=user_auth,
                                                       service_auth=self._service_auth)

@@ -28,6 +28,25 @@ SEVERAL_MACHINES = """\
     my_ip = 192.0.2.10
     compute_driver = fake
     """
+NOAUTH_CINDER = """\
+    [DEFAULT]
+    my_ip = 192.0.2.10
+    compute_driver = fake
+    [cinder]
+    auth_strategy = noauth
+    """
+
+# What a production deployment has: Cinder gets a service token.
+SERVICE_USER = """\
+    [service_user]
+    auth_type = password
+    auth_url = http://192.0.2.20:5000/v3
+    username = volumesvc
+    password = secret
+    user_domain_name = Default
+    project_name = service
+    project_domain_name = Default
+    """
 
 
 @pytest.fixture
@@ -36,7 +55,7 @@ def deployment(tmp_path):
     conf = get_conf(default_config_files=[])
     db = db_fixtures.sqlite_database(conf, str(tmp_path / "db"))
 
-    def write(body):
+    def write(body, service_user=SERVICE_USER):
         path = tmp_path / "volumesvc.conf"
         path.write_text(textwrap.dedent(body).format(tmp=tmp_path) + textwrap.dedent(f"""\
             [DEFAULT]
@@ -45,7 +64,7 @@ def deployment(tmp_path):
             transport_url = rabbit://guest:guest@127.0.0.1:9/
             [database]
             connection = {conf.database.connection}
-            """))
+            """) + textwrap.dedent(service_user))
         return path
 
     def beat(host, binary):
@@ -123,3 +142,36 @@ def test_conductor_start_logs_sqlite_shared_by_two_hosts(deployment):
     text = _start_and_read_warnings(binaries.CONDUCTOR, "conductor", write(SEVERAL_MACHINES),
                                     ["change [database] connection"])
     assert "(ctl1, ctl2)" in text
+
+
+def _service_user_row(details):
+    """The text of the service-token check's row (up to the next check's title)."""
+    start = details.index("Check: Service user token")
+    end = details.find("Check:", start + 1)
+    return details[start:end if end != -1 else None]
+
+
+@pytest.mark.parametrize("service_user, expected", [
+    ("[service_user]\nsend_service_user_token = false\n",
+     "[service_user] send_service_user_token is false"),
+    # On (the default) but without credentials: no token would be sent.
+    ("", "[service_user] auth_type is not set"),
+], ids=["off", "on-without-auth_type"])
+def test_status_fails_without_service_tokens(deployment, capsys, service_user, expected):
+    write, beat = deployment
+    beat("cpu1", binaries.COMPUTE)
+    code, details = upgrade_check(write(SEVERAL_MACHINES, service_user=service_user), capsys)
+    assert code == 2, details
+    row = _service_user_row(details)
+    assert "Result: Failure" in row and expected in row, row
+    if "is false" in expected:
+        assert "CVE-2023-2088" in row, row
+
+
+def test_status_passes_service_tokens_on_a_noauth_cinder(deployment, capsys):
+    """With [cinder] auth_strategy = noauth no token of any kind goes to Cinder."""
+    write, beat = deployment
+    beat("cpu1", binaries.COMPUTE)
+    code, details = upgrade_check(write(NOAUTH_CINDER, service_user=""), capsys)
+    assert "Result: Success" in _service_user_row(details), details
+    assert code == 0, details
