@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from volumesvc_aio import ceph, system
+from volumesvc_aio import ceph, guest_image, system
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEV_SH = REPO / "tools" / "dev.sh"
@@ -65,5 +65,6 @@ def test_what_the_all_in_one_installs_is_in_the_list():
     """The harnesses' own apt installs name nothing bindep.txt leaves out."""
     listed = set(bindep_packages(REPO / "bindep.txt", "dpkg debian debian-12",
                                  "test aio cluster"))
-    harness = {*system.LIBVIRT_PACKAGES, *system.RABBITMQ_PACKAGES, *ceph.PACKAGES, "haproxy"}
+    harness = {*system.LIBVIRT_PACKAGES, *system.RABBITMQ_PACKAGES, *ceph.PACKAGES, "haproxy",
+               *guest_image.HOST_PACKAGES}
     assert sorted(harness - listed) == []
