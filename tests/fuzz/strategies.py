@@ -37,6 +37,17 @@ EDGE_NUMBERS = st.sampled_from([
     0, -1, 1, 2 ** 31, 2 ** 31 - 1, 2 ** 63, 2 ** 64, 10 ** 400, -(10 ** 400),
     0.5, 1e308, -1e308, 5e-324, 3.5e38,
 ])
+# Values for a list filter that reached the database unchecked once (500s):
+# patterns that are no regular expression or too large to run, patterns
+# only a backtracking engine runs or that backtrack for ever (against the
+# world's BACKTRACKING_NAME), and integers past 32 and 64 bits, signed and
+# past int()'s 4300 digits. Every filter of every list route gets each one
+# (test_filters.py), and the generated queries draw from them too.
+HOSTILE_FILTER_VALUES = (
+    "(" * 36, "a{99999999999}", "[^a]{1000}" * 10, "(a)\\1", "(?=a)", "^(a+)+$",
+    "99999999999999999999999", str(2 ** 31), str(2 ** 63), str(-(2 ** 64)), "9" * 5000,
+)
+FILTER_VALUES = st.sampled_from(HOSTILE_FILTER_VALUES)
 _text = st.text(max_size=40)
 SCALARS = st.one_of(EDGE_STRINGS, EDGE_NUMBERS, st.booleans(), st.none(), _text,
                     st.integers(), st.floats(allow_nan=False, allow_infinity=False))
@@ -212,7 +223,7 @@ def queries(draw, schema, ids):
     if draw(st.integers(0, 1)) == 0:
         keys = list((schema or {}).get("properties", {})) or list(params) or ["x"]
         key = draw(st.one_of(st.sampled_from(keys), st.sampled_from(keys), _text))
-        value = draw(st.one_of(EDGE_STRINGS, st.sampled_from(
+        value = draw(st.one_of(EDGE_STRINGS, FILTER_VALUES, st.sampled_from(
             [i for pool in ids.values() for i in pool])))
         params[key] = [value]
     pairs = []
@@ -220,6 +231,25 @@ def queries(draw, schema, ids):
         for value in values if isinstance(values, list) else [values]:
             pairs.append((encodable(key), encodable(value)))
     return urlencode(pairs, doseq=True)
+
+
+def list_routes(routes_table):
+    """(rule, handler, filter names) of every GET route that declares a query schema."""
+    found = []
+    for rule, methods in routes_table.items():
+        handler = methods.get("GET")
+        windows = getattr(handler, "_schemas", {}).get(KIND_QUERY, [])
+        names = sorted({name for _low, _high, schema, _options in windows
+                        for name in schema.get("properties", {})})
+        if names:
+            found.append((rule, handler, names))
+    return found
+
+
+def query_windows(handler):
+    """The (low, high) microversions of each of ``handler``'s query schemas."""
+    return [(low, high) for low, high, _schema, _options
+            in getattr(handler, "_schemas", {}).get(KIND_QUERY, [])]
 
 
 def encodable(value) -> bytes:

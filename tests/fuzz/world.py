@@ -1,10 +1,11 @@
 """The deployment the fuzz tier attacks: the functional stack with a few owners' things.
 
 Two projects each own a server (Alice's with a volume attached and an
-instance action); Alice also owns a free volume and a snapshot, and there is
-a private flavor with extra specs. Generated requests use these ids (as well
-as made-up ones) so that they reach the code behind the 404s, and so that
-requests by Bob carrying Alice's ids can be checked to never succeed.
+instance action; Bob's named :data:`BACKTRACKING_NAME`); Alice also owns a
+free volume and a snapshot, and there is a private flavor with extra specs.
+Generated requests use these ids (as well as made-up ones) so that they
+reach the code behind the 404s, and so that requests by Bob carrying
+Alice's ids can be checked to never succeed.
 """
 
 import dataclasses
@@ -19,6 +20,10 @@ BOB_PROJECT = "b0b00000000000000000000000000002"
 ADMIN = "admin:admin"
 ALICE = f"alice:{ALICE_PROJECT}"
 BOB = f"bob:{BOB_PROJECT}"
+# Against ``^(a+)+$`` a backtracking engine needs about 2**60 steps for this
+# name (the 28-character one that was found took 8 s): a list filtered by
+# such a pattern answers only if nothing backtracks.
+BACKTRACKING_NAME = "a" * 60 + "!"
 
 
 @dataclasses.dataclass
@@ -52,15 +57,16 @@ class World:
             "service_id": [self.service_id, self.service_uuid, "disable-log-reason",
                            "enable", "disable", "force-down"],
             "project_id": [ALICE_PROJECT, BOB_PROJECT],
+            "tenant_id": [ALICE_PROJECT, BOB_PROJECT],
             # Body values that name a volume, snapshot, image or flavor.
             "volume": volumes + [self.alice_snapshot],
             "flavor": ["42", "1", self.private_flavor],
         }
 
 
-def _boot(stack, token):
+def _boot(stack, token, name="fuzz-owner"):
     status, body, headers = stack.api("POST", "/servers", {"server": {
-        "name": "fuzz-owner", "flavorRef": "42", "block_device_mapping_v2": BLANK_ROOT}},
+        "name": name, "flavorRef": "42", "block_device_mapping_v2": BLANK_ROOT}},
         token=token)
     assert status == 202, body
     server_id = body["server"]["id"]
@@ -71,7 +77,7 @@ def _boot(stack, token):
 def build(tmp_path) -> World:
     stack = Stack(tmp_path)
     alice_server, alice_request_id = _boot(stack, ALICE)
-    bob_server, _ = _boot(stack, BOB)
+    bob_server, _ = _boot(stack, BOB, BACKTRACKING_NAME)
     alice_ctx = stack.context(project=ALICE_PROJECT)
     attached = stack.cinder.create(alice_ctx, 1, "fuzz-attached", "")["id"]
     stack.api("POST", f"/servers/{alice_server}/os-volume_attachments",
