@@ -13,8 +13,16 @@ def update_instance(conductor, context, instance_uuid, values, expected=None):
                                      **kwargs)
 
 
+# What a config drive tells the guest about its server (virt/configdrive.py).
+_CONFIG_DRIVE_FIELDS = ("config_drive", "image_properties", "display_name", "hostname",
+                        "launch_index", "availability_zone", "project_id", "metadata",
+                        "key_name", "key_data", "user_data")
+
+
 def driver_instance(instance):
     """The small dict the virt driver needs, from the instance record."""
     flavor = instance.get("flavor") or {}
-    return {"uuid": instance["uuid"], "instance_name": instance.get("instance_name"),
-            "memory_mb": flavor.get("memory_mb") or 64, "vcpus": flavor.get("vcpus") or 1}
+    out = {"uuid": instance["uuid"], "instance_name": instance.get("instance_name"),
+           "memory_mb": flavor.get("memory_mb") or 64, "vcpus": flavor.get("vcpus") or 1}
+    out.update({key: instance.get(key) for key in _CONFIG_DRIVE_FIELDS})
+    return out

@@ -31,7 +31,7 @@ from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import swap as swap_mod
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.states import attach_states, task_states, vm_states
-from volumesvc.virt import power_state
+from volumesvc.virt import configdrive, power_state
 from volumesvc.volume import cleanup
 
 LOG = logging.getLogger(__name__)
@@ -145,9 +145,12 @@ class ComputeManager:
                                  expected=[task_states.SCHEDULING])
                     volumes.create_volumes(bdms)
                     bdi = volumes.connect(bdms)
-                    self._update(context, uuid, {"task_state": task_states.SPAWNING,
-                                                 "root_device_name": bdi["root_device_name"]},
+                    values = {"task_state": task_states.SPAWNING,
+                              "root_device_name": bdi["root_device_name"]}
+                    values.update(self._config_drive_values(instance))
+                    self._update(context, uuid, values,
                                  expected=[task_states.BLOCK_DEVICE_MAPPING])
+                    instance = dict(instance, **values)
                     self.driver.spawn(_driver_instance(instance), bdi)
                     volumes.complete(bdms)
                     instance = self._update(
@@ -173,6 +176,19 @@ class ComputeManager:
                 self.reporter.notify(context, instance, "create", "error", bdms=bdms, exc=exc)
                 return
             self.reporter.notify(context, instance, "create", "end", bdms=bdms)
+
+    def _config_drive_values(self, instance):
+        """``config_drive: "True"`` for a server that gets a drive it did not ask for.
+
+        As Nova, decided once, at build: ``[DEFAULT] force_config_drive`` or
+        an image that makes it mandatory. The server then shows it, and every
+        later definition of its domain (which looks only at the server's own
+        ``config_drive``) keeps the drive, whatever the option says by then.
+        """
+        if instance.get("config_drive") or not configdrive.required(
+                self._conf.force_config_drive, instance):
+            return {}
+        return {"config_drive": "True"}
 
     def _undo_build(self, context, instance, volumes, bdms):
         try:

@@ -107,7 +107,8 @@ class BootVolumes:
                            connection_info=jsonutils.dumps(info))
                 root_device = device
                 mappings.append({"connection_info": info, "mount_device": device,
-                                 "boot_index": 0, "disk_bus": bus, "device_type": "disk"})
+                                 "boot_index": 0, "disk_bus": bus, "device_type": "disk",
+                                 "tag": bdm.get("tag")})
                 continue
             if not bdm.get("attachment_id"):
                 attachment = self.cinder.attachment_create(
@@ -129,7 +130,8 @@ class BootVolumes:
                 root_device = device
             mappings.append({"connection_info": info, "mount_device": device,
                              "boot_index": bdm.get("boot_index"), "disk_bus": bus,
-                             "device_type": bdm.get("device_type") or "disk"})
+                             "device_type": bdm.get("device_type") or "disk",
+                             "tag": bdm.get("tag")})
         return {"root_device_name": root_device, "block_device_mapping": mappings}
 
     def _local_root(self, bdm):
@@ -221,5 +223,6 @@ def block_device_info(bdms):
         mappings.append({"connection_info": info, "mount_device": bdm.get("device_name"),
                          "boot_index": bdm.get("boot_index"),
                          "disk_bus": bdm.get("disk_bus") or virt_bd.DEFAULT_VOLUME_BUS,
-                         "device_type": bdm.get("device_type") or "disk"})
+                         "device_type": bdm.get("device_type") or "disk",
+                         "tag": bdm.get("tag")})
     return {"root_device_name": root, "block_device_mapping": mappings}

@@ -30,6 +30,22 @@ Related options:
 Directory where volumesvc keeps its state: the SQLite database of the
 single-machine setup, the embedded libvirt root and lock files.
 """),
+    cfg.BoolOpt(
+        "force_config_drive",
+        default=False,
+        help="""
+Give every server a config drive, whether or not its boot asked for one.
+
+A server booted with ``config_drive: true``, or from an image whose
+``img_config_drive`` property is ``mandatory``, always gets one. With this
+on, every server a compute builds gets one too and shows
+``config_drive: "True"`` from then on; the choice is made once, at build,
+so servers built before the option changed keep what they had. The drive
+is an ISO 9660 image labelled ``config-2`` that holds the server's
+``openstack/<version>/meta_data.json`` and ``user_data``, attached as a
+read-only CD-ROM and written anew each time the domain is defined (start,
+hard reboot, unshelve, rebuild). Read by the computes.
+"""),
     cfg.StrOpt(
         "my_ip",
         default=netutils.get_my_ipv4(),

@@ -720,3 +720,9 @@ class FakeDriver(libvirt_driver.LibvirtDriver):
         super().__init__(conf, libvirt_module=libvirt_module or FakeLibvirt(), host=host)
         if isinstance(self.libvirt, FakeLibvirt):
             self.libvirt.host_info = (conf.virt.fake_host_memory_mb, conf.virt.fake_host_vcpus)
+        #: instance uuid -> (ISO path, {file: bytes}) of the last config drive
+        #: made for it: what the guest would read, without mounting the ISO.
+        self.config_drives = {}
+
+    def made_config_drive(self, instance, iso_path, files):
+        self.config_drives[instance["uuid"]] = (iso_path, dict(files))

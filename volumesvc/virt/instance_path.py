@@ -1,9 +1,9 @@
 """Where a compute keeps the files of an instance on its host.
 
 One directory per instance under ``[DEFAULT] state_path``: the raw root disk
-of an image-backed server and the guest's console log. The compute's build
-and delete paths and the virt driver both need these names, so they live
-here, below both.
+of an image-backed server, the guest's console log and its config drive.
+The compute's build and delete paths and the virt driver both need these
+names, so they live here, below both.
 """
 
 import os

@@ -102,6 +102,22 @@ class DiskConfig:
         return to_string(self.to_element())
 
 
+# The config drive's CD-ROM: an "hd" name, which no volume (sd*, vd*) takes.
+CONFIG_DRIVE_DEV = "hda"
+
+
+def config_drive_bus(machine: str | None) -> str:
+    """The CD-ROM's bus on ``machine``: q35 has no IDE controller, only SATA."""
+    return "sata" if machine and "q35" in machine else "ide"
+
+
+def config_drive_disk(path: str, machine: str | None = None) -> DiskConfig:
+    """The read-only CD-ROM ``<disk>`` of the config drive ISO at ``path``."""
+    return DiskConfig(source_type="file", device="cdrom", target_dev=CONFIG_DRIVE_DEV,
+                      target_bus=config_drive_bus(machine), driver_format="raw",
+                      source_path=path, readonly=True)
+
+
 @dataclasses.dataclass
 class SerialConsoleConfig:
     """The first serial port (the guest's ttyS0), its output logged to a host file.
@@ -164,6 +180,8 @@ class DomainConfig:
     vcpus: int = 1
     disks: list = dataclasses.field(default_factory=list)
     console: SerialConsoleConfig | None = None
+    # None: libvirt's default machine type (``pc`` on x86_64).
+    machine: str | None = None
 
     def to_element(self):
         domain = ET.Element("domain", type=self.virt_type)
@@ -172,7 +190,7 @@ class DomainConfig:
         ET.SubElement(domain, "memory", unit="KiB").text = str(self.memory_mb * 1024)
         ET.SubElement(domain, "vcpu").text = str(self.vcpus)
         os_el = ET.SubElement(domain, "os")
-        ET.SubElement(os_el, "type").text = "hvm"
+        ET.SubElement(os_el, "type", _present(machine=self.machine)).text = "hvm"
         if self.console is not None:
             ET.SubElement(os_el, "bios", useserial="yes")
         # NOTE: without ACPI, PCI hotplug (so live attach) fails: see "libvirt and QEMU"

@@ -15,8 +15,8 @@ import time
 from oslo_log import log as logging
 
 from volumesvc import exception
-from volumesvc.virt import block_device, driver, instance_path, power_state
-from volumesvc.virt.libvirt import config, console, snapshots, swap, volume
+from volumesvc.virt import block_device, configdrive, driver, instance_path, power_state
+from volumesvc.virt.libvirt import config, config_drive, console, snapshots, swap, volume
 from volumesvc.virt.libvirt import host as host_mod
 from volumesvc.virt.libvirt import secrets as libvirt_secrets
 from volumesvc.virt.libvirt.volume import brick
@@ -95,11 +95,13 @@ class LibvirtDriver(driver.ComputeDriver):
                 disk_bus=bdm.get("disk_bus"), device_type=bdm.get("device_type"),
                 boot_order=boot_index + 1 if boot_index is not None and boot_index >= 0
                 else None))
-        return config.DomainConfig(
+        domain = config.DomainConfig(
             uuid=instance["uuid"], name=domain_name(instance),
             virt_type=self.libvirt_conf.virt_type, memory_mb=memory,
             vcpus=instance.get("vcpus") or 1, disks=disks,
             console=self._console(instance))
+        self._add_config_drive(instance, domain, block_device_info)
+        return domain
 
     def _console(self, instance):
         """The serial console, logged in the instance's directory (made here if missing).
@@ -110,6 +112,26 @@ class LibvirtDriver(driver.ComputeDriver):
         path = instance_path.console_log(self.conf, instance["uuid"])
         os.makedirs(os.path.dirname(path), exist_ok=True)
         return config.SerialConsoleConfig(log_path=path)
+
+    def _add_config_drive(self, instance, domain, block_device_info):
+        """Write the server's config drive anew and attach it, when it has one.
+
+        The server's own ``config_drive`` decides: the compute sets it at
+        build when the boot, the image or ``[DEFAULT] force_config_drive``
+        asks for a drive.
+        """
+        if not instance.get("config_drive"):
+            return
+        files = config_drive.content(instance, domain, block_device_info,
+                                     self.conf.default_availability_zone)
+        iso_path = config_drive.path(self.conf, instance["uuid"])
+        os.makedirs(os.path.dirname(iso_path), exist_ok=True)
+        configdrive.write_iso(files, iso_path)
+        config_drive.add(domain, iso_path)
+        self.made_config_drive(instance, iso_path, files)
+
+    def made_config_drive(self, instance, iso_path, files):
+        """Called with each config drive written (its path and files); nothing by default."""
 
     def _define_and_start(self, instance, block_device_info):
         xml = self._build_domain(instance, block_device_info).to_xml()
