@@ -11,12 +11,14 @@ import base64
 import json
 import os
 import subprocess
+import time
 import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from volumesvc.virt import configdrive, power_state
+from volumesvc.virt import configdrive, instance_path, power_state
+from volumesvc_aio import guest_image
 
 pytestmark = pytest.mark.integration
 
@@ -87,4 +89,54 @@ def test_spawned_domain_has_the_config_drive_cdrom(driver, qemu_host):
     assert len(_live_cdroms(driver, instance)) == 1
     assert json.loads(configdrive.read_iso(iso_path)[1][
         "openstack/latest/meta_data.json"])["devices"] == []
+    driver.destroy(instance)
+
+
+BOOT_TIMEOUT = 240  # TCG on two shared cores; a quiet machine needs seconds
+
+
+def _console_text(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace").replace("\r", "")
+    except FileNotFoundError:
+        return ""
+
+
+def test_the_project_guest_runs_user_data_from_the_drive(driver, qemu_host):
+    """The starter guest, booted by the driver from a volume, reads the drive and runs user_data.
+
+    The guest's own console says so (what ``os-getConsoleOutput`` shows):
+    it found the ``config-2`` CD-ROM, ran the ``#!`` script as root, and the
+    script read its server's uuid and the data volume's tag in
+    ``meta_data.json``.
+    """
+    image = guest_image.ensure_image()
+    root = _volume(qemu_host.workdir)
+    subprocess.run(["cp", "--sparse=always", image, root["data"]["device_path"]], check=True)
+    data = _volume(qemu_host.workdir)
+    script = (b"#!/bin/sh\n"
+              b"meta=/mnt/config/openstack/latest/meta_data.json\n"
+              b"echo \"MARKER uid=$(id -u)\"\n"
+              b"grep -o '\"uuid\": \"[^\"]*\"' $meta | head -n 1 | sed 's/^/MARKER /'\n"
+              b"grep -o '\"tags\": \\[\"[^\"]*\"\\]' $meta | sed 's/^/MARKER /'\n")
+    instance = {"uuid": str(uuid.uuid4()), "memory_mb": 256, "vcpus": 1,
+                "config_drive": "True", "display_name": "g", "hostname": "g",
+                "user_data": base64.b64encode(script).decode()}
+    driver.spawn(instance, {"root_device_name": "/dev/sda", "block_device_mapping": [
+        {"connection_info": root, "mount_device": "/dev/sda", "boot_index": 0,
+         "disk_bus": "scsi", "device_type": "disk"},
+        {"connection_info": data, "mount_device": "/dev/sdb", "boot_index": None,
+         "disk_bus": "scsi", "device_type": "disk", "tag": "data"}]})
+    log = instance_path.console_log(qemu_host.driver.conf, instance["uuid"])
+    deadline = time.monotonic() + BOOT_TIMEOUT
+    while "VSGUEST user-data rc=" not in _console_text(log):
+        assert time.monotonic() < deadline, _console_text(log)[-3000:]
+        time.sleep(0.5)
+    text = _console_text(log)
+    assert "VSGUEST config-drive found=1" in text
+    assert "VSGUEST user-data rc=0" in text
+    assert "MARKER uid=0\n" in text
+    assert f'MARKER "uuid": "{instance["uuid"]}"\n' in text
+    assert 'MARKER "tags": ["data"]\n' in text
     driver.destroy(instance)
