@@ -223,3 +223,19 @@ def test_force_config_drive_gives_every_new_server_a_drive(forced):
     assert label == "config-2" and _meta(files)["uuid"] == uuid
     assert "openstack/latest/user_data" not in files  # booted without user_data
     assert len(_cdroms(forced, uuid)) == 1
+
+
+def test_an_image_that_makes_the_drive_mandatory_gives_one(stack):
+    image = stack.glance.create(stack.context(), name="needs-drive", owner="p1",
+                                properties={"img_config_drive": "mandatory"},
+                                data=b"\0" * 4096)["id"]
+    plain = stack.glance.create(stack.context(), name="plain", owner="p1",
+                                data=b"\0" * 4096)["id"]
+    needs = _boot(stack, imageRef=image, block_device_mapping_v2=[])["server"]["id"]
+    other = _boot(stack, imageRef=plain, block_device_mapping_v2=[])["server"]["id"]
+    for uuid in (needs, other):
+        stack.wait_for_server_status(uuid, "ACTIVE")
+    assert stack.server(needs)["config_drive"] == "True"
+    assert _drive(stack, needs)[0] == "config-2" and len(_cdroms(stack, needs)) == 1
+    assert stack.server(other)["config_drive"] == ""
+    assert _cdroms(stack, other) == []
