@@ -9,7 +9,7 @@ import sys
 
 from oslo_config import cfg
 
-from volumesvc.cmd import common, manage_attachments
+from volumesvc.cmd import common, manage_archive, manage_attachments
 
 
 class DbCommands:
@@ -32,6 +32,14 @@ class DbCommands:
 
         print(migration.version(self.conf) or "None")
         return 0
+
+    def archive_deleted_rows(self, args):
+        """Move soft-deleted rows into the shadow tables (see cmd/manage_archive.py)."""
+        return manage_archive.archive_deleted_rows(self.conf, args, _print_table)
+
+    def purge(self, args):
+        """Delete rows from the shadow tables (see cmd/manage_archive.py)."""
+        return manage_archive.purge(self.conf, args, _print_table)
 
 
 class ServiceCommands:
@@ -136,6 +144,7 @@ def _add_parsers(subparsers):
     sync = db_actions.add_parser("sync", help=DbCommands.sync.__doc__)
     sync.add_argument("--version", default=None, help="target revision")
     db_actions.add_parser("version", help=DbCommands.version.__doc__)
+    manage_archive.add_parsers(db_actions)
 
     svc = subparsers.add_parser("service", help=ServiceCommands.__doc__)
     svc_actions = svc.add_subparsers(dest="action", required=True)

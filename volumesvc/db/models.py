@@ -364,3 +364,42 @@ class VolumeRequest(Base):
     claimed_by: Mapped[str | None] = mapped_column(sa.String(255))
     claimed_at: Mapped[datetime.datetime | None]
     attempts: Mapped[int] = mapped_column(default=0, server_default=sa.text("0"))
+
+
+# -- Archive ------------------------------------------------------------------
+# ``volumesvc-manage db archive_deleted_rows`` moves soft-deleted rows, with
+# every row that refers to them by foreign key (a server's BDMs, tags,
+# actions and their events, faults), into ``shadow_<table>`` tables of the
+# same columns; ``db purge`` deletes from those. A shadow table has the
+# columns and primary key of its table and nothing else: no foreign key
+# (a row's parent may be purged first), no unique constraint (a soft-deleted
+# row's uniqueness no longer matters), no defaults (rows come in whole).
+# Declared here from the tables themselves, so a column added to an archived
+# table without its shadow twin fails the model/migration comparison.
+SHADOW_PREFIX = "shadow_"
+
+# The soft-deletable tables: their rows with ``deleted != 0`` are archived.
+SOFT_DELETE_TABLES = ("instances", "block_device_mappings", "services")
+
+
+def _referring_tables(names):
+    """``names`` and every table that refers to one of them, transitively."""
+    found = list(names)
+    for table in Base.metadata.sorted_tables:
+        if any(fk.column.table.name in found for fk in table.foreign_keys) \
+                and table.name not in found:
+            found.append(table.name)
+    return tuple(found)
+
+
+# sorted_tables lists a parent before its children, so one pass finds them all.
+ARCHIVED_TABLES = _referring_tables(SOFT_DELETE_TABLES)
+
+
+def _shadow_of(table: sa.Table) -> sa.Table:
+    columns = [sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable,
+                         autoincrement=False) for c in table.columns]
+    return sa.Table(SHADOW_PREFIX + table.name, Base.metadata, *columns)
+
+
+SHADOW_TABLES = {name: _shadow_of(Base.metadata.tables[name]) for name in ARCHIVED_TABLES}

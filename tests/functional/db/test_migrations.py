@@ -157,6 +157,20 @@ class MigrationHooks:
             "SELECT key_data FROM instances WHERE uuid = 'i-old-key'")).scalar() == key
         connection.execute(sa.text("DELETE FROM instances"))
 
+    def _check_a8c3e6f1b290(self, connection, data):
+        """Each shadow table has its table's columns, types and key, and nothing else."""
+        inspector = sa.inspect(connection)
+        for name in ("instances", "block_device_mappings", "services", "tags",
+                     "instance_actions", "instance_actions_events", "instance_faults"):
+            def columns(table):
+                return [(c["name"], str(c["type"]), c["nullable"])
+                        for c in inspector.get_columns(table)]
+            assert columns(f"shadow_{name}") == columns(name), name
+            assert (inspector.get_pk_constraint(f"shadow_{name}")["constrained_columns"]
+                    == inspector.get_pk_constraint(name)["constrained_columns"]), name
+            assert inspector.get_foreign_keys(f"shadow_{name}") == [], name
+            assert inspector.get_unique_constraints(f"shadow_{name}") == [], name
+
 
 @pytest.mark.parametrize("backend", conftest.BACKEND_PARAMS)
 def test_walk_versions(backend, tmp_path):
