@@ -204,7 +204,9 @@ class VolumeSwapper:
         known = {b.get("volume_id") for b in self.conductor.bdm_list(context,
                                                                     instance_uuid=uuid)}
         admin = context.elevated()
-        for attachment in self.cinder.attachment_get_all(admin, instance_id=uuid):
+        # NOTE: all_tenants: the volumes are the tenant's, not this service's project.
+        for attachment in self.cinder.attachment_get_all(admin, instance_id=uuid,
+                                                         all_tenants=True):
             if attachment.get("volume_id") in known:
                 continue
             self._recover_attachment(admin, uuid, attachment)

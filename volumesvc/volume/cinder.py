@@ -322,8 +322,15 @@ class CinderAPI(keystone.SessionFromConf):
             self.client(context, MV_ATTACHMENTS, service=True).attachments.show(attachment_id))
 
     @translate()
-    def attachment_get_all(self, context, instance_id=None, volume_id=None):
-        search = {}
+    def attachment_get_all(self, context, instance_id=None, volume_id=None, *,
+                           all_tenants=False):
+        """The attachments of ``instance_id`` and/or ``volume_id``.
+
+        Cinder lists the attachments of the context's project only, unless
+        ``all_tenants`` (honoured for admins): a service recovering a
+        tenant's server must pass it, or it never sees the tenant's volumes.
+        """
+        search: dict = {"all_tenants": 1} if all_tenants else {}
         if instance_id:
             search["instance_id"] = instance_id
         if volume_id:

@@ -174,6 +174,8 @@ def test_a_compute_killed_mid_copy_is_rolled_back_when_it_starts(stack, server,
     stack.computes.pop(HOST).stop()
     stack.add_compute(HOST, driver=driver)
     _wait_task_cleared(stack, server)
+    # The volumes are project p1's, not the compute's: it must ask for every project.
+    assert ("attachment_get_all", (server, None, True)) in stack.cinder.calls
     volume = stack.cinder.get(None, old["id"])
     assert (volume["status"], volume["migration_status"]) == ("in-use", "error")
     assert target["id"] not in stack.cinder.volumes

@@ -405,7 +405,25 @@ def test_a_rerun_deletes_the_attachment_its_first_run_never_recorded(world):
     # Only this volume's reservations on this server are the dead run's.
     assert elsewhere["id"] in world.cinder.attachments
     assert [a["id"] for a in world.cinder.attachment_get_all(
-        world.admin, instance_id=world.instance.uuid)] == [bdm.attachment_id]
+        world.admin, instance_id=world.instance.uuid, all_tenants=True)] == [bdm.attachment_id]
+
+
+def test_an_admins_rerun_finds_the_unrecorded_attachment_in_the_servers_project(world):
+    """An admin of project ``ops`` attached p1's volume: Cinder lists ``ops`` by default."""
+    admin = vs_context.RequestContext(user_id="root", project_id="ops", roles=["admin"],
+                                      is_admin=True, request_id="req-admin", overwrite=False)
+    _bdm(world.db, world.instance.uuid, world.volume["id"])
+    unrecorded = world.cinder.attachment_create(world.ctx, world.volume["id"],
+                                                world.instance.uuid)
+    params = {"instance_uuid": world.instance.uuid, "volume_id": world.volume["id"],
+              "multiattach": False}
+    request = request_obj.create(world.db, admin, kind=request_obj.ATTACH,
+                                 instance_uuid=world.instance.uuid,
+                                 volume_id=world.volume["id"], params=params)
+    _rerun(world, request)
+    assert unrecorded["id"] not in world.cinder.attachments
+    (bdm,) = world.bdms()
+    assert bdm.attachment_id in world.cinder.attachments
 
 
 def test_a_rerun_with_nothing_recorded_deletes_an_unrecorded_attachment_too(world):

@@ -170,6 +170,14 @@ class TestAttachments:
                         "data": {"device_path": "/f", "access_mode": "rw"},
                         "attachment_id": ATT, "serial": VOL, "attach_mode": "rw"}
 
+    def test_get_all_asks_for_every_project_only_when_told(self, api, stub, ctx):
+        stub.attachments.list.return_value = []
+        api.attachment_get_all(ctx, instance_id="i", all_tenants=True)
+        assert stub.attachments.list.call_args.kwargs == {
+            "search_opts": {"all_tenants": 1, "instance_id": "i"}}
+        api.attachment_get_all(ctx, volume_id=VOL)
+        assert stub.attachments.list.call_args.kwargs == {"search_opts": {"volume_id": VOL}}
+
     def test_delete_retries_500_and_504(self, api, stub, ctx):
         stub.attachments.delete.side_effect = [
             _http_error(cinder_exception.ClientException, 500),

@@ -123,8 +123,11 @@ def _release_dead_run_attachments(task, instance):
                                                                 instance.uuid)
              if b.attachment_id}
     admin = task.context.elevated()
+    # NOTE: all_tenants: an admin's request for another project's server has
+    # the admin's project, not the volume's.
     for attachment in task.cinder.attachment_get_all(admin, instance_id=instance.uuid,
-                                                     volume_id=task.volume_id):
+                                                     volume_id=task.volume_id,
+                                                     all_tenants=True):
         if attachment.get("status") != "reserved" or attachment["id"] in known:
             continue
         LOG.info("Re-run attach of volume %s to %s: deleting attachment %s, which its "
