@@ -45,6 +45,15 @@ Possible values:
         "enable_instance_password",
         default=True,
         help="Return the generated admin password in server create and rebuild responses."),
+    cfg.StrOpt(
+        "dhcp_domain",
+        default="novalocal",
+        help="""
+Domain appended to a server's hostname in the ``hostname`` its config drive
+gives the guest (``web-1`` becomes ``web-1.novalocal``), as Nova does. Empty:
+the hostname as the server has it (for 2.94's fully qualified hostnames).
+Read by the computes when they write a config drive.
+"""),
     cfg.IntOpt(
         "max_limit",
         default=1000,

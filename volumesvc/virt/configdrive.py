@@ -56,6 +56,13 @@ def required(force: bool, instance: dict) -> bool:
                 or properties.get(IMAGE_PROPERTY) == MANDATORY)
 
 
+def qualified(hostname: str | None, domain: str | None) -> str | None:
+    """``hostname.domain`` as the guest's hostname (Nova's ``dhcp_domain``); as is without one."""
+    if not hostname or not domain:
+        return hostname
+    return f"{hostname}.{domain}"
+
+
 def _at_least(version: str, first: str) -> bool:
     return version == LATEST or version >= first
 

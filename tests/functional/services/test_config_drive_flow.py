@@ -84,7 +84,8 @@ def test_boot_with_config_drive_writes_the_config_2_layout(stack, tagged_server)
         stack.db, stack.admin_context(), uuid) if b.boot_index == 0))
     assert {k: meta[k] for k in ("uuid", "name", "hostname", "launch_index",
                                  "availability_zone", "project_id", "meta")} == {
-        "uuid": uuid, "name": "guest one", "hostname": "guest-one", "launch_index": 0,
+        "uuid": uuid, "name": "guest one", "hostname": "guest-one.novalocal",
+        "launch_index": 0,
         "availability_zone": "nova", "project_id": "p1", "meta": {"role": "db"}}
     assert meta["public_keys"] == {"k1": key["public_key"]}
     assert meta["keys"] == [{"name": "k1", "type": "ssh", "data": key["public_key"]}]
@@ -210,7 +211,8 @@ def test_rebuild_writes_the_new_user_data_and_a_null_removes_it(stack):
 @pytest.fixture
 def forced(tmp_path):
     stack = Stack(tmp_path, hosts=())
-    stack.add_compute(HOST, {(None, "force_config_drive"): True})
+    stack.add_compute(HOST, {(None, "force_config_drive"): True,
+                             ("api", "dhcp_domain"): "example.org"})
     yield stack
     stack.stop()
 
@@ -221,6 +223,7 @@ def test_force_config_drive_gives_every_new_server_a_drive(forced):
     assert forced.server(uuid)["config_drive"] == "True"
     label, files = _drive(forced, uuid)
     assert label == "config-2" and _meta(files)["uuid"] == uuid
+    assert _meta(files)["hostname"] == "guest-one.example.org"
     assert "openstack/latest/user_data" not in files  # booted without user_data
     assert len(_cdroms(forced, uuid)) == 1
 

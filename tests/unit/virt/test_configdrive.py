@@ -140,3 +140,10 @@ def test_the_machine_type_is_written_only_when_set():
     assert plain.find("os/type").attrib == {}
     q35 = ET.fromstring(config.DomainConfig(uuid="u", name="n", machine="q35").to_xml())
     assert q35.find("os/type").attrib == {"machine": "q35"}
+
+
+@pytest.mark.parametrize(("hostname", "domain", "wanted"), [
+    ("web-1", "novalocal", "web-1.novalocal"), ("web-1", "", "web-1"),
+    ("web.example.org", None, "web.example.org"), (None, "novalocal", None)])
+def test_qualified_hostname(hostname, domain, wanted):
+    assert configdrive.qualified(hostname, domain) == wanted

@@ -45,11 +45,17 @@ def tags_of(block_device_info) -> dict:
             if bdm.get("tag") and bdm.get("mount_device")}
 
 
-def content(instance: dict, domain: config.DomainConfig, block_device_info,
-            default_zone: str | None) -> dict[str, bytes]:
-    """The drive's files for ``instance`` defined as ``domain``."""
+def content(conf, instance: dict, domain: config.DomainConfig,
+            block_device_info) -> dict[str, bytes]:
+    """The drive's files for ``instance`` defined as ``domain``.
+
+    The zone is the one asked for at boot, else this compute's own; the
+    hostname gets ``[api] dhcp_domain``.
+    """
     described = dict(instance, availability_zone=instance.get("availability_zone")
-                     or default_zone)
+                     or conf.default_availability_zone,
+                     hostname=configdrive.qualified(instance.get("hostname"),
+                                                    conf.api.dhcp_domain))
     return configdrive.files(described, devices(domain.disks,
                                                 tags_of(block_device_info)))
 

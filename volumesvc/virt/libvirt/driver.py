@@ -122,8 +122,7 @@ class LibvirtDriver(driver.ComputeDriver):
         """
         if not instance.get("config_drive"):
             return
-        files = config_drive.content(instance, domain, block_device_info,
-                                     self.conf.default_availability_zone)
+        files = config_drive.content(self.conf, instance, domain, block_device_info)
         iso_path = config_drive.path(self.conf, instance["uuid"])
         os.makedirs(os.path.dirname(iso_path), exist_ok=True)
         configdrive.write_iso(files, iso_path)
