@@ -56,6 +56,9 @@ SERVICE_VERSION_HISTORY = (
     #     they already started for the same BDM and re-check the BDM of a
     #     recovered one (compute RPC 1.11).
     {"compute_rpc": "1.11", "conductor_rpc": "1.11"},
+    # 13: computes serve their guests' serial console log (get_console_output,
+    #     compute RPC 1.12), which the API calls for os-getConsoleOutput.
+    {"compute_rpc": "1.12", "conductor_rpc": "1.11"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
@@ -83,5 +86,8 @@ MIN_COMPUTE_REBUILD = 11
 # (compute RPC 1.11); a conductor re-casts a half-done attach only to such a
 # compute and otherwise leaves it to the compute's reservation watch.
 MIN_COMPUTE_RECOVERED_REQUESTS = 12
+# Minimum compute service version that serves a guest's console output; the
+# API answers os-getConsoleOutput for a server on an older compute with 409.
+MIN_COMPUTE_CONSOLE_OUTPUT = 13
 
 RELEASE = "0.1.0"

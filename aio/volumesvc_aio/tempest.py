@@ -59,7 +59,7 @@ COMPUTE_FEATURES = {
     "pause": False,
     "suspend": False,
     "rescue": False,
-    "console_output": False,
+    "console_output": True,
     "change_password": False,
     "interface_attach": False,
     "config_drive": False,

@@ -20,6 +20,7 @@ from volumesvc.api.app import create_app
 from volumesvc.api.deps import Deps
 from volumesvc.cmd import compute as compute_cmd
 from volumesvc.cmd import conductor as conductor_cmd
+from volumesvc.compute import rpcapi as compute_rpcapi
 from volumesvc.conductor import rpcapi as conductor_rpcapi
 from volumesvc.conf import get_conf
 
@@ -78,6 +79,7 @@ class Stack:
             self.add_compute(host)
         self.app = create_app(conf, deps=Deps(
             conf, db=self.db, conductor=conductor_rpcapi.ConductorAPI(conf, self.transport),
+            compute=compute_rpcapi.ComputeAPI(conf, self.transport),
             cinder=self.cinder, glance=self.glance))
         self.client = self.app.test_client()
 

@@ -78,6 +78,7 @@ COMPUTE_QUESTIONS = {
     "can_swap_volume": compute_rpcapi.SWAP_VERSION,
     "can_rebuild": compute_rpcapi.REBUILD_VERSION,
     "can_take_recovered": compute_rpcapi.RECOVERED_VERSION,
+    "can_get_console_output": compute_rpcapi.CONSOLE_OUTPUT_VERSION,
 }
 
 

@@ -16,16 +16,17 @@ class Deps:
     """Container of the API's collaborators.
 
     ``db``: ``volumesvc.db.api.Database``; ``conductor``: the conductor
-    rpcapi client; ``cinder``/``glance``: the adapters of
+    rpcapi client; ``compute``: the compute rpcapi client, for the reads a
+    compute answers alone (console output); ``cinder``/``glance``: the adapters of
     ``volumesvc.volume.cinder`` / ``volumesvc.image.glance``. The enforcer is
     set by ``create_app``.
     """
 
     def __init__(self, conf, *, db=None, conductor=None, cinder=None, glance=None,
-                 enforcer=None):
+                 enforcer=None, compute=None):
         self.conf = conf
         self._given = {"db": db, "conductor": conductor, "cinder": cinder, "glance": glance,
-                       "volume_types": None}
+                       "volume_types": None, "compute": compute}
         self._lock = threading.Lock()
         self.enforcer = enforcer
 
@@ -57,6 +58,15 @@ class Deps:
 
             return rpcapi.ConductorAPI(self.conf, rpc.get_transport(self.conf))
         return self._lazy("conductor", build)
+
+    @property
+    def compute(self):
+        def build():
+            from volumesvc import rpc
+            from volumesvc.compute import rpcapi
+
+            return rpcapi.ComputeAPI(self.conf, rpc.get_transport(self.conf))
+        return self._lazy("compute", build)
 
     @property
     def cinder(self):

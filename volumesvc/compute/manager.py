@@ -16,17 +16,18 @@ from oslo_utils import timeutils
 
 from volumesvc import exception, periodic, servicegroup
 from volumesvc.compute import attach as attach_mod
-from volumesvc.compute import events as events_mod
-from volumesvc.compute import instances as compute_instances
-from volumesvc.compute import lifecycle as lifecycle_mod
-from volumesvc.compute import rebuild as rebuild_mod
 from volumesvc.compute import (
+    console_output,
     reconcile_runner,
     rpcapi,
     running_deleted,
     snapshots,
     started_work,
 )
+from volumesvc.compute import events as events_mod
+from volumesvc.compute import instances as compute_instances
+from volumesvc.compute import lifecycle as lifecycle_mod
+from volumesvc.compute import rebuild as rebuild_mod
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import swap as swap_mod
 from volumesvc.compute import volumes as boot_volumes
@@ -116,6 +117,17 @@ class ComputeManager:
     def get_domain_xml(self, context, *, instance_uuid):
         """The domain as libvirt reports it now ('' when there is none)."""
         return self.driver.get_domain_xml({"uuid": instance_uuid})
+
+    @messaging.expected_exceptions(exception.InstanceNotFound,
+                                   exception.ConsoleNotAvailable)
+    def get_console_output(self, context, *, instance, tail_length=None):
+        """The last ``tail_length`` lines of the guest's console log (1.12).
+
+        No instance lock: a read of a log QEMU keeps writing, which must not
+        wait behind a long attach on the same server.
+        """
+        output = self.driver.get_console_output(_driver_instance(instance))
+        return console_output.tail_text(output, tail_length)
 
     def _lock(self, instance_uuid):
         return lockutils.lock(f"instance-{instance_uuid}")

@@ -30,12 +30,16 @@ manager imports ``VERSION`` so the two can never disagree):
          re-runs a request whose first conductor died; the compute skips
          work it already started for that BDM, and re-reads the BDM first
          (gone, or already attached: nothing to do) (service version 12).
+* 1.12 - get_console_output: the last lines of the guest's serial console
+         log (a call, from the API; service version 13).
 """
 
-from volumesvc import rpc
+import oslo_messaging as messaging
+
+from volumesvc import exception, rpc
 
 TOPIC = "compute"
-VERSION = "1.11"
+VERSION = "1.12"
 # The first version of each feature a conductor asks about before it sends
 # (``[upgrade_levels] compute`` may pin the client below it during an upgrade).
 MULTIATTACH_VERSION = "1.2"
@@ -45,6 +49,7 @@ ATTACH_EVENT_VERSION = "1.8"
 SWAP_VERSION = "1.9"
 REBUILD_VERSION = "1.10"
 RECOVERED_VERSION = "1.11"
+CONSOLE_OUTPUT_VERSION = "1.12"
 
 
 class ComputeAPI:
@@ -145,6 +150,27 @@ class ComputeAPI:
         cctxt = self._prepare(host, "1.1",
                               timeout=timeout or self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "get_domain_xml", instance_uuid=instance_uuid)
+
+    def can_get_console_output(self):
+        """False when ``[upgrade_levels] compute`` pins us below 1.12."""
+        return self._client.can_send_version(CONSOLE_OUTPUT_VERSION)
+
+    def get_console_output(self, ctxt, *, host, instance, tail_length=None, timeout=None):
+        """Call: the guest's console output, its last ``tail_length`` lines (all if None).
+
+        A read answered by the compute alone, so the API calls it directly
+        (as Nova's does), within ``rpc_response_timeout``: a compute that does
+        not answer is a 503, not a hung request.
+        """
+        cctxt = self._prepare(host, CONSOLE_OUTPUT_VERSION,
+                              timeout=timeout or self._conf.rpc_response_timeout)
+        try:
+            return cctxt.call(ctxt, "get_console_output", instance=instance,
+                              tail_length=tail_length)
+        except messaging.MessagingTimeout as exc:
+            raise exception.ServiceUnavailable(
+                reason=f"the compute {host} did not answer within "
+                       f"{timeout or self._conf.rpc_response_timeout} s") from exc
 
     def can_send_events(self):
         """False when ``[upgrade_levels] compute`` pins us below 1.3."""

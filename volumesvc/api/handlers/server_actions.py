@@ -5,7 +5,8 @@ Served: ``reboot`` (SOFT/HARD, doc/source/contributor/contract.rst §6 and the �
 actions ``os-stop``, ``os-start``, ``shelve``, ``shelveOffload`` and
 ``unshelve`` (``server_lifecycle.py``), ``lock``, ``unlock`` and
 ``os-resetState`` (``server_admin_actions.py``), and ``rebuild`` of a
-volume-backed server (``server_rebuild.py``). Any other key is a
+volume-backed server (``server_rebuild.py``), and ``os-getConsoleOutput``
+(``console_output.py``, 200 with the output). Any other key is a
 400: Nova's ``There is no such action`` for unknown keys, and a message
 naming the action for Nova actions volumesvc does not serve.
 """
@@ -16,7 +17,12 @@ from oslo_log import log as logging
 from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
-from volumesvc.api.handlers import server_admin_actions, server_lifecycle, server_rebuild
+from volumesvc.api.handlers import (
+    console_output,
+    server_admin_actions,
+    server_lifecycle,
+    server_rebuild,
+)
 from volumesvc.api.logic import snapshot, states
 from volumesvc.api.policies import server_actions as policies
 from volumesvc.api.policy import authorize
@@ -39,7 +45,7 @@ NOVA_ONLY_ACTIONS = frozenset({
     "unpause", "suspend", "resume",
     "rescue", "unrescue", "injectNetworkInfo", "resetNetwork",
     "addSecurityGroup", "removeSecurityGroup", "addFixedIp", "removeFixedIp",
-    "addFloatingIp", "removeFloatingIp", "os-getConsoleOutput", "os-getVNCConsole",
+    "addFloatingIp", "removeFloatingIp", "os-getVNCConsole",
     "os-getSPICEConsole", "os-getRDPConsole", "os-getSerialConsole", "forceDelete",
     "restore", "trigger_crash_dump", "os-resetNetwork",
 })
@@ -117,14 +123,15 @@ def _create_image(req, server_id, body):
 
 
 _ACTIONS = {"reboot": _reboot, "createImage": _create_image, **server_lifecycle.ACTIONS,
-            **server_admin_actions.ACTIONS, **server_rebuild.ACTIONS}
+            **server_admin_actions.ACTIONS, **server_rebuild.ACTIONS,
+            **console_output.ACTIONS}
 
 
 @validation.windows(validation.schema, schema.REQUEST_WINDOWS)
 @validation.windows(validation.response_body_schema,
                     schema.response_windows(server_views.rebuild_windows()))
 def run_server_action(req, server_id):
-    """POST /servers/{id}/action → 202 (see the action functions above).
+    """POST /servers/{id}/action → 202, 200 for os-getConsoleOutput (see the actions above).
 
     Each action checks its own policy first thing; an unknown or unserved
     action is a 400 before any policy applies.

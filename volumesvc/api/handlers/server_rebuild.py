@@ -113,12 +113,8 @@ def _check_image_fits(image, image_id, volume):
 
 def _check_compute(req, instance):
     """409 when the server's compute is older than the first one that rebuilds."""
-    try:
-        service = service_obj.get_by_host_and_binary(req.deps.db, req.context,
-                                                     instance.host, binaries.COMPUTE)
-        current = service.version or 0
-    except exception.NotFound:
-        current = 0
+    current = service_obj.get_version(req.deps.db, req.context, instance.host,
+                                      binaries.COMPUTE)
     if current < version.MIN_COMPUTE_REBUILD:
         raise errors.APIError(
             409, f"The compute {instance.host} of instance {instance.uuid} is too old to "

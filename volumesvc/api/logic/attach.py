@@ -211,11 +211,7 @@ def check_swap(ctx, instance, old_volume, new_volume, rw_attachments: int):
 
 def check_swap_compute(db, ctx, instance):
     """409 when the instance's compute is older than the first one that swaps."""
-    try:
-        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, binaries.COMPUTE)
-    except exception.NotFound:
-        service = None
-    current = (service.version or 0) if service is not None else 0
+    current = service_obj.get_version(db, ctx, instance.host, binaries.COMPUTE)
     if current < version.MIN_COMPUTE_SWAP:
         raise exception.SwapVolumeComputeTooOld(host=instance.host,
                                                 instance_uuid=instance.uuid,

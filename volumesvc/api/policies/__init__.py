@@ -12,6 +12,7 @@ from volumesvc.api.policies import (
     assisted_volume_snapshots,
     availability_zones,
     base,
+    console_output,
     flavors,
     instance_actions,
     ips,
@@ -30,7 +31,7 @@ from volumesvc.api.policies import (
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
             volume_attachments, assisted_volume_snapshots, ips, server_external_events,
             server_metadata, server_tags, server_admin_actions,
-            keypairs, quota_sets, availability_zones)
+            keypairs, quota_sets, availability_zones, console_output)
 
 
 # The 2023 project defaults (reader/member) and the pre-2023 one they replace.

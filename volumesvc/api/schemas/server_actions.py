@@ -105,13 +105,19 @@ _WINDOW_STARTS = (mv.V2_1_BASE, mv.V2_19_DESCRIPTION, mv.V2_54_REBUILD_KEY_NAME,
 REQUEST_WINDOWS = tuple((version, _actions(version)) for version in _WINDOW_STARTS)
 
 # --- responses -------------------------------------------------------------------
-# 202 with no body (createImage before 2.45 sends a Location header), or a body.
+# 202 with no body (createImage before 2.45 sends a Location header), or a body;
+# 200 with the console output.
+
+
+# os-getConsoleOutput's 200.
+_CONSOLE_OUTPUT = object_({"output": {"type": "string"}}, required=["output"])
 
 
 def response_windows(rebuild_windows):
     """``[(version, schema)]`` of every action's answer: no body, createImage's
-    ``image_id`` (2.45) or the rebuilt server (``rebuild_windows``: the
-    server object's schema per version, from the server views).
+    ``image_id`` (2.45), the rebuilt server (``rebuild_windows``: the
+    server object's schema per version, from the server views) or the
+    console output.
     """
     starts = sorted({v for v, _ in rebuild_windows} | {mv.V2_45_IMAGE_ID_BODY})
     windows = []
@@ -122,5 +128,6 @@ def response_windows(rebuild_windows):
         if version >= mv.V2_45_IMAGE_ID_BODY:
             branches.append(object_({"image_id": {"type": "string", "format": "uuid"}},
                                     required=["image_id"]))
+        branches.append(_CONSOLE_OUTPUT)
         windows.append((version, {"oneOf": branches}))
     return windows
