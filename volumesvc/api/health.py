@@ -128,15 +128,19 @@ class DependenciesHealthcheck(pluginbase.HealthcheckBaseExtension):
 
     Each is checked on every probe with ``[api] healthcheck_timeout``: the
     database with ``SELECT 1`` on an engine of its own, without a pool (so a
-    probe never waits for connections the requests hold), the message queue by opening
-    an AMQP connection to a host of ``transport_url`` (one answering host is
-    enough, as oslo.messaging fails over between them).
+    probe never waits for connections the requests hold), the message queue by
+    opening a connection through oslo.messaging's own transport, with its TLS
+    and other ``[oslo_messaging_rabbit]`` settings, to the hosts of
+    ``transport_url`` in turn (one answering host is enough, as oslo.messaging
+    fails over between them).
     """
 
     def __init__(self, oslo_conf, conf):
         super().__init__(oslo_conf, conf)
         self._engine_made = None
         self._engine_lock = threading.Lock()
+        self._transport_made = None
+        self._transport_lock = threading.Lock()
         self._probes = [_Probe("database", self._check_database),
                         _Probe("message queue", self._check_transport)]
 
@@ -178,28 +182,42 @@ class DependenciesHealthcheck(pluginbase.HealthcheckBaseExtension):
         with engine.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
 
+    def _transport(self):
+        from volumesvc import rpc
+
+        with self._transport_lock:
+            if self._transport_made is None:
+                self._transport_made = rpc.get_transport(self.oslo_conf)
+            return self._transport_made
+
     def _check_transport(self, timeout):
-        import kombu
         import oslo_messaging
+        from oslo_messaging._drivers import common as driver_common
 
         url = oslo_messaging.TransportURL.parse(self.oslo_conf)
-        if url.transport not in ("rabbit", "amqp"):
-            # fake:// (one process) and other drivers have no broker to reach.
+        if url.transport not in _BROKER_DRIVERS:
+            # fake:// (one process) has no broker to reach.
             return
-        errors = []
-        for host in url.hosts:
-            address = f"{host.hostname}:{host.port or 5672}"
-            conn = kombu.Connection(
-                hostname=host.hostname, port=host.port or 5672, userid=host.username,
-                password=host.password, virtual_host=url.virtual_host or "/",
-                transport="pyamqp", connect_timeout=timeout)
-            try:
-                # NOTE: one attempt: kombu's connect() retries for ever.
-                conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0,
-                                       timeout=timeout)
-                return
-            except Exception as exc:  # noqa: BLE001 - the next host may answer
-                errors.append(f"{address}: {type(exc).__name__}: {exc}")
-            finally:
-                conn.release()
-        raise ConnectionError("; ".join(errors) or "no host in transport_url")
+        # NOTE: a new connection made the way the RPC transport makes its own
+        # (the driver's connection pool builds it from [oslo_messaging_rabbit]
+        # and the URL's query: TLS, its CA and client certificate, the login
+        # method, failover between the URL's hosts), not one we assemble, so
+        # the probe reaches the broker exactly when RPC does. The pool's
+        # pooled connections are not used: one of those would not notice a
+        # broker that went away. One attempt per host (retry counts the
+        # attempts after the first, each on the next host); a listening
+        # connection starts no heartbeat thread.
+        pool = self._transport()._driver._connection_pool
+        hosts = ", ".join(f"{h.hostname}:{h.port or 5672}" for h in url.hosts) or "default host"
+        try:
+            connection = pool.create(purpose=driver_common.PURPOSE_LISTEN,
+                                     retry=max(len(url.hosts) - 1, 0))
+        except Exception as exc:  # noqa: BLE001 - reported with the hosts tried
+            raise ConnectionError(
+                f"no host of transport_url answered ({hosts}): {type(exc).__name__}: {exc}"
+            ) from exc
+        connection.close()
+
+
+# The oslo.messaging drivers that talk AMQP 0-9-1 to a broker.
+_BROKER_DRIVERS = ("rabbit", "kombu")
