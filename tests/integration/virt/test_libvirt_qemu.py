@@ -26,6 +26,7 @@ import pytest
 from tests import polling
 from volumesvc import exception
 from volumesvc.virt import instance_path, power_state
+from volumesvc_aio import guest_image
 
 pytestmark = pytest.mark.integration
 
@@ -64,8 +65,8 @@ def driver(qemu_host):
 def make_instance(driver):
     spawned = []
 
-    def _make(block_device_info=None):
-        instance = {"uuid": str(uuid.uuid4()), "memory_mb": 64, "vcpus": 1}
+    def _make(block_device_info=None, memory_mb=64):
+        instance = {"uuid": str(uuid.uuid4()), "memory_mb": memory_mb, "vcpus": 1}
         driver.spawn(instance, block_device_info)
         spawned.append(instance)
         return instance
@@ -279,7 +280,7 @@ def _write_boot_sector(info, message):
 
 
 def _console_says(driver, instance, text, timeout=60):
-    """The console output once it holds ``text`` (QEMU TCG boots in seconds here)."""
+    """The console output once it holds ``text`` (QEMU TCG boots in seconds on a quiet host)."""
     found = polling.eventually(lambda: text.encode() in driver.get_console_output(instance),
                                timeout=timeout, interval=0.2)
     output = driver.get_console_output(instance)
@@ -324,3 +325,25 @@ def test_console_of_a_guest_without_a_bootable_disk(driver, make_instance, make_
                               "block_device_mapping": [_bdm(root, "/dev/sda", 0)]})
     output = _console_says(driver, instance, "Boot failed")
     assert b"Booting from Hard Disk" in output
+
+
+GUEST_BOOT_TIMEOUT = 240  # the Linux guest under TCG on two shared cores
+
+
+def test_the_project_guest_says_ready_on_its_console(driver, make_instance, make_volume):
+    """The starter guest (aio/volumesvc_aio/guest_image.py) on its root volume.
+
+    Its kernel and init write to ttyS0; what they printed is what
+    ``get_console_output`` (so ``os-getConsoleOutput``) serves, and a hard
+    reboot's new QEMU starts a new log that the guest fills again.
+    """
+    root = make_volume()
+    subprocess.run(["cp", "--sparse=always", guest_image.ensure_image(),
+                    root["data"]["device_path"]], check=True)
+    bdi = {"root_device_name": "/dev/sda", "block_device_mapping": [_bdm(root, "/dev/sda", 0)]}
+    instance = make_instance(bdi, memory_mb=256)
+    output = _console_says(driver, instance, "VSGUEST ready", timeout=GUEST_BOOT_TIMEOUT)
+    assert b"SeaBIOS" in output
+    driver.reboot(instance, bdi, "HARD")
+    again = _console_says(driver, instance, "VSGUEST ready", timeout=GUEST_BOOT_TIMEOUT)
+    assert again.count(b"VSGUEST ready") == 1
