@@ -21,7 +21,15 @@ import os
 import shutil
 import sys
 
-from volumesvc_aio import ServiceHarness, free_port, frozen_requirements, http_json, rabbit
+from volumesvc_aio import (
+    ServiceHarness,
+    files,
+    free_port,
+    frozen_requirements,
+    http_json,
+    libvirtd,
+    rabbit,
+)
 from volumesvc_aio import keystone as keystone_mod
 
 CINDER_VERSION = "29.0.0"
@@ -212,10 +220,12 @@ class CinderHarness(ServiceHarness):
 
     def configure(self):
         """Write cinder.conf and copies of the venv's paste and filter files."""
-        for d in (self.state_dir, self.log_dir, self.volumes_dir,
+        for d in (self.state_dir, self.log_dir,
                   os.path.join(self.state_dir, "state", "lock"),
                   os.path.join(self.state_dir, "state", "conversion")):
             os.makedirs(d, exist_ok=True)
+        # The guests' disks: QEMU (root, or the operator's group) opens them.
+        files.private_dir(self.volumes_dir, group=libvirtd.configured_qemu_group())
         for name in ("api-paste.ini", "resource_filters.json"):
             shutil.copyfile(self._venv_etc(name), os.path.join(self.state_dir, name))
         if self.extend_completion:
@@ -225,8 +235,7 @@ class CinderHarness(ServiceHarness):
             with open(path, "w") as f:
                 f.write(with_show_extend_filter(text))
         self._add_hold_filter(os.path.join(self.state_dir, "api-paste.ini"))
-        with open(self.config_file, "w") as f:
-            f.write(self.config_text())
+        files.write_private(self.config_file, self.config_text())
 
     @property
     def hold_marker(self):

@@ -10,6 +10,7 @@ import os
 import textwrap
 
 from volumesvc_aio import cinder as cinder_mod
+from volumesvc_aio import files
 from volumesvc_aio import glance as glance_mod
 
 
@@ -78,9 +79,8 @@ def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder
         detailed = true
         allowed_source_ranges = {subnet}
         """)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+    # The transport URL and the database URL (with its password) are in it.
+    return files.write_private(path, text)
 
 
 def write_conductor_config(state_dir, *, name):

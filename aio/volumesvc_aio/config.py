@@ -3,6 +3,8 @@
 import os
 import textwrap
 
+from volumesvc_aio import files
+
 # What the noauth configuration says about service tokens; replaced by the
 # volumesvc service user's section when a Keystone is in front.
 NOAUTH_SERVICE_USER = """\
@@ -108,9 +110,8 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
                             f"rbd_keyring = {rbd['keyring']}\n", 1)
     if keystone is not None:
         text = _with_keystone(text, keystone)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+    # The transport URL, database URL and service passwords are in it.
+    return files.write_private(path, text)
 
 
 def drain_file(state_dir):

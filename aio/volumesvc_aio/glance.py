@@ -14,7 +14,13 @@ import os
 import shutil
 import sys
 
-from volumesvc_aio import ServiceHarness, frozen_requirements, http_json, single_process_main
+from volumesvc_aio import (
+    ServiceHarness,
+    files,
+    frozen_requirements,
+    http_json,
+    single_process_main,
+)
 
 GLANCE_VERSION = "33.0.0"
 # Glance, its client, gunicorn, PyMySQL and psycopg2, with every dependency
@@ -134,8 +140,7 @@ class GlanceHarness(ServiceHarness):
                 f.write(POLICY)
         elif os.path.exists(policy_path):
             os.remove(policy_path)
-        with open(self.config_file, "w") as f:
-            f.write(self.config_text())
+        files.write_private(self.config_file, self.config_text())
 
     def _env(self):
         env = super()._env()

@@ -27,7 +27,13 @@ import sys
 import urllib.error
 import urllib.request
 
-from volumesvc_aio import ServiceHarness, frozen_requirements, http_json, single_process_main
+from volumesvc_aio import (
+    ServiceHarness,
+    files,
+    frozen_requirements,
+    http_json,
+    single_process_main,
+)
 
 KEYSTONE_VERSION = "30.0.0"
 # keystone, gunicorn and PyMySQL with every dependency pinned as installed
@@ -141,8 +147,7 @@ class KeystoneHarness(ServiceHarness):
         os.makedirs(self.log_dir, exist_ok=True)
         with open(os.path.join(self.state_dir, "volumesvc_keystone_wsgi.py"), "w") as f:
             f.write(_WSGI_SHIM)
-        with open(self.config_file, "w") as f:
-            f.write(self.config_text())
+        files.write_private(self.config_file, self.config_text())
 
     # -- run -------------------------------------------------------------------
     def _env(self):

@@ -57,6 +57,23 @@ def socket_answers(path, timeout=2.0) -> bool:
     return True
 
 
+def configured_qemu_group(path=None):
+    """The ``group`` QEMU runs as by ``path`` (None: not set there, or no such file).
+
+    ``path``: :data:`QEMU_CONF` by default.
+    """
+    try:
+        with open(path or QEMU_CONF, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, sep, value = line.partition("=")
+        if sep and not line.lstrip().startswith("#") and key.strip() == "group":
+            return value.strip().strip('"')
+    return None
+
+
 def ensure_qemu_conf(path=QEMU_CONF):
     """Have QEMU run as root unless the operator chose a user in ``path``.
 

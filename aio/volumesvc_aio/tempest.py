@@ -28,7 +28,7 @@ import time
 import urllib.request
 
 from volumesvc_aio import deps_dir as cache_dir
-from volumesvc_aio import frozen_requirements, install_venv
+from volumesvc_aio import files, frozen_requirements, install_venv
 
 TEMPEST_VERSION = "47.0.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -154,8 +154,8 @@ class TempestWorkspace:
                        cwd=self.root)
 
     def configure(self, **settings):
-        with open(self.config_file, "w") as f:
-            f.write(tempest_conf(workspace=self.workspace, **settings))
+        # The admin's password is in it.
+        files.write_private(self.config_file, tempest_conf(workspace=self.workspace, **settings))
 
     def _selection(self, include_list, exclude_list):
         return [self._bin("tempest"), "run", "--config-file", self.config_file,

@@ -110,6 +110,16 @@ def test_snapshot_of_in_use_volume_and_volume_from_it(cinder_api, cinder_ctx, vo
     wait_volume_status(cinder_api, cinder_ctx, clone["id"], "available")
     cinder_api.delete(cinder_ctx, clone["id"])
     cinder_api.delete_snapshot(cinder_ctx, snap["id"])
+    # The delete is asynchronous; Cinder refuses to delete (the fixture's
+    # teardown) a volume that still has a snapshot, deleting or not.
+    for _ in range(150):
+        try:
+            cinder_api.get_snapshot(cinder_ctx, snap["id"])
+        except exception.SnapshotNotFound:
+            break
+        __import__("time").sleep(0.2)
+    else:
+        pytest.fail(f"snapshot {snap['id']} was not deleted in 30 s")
 
 
 def test_not_found_translation(cinder_api, cinder_ctx):
