@@ -157,6 +157,9 @@ class VolumeAttacher:
                                values={"connection_info": jsonutils.dumps(info)})
             self.cinder.attachment_complete(context, bdm["attachment_id"])
         except Exception as exc:
+            # Whatever failed, the next attach asks the host for its connector
+            # again rather than reuse one that may be why.
+            self.driver.forget_volume_connector()
             self._undo_attach(context, driver_instance, bdm, info, attached=attached,
                               connected=connected, failure=exc)
             raise

@@ -80,6 +80,21 @@ Related options:
 
 * ``volume_use_multipath``
 """),
+    cfg.FloatOpt(
+        "volume_connector_max_age",
+        default=300.0,
+        min=0.0,
+        help="""
+Seconds the compute reuses this host's connector (what it tells Cinder about
+the host when it updates an attachment: initiator name, host NQN, WWPNs,
+``my_ip``...) before os-brick builds it again. Building it runs several
+commands as root (through privsep) on a host with the iSCSI, NVMe-oF or
+Fibre Channel tools, which in an attach storm costs more CPU than the rest of
+the attach. A changed host identity (a new initiator name, an added HBA)
+reaches Cinder at the latest this long after the change; an attach that
+fails also makes the next one build the connector again. 0 builds it for
+every attachment, as Nova does.
+"""),
     cfg.IntOpt(
         "num_volume_scan_tries",
         default=5,

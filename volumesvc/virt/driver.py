@@ -70,6 +70,14 @@ class ComputeDriver:
         """The connector dict (os-brick's shape) sent to Cinder with attachment_update."""
         raise NotImplementedError()
 
+    def forget_volume_connector(self):
+        """Build the connector afresh next time (an attach with it failed).
+
+        A driver that reuses its connector drops it here, since stale
+        host properties may be why the attach failed; others have nothing
+        to do.
+        """
+
     # -- instances --------------------------------------------------------
     def list_instance_uuids(self):
         raise NotImplementedError()

@@ -65,6 +65,9 @@ class _Driver:
     def get_volume_connector(self):
         return {"host": "cmp", "ip": "10.0.0.2"}
 
+    def forget_volume_connector(self):
+        pass
+
     def check_multiattach(self, info):
         pass
 

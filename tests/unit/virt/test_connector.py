@@ -10,6 +10,7 @@ would answer. Everything above (os-brick's connectors and
 
 import shlex
 import sys
+import threading
 
 import os_brick.privileged
 import pytest
@@ -17,6 +18,7 @@ from oslo_concurrency import processutils
 from oslo_config import cfg
 from oslo_utils import netutils
 
+from volumesvc import exception
 from volumesvc.conf import get_conf
 from volumesvc.virt import fake
 from volumesvc.virt.libvirt.volume import brick
@@ -79,13 +81,104 @@ def test_connector_multipath_follows_config(conf, driver, privsep):
     assert connector["multipath"] is True and connector["enforce_multipath"] is True
 
 
-def test_connector_is_built_per_call(conf, driver, privsep):
-    """No cache: a changed initiator name reaches Cinder with the next attach (as Nova)."""
+def _initiator_reads(channel):
+    return [c for c in channel.calls if c[1] == ("cat", "/etc/iscsi/initiatorname.iscsi")]
+
+
+def test_connector_is_reused_and_each_caller_gets_its_own_copy(conf, driver, privsep):
+    channel = privsep()
+    first = driver.get_volume_connector()
+    first["mountpoint"] = "/dev/vdb"  # what Cinder's adapter does to its copy
+    second = driver.get_volume_connector()
+    assert len(_initiator_reads(channel)) == 1
+    assert "mountpoint" not in second and second["initiator"] == INITIATOR
+
+
+def test_a_forgotten_connector_is_built_again(conf, driver, privsep):
+    """After a failed attach: a changed initiator name reaches Cinder with the next one."""
     channel = privsep()
     driver.get_volume_connector()
+    driver.forget_volume_connector()
     driver.get_volume_connector()
-    reads = [c for c in channel.calls if c[1] == ("cat", "/etc/iscsi/initiatorname.iscsi")]
-    assert len(reads) == 2
+    assert len(_initiator_reads(channel)) == 2
+
+
+def test_max_age_zero_builds_the_connector_per_call(conf, fake_libvirt, privsep):
+    """As Nova: every attachment asks os-brick."""
+    conf.set_override("volume_connector_max_age", 0, group="libvirt")
+    channel = privsep()
+    driver = fake.FakeDriver(conf, libvirt_module=fake_libvirt)
+    driver.get_volume_connector()
+    driver.get_volume_connector()
+    assert len(_initiator_reads(channel)) == 2
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def _counting_build():
+    built = []
+
+    def build():
+        built.append(len(built) + 1)
+        return {"host": "h", "build": len(built)}
+    return build, built
+
+
+def test_the_connector_is_built_again_once_older_than_max_age():
+    build, built = _counting_build()
+    clock = _Clock()
+    cache = brick.ConnectorCache(build, 300, clock=clock)
+    assert cache.get()["build"] == 1
+    clock.now += 299.9
+    assert cache.get()["build"] == 1
+    clock.now += 0.1
+    assert cache.get()["build"] == 2
+    assert built == [1, 2]
+
+
+def test_callers_arriving_during_a_build_share_its_result():
+    """An attach storm on a cold cache runs os-brick once, not once per attach."""
+    started, release = threading.Event(), threading.Event()
+    calls = []
+
+    def slow_build():
+        calls.append(1)
+        started.set()
+        release.wait(5)
+        return {"host": "h"}
+
+    cache = brick.ConnectorCache(slow_build, 300)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(cache.get())) for _ in range(8)]
+    threads[0].start()
+    assert started.wait(5)
+    for thread in threads[1:]:
+        thread.start()
+    release.set()
+    for thread in threads:
+        thread.join(5)
+    assert len(calls) == 1 and results == [{"host": "h"}] * 8
+
+
+def test_a_failed_build_is_not_kept():
+    attempts = []
+
+    def build():
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise exception.VirtDriverError(reason="building the volume connector: no nvme")
+        return {"host": "h"}
+
+    cache = brick.ConnectorCache(build, 300)
+    with pytest.raises(exception.VirtDriverError):
+        cache.get()
+    assert cache.get() == {"host": "h"} and len(attempts) == 2
 
 
 def test_my_ip_defaults_to_the_default_route_address():

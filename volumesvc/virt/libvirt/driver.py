@@ -45,6 +45,9 @@ class LibvirtDriver(driver.ComputeDriver):
         # os-brick and its privsep context read global settings: hand them
         # ours before anything (a connector, a connect) can need them.
         brick.setup(conf)
+        self._connector = brick.ConnectorCache(
+            lambda: brick.connector_properties(self.conf),
+            conf.libvirt.volume_connector_max_age)
         self._host = host or host_mod.Host(
             conf.libvirt.connection_uri, libvirt_module=libvirt_module,
             keepalive_interval=conf.libvirt.keepalive_interval,
@@ -73,8 +76,12 @@ class LibvirtDriver(driver.ComputeDriver):
         return {"memory_mb": int(info[1]), "vcpus": int(info[2])}
 
     def get_volume_connector(self):
-        """os-brick's connector properties of this host (as Nova's libvirt driver)."""
-        return brick.connector_properties(self.conf)
+        """os-brick's connector properties of this host, reused for a while
+        (``[libvirt] volume_connector_max_age``, ``brick.ConnectorCache``)."""
+        return self._connector.get()
+
+    def forget_volume_connector(self):
+        self._connector.forget()
 
     # -- helpers ------------------------------------------------------------
     def _libvirt_error(self, exc, what):

@@ -8,9 +8,12 @@ compute's ``[privsep_osbrick]`` and ``[os_brick]`` values once at start
 """
 
 import contextlib
+import copy
 import os
 import shlex
 import sys
+import threading
+import time
 
 import os_brick.privileged  # noqa: F401 - registers [privsep_osbrick] on cfg.CONF
 from os_brick import exception as brick_exception
@@ -86,6 +89,49 @@ def connector_properties(conf):
         return brick_connector.get_connector_properties(
             root_helper(), conf.my_ip, conf.libvirt.volume_use_multipath,
             conf.libvirt.volume_enforce_multipath, host=conf.host)
+
+
+class ConnectorCache:
+    """The host's connector properties, built once and reused for ``max_age`` seconds.
+
+    Why: os-brick builds them from scratch each time, and on a host with the
+    iSCSI, NVMe-oF and Fibre Channel tools that is several commands run as
+    root through privsep (reading the initiator name, the host NQN, the
+    root file system's UUID, ``nvme`` itself) per attachment; in an attach
+    storm of the fake driver those commands were three quarters of the
+    compute's CPU (benchmarks/README.md, 2026-12-05). What they read changes
+    with an administrator's hand, not per attach, so a copy is reused:
+
+    * for at most ``max_age`` seconds (0: built for every caller, as Nova
+      does), so a changed identity reaches Cinder within that time;
+    * until :meth:`forget` (an attach failed: the next one asks os-brick
+      again, in case stale properties were why);
+    * one build at a time: callers arriving while it runs wait for its
+      result instead of each starting their own.
+
+    Every caller gets its own copy: Cinder's adapter adds the mountpoint.
+    """
+
+    def __init__(self, build, max_age, clock=time.monotonic):
+        self._build = build
+        self._max_age = max_age
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._value: dict | None = None
+        self._built_at = 0.0
+
+    def get(self) -> dict:
+        with self._lock:
+            if (self._value is None or self._max_age <= 0
+                    or self._clock() - self._built_at >= self._max_age):
+                self._value = self._build()
+                self._built_at = self._clock()
+            return copy.deepcopy(self._value)
+
+    def forget(self):
+        """Build afresh on the next :meth:`get`."""
+        with self._lock:
+            self._value = None
 
 
 def connector(conf, protocol, **kwargs):
