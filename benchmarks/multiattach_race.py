@@ -27,15 +27,16 @@ round passed; the summary table goes to stdout (see benchmarks/README.md).
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
 
 from benchmarks.allinone import wait_for
+from tests.fixtures.together import run_together
 
 TOKEN = "admin:admin"
 VOLUME_VERSION = "3.67"
@@ -130,21 +131,10 @@ def boot_servers(client, count):
 
 
 def attach_together(client, servers, volume_id, version):
-    barrier = threading.Barrier(len(servers))
-    results = [None] * len(servers)
-
-    def attach(index, server_id):
-        barrier.wait()
-        results[index] = client.compute(
-            "POST", f"/servers/{server_id}/os-volume_attachments",
-            {"volumeAttachment": {"volumeId": volume_id}}, version=version)
-
-    threads = [threading.Thread(target=attach, args=(i, s)) for i, s in enumerate(servers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(TIMEOUT)
-    return results
+    return run_together([functools.partial(
+        client.compute, "POST", f"/servers/{server_id}/os-volume_attachments",
+        {"volumeAttachment": {"volumeId": volume_id}}, version=version)
+        for server_id in servers], timeout=TIMEOUT)
 
 
 def bdm_attachment_ids(client, server_id, volume_id):

@@ -111,6 +111,25 @@ Related options:
 * ``attachment_reserve_retries``
 """),
     cfg.FloatOpt(
+        "begin_detaching_timeout",
+        default=60.0,
+        min=0.0,
+        help="""
+Seconds a detach of a multiattach volume may wait, inside its API request,
+while Cinder refuses to begin detaching the volume because another server's
+detach (or attach) of the same volume is running: Cinder detaches one
+attachment of a volume at a time. Several detaches of one volume sent
+together then all succeed, one after the other, instead of all but the first
+failing with 400. The refusal is asked again with the backoff of
+``attachment_reserve_interval``. A refusal for a volume that is not
+multiattach is never retried. 0 turns the wait off (the 400 at once, as
+Nova).
+
+Related options:
+
+* ``attachment_reserve_interval``
+"""),
+    cfg.FloatOpt(
         "snapshot_undo_timeout",
         default=60.0,
         min=0.0,

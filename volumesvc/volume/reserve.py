@@ -30,12 +30,13 @@ def backoff(interval, attempt, rand=random.uniform):
     return interval * min(2 ** attempt, _BACKOFF_CAP) * rand(0.75, 1.25)
 
 
-def _retryable(cinder, context, volume_id) -> bool:
+def retryable(cinder, context, volume_id, statuses=RETRYABLE_STATUSES) -> bool:
+    """Whether a refusal about ``volume_id`` is one of timing: multiattach, in ``statuses``."""
     try:
         volume = cinder.get(context, volume_id)
     except exception.VolumesvcException:
         return False
-    return bool(volume.get("multiattach")) and volume.get("status") in RETRYABLE_STATUSES
+    return bool(volume.get("multiattach")) and volume.get("status") in statuses
 
 
 def attachment_create(conf, cinder, context, volume_id, instance_uuid, *, sleep=time.sleep):
@@ -52,7 +53,7 @@ def attachment_create(conf, cinder, context, volume_id, instance_uuid, *, sleep=
         try:
             return cinder.attachment_create(context, volume_id, instance_uuid)
         except exception.Invalid as exc:
-            if attempt >= retries or not _retryable(cinder, context, volume_id):
+            if attempt >= retries or not retryable(cinder, context, volume_id):
                 raise
             delay = backoff(interval, attempt)
             LOG.info("Cinder refused to reserve multiattach volume %s for %s (%s); "

@@ -7,8 +7,12 @@ makes visible. Two servers share the volume on ``host-a`` and a third
 on ``host-b``.
 """
 
+import functools
+import time
+
 import pytest
 
+from tests.fixtures.together import run_together
 from tests.functional.stack import Stack
 from volumesvc.objects import block_device as bdm_obj
 
@@ -145,3 +149,67 @@ def test_delete_on_termination_leaves_the_volume_to_the_others_until_the_last(sh
                what="the volume deleted with its last server")
     assert connectors["host-a"].of(volume_id) == ["disconnect"]
     assert bdm_obj.list_by_volume(stack.db, stack.admin_context(), volume_id) == []
+
+
+def _shared_by(tmp_path, servers, timeout):
+    """A multiattach volume attached to ``servers`` servers on two hosts.
+
+    Cinder's attachment delete is slowed down so that a detach holds the
+    volume ``detaching`` long enough for the others sent with it to meet
+    the refusal for certain (a real backend's terminate_connection).
+    """
+    stack = Stack(tmp_path, hosts=("host-a", "host-b"), conf_overrides={
+        ("cinder", "begin_detaching_timeout"): timeout,
+        ("cinder", "attachment_reserve_interval"): 0.05})
+    stack.cinder.create_volume_type("multi", {"multiattach": "<is> True"})
+    uuids = stack.boot_active(servers)
+    volume_id = stack.cinder.create(stack.context(), 1, "shared", "",
+                                    volume_type="multi")["id"]
+    for uuid in uuids:
+        stack.attach_volume(uuid, volume_id, version="2.79")
+    _wait_attachments(stack, volume_id, servers)
+    delete = stack.cinder.attachment_delete
+
+    def slow_delete(*args, **kwargs):
+        time.sleep(0.3)
+        return delete(*args, **kwargs)
+
+    stack.cinder.attachment_delete = slow_delete
+    return stack, uuids, volume_id
+
+
+def _detach_together(stack, servers, volume_id):
+    """DELETE the volume from every server at once; the status codes in server order."""
+    def detach(client, server_id):
+        return client.delete(f"/v2.1/servers/{server_id}/os-volume_attachments/{volume_id}",
+                             headers={"X-Auth-Token": TOKEN,
+                                      "OpenStack-API-Version": "compute 2.101"}).status_code
+
+    return run_together([functools.partial(detach, stack.app.test_client(), server_id)
+                         for server_id in servers])
+
+
+@pytest.mark.parametrize("servers", [2, 5])
+def test_detaches_of_one_multiattach_volume_sent_together_all_succeed(tmp_path, servers):
+    stack, uuids, volume_id = _shared_by(tmp_path, servers, timeout=30.0)
+    try:
+        assert _detach_together(stack, uuids, volume_id) == [202] * servers
+        # Each one waited for the detach before it: Cinder refused them meanwhile.
+        begun = [args for name, args in stack.cinder.calls if name == "begin_detaching"]
+        assert len(begun) > servers
+        _wait_attachments(stack, volume_id, 0)
+        stack.wait(lambda: bdm_obj.list_by_volume(
+            stack.db, stack.admin_context(), volume_id) == [], what="every BDM gone")
+    finally:
+        stack.stop()
+
+
+def test_without_the_wait_the_detaches_after_the_first_are_refused(tmp_path):
+    """As Nova (``[cinder] begin_detaching_timeout = 0``): Cinder's 400 goes to the client."""
+    stack, uuids, volume_id = _shared_by(tmp_path, 3, timeout=0)
+    try:
+        codes = _detach_together(stack, uuids, volume_id)
+        assert sorted(codes) == [202, 400, 400]
+        _wait_attachments(stack, volume_id, 2)
+    finally:
+        stack.stop()

@@ -9,12 +9,14 @@ to exactly one, the other refused (400 at 2.100, an Error event at 2.101),
 with nothing left ``reserved`` and no BDM without a Cinder attachment.
 """
 
+import functools
 import json
 import threading
 import time
 
 import pytest
 
+from tests.fixtures.together import run_together
 from tests.functional.stack import Stack
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
@@ -39,24 +41,15 @@ def race(tmp_path):
 
 def _attach_together(stack, servers, volume_id, version):
     """POST the attach for every server at once; [(status, body)] in server order."""
-    barrier = threading.Barrier(len(servers))
-    results = [None] * len(servers)
-
-    def attach(index, server_id):
-        client = stack.app.test_client()
-        barrier.wait()
+    def attach(client, server_id):
         resp = client.post(
             f"/v2.1/servers/{server_id}/os-volume_attachments",
             json={"volumeAttachment": {"volumeId": volume_id}},
             headers={"X-Auth-Token": TOKEN, "OpenStack-API-Version": f"compute {version}"})
-        results[index] = (resp.status_code, json.loads(resp.data) if resp.data else None)
+        return resp.status_code, json.loads(resp.data) if resp.data else None
 
-    threads = [threading.Thread(target=attach, args=(i, s)) for i, s in enumerate(servers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    return results
+    return run_together([functools.partial(attach, stack.app.test_client(), server_id)
+                         for server_id in servers])
 
 
 def _refusals(stack, volume_id):

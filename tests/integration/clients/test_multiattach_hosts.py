@@ -5,16 +5,20 @@ switched off (``--compute-driver <host>-2=libvirt,-supports_multiattach``).
 One multiattach volume goes to two servers on the capable host and is read
 back from both live domains as a shareable disk with the volume id as
 serial; Cinder shows two attachments and ``in-use``; detaching one keeps
-the other's attachment, detaching both makes it ``available``. A server
-on the other host is refused the volume with 409 before anything is
-reserved, and a boot with a multiattach root never lands there.
+the other's attachment, detaching both makes it ``available``. Two and
+five detaches of one volume sent together all succeed (Cinder begins one
+detach of a volume at a time; the API waits its turn). A server on the
+other host is refused the volume with 409 before anything is reserved,
+and a boot with a multiattach root never lands there.
 """
 
+import functools
 import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
 
+from tests.fixtures.together import run_together
 from tests.integration.clients.helpers import (
     cinder_client,
     compute_http,
@@ -86,6 +90,15 @@ def _shared_disk(aio, server_id, volume_id):
     return None
 
 
+def _attach_each(aio, server_ids, volume_id):
+    """Attach the volume to each server in turn (2.60: answered once it is attached)."""
+    for server_id in server_ids:
+        status, body, _ = compute_http(
+            aio, "POST", f"/servers/{server_id}/os-volume_attachments",
+            {"volumeAttachment": {"volumeId": volume_id}}, version="2.60")
+        assert status == 200, body
+
+
 @pytest.fixture(scope="module")
 def servers(aio2, cinder):
     """(two servers on the capable host, one on the other host)."""
@@ -110,11 +123,7 @@ def test_one_volume_on_two_servers_then_detached_one_by_one(aio2, cinder, server
     volume = cinder.volumes.create(1, name=unique("shared"), volume_type=MULTI_TYPE)
     try:
         wait_volume(cinder, volume.id, "available")
-        for server_id in capable:
-            status, body, _ = compute_http(
-                aio2, "POST", f"/servers/{server_id}/os-volume_attachments",
-                {"volumeAttachment": {"volumeId": volume.id}}, version="2.60")
-            assert status == 200, body
+        _attach_each(aio2, capable, volume.id)
         wait_until(lambda: len(cinder.volumes.get(volume.id).attachments) == 2
                    and cinder.volumes.get(volume.id).status == "in-use", "two attachments")
         for server_id in capable:
@@ -155,5 +164,46 @@ def test_attach_to_the_incapable_host_is_a_409_up_front(aio2, cinder, servers, v
         assert "supports_multiattach is off" in body["conflictingRequest"]["message"]
         shown = cinder.volumes.get(volume.id)
         assert (shown.status, shown.attachments) == ("available", [])
+    finally:
+        delete_volume_quietly(cinder, volume.id)
+
+
+@pytest.fixture(scope="module")
+def five(aio2, servers):
+    """Five servers on the capable host: the module's two and three more."""
+    capable, _plain = servers
+    created = []
+    more = [_boot(aio2, "multi", _blank_root(MULTI_TYPE), created) for _ in range(3)]
+    yield [*capable, *more]
+    for server_id in created:
+        compute_http(aio2, "DELETE", f"/servers/{server_id}")
+
+
+def _detach_together(aio, server_ids, volume_id):
+    """DELETE the volume from every server at once (2.101); the status codes in order."""
+    answers = run_together([functools.partial(
+        compute_http, aio, "DELETE", f"/servers/{server_id}/os-volume_attachments/{volume_id}",
+        version="2.101") for server_id in server_ids], timeout=180)
+    return [a[0] if isinstance(a, tuple) else a for a in answers]
+
+
+@pytest.mark.parametrize("count", [2, 5])
+def test_detaches_of_one_volume_sent_together_all_succeed(aio2, cinder, five, count):
+    server_ids = five[:count]
+    volume = cinder.volumes.create(1, name=unique("shared"), volume_type=MULTI_TYPE)
+    try:
+        wait_volume(cinder, volume.id, "available")
+        _attach_each(aio2, server_ids, volume.id)
+        wait_until(lambda: len(cinder.volumes.get(volume.id).attachments) == count,
+                   f"{count} attachments")
+
+        assert _detach_together(aio2, server_ids, volume.id) == [202] * count
+        wait_volume(cinder, volume.id, "available", timeout=180)
+        assert cinder.volumes.get(volume.id).attachments == []
+        for server_id in server_ids:
+            assert _shared_disk(aio2, server_id, volume.id) is None
+            _, body, _ = compute_http(aio2, "GET",
+                                      f"/servers/{server_id}/os-volume_attachments")
+            assert volume.id not in [a["volumeId"] for a in body["volumeAttachments"]]
     finally:
         delete_volume_quietly(cinder, volume.id)

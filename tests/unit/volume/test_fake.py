@@ -6,15 +6,9 @@ import pytest
 
 from tests.fixtures.cinder import FakeCinder
 from volumesvc import exception
-from volumesvc.context import RequestContext
 from volumesvc.volume.cinder import CinderAPI
 
 CONNECTOR = {"host": "h1", "platform": "x86_64", "os_type": "linux", "multipath": False}
-
-
-@pytest.fixture
-def ctx():
-    return RequestContext(user_id="u", project_id="p")
 
 
 @pytest.fixture

@@ -8,33 +8,10 @@ attach finish (or not) between two tries, without waiting.
 
 import pytest
 
-from tests.fixtures.cinder import FakeCinder
 from volumesvc import exception
-from volumesvc.conf import get_conf
-from volumesvc.context import RequestContext
 from volumesvc.volume import reserve
 
 CONNECTOR = {"host": "h1", "platform": "x86_64", "os_type": "linux", "multipath": False}
-
-
-@pytest.fixture
-def ctx():
-    return RequestContext(user_id="u", project_id="p")
-
-
-@pytest.fixture
-def conf():
-    conf = get_conf(default_config_files=[])
-    conf.set_override("attachment_reserve_retries", 3, group="cinder")
-    conf.set_override("attachment_reserve_interval", 0.5, group="cinder")
-    return conf
-
-
-@pytest.fixture
-def cinder():
-    fake = FakeCinder()
-    fake.create_volume_type("multi", {"multiattach": "<is> True"})
-    return fake
 
 
 def _busy(cinder, ctx, multiattach=True):

@@ -26,6 +26,7 @@ from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import volume_request as request_obj
 from volumesvc.states import attach_states, task_states, vm_states
+from volumesvc.volume import detaching
 
 LOG = logging.getLogger(__name__)
 
@@ -327,7 +328,9 @@ def delete_volume_attachment(req, server_id, volume_id):
 
     Checks in order: server 404, policy, shelved below 2.20 409, volume 404,
     attachment 404, root disk 400, lock/state 409, compute host down 409,
-    Cinder ``os-begin_detaching`` 400 (not for a shelved-offloaded server);
+    Cinder ``os-begin_detaching`` 400 (not for a shelved-offloaded server;
+    for a multiattach volume only once ``[cinder] begin_detaching_timeout``
+    has passed, volume/detaching.py);
     then the ``detach_volume`` action and the conductor cast.
 
     From 2.106 a failed attach (no live attachment of the volume) is only
@@ -350,7 +353,8 @@ def delete_volume_attachment(req, server_id, volume_id):
     # no connector), which Cinder refuses to begin detaching.
     offloaded = instance.vm_state == vm_states.SHELVED_OFFLOADED
     if not offloaded:
-        deps.cinder.begin_detaching(ctx, volume_id)
+        # Another server's detach of a multiattach volume is waited for.
+        detaching.begin_detaching(req.conf, deps.cinder, ctx, volume_id)
     marked = _mark_detaching(req, instance, bdm, offloaded)
     request_uuid = None
     try:
