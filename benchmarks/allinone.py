@@ -6,9 +6,18 @@ scripts use its port and polling helpers. Importing them only through here
 keeps the benchmarks to one line to change when the all-in-one moves.
 """
 
-from volumesvc_aio import ProcessGroup, config, free_port, priority, rabbit, system, wait_for
+from volumesvc_aio import (
+    ProcessGroup,
+    config,
+    free_port,
+    guest_image,
+    priority,
+    rabbit,
+    system,
+    wait_for,
+)
 from volumesvc_aio.cinder import CinderHarness
 from volumesvc_aio.glance import GlanceHarness
 
 __all__ = ["CinderHarness", "GlanceHarness", "ProcessGroup", "config", "free_port",
-           "priority", "rabbit", "system", "wait_for"]
+           "guest_image", "priority", "rabbit", "system", "wait_for"]

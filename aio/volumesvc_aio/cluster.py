@@ -176,7 +176,7 @@ class Cluster:
         self._start_image_and_volume(transport_url, fresh, ready_timeout)
         self._start_volumesvc(transport_url, ready_timeout)
         self.log("uploading the starter image")
-        aio_config.ensure_image(self.glance.url, self.state_dir)
+        aio_config.ensure_image(self.glance.url, self.state_dir, log=self.log)
         return self
 
     def _start_databases(self, fresh):

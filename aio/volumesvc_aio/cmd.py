@@ -228,7 +228,8 @@ class AllInOne:
                                   children=self.children)
         self._log("uploading the starter image")
         token = self.keystone.token() if self.keystone is not None else None
-        image_id = aio_config.ensure_image(image.url, self.state_dir, token=token)
+        image_id = aio_config.ensure_image(image.url, self.state_dir, token=token,
+                                           log=self._log)
         return api_url, volume.url, image.url, conf_path, image_id
 
     def _start_storage(self, fresh):

@@ -48,8 +48,8 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
         # libvirt daemon, where both would otherwise name a first server
         # instance-00000001 (named after the API port, like the vhosts).
         instance_name_template = aio{api_port}-instance-%08x
-        # The domains run no guest OS (guest_memory_cap_mb below): place by
-        # flavor as if the host were far larger than it is.
+        # Every guest gets at most guest_memory_cap_mb (below) whatever its
+        # flavor says: place by flavor as if the host were far larger than it is.
         cpu_allocation_ratio = 1000.0
         ram_allocation_ratio = 1000.0
 
@@ -65,7 +65,8 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
         [libvirt]
         connection_uri = qemu:///embed?root={state_dir}/libvirt
         virt_type = qemu
-        guest_memory_cap_mb = 64
+        # The starter image's guest boots in 96 MiB (doc/source/admin/guest-image.rst).
+        guest_memory_cap_mb = 128
 
         [cinder]
         auth_strategy = noauth
@@ -229,39 +230,55 @@ def compute_is_up(conf_path, host):
 
 
 STARTER_IMAGE_NAME = "volumesvc-tiny-raw"
-STARTER_IMAGE_BYTES = 1 << 20
 
 
-def ensure_image(glance_url, state_dir, owner="admin", token=None, name=STARTER_IMAGE_NAME):
-    """Upload one small public raw image so image-backed boot works out of the box.
+def ensure_image(glance_url, state_dir, owner="admin", token=None, name=STARTER_IMAGE_NAME,
+                 log=None):
+    """Upload the guest image as a public raw image, so boots work out of the box.
 
-    Idempotent: an active image of the same name is reused across restarts.
+    The image is the project's own Linux guest (guest_image.py; its console
+    says what it sees of its disks, doc/source/admin/guest-image.rst), built
+    on first use and cached. Idempotent: an active image of that name with
+    the same content is reused across restarts. One with other content (a
+    build from older packages or scripts) is renamed ``<name>-<its id's
+    first 8 characters>``, keeping what was made from it, and the current
+    build is uploaded under ``name``.
     ``token``: an admin's keystone token when Glance validates tokens.
     ``name``: another name makes another image of the same bytes (tempest's
     second image).
     Returns the image id.
     """
+    import hashlib
     import json
     import urllib.request
 
-    def request(method, path, body=None, content_type="application/json"):
+    from volumesvc_aio import guest_image
+
+    def request(method, path, body=None, content_type="application/json", timeout=30):
         headers = {"Content-Type": content_type}
         if token:
             headers["X-Auth-Token"] = token
         req = urllib.request.Request(glance_url + path, data=body, method=method,
                                      headers=headers)
-        with urllib.request.urlopen(req, timeout=30) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             data = resp.read()
             return json.loads(data) if data else None
 
-    found = request("GET", f"/v2/images?name={name}")["images"]
-    for image in found:
-        if image["status"] == "active":
+    with open(guest_image.ensure_image(log=log), "rb") as f:
+        data = f.read()
+    # Glance's default hashing algorithm (os_hash_algo) is SHA-512.
+    digest = hashlib.sha512(data).hexdigest()
+    for image in request("GET", f"/v2/images?name={name}")["images"]:
+        if image["status"] != "active":
+            continue
+        if image.get("os_hash_value") == digest:
             return image["id"]
+        request("PATCH", f"/v2/images/{image['id']}", json.dumps([
+            {"op": "replace", "path": "/name", "value": f"{name}-{image['id'][:8]}"}]).encode(),
+            content_type="application/openstack-images-v2.1-json-patch")
     image = request("POST", "/v2/images", json.dumps({
         "name": name, "disk_format": "raw", "container_format": "bare",
         "visibility": "public", "owner": owner, "min_disk": 1}).encode())
-    # A raw disk of zeros: no guest OS is needed, QEMU only has to open it.
-    request("PUT", f"/v2/images/{image['id']}/file", b"\0" * STARTER_IMAGE_BYTES,
-            content_type="application/octet-stream")
+    request("PUT", f"/v2/images/{image['id']}/file", data,
+            content_type="application/octet-stream", timeout=300)
     return image["id"]

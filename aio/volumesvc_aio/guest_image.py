@@ -353,6 +353,21 @@ def write_disk(image, files):
         f.write(mbr(boot_code, PARTITION_START, sectors, 0x0E))
 
 
+def qemu_argv(image, console_log, *, memory_mb=256, devices=()):
+    """A plain QEMU command that boots ``image`` as the compute's guests boot.
+
+    The image is the first disk on a virtio-scsi controller (``scsi0``), as
+    volumes are; ``snapshot=on`` leaves the shared cached image as built.
+    Software emulation on a q35 machine, no network, the console in
+    ``console_log``. ``devices``: more QEMU arguments (disks on ``scsi0.0``).
+    """
+    return ["qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", str(memory_mb),
+            "-nographic", "-serial", f"file:{console_log}", "-monitor", "none",
+            "-nic", "none", "-device", "virtio-scsi-pci,id=scsi0",
+            "-drive", f"file={image},format=raw,if=none,id=root,snapshot=on",
+            "-device", "scsi-hd,drive=root,bus=scsi0.0,bootindex=1", *devices]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache-dir", default=None,

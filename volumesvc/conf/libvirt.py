@@ -143,10 +143,10 @@ Related options:
         deprecated_name="domain_memory_mb",
         help="""
 Most MiB of memory a domain gets; ``0`` (the default) gives each domain its
-flavor's ``ram``. For software-emulated test hosts whose domains run no guest
-OS (the all-in-one sets 64), so a flavor of several GiB does not make QEMU
-reserve that much. The scheduler still counts the flavor's ``ram`` (see
-``[DEFAULT] ram_allocation_ratio``).
+flavor's ``ram``. For software-emulated test hosts whose guests need little
+(the all-in-one sets 128, what its starter image needs), so a flavor of
+several GiB does not make QEMU reserve that much. The scheduler still counts
+the flavor's ``ram`` (see ``[DEFAULT] ram_allocation_ratio``).
 
 Replaces ``domain_memory_mb``, which gave every domain that fixed size.
 """),

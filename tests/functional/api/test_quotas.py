@@ -44,7 +44,7 @@ def test_limits_keys_per_window_and_usage(stack):
     assert (old["maxTotalInstances"], old["maxTotalCores"], old["maxTotalRAMSize"]) == (
         10, 20, 51200)
     assert (old["totalInstancesUsed"], old["totalCoresUsed"], old["totalRAMUsed"]) == (
-        1, 1, 64)
+        1, 1, 128)
     at_2_36 = _absolute(stack, "2.36")
     assert "maxTotalFloatingIps" not in at_2_36 and "maxImageMeta" in at_2_36
     assert "maxImageMeta" not in _absolute(stack, "2.39")
@@ -120,10 +120,10 @@ def test_boot_past_the_instances_quota_is_403_and_max_count_is_lowered(stack):
     status, fault, _ = _boot(stack)
     assert status == 403 and fault["forbidden"]["message"] == (
         "Quota exceeded for instances: Requested 1, but already used 3 of 3 instances")
-    _set(stack, "qp", instances=10, ram=64 * 4)
+    _set(stack, "qp", instances=10, ram=128 * 4)
     status, fault, _ = _boot(stack, min_count=2)
     assert status == 403 and fault["forbidden"]["message"] == (
-        "Quota exceeded for ram: Requested 128, but already used 192 of 256 ram")
+        "Quota exceeded for ram: Requested 256, but already used 384 of 512 ram")
 
 
 def test_concurrent_boots_never_pass_the_quota(stack):

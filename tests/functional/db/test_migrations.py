@@ -171,6 +171,20 @@ class MigrationHooks:
             assert inspector.get_foreign_keys(f"shadow_{name}") == [], name
             assert inspector.get_unique_constraints(f"shadow_{name}") == [], name
 
+    def _pre_upgrade_6d2f8b3e1c57(self, connection):
+        """An operator's own flavor of 64 MiB next to m1.nano: only m1.nano grows."""
+        connection.execute(sa.text(
+            "INSERT INTO flavors (flavorid, name, memory_mb, vcpus, root_gb, ephemeral_gb, "
+            "swap, rxtx_factor, is_public, disabled, extra_specs) "
+            "VALUES ('own', 'own.nano', 64, 1, 1, 0, 0, 1.0, :t, :f, '{}')"),
+            {"t": True, "f": False})
+
+    def _check_6d2f8b3e1c57(self, connection, data):
+        rows = dict(connection.execute(sa.text(
+            "SELECT flavorid, memory_mb FROM flavors WHERE flavorid IN ('42', 'own')")).all())
+        assert rows == {"42": 128, "own": 64}
+        connection.execute(sa.text("DELETE FROM flavors WHERE flavorid = 'own'"))
+
 
 @pytest.mark.parametrize("backend", conftest.BACKEND_PARAMS)
 def test_walk_versions(backend, tmp_path):

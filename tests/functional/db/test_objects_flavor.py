@@ -8,10 +8,10 @@ from volumesvc.objects import flavor
 
 def test_default_flavors(db, ctx):
     nano = flavor.get_by_flavorid(db, ctx, "42")
-    assert (nano.name, nano.memory_mb, nano.vcpus, nano.root_gb) == ("m1.nano", 64, 1, 1)
+    assert (nano.name, nano.memory_mb, nano.vcpus, nano.root_gb) == ("m1.nano", 128, 1, 1)
     assert flavor.get_by_id(db, ctx, nano.id) == nano
     assert nano.instance_copy() == {"flavorid": "42", "name": "m1.nano", "vcpus": 1,
-                                    "memory_mb": 64, "root_gb": 1, "ephemeral_gb": 0,
+                                    "memory_mb": 128, "root_gb": 1, "ephemeral_gb": 0,
                                     "swap": 0, "extra_specs": {}}
     with pytest.raises(exception.FlavorNotFound):
         flavor.get_by_flavorid(db, ctx, "nope")

@@ -109,19 +109,13 @@ def guest(tmp_path, image, config_drive):
     with open(volume, "wb") as f:
         f.truncate(48 * MIB)
     log, qmp_path = tmp_path / "console.log", str(tmp_path / "qmp.sock")
-    argv = [
-        "qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", "256",
-        "-nographic", "-serial", f"file:{log}", "-monitor", "none", "-nic", "none",
+    argv = guest_image.qemu_argv(image, log, devices=[
         "-qmp", f"unix:{qmp_path},server=on,wait=off",
-        "-device", "virtio-scsi-pci,id=scsi0",
-        # snapshot=on: the cached image is shared and stays as built.
-        "-drive", f"file={image},format=raw,if=none,id=root,snapshot=on",
-        "-device", "scsi-hd,drive=root,bus=scsi0.0,bootindex=1",
         "-drive", f"file={volume},format=raw,if=none,id=vol",
         "-device", f"scsi-hd,drive=vol,bus=scsi0.0,serial={VOLUME_ID}",
         "-drive", f"file={config_drive},format=raw,if=none,id=cfg,media=cdrom,readonly=on",
         "-device", "scsi-cd,drive=cfg,bus=scsi0.0",
-    ]
+    ])
     started = time.monotonic()
     qemu = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=open(tmp_path / "qemu.err", "wb"))
@@ -188,13 +182,8 @@ def test_guest_boots_runs_user_data_and_reports_its_disks(guest, image, tmp_path
 
 def test_guest_without_config_drive_says_so_and_is_ready(image, tmp_path):
     log = tmp_path / "console.log"
-    qemu = subprocess.Popen(
-        ["qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", "256",
-         "-nographic", "-serial", f"file:{log}", "-monitor", "none", "-nic", "none",
-         "-device", "virtio-scsi-pci,id=scsi0",
-         "-drive", f"file={image},format=raw,if=none,id=root,snapshot=on",
-         "-device", "scsi-hd,drive=root,bus=scsi0.0,bootindex=1"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    qemu = subprocess.Popen(guest_image.qemu_argv(image, log), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
         while not os.path.exists(log):
