@@ -2,8 +2,9 @@
 
 What the all-in-one's servers run, without the all-in-one: the image as a
 virtio-scsi disk on a q35 machine under software emulation with 256 MiB, a
-second virtio-scsi disk whose serial is a volume id, and a config drive
-(ISO 9660, label ``config-2``) whose user_data prints a marker. Everything
+second virtio-scsi disk whose serial is a volume id, a read-only virtio-blk
+disk, and a config drive (ISO 9660 on a CD-ROM or vfat on a disk, label
+``config-2``) whose user_data prints a marker. Everything
 asserted is read from the serial console, as a user reads it through
 ``os-getConsoleOutput`` (doc/source/admin/guest-image.rst). The disk
 watcher's attach, extend and detach lines are provoked through QEMU's
@@ -25,6 +26,7 @@ from volumesvc_aio import guest_image
 BOOT_TIMEOUT = 180  # two shared cores under load; a quiet machine needs ~5 s
 VOLUME_ID = str(uuid.uuid4())
 HOTPLUG_ID = str(uuid.uuid4())
+BLK_ID = str(uuid.uuid4())  # a read-only virtio-blk disk
 MIB = 1 << 20
 
 
@@ -67,6 +69,8 @@ class Console:
         self.qemu = qemu
 
     def text(self):
+        if not os.path.exists(self.path):  # QEMU has not opened it yet
+            return ""
         with open(self.path, "rb") as f:
             return f.read().decode(errors="replace").replace("\r", "")
 
@@ -93,6 +97,7 @@ def config_drive(tmp_path):
         "#!/bin/sh\n"
         "echo \"MARKER user_data ran as uid $(id -u)\"\n"
         f"echo \"MARKER volume at $(vsdisk {VOLUME_ID})\"\n"
+        f"echo \"MARKER blk at $(vsdisk {BLK_ID})\"\n"
         "exit 7\n")
     (tree / "meta_data.json").write_text(json.dumps({"uuid": str(uuid.uuid4())}))
     iso = tmp_path / "config.iso"
@@ -108,6 +113,9 @@ def guest(tmp_path, image, config_drive):
     volume = tmp_path / "volume.raw"
     with open(volume, "wb") as f:
         f.truncate(48 * MIB)
+    blk = tmp_path / "blk.raw"
+    with open(blk, "wb") as f:
+        f.truncate(16 * MIB)
     log, qmp_path = tmp_path / "console.log", str(tmp_path / "qmp.sock")
     argv = guest_image.qemu_argv(image, log, devices=[
         "-qmp", f"unix:{qmp_path},server=on,wait=off",
@@ -115,6 +123,8 @@ def guest(tmp_path, image, config_drive):
         "-device", f"scsi-hd,drive=vol,bus=scsi0.0,serial={VOLUME_ID}",
         "-drive", f"file={config_drive},format=raw,if=none,id=cfg,media=cdrom,readonly=on",
         "-device", "scsi-cd,drive=cfg,bus=scsi0.0",
+        "-drive", f"file={blk},format=raw,if=none,id=blk,readonly=on",
+        "-device", f"virtio-blk-pci,drive=blk,serial={BLK_ID}",
     ])
     started = time.monotonic()
     qemu = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -123,7 +133,7 @@ def guest(tmp_path, image, config_drive):
     qmp = None
     try:
         deadline = time.monotonic() + 30
-        while not os.path.exists(qmp_path) or not os.path.exists(log):
+        while not os.path.exists(qmp_path):
             assert qemu.poll() is None and time.monotonic() < deadline, \
                 (tmp_path / "qemu.err").read_text()
             time.sleep(0.1)
@@ -155,6 +165,9 @@ def test_guest_boots_runs_user_data_and_reports_its_disks(guest, image, tmp_path
     text = console.text()
     assert "MARKER user_data ran as uid 0\n" in text
     assert "MARKER volume at /dev/sdb\n" in text
+    # virtio-blk keeps 20 characters of a serial; the full id still finds it.
+    assert f"VSGUEST disk name=vda serial={BLK_ID[:20]} size={16 * MIB // 512} ro=1" in lines
+    assert "MARKER blk at /dev/vda\n" in text
     # The guest's scripts ran without a shell error.
     assert not re.search(r"can't|cannot|not found|No such file", text), text
 
@@ -185,16 +198,37 @@ def test_guest_without_config_drive_says_so_and_is_ready(image, tmp_path):
     qemu = subprocess.Popen(guest_image.qemu_argv(image, log), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(log):
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
         console = Console(log, qemu)
         console.wait_for("VSGUEST ready")
         lines = console.lines()
         assert lines.index("VSGUEST config-drive found=0") < lines.index("VSGUEST ready")
         time.sleep(2)
         assert not [line for line in console.lines() if "user-data" in line]
+    finally:
+        qemu.kill()
+        qemu.wait(timeout=30)
+
+
+def test_guest_finds_a_vfat_config_drive_on_a_disk(image, tmp_path):
+    """Nova's other config drive format: vfat, label config-2, on a disk."""
+    drive = tmp_path / "config.vfat"
+    subprocess.run(["mkfs.vfat", "-n", "config-2", "-C", str(drive), "2048"],
+                   check=True, capture_output=True, timeout=60)
+    user_data = tmp_path / "user_data"
+    user_data.write_text("#!/bin/sh\necho MARKER from vfat\n")
+    for argv in (["mmd", "-i", str(drive), "::openstack", "::openstack/latest"],
+                 ["mcopy", "-i", str(drive), str(user_data), "::openstack/latest/user_data"]):
+        subprocess.run(argv, check=True, capture_output=True, timeout=60)
+    log = tmp_path / "console.log"
+    qemu = subprocess.Popen(guest_image.qemu_argv(image, log, devices=[
+        "-drive", f"file={drive},format=raw,if=none,id=cfg,readonly=on",
+        "-device", "scsi-hd,drive=cfg,bus=scsi0.0"]),
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        console = Console(log, qemu)
+        console.wait_for("VSGUEST user-data rc=0")
+        assert "VSGUEST config-drive found=1" in console.lines()
+        assert "MARKER from vfat\n" in console.text()
     finally:
         qemu.kill()
         qemu.wait(timeout=30)
