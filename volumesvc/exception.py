@@ -381,6 +381,22 @@ class SwapVolumeComputeTooOld(Conflict):
                "volumes (service version %(version)s, swap needs %(minimum)s).")
 
 
+class ReadOnlyVolumeAttachedReadWrite(Invalid):
+    msg_fmt = ("Volume %(volume_id)s is read-only (Cinder's readonly flag): it can only be "
+               "attached with read_only true.")
+
+
+class ReadOnlyAttachNotSupportedByCinder(Conflict):
+    msg_fmt = ("Cinder cannot make read-only attachments: its volume API goes up to "
+               "%(version)s and an attachment's mode needs %(minimum)s.")
+
+
+class ReadOnlyAttachComputeTooOld(Conflict):
+    msg_fmt = ("The compute %(host)s of instance %(instance_uuid)s is too old to give a "
+               "volume read-only (service version %(version)s, read_only needs "
+               "%(minimum)s).")
+
+
 class SwapVolumeInvalid(Invalid):
     msg_fmt = "Invalid volume for swap: %(reason)s"
 

@@ -59,6 +59,12 @@ SERVICE_VERSION_HISTORY = (
     # 13: computes serve their guests' serial console log (get_console_output,
     #     compute RPC 1.12), which the API calls for os-getConsoleOutput.
     {"compute_rpc": "1.12", "conductor_rpc": "1.11"},
+    # 14: read-only attachments (API 2.108): conductors create the Cinder
+    #     attachment with mode ``ro`` and keep ``read_only`` on the BDM
+    #     (conductor RPC 1.12); computes give the guest a read-only disk for
+    #     a read-only BDM or attachment whatever Cinder's access_mode says,
+    #     and ask for ``ro`` again for every new attachment of such a BDM.
+    {"compute_rpc": "1.12", "conductor_rpc": "1.12"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
@@ -89,5 +95,9 @@ MIN_COMPUTE_RECOVERED_REQUESTS = 12
 # Minimum compute service version that serves a guest's console output; the
 # API answers os-getConsoleOutput for a server on an older compute with 409.
 MIN_COMPUTE_CONSOLE_OUTPUT = 13
+# Minimum compute service version that makes a read-only attachment a
+# read-only disk (API 2.108); the API refuses ``read_only`` on an older
+# compute with 409.
+MIN_COMPUTE_READ_ONLY_ATTACH = 14
 
 RELEASE = "0.1.0"

@@ -71,6 +71,7 @@ CONDUCTOR_QUESTIONS = {
     "can_swap_volume": conductor_rpcapi.SWAP_VERSION,
     "can_rebuild": conductor_rpcapi.REBUILD_VERSION,
     "can_track_volume_requests": conductor_rpcapi.VOLUME_REQUESTS_VERSION,
+    "can_attach_read_only": conductor_rpcapi.READ_ONLY_VERSION,
 }
 COMPUTE_QUESTIONS = {
     "can_send_events": compute_rpcapi.EVENTS_VERSION,

@@ -98,6 +98,9 @@ DOMAIN_MAP = {
     exception.SwapVolumeNotMigrating: (409, ATTACHMENT_CONFLICT),
     exception.SwapVolumeInvalid: (400, ATTACHMENT_INVALID),
     exception.SwapVolumeComputeTooOld: (409, ATTACHMENT_CONFLICT),
+    exception.ReadOnlyVolumeAttachedReadWrite: (400, ATTACHMENT_INVALID),
+    exception.ReadOnlyAttachNotSupportedByCinder: (409, ATTACHMENT_CONFLICT),
+    exception.ReadOnlyAttachComputeTooOld: (409, ATTACHMENT_CONFLICT),
     exception.ComputeHostDown: (409, ATTACHMENT_CONFLICT),
     exception.ConductorTooOld: (503, CONDUCTOR_TOO_OLD),
 }

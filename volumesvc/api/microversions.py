@@ -141,6 +141,8 @@ VERSIONS = (
     ("2.107", "V2_107_IDEMPOTENT_ATTACH", "Attaching a volume already attached to the server "
                                           "with the same device and tag answers 202 with that "
                                           "attachment (volumesvc)."),
+    ("2.108", "V2_108_READ_ONLY_ATTACH", "read_only on volume attach (Cinder's attachment mode "
+                                         "ro) and in volume attachments (volumesvc)."),
 )
 
 # One constant per entry above, same name and value (a unit test checks).
@@ -251,14 +253,16 @@ V2_104_PINNED_AZ_UPDATE = Version(2, 104)
 V2_105_EXTEND_COMPLETION = Version(2, 105)
 V2_106_ATTACHMENT_STATUS = Version(2, 106)
 V2_107_IDEMPOTENT_ATTACH = Version(2, 107)
+V2_108_READ_ONLY_ATTACH = Version(2, 108)
 
 # Versions that are volumesvc's own rather than Nova's. Each must be served:
 # the unit test maps every one to a route versioned at it or to a named test
 # exercising it. 2.105: POST /os-server-external-events completes extends.
 # 2.106: status/fault in GET /servers/{id}/os-volume_attachments[/{volume_id}].
 # 2.107: POST /servers/{id}/os-volume_attachments answers a retried attach.
+# 2.108: read_only in that POST's body and in the attachments it shows.
 OWN_VERSIONS: tuple[Version, ...] = (V2_105_EXTEND_COMPLETION, V2_106_ATTACHMENT_STATUS,
-                                     V2_107_IDEMPOTENT_ATTACH)
+                                     V2_107_IDEMPOTENT_ATTACH, V2_108_READ_ONLY_ATTACH)
 
 # ASCII digits only: ``\d`` would take other scripts' digits, and ``$``
 # a trailing newline (fullmatch below).

@@ -19,6 +19,8 @@ def _gated_features():
         (version.MIN_COMPUTE_LIFECYCLE, "stop, start, shelve and unshelve to"),
         (version.MIN_COMPUTE_ATTACH_STATUS,
          "attach/detach progress (2.106, their attachments show 'attached') on"),
+        (version.MIN_COMPUTE_READ_ONLY_ATTACH,
+         "read-only attachments (2.108) to servers on"),
     )
 
 

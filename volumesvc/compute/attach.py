@@ -140,6 +140,7 @@ class VolumeAttacher:
             info = self.cinder.attachment_update(context, bdm["attachment_id"], connector,
                                                  mountpoint=bdm["device_name"])
             info["serial"] = bdm["volume_id"]
+            virt_bd.keep_read_only(info, bdm)
             if multiattach is None:
                 multiattach = bool(self.cinder.get(context, bdm["volume_id"]).get("multiattach"))
             if multiattach:

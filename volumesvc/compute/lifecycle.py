@@ -33,6 +33,7 @@ from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.states import task_states, vm_states
+from volumesvc.virt import block_device as virt_bd
 from volumesvc.virt import power_state
 
 LOG = logging.getLogger(__name__)
@@ -167,7 +168,8 @@ class Lifecycle:
             try:
                 if settle:
                     self.cinder.attachment_complete(context, old)
-                new = self.cinder.attachment_create(context, bdm["volume_id"], uuid)["id"]
+                new = self.cinder.attachment_create(context, bdm["volume_id"], uuid,
+                                                    mode=virt_bd.attach_mode(bdm))["id"]
                 values = {"attachment_id": new, "connection_info": None}
                 bdm.update(values)
                 self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values=values)

@@ -37,6 +37,7 @@ from volumesvc.compute import events as events_mod
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.states import task_states, vm_states
+from volumesvc.virt import block_device as virt_bd
 from volumesvc.virt import power_state
 
 LOG = logging.getLogger(__name__)
@@ -128,7 +129,8 @@ class Rebuilder:
         """
         old = root.get("attachment_id")
         info = root.get("connection_info")
-        new = self.cinder.attachment_create(context, root["volume_id"], uuid)["id"]
+        new = self.cinder.attachment_create(context, root["volume_id"], uuid,
+                                            mode=virt_bd.attach_mode(root))["id"]
         values = {"attachment_id": new, "connection_info": None}
         root.update(values)
         self.conductor.bdm_update(context, bdm_uuid=root["uuid"], values=values)

@@ -105,6 +105,7 @@ class VolumeSwapper:
                                                      mountpoint=bdm["device_name"])
             # The guest keeps its disk's serial (and the alias made from it).
             new_info["serial"] = virt_bd.volume_id(old_info) or old_volume_id
+            virt_bd.keep_read_only(new_info, bdm)
             self.driver.connect_volume(new_info)
             connected = True
             # The new volume's full size, whatever the old one's: the driver

@@ -61,6 +61,18 @@ class BootVolumes:
         bdm.update(values)
         self.conductor.bdm_update(self.context, bdm_uuid=bdm["uuid"], values=values)
 
+    def _made_read_only(self, bdm, attachment):
+        """``read_only`` for the BDM when Cinder made its attachment ``ro`` on its own.
+
+        A volume with Cinder's read-only flag: os-volume_attachments (2.108)
+        shows it read-only. Only a conductor of RPC 1.12 takes the field.
+        """
+        # TODO(remove at RPC 2.0): every conductor stores read_only.
+        if (attachment.get("attach_mode") != "ro" or bdm.get("read_only")
+                or not self.conductor.can_attach_read_only()):
+            return {}
+        return {"read_only": True}
+
     def create_volumes(self, bdms):
         """Create the blank/image/snapshot volumes (with their volume_type) and wait.
 
@@ -112,13 +124,16 @@ class BootVolumes:
                 continue
             if not bdm.get("attachment_id"):
                 attachment = self.cinder.attachment_create(
-                    self.context, bdm["volume_id"], self.instance["uuid"])
-                self._save(bdm, attachment_id=attachment["id"])
+                    self.context, bdm["volume_id"], self.instance["uuid"],
+                    mode=virt_bd.attach_mode(bdm))
+                self._save(bdm, attachment_id=attachment["id"],
+                           **self._made_read_only(bdm, attachment))
             volume = (self.ready.get(bdm["volume_id"])
                       or self.cinder.get(self.context, bdm["volume_id"]))
             info = self.cinder.attachment_update(
                 self.context, bdm["attachment_id"], connector, mountpoint=device)
             info["serial"] = bdm["volume_id"]
+            virt_bd.keep_read_only(info, bdm)
             if volume.get("multiattach"):
                 info["multiattach"] = True
             self.driver.check_multiattach(info)

@@ -151,18 +151,19 @@ class ConductorManager:
     @messaging.expected_exceptions(*_ATTACH_EXPECTED)
     def attach_volume(self, context, *, instance_uuid, volume_id, device=None, disk_bus=None,
                       device_type=None, tag=None, delete_on_termination=False,
-                      multiattach=None, request_uuid=None):
+                      multiattach=None, request_uuid=None, read_only=False):
         """Called below 2.101 (returns the BDM), cast from 2.101 (result unused).
 
         ``multiattach`` arrives from 1.2 clients; None means ask Cinder.
         ``request_uuid`` (1.11): the API's record of a cast, claimed first.
+        ``read_only`` (1.12): a read-only attachment (API 2.108).
         """
         task = attach_task.AttachTask(
             self._conf, self._db, self._compute, self._cinder, context,
             instance_uuid=instance_uuid, volume_id=volume_id, device=device,
             disk_bus=disk_bus, device_type=device_type, tag=tag,
             delete_on_termination=delete_on_termination, multiattach=multiattach,
-            up_cache=self._up)
+            read_only=read_only, up_cache=self._up)
         if request_uuid is None:
             return task.execute()
         return self._requests.run_cast(context, request_uuid, task.execute)

@@ -42,6 +42,8 @@ manager imports ``VERSION`` so the two can never disagree):
          ``volume_requests`` row for the cast, claimed by the conductor that
          runs it and re-run by another when that one dies or the cast is lost
          (``conductor/volume_requests.py``).
+* 1.12 - attach_volume takes ``read_only`` (API 2.108): the Cinder
+         attachment is created with mode ``ro`` and the BDM keeps it.
 """
 
 import oslo_messaging as messaging
@@ -49,7 +51,7 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.11"
+VERSION = "1.12"
 # The first version of each feature a caller asks about (``can_*``) before it
 # sends: ``[upgrade_levels] conductor`` may pin the client below it while
 # older conductors still run.
@@ -64,6 +66,7 @@ FINISH_EVENT_VERSION = "1.8"
 SWAP_VERSION = "1.9"
 REBUILD_VERSION = "1.10"
 VOLUME_REQUESTS_VERSION = "1.11"
+READ_ONLY_VERSION = "1.12"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -190,9 +193,13 @@ class ConductorAPI:
         # TODO(remove at RPC 2.0): every conductor tracks volume requests.
         return self._client.can_send_version(VOLUME_REQUESTS_VERSION)
 
+    def can_attach_read_only(self):
+        """True when conductors make read-only attachments (1.12; API 2.108: else 503)."""
+        return self._client.can_send_version(READ_ONLY_VERSION)
+
     def attach_volume(self, ctxt, *, instance_uuid, volume_id, device=None, disk_bus=None,
                       device_type=None, tag=None, delete_on_termination=False,
-                      multiattach=None, wait=False, request_uuid=None):
+                      multiattach=None, wait=False, request_uuid=None, read_only=False):
         """Run the attach workflow (``conductor/tasks/attach.py``).
 
         ``wait=False`` (API 2.101+) casts and returns None at once: no API
@@ -202,7 +209,8 @@ class ConductorAPI:
         is the volume's flag as the API read it (None: the conductor asks
         Cinder); passing it saves two Cinder calls per attach.
         ``request_uuid`` (1.11; check ``can_track_volume_requests``): the
-        ``volume_requests`` row of a cast.
+        ``volume_requests`` row of a cast. ``read_only`` (1.12; check
+        ``can_attach_read_only``): Cinder's attachment mode ``ro``.
         """
         kwargs = dict(instance_uuid=instance_uuid, volume_id=volume_id, device=device,
                       disk_bus=disk_bus, device_type=device_type, tag=tag,
@@ -213,6 +221,8 @@ class ConductorAPI:
             version, kwargs["multiattach"] = MULTIATTACH_VERSION, multiattach
         if request_uuid is not None:
             version, kwargs["request_uuid"] = VOLUME_REQUESTS_VERSION, request_uuid
+        if read_only:
+            version, kwargs["read_only"] = READ_ONLY_VERSION, True
         if not wait:
             self._client.prepare(version=version).cast(ctxt, "attach_volume", **kwargs)
             return None

@@ -54,7 +54,7 @@ STARTUP_DELAY = 2.0
 DETACH_EVENT = "conductor_detach_volume"
 # What a stored attach request may hand the task (the API's cast kwargs).
 _ATTACH_PARAMS = ("instance_uuid", "volume_id", "device", "disk_bus", "device_type", "tag",
-                  "delete_on_termination", "multiattach")
+                  "delete_on_termination", "multiattach", "read_only")
 
 
 class VolumeRequests:

@@ -207,6 +207,9 @@ class BlockDeviceMapping(Base, TimestampMixin, SoftDeleteMixin):
     fault_code: Mapped[int | None]
     fault_message: Mapped[str | None] = mapped_column(sa.Text)
     fault_at: Mapped[datetime.datetime | None]
+    # API 2.108: the guest has the volume read-only (the Cinder attachment's
+    # mode is ``ro``); every new attachment for this BDM asks for it again.
+    read_only: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
 
 
 class InstanceAction(Base, TimestampMixin):

@@ -46,6 +46,7 @@ class BlockDeviceMapping(base.DictMixin):
     fault_code: int | None = None
     fault_message: str | None = None
     fault_at: datetime.datetime | None = None
+    read_only: bool = False
     created_at: datetime.datetime | None = None
     updated_at: datetime.datetime | None = None
     deleted_at: datetime.datetime | None = None

@@ -106,5 +106,26 @@ def is_read_only(connection_info):
     return data.get("access_mode") == "ro" or connection_info.get("attach_mode") == "ro"
 
 
+def attach_mode(bdm):
+    """The mode a new Cinder attachment for ``bdm`` asks for: ``ro`` or Cinder's default.
+
+    A read-only BDM (API 2.108) stays read-only through every attachment
+    made for it again (shelve offload, swap, rebuild).
+    """
+    return "ro" if bdm.get("read_only") else None
+
+
+def keep_read_only(connection_info, bdm):
+    """Mark Cinder's ``connection_info`` read-only when ``bdm`` is; returns it.
+
+    Cinder's answer for a read-only attachment may say ``access_mode: rw``
+    (and an older Cinder may not show ``attach_mode``); the user asked for
+    a read-only disk, so the guest gets one whatever Cinder says.
+    """
+    if bdm.get("read_only"):
+        connection_info["attach_mode"] = "ro"
+    return connection_info
+
+
 def get_bdms(block_device_info):
     return list((block_device_info or {}).get("block_device_mapping") or [])

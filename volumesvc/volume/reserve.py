@@ -39,8 +39,11 @@ def retryable(cinder, context, volume_id, statuses=RETRYABLE_STATUSES) -> bool:
     return bool(volume.get("multiattach")) and volume.get("status") in statuses
 
 
-def attachment_create(conf, cinder, context, volume_id, instance_uuid, *, sleep=time.sleep):
+def attachment_create(conf, cinder, context, volume_id, instance_uuid, *, mode=None,
+                      sleep=time.sleep):
     """``cinder.attachment_create`` with the multiattach retry; returns the attachment.
+
+    ``mode``: Cinder's attachment mode (``ro``/``rw``; None leaves it to Cinder).
 
     ``[cinder] attachment_reserve_retries`` and ``attachment_reserve_interval``
     bound the retry. The last refusal is raised as Cinder gave it
@@ -51,7 +54,7 @@ def attachment_create(conf, cinder, context, volume_id, instance_uuid, *, sleep=
     attempt = 0
     while True:
         try:
-            return cinder.attachment_create(context, volume_id, instance_uuid)
+            return cinder.attachment_create(context, volume_id, instance_uuid, mode=mode)
         except exception.Invalid as exc:
             if attempt >= retries or not retryable(cinder, context, volume_id):
                 raise

@@ -437,6 +437,9 @@ class AttachConductor:
     def can_swap_volume(self):
         return self._rpcapi.can_swap_volume()
 
+    def can_attach_read_only(self):
+        return self._rpcapi.can_attach_read_only()
+
     def swap_volume(self, ctxt, **kwargs):
         self.calls.append(("swap_volume", kwargs))
 
@@ -448,14 +451,14 @@ class AttachConductor:
 
     def attach_volume(self, ctxt, *, instance_uuid, volume_id, device=None, disk_bus=None,
                       device_type=None, tag=None, delete_on_termination=False,
-                      multiattach=None, wait=False, request_uuid=None):
+                      multiattach=None, wait=False, request_uuid=None, read_only=False):
         if request_uuid is not None:
             self.request_uuids.append(request_uuid)
         self.calls.append(("attach_volume", dict(
             instance_uuid=instance_uuid, volume_id=volume_id, device=device,
             disk_bus=disk_bus, device_type=device_type, tag=tag,
             delete_on_termination=delete_on_termination, multiattach=multiattach,
-            wait=wait)))
+            wait=wait, read_only=read_only)))
         if not wait:
             return None
         if volume_id in self.failures:
@@ -546,6 +549,8 @@ class VolumeAttachmentsWorld(World):
                            {}),
         "DETACHING": (14, False, [("SECOND", "/dev/vdc", None, None, False, False)],
                       {"status": "detaching"}),
+        # Cinder's read-only flag is set on it (os-update_readonly_flag).
+        "READ_ONLY": (15, False, [], {}),
         # The attach call fails in the conductor/compute with these (below 2.101).
         "TOO_MANY": (20, False, [], {}),
         "DEVICE_BUSY": (21, False, [], {}),
@@ -576,6 +581,7 @@ class VolumeAttachmentsWorld(World):
                     mountpoint=device)
                 cinder.attachment_complete(ctx, attachment["id"])
             cinder.volumes[cls.VOLUME[name]].update(extra)
+        cinder.update_readonly_flag(ctx, cls.VOLUME["READ_ONLY"], True)
         cinder.calls.clear()
         return cinder
 

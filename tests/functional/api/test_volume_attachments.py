@@ -129,7 +129,7 @@ def test_attach_call_below_2_101(api, version):
         "instance_uuid": ACTIVE, "volume_id": V["FREE"], "device": "/dev/vdq",
         "disk_bus": None, "device_type": None, "tag": body["volumeAttachment"].get("tag"),
         "delete_on_termination": version not in ("2.1", "2.70"), "multiattach": False,
-        "wait": True})
+        "wait": True, "read_only": False})
     bdm = _attachment(deps, ACTIVE, V["FREE"])
     assert created["id"] == created["volumeId"] == V["FREE"]
     assert created.get("delete_on_termination", False) is bdm.delete_on_termination

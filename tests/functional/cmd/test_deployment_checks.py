@@ -67,9 +67,9 @@ def deployment(tmp_path):
             """) + textwrap.dedent(service_user))
         return path
 
-    def beat(host, binary):
+    def beat(host, binary, service_version=version.SERVICE_VERSION):
         service_obj.heartbeat(db, context.get_admin_context(), host=host, binary=binary,
-                              topic="t", version=version.SERVICE_VERSION)
+                              topic="t", version=service_version)
 
     yield write, beat
     db.dispose()
@@ -104,6 +104,15 @@ def test_computes_with_names_of_their_own_do_not_make_sqlite_shared(deployment, 
     beat("ctl1", binaries.CONDUCTOR)
     code, details = upgrade_check(write(SEVERAL_MACHINES), capsys)
     assert code == 0, details
+
+
+def test_status_names_read_only_attachments_among_the_gated_features(deployment, capsys):
+    write, beat = deployment
+    beat("ctl1", binaries.CONDUCTOR)
+    beat("cpu-old", binaries.COMPUTE, version.MIN_COMPUTE_READ_ONLY_ATTACH - 1)
+    code, details = upgrade_check(write(SEVERAL_MACHINES), capsys)
+    assert code == 1, details
+    assert "read-only attachments (2.108) to servers on cpu-old" in details, details
 
 
 def _start_and_read_warnings(binary, module, path, expected, timeout=60):

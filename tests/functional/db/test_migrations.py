@@ -82,15 +82,21 @@ class MigrationHooks:
         assert by_id["42"] == ("m1.nano", 64, 1, 1)
         assert set(by_id) == db_fixtures.DEFAULT_FLAVORIDS
 
-    def _pre_upgrade_7a4d2c9e5b13(self, connection):
-        """A BDM written before 2.106: it must come out with no status (shown attached)."""
+    @staticmethod
+    def _old_bdm(connection, suffix):
+        """An instance ``i-<suffix>`` with a volume BDM ``b-<suffix>`` of the columns of old."""
         connection.execute(sa.text(
-            "INSERT INTO instances (uuid, locked, deleted) VALUES ('i-106', :f, 0)"),
-            {"f": False})
+            "INSERT INTO instances (uuid, locked, deleted) VALUES (:i, :f, 0)"),
+            {"i": f"i-{suffix}", "f": False})
         connection.execute(sa.text(
             "INSERT INTO block_device_mappings (uuid, instance_uuid, volume_id, "
             "delete_on_termination, no_device, deleted) "
-            "VALUES ('b-106', 'i-106', 'v-106', :f, :f, 0)"), {"f": False})
+            "VALUES (:b, :i, :v, :f, :f, 0)"),
+            {"b": f"b-{suffix}", "i": f"i-{suffix}", "v": f"v-{suffix}", "f": False})
+
+    def _pre_upgrade_7a4d2c9e5b13(self, connection):
+        """A BDM written before 2.106: it must come out with no status (shown attached)."""
+        self._old_bdm(connection, "106")
 
     def _check_7a4d2c9e5b13(self, connection, data):
         row = connection.execute(sa.text(
@@ -184,6 +190,27 @@ class MigrationHooks:
             "SELECT flavorid, memory_mb FROM flavors WHERE flavorid IN ('42', 'own')")).all())
         assert rows == {"42": 128, "own": 64}
         connection.execute(sa.text("DELETE FROM flavors WHERE flavorid = 'own'"))
+
+    def _pre_upgrade_e3a9b6d1f4c7(self, connection):
+        """A BDM written before 2.108: it comes out read-write."""
+        self._old_bdm(connection, "108")
+
+    def _check_e3a9b6d1f4c7(self, connection, data):
+        def read_only():
+            return connection.execute(sa.text(
+                "SELECT read_only FROM block_device_mappings WHERE uuid = 'b-108'")).scalar()
+
+        assert read_only() in (False, 0)
+        connection.execute(sa.text(
+            "UPDATE block_device_mappings SET read_only = :t WHERE uuid = 'b-108'"),
+            {"t": True})
+        assert read_only() in (True, 1)
+        # The archive's twin has the column too (doc/source/contributor/architecture.rst).
+        shadow = {c["name"]: c for c in sa.inspect(connection).get_columns(
+            "shadow_block_device_mappings")}
+        assert shadow["read_only"]["nullable"] is False
+        connection.execute(sa.text("DELETE FROM block_device_mappings"))
+        connection.execute(sa.text("DELETE FROM instances"))
 
 
 @pytest.mark.parametrize("backend", conftest.BACKEND_PARAMS)

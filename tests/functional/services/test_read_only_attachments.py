@@ -55,3 +55,64 @@ def test_a_read_only_volume_at_boot_is_a_read_only_disk(stack):
         "boot_index": None}])
     stack.wait_instance(server_id, "active")
     assert _disks(stack, server_id)[volume_id].readonly
+
+
+def _cinder_attachment(stack, server_id, volume_id):
+    """The one Cinder attachment of the volume on the server (FakeCinder's record)."""
+    (attachment,) = [a for a in stack.cinder.attachments.values()
+                     if a["volume_id"] == volume_id and a["instance"] == server_id]
+    return attachment
+
+
+def _shown(stack, server_id, volume_id, version="2.108"):
+    return stack.api("GET", f"/servers/{server_id}/os-volume_attachments/{volume_id}",
+                     version=version, token=TOKEN, status=200)[1]["volumeAttachment"]
+
+
+def test_a_read_only_attach_at_2_108_is_a_read_only_disk_through_shelve(stack, server):
+    volume_id = stack.cinder.create(stack.context(), 1, "data", "")["id"]
+    stack.attach_volume(server, volume_id, version="2.108", status=202, read_only=True)
+    _in_use(stack, volume_id)
+    attachment = _cinder_attachment(stack, server, volume_id)
+    # As Cinder 29: the attachment is ro, its connection info still says rw.
+    assert attachment["attach_mode"] == "ro"
+    assert attachment["connection_info"]["data"]["access_mode"] == "rw"
+    assert _disks(stack, server)[volume_id].readonly
+    assert _shown(stack, server, volume_id)["read_only"] is True
+    assert "read_only" not in _shown(stack, server, volume_id, version="2.107")
+    # Shelve offload makes a new Cinder attachment; it must be ro again.
+    _action(stack, server, {"shelve": None})
+    stack.wait_for_server_status(server, "SHELVED_OFFLOADED")
+    assert _cinder_attachment(stack, server, volume_id)["attach_mode"] == "ro"
+    _action(stack, server, {"unshelve": None})
+    stack.wait_for_server_status(server, "ACTIVE")
+    assert _disks(stack, server)[volume_id].readonly
+    assert _shown(stack, server, volume_id)["read_only"] is True
+
+
+def test_a_multiattach_volume_read_only_on_one_server_and_read_write_on_another(stack):
+    stack.cinder.create_volume_type("multi", {"multiattach": "<is> True"})
+    volume_id = stack.cinder.create(stack.context(), 1, "shared", "",
+                                    volume_type="multi")["id"]
+    reader, writer = stack.boot_active(2)
+    stack.attach_volume(reader, volume_id, version="2.108", status=202, read_only=True)
+    _in_use(stack, volume_id)
+    stack.attach_volume(writer, volume_id, version="2.108", status=202)
+    stack.wait(lambda: len(stack.cinder.get(None, volume_id)["attachments"]) == 2,
+               what="both attachments complete")
+    assert _cinder_attachment(stack, reader, volume_id)["attach_mode"] == "ro"
+    assert _cinder_attachment(stack, writer, volume_id)["attach_mode"] == "rw"
+    read_disk, write_disk = _disks(stack, reader)[volume_id], _disks(stack, writer)[volume_id]
+    assert (read_disk.readonly, read_disk.shareable) == (True, True)
+    assert (write_disk.readonly, write_disk.shareable) == (False, True)
+    assert _shown(stack, reader, volume_id)["read_only"] is True
+    assert _shown(stack, writer, volume_id)["read_only"] is False
+
+
+def test_cinder_read_only_flag_is_shown_read_only_without_asking(stack, server):
+    volume_id = stack.cinder.create(stack.context(), 1, "ro", "")["id"]
+    stack.cinder.update_readonly_flag(stack.context(), volume_id, True)
+    stack.attach_volume(server, volume_id, version="2.108", status=202)
+    _in_use(stack, volume_id)
+    assert _shown(stack, server, volume_id)["read_only"] is True
+    assert _disks(stack, server)[volume_id].readonly

@@ -398,6 +398,7 @@ EVIDENCE = {
     "2.105": [Starts("POST", EVENTS)],
     "2.106": [Row(ATTACHMENT_REP, "status")],
     "2.107": [Starts("POST", ATTACHMENTS)],
+    "2.108": [Starts("POST", ATTACHMENTS), Row(ATTACHMENT_REP, "read_only")],
 }
 
 # Changes of served resources that are not served yet: version → (why, checks

@@ -21,6 +21,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
     "2.105": ("route", "POST", "/v2.1/os-server-external-events"),
     "2.106": ("route", "GET", "/v2.1/servers/<server_id>/os-volume_attachments"),
     "2.107": ("route", "POST", "/v2.1/servers/<server_id>/os-volume_attachments"),
+    "2.108": ("route", "POST", "/v2.1/servers/<server_id>/os-volume_attachments"),
 }
 
 

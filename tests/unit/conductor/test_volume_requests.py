@@ -261,6 +261,16 @@ def test_a_lost_cast_is_run_after_the_grace_period_only(world):
     assert (action.user_id, action.project_id) == ("u1", "p1")
 
 
+def test_a_recovered_read_only_attach_is_still_read_only(world):
+    """The 2.108 ``read_only`` is a recorded parameter: a re-run asks Cinder for ``ro``."""
+    world.aged(world.record(read_only=True), 120)
+    assert world.requests.recover(world.admin) == 1
+    (bdm,) = world.bdms()
+    assert bdm.read_only is True
+    assert world.cinder.attachments[bdm.attachment_id]["attach_mode"] == "ro"
+    assert world.compute.casts[0][1]["bdm"]["read_only"] is True
+
+
 def test_a_request_claimed_by_a_dead_conductor_is_recovered(world):
     on_dead = world.record()
     request_obj.claim(world.db, world.ctx, on_dead.uuid, "dead-conductor")

@@ -175,7 +175,7 @@ def _retried_attach(req, instance, volume_bdms, attachment):
     bdm = logic.same_attachment(
         instance, volume_bdms, device=attachment.get("device"), tag=attachment.get("tag"),
         delete_on_termination=None if flag is None else strutils.bool_from_string(
-            flag, strict=True))
+            flag, strict=True), read_only=attachment.get("read_only"))
     return bdm if bdm is not None and _visible(req, bdm) else None
 
 
@@ -203,6 +203,10 @@ def create_volume_attachment(req, server_id):
     From 2.107 a volume already attached to this server as asked answers
     202 with that attachment (its GET body) instead of the 400, before the
     state gates: nothing changes, so nothing needs the server's state.
+    From 2.108 ``read_only``: true makes a read-only attachment (409 when
+    Cinder is older than volume API 3.54 or the server's compute cannot, 503
+    when the conductor cannot); false for a volume with Cinder's read-only
+    flag is a 400.
     """
     ctx, deps = req.context, req.deps
     instance = get_instance(req, server_id)
@@ -221,12 +225,18 @@ def create_volume_attachment(req, server_id):
     logic.check_attach(ctx, version=req.version, instance=instance, volume=volume,
                        volume_bdms=volume_bdms, device=device, tag=tag)
     logic.check_host_capabilities(deps.db, ctx, instance, volume)
+    read_only = attachment.get("read_only")
+    if read_only and not deps.conductor.can_attach_read_only():
+        raise exception.ConductorTooOld()
+    logic.check_read_only(deps.db, ctx, deps.cinder, instance, volume, read_only)
     # NOTE: the multiattach flag travels with the request so neither the
     # conductor nor the compute has to ask Cinder about the volume again.
     kwargs = dict(instance_uuid=instance.uuid, volume_id=volume_id, device=device, tag=tag,
                   multiattach=bool(volume.get("multiattach")),
                   delete_on_termination=strutils.bool_from_string(
                       attachment.get("delete_on_termination", False), strict=True))
+    if read_only:
+        kwargs["read_only"] = True
     if req.is_at_least(mv.V2_101_ASYNC_ATTACH):
         request_uuid = _record_request(req, request_obj.ATTACH, kwargs)
         try:

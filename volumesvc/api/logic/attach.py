@@ -14,6 +14,7 @@ from volumesvc.api import microversions as mv
 from volumesvc.api.logic import states
 from volumesvc.objects import service as service_obj
 from volumesvc.states import vm_states
+from volumesvc.volume import cinder as cinder_versions
 
 _DEVICE = re.compile(r"(^/dev/x{0,1}[a-z]{0,1}d{0,1})([a-z]+)[0-9]*$")
 
@@ -80,7 +81,7 @@ def check_attach(ctx, *, version, instance, volume, volume_bdms, device=None, ta
 
 
 def same_attachment(instance, volume_bdms, *, device=None, tag=None,
-                    delete_on_termination=None):
+                    delete_on_termination=None, read_only=None):
     """The BDM that already attaches this volume to ``instance`` as asked, else None (2.107).
 
     A retried attach (a client that timed out and asks again) names the
@@ -99,8 +100,42 @@ def same_attachment(instance, volume_bdms, *, device=None, tag=None,
         if (delete_on_termination is not None
                 and delete_on_termination != bool(bdm.delete_on_termination)):
             return None
+        if read_only is not None and read_only != bool(bdm.read_only):
+            return None
         return bdm
     return None
+
+
+def cinder_read_only(volume) -> bool:
+    """Cinder's read-only flag (``os-update_readonly_flag``), shown in ``metadata``."""
+    return str((volume.get("metadata") or {}).get("readonly", "")).lower() == "true"
+
+
+def check_read_only(db, ctx, cinder, instance, volume, read_only):
+    """Refuse a ``read_only`` (2.108) that Cinder or the compute cannot honour.
+
+    ``false`` for a volume with Cinder's read-only flag is a 400: Cinder
+    would make the attachment read-only anyway, which is not what was
+    asked. ``true`` needs Cinder's attachment ``mode`` (volume API 3.54) and,
+    on a server with a host, a compute that gives the guest the disk
+    read-only whatever Cinder's connection info says (409 for either).
+    """
+    if read_only is None:
+        return
+    if not read_only:
+        if cinder_read_only(volume):
+            raise exception.ReadOnlyVolumeAttachedReadWrite(volume_id=volume["id"])
+        return
+    if instance.host:
+        current = service_obj.get_version(db, ctx, instance.host, binaries.COMPUTE)
+        if current < version.MIN_COMPUTE_READ_ONLY_ATTACH:
+            raise exception.ReadOnlyAttachComputeTooOld(
+                host=instance.host, instance_uuid=instance.uuid, version=current,
+                minimum=version.MIN_COMPUTE_READ_ONLY_ATTACH)
+    highest = cinder.max_microversion(ctx)
+    if mv.parse(highest) < mv.parse(cinder_versions.MV_ATTACHMENT_MODE):
+        raise exception.ReadOnlyAttachNotSupportedByCinder(
+            version=highest, minimum=cinder_versions.MV_ATTACHMENT_MODE)
 
 
 def check_host_capabilities(db, ctx, instance, volume):

@@ -4,7 +4,8 @@ Requests follow Nova's ``volumes.create``/``update`` (2.49 tag, 2.79
 delete_on_termination, 2.85 echoed fields on update); representations
 follow doc/source/contributor/contract.rst §3.1 (2.70 tag, 2.79 delete_on_termination, 2.89 no
 ``id`` but attachment_id and bdm_uuid) and the POST table of §3.2 (2.89 is
-not applied to POST; 2.101 answers 202 with no body).
+not applied to POST; 2.101 answers 202 with no body). 2.108 (ours) adds
+``read_only`` to the attach request.
 """
 
 from volumesvc.api import microversions as mv
@@ -38,11 +39,14 @@ create_volume_attachment_v2_1 = _create(_create_v2_1)
 _create_v2_49 = dict(_create_v2_1, tag=TAG)
 create_volume_attachment_v2_49 = _create(_create_v2_49)
 # 2.79: delete_on_termination.
-create_volume_attachment_v2_79 = _create(dict(_create_v2_49,
-                                              delete_on_termination=BOOL_LIKE))
+_create_v2_79 = dict(_create_v2_49, delete_on_termination=BOOL_LIKE)
+create_volume_attachment_v2_79 = _create(_create_v2_79)
+# 2.108: read_only, a JSON boolean (Cinder's attachment mode ``ro`` when true).
+create_volume_attachment_v2_108 = _create(dict(_create_v2_79, read_only={"type": "boolean"}))
 CREATE_WINDOWS = ((mv.V2_1_BASE, create_volume_attachment_v2_1),
                   (mv.V2_49_ATTACH_TAGS, create_volume_attachment_v2_49),
-                  (mv.V2_79_ATTACH_DELETE_ON_TERMINATION, create_volume_attachment_v2_79))
+                  (mv.V2_79_ATTACH_DELETE_ON_TERMINATION, create_volume_attachment_v2_79),
+                  (mv.V2_108_READ_ONLY_ATTACH, create_volume_attachment_v2_108))
 
 # --- PUT update/swap -------------------------------------------------------------------
 update_volume_attachment_v2_1 = _create({"volumeId": UUID})

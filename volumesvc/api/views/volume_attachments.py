@@ -9,6 +9,10 @@ be null) and 2.89 was never applied to it, so it keeps ``id``.
 recorded (a failed attach, ``error``; or the last failed detach of an
 ``attached`` one). A failed attach that never got a Cinder attachment has
 ``attachment_id`` null, so from 2.106 that key may be null.
+
+2.108 (ours): ``read_only`` on every read entry: the guest has the volume
+read-only, because the attach asked for it or because Cinder made the
+attachment read-only (the volume's read-only flag).
 """
 
 import types
@@ -56,6 +60,8 @@ ATTACHMENT = Representation("volume_attachment", (
     Field("fault", _FAULT, lambda bdm, ctx: attachment_status.fault_body(bdm),
           first=mv.V2_106_ATTACHMENT_STATUS, views=(READ,),
           when=lambda bdm, ctx: attachment_status.fault_body(bdm) is not None),
+    Field("read_only", {"type": "boolean"}, lambda bdm, ctx: bool(bdm.read_only),
+          first=mv.V2_108_READ_ONLY_ATTACH, views=(READ,)),
 ))
 
 

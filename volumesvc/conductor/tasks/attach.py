@@ -39,8 +39,8 @@ COMPUTE_EVENT = "compute_attach_volume"
 class AttachTask(base.TaskBase):
     def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid,
                  volume_id, device=None, disk_bus=None, device_type=None, tag=None,
-                 delete_on_termination=False, multiattach=None, up_cache=None,
-                 recovered=False, since=None):
+                 delete_on_termination=False, multiattach=None, read_only=False,
+                 up_cache=None, recovered=False, since=None):
         super().__init__(context, instance_uuid)
         # The conductor's shared answers to "is this compute up?" (one per task
         # without one: no answer is reused).
@@ -51,6 +51,7 @@ class AttachTask(base.TaskBase):
         self.cinder = cinder
         self.volume_id = volume_id
         self.multiattach = multiattach
+        self.read_only = bool(read_only)
         self.request = {"device": device, "disk_bus": disk_bus, "device_type": device_type,
                         "tag": tag, "delete_on_termination": bool(delete_on_termination)}
         self.bdm = None
@@ -104,11 +105,9 @@ class AttachTask(base.TaskBase):
             volume_id=self.volume_id, multiattach=self.multiattach, **self.request)
         # Step 2: the Cinder attachment (no connector yet: volume "reserved").
         # A multiattach volume busy with another server's attach is retried.
-        attachment = reserve.attachment_create(self.conf, self.cinder, self.context,
-                                               self.volume_id, instance.uuid)
-        self.attachment_id = attachment["id"]
-        self.bdm = bdm_obj.save(self.db, self.context, self.bdm["uuid"],
-                                {"attachment_id": self.attachment_id}).to_dict()
+        self.reserve_attachment(instance,
+                                lambda **kw: reserve.attachment_create(self.conf, self.cinder,
+                                                                       self.context, **kw))
         # Step 3: the action, then the compute does the host side.
         # TODO(remove at RPC 2.0): every compute finishes a started event.
         started = self.compute.can_take_started_attach_event()
@@ -118,6 +117,23 @@ class AttachTask(base.TaskBase):
                                    multiattach=self.multiattach,
                                    event_started=self.compute_event_started)
         return self.bdm
+
+    def reserve_attachment(self, instance, create):
+        """Create the Cinder attachment with ``create`` and record it on the BDM.
+
+        A read-only request (2.108) asks Cinder for mode ``ro``. The BDM is
+        read-only when asked or when Cinder made the attachment ``ro`` on its
+        own (the volume's read-only flag): every later attachment for this
+        BDM (shelve offload, swap) asks for ``ro`` again.
+        """
+        attachment = create(volume_id=self.volume_id, instance_uuid=instance.uuid,
+                            mode="ro" if self.read_only else None)
+        self.attachment_id = attachment["id"]
+        read_only = self.read_only or attachment.get("attach_mode") == "ro"
+        assert self.bdm is not None  # reserved before any attachment is made
+        self.bdm = bdm_obj.save(self.db, self.context, self.bdm["uuid"],
+                                {"attachment_id": self.attachment_id,
+                                 "read_only": read_only}).to_dict()
 
     def _check_host_up(self, instance):
         """Refuse soon when the compute is down, instead of waiting out the call.

@@ -44,10 +44,8 @@ def attach(task, instance):
         "disk_bus": request["disk_bus"], "device_type": request["device_type"] or "disk",
         "tag": request["tag"], "delete_on_termination": request["delete_on_termination"],
         "boot_index": None}).to_dict()
-    attachment = task.cinder.attachment_create(task.context, task.volume_id, instance.uuid)
-    task.attachment_id = attachment["id"]
-    task.bdm = bdm_obj.save(task.db, task.context, task.bdm["uuid"],
-                            {"attachment_id": task.attachment_id}).to_dict()
+    task.reserve_attachment(
+        instance, lambda **kw: task.cinder.attachment_create(task.context, **kw))
     task.cinder.attachment_complete(task.context, task.attachment_id)
     task._record_action()
     return task.bdm

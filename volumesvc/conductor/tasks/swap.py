@@ -14,8 +14,10 @@ from oslo_log import log as logging
 
 from volumesvc import exception
 from volumesvc.conductor.tasks import base
+from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
+from volumesvc.virt import block_device
 from volumesvc.volume import migration, reserve
 
 LOG = logging.getLogger(__name__)
@@ -45,8 +47,11 @@ class SwapTask(base.TaskBase):
             raise exception.SwapVolumeComputeTooOld(
                 host=instance.host, instance_uuid=instance.uuid, version="pinned",
                 minimum="compute RPC 1.9")
+        bdm = bdm_obj.get_by_volume_and_instance(self.db, self.context, self.old_volume_id,
+                                                 instance.uuid)
         attachment = reserve.attachment_create(self.conf, self.cinder, self.context,
-                                               self.new_volume_id, instance.uuid)
+                                               self.new_volume_id, instance.uuid,
+                                               mode=block_device.attach_mode(bdm.to_dict()))
         self.attachment_id = attachment["id"]
         self.compute.swap_volume(self.context, host=instance.host, instance=instance.to_dict(),
                                  old_volume_id=self.old_volume_id,
