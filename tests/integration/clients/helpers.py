@@ -229,6 +229,14 @@ def compute_http(aio, method, path, body=None, version="2.1"):
         return exc.code, (json.loads(raw) if raw else None), dict(exc.headers)
 
 
+def domain_xml(aio, server_id):
+    """The live domain's XML, as the compute reads it from libvirt."""
+    return subprocess.run(
+        [bin_path("volumesvc-manage"), "--config-file",
+         os.path.join(aio.state_dir, "volumesvc.conf"), "server", "domain-xml", server_id],
+        capture_output=True, text=True, timeout=60, check=True).stdout
+
+
 def domain_disks(aio, server_id):
     """Serial → source file of the live domain, as the compute reads it from libvirt.
 
@@ -236,12 +244,8 @@ def domain_disks(aio, server_id):
     """
     import xml.etree.ElementTree as ET
 
-    out = subprocess.run(
-        [bin_path("volumesvc-manage"), "--config-file",
-         os.path.join(aio.state_dir, "volumesvc.conf"), "server", "domain-xml", server_id],
-        capture_output=True, text=True, timeout=60, check=True).stdout
     disks = {}
-    for disk in ET.fromstring(out).findall("./devices/disk"):
+    for disk in ET.fromstring(domain_xml(aio, server_id)).findall("./devices/disk"):
         source = disk.find("source")
         disks[disk.findtext("serial")] = source.get("file") or source.get("dev") or (
             f"rbd:{source.get('name')}" if source.get("protocol") == "rbd" else None)
