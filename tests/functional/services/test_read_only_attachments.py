@@ -116,3 +116,21 @@ def test_cinder_read_only_flag_is_shown_read_only_without_asking(stack, server):
     _in_use(stack, volume_id)
     assert _shown(stack, server, volume_id)["read_only"] is True
     assert _disks(stack, server)[volume_id].readonly
+
+
+def test_a_swap_keeps_a_read_only_attachment_read_only(stack, server):
+    """Cinder's retype/migration of a read-only attachment: the new one is ``ro`` too."""
+    volume_id = stack.cinder.create(stack.context(), 1, "data", "")["id"]
+    stack.attach_volume(server, volume_id, version="2.108", status=202, read_only=True)
+    _in_use(stack, volume_id)
+    before = _cinder_attachment(stack, server, volume_id)["id"]
+    target = stack.cinder.start_migration(volume_id)
+    stack.api("PUT", f"/servers/{server}/os-volume_attachments/{volume_id}",
+              {"volumeAttachment": {"volumeId": target["id"]}}, token="admin:admin",
+              status=202)
+    stack.wait(lambda: stack.cinder.get(None, volume_id)["migration_status"] == "success",
+               what="migration completed")
+    attachment = _cinder_attachment(stack, server, volume_id)
+    assert attachment["id"] != before and attachment["attach_mode"] == "ro"
+    assert _disks(stack, server)[volume_id].readonly
+    assert _shown(stack, server, volume_id)["read_only"] is True
