@@ -134,3 +134,32 @@ def test_a_swap_keeps_a_read_only_attachment_read_only(stack, server):
     assert attachment["id"] != before and attachment["attach_mode"] == "ro"
     assert _disks(stack, server)[volume_id].readonly
     assert _shown(stack, server, volume_id)["read_only"] is True
+
+
+def test_read_only_attach_while_offloaded_and_unshelve_only_to_a_compute_that_keeps_it(
+        stack, server, monkeypatch):
+    """The offloaded attach (conductor only) asks Cinder for ``ro``; unshelve places the
+    server only on a compute recent enough to give the guest a read-only disk."""
+    from volumesvc import version
+    from volumesvc.objects import instance_fault as fault_obj
+
+    _action(stack, server, {"shelve": None})
+    stack.wait_for_server_status(server, "SHELVED_OFFLOADED")
+    volume_id = stack.cinder.create(stack.context(), 1, "data", "")["id"]
+    stack.attach_volume(server, volume_id, version="2.108", status=202, read_only=True)
+    stack.wait(lambda: stack.cinder.get(None, volume_id)["status"] == "in-use",
+               what="attached while offloaded")
+    assert _cinder_attachment(stack, server, volume_id)["attach_mode"] == "ro"
+    assert _shown(stack, server, volume_id)["read_only"] is True
+
+    monkeypatch.setattr(version, "MIN_COMPUTE_READ_ONLY_ATTACH", version.SERVICE_VERSION + 1)
+    _action(stack, server, {"unshelve": None})
+    stack.wait(lambda: fault_obj.latest(stack.db, stack.admin_context(), server),
+               what="unshelve refused")
+    assert "service version" in fault_obj.latest(stack.db, stack.admin_context(),
+                                                 server).message
+    stack.wait_for_server_status(server, "SHELVED_OFFLOADED")
+    monkeypatch.undo()
+    _action(stack, server, {"unshelve": None})
+    stack.wait_for_server_status(server, "ACTIVE")
+    assert _disks(stack, server)[volume_id].readonly

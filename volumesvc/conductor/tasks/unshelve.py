@@ -38,6 +38,13 @@ class UnshelveTask(base.TaskBase):
         self.host = host
         self.placed = False  # host saved on an offloaded instance
 
+    @staticmethod
+    def _min_version(bdms):
+        """The oldest compute that may run it; a read-only volume needs one that keeps it so."""
+        if any(bdm.read_only for bdm in bdms):
+            return max(version.MIN_COMPUTE_LIFECYCLE, version.MIN_COMPUTE_READ_ONLY_ATTACH)
+        return version.MIN_COMPUTE_LIFECYCLE
+
     def _needs(self, bdms):
         for bdm in bdms:
             if bdm.volume_id and self.cinder.get(self.context, bdm.volume_id).get(
@@ -58,7 +65,7 @@ class UnshelveTask(base.TaskBase):
                 needs=tuple(self._needs(bdms)),
                 availability_zone=self.availability_zone,
                 hosts=(self.host,) if self.host else None,
-                min_version=version.MIN_COMPUTE_LIFECYCLE,
+                min_version=self._min_version(bdms),
                 vcpus=int((instance.flavor or {}).get("vcpus") or 0),
                 memory_mb=int((instance.flavor or {}).get("memory_mb") or 0))
             try:
