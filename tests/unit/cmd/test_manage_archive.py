@@ -18,7 +18,7 @@ from volumesvc.cmd import manage_archive
     ("Sat Dec  5 10:35:08 UTC 2026", (2026, 12, 5, 10, 35, 8)),
     ("Oct 21 2026", (2026, 10, 21, 0, 0, 0)),
     ("Oct 21 2026 12:00", (2026, 10, 21, 12, 0, 0)),
-])
+], ids=lambda value: None if isinstance(value, tuple) else value.replace(":", "."))
 def test_accepted_dates_are_naive_utc(text, expected):
     value = manage_archive.parse_before(text)
     assert value.tzinfo is None
