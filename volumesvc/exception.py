@@ -461,3 +461,30 @@ class MetadataItemNotFound(NotFound):
 
 class MetadataLimitExceeded(Forbidden):
     msg_fmt = "Quota exceeded for metadata: the limit is %(allowed)d items per server"
+
+
+# Encrypted volumes (volumesvc/keymgr, volumesvc/compute/encryption.py). Each
+# carries ``code``: the attach's fault (API 2.106) shows it.
+_KEY = "The key manager (%(backend)s) %(what)s key %(key_id)s of volume %(volume_id)s"
+
+
+class EncryptionKeyNotReadable(Forbidden):
+    msg_fmt = _KEY.replace("%(what)s", "refused") + " to this user: %(reason)s"
+    code = 403
+
+
+class EncryptionKeyNotFound(Invalid):
+    msg_fmt = _KEY.replace("%(what)s", "has no") + " (its encryption_key_id)"
+    code = 400
+
+
+class KeyManagerUnavailable(ServiceUnavailable):
+    msg_fmt = _KEY.replace("%(what)s", "could not give") + ": %(reason)s"
+    code = 503
+
+
+class VolumeEncryptionNotSupported(Invalid):
+    msg_fmt = ("Volume %(volume_id)s is encrypted (provider %(provider)s, control "
+               "location %(control_location)s), which this compute cannot open for a "
+               "%(driver_volume_type)s volume: %(reason)s")
+    code = 400

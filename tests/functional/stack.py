@@ -14,8 +14,9 @@ import uuid
 from tests.fixtures import database as db_fixtures
 from tests.fixtures.cinder import FakeCinder
 from tests.fixtures.glance import FakeGlance
+from tests.fixtures.keymgr import FakeKeyManager
 from volumesvc import context as vs_context
-from volumesvc import rpc
+from volumesvc import keymgr, rpc
 from volumesvc.api.app import create_app
 from volumesvc.api.deps import Deps
 from volumesvc.cmd import compute as compute_cmd
@@ -67,6 +68,10 @@ class Stack:
         # a volume-reimaged event, as the real one posts it to the API.
         self.cinder.image_data = lambda image_id: self.glance.data.get(image_id)
         self.cinder.reimaged_hook = self._volume_reimaged
+        # The key manager Cinder creates encrypted volumes' keys in and the
+        # computes read them from (through volumesvc.keymgr).
+        self.key_store = FakeKeyManager()
+        self.cinder.create_key = self.key_store.create_key
         if cinder_wrapper is not None:
             self.cinder = cinder_wrapper(self.cinder)  # e.g. CountingCinder
         self.glance = FakeGlance()
@@ -103,7 +108,8 @@ class Stack:
             conf.set_override(name, value, group=group)
         service = compute_cmd.build_service(conf, self.transport, cinder=self.cinder,
                                             notifier=self.notifier, glance=self.glance,
-                                            driver=driver)
+                                            driver=driver,
+                                            keys=keymgr.KeyManager(conf, backend=self.key_store))
         service.start()
         self.computes[host] = service
         return service

@@ -5,7 +5,7 @@ from volumesvc.cmd import common
 
 
 def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=None,
-                  glance=None):
+                  glance=None, keys=None):
     """Assemble the compute service from ``conf`` (tests inject fakes here)."""
     from volumesvc import rpc, service, virt
     from volumesvc.compute import manager
@@ -30,7 +30,7 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
     mgr = manager.ComputeManager(
         conf, driver=metrics.timed_driver(driver or virt.load_driver(conf)),
         conductor=conductor, cinder=metrics.timed_cinder(cinder), notifier=notifier,
-        glance=glance, metrics=metrics)
+        glance=glance, metrics=metrics, keys=keys)
 
     def heartbeat(ctx, **values):
         conductor.service_update(ctx, **values)

@@ -16,9 +16,9 @@ those fields; then nothing is written and the API shows ``attached``.
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
-from volumesvc import exception
+from volumesvc import exception, keymgr
 from volumesvc.common import outage
-from volumesvc.compute import connections
+from volumesvc.compute import connections, encryption
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.states import attach_states
@@ -28,11 +28,13 @@ LOG = logging.getLogger(__name__)
 
 
 class VolumeAttacher:
-    def __init__(self, conf, driver, conductor, cinder):
+    def __init__(self, conf, driver, conductor, cinder, keys=None):
         self.conf = conf
         self.driver = driver
         self.conductor = conductor
         self.cinder = cinder
+        #: the key manager adapter (encrypted volumes), castellan's by default
+        self.keys = keys or keymgr.KeyManager(conf)
         # The calls that record what is done already wait out a database
         # outage instead of undoing (or forgetting) the work.
         self.patience = outage.Patience(conf.compute.database_outage_wait)
@@ -146,8 +148,11 @@ class VolumeAttacher:
             if multiattach:
                 info["multiattach"] = True
             self.driver.check_multiattach(info)
+            plan = encryption.prepare(context, cinder=self.cinder, keys=self.keys,
+                                      driver=self.driver, connection_info=info)
             self.driver.connect_volume(info)
             connected = True
+            encryption.open_volume(self.driver, info, plan)
             if not (resume and self.driver.has_volume_disk(driver_instance, bdm["volume_id"])):
                 self.driver.attach_volume(info, driver_instance, bdm["device_name"],
                                           disk_bus=bdm.get("disk_bus"),

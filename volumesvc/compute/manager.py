@@ -52,7 +52,7 @@ class ComputeManager:
     target = messaging.Target(version=rpcapi.VERSION)
 
     def __init__(self, conf, *, driver, conductor, cinder, notifier, glance=None,
-                 metrics=None):
+                 metrics=None, keys=None):
         self._conf = conf
         self.host = conf.host
         self.driver = driver
@@ -61,7 +61,7 @@ class ComputeManager:
         self.glance = glance
         self.reporter = compute_reporter.ComputeReporter(conductor, notifier, self.host,
                                                          metrics=metrics)
-        self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder)
+        self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder, keys=keys)
         self.events = events_mod.ExternalEvents(conf, driver, conductor, cinder,
                                                 self.reporter)
         self.lifecycle = lifecycle_mod.Lifecycle(conf, driver=driver, conductor=conductor,

@@ -174,7 +174,37 @@ class ComputeDriver:
         """
 
     def disconnect_volume(self, connection_info):
-        """Drop the host-side connection; the caller decides it is the last user."""
+        """Drop the host-side connection; the caller decides it is the last user.
+
+        Whatever :meth:`attach_encryptor` opened for the volume goes with it.
+        """
+
+    # -- encrypted volumes (volumesvc/compute/encryption.py) -----------------
+    def check_volume_encryption(self, connection_info, metadata):
+        """How this driver would decrypt the volume; refuse what it cannot.
+
+        ``metadata``: Cinder's encryption metadata of a volume this host
+        must decrypt. Refused by default: a driver that cannot decrypt must
+        never hand the ciphertext (or, for a volume to format, the
+        plaintext) to a guest.
+        """
+        raise exception.VolumeEncryptionNotSupported(
+            volume_id=block_device.volume_id(connection_info),
+            provider=metadata.get("provider"),
+            control_location=metadata.get("control_location"),
+            driver_volume_type=connection_info.get("driver_volume_type"),
+            reason=f"the {type(self).__name__} compute driver decrypts no volume")
+
+    def attach_encryptor(self, connection_info, metadata, method, key, passphrase):
+        """Open the connected volume with its key (``method`` from the check)."""
+        raise NotImplementedError()
+
+    def volume_secret_ids(self):
+        """Volume ids whose decryption secret this host keeps (for the reconciliation)."""
+        return []
+
+    def forget_volume_secret(self, volume_id):
+        """Remove a volume's decryption secret the reconciliation found orphaned."""
 
     # -- shared checks ------------------------------------------------------
     def check_multiattach(self, connection_info):

@@ -357,11 +357,25 @@ class FakeDomain:
                     raise libvirtError(f"non unique alias detected: {_alias(disk)}",
                                        VIR_ERR_OPERATION_FAILED)
         if live:
+            self._check_encryption_secret(disk)
             _lock_disk(self.UUIDString(), disk)
             _devices(self._live).append(copy.deepcopy(disk))
         if persistent:
             _devices(self._persistent).append(copy.deepcopy(disk))
         return 0
+
+    def _check_encryption_secret(self, disk):
+        """As QEMU: a LUKS disk opens only with its secret defined and holding a value."""
+        secret = disk.find("source/encryption/secret")
+        if secret is None:
+            return
+        try:
+            value = self._conn.secretLookupByUUIDString(secret.get("uuid")).value
+        except libvirtError:
+            value = None
+        if not value:
+            raise libvirtError(f"internal error: no secret with uuid {secret.get('uuid')} "
+                               "holding a value", VIR_ERR_NO_SECRET)
 
     def _remove_live(self, disk):
         self._unplug_pending.discard(id(disk))
@@ -628,7 +642,10 @@ class FakeConnection:
         secrets = self._secrets()
         root = ET.fromstring(xml)
         uuid = root.findtext("uuid") or str(uuidlib.uuid4())
-        usage = (_required(root, "usage").get("type"), root.findtext("usage/name"))
+        usage_type = _required(root, "usage").get("type")
+        # The usage id: a volume secret names its volume, the others a name.
+        usage = (usage_type, root.findtext("usage/volume" if usage_type == "volume"
+                                           else "usage/name"))
         for other in secrets.values():
             if other.usage == usage and other.UUIDString() != uuid:
                 raise libvirtError(f"operation failed: a secret with UUID "
@@ -640,8 +657,22 @@ class FakeConnection:
         secret.xml, secret.usage = xml, usage
         return secret
 
+    def secretLookupByUsage(self, usage_type, usage_id):  # noqa: N802
+        name = _SECRET_USAGE_NAMES.get(usage_type)
+        for secret in list(self._secrets().values()):
+            if secret.usage == (name, usage_id):
+                return secret
+        raise libvirtError(f"Secret not found: no secret with matching usage '{usage_id}'",
+                           VIR_ERR_NO_SECRET)
+
     def listAllSecrets(self, flags=0):  # noqa: N802
         return list(self._secrets().values())
+
+
+VIR_SECRET_USAGE_TYPE_VOLUME = 1
+VIR_SECRET_USAGE_TYPE_CEPH = 2
+_SECRET_USAGE_NAMES = {VIR_SECRET_USAGE_TYPE_VOLUME: "volume",
+                       VIR_SECRET_USAGE_TYPE_CEPH: "ceph"}
 
 
 class FakeSecret:
@@ -659,6 +690,15 @@ class FakeSecret:
 
     def XMLDesc(self, flags=0):  # noqa: N802
         return self.xml
+
+    def usageType(self):  # noqa: N802
+        for number, name in _SECRET_USAGE_NAMES.items():
+            if name == self.usage[0]:
+                return number
+        return 0
+
+    def usageID(self):  # noqa: N802
+        return self.usage[1]
 
     def setValue(self, value, flags=0):  # noqa: N802
         if not isinstance(value, bytes):

@@ -195,6 +195,17 @@ class CinderAPI(keystone.SessionFromConf):
     def get(self, context, volume_id):
         return _to_dict(self.client(context, MV_VOLUME_GET).volumes.get(volume_id))
 
+    @translate(exception.VolumeNotFound, "volume_id")
+    def get_volume_encryption(self, context, volume_id):
+        """``GET /volumes/{id}/encryption``: how the compute must open the volume.
+
+        ``encryption_key_id`` (None for a plain volume) and, for a volume
+        type that encrypts, ``provider``, ``cipher``, ``key_size`` and
+        ``control_location``: read once per attach (volumesvc/compute/encryption.py).
+        """
+        metadata = self.client(context).volumes.get_encryption_metadata(volume_id)
+        return dict(metadata)
+
     @translate()
     def get_all(self, context, search_opts=None):
         volumes = self.client(context, MV_VOLUME_GET).volumes.list(

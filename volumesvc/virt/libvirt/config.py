@@ -54,12 +54,14 @@ class DiskConfig:
     scsi_unit: int | None = None
     boot_order: int | None = None
     iotune: dict = dataclasses.field(default_factory=dict)
+    # QEMU's native LUKS: the libvirt secret holding the volume's passphrase.
+    encryption_secret_uuid: str | None = None
 
     def _source(self, disk):
         if self.source_type == "file":
-            ET.SubElement(disk, "source", _present(file=self.source_path))
+            source = ET.SubElement(disk, "source", _present(file=self.source_path))
         elif self.source_type == "block":
-            ET.SubElement(disk, "source", _present(dev=self.source_path))
+            source = ET.SubElement(disk, "source", _present(dev=self.source_path))
         else:
             source = ET.SubElement(disk, "source", _present(protocol=self.source_protocol,
                                                             name=self.source_name))
@@ -70,6 +72,11 @@ class DiskConfig:
                 auth = ET.SubElement(disk, "auth", username=self.auth_username)
                 ET.SubElement(auth, "secret", _present(type=self.auth_secret_type,
                                                        uuid=self.auth_secret_uuid))
+        if self.encryption_secret_uuid:
+            # Inside <source>, where libvirt keeps it for every source type.
+            encryption = ET.SubElement(source, "encryption", format="luks")
+            ET.SubElement(encryption, "secret", type="passphrase",
+                          uuid=self.encryption_secret_uuid)
 
     def to_element(self):
         disk = ET.Element("disk", type=self.source_type, device=self.device)

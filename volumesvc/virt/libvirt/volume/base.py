@@ -63,6 +63,10 @@ def connected_path(connection_info):
 class LibvirtBaseVolumeDriver:
     """A volume the hypervisor opens with no host-side work (subclasses add it)."""
 
+    #: True when the volume becomes a host block device, which os-brick's
+    #: encryptor decrypts; else QEMU opens it and decrypts it natively.
+    host_decrypts = False
+
     def __init__(self, conf):
         self.conf = conf
 
@@ -96,6 +100,8 @@ class LibvirtBaseVolumeDriver:
             boot_order=boot_order,
             iotune={k: v for k, v in (data.get("qos_specs") or {}).items()
                     if k in IOTUNE_KEYS},
+            encryption_secret_uuid=(connection_info.get("encryption") or {}).get(
+                "secret_uuid"),
             **source,
         )
 

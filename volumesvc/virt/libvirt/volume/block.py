@@ -42,6 +42,8 @@ class LibvirtBrickVolumeDriver(base.LibvirtBaseVolumeDriver):
 
 
 class LibvirtBlockVolumeDriver(LibvirtBrickVolumeDriver):
+    host_decrypts = True
+
     def source(self, connection_info):
         return {"source_type": "block", "source_path": base.connected_path(connection_info)}
 

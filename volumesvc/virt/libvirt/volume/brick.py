@@ -16,8 +16,8 @@ import threading
 import time
 
 import os_brick.privileged  # noqa: F401 - registers [privsep_osbrick] on cfg.CONF
+from os_brick import encryptors, initiator
 from os_brick import exception as brick_exception
-from os_brick import initiator
 from os_brick.initiator import connector as brick_connector
 from oslo_concurrency import processutils
 from oslo_config import cfg
@@ -149,3 +149,37 @@ def errors(what):
     except (brick_exception.BrickException, processutils.ProcessExecutionError,
             NotImplementedError) as exc:
         raise exception.VirtDriverError(reason=f"{what}: {exc}") from exc
+
+
+# -- encryptors: dm-crypt on host block devices (virt/libvirt/encryption.py) ------
+LUKS, LUKS2, PLAIN = encryptors.LUKS, encryptors.LUKS2, encryptors.PLAIN
+
+
+def provider_format(provider):
+    """Cinder's provider (a format, or an encryptor class name of old) as a format."""
+    return encryptors.LEGACY_PROVIDER_CLASS_TO_FORMAT_MAP.get(provider, provider)
+
+
+class _FetchedKey:
+    """os-brick's encryptors ask a key manager for the key: hand them the one already read.
+
+    The key was read through ``volumesvc.keymgr`` (its errors named), so
+    os-brick never talks to the key manager itself.
+    """
+
+    def __init__(self, key):
+        self._key = key
+
+    def get(self, context, key_id, **kwargs):
+        return self._key
+
+
+def encryptor(connection_info, metadata, key=None):
+    """os-brick's encryptor for the volume's provider (``key``: castellan's object).
+
+    ``metadata``: Cinder's encryption metadata (never the key), as os-brick
+    takes it; its commands run as root through privsep.
+    """
+    metadata = dict(metadata, provider=provider_format(metadata.get("provider")))
+    return encryptors.get_volume_encryptor(root_helper(), connection_info, _FetchedKey(key),
+                                           **metadata)

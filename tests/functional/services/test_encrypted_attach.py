@@ -1,0 +1,222 @@
+"""Attach and detach of encrypted volumes end to end on fake:// (API, conductor, compute).
+
+The computes run the libvirt driver on the fake libvirt at
+``qemu:///system`` (secrets need a libvirtd; each compute its own host),
+Cinder is FakeCinder with an encrypted volume type whose keys it creates in
+the stack's in-memory key manager, which the computes read through the
+product's key manager adapter. What is checked is what a user and an
+operator would see: the disk's ``<encryption>``, the host's libvirt
+secrets, Cinder's attachments and volume status, and the 2.106 fault of a
+refused attach.
+"""
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.functional.stack import Stack
+from volumesvc import keymgr
+
+SYSTEM = {("libvirt", "connection_uri"): "qemu:///system"}
+LUKS = {"provider": "luks", "cipher": "aes-xts-plain64", "key_size": 256,
+        "control_location": "front-end"}
+TOKEN = "u1:p1"
+
+
+@pytest.fixture
+def stack(tmp_path):
+    s = Stack(tmp_path, hosts=(), conf_overrides=SYSTEM)
+    s.add_compute("host-a")
+    s.cinder.create_volume_type("luks", encryption=LUKS)
+    s.cinder.create_volume_type("luks-multi", {"multiattach": "<is> True"}, encryption=LUKS)
+    yield s
+    s.stop()
+
+
+def _driver(stack, host="host-a"):
+    return stack.computes[host].manager.driver
+
+
+def _secrets(stack, host="host-a"):
+    """{volume id: secret} of the volume secrets on ``host``'s libvirt."""
+    drv = _driver(stack, host)
+    return {s.usageID(): s for s in drv.host.get_connection().listAllSecrets()
+            if s.usageType() == drv.libvirt.VIR_SECRET_USAGE_TYPE_VOLUME}
+
+
+def _disk(stack, server, volume_id, host="host-a"):
+    root = ET.fromstring(_driver(stack, host).get_domain_xml({"uuid": server}))
+    disks = {d.findtext("serial"): d for d in root.findall("./devices/disk")}
+    return disks.get(volume_id)
+
+
+def _volume(stack, vtype="luks", project="p1"):
+    return stack.cinder.create(stack.context(project), 1, "secret data", "",
+                               volume_type=vtype)["id"]
+
+
+def _attachments(stack, volume_id):
+    return [a for a in stack.cinder.attachments.values() if a["volume_id"] == volume_id]
+
+
+def _wait_in_use(stack, volume_id, count=1):
+    stack.wait(lambda: stack.cinder.get(None, volume_id)["status"] == "in-use"
+               and len(stack.cinder.get(None, volume_id)["attachments"]) == count,
+               what=f"{volume_id} in-use x{count}")
+
+
+def _wait_available(stack, volume_id):
+    stack.wait(lambda: stack.cinder.get(None, volume_id)["status"] == "available"
+               and not _attachments(stack, volume_id), what=f"{volume_id} available")
+
+
+def _fault(stack, server, volume_id):
+    """The 2.106 entry of a failed attach, once the compute reported it."""
+    def entry():
+        _, body, _headers = stack.api("GET", f"/servers/{server}/os-volume_attachments",
+                            version="2.106", token=TOKEN)
+        for att in body["volumeAttachments"]:
+            if att["volumeId"] == volume_id and att.get("status") == "error":
+                return att
+        return None
+    return stack.wait(entry, what=f"error entry of {volume_id}")["fault"]
+
+
+def _detach(stack, server, volume_id):
+    stack.api("DELETE", f"/servers/{server}/os-volume_attachments/{volume_id}",
+              token=TOKEN, status=202)
+
+
+def test_encrypted_attach_defines_the_secret_and_detach_removes_it(stack):
+    (server,) = stack.boot_active()
+    volume_id = _volume(stack)
+    key_id = stack.cinder.get(None, volume_id)["encryption_key_id"]
+    stack.attach_volume(server, volume_id)
+    _wait_in_use(stack, volume_id)
+
+    # Read once per attach, with the user's project.
+    assert [c for c in stack.cinder.calls if c[0] == "get_volume_encryption"] == [
+        ("get_volume_encryption", (volume_id,))]
+    assert stack.key_store.reads == [("p1", key_id)]
+    secret = _secrets(stack)[volume_id]
+    assert secret.value.decode() == keymgr.passphrase(
+        stack.key_store.get(stack.context(), key_id))
+    encryption = _disk(stack, server, volume_id).find("source/encryption")
+    assert encryption.get("format") == "luks"
+    assert encryption.find("secret").get("uuid") == secret.UUIDString()
+
+    _detach(stack, server, volume_id)
+    _wait_available(stack, volume_id)
+    assert _secrets(stack) == {}
+    assert _disk(stack, server, volume_id) is None
+
+
+def test_a_plain_volume_has_no_secret_and_no_key_read(stack):
+    (server,) = stack.boot_active()
+    volume_id = stack.cinder.create(stack.context(), 1, "plain", "")["id"]
+    stack.attach_volume(server, volume_id)
+    _wait_in_use(stack, volume_id)
+    assert _secrets(stack) == {} and stack.key_store.reads == []
+    assert _disk(stack, server, volume_id).find("source/encryption") is None
+    assert not [c for c in stack.cinder.calls if c[0] == "get_volume_encryption"]
+
+
+def test_back_end_encryption_is_the_storages(stack):
+    (server,) = stack.boot_active()
+    volume_id = _volume(stack)
+    stack.cinder.set_encryption(volume_id, stack.cinder.get(None, volume_id)[
+        "encryption_key_id"], **{**LUKS, "control_location": "back-end"})
+    stack.attach_volume(server, volume_id)
+    _wait_in_use(stack, volume_id)
+    assert _secrets(stack) == {} and stack.key_store.reads == []
+
+
+@pytest.mark.parametrize("provider", ["plain", "vendor-x"])
+def test_a_provider_the_compute_cannot_honour_is_refused_and_nothing_attached(
+        stack, provider):
+    (server,) = stack.boot_active()
+    volume_id = _volume(stack)
+    stack.cinder.set_encryption(volume_id, stack.cinder.get(None, volume_id)[
+        "encryption_key_id"], **{**LUKS, "provider": provider})
+    stack.attach_volume(server, volume_id)
+    fault = _fault(stack, server, volume_id)
+    assert fault["code"] == 400
+    assert f"provider {provider}" in fault["message"] and "cannot open" in fault["message"]
+    _wait_available(stack, volume_id)
+    assert _disk(stack, server, volume_id) is None
+    assert _secrets(stack) == {} and stack.key_store.reads == []
+
+
+def _key_of_another_project(stack, volume_id):
+    stack.cinder.set_encryption(volume_id, stack.key_store.create_key(stack.context("p2")),
+                                **LUKS)
+
+
+def _key_manager_down(stack, volume_id):
+    stack.key_store.down = True
+
+
+@pytest.mark.parametrize("trouble, code", [(_key_of_another_project, 403),
+                                           (_key_manager_down, 503)],
+                         ids=["another-projects-key", "key-manager-down"])
+def test_a_key_that_cannot_be_read_is_a_fault_naming_the_key_manager(stack, trouble, code):
+    """A volume whose key this user may not (or cannot now) read never reaches the server."""
+    (server,) = stack.boot_active()
+    volume_id = _volume(stack)
+    trouble(stack, volume_id)
+    stack.attach_volume(server, volume_id)
+    fault = _fault(stack, server, volume_id)
+    assert fault["code"] == code and "key manager (barbican)" in fault["message"]
+    _wait_available(stack, volume_id)
+    assert _disk(stack, server, volume_id) is None and _secrets(stack) == {}
+
+
+def test_embedded_libvirt_refuses_native_luks_with_400(tmp_path):
+    stack = Stack(tmp_path)  # the default URI: qemu:///embed, no secret API
+    try:
+        stack.cinder.create_volume_type("luks", encryption=LUKS)
+        (server,) = stack.boot_active()
+        volume_id = _volume(stack)
+        stack.attach_volume(server, volume_id)
+        fault = _fault(stack, server, volume_id)
+        assert fault["code"] == 400 and "no secret API" in fault["message"]
+        _wait_available(stack, volume_id)
+    finally:
+        stack.stop()
+
+
+def test_multiattach_shares_one_secret_per_host_until_the_last_detach(stack):
+    first, second = stack.boot_active(2)
+    stack.add_compute("host-b")
+    (on_b,) = stack.boot_active()
+    volume_id = _volume(stack, "luks-multi")
+    for server in (first, second, on_b):
+        stack.attach_volume(server, volume_id, version="2.79")
+    _wait_in_use(stack, volume_id, 3)
+    secret = _secrets(stack)[volume_id]
+    assert len(_secrets(stack)) == 1 and volume_id in _secrets(stack, "host-b")
+    for server in (first, second):
+        uuid = _disk(stack, server, volume_id).find("source/encryption/secret").get("uuid")
+        assert uuid == secret.UUIDString()
+
+    _detach(stack, first, volume_id)
+    _wait_in_use(stack, volume_id, 2)
+    assert volume_id in _secrets(stack)  # the second server here still reads it
+    _detach(stack, on_b, volume_id)
+    _wait_in_use(stack, volume_id, 1)
+    assert _secrets(stack, "host-b") == {} and volume_id in _secrets(stack)
+    _detach(stack, second, volume_id)
+    _wait_available(stack, volume_id)
+    assert _secrets(stack) == {}
+
+
+def test_server_delete_removes_the_secret(stack):
+    (server,) = stack.boot_active()
+    volume_id = _volume(stack)
+    stack.attach_volume(server, volume_id)
+    _wait_in_use(stack, volume_id)
+    assert volume_id in _secrets(stack)
+    stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
+    stack.wait_for_server_gone(server)
+    _wait_available(stack, volume_id)
+    assert _secrets(stack) == {}

@@ -1,0 +1,280 @@
+"""Encrypted volumes in the libvirt driver: QEMU's native LUKS and os-brick's encryptors.
+
+QEMU-opened disks (``local`` files here) run on the fake libvirt, which
+keeps secrets as libvirtd does and, like QEMU, refuses a LUKS disk whose
+secret is missing. Host block devices run at os-brick's boundary: the
+connector's host calls are replaced (as in test_volume_brick.py) and so is
+the one function os-brick's encryptors run commands through
+(``os_brick.privileged.rootwrap.execute``), by a small cryptsetup that keeps
+which devices hold a LUKS header; the encryptor os-brick's factory picks,
+its format-on-first-use decision and its commands are os-brick's own.
+"""
+
+import binascii
+import xml.etree.ElementTree as ET
+
+import pytest
+from castellan.common.objects import passphrase as castellan_passphrase
+from castellan.common.objects import symmetric_key
+from os_brick.initiator.connectors import iscsi
+from os_brick.privileged import rootwrap
+from oslo_concurrency import processutils
+
+from tests.unit.virt import test_volume_brick as brick_tests
+from volumesvc import exception, keymgr
+
+VOL = brick_tests.VOL
+SYSTEM = "qemu:///system"
+KEY = bytes(range(32))
+HEX = binascii.hexlify(KEY).decode()
+LUKS = {"provider": "luks", "cipher": "aes-xts-plain64", "key_size": 256,
+        "control_location": "front-end", "encryption_key_id": "k-1"}
+
+
+@pytest.fixture
+def system_conf(conf):
+    conf.set_override("connection_uri", SYSTEM, group="libvirt")
+    return conf
+
+
+def _key(value=KEY):
+    return symmetric_key.SymmetricKey("AES", len(value) * 8, value)
+
+
+def _open(driver, info, metadata=LUKS, key=None):
+    key = key or _key()
+    method = driver.check_volume_encryption(info, metadata)
+    driver.connect_volume(info)
+    driver.attach_encryptor(info, metadata, method, key, keymgr.passphrase(key))
+    return method
+
+
+def _volume_secrets(driver):
+    conn = driver.host.get_connection()
+    return {s.usageID(): s for s in conn.listAllSecrets()
+            if s.usageType() == driver.libvirt.VIR_SECRET_USAGE_TYPE_VOLUME}
+
+
+def _disk(driver, instance, volume_id):
+    root = ET.fromstring(driver.get_domain_xml(instance))
+    return {d.findtext("serial"): d for d in root.findall("./devices/disk")}[volume_id]
+
+
+# -- the passphrase ---------------------------------------------------------------------
+
+def test_passphrase_is_the_keys_bytes_in_hex_unless_the_key_is_a_passphrase():
+    assert keymgr.passphrase(_key()) == HEX
+    assert keymgr.passphrase(castellan_passphrase.Passphrase(b"typed words")) == "typed words"
+
+
+# -- QEMU's native LUKS ---------------------------------------------------------------
+
+def test_native_luks_secret_defined_named_by_the_disk_and_gone_with_the_connection(
+        system_conf, driver, instance, make_volume):
+    info = make_volume(encrypted=True)
+    vol = info["serial"]
+    driver.spawn(instance, None)
+    assert _open(driver, info) == "qemu"
+    secret = _volume_secrets(driver)[vol]
+    assert secret.value == HEX.encode()  # what QEMU opens the LUKS header with
+    assert ET.fromstring(secret.XMLDesc()).get("private") == "yes"
+    assert info["encryption"] == {"method": "qemu", "secret_uuid": secret.UUIDString(), **LUKS}
+
+    driver.attach_volume(info, instance, "/dev/sdb")
+    encryption = _disk(driver, instance, vol).find("source/encryption")
+    assert encryption.get("format") == "luks"
+    assert encryption.find("secret").attrib == {"type": "passphrase",
+                                                "uuid": secret.UUIDString()}
+
+    driver.detach_volume(info, instance, "/dev/sdb")
+    assert vol in _volume_secrets(driver)  # until the host connection goes
+    driver.disconnect_volume(info)
+    assert vol not in _volume_secrets(driver)
+
+
+def test_native_luks_disk_without_its_secret_is_refused_by_the_hypervisor(
+        system_conf, driver, instance, make_volume):
+    """The fake refuses like QEMU: the secret must be there before the disk."""
+    info = make_volume(encrypted=True)
+    driver.spawn(instance, None)
+    _open(driver, info)
+    driver.forget_volume_secret(info["serial"])
+    with pytest.raises(exception.VirtDriverError, match="secret"):
+        driver.attach_volume(info, instance, "/dev/sdb")
+
+
+def test_one_secret_per_volume_on_a_host_whoever_attaches_it(system_conf, driver,
+                                                             make_volume):
+    info = make_volume(encrypted=True, multiattach=True)
+    _open(driver, info)
+    second = {**info, "data": dict(info["data"])}
+    _open(driver, second)
+    assert second["encryption"]["secret_uuid"] == info["encryption"]["secret_uuid"]
+    assert list(_volume_secrets(driver)) == [info["serial"]]
+    assert driver.volume_secret_ids() == [info["serial"]]
+
+
+@pytest.mark.parametrize("provider", ["plain", "luks2", "CryptsetupEncryptor", "vendor-x",
+                                      None])
+def test_qemu_opened_disk_refuses_what_native_luks_cannot_open(system_conf, driver,
+                                                                make_volume, provider):
+    info = make_volume(encrypted=True)
+    with pytest.raises(exception.VolumeEncryptionNotSupported) as caught:
+        driver.check_volume_encryption(info, {**LUKS, "provider": provider})
+    assert caught.value.code == 400
+    assert "QEMU (native LUKS)" in str(caught.value) and info["serial"] in str(caught.value)
+
+
+@pytest.mark.parametrize("provider", ["luks", "LuksEncryptor",
+                                      "nova.volume.encryptors.luks.LuksEncryptor"])
+def test_luks_under_every_name_cinder_has_used_is_native(system_conf, driver, make_volume,
+                                                         provider):
+    assert driver.check_volume_encryption(make_volume(), {**LUKS, "provider": provider}) \
+        == "qemu"
+
+
+def test_rbd_plain_is_refused(system_conf, driver):
+    info = {"driver_volume_type": "rbd", "serial": VOL,
+            "data": {"name": "volumes/volume-" + VOL, "encrypted": True}}
+    with pytest.raises(exception.VolumeEncryptionNotSupported, match="rbd volume"):
+        driver.check_volume_encryption(info, {**LUKS, "provider": "plain"})
+    assert driver.check_volume_encryption(info, LUKS) == "qemu"
+
+
+def test_native_luks_needs_the_secret_api(driver, make_volume):
+    """The embedded driver (the default URI) has no secrets: a clear 400, nothing left."""
+    info = make_volume(encrypted=True)
+    with pytest.raises(exception.VolumeEncryptionNotSupported, match="no secret API"):
+        _open(driver, info)
+    assert "encryption" not in info
+    assert driver.volume_secret_ids() == []
+
+
+# -- os-brick's encryptors on host block devices ------------------------------------------
+
+class FakeCryptsetup:
+    """os-brick's command runner for cryptsetup and ln: keeps LUKS headers per device."""
+
+    def __init__(self, luks_devices=()):
+        self.luks = {dev: None for dev in luks_devices}  # device -> its passphrase
+        self.commands = []  # (argv, process_input)
+        self.mappings = {}  # dm name -> device
+
+    def __call__(self, *cmd, process_input=None, check_exit_code=True, **kwargs):
+        self.commands.append((cmd, process_input))
+        if cmd[0] == "ln":
+            return "", ""
+        verb = cmd[1] if cmd[1] != "--batch-mode" else cmd[2]
+        device = cmd[-1]
+        if verb == "isLuks":
+            if device not in self.luks:
+                raise processutils.ProcessExecutionError(exit_code=1, cmd=" ".join(cmd))
+        elif verb == "luksFormat":
+            self.luks[device] = process_input
+        elif verb == "luksOpen":
+            device, name = cmd[-2], cmd[-1]
+            if device not in self.luks:
+                raise processutils.ProcessExecutionError(exit_code=1, cmd=" ".join(cmd))
+            if self.luks[device] not in (None, process_input):
+                raise processutils.ProcessExecutionError(exit_code=2, cmd="wrong key")
+            self.mappings[name] = device
+        elif verb == "create":
+            self.mappings[cmd[-2]] = device
+        elif verb in ("luksClose", "remove"):
+            self.mappings.pop(cmd[2], None)
+        elif verb == "status":
+            raise processutils.ProcessExecutionError(exit_code=4, cmd=" ".join(cmd))
+        return "", ""
+
+    def argv(self):
+        return [c for c, _input in self.commands]
+
+
+@pytest.fixture
+def cryptsetup(monkeypatch):
+    def install(luks_devices=()):
+        fake = FakeCryptsetup(luks_devices)
+        monkeypatch.setattr(rootwrap, "execute", fake)
+        return fake
+    return install
+
+
+#: the doubles of os-brick's host calls the other protocols' tests use
+host_calls = brick_tests.host_calls
+
+
+@pytest.fixture
+def iscsi_volume(host_calls):  # noqa: F811 - the fixture above
+    """(connection info of an encrypted iSCSI volume, its device, the connector's calls)."""
+    install, device = host_calls
+    calls = install(iscsi.ISCSIConnector)
+    info = brick_tests._info("iscsi", {**brick_tests.CONNECTIONS["iscsi"][1],
+                                       "encrypted": True})
+    return info, device, calls
+
+
+def test_iscsi_volume_cinder_did_not_format_is_formatted_opened_and_closed(
+        driver, instance, iscsi_volume, cryptsetup):
+    info, device, calls = iscsi_volume
+    crypt = cryptsetup()
+    driver.spawn(instance, None)
+    assert _open(driver, info) == "os-brick"
+    assert crypt.argv() == [
+        ("cryptsetup", "luksOpen", "--key-file=-", device, "crypt-sdq"),
+        ("cryptsetup", "isLuks", "--verbose", device),
+        ("cryptsetup", "--batch-mode", "luksFormat", "--type", "luks1", "--key-file=-",
+         "--cipher", "aes-xts-plain64", "--key-size", 256, device),
+        ("cryptsetup", "luksOpen", "--key-file=-", device, "crypt-sdq"),
+        ("ln", "--symbolic", "--force", "/dev/mapper/crypt-sdq", device)]
+    assert crypt.luks[device] == HEX  # formatted with the passphrase from the key
+    assert {i for _c, i in crypt.commands if i} == {HEX}
+    assert info["encryption"] == {"method": "os-brick", **LUKS}  # no key, no passphrase
+
+    driver.attach_volume(info, instance, "/dev/sdb")
+    disk = _disk(driver, instance, VOL)
+    assert disk.find("source").get("dev") == device  # now os-brick's plaintext mapping
+    assert disk.find("source/encryption") is None  # QEMU does not decrypt it again
+
+    driver.detach_volume(info, instance, "/dev/sdb")
+    driver.disconnect_volume(info)
+    assert crypt.argv()[-1] == ("cryptsetup", "luksClose", "crypt-sdq")
+    assert crypt.mappings == {}
+    assert len(calls["disconnect"].calls) == 1  # the mapping closed before the session
+
+
+def test_iscsi_volume_cinder_formatted_is_opened_not_formatted(driver, iscsi_volume,
+                                                               cryptsetup):
+    info, device, _calls = iscsi_volume
+    crypt = cryptsetup(luks_devices=[device])
+    _open(driver, info)
+    assert [c[1] for c in crypt.argv()] == ["luksOpen", "--symbolic"]
+
+
+def test_iscsi_wrong_key_fails_clearly(driver, iscsi_volume, cryptsetup):
+    info, device, _calls = iscsi_volume
+    crypt = cryptsetup(luks_devices=[device])
+    crypt.luks[device] = "another passphrase"
+    with pytest.raises(exception.VirtDriverError, match=f"opening encrypted volume {VOL}"):
+        _open(driver, info)
+    assert "encryption" not in info
+
+
+def test_iscsi_plain_is_cryptsetup_create(driver, iscsi_volume, cryptsetup):
+    info, device, _calls = iscsi_volume
+    crypt = cryptsetup()
+    plain = {**LUKS, "provider": "plain", "cipher": "aes-cbc-essiv:sha256", "key_size": 128}
+    assert _open(driver, info, plain) == "os-brick"
+    assert crypt.argv()[0] == ("cryptsetup", "create", "--key-file=-", "--cipher",
+                               "aes-cbc-essiv:sha256", "--key-size", 128, "crypt-sdq",
+                               device)
+    driver.disconnect_volume(info)
+    assert crypt.argv()[-1] == ("cryptsetup", "remove", "crypt-sdq")
+
+
+def test_iscsi_unknown_provider_refused_before_anything_runs(driver, iscsi_volume,
+                                                             cryptsetup):
+    info, _device, calls = iscsi_volume
+    crypt = cryptsetup()
+    with pytest.raises(exception.VolumeEncryptionNotSupported, match="os-brick"):
+        driver.check_volume_encryption(info, {**LUKS, "provider": "vendor-x"})
+    assert crypt.commands == [] and calls["connect"].calls == []
