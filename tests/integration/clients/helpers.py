@@ -252,6 +252,23 @@ def domain_disks(aio, server_id):
     return disks
 
 
+def domain_disk(aio, server_id, volume_id):
+    """The live domain's disk whose serial is the volume id (a ``DiskInfo``), once there."""
+    from volumesvc.virt.libvirt import config
+
+    def find():
+        return {d.serial: d for d in config.parse_disks(domain_xml(aio, server_id))}.get(
+            volume_id)
+    return wait_until(find, f"disk {volume_id} in {server_id}")
+
+
+def cinder_attach_mode(cinder, server_id, volume_id):
+    """``attach_mode`` of the server's Cinder attachment of the volume (``ro``/``rw``)."""
+    (entry,) = [a for a in cinder.volumes.get(volume_id).attachments
+                if a["server_id"] == server_id]
+    return cinder.attachments.show(entry["attachment_id"]).attach_mode
+
+
 def wait_until(predicate, what, timeout=90):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -13,15 +13,15 @@ import contextlib
 import pytest
 
 from tests.integration.clients.helpers import (
+    cinder_attach_mode,
     compute_http,
     delete_volume_quietly,
-    domain_xml,
+    domain_disk,
     unique,
     volume_backed_server,
     wait_until,
     wait_volume,
 )
-from volumesvc.virt.libvirt import config
 
 
 @pytest.fixture(scope="module")
@@ -68,18 +68,7 @@ def _shown(aio, server_id, volume_id):
     return body["volumeAttachment"]
 
 
-def _disk(aio, server_id, volume_id):
-    """The domain's disk with the volume's serial, once it is there."""
-    def find():
-        return {d.serial: d for d in config.parse_disks(domain_xml(aio, server_id))}.get(
-            volume_id)
-    return wait_until(find, f"disk {volume_id} in {server_id}")
-
-
-def _attach_mode(cinder, server_id, volume_id):
-    (entry,) = [a for a in cinder.volumes.get(volume_id).attachments
-                if a["server_id"] == server_id]
-    return cinder.attachments.show(entry["attachment_id"]).attach_mode
+_disk, _attach_mode = domain_disk, cinder_attach_mode
 
 
 def _detach(aio, cinder, server_id, volume_id):
