@@ -11,13 +11,19 @@ QEMU's native LUKS, os-brick's encryptor for a host block device).
 
 The decryption is closed by the driver with the host connection
 (``disconnect_volume``): the last detach of the volume on this host, the
-server's delete, the undo of a failed attach.
+server's delete, the undo of a failed attach. What a killed compute or a
+failed build leaves is found by :func:`forget_orphaned_secrets` when the
+compute starts and in the periodic reconciliation.
 """
 
 import dataclasses
 
+from oslo_log import log as logging
+
 from volumesvc import keymgr
 from volumesvc.virt import block_device
+
+LOG = logging.getLogger(__name__)
 
 FRONT_END = "front-end"
 
@@ -62,3 +68,46 @@ def open_volume(driver, connection_info, plan):
     if plan is not None:
         driver.attach_encryptor(connection_info, plan.metadata, plan.method, plan.key,
                                 plan.passphrase)
+
+
+def reopen(context, *, keys, driver, connection_info):
+    """Open a volume an earlier attach opened, after connecting it again (reboot, start).
+
+    The host may have lost what the attach made (os-brick's dm-crypt
+    mapping, the libvirt secret) with its own restart; opening again is
+    harmless when it did not. The key is read anew as ``context``'s user,
+    with the metadata the attach recorded (no Cinder call).
+    """
+    record = connection_info.get("encryption")
+    if not record:
+        return
+    volume_id = block_device.volume_id(connection_info)
+    key = keys.get_key(context, record["encryption_key_id"], volume_id)
+    driver.attach_encryptor(connection_info, record, record["method"], key,
+                            keymgr.passphrase(key))
+
+
+def forget_orphaned_secrets(context, *, driver, conductor, instances):
+    """Remove decryption secrets of volumes no server on this host has a BDM of.
+
+    ``instances``: every server of this host. What this catches: a secret
+    left by a compute killed between defining it and recording the
+    attachment, or by a build that failed after connecting its volumes.
+    The secrets are listed *before* the BDMs: an attach reserves its BDM
+    before it defines a secret, so one starting meanwhile is either seen in
+    use or not listed yet. Returns the volume ids whose secret went.
+    """
+    held = driver.volume_secret_ids()
+    if not held:
+        return []
+    in_use = set()
+    for instance in instances:
+        for bdm in conductor.bdm_list(context, instance_uuid=instance["uuid"]):
+            if bdm.get("volume_id"):
+                in_use.add(bdm["volume_id"])
+    orphans = [volume_id for volume_id in held if volume_id not in in_use]
+    for volume_id in orphans:
+        LOG.info("Removing the decryption secret of volume %s: no server on this host "
+                 "uses it", volume_id)
+        driver.forget_volume_secret(volume_id)
+    return orphans

@@ -42,8 +42,9 @@ LOG = logging.getLogger(__name__)
 class Lifecycle:
     """Stop, start, shelve, offload and unshelve on one compute host."""
 
-    def __init__(self, conf, *, driver, conductor, cinder, reporter, glance=None):
+    def __init__(self, conf, *, driver, conductor, cinder, reporter, glance=None, keys=None):
         self.conf = conf
+        self.keys = keys  # the key manager adapter (encrypted volumes)
         self.driver = driver
         self.conductor = conductor
         self.cinder = cinder
@@ -98,7 +99,8 @@ class Lifecycle:
     def start(self, context, instance):
         """Connect the volumes again, redefine the domain from the BDMs and start it."""
         def work(bdms):
-            bdms = boot_volumes.reconnect(self.driver, self.conductor, context, bdms)
+            bdms = boot_volumes.reconnect(self.driver, self.conductor, context, bdms,
+                                          self.keys)
             self.driver.power_on(compute_instances.driver_instance(instance),
                                  boot_volumes.block_device_info(bdms))
             return self._update(context, instance["uuid"], {
@@ -193,7 +195,8 @@ class Lifecycle:
         if instance.get("vm_state") == vm_states.SHELVED:
             return self._unshelve_in_place(context, instance)
         volumes = boot_volumes.BootVolumes(self.conf, self.cinder, self.conductor,
-                                           self.driver, context, instance, self.glance)
+                                           self.driver, context, instance, self.glance,
+                                           keys=self.keys)
 
         def work(_bdms):
             bdi = volumes.connect(bdms)
@@ -225,10 +228,12 @@ class Lifecycle:
         BDM's disk.
         """
         def work(bdms):
-            bdms = boot_volumes.reconnect(self.driver, self.conductor, context, bdms)
+            bdms = boot_volumes.reconnect(self.driver, self.conductor, context, bdms,
+                                          self.keys)
             bdi = boot_volumes.block_device_info(bdms)
             volumes = boot_volumes.BootVolumes(self.conf, self.cinder, self.conductor,
-                                               self.driver, context, instance, self.glance)
+                                               self.driver, context, instance, self.glance,
+                                               keys=self.keys)
             partial = any(not b.get("connection_info")
                           for b in boot_volumes.volume_bdms(bdms))
             if partial:

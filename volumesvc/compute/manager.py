@@ -14,7 +14,7 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from volumesvc import exception, periodic, servicegroup
+from volumesvc import exception, keymgr, periodic, servicegroup
 from volumesvc.compute import attach as attach_mod
 from volumesvc.compute import (
     console_output,
@@ -61,12 +61,15 @@ class ComputeManager:
         self.glance = glance
         self.reporter = compute_reporter.ComputeReporter(conductor, notifier, self.host,
                                                          metrics=metrics)
-        self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder, keys=keys)
+        #: the key manager adapter: encrypted volumes' keys, read as the user
+        self.keys = keys or keymgr.KeyManager(conf)
+        self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder,
+                                                  keys=self.keys)
         self.events = events_mod.ExternalEvents(conf, driver, conductor, cinder,
                                                 self.reporter)
         self.lifecycle = lifecycle_mod.Lifecycle(conf, driver=driver, conductor=conductor,
                                                  cinder=cinder, reporter=self.reporter,
-                                                 glance=glance)
+                                                 glance=glance, keys=self.keys)
         self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
         self.swapper = swap_mod.VolumeSwapper(conf, driver, conductor, cinder, self.reporter)
         self.waiters = events_mod.EventWaiters()
@@ -150,7 +153,8 @@ class ComputeManager:
         with self._build_slots, self._lock(uuid):
             self.reporter.notify(context, instance, "create", "start", bdms=bdms)
             volumes = boot_volumes.BootVolumes(self._conf, self.cinder, self.conductor,
-                                               self.driver, context, instance, self.glance)
+                                               self.driver, context, instance, self.glance,
+                                               keys=self.keys)
             try:
                 with self.reporter.event(context, uuid, "compute_build_and_run_instance"):
                     self._update(context, uuid, {"task_state": task_states.BLOCK_DEVICE_MAPPING},
@@ -254,7 +258,7 @@ class ComputeManager:
                     bdms = self.reconciler.for_reboot(context, instance, bdms)
                     if hard:
                         bdms = boot_volumes.reconnect(self.driver, self.conductor, context,
-                                                      bdms)
+                                                      bdms, self.keys)
                     bdi = boot_volumes.block_device_info(bdms)
                     self._update(context, uuid, {"task_state": started}, expected=[pending])
                     self.driver.reboot(_driver_instance(instance), bdi, reboot_type)

@@ -27,7 +27,7 @@ from oslo_log import log as logging
 
 from volumesvc import context as vs_context
 from volumesvc import exception
-from volumesvc.compute import reconcile
+from volumesvc.compute import encryption, reconcile
 from volumesvc.states import vm_states
 
 LOG = logging.getLogger(__name__)
@@ -191,6 +191,7 @@ class ReconcileRunner:
                 self.watch(None, self._retry_delay())
             return []
         reports = []
+        self._forget_orphaned_secrets(context, instances)
         for instance in instances:
             try:
                 report = self._one(context, instance, recovering=True)
@@ -211,8 +212,9 @@ class ReconcileRunner:
         Servers in a task (or never launched) are left for their own
         workflow. Cinder unreachable: skipped with a warning until next time.
         """
-        instances = [i for i in self.conductor.instance_list_by_host(context, host=self.host)
-                     if skip_reason(i) is None]
+        on_host = self.conductor.instance_list_by_host(context, host=self.host)
+        self._forget_orphaned_secrets(context, on_host)
+        instances = [i for i in on_host if skip_reason(i) is None]
         if not instances:
             return []
         try:
@@ -228,6 +230,14 @@ class ReconcileRunner:
             LOG.info("Periodic reconciliation of volume attachments changed %d of %d "
                      "servers on %s", changed, len(reports), self.host)
         return reports
+
+    def _forget_orphaned_secrets(self, context, instances):
+        """Encrypted volumes' secrets no server here uses go (compute/encryption.py)."""
+        try:
+            encryption.forget_orphaned_secrets(context, driver=self.reconciler.driver,
+                                               conductor=self.conductor, instances=instances)
+        except Exception as exc:  # noqa: BLE001 - the next pass tries again
+            LOG.warning("Could not remove orphaned volume secrets on %s: %s", self.host, exc)
 
     # -- watches ------------------------------------------------------------------------
     def _retry_delay(self):

@@ -10,6 +10,7 @@ import os
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from volumesvc.compute import encryption
 from volumesvc.virt import block_device as virt_bd
 from volumesvc.virt.instance_path import instance_dir, remove_instance_dir
 from volumesvc.volume import cleanup
@@ -44,8 +45,10 @@ def disk_bdms(bdms):
 class BootVolumes:
     """The volume steps of one build, with their undo."""
 
-    def __init__(self, conf, cinder, conductor, driver, context, instance, glance=None):
+    def __init__(self, conf, cinder, conductor, driver, context, instance, glance=None,
+                 keys=None):
         self.conf = conf
+        self.keys = keys  # the key manager adapter, for encrypted volumes
         self.cinder = cinder
         self.glance = glance
         self.conductor = conductor
@@ -137,7 +140,10 @@ class BootVolumes:
             if volume.get("multiattach"):
                 info["multiattach"] = True
             self.driver.check_multiattach(info)
+            plan = encryption.prepare(self.context, cinder=self.cinder, keys=self.keys,
+                                      driver=self.driver, connection_info=info)
             self.driver.connect_volume(info)
+            encryption.open_volume(self.driver, info, plan)
             self._save(bdm, device_name=device, disk_bus=bus,
                        device_type=bdm.get("device_type") or "disk",
                        connection_info=jsonutils.dumps(info))
@@ -193,7 +199,7 @@ class BootVolumes:
         remove_instance_dir(self.conf, self.instance["uuid"])
 
 
-def reconnect(driver, conductor, context, bdms):
+def reconnect(driver, conductor, context, bdms, keys):
     """Connect each connected volume again before its domain is defined anew; the BDMs after.
 
     A hard reboot, a start and an unshelve on the same host rebuild the
@@ -202,7 +208,8 @@ def reconnect(driver, conductor, context, bdms):
     back under another name (a SCSI device), so, as Nova does, every volume
     is connected again first (os-brick's connectors do nothing on a host that
     kept the connection) and the info is saved when connecting changed it,
-    so the domain and a later disconnect use the new device.
+    so the domain and a later disconnect use the new device. An encrypted
+    volume is opened again with its key (``keys``, the key manager adapter).
     """
     out = []
     for bdm in bdms:
@@ -214,6 +221,7 @@ def reconnect(driver, conductor, context, bdms):
             jsonutils.dumps(raw))
         before = jsonutils.dumps(info, sort_keys=True)
         driver.connect_volume(info)
+        encryption.reopen(context, keys=keys, driver=driver, connection_info=info)
         if jsonutils.dumps(info, sort_keys=True) != before:
             saved = jsonutils.dumps(info)
             conductor.bdm_update(context, bdm_uuid=bdm["uuid"],

@@ -45,7 +45,10 @@ def _secrets(stack, host="host-a"):
 
 
 def _disk(stack, server, volume_id, host="host-a"):
-    root = ET.fromstring(_driver(stack, host).get_domain_xml({"uuid": server}))
+    xml = _driver(stack, host).get_domain_xml({"uuid": server})
+    if not xml:
+        return None  # no domain at all
+    root = ET.fromstring(xml)
     disks = {d.findtext("serial"): d for d in root.findall("./devices/disk")}
     return disks.get(volume_id)
 
@@ -220,3 +223,65 @@ def test_server_delete_removes_the_secret(stack):
     stack.wait_for_server_gone(server)
     _wait_available(stack, volume_id)
     assert _secrets(stack) == {}
+
+
+def test_the_reconciliation_removes_secrets_no_server_here_uses(stack):
+    """A secret left behind (e.g. a compute killed between defining it and the
+    attachment's record) goes at the next periodic pass or compute start; the
+    secret of a volume a server here has stays."""
+    (server,) = stack.boot_active()
+    kept = _volume(stack)
+    stack.attach_volume(server, kept)
+    _wait_in_use(stack, kept)
+    orphan = _volume(stack)
+    drv = _driver(stack)
+    info = {"driver_volume_type": "local", "serial": orphan,
+            "data": {"device_path": stack.cinder._path(orphan), "encrypted": True}}
+    key = stack.key_store.get(stack.context(), stack.cinder.get(None, orphan)[
+        "encryption_key_id"])
+    drv.attach_encryptor(info, LUKS, "qemu", key, keymgr.passphrase(key))
+    assert set(_secrets(stack)) == {kept, orphan}
+
+    runner = stack.computes["host-a"].manager.reconciler
+    runner.periodic(stack.admin_context())
+    assert set(_secrets(stack)) == {kept}
+
+    drv.attach_encryptor(info, LUKS, "qemu", key, keymgr.passphrase(key))
+    runner.recover_host(timeout=5)
+    assert set(_secrets(stack)) == {kept}
+
+
+def _root_volume(volume_id):
+    return [{"source_type": "volume", "destination_type": "volume", "boot_index": 0,
+             "volume_id": volume_id, "delete_on_termination": False}]
+
+
+def test_boot_from_an_encrypted_volume_and_hard_reboot(stack):
+    """The build opens an encrypted root as an attach does; a hard reboot opens it again."""
+    volume_id = _volume(stack)
+    server = stack.boot(stack.context(), _root_volume(volume_id))
+    stack.wait_instance(server, "active")
+    secret = _secrets(stack)[volume_id]
+    root = _disk(stack, server, volume_id)
+    assert root.find("source/encryption/secret").get("uuid") == secret.UUIDString()
+
+    _driver(stack).forget_volume_secret(volume_id)  # as lost with the host's state
+    stack.api("POST", f"/servers/{server}/action", {"reboot": {"type": "HARD"}},
+              token=TOKEN, status=202)
+    stack.wait(lambda: volume_id in _secrets(stack), what="the secret defined again")
+    stack.wait_instance(server, "active")
+    again = _secrets(stack)[volume_id]
+    assert _disk(stack, server, volume_id).find("source/encryption/secret").get(
+        "uuid") == again.UUIDString()
+
+
+def test_boot_from_a_volume_the_compute_cannot_open_fails_and_releases_it(stack):
+    volume_id = _volume(stack)
+    stack.cinder.set_encryption(volume_id, stack.cinder.get(None, volume_id)[
+        "encryption_key_id"], **{**LUKS, "provider": "plain"})
+    server = stack.boot(stack.context(), _root_volume(volume_id))
+    stack.wait_instance(server, "error")
+    _wait_available(stack, volume_id)
+    assert _secrets(stack) == {} and _disk(stack, server, volume_id) is None
+    fault = stack.api("GET", f"/servers/{server}", token=TOKEN)[1]["server"]["fault"]
+    assert "provider plain" in fault["message"] and "cannot open" in fault["message"]

@@ -12,13 +12,12 @@ session's ``system_libvirt``; fails, never skips, without it.
 """
 
 import os
-import shutil
-import tempfile
 import uuid
 
 import pytest
 
 from tests import polling
+from tests.integration.virt import system_driver
 from volumesvc.virt import instance_path
 from volumesvc.virt.libvirt import console
 
@@ -32,20 +31,7 @@ _PRINT_FOREVER = bytes.fromhex("fa31c08ed8fcbaf803be167cac84c07403eeebf8ebf3")
 
 @pytest.fixture(scope="module")
 def driver(system_libvirt):
-    from volumesvc import virt
-    from volumesvc.conf import get_conf
-
-    state = tempfile.mkdtemp(prefix="vs-console-", dir="/var/tmp")
-    conf = get_conf(args=[], default_config_files=[])
-    for name, value, group in (("state_path", state, None), ("host", "it-console", None),
-                               ("compute_driver", "libvirt", None),
-                               ("connection_uri", system_libvirt.uri, "libvirt")):
-        conf.set_override(name, value, group=group)
-    drv = virt.load_driver(conf)
-    drv.init_host(conf.host)
-    yield drv
-    drv.cleanup_host()
-    shutil.rmtree(state, ignore_errors=True)
+    yield from system_driver.system_driver(system_libvirt, "console")
 
 
 def _chatty_root_volume(directory, line):
