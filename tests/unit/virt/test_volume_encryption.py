@@ -11,6 +11,7 @@ its format-on-first-use decision and its commands are os-brick's own.
 """
 
 import binascii
+import os
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -22,6 +23,7 @@ from oslo_concurrency import processutils
 
 from tests.unit.virt import test_volume_brick as brick_tests
 from volumesvc import exception, keymgr
+from volumesvc.virt.libvirt import encryption
 
 VOL = brick_tests.VOL
 SYSTEM = "qemu:///system"
@@ -153,16 +155,28 @@ def test_native_luks_needs_the_secret_api(driver, make_volume):
 # -- os-brick's encryptors on host block devices ------------------------------------------
 
 class FakeCryptsetup:
-    """os-brick's command runner for cryptsetup and ln: keeps LUKS headers per device."""
+    """os-brick's command runner for cryptsetup and ln: keeps LUKS headers per device.
 
-    def __init__(self, luks_devices=()):
+    Mappings appear as files in ``mapper_dir`` (the test's /dev/mapper) and
+    ``ln`` really points the device's path at them, as on a host.
+    """
+
+    def __init__(self, mapper_dir, luks_devices=()):
+        self.mapper_dir = mapper_dir
         self.luks = {dev: None for dev in luks_devices}  # device -> its passphrase
         self.commands = []  # (argv, process_input)
         self.mappings = {}  # dm name -> device
 
+    def _map(self, name, device):
+        self.mappings[name] = device
+        (self.mapper_dir / name).write_bytes(b"")
+
     def __call__(self, *cmd, process_input=None, check_exit_code=True, **kwargs):
         self.commands.append((cmd, process_input))
         if cmd[0] == "ln":
+            target, link = cmd[-2], cmd[-1]
+            os.remove(link)
+            os.symlink(str(self.mapper_dir / os.path.basename(target)), link)
             return "", ""
         verb = cmd[1] if cmd[1] != "--batch-mode" else cmd[2]
         device = cmd[-1]
@@ -177,11 +191,12 @@ class FakeCryptsetup:
                 raise processutils.ProcessExecutionError(exit_code=1, cmd=" ".join(cmd))
             if self.luks[device] not in (None, process_input):
                 raise processutils.ProcessExecutionError(exit_code=2, cmd="wrong key")
-            self.mappings[name] = device
+            self._map(name, device)
         elif verb == "create":
-            self.mappings[cmd[-2]] = device
+            self._map(cmd[-2], device)
         elif verb in ("luksClose", "remove"):
             self.mappings.pop(cmd[2], None)
+            (self.mapper_dir / cmd[2]).unlink(missing_ok=True)
         elif verb == "status":
             raise processutils.ProcessExecutionError(exit_code=4, cmd=" ".join(cmd))
         return "", ""
@@ -191,9 +206,13 @@ class FakeCryptsetup:
 
 
 @pytest.fixture
-def cryptsetup(monkeypatch):
+def cryptsetup(monkeypatch, tmp_path):
+    mapper_dir = tmp_path / "mapper"
+    mapper_dir.mkdir()
+    monkeypatch.setattr(encryption, "MAPPER_DIR", str(mapper_dir))
+
     def install(luks_devices=()):
-        fake = FakeCryptsetup(luks_devices)
+        fake = FakeCryptsetup(mapper_dir, luks_devices)
         monkeypatch.setattr(rootwrap, "execute", fake)
         return fake
     return install
@@ -278,3 +297,19 @@ def test_iscsi_unknown_provider_refused_before_anything_runs(driver, iscsi_volum
     with pytest.raises(exception.VolumeEncryptionNotSupported, match="os-brick"):
         driver.check_volume_encryption(info, {**LUKS, "provider": "vendor-x"})
     assert crypt.commands == [] and calls["connect"].calls == []
+
+
+def test_a_second_server_on_the_host_reuses_the_open_mapping(driver, iscsi_volume,
+                                                             cryptsetup):
+    """Multiattach: os-brick would find no LUKS header on the plaintext and format it."""
+    info, device, calls = iscsi_volume
+    crypt = cryptsetup()
+    _open(driver, info)
+    ran = len(crypt.commands)
+    second = brick_tests._info("iscsi", {**brick_tests.CONNECTIONS["iscsi"][1],
+                                         "encrypted": True})
+    _open(driver, second)
+    assert len(calls["connect"].calls) == 2  # connected again, as every attach does
+    assert len(crypt.commands) == ran  # but neither opened nor formatted again
+    assert second["encryption"] == info["encryption"]
+    assert os.path.realpath(device).endswith("/mapper/crypt-sdq")

@@ -30,6 +30,8 @@ from volumesvc.virt.libvirt.volume import brick
 
 QEMU = "qemu"
 OS_BRICK = "os-brick"
+#: where dm-crypt's mappings appear (os-brick names them crypt-<device name>)
+MAPPER_DIR = "/dev/mapper"
 
 #: method -> the providers it can open (canonical names).
 PROVIDERS = {QEMU: (brick.LUKS,), OS_BRICK: (brick.LUKS, brick.LUKS2, brick.PLAIN)}
@@ -71,7 +73,7 @@ def _already_open(connection_info):
     path = (connection_info.get("data") or {}).get("device_path")
     if not path:
         return False
-    mapper = f"/dev/mapper/crypt-{os.path.basename(path)}"
+    mapper = os.path.join(MAPPER_DIR, f"crypt-{os.path.basename(path)}")
     return os.path.exists(mapper) and os.path.realpath(path) == os.path.realpath(mapper)
 
 
