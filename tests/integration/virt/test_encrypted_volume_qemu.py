@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -171,3 +172,48 @@ def test_guest_writes_through_native_luks_and_only_ciphertext_reaches_the_file(
     # (c) ... with the marker nowhere in its bytes, while the key opens it to the marker.
     assert marker.encode() not in raw
     assert _plaintext(path, passphrase, 512).startswith(marker.encode() + b"\n")
+
+
+def test_two_domains_on_the_host_open_a_multiattach_luks_volume_with_one_secret(
+        driver, cloud):
+    """QEMU opens the same LUKS container, shared, in two domains with the one secret.
+
+    The compute keeps the host connection (and so the secret) while another
+    server here uses the volume (compute/connections.py): the first detach
+    is the domain's alone, the last one disconnects.
+    """
+    cinder, keys, ctx = cloud
+    volume_id, _path, _passphrase, info = _luks_volume(cinder, keys, ctx)
+    info["multiattach"] = True
+    instances = [dict(uuid=str(uuid.uuid4()), memory_mb=64, vcpus=1) for _ in range(2)]
+    connections = []
+    try:
+        for instance in instances:
+            driver.spawn(instance, None)
+            connection = {**info, "data": dict(info["data"])}
+            plan = encryption.prepare(ctx, cinder=cinder, keys=keys, driver=driver,
+                                      connection_info=connection)
+            driver.connect_volume(connection)
+            encryption.open_volume(driver, connection, plan)
+            driver.attach_volume(connection, instance, "/dev/sdb")
+            connections.append(connection)
+        secret = _secret_of(driver, volume_id)
+        for instance in instances:
+            disk = driver.get_volume_disk_info(instance, volume_id)
+            assert disk is not None and disk.shareable
+            assert ET.fromstring(disk.xml).find("source/encryption/secret").get(
+                "uuid") == secret.UUIDString()
+
+        driver.detach_volume(connections[0], instances[0], "/dev/sdb")
+        assert driver.get_volume_disk_info(instances[0], volume_id) is None
+        assert _secret_of(driver, volume_id) is not None
+        assert driver.get_volume_disk_info(instances[1], volume_id) is not None
+
+        driver.detach_volume(connections[1], instances[1], "/dev/sdb")
+        driver.disconnect_volume(connections[1])
+        assert _secret_of(driver, volume_id) is None
+    finally:
+        for instance in instances:
+            driver.destroy(instance)
+        if _secret_of(driver, volume_id) is not None:
+            driver.forget_volume_secret(volume_id)
