@@ -13,6 +13,7 @@ from tests.functional.stack import Stack
 from volumesvc import exception
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.virt import fake as fake_libvirt
+from volumesvc.virt.libvirt.volume import brick
 
 
 @pytest.fixture
@@ -282,3 +283,53 @@ def test_a_status_report_is_saved_when_its_event_is_gone(stack, server):
                       "event": "compute_attach_volume", "result": "Success"})
     assert saved["attach_status"] == "attached"
     assert bdm_obj.get_by_uuid(stack.db, ctx, bdm.uuid).attach_status == "attached"
+
+
+def test_the_connector_is_reused_across_attaches_and_built_again_after_a_failed_one(
+        stack, server, monkeypatch):
+    """os-brick builds the host's connector for the first attach only, and again
+    after an attach failed (stale host properties may be why)."""
+    ctx = stack.context()
+    builds = []
+    real = brick.connector_properties
+
+    def counted(conf):
+        builds.append(conf.host)
+        return real(conf)
+    monkeypatch.setattr(brick, "connector_properties", counted)
+    driver = stack.computes["fn-compute"].manager.driver
+    driver.forget_volume_connector()  # the boot built one already
+
+    def attach(attach_ctx=ctx):
+        volume_id = stack.cinder.create(ctx, 1, "data", "")["id"]
+        stack.conductor_api().attach_volume(attach_ctx, instance_uuid=server,
+                                            volume_id=volume_id, wait=True)
+        return volume_id
+
+    def in_use(volume_id):
+        stack.wait(lambda: stack.cinder.get(ctx, volume_id)["status"] == "in-use",
+                   what=f"{volume_id} in-use")
+
+    for _ in range(3):
+        in_use(attach())
+    assert builds == ["fn-compute"]
+
+    domain = driver.host.get_connection().lookupByUUIDString(server)
+
+    def refuse(*args, **kwargs):
+        raise fake_libvirt.libvirtError("internal error: unable to execute QEMU command")
+    with monkeypatch.context() as refusing:
+        refusing.setattr(domain, "attachDeviceFlags", refuse)
+        failing_ctx = stack.context()
+        failed = attach(failing_ctx)
+        assert [(e.event, e.result) for e in stack.events(failing_ctx, server)] == [
+            ("compute_attach_volume", "Error")]
+        _no_leaks(stack, ctx, server, failed)
+    assert builds == ["fn-compute"]  # the failed attach still used the kept one
+
+    last = attach()
+    in_use(last)
+    assert builds == ["fn-compute", "fn-compute"]
+    connector = next(a["connector"] for a in stack.cinder.attachments.values()
+                     if a["volume_id"] == last)
+    assert connector["host"] == "fn-compute" and connector["ip"] == stack.conf.my_ip
