@@ -98,9 +98,10 @@ class ConnectorCache:
     iSCSI, NVMe-oF and Fibre Channel tools that is several commands run as
     root through privsep (reading the initiator name, the host NQN, the
     root file system's UUID, ``nvme`` itself) per attachment; in an attach
-    storm of the fake driver those commands were three quarters of the
-    compute's CPU (benchmarks/README.md, 2026-12-05). What they read changes
-    with an administrator's hand, not per attach, so a copy is reused:
+    storm of the fake driver they were two thirds of the compute's CPU
+    (0.035 of 0.054 CPU-s per attach, benchmarks/README.md, 2026-12-05).
+    What they read changes with an administrator's hand, not per attach,
+    so a copy is reused:
 
     * for at most ``max_age`` seconds (0: built for every caller, as Nova
       does), so a changed identity reaches Cinder within that time;
