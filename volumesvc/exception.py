@@ -277,10 +277,6 @@ class MultiattachNotSupportedOldMicroversion(Invalid):
     msg_fmt = "Multiattach volumes are only supported starting with compute API version 2.60."
 
 
-class VolumeTypeSupportNotYetAvailable(Conflict):
-    msg_fmt = "Volume type support is not yet available."
-
-
 class OverQuota(Forbidden):
     msg_fmt = "Quota exceeded for resources: %(overs)s"
 
@@ -376,11 +372,6 @@ class SwapVolumeNotSupportedByVirtDriver(Invalid):
     msg_fmt = "The compute driver of this host cannot swap the volume of a running server."
 
 
-class SwapVolumeComputeTooOld(Conflict):
-    msg_fmt = ("The compute %(host)s of instance %(instance_uuid)s is too old to swap "
-               "volumes (service version %(version)s, swap needs %(minimum)s).")
-
-
 class ReadOnlyVolumeAttachedReadWrite(Invalid):
     msg_fmt = ("Volume %(volume_id)s is read-only (Cinder's readonly flag): it can only be "
                "attached with read_only true.")
@@ -389,12 +380,6 @@ class ReadOnlyVolumeAttachedReadWrite(Invalid):
 class ReadOnlyAttachNotSupportedByCinder(Conflict):
     msg_fmt = ("Cinder cannot make read-only attachments: its volume API goes up to "
                "%(version)s and an attachment's mode needs %(minimum)s.")
-
-
-class ReadOnlyAttachComputeTooOld(Conflict):
-    msg_fmt = ("The compute %(host)s of instance %(instance_uuid)s is too old to give a "
-               "volume read-only (service version %(version)s, read_only needs "
-               "%(minimum)s).")
 
 
 class SwapVolumeInvalid(Invalid):

@@ -1,10 +1,18 @@
-"""RPC client and server of each interface must agree on one version."""
+"""RPC client and server of each interface agree on one version, and caps hold.
+
+The first release is the baseline: both interfaces at 1.0, service version 1.
+What stays from the rolling-upgrade machinery is shown here with a synthetic
+newer version (a fake 1.1 method): ``[upgrade_levels]`` caps what a client
+sends, and the API answers a request refused by the cap with 503.
+"""
 
 import inspect
 
+import oslo_messaging as messaging
 import pytest
 
-from volumesvc import rpc
+from volumesvc import context, rpc, version
+from volumesvc.api import errors
 from volumesvc.compute import manager as compute_manager
 from volumesvc.compute import rpcapi as compute_rpcapi
 from volumesvc.conductor import manager as conductor_manager
@@ -34,56 +42,50 @@ def test_version_history_documents_the_current_version():
 
 def test_every_client_method_has_a_server_method():
     for _module, client, server in PAIRS:
-        missing = {m for m in _public_methods(client) - _public_methods(server)
-                   if not m.startswith("can_")}
+        missing = _public_methods(client) - _public_methods(server)
+        assert missing == set(), (client.__name__, missing)
+
+
+def test_every_client_method_is_in_the_version_history():
+    """A method is listed with the version that brought it (the docstring's history)."""
+    for module, client, _server in PAIRS:
+        history = " ".join(module.__doc__.split())
+        missing = {m for m in _public_methods(client) if m not in history}
         assert missing == set(), (client.__name__, missing)
 
 
 def test_service_version_history_ends_at_the_current_rpc_versions():
     """The newest service version speaks the RPC versions this code sends."""
-    from volumesvc import version
-
     newest = version.SERVICE_VERSION_HISTORY[-1]
     assert version.SERVICE_VERSION == len(version.SERVICE_VERSION_HISTORY)
     assert newest["compute_rpc"] == compute_rpcapi.VERSION
     assert newest["conductor_rpc"] == conductor_rpcapi.VERSION
-    assert version.MIN_COMPUTE_VOLUME_TYPE <= version.SERVICE_VERSION
-    assert version.MIN_COMPUTE_EXTEND_COMPLETION <= version.SERVICE_VERSION
 
 
-def test_extend_completion_arrives_with_the_compute_event_rpc():
-    """Service version 4 is the first compute that takes external events (RPC 1.3)."""
-    from volumesvc import version
-
-    first = version.SERVICE_VERSION_HISTORY[version.MIN_COMPUTE_EXTEND_COMPLETION - 1]
-    assert first["compute_rpc"] == "1.3"
+def test_every_gated_feature_names_a_known_later_service_version():
+    """A gate at version 1 would refuse nothing; one above SERVICE_VERSION, everything."""
+    for first, what in version.GATED_FEATURES:
+        assert 1 < first <= version.SERVICE_VERSION, what
 
 
-# -- the questions callers ask before they send (each follows the version cap) --
+# -- the cap mechanism, with a synthetic newer version -------------------------
 
-CONDUCTOR_QUESTIONS = {
-    "can_attach": conductor_rpcapi.ATTACH_VERSION,
-    "can_send_events": conductor_rpcapi.EVENTS_VERSION,
-    "can_lifecycle": conductor_rpcapi.LIFECYCLE_VERSION,
-    "can_snapshot": conductor_rpcapi.SNAPSHOT_VERSION,
-    "can_report_attach_status": conductor_rpcapi.ATTACH_STATUS_VERSION,
-    "can_finish_event_with_bdm_update": conductor_rpcapi.FINISH_EVENT_VERSION,
-    "can_swap_volume": conductor_rpcapi.SWAP_VERSION,
-    "can_rebuild": conductor_rpcapi.REBUILD_VERSION,
-    "can_track_volume_requests": conductor_rpcapi.VOLUME_REQUESTS_VERSION,
-    "can_attach_read_only": conductor_rpcapi.READ_ONLY_VERSION,
-}
-COMPUTE_QUESTIONS = {
-    "can_send_events": compute_rpcapi.EVENTS_VERSION,
-    "can_take_started_attach_event": compute_rpcapi.ATTACH_EVENT_VERSION,
-    "can_swap_volume": compute_rpcapi.SWAP_VERSION,
-    "can_rebuild": compute_rpcapi.REBUILD_VERSION,
-    "can_take_recovered": compute_rpcapi.RECOVERED_VERSION,
-    "can_get_console_output": compute_rpcapi.CONSOLE_OUTPUT_VERSION,
-}
+class _NewerConductorAPI(conductor_rpcapi.ConductorAPI):
+    """The client as it would be after a 1.1 bump: one method more."""
+
+    def newer_cast(self, ctxt):
+        self._client.prepare(version="1.1").cast(ctxt, "newer_cast")
+
+    def newer_call(self, ctxt):
+        return self._call(ctxt, "newer_call", version="1.1")
 
 
-def _client(api_class, group, cap):
+class _NewerComputeAPI(compute_rpcapi.ComputeAPI):
+    def newer_cast(self, ctxt, *, host):
+        self._prepare(host, "1.1").cast(ctxt, "newer_cast")
+
+
+def _api(api_class, group, cap):
     conf = get_conf(args=[], default_config_files=[])
     conf.set_override("transport_url", "fake:/")
     if cap is not None:
@@ -91,33 +93,49 @@ def _client(api_class, group, cap):
     return api_class(conf, rpc.get_transport(conf))
 
 
-def _below(version):
-    major, minor = version.split(".")
-    return f"{major}.{int(minor) - 1}"
+def _allows(api, newer):
+    """What a caller of a newer method would ask first (oslo.messaging's own answer)."""
+    return api._client.can_send_version(newer)
 
 
-def test_every_question_is_listed():
-    """A new ``can_*`` question gets a line in the tables above (and so a test)."""
-    for client, questions in ((conductor_rpcapi.ConductorAPI, CONDUCTOR_QUESTIONS),
-                              (compute_rpcapi.ComputeAPI, COMPUTE_QUESTIONS)):
-        asked = {m for m in _public_methods(client) if m.startswith("can_")}
-        assert asked == set(questions), client.__name__
+@pytest.mark.parametrize("cap", [None, "1.1"])
+def test_a_newer_method_is_sent_when_the_cap_allows_it(cap):
+    ctxt = context.get_admin_context()
+    conductor = _api(_NewerConductorAPI, "conductor", cap)
+    assert _allows(conductor, "1.1")
+    conductor.newer_cast(ctxt)  # the fake driver queues it: no error
+    compute = _api(_NewerComputeAPI, "compute", cap)
+    assert _allows(compute, "1.1")
+    compute.newer_cast(ctxt, host="h1")
 
 
-def test_no_generic_version_passthrough():
-    """Callers ask a named question; no client hands out ``can_send_version``."""
-    assert not hasattr(conductor_rpcapi.ConductorAPI, "can_send_version")
-    assert not hasattr(compute_rpcapi.ComputeAPI, "can_send_version")
+def test_a_cap_refuses_a_newer_method_before_it_is_sent():
+    ctxt = context.get_admin_context()
+    conductor = _api(_NewerConductorAPI, "conductor", "1.0")
+    assert not _allows(conductor, "1.1") and _allows(conductor, "1.0")
+    with pytest.raises(messaging.RPCVersionCapError):
+        conductor.newer_cast(ctxt)
+    with pytest.raises(messaging.RPCVersionCapError):
+        conductor.newer_call(ctxt)
+    compute = _api(_NewerComputeAPI, "compute", "1.0")
+    with pytest.raises(messaging.RPCVersionCapError):
+        compute.newer_cast(ctxt, host="h1")
 
 
-@pytest.mark.parametrize("api_class,group,questions", [
-    (conductor_rpcapi.ConductorAPI, "conductor", CONDUCTOR_QUESTIONS),
-    (compute_rpcapi.ComputeAPI, "compute", COMPUTE_QUESTIONS)], ids=["conductor", "compute"])
-def test_each_question_follows_the_version_cap(api_class, group, questions):
-    uncapped = _client(api_class, group, None)
-    for question, version in questions.items():
-        assert getattr(uncapped, question)() is True, question
-        at = _client(api_class, group, version)
-        assert getattr(at, question)() is True, (question, version)
-        below = _client(api_class, group, _below(version))
-        assert getattr(below, question)() is False, (question, _below(version))
+def test_the_baseline_methods_pass_a_cap_at_the_baseline():
+    """A cap at 1.0 (the first release) lets every method of this code through."""
+    ctxt = context.get_admin_context()
+    conductor = _api(conductor_rpcapi.ConductorAPI, "conductor", "1.0")
+    conductor.delete_instance(ctxt, instance_uuid="i-1")
+    conductor.detach_volume(ctxt, instance_uuid="i-1", volume_id="v-1", attachment_id="a-1",
+                            request_uuid="r-1")
+    compute = _api(compute_rpcapi.ComputeAPI, "compute", "1.0")
+    compute.attach_volume(ctxt, host="h1", instance={}, bdm={}, multiattach=False,
+                          event_started=True, recovered=True)
+
+
+def test_the_api_answers_a_capped_request_with_503():
+    exc = messaging.RPCVersionCapError(version="1.1", version_cap="1.0")
+    error = errors.to_api_error(exc)
+    assert (error.status, error.code) == (503, errors.CONDUCTOR_TOO_OLD)
+    assert "upgrade is complete" in error.message

@@ -12,6 +12,7 @@ because Nova clients (and tempest) read only the body's two keys.
 
 import logging
 
+import oslo_messaging as messaging
 import werkzeug.exceptions
 from oslo_db import exception as db_exc
 
@@ -97,10 +98,8 @@ DOMAIN_MAP = {
     exception.VolumeNotAttachedToInstance: (404, ATTACHMENT_NOT_FOUND),
     exception.SwapVolumeNotMigrating: (409, ATTACHMENT_CONFLICT),
     exception.SwapVolumeInvalid: (400, ATTACHMENT_INVALID),
-    exception.SwapVolumeComputeTooOld: (409, ATTACHMENT_CONFLICT),
     exception.ReadOnlyVolumeAttachedReadWrite: (400, ATTACHMENT_INVALID),
     exception.ReadOnlyAttachNotSupportedByCinder: (409, ATTACHMENT_CONFLICT),
-    exception.ReadOnlyAttachComputeTooOld: (409, ATTACHMENT_CONFLICT),
     exception.ComputeHostDown: (409, ATTACHMENT_CONFLICT),
     exception.ConductorTooOld: (503, CONDUCTOR_TOO_OLD),
 }
@@ -187,6 +186,11 @@ def to_api_error(exc: BaseException) -> APIError:
             message = ("Request is too large: the body may have at most "
                        "[oslo_middleware] max_request_body_size bytes.")
         return APIError(status, message, _STATUS_CODES.get(status, UNKNOWN), headers)
+    if isinstance(exc, messaging.RPCVersionCapError):
+        # The request needs a conductor RPC version above ``[upgrade_levels]
+        # conductor`` (a rolling upgrade is under way): the message was never
+        # sent, and the client may retry once the upgrade is complete.
+        return _from_domain(exception.ConductorTooOld())
     if outage.database_down(exc):
         # The database is down or every pooled connection is busy: the
         # request may succeed when retried, so 503, not "Unexpected" 500.

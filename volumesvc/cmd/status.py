@@ -9,21 +9,6 @@ from volumesvc import binaries
 from volumesvc.cmd import common
 
 
-def _gated_features():
-    from volumesvc import version
-
-    return (
-        (version.MIN_COMPUTE_VOLUME_TYPE, "boot with volume_type (2.67) on"),
-        (version.MIN_COMPUTE_EXTEND_COMPLETION,
-         "extend completion (2.105) and external events for servers on"),
-        (version.MIN_COMPUTE_LIFECYCLE, "stop, start, shelve and unshelve to"),
-        (version.MIN_COMPUTE_ATTACH_STATUS,
-         "attach/detach progress (2.106, their attachments show 'attached') on"),
-        (version.MIN_COMPUTE_READ_ONLY_ATTACH,
-         "read-only attachments (2.108) to servers on"),
-    )
-
-
 class Checks(upgradecheck.UpgradeCommands):
     """Each check reads the database only; nothing is changed."""
 
@@ -76,7 +61,7 @@ class Checks(upgradecheck.UpgradeCommands):
         minimum = min((s.version or 0) for s in computes)
         if minimum < version.SERVICE_VERSION:
             old = hosts_below(version.SERVICE_VERSION)
-            gated = [f"{what} {', '.join(hosts)}" for needed, what in _gated_features()
+            gated = [f"{what} {', '.join(hosts)}" for needed, what in version.GATED_FEATURES
                      if (hosts := hosts_below(needed))]
             return upgradecheck.Result(
                 upgradecheck.Code.WARNING,

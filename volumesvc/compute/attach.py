@@ -9,8 +9,7 @@ The BDM's ``attach_status`` (API 2.106, ``attach_states``) moves with the
 work: ``attaching`` from the reservation, ``attached`` only once Cinder has
 completed the attachment and the disk is in the guest, ``error`` with the
 reason for a failed attach (the BDM is still deleted), ``attached`` with a
-fault after a failed detach. A conductor capped below RPC 1.7 does not know
-those fields; then nothing is written and the API shows ``attached``.
+fault after a failed detach.
 """
 
 from oslo_log import log as logging
@@ -39,23 +38,16 @@ class VolumeAttacher:
         # outage instead of undoing (or forgetting) the work.
         self.patience = outage.Patience(conf.compute.database_outage_wait)
 
-    def _reports_status(self) -> bool:
-        # TODO(remove at RPC 2.0): every conductor persists the attach status.
-        return self.conductor.can_report_attach_status()
-
     def _set_status(self, context, bdm, values, expected=None, event=None):
         """Persist a status transition (only from ``expected``, when given).
 
         A failure to report never breaks the work. ``event`` (an
-        ``EventScope``): finish it Success in the same conductor call when
-        the conductor can (RPC 1.8): one round trip per attach less.
+        ``EventScope``): finish it Success in the same conductor call: one
+        round trip per attach less.
         """
-        if not self._reports_status():
-            return
         kwargs = {"expected_status": expected} if expected else {}
         finish = event.success() if event is not None else None
-        # TODO(remove at RPC 2.0): always finish the event with the save.
-        if finish and self.conductor.can_finish_event_with_bdm_update():
+        if finish:
             kwargs["finish_event"] = finish
         try:
             self.patience.call(f"record status {values.get('attach_status')}",
@@ -120,9 +112,8 @@ class VolumeAttacher:
             "instance_uuid": instance["uuid"], "source_type": "volume",
             "destination_type": "volume", "volume_id": volume_id, "device_name": name,
             "disk_bus": bus, "device_type": device_type or "disk", "tag": tag,
-            "delete_on_termination": bool(delete_on_termination), "boot_index": None}
-        if self._reports_status():
-            values["attach_status"] = attach_states.ATTACHING
+            "delete_on_termination": bool(delete_on_termination), "boot_index": None,
+            "attach_status": attach_states.ATTACHING}
         return self.conductor.bdm_create(context, values=values)
 
     def attach(self, context, driver_instance, bdm, multiattach=None, resume=False,
@@ -195,7 +186,7 @@ class VolumeAttacher:
         # Kept (deleted) as ``error`` so a 2.106 client learns why.
         values = attach_states.fault_values(
             attach_states.ERROR, attach_states.fault_code(failure),
-            compute_reporter.message_of(failure)) if self._reports_status() else None
+            compute_reporter.message_of(failure))
         try:
             self.patience.call(f"record the failed attach of volume {bdm['volume_id']}",
                                self.conductor.bdm_destroy, context, bdm_uuid=bdm["uuid"],

@@ -73,7 +73,7 @@ class ComputeManager:
         self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
         self.swapper = swap_mod.VolumeSwapper(conf, driver, conductor, cinder, self.reporter)
         self.waiters = events_mod.EventWaiters()
-        # Attaches and detaches started by this process (RPC 1.11 replays).
+        # Attaches and detaches started by this process (replays of recovered requests).
         self.started = started_work.StartedWork()
         self.rebuilder = rebuild_mod.Rebuilder(self.lifecycle, self.waiters)
         limit = conf.compute.max_concurrent_builds
@@ -124,7 +124,7 @@ class ComputeManager:
     @messaging.expected_exceptions(exception.InstanceNotFound,
                                    exception.ConsoleNotAvailable)
     def get_console_output(self, context, *, instance, tail_length=None):
-        """The last ``tail_length`` lines of the guest's console log (1.12).
+        """The last ``tail_length`` lines of the guest's console log.
 
         No instance lock: a read of a log QEMU keeps writing, which must not
         wait behind a long attach on the same server.
@@ -272,7 +272,7 @@ class ComputeManager:
                 self.reporter.fault(context, uuid, exc)
                 self._update(context, uuid, {"vm_state": vm_states.ERROR, "task_state": None})
 
-    # -- stop/start, shelve/offload/unshelve (1.5; compute/lifecycle.py) ---------
+    # -- stop/start, shelve/offload/unshelve (compute/lifecycle.py) ---------
 
     def stop_instance(self, context, *, instance):
         with self._lock(instance["uuid"]):
@@ -318,7 +318,7 @@ class ComputeManager:
         """The BDM to work on, or None when this work was started before (caller holds
         the instance lock).
 
-        ``recovered`` (1.11): re-read the BDM first; a replay of work that
+        ``recovered``: re-read the BDM first; a replay of work that
         settled meanwhile has nothing to do (``compute/started_work.py``).
         """
         key = self.started.key(kind, bdm["uuid"], context.request_id)
@@ -336,9 +336,9 @@ class ComputeManager:
 
     def attach_volume(self, context, *, instance, bdm, multiattach=None, event_started=False,
                       recovered=False):
-        """``event_started`` (1.8): the conductor started compute_attach_volume.
+        """``event_started``: the conductor started compute_attach_volume.
 
-        ``recovered`` (1.11): a re-run whose first conductor died; skipped
+        ``recovered``: a re-run whose first conductor died; skipped
         when the BDM is gone or attached, and a disk the domain already has
         is not attached twice.
         """
@@ -366,7 +366,7 @@ class ComputeManager:
                                  bdms=[_with_status(bdm, attach_states.ATTACHED)])
 
     def detach_volume(self, context, *, instance, bdm, attachment_id, recovered=False):
-        """``recovered`` (1.11): a re-run whose first conductor died; skipped when the
+        """``recovered``: a re-run whose first conductor died; skipped when the
         BDM is gone."""
         uuid = instance["uuid"]
         with self._lock(uuid):
@@ -389,7 +389,7 @@ class ComputeManager:
             self.reporter.notify(context, instance, "volume_detach", "end",
                                  bdms=[_with_status(bdm, None)])
 
-    # -- external events (1.3) ------------------------------------------------------
+    # -- external events ------------------------------------------------------
 
     def external_instance_event(self, context, *, instance, events):
         """Events the API accepted for this instance (see ``compute/events.py``).
@@ -402,7 +402,7 @@ class ComputeManager:
             return
         with self._lock(instance["uuid"]):
             self.events.handle(context, instance, _driver_instance(instance), events)
-    # -- dangling attachments (1.4) ---------------------------------------------------
+    # -- dangling attachments ---------------------------------------------------
 
     @periodic.periodic_task("compute", "dangling_attachment_reconcile_interval")
     def _reconcile_dangling_attachments(self, context):
@@ -431,7 +431,7 @@ class ComputeManager:
         """
         self.reaper.run(context)
 
-    # -- assisted volume snapshots (1.6) ------------------------------------------
+    # -- assisted volume snapshots ------------------------------------------
 
     def volume_snapshot_create(self, context, *, instance, volume_id, create_info):
         with self._lock(instance["uuid"]):
@@ -443,7 +443,7 @@ class ComputeManager:
             self.snapshots.delete(context, _driver_instance(instance), volume_id,
                                   snapshot_id, delete_info)
 
-    # -- swap volume (1.9) -----------------------------------------------------
+    # -- swap volume -----------------------------------------------------
 
     def swap_volume(self, context, *, instance, old_volume_id, new_volume_id,
                     new_attachment_id):
@@ -456,7 +456,7 @@ class ComputeManager:
             except Exception:  # noqa: BLE001 - a cast: the event and the log say why
                 LOG.warning("Swap of volume %s on %s failed", old_volume_id, instance["uuid"])
 
-    # -- rebuild of a volume-backed server (1.10) ---------------------------------
+    # -- rebuild of a volume-backed server ---------------------------------
 
     def rebuild_instance(self, context, *, instance, image_ref, reimage,
                          preserve_ephemeral=False):

@@ -463,7 +463,7 @@ class _Run:
         lost with it, rolled back after the timeout with nothing at 2.106).
         """
         values = None
-        if failed_attach and self.r.conductor.can_report_attach_status():
+        if failed_attach:
             values = attach_states.fault_values(
                 attach_states.ERROR, 500, f"The attach was abandoned and rolled back: "
                                           f"{failed_attach}. Attach the volume again.")

@@ -39,7 +39,8 @@ class ComputeReporter:
 
         Yields an :class:`EventScope`: work whose last step is a conductor
         call anyway may have that call finish the event (``success()``,
-        conductor RPC 1.8) and say so (``reported``), saving a round trip.
+        ``bdm_update(finish_event=...)``) and say so (``reported``), saving a
+        round trip.
         """
         request_id = context.request_id
         started = started or self._safe(self.conductor.action_event_start, context,

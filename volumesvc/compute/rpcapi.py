@@ -1,37 +1,16 @@
 """Client side of the compute RPC interface.
 
 Version history (bump ``VERSION`` and add a line for every change; the
-manager imports ``VERSION`` so the two can never disagree):
+manager imports ``VERSION`` so the two can never disagree; when and how:
+``doc/source/contributor/versions.rst``):
 
-* 1.0 - Initial version: ping, build_and_run_instance, terminate_instance,
-        reboot_instance.
-* 1.1 - reserve_block_device_name, attach_volume, detach_volume,
-        get_domain_xml.
-* 1.2 - attach_volume takes ``multiattach`` (saves the compute a Cinder read).
-* 1.3 - external_instance_event (volume-extended with extend completion,
-        power-update, network events; service version 4).
-* 1.4 - reconcile_volume_attachments (dangling BDMs and Cinder attachments
-        of given servers, optionally from one listing made by the caller).
-* 1.5 - stop_instance, start_instance, shelve_instance, shelve_offload_instance,
-        unshelve_instance (compute/lifecycle.py).
-* 1.6 - volume_snapshot_create, volume_snapshot_delete (assisted snapshots).
-* 1.7 - no new method: a 1.7 compute reports attach progress (the BDM's
-        ``attach_status`` and fault, API 2.106) through conductor RPC 1.7
-        (service version 8).
-* 1.8 - attach_volume takes ``event_started``: the conductor already
-        started the ``compute_attach_volume`` event with the action, so the
-        compute only finishes it (service version 9).
-* 1.9 - swap_volume: copy an attached volume's disk to a new volume with a
-        block copy and move the attachment to it (service version 10).
-* 1.10 - rebuild_instance: recreate the domain of a volume-backed server
-         from its root volume, reimaged first by Cinder when the image
-         changes (API 2.93; service version 11).
-* 1.11 - attach_volume and detach_volume take ``recovered``: a conductor
-         re-runs a request whose first conductor died; the compute skips
-         work it already started for that BDM, and re-reads the BDM first
-         (gone, or already attached: nothing to do) (service version 12).
-* 1.12 - get_console_output: the last lines of the guest's serial console
-         log (a call, from the API; service version 13).
+* 1.0 - First release: ping, build_and_run_instance, terminate_instance,
+        reboot_instance, reserve_block_device_name, attach_volume,
+        detach_volume, get_domain_xml, get_console_output,
+        external_instance_event, reconcile_volume_attachments,
+        stop_instance, start_instance, shelve_instance,
+        shelve_offload_instance, unshelve_instance, volume_snapshot_create,
+        volume_snapshot_delete, swap_volume, rebuild_instance.
 """
 
 import oslo_messaging as messaging
@@ -39,17 +18,7 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "compute"
-VERSION = "1.12"
-# The first version of each feature a conductor asks about before it sends
-# (``[upgrade_levels] compute`` may pin the client below it during an upgrade).
-MULTIATTACH_VERSION = "1.2"
-EVENTS_VERSION = "1.3"
-LIFECYCLE_VERSION = "1.5"
-ATTACH_EVENT_VERSION = "1.8"
-SWAP_VERSION = "1.9"
-REBUILD_VERSION = "1.10"
-RECOVERED_VERSION = "1.11"
-CONSOLE_OUTPUT_VERSION = "1.12"
+VERSION = "1.0"
 
 
 class ComputeAPI:
@@ -65,28 +34,34 @@ class ComputeAPI:
             transport, conf.compute.topic, version=VERSION,
             version_cap=conf.upgrade_levels.compute)
 
-    def _prepare(self, host, version, **kwargs):
+    def _prepare(self, host, version=VERSION, **kwargs):
+        """A call context for ``host``; a method newer than 1.0 passes its ``version``.
+
+        ``[upgrade_levels] compute`` caps what may be sent: a message above
+        the cap is refused here (``RPCVersionCapError``), never sent to a
+        compute that would not understand it.
+        """
         return self._client.prepare(server=host, version=version, **kwargs)
 
     def ping(self, ctxt, *, host, timeout=None):
         """Call: return the host name and its capabilities (used by operators)."""
-        cctxt = self._prepare(host, "1.0", timeout=timeout or self._conf.rpc_response_timeout)
+        cctxt = self._prepare(host, timeout=timeout or self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "ping")
 
     def build_and_run_instance(self, ctxt, *, host, instance, bdms, request_spec):
         """Cast: create/attach the volumes, define and start the domain."""
-        self._prepare(host, "1.0").cast(
+        self._prepare(host).cast(
             ctxt, "build_and_run_instance", instance=instance, bdms=bdms,
             request_spec=request_spec)
 
     def terminate_instance(self, ctxt, *, host, instance, bdms):
         """Cast: destroy the domain, release the volumes, delete the record."""
-        self._prepare(host, "1.0").cast(
+        self._prepare(host).cast(
             ctxt, "terminate_instance", instance=instance, bdms=bdms)
 
     def reboot_instance(self, ctxt, *, host, instance, reboot_type):
         """Cast: SOFT or HARD reboot."""
-        self._prepare(host, "1.0").cast(
+        self._prepare(host).cast(
             ctxt, "reboot_instance", instance=instance, reboot_type=reboot_type)
 
     def reserve_block_device_name(self, ctxt, *, host, instance, volume_id, device=None,
@@ -97,63 +72,39 @@ class ComputeAPI:
         A call with ``long_rpc_timeout`` and the call monitor (the compute
         heartbeats while it waits for its per-instance lock), as Nova does.
         """
-        cctxt = self._prepare(host, "1.1", timeout=self._conf.long_rpc_timeout,
+        cctxt = self._prepare(host, timeout=self._conf.long_rpc_timeout,
                               call_monitor_timeout=self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "reserve_block_device_name", instance=instance,
                           volume_id=volume_id, device=device, disk_bus=disk_bus,
                           device_type=device_type, tag=tag, multiattach=multiattach,
                           delete_on_termination=delete_on_termination)
 
-    def can_take_started_attach_event(self):
-        """True when computes take ``attach_volume(event_started=True)`` (1.8)."""
-        # TODO(remove at RPC 2.0): every compute takes a started event.
-        return self._client.can_send_version(ATTACH_EVENT_VERSION)
-
-    def can_take_recovered(self):
-        """True when computes take ``attach_volume``/``detach_volume(recovered=True)`` (1.11)."""
-        # TODO(remove at RPC 2.0): every compute takes recovered requests.
-        return self._client.can_send_version(RECOVERED_VERSION)
-
     def attach_volume(self, ctxt, *, host, instance, bdm, multiattach=None,
                       event_started=False, recovered=False):
         """Cast: connect the volume, attach the disk, complete the attachment.
 
-        ``event_started`` (1.8; check ``can_take_started_attach_event``): the
-        caller started ``compute_attach_volume`` already. ``recovered`` (1.11;
-        check ``can_take_recovered``): a re-run of an attach whose conductor
-        died; the compute checks the BDM again before it does anything.
+        ``multiattach``: the volume's flag as the caller read it (None: the
+        compute asks Cinder). ``event_started``: the caller started
+        ``compute_attach_volume`` already. ``recovered``: a re-run of an
+        attach whose conductor died; the compute checks the BDM again before
+        it does anything.
         """
-        kwargs = {"instance": instance, "bdm": bdm}
-        version = "1.1"
-        # TODO(remove at RPC 2.0): always send ``multiattach``.
-        if multiattach is not None and self._client.can_send_version(MULTIATTACH_VERSION):
-            version, kwargs["multiattach"] = MULTIATTACH_VERSION, multiattach
-        if event_started:
-            version, kwargs["event_started"] = ATTACH_EVENT_VERSION, True
-        if recovered:
-            version, kwargs["recovered"] = RECOVERED_VERSION, True
-        self._prepare(host, version).cast(ctxt, "attach_volume", **kwargs)
+        self._prepare(host).cast(ctxt, "attach_volume", instance=instance, bdm=bdm,
+                                 multiattach=multiattach, event_started=event_started,
+                                 recovered=recovered)
 
     def detach_volume(self, ctxt, *, host, instance, bdm, attachment_id, recovered=False):
         """Cast: detach the disk and delete the Cinder attachment.
 
-        ``recovered`` (1.11; check ``can_take_recovered``): as for attach.
+        ``recovered``: as for attach.
         """
-        kwargs = {"instance": instance, "bdm": bdm, "attachment_id": attachment_id}
-        version = "1.1"
-        if recovered:
-            version, kwargs["recovered"] = RECOVERED_VERSION, True
-        self._prepare(host, version).cast(ctxt, "detach_volume", **kwargs)
+        self._prepare(host).cast(ctxt, "detach_volume", instance=instance, bdm=bdm,
+                                 attachment_id=attachment_id, recovered=recovered)
 
     def get_domain_xml(self, ctxt, *, host, instance_uuid, timeout=None):
         """Call: the live libvirt XML of the instance's domain (diagnostics)."""
-        cctxt = self._prepare(host, "1.1",
-                              timeout=timeout or self._conf.rpc_response_timeout)
+        cctxt = self._prepare(host, timeout=timeout or self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "get_domain_xml", instance_uuid=instance_uuid)
-
-    def can_get_console_output(self):
-        """False when ``[upgrade_levels] compute`` pins us below 1.12."""
-        return self._client.can_send_version(CONSOLE_OUTPUT_VERSION)
 
     def get_console_output(self, ctxt, *, host, instance, tail_length=None, timeout=None):
         """Call: the guest's console output, its last ``tail_length`` lines (all if None).
@@ -162,8 +113,7 @@ class ComputeAPI:
         (as Nova's does), within ``rpc_response_timeout``: a compute that does
         not answer is a 503, not a hung request.
         """
-        cctxt = self._prepare(host, CONSOLE_OUTPUT_VERSION,
-                              timeout=timeout or self._conf.rpc_response_timeout)
+        cctxt = self._prepare(host, timeout=timeout or self._conf.rpc_response_timeout)
         try:
             return cctxt.call(ctxt, "get_console_output", instance=instance,
                               tail_length=tail_length)
@@ -172,19 +122,15 @@ class ComputeAPI:
                 reason=f"the compute {host} did not answer within "
                        f"{timeout or self._conf.rpc_response_timeout} s") from exc
 
-    def can_send_events(self):
-        """False when ``[upgrade_levels] compute`` pins us below 1.3."""
-        # TODO(remove at RPC 2.0): every compute takes external events.
-        return self._client.can_send_version(EVENTS_VERSION)
-
     def external_instance_event(self, ctxt, *, host, instance, events):
         """Cast: handle external events (already accepted by the API) for one instance.
 
         ``events`` are dicts ``{name, tag, status, completion}``; see
         ``compute/events.py``.
         """
-        self._prepare(host, EVENTS_VERSION).cast(ctxt, "external_instance_event",
-                                        instance=instance, events=events)
+        self._prepare(host).cast(ctxt, "external_instance_event",
+                                 instance=instance, events=events)
+
     def reconcile_volume_attachments(self, ctxt, *, host, instances, dry_run=False,
                                      attachments=None, available_volume_ids=None,
                                      timeout=None):
@@ -194,16 +140,16 @@ class ComputeAPI:
         ``long_rpc_timeout`` and the call monitor: a batch waits for each
         server's instance lock in turn.
         """
-        cctxt = self._prepare(host, "1.4", timeout=timeout or self._conf.long_rpc_timeout,
+        cctxt = self._prepare(host, timeout=timeout or self._conf.long_rpc_timeout,
                               call_monitor_timeout=self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "reconcile_volume_attachments", instances=instances,
                           dry_run=dry_run, attachments=attachments,
                           available_volume_ids=available_volume_ids)
 
-    # -- lifecycle (1.5): casts, progress and failures reported through the DB --
+    # -- lifecycle: casts, progress and failures reported through the DB --
 
     def _lifecycle_cast(self, ctxt, host, method, **kwargs):
-        self._prepare(host, LIFECYCLE_VERSION).cast(ctxt, method, **kwargs)
+        self._prepare(host).cast(ctxt, method, **kwargs)
 
     def stop_instance(self, ctxt, *, host, instance):
         """Cast: power the domain off; it stays defined (attach while stopped)."""
@@ -225,32 +171,25 @@ class ComputeAPI:
     def unshelve_instance(self, ctxt, *, host, instance, bdms):
         """Cast: connect every volume on ``host``, define and start the domain."""
         self._lifecycle_cast(ctxt, host, "unshelve_instance", instance=instance, bdms=bdms)
+
     def volume_snapshot_create(self, ctxt, *, host, instance, volume_id, create_info):
         """Cast: switch the volume's disk to the new qcow2 overlay; report to Cinder."""
-        self._prepare(host, "1.6").cast(ctxt, "volume_snapshot_create", instance=instance,
-                                        volume_id=volume_id, create_info=create_info)
+        self._prepare(host).cast(ctxt, "volume_snapshot_create", instance=instance,
+                                 volume_id=volume_id, create_info=create_info)
 
     def volume_snapshot_delete(self, ctxt, *, host, instance, volume_id, snapshot_id,
                                delete_info):
         """Cast: merge the snapshot's file out of the disk chain; report to Cinder."""
-        self._prepare(host, "1.6").cast(ctxt, "volume_snapshot_delete", instance=instance,
-                                        volume_id=volume_id, snapshot_id=snapshot_id,
-                                        delete_info=delete_info)
-
-    def can_swap_volume(self):
-        """False when ``[upgrade_levels] compute`` pins us below 1.9."""
-        return self._client.can_send_version(SWAP_VERSION)
+        self._prepare(host).cast(ctxt, "volume_snapshot_delete", instance=instance,
+                                 volume_id=volume_id, snapshot_id=snapshot_id,
+                                 delete_info=delete_info)
 
     def swap_volume(self, ctxt, *, host, instance, old_volume_id, new_volume_id,
                     new_attachment_id):
         """Cast: copy ``old_volume_id``'s disk to the new volume and move the attachment."""
-        self._prepare(host, SWAP_VERSION).cast(
+        self._prepare(host).cast(
             ctxt, "swap_volume", instance=instance, old_volume_id=old_volume_id,
             new_volume_id=new_volume_id, new_attachment_id=new_attachment_id)
-
-    def can_rebuild(self):
-        """False when ``[upgrade_levels] compute`` pins us below 1.10."""
-        return self._client.can_send_version(REBUILD_VERSION)
 
     def rebuild_instance(self, ctxt, *, host, instance, image_ref, reimage,
                          preserve_ephemeral=False):
@@ -260,6 +199,6 @@ class ComputeAPI:
         and the wait for its ``volume-reimaged`` event come before the new
         domain (API 2.93 with a new image).
         """
-        self._prepare(host, REBUILD_VERSION).cast(
+        self._prepare(host).cast(
             ctxt, "rebuild_instance", instance=instance, image_ref=image_ref,
             reimage=reimage, preserve_ephemeral=preserve_ephemeral)

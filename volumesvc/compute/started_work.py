@@ -2,7 +2,7 @@
 
 Why: a conductor that dies after casting an attach (or a detach) to this
 compute leaves its request to be re-run by another conductor, which casts
-the same work again (``recovered=True``, compute RPC 1.11). The first cast
+the same work again (``recovered=True``). The first cast
 may still be queued behind the instance lock, or done: either way the
 second must not attach the disk twice or detach a volume again. The
 compute remembers the work it started, bounded (a compute that runs for

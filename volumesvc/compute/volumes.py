@@ -68,11 +68,9 @@ class BootVolumes:
         """``read_only`` for the BDM when Cinder made its attachment ``ro`` on its own.
 
         A volume with Cinder's read-only flag: os-volume_attachments (2.108)
-        shows it read-only. Only a conductor of RPC 1.12 takes the field.
+        shows it read-only.
         """
-        # TODO(remove at RPC 2.0): every conductor stores read_only.
-        if (attachment.get("attach_mode") != "ro" or bdm.get("read_only")
-                or not self.conductor.can_attach_read_only()):
+        if attachment.get("attach_mode") != "ro" or bdm.get("read_only"):
             return {}
         return {"read_only": True}
 

@@ -110,7 +110,7 @@ class ConductorManager:
             context, host=instance.host, instance=instance.to_dict(),
             reboot_type=reboot_type)
 
-    # -- stop/start, shelve/offload/unshelve (1.5) --------------------------
+    # -- stop/start, shelve/offload/unshelve --------------------------
 
     def stop_instance(self, context, *, instance_uuid):
         power.stop(self._db, self._compute, context, instance_uuid)
@@ -132,7 +132,7 @@ class ConductorManager:
 
     def rebuild_instance(self, context, *, instance_uuid, image_ref, reimage,
                          preserve_ephemeral=False):
-        """Cast from the API (1.10): ``conductor/tasks/rebuild.py``."""
+        """Cast from the API: ``conductor/tasks/rebuild.py``."""
         rebuild_task.rebuild(self._db, self._compute, context, instance_uuid,
                              image_ref=image_ref, reimage=reimage,
                              preserve_ephemeral=preserve_ephemeral)
@@ -146,7 +146,7 @@ class ConductorManager:
         """Delete the snapshots a failed createImage left marked (``volume/snapshots.py``)."""
         volume_snapshots.delete_marked(self._cinder, context, self._conf.cinder.list_page_size)
 
-    # -- volume attachments (1.1) -------------------------------------------
+    # -- volume attachments -------------------------------------------
 
     @messaging.expected_exceptions(*_ATTACH_EXPECTED)
     def attach_volume(self, context, *, instance_uuid, volume_id, device=None, disk_bus=None,
@@ -154,9 +154,9 @@ class ConductorManager:
                       multiattach=None, request_uuid=None, read_only=False):
         """Called below 2.101 (returns the BDM), cast from 2.101 (result unused).
 
-        ``multiattach`` arrives from 1.2 clients; None means ask Cinder.
-        ``request_uuid`` (1.11): the API's record of a cast, claimed first.
-        ``read_only`` (1.12): a read-only attachment (API 2.108).
+        ``multiattach``: the API's reading of the volume; None means ask Cinder.
+        ``request_uuid``: the API's record of a cast, claimed first.
+        ``read_only``: a read-only attachment (API 2.108).
         """
         task = attach_task.AttachTask(
             self._conf, self._db, self._compute, self._cinder, context,
@@ -170,7 +170,7 @@ class ConductorManager:
 
     def detach_volume(self, context, *, instance_uuid, volume_id, attachment_id,
                       request_uuid=None):
-        """Cast from the API; ``request_uuid`` (1.11): its record, claimed first."""
+        """Cast from the API; ``request_uuid``: its record, claimed first."""
         if request_uuid is None:
             return self._detach(context, instance_uuid, volume_id, attachment_id)
         return self._requests.run_cast(
@@ -181,7 +181,7 @@ class ConductorManager:
         instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
         bdm = bdm_obj.get_by_volume_and_instance(self._db, context, volume_id, instance_uuid)
         if not instance.host:
-            # Shelved-offloaded (1.5): no domain, only Cinder and the BDM.
+            # Shelved-offloaded: no domain, only Cinder and the BDM.
             offloaded.detach(self._cinder, self._db, context, bdm,
                              attachment_id or bdm.attachment_id)
             return
@@ -190,12 +190,12 @@ class ConductorManager:
                                     attachment_id=attachment_id or bdm.attachment_id)
 
     def swap_volume(self, context, *, instance_uuid, old_volume_id, new_volume_id):
-        """Cast from the API (1.9): ``conductor/tasks/swap.py``."""
+        """Cast from the API: ``conductor/tasks/swap.py``."""
         swap_task.SwapTask(self._conf, self._db, self._compute, self._cinder, context,
                            instance_uuid=instance_uuid, old_volume_id=old_volume_id,
                            new_volume_id=new_volume_id).execute()
 
-    # -- external events (1.3) -----------------------------------------------
+    # -- external events -----------------------------------------------
 
     def external_instance_event(self, context, *, instance_uuid, events):
         """Forward to the instance's host, read now (it may have changed since the API)."""
@@ -209,14 +209,10 @@ class ConductorManager:
             LOG.warning("Instance %s has no host; events %s dropped", instance_uuid,
                         [e.get("name") for e in events])
             return
-        # TODO(remove at RPC 2.0): every compute takes external events.
-        if not self._compute.can_send_events():
-            LOG.warning("[upgrade_levels] compute is below 1.3; events %s for instance %s "
-                        "dropped", [e.get("name") for e in events], instance_uuid)
-            return
         self._compute.external_instance_event(
             context, host=instance.host, instance=instance.to_dict(), events=events)
-    # -- dangling volume attachments (1.4) ----------------------------------
+
+    # -- dangling volume attachments ----------------------------------
 
     @messaging.expected_exceptions(*_EXPECTED)
     def reconcile_volume_attachments(self, context, *, instance_uuids, dry_run=False,
@@ -226,7 +222,7 @@ class ConductorManager:
             dry_run=dry_run, attachments=attachments,
             available_volume_ids=available_volume_ids).execute()
 
-    # -- assisted volume snapshots (1.6) -------------------------------------
+    # -- assisted volume snapshots -------------------------------------
 
     def volume_snapshot_create(self, context, *, instance_uuid, volume_id, create_info):
         instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
@@ -286,7 +282,7 @@ class ConductorManager:
         return bdm_obj.save(self._db, context, bdm_uuid, values).to_dict()
 
     def _finish_event(self, context, finish_event):
-        """An action_event_finish carried by another call (1.8); a missing action is fine."""
+        """An action_event_finish carried by another call; a missing action is fine."""
         try:
             action_obj.event_finish(self._db, context, finish_event["instance_uuid"],
                                     finish_event["request_id"], finish_event["event"],

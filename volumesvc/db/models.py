@@ -149,11 +149,6 @@ class Instance(Base, TimestampMixin, SoftDeleteMixin):
     access_ip_v4: Mapped[str | None] = mapped_column(sa.String(39))
     access_ip_v6: Mapped[str | None] = mapped_column(sa.String(39))
     user_data: Mapped[str | None] = mapped_column(MediumText)
-    # NOTE: no longer written or read: since revision 5e8b1c4f9a27 the
-    # ``tags`` table holds a server's tags (the list filters query them).
-    # Kept, not dropped, so an API of the previous release still running
-    # during a rolling upgrade can read its rows.
-    tags: Mapped[list | None] = mapped_column(JSONEncoded)
     progress: Mapped[int | None]
     instance_name: Mapped[str | None] = mapped_column(sa.String(255))
 

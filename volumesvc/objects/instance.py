@@ -65,7 +65,7 @@ class Instance(base.DictMixin):
 
     @classmethod
     def from_model(cls, row, **extra):
-        """``tags`` come from the tags table (pass them); the old JSON column is unused."""
+        """``tags`` come from the tags table (pass them)."""
         extra.setdefault("tags", [])
         return super().from_model(row, metadata=dict(row.metadata_ or {}),
                                   deleted=bool(row.deleted), **extra)

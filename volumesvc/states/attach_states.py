@@ -23,9 +23,8 @@ MESSAGE_MAX = 4000
 def shown(bdm) -> str:
     """The status the API reports for a BDM (a dict or an object).
 
-    NULL is a BDM written by a compute that does not report attach progress
-    (older than service version 8) or before the migration: its disk state is
-    unknown here, and it is shown ``attached`` (the rolling-upgrade rule).
+    NULL is a BDM no attach moved along (a boot volume's, or one written
+    before the column existed): it is shown ``attached``.
     """
     value = bdm.get("attach_status") if isinstance(bdm, dict) else bdm.attach_status
     return value or ATTACHED

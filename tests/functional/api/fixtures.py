@@ -27,10 +27,9 @@ from tests.fixtures.cinder import FakeCinder
 from tests.fixtures.glance import FakeGlance
 from tests.functional.stack import Stack
 from volumesvc import context as vs_context
-from volumesvc import exception, rpc, version
+from volumesvc import exception, version
 from volumesvc.api.app import create_app
 from volumesvc.api.deps import Deps
-from volumesvc.conductor import rpcapi as conductor_rpcapi
 from volumesvc.conf import get_conf
 from volumesvc.db import models
 from volumesvc.objects import attachment_status
@@ -252,12 +251,6 @@ class ServersWorld(World):
         return create_app(conf, deps=deps), deps
 
 
-class ServersOldComputeWorld(ServersWorld):
-    """Computes that predate BDM volume_type (version 0, so minimum 0)."""
-
-    COMPUTE_VERSION = 0
-
-
 def _actions_server_uuid(n: int) -> str:
     return f"5e4e0000-0000-4000-8000-{n:012x}"
 
@@ -408,37 +401,19 @@ def _attach_volume_uuid(n: int) -> str:
 class AttachConductor:
     """Conductor double for the attachment API.
 
-    ``can_attach`` asks a real rpcapi client built from ``conf`` (so
-    ``[upgrade_levels] conductor`` decides it, as in production). An
-    attach *call* picks the next free ``/dev/vdX`` under the instance, creates
+    An attach *call* picks the next free ``/dev/vdX`` under the instance, creates
     a reserved Cinder attachment and the BDM, and returns the BDM dict; a
     *cast* only records. The Cinder attachment is completed at once, as the
     compute attach the real conductor casts would do. ``calls`` holds
     (method, kwargs) of everything; ``failures`` maps a volume id to the
     exception an attach call of it raises. ``request_uuids`` holds the
-    ``volume_requests`` row of each cast (the API records them for 1.11).
+    ``volume_requests`` row of each cast.
     """
 
     def __init__(self, conf, db, cinder, failures=None):
-        self._rpcapi = conductor_rpcapi.ConductorAPI(conf, rpc.get_transport(conf))
         self.db, self.cinder, self.failures = db, cinder, failures or {}
         self.calls = []
         self.request_uuids = []
-
-    def can_attach(self):
-        return self._rpcapi.can_attach()
-
-    def can_track_volume_requests(self):
-        return self._rpcapi.can_track_volume_requests()
-
-    def can_snapshot(self):
-        return self._rpcapi.can_snapshot()
-
-    def can_swap_volume(self):
-        return self._rpcapi.can_swap_volume()
-
-    def can_attach_read_only(self):
-        return self._rpcapi.can_attach_read_only()
 
     def swap_volume(self, ctxt, **kwargs):
         self.calls.append(("swap_volume", kwargs))
@@ -501,7 +476,6 @@ class VolumeAttachmentsWorld(World):
     :class:`AttachConductor`.
     """
 
-    CONDUCTOR_CAP = None  # [upgrade_levels] conductor
     PROJECT = "7e57000000000000000000000000a11c"
     OTHER_PROJECT = "07e4000000000000000000000000b0b0"
     HOST_DOWN = COMPUTE_DOWN_HOST
@@ -620,19 +594,11 @@ class VolumeAttachmentsWorld(World):
     @classmethod
     def build_app(cls, conf, db):
         conf.set_override("transport_url", "fake:/")
-        if cls.CONDUCTOR_CAP:
-            conf.set_override("conductor", cls.CONDUCTOR_CAP, group="upgrade_levels")
         cinder = cls.make_cinder()
         cls._seed_bdms(db, vs_context.get_admin_context(), cinder)
         deps = Deps(conf, db=db, cinder=cinder,
                     conductor=AttachConductor(conf, db, cinder, cls.CONDUCTOR_FAILURES))
         return create_app(conf, deps=deps), deps
-
-
-class VolumeAttachmentsOldConductorWorld(VolumeAttachmentsWorld):
-    """``[upgrade_levels] conductor = 1.0``: too old for attach (503)."""
-
-    CONDUCTOR_CAP = "1.0"
 
 
 class VolumeAttachmentsProgressWorld(VolumeAttachmentsWorld):
@@ -679,10 +645,8 @@ def _fixture(world):
 
 ServicesFixture = _fixture(ServicesWorld)
 ServersFixture = _fixture(ServersWorld)
-ServersOldComputeFixture = _fixture(ServersOldComputeWorld)
 ServerActionsFixture = _fixture(ServerActionsWorld)
 VolumeAttachmentsFixture = _fixture(VolumeAttachmentsWorld)
-VolumeAttachmentsOldConductorFixture = _fixture(VolumeAttachmentsOldConductorWorld)
 VolumeAttachmentsProgressFixture = _fixture(VolumeAttachmentsProgressWorld)
 
 

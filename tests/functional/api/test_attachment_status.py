@@ -299,20 +299,6 @@ def test_detach_shows_detaching_and_a_failed_one_attached_with_a_fault(deployed)
     assert _cinder_status(stack, volume) == "available"
 
 
-def test_a_compute_that_cannot_report_progress_shows_attached(tmp_path):
-    """Rolling upgrade: with the conductor pinned below 1.7 nothing is recorded."""
-    pinned = {("upgrade_levels", "conductor"): "1.6"}
-    with _deployment(tmp_path, pinned) as (stack, server, http_):
-        volume = _volume(stack)
-        http_.attach(server, volume)
-        entry = stack.wait(lambda: http_.attachments(server, "2.106").get(volume),
-                           what="listed")
-        assert entry["status"] == "attached"
-        stack.wait(lambda: _cinder_status(stack, volume) == "in-use", what="in-use")
-        bdm = stack.wait(lambda: [b for b in stack.conductor_api().bdm_list(
-            stack.context(), instance_uuid=server) if b["volume_id"] == volume],
-            what="bdm")[0]
-        assert bdm["attach_status"] is None
 
 
 def test_a_detach_accepted_before_the_attach_reported_is_not_overwritten(deployed):

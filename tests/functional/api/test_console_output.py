@@ -6,12 +6,9 @@ tests also see that a server boots from its boot index 0 volume.
 """
 
 import pytest
-import sqlalchemy as sa
 from oslo_policy import policy as oslo_policy
 
-from tests.functional.stack import BLANK_ROOT, Stack
-from volumesvc import binaries, version
-from volumesvc.db import models
+from tests.functional.stack import BLANK_ROOT
 from volumesvc.objects import block_device as bdm_obj
 
 OWNER = "u1:p1"
@@ -109,27 +106,8 @@ def test_a_server_without_a_host_is_409(stack):
     assert fault["conflictingRequest"]["message"] == f"Instance {server} is not ready"
 
 
-def test_a_compute_too_old_for_console_output_is_409(stack, server):
-    for compute in stack.computes.values():
-        compute.stop()  # its heartbeat would write its version back
-    with stack.db.writer(stack.admin_context()) as session:
-        session.execute(sa.update(models.Service)
-                        .where(models.Service.host == "fn-compute",
-                               models.Service.binary == binaries.COMPUTE)
-                        .values(version=version.MIN_COMPUTE_CONSOLE_OUTPUT - 1))
-    _, fault, _ = _console(stack, server, {}, status=409)
-    assert "too old to serve its console output" in fault["conflictingRequest"]["message"]
 
 
-def test_a_client_pinned_below_console_output_is_409(tmp_path):
-    pinned = Stack(tmp_path, conf_overrides={("upgrade_levels", "compute"): "1.11"})
-    try:
-        server = pinned.boot(pinned.context(), BLANK_ROOT)
-        pinned.wait_instance(server, "active")
-        _, fault, _ = _console(pinned, server, {}, status=409)
-        assert "too old to serve its console output" in fault["conflictingRequest"]["message"]
-    finally:
-        pinned.stop()
 
 
 def test_a_server_whose_guest_is_gone_from_its_compute_is_404(stack, server):

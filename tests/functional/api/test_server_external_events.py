@@ -120,15 +120,3 @@ def test_served_with_a_project_in_the_url(stack, server):
         {"name": "network-changed", "server_uuid": server}]}, token=f"admin:{project}")
     assert code == 200, body
 
-
-def test_503_while_the_conductor_is_pinned_below_1_3(tmp_path):
-    from tests.functional.stack import Stack
-
-    pinned = Stack(tmp_path, conf_overrides={("upgrade_levels", "conductor"): "1.2"})
-    try:
-        status, body, _ = pinned.api("POST", PATH, {"events": [
-            {"name": "network-changed", "server_uuid": UNKNOWN}]})
-        assert status == 503, body
-        assert "serviceUnavailable" in body
-    finally:
-        pinned.stop()

@@ -5,6 +5,7 @@ gate, the lock and launched_at checks, policies, and the unshelve bodies of
 2.1 (ignored), 2.77 (availability_zone) and 2.91 (host, null zone).
 """
 
+import oslo_messaging as messaging
 import pytest
 
 from tests.functional.api import fixtures
@@ -46,7 +47,7 @@ def env():
         ctx = vs_context.get_admin_context()
         for host, zone in (("up-host", "nova"), ("other-host", "az2")):
             service_obj.heartbeat(deps.db, ctx, host=host, binary="volumesvc-compute",
-                                  topic="compute", version=6, capabilities={})
+                                  topic="compute", version=1, capabilities={})
             service = service_obj.get_by_host_and_binary(deps.db, ctx, host,
                                                          "volumesvc-compute")
             with deps.db.writer(ctx) as session:   # no API sets a service's zone
@@ -145,13 +146,18 @@ def test_shelve_of_an_image_backed_server_is_a_400(env):
     assert _instance(deps, "IMAGE_BACKED").task_state is None
 
 
-def test_an_old_conductor_gets_503_and_nothing_changes(env, monkeypatch):
+def test_a_cast_above_the_conductor_cap_is_a_503(env, monkeypatch):
+    """``[upgrade_levels] conductor`` below what a request needs: 503, not 500."""
     client, deps = env
-    monkeypatch.setattr(deps.conductor, "can_lifecycle", lambda: False)
+
+    def capped(ctxt, **kwargs):
+        raise messaging.RPCVersionCapError(version="1.1", version_cap="1.0")
+
+    monkeypatch.setattr(deps.conductor, "stop_instance", capped)
     response = _post(client, "ACTIVE", {"os-stop": None})
     assert response.status_code == 503
-    assert _instance(deps).task_state is None
-    assert deps.conductor.casts == []
+    assert response.json["serviceUnavailable"]["message"].startswith(
+        "volumesvc-conductor is not on the same version as volumesvc-api")
 
 
 def test_concurrent_stop_loses_the_compare_and_swap(env, monkeypatch):

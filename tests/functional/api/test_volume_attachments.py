@@ -174,18 +174,6 @@ def test_conductor_refusals_below_2_101(api, volume, status, fault):
     assert resp.status_code == 202
 
 
-def test_conductor_capped_gives_503_at_every_version():
-    with fixtures.open_world(fixtures.VolumeAttachmentsOldConductorWorld) as (app, deps):
-        client = app.test_client()
-        for version in ("2.1", "2.60", "2.100", "2.101"):
-            resp = _call(client, "POST", f"{ACTIVE}/os-volume_attachments", version,
-                         {"volumeAttachment": {"volumeId": V["FREE"]}})
-            assert resp.status_code == 503
-            assert resp.json["serviceUnavailable"]["message"].startswith(
-                "volumesvc-conductor is not on the same version as volumesvc-api")
-        assert deps.conductor.calls == []
-
-
 def test_update_flag_at_2_85(api):
     client, deps = api
     path = f"{ACTIVE}/os-volume_attachments/{V['DATA']}"
@@ -204,19 +192,19 @@ def test_update_flag_at_2_85(api):
     assert _attachment(deps, ACTIVE, V["DATA"]).delete_on_termination is True
 
 
-def test_swap_updates_the_flag_first_then_is_refused_on_an_old_compute(api):
+def test_a_2_85_swap_updates_the_flag_first_then_casts(api):
     client, deps = api
     path = f"{ACTIVE}/os-volume_attachments/{V['MIGRATING']}"
     resp = _call(client, "PUT", path, "2.85", {"volumeAttachment": {
         "volumeId": V["FREE"], "delete_on_termination": True}}, headers=ADMIN)
-    assert resp.status_code == 409
-    assert "too old to swap volumes" in resp.json["conflictingRequest"]["message"]
+    assert resp.status_code == 202 and resp.data == b""
     assert _attachment(deps, ACTIVE, V["MIGRATING"]).delete_on_termination is True
-    assert deps.conductor.calls == []
-    assert deps.cinder.get(None, V["FREE"])["status"] == "available"
+    assert deps.conductor.calls == [("swap_volume", {
+        "instance_uuid": ACTIVE, "old_volume_id": V["MIGRATING"],
+        "new_volume_id": V["FREE"]})]
 
 
-def test_swap_on_a_current_compute_takes_the_task_and_casts():
+def test_a_swap_takes_the_task_and_casts():
     with fixtures.open_world(fixtures.VolumeAttachmentsProgressWorld) as (app, deps):
         client = app.test_client()
         path = f"{ACTIVE}/os-volume_attachments/{V['MIGRATING']}"

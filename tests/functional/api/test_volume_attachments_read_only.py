@@ -10,18 +10,11 @@ import pytest
 
 from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsProgressWorld as world
-from volumesvc import version as service_version
 
 ALICE = {"X-Auth-Token": f"alice:{world.PROJECT}"}
 ACTIVE = world.SERVER["ACTIVE"]
 FREE = world.VOLUME["FREE"]
 PATH = f"/v2.1/servers/{ACTIVE}/os-volume_attachments"
-
-
-class _ConductorAt1_11World(world):
-    """Conductors pinned to RPC 1.11: they cannot make read-only attachments."""
-
-    CONDUCTOR_CAP = "1.11"
 
 
 def _attach(client, body, version="2.108"):
@@ -64,23 +57,4 @@ def test_a_cinder_without_attachment_mode_is_a_409(cinder_max):
         assert _attach(app.test_client(), {"volumeId": FREE}).status_code == 202
 
 
-def test_an_old_compute_is_a_409():
-    # The plain attachment world's compute reports service version 1.
-    with fixtures.open_world(fixtures.VolumeAttachmentsWorld) as (app, deps):
-        resp = _attach(app.test_client(), {"volumeId": FREE, "read_only": True})
-        assert resp.status_code == 409, resp.json
-        assert resp.json["conflictingRequest"]["message"] == (
-            f"The compute {fixtures.COMPUTE_UP_HOST} of instance {ACTIVE} is too old to give "
-            f"a volume read-only (service version 1, read_only needs "
-            f"{service_version.MIN_COMPUTE_READ_ONLY_ATTACH}).")
-        _nothing_reserved(deps)
 
-
-def test_a_conductor_pinned_below_1_12_is_a_503_for_read_only_only():
-    with fixtures.open_world(_ConductorAt1_11World) as (app, deps):
-        resp = _attach(app.test_client(), {"volumeId": FREE, "read_only": True})
-        assert resp.status_code == 503, resp.json
-        assert resp.json["serviceUnavailable"]["message"].startswith(
-            "volumesvc-conductor is not on the same version as volumesvc-api")
-        _nothing_reserved(deps)
-        assert _attach(app.test_client(), {"volumeId": FREE}).status_code == 202

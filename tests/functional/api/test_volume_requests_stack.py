@@ -12,7 +12,7 @@ import datetime
 import pytest
 import sqlalchemy as sa
 
-from tests.functional.stack import BLANK_ROOT, Stack
+from tests.functional.stack import Stack
 from volumesvc.compute import rpcapi as compute_rpcapi
 from volumesvc.conductor import rpcapi as conductor_rpcapi
 from volumesvc.db import models
@@ -168,19 +168,6 @@ def test_below_2_101_nothing_is_recorded(stack, server):
     assert _rows(stack) == []
 
 
-def test_a_request_of_a_conductor_pinned_below_1_11_is_not_recorded(tmp_path):
-    stack = Stack(tmp_path, conf_overrides={("upgrade_levels", "conductor"): "1.10",
-                                            **RECOVERY})
-    try:
-        uuid = stack.boot(stack.context(), BLANK_ROOT)
-        stack.wait_instance(uuid, "active")
-        volume_id = _volume(stack)
-        assert _attach(stack, uuid, volume_id)[0] == 202
-        stack.wait(lambda: stack.cinder.get(None, volume_id)["status"] == "in-use",
-                   what="in-use")
-        assert _rows(stack) == []
-    finally:
-        stack.stop()
 
 
 def _attached_volume(stack, server):

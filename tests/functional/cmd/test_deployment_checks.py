@@ -97,6 +97,32 @@ def test_status_names_each_setting_to_change(deployment, capsys):
     assert "conductors on 2 hosts (ctl1, ctl2)" in details, details
 
 
+def test_status_names_the_computes_a_newer_service_version_waits_for(
+        deployment, capsys, monkeypatch):
+    """Synthetic: the code at service version 2, a feature gated on it, one old compute."""
+    write, beat = deployment
+    path = write(SEVERAL_MACHINES)
+    beat("ctl1", binaries.CONDUCTOR)
+    beat("cpu1", binaries.COMPUTE)
+    code, details = upgrade_check(path, capsys)
+    assert code == 0, details
+
+    monkeypatch.setattr(version, "SERVICE_VERSION_HISTORY", version.SERVICE_VERSION_HISTORY + (
+        {"compute_rpc": "1.1", "conductor_rpc": "1.1"},))
+    monkeypatch.setattr(version, "SERVICE_VERSION", 2)
+    monkeypatch.setattr(version, "GATED_FEATURES", ((2, "the newer feature for servers on"),))
+    beat("cpu2", binaries.COMPUTE, 2)  # upgraded: heartbeats version 2
+    code, details = upgrade_check(path, capsys)
+    assert code == 1, details
+    assert "Compute services at version 1 (this code is 2) on hosts: cpu1." in details, details
+    assert "the newer feature for servers on cpu1." in details, details
+    assert "cpu2" not in details, details
+
+    beat("cpu1", binaries.COMPUTE, 2)  # upgraded too
+    code, details = upgrade_check(path, capsys)
+    assert code == 0, details
+
+
 def test_computes_with_names_of_their_own_do_not_make_sqlite_shared(deployment, capsys):
     write, beat = deployment
     for host in ("cpu1", "cpu2", "cpu3"):
@@ -106,13 +132,6 @@ def test_computes_with_names_of_their_own_do_not_make_sqlite_shared(deployment, 
     assert code == 0, details
 
 
-def test_status_names_read_only_attachments_among_the_gated_features(deployment, capsys):
-    write, beat = deployment
-    beat("ctl1", binaries.CONDUCTOR)
-    beat("cpu-old", binaries.COMPUTE, version.MIN_COMPUTE_READ_ONLY_ATTACH - 1)
-    code, details = upgrade_check(write(SEVERAL_MACHINES), capsys)
-    assert code == 1, details
-    assert "read-only attachments (2.108) to servers on cpu-old" in details, details
 
 
 def _start_and_read_warnings(binary, module, path, expected, timeout=60):

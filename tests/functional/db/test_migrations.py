@@ -210,6 +210,23 @@ class MigrationHooks:
             "shadow_block_device_mappings")}
         assert shadow["read_only"]["nullable"] is False
         connection.execute(sa.text("DELETE FROM block_device_mappings"))
+
+    def _pre_upgrade_6433e749e3d1(self, connection):
+        connection.execute(sa.text(
+            "INSERT INTO instances (uuid, locked, deleted, tags) VALUES ('i-old', :f, 0, '[]')"),
+            {"f": False})
+        connection.execute(sa.text("INSERT INTO tags (resource_id, tag) VALUES ('i-old', 'x')"))
+
+    def _check_6433e749e3d1(self, connection, data):
+        """instances.tags is gone (and its shadow); the rows and their tags stay."""
+        inspector = sa.inspect(connection)
+        for table in ("instances", "shadow_instances"):
+            columns = {c["name"] for c in inspector.get_columns(table)}
+            assert "tags" not in columns and "uuid" in columns, table
+        assert connection.execute(sa.text(
+            "SELECT i.uuid, t.tag FROM instances i JOIN tags t ON t.resource_id = i.uuid"
+        )).all() == [("i-old", "x")]
+        connection.execute(sa.text("DELETE FROM tags"))
         connection.execute(sa.text("DELETE FROM instances"))
 
 

@@ -206,24 +206,15 @@ def _counting(made, name, real):
     return call
 
 
-@pytest.mark.parametrize("conductor_cap,compute_cap,calls", [
-    (None, None, 4), ("1.7", None, 5), (None, "1.7", 5), ("1.7", "1.7", 6)],
-    ids=["1.8", "conductor-1.7", "compute-1.7", "both-1.7"])
-def test_attach_reports_attached_and_its_event_in_one_call(tmp_path, conductor_cap,
-                                                            compute_cap, calls):
-    """RPC 1.8: fewer round trips from the compute per attach, same outcome.
+def test_attach_reports_attached_and_its_event_in_one_call(tmp_path):
+    """Few round trips from the compute per attach.
 
-    Conductor 1.8: the compute's ``attached`` report also finishes its event.
-    Compute 1.8: the conductor starts the compute's event with the action.
-    Either way the status ends ``attached`` and the event Success, with a
-    start and a finish time and the compute's host.
+    The compute's ``attached`` report also finishes its event, and the
+    conductor starts the compute's event with the action: the status ends
+    ``attached`` and the event Success, with a start and a finish time and
+    the compute's host.
     """
-    overrides = {}
-    if conductor_cap:
-        overrides[("upgrade_levels", "conductor")] = conductor_cap
-    if compute_cap:
-        overrides[("upgrade_levels", "compute")] = compute_cap
-    stack = Stack(tmp_path, conf_overrides=overrides)
+    stack = Stack(tmp_path)
     try:
         ctx = stack.context()
         server = stack.boot(ctx, ROOT)
@@ -242,15 +233,14 @@ def test_attach_reports_attached_and_its_event_in_one_call(tmp_path, conductor_c
         assert [(e.event, e.result) for e in events] == [("compute_attach_volume", "Success")]
         assert events[0].start_time and events[0].finish_time
         assert events[0].host == "fn-compute"
-        assert len(made) == calls, made
-        assert ("action_event_finish" in made) == (conductor_cap == "1.7")
-        assert ("action_event_start" in made) == (compute_cap == "1.7")
+        assert len(made) == 4, made
+        assert "action_event_finish" not in made and "action_event_start" not in made
     finally:
         stack.stop()
 
 
 def test_a_cast_that_never_left_finishes_the_started_compute_event(stack, server, monkeypatch):
-    """Compute RPC 1.8: the conductor started compute_attach_volume; a lost cast ends it Error."""
+    """The conductor started compute_attach_volume; a lost cast ends it Error."""
     ctx = stack.context()
     volume = stack.cinder.create(ctx, 1, "data", "")
     compute_api = stack.conductor.manager._compute

@@ -12,11 +12,9 @@ import pytest
 
 from tests.functional.stack import BLANK_ROOT as ROOT
 from tests.functional.stack import Stack
-from volumesvc import binaries, exception
+from volumesvc import exception
 from volumesvc.objects import block_device as bdm_obj
-from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
-from volumesvc.objects import service as service_obj
 
 GiB = 1024 ** 3
 HOST = "fn-compute"
@@ -180,34 +178,6 @@ def test_driver_without_extend_completes_with_error(tmp_path):
         stack.stop()
 
 
-def _move_to_old_compute(stack, server, version):
-    """The server's host becomes a compute whose service row reports ``version``."""
-    ctx = stack.admin_context()
-    service_obj.heartbeat(stack.db, ctx, host="old-compute", binary=binaries.COMPUTE,
-                          topic="compute", version=version, capabilities={})
-    instance_obj.save(stack.db, ctx, server, {"host": "old-compute"})
 
 
-def test_old_compute_drops_the_event_and_completes_with_error(stack, server):
-    volume_id = _attached_volume(stack, server)
-    stack.cinder.hold_extend = True
-    stack.cinder.extend(stack.context(), volume_id, 2)
-    _move_to_old_compute(stack, server, 3)
-    _, body, _ = stack.api("POST", "/os-server-external-events", {"events": [
-        {"name": "volume-extended", "server_uuid": server, "tag": volume_id}]},
-        version="2.105", status=207)
-    assert body["events"][0]["code"] == 422 and body["events"][0]["status"] == "failed"
-    volume = stack.cinder.get(None, volume_id)
-    assert (volume["status"], volume["size"]) == ("error_extending", 1)
 
-
-def test_old_compute_below_2_105_drops_the_event_but_leaves_cinder_alone(stack, server):
-    volume_id = _attached_volume(stack, server)
-    stack.cinder.extend(stack.context(), volume_id, 2)
-    _move_to_old_compute(stack, server, 3)
-    _, body, _ = stack.api("POST", "/os-server-external-events", {"events": [
-        {"name": "volume-extended", "server_uuid": server, "tag": volume_id}]},
-        version="2.51", status=207)
-    assert body["events"][0]["code"] == 422
-    assert not [c for c in stack.cinder.calls if c[0] == "extend_volume_completion"]
-    assert stack.cinder.get(None, volume_id)["status"] == "in-use"

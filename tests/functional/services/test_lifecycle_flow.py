@@ -436,11 +436,21 @@ def test_offload_failure_keeps_the_server_shelved_and_its_volumes_attached(stack
     _assert_active_here(stack, server)
 
 
-def test_a_compute_rpc_cap_below_1_5_clears_the_task_with_a_fault(tmp_path):
-    stack = Stack(tmp_path, conf_overrides={("upgrade_levels", "compute"): "1.2"})
+def test_a_cast_above_the_compute_cap_clears_the_task_with_a_fault(tmp_path, monkeypatch):
+    """A stop that needed a newer compute RPC than ``[upgrade_levels] compute`` allows.
+
+    Synthetic: the stop is sent as a 1.1 message while the cap stays at the
+    1.0 baseline, so oslo.messaging refuses it before it leaves.
+    """
+    stack = Stack(tmp_path, conf_overrides={("upgrade_levels", "compute"): "1.0"})
     try:
         uuid = stack.boot(stack.context(), ROOT)
         stack.wait_instance(uuid, "active")
+        compute = stack.conductor.manager._compute
+
+        def newer_stop(ctxt, *, host, instance):
+            compute._prepare(host, "1.1").cast(ctxt, "stop_instance", instance=instance)
+        monkeypatch.setattr(compute, "stop_instance", newer_stop)
         request_id = _action(stack, uuid, {"os-stop": None})[2]["x-openstack-request-id"]
         events = stack.events(stack.context(request_id=request_id), uuid, request_id)
         assert [(e.event, e.result) for e in events] == [("conductor_stop_instance", "Error")]

@@ -21,7 +21,6 @@ import pytest
 
 import volumesvc_aio as harness
 from tests.integration.conftest import Deployment, bin_path, free_port
-from volumesvc import binaries
 from volumesvc_aio import config as aio_config
 from volumesvc_aio import rabbit, system
 from volumesvc_aio.cinder import CinderHarness
@@ -217,28 +216,6 @@ def test_bad_target_ends_in_error_extending(env, server, shown, reason):
     assert reason in env.compute_log()
 
 
-def test_old_compute_makes_the_api_complete_with_error(env, server):
-    from volumesvc.context import get_admin_context
-    from volumesvc.objects import instance as instance_obj
-    from volumesvc.objects import service as service_obj
-
-    volume_id = _attached_volume(env, server)
-    db = env.db()
-    ctx = get_admin_context()
-    old = service_obj.heartbeat(db, ctx, host="it-old-compute", binary=binaries.COMPUTE,
-                                topic="compute", version=3, capabilities={})
-    instance_obj.save(db, ctx, server, {"host": "it-old-compute"})
-    try:
-        env.api.extend(env.ctx, volume_id, 2)
-        volume = _settled(env, volume_id)
-        assert (volume["status"], volume["size"]) == ("error_extending", 1)
-        assert os.path.getsize(env.volume_file(volume_id)) == GiB
-    finally:
-        instance_obj.save(db, ctx, server, {"host": HOST})
-        service_obj.destroy(db, ctx, old.uuid)
-        db.dispose()
-    api_log = (pathlib.Path(env.dep.tmp_path) / "volumesvc-api.log").read_text()
-    assert f"Completing the extend of volume {volume_id} with error" in api_log
 
 
 def test_stock_cinder_flow_still_grows_the_guest(env, server):

@@ -51,12 +51,6 @@ class _Conductor:
     def bdm_destroy(self, ctxt, *, bdm_uuid, values=None):
         self._answer("bdm_destroy", values)
 
-    def can_report_attach_status(self):
-        return True
-
-    def can_finish_event_with_bdm_update(self):
-        return False
-
 
 class _Driver:
     def __init__(self):

@@ -6,7 +6,6 @@ in-memory ``FakeCinder``.
 """
 
 import datetime
-import logging
 
 import pytest
 import sqlalchemy as sa
@@ -33,18 +32,11 @@ COMPUTE_HOST = "cmp-1"
 class RecordingCompute:
     """Compute RPC client double: reserves like a compute, records every cast."""
 
-    def __init__(self, db, *, recovered=True):
+    def __init__(self, db):
         self.db = db
-        self.recovered = recovered
         self.casts = []
         self.reserves = 0
         self.before_reserve = None  # called once before the next reservation
-
-    def can_take_recovered(self):
-        return self.recovered
-
-    def can_take_started_attach_event(self):
-        return True
 
     def ping(self, ctxt, *, host, timeout=None):
         return {"host": host}
@@ -472,23 +464,6 @@ def test_a_rerun_of_a_done_attach_does_nothing(world):
          connection_info="{}")
     _rerun(world)
     assert world.compute.reserves == 0 and world.compute.casts == []
-
-
-def test_an_old_compute_is_left_to_its_reservation_watch(world, caplog):
-    world.compute.recovered = False
-    _bdm(world.db, world.instance.uuid, world.volume["id"], attachment_id="a-1")
-    with caplog.at_level(logging.WARNING):
-        _rerun(world)
-    assert world.compute.casts == [] and world.compute.reserves == 0
-    assert "older than RPC 1.11" in caplog.text
-
-
-def test_a_compute_whose_service_is_older_is_not_told_either(world):
-    service_obj.heartbeat(world.db, world.admin, host=COMPUTE_HOST, binary=binaries.COMPUTE,
-                          topic="compute", version=version.MIN_COMPUTE_RECOVERED_REQUESTS - 1)
-    _bdm(world.db, world.instance.uuid, world.volume["id"], attachment_id="a-1")
-    _rerun(world)
-    assert world.compute.casts == []
 
 
 def test_an_offloaded_attach_rerun_completes_what_is_there(world):

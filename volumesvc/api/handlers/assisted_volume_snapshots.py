@@ -54,12 +54,6 @@ def _instance_for(req, volume_id):
     return instance
 
 
-def _conductor(req):
-    if not req.deps.conductor.can_snapshot():
-        raise exception.ConductorTooOld()
-    return req.deps.conductor
-
-
 @validation.schema(schema.create_assisted_volume_snapshot_v2_1)
 @validation.response_body_schema(schema.create_assisted_volume_snapshot_response_v2_1)
 def create_assisted_volume_snapshot(req):
@@ -68,7 +62,7 @@ def create_assisted_volume_snapshot(req):
     snapshot = req.body["snapshot"]
     volume_id, create_info = snapshot["volume_id"], snapshot["create_info"]
     instance = _instance_for(req, volume_id)
-    _conductor(req).volume_snapshot_create(
+    req.deps.conductor.volume_snapshot_create(
         req.context, instance_uuid=instance.uuid, volume_id=volume_id,
         create_info=create_info)
     return {"snapshot": {"id": create_info.get("id"), "volumeId": volume_id}}, 200
@@ -106,7 +100,7 @@ def delete_assisted_volume_snapshot(req, snapshot_id):
         raise _bad_request(exception.InstanceInvalidState(
             instance_uuid=instance.uuid, attr="vm_state", state=instance.vm_state,
             method="volume_snapshot_delete"))
-    _conductor(req).volume_snapshot_delete(
+    req.deps.conductor.volume_snapshot_delete(
         req.context, instance_uuid=instance.uuid, volume_id=volume_id,
         snapshot_id=snapshot_id, delete_info=delete_info)
     return None, 204

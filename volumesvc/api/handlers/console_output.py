@@ -2,27 +2,25 @@
 
 The log lives on the server's compute (``console.log`` in the instance's
 directory), so the API asks that compute directly, a call within
-``rpc_response_timeout`` (compute RPC 1.12): a read needs no workflow, and
+``rpc_response_timeout``: a read needs no workflow, and
 Nova's API does the same. The answer is 200 ``{"output": ...}`` with the
 last ``length`` lines, of at most the newest 100 KiB of the log.
 
 Errors, as Nova's: 404 for a server the caller cannot see, whose guest the
 compute does not have, or that has no console; 409 for a server without a
 host (not yet scheduled, or shelved offloaded: no guest anywhere); 400 for a
-bad ``length``. volumesvc adds a 409 for a server whose compute is too old
-to serve its console, and a 503 when the compute does not answer in time.
+bad ``length``. volumesvc adds a 503 when the compute does not answer in
+time.
 :data:`ACTIONS` is merged into the dispatch table of ``server_actions.py``.
 """
 
 import re
 
-from volumesvc import binaries, version
 from volumesvc.api import errors, validation
 from volumesvc.api.policies import console_output as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import console_output as schema
-from volumesvc.objects import service as service_obj
 
 # The control characters Nova strips from the output: everything below
 # space except tab and newline (a carriage return goes too).
@@ -30,17 +28,9 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f]")
 
 
 def _check_compute(req, instance):
-    """409 when the server has no compute, or one that cannot serve its console."""
+    """409 when the server has no compute (not yet scheduled, or shelved offloaded)."""
     if not instance.host:
         raise errors.APIError(409, f"Instance {instance.uuid} is not ready", errors.CONFLICT)
-    current = service_obj.get_version(req.deps.db, req.context, instance.host,
-                                      binaries.COMPUTE)
-    if current < version.MIN_COMPUTE_CONSOLE_OUTPUT or \
-            not req.deps.compute.can_get_console_output():
-        raise errors.APIError(
-            409, f"The compute {instance.host} of instance {instance.uuid} is too old to "
-            f"serve its console output (service version {current}, console output "
-            f"needs {version.MIN_COMPUTE_CONSOLE_OUTPUT}).", errors.CONFLICT)
 
 
 @validation.schema(schema.get_console_output)

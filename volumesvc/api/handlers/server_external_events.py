@@ -6,7 +6,6 @@ events; Ironic ``power-update``. Each event gets its own ``code``; the answer
 is 200 when all were accepted and 207 when any failed, even all of them.
 """
 
-from volumesvc import exception
 from volumesvc.api import validation
 from volumesvc.api.logic import external_events
 from volumesvc.api.policies import server_external_events as policies
@@ -20,13 +19,10 @@ def create_server_external_events(req):
     """POST /os-server-external-events → 200, or 207 when any event failed.
 
     403 for a caller that is neither a service nor an admin; 400 for a body
-    the version does not allow (an event name included); 503 when the
-    conductor is pinned below RPC 1.3.
+    the version does not allow (an event name included).
     """
     authorize(req.context, policies.CREATE)
     conductor = req.deps.conductor
-    if not conductor.can_send_events():
-        raise exception.ConductorTooOld()
     router = external_events.EventRouter(req)
     accepted: dict[str, list[dict]] = {}  # server uuid -> wire events, in request order
     response = []

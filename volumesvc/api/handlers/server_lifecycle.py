@@ -3,7 +3,7 @@
 Each action checks its policy and the contract §2 gate, takes its first task_state
 with a compare-and-swap (of two concurrent requests exactly one wins, the
 other gets Nova's 409), records the instance action under the request id and
-casts to the conductor (RPC 1.5), which finds the compute. The compute moves
+casts to the conductor, which finds the compute. The compute moves
 the task_state along and reports failures as faults and action events.
 
 Only volume-backed servers may be shelved: an image-backed root disk lives
@@ -32,14 +32,8 @@ LOG = logging.getLogger(__name__)
 
 
 def _begin(req, instance, gate, task_state, action, values=None):
-    """Compare-and-swap the first task_state, then record the instance action.
-
-    503 first when the conductor cannot take lifecycle casts yet (RPC 1.5
-    under an ``[upgrade_levels] conductor`` cap): nothing is changed then.
-    """
+    """Compare-and-swap the first task_state, then record the instance action."""
     ctx, db = req.context, req.deps.db
-    if not req.deps.conductor.can_lifecycle():
-        raise exception.ConductorTooOld()
     try:
         instance_obj.save(db, ctx, instance.uuid, dict(values or {}, task_state=task_state),
                           expected_task_state=[None])

@@ -17,10 +17,10 @@ volume's image metadata, which Cinder updates.
 
 Checks, in Nova's order: 404, policy (owner or admin), lock and state 409,
 key pair 400, image 400, volume-backed rules 400, metadata quota 403,
-volume statuses 400, compute service version 409. Then the task_state goes
+volume statuses 400. Then the task_state goes
 to ``rebuilding`` with a compare-and-swap together with the new name,
 metadata and other attributes, the ``rebuild`` action is recorded and the
-conductor is cast to (RPC 1.10). The answer is 202 with the server.
+conductor is cast to. The answer is 202 with the server.
 """
 
 import secrets
@@ -29,7 +29,7 @@ import flask
 from oslo_log import log as logging
 from oslo_utils import strutils
 
-from volumesvc import binaries, exception, version
+from volumesvc import exception
 from volumesvc.api import errors
 from volumesvc.api import microversions as mv
 from volumesvc.api.handlers import server_metadata, servers
@@ -42,7 +42,6 @@ from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import keypair as keypair_obj
-from volumesvc.objects import service as service_obj
 from volumesvc.states import task_states
 
 LOG = logging.getLogger(__name__)
@@ -111,17 +110,6 @@ def _check_image_fits(image, image_id, volume):
                    "root volume.")
 
 
-def _check_compute(req, instance):
-    """409 when the server's compute is older than the first one that rebuilds."""
-    current = service_obj.get_version(req.deps.db, req.context, instance.host,
-                                      binaries.COMPUTE)
-    if current < version.MIN_COMPUTE_REBUILD:
-        raise errors.APIError(
-            409, f"The compute {instance.host} of instance {instance.uuid} is too old to "
-            f"rebuild it (service version {current}, rebuild needs "
-            f"{version.MIN_COMPUTE_REBUILD}).", errors.CONFLICT)
-
-
 def _values(req, instance, body) -> dict:
     """What the rebuild changes on the instance record, besides the task_state."""
     values = servers.update_values(req, instance, body)
@@ -170,9 +158,6 @@ def rebuild(req, server_id, body):
         if not req.is_at_least(mv.V2_93_VOLUME_REBUILD):
             raise _bad(f"Image {image_id} is unacceptable: {NEW_IMAGE_BELOW_2_93}")
         _check_image_fits(image, image_id, root_volume)
-    _check_compute(req, instance)
-    if not deps.conductor.can_rebuild():
-        raise exception.ConductorTooOld()
     try:
         instance = instance_obj.save(deps.db, ctx, instance.uuid,
                                      dict(values, task_state=task_states.REBUILDING),

@@ -139,15 +139,13 @@ def show_volume_attachment(req, server_id, volume_id):
 # --- accepted requests (2.101 attach, every detach) -------------------------------------------
 
 def _record_request(req, kind, kwargs):
-    """Record a request about to be cast; its uuid, or None for a conductor below RPC 1.11.
+    """Record a request about to be cast; its uuid.
 
     Why: the bus forgets a cast once a conductor takes it; with the row, a
     request whose conductor dies (or whose cast is lost) is re-run by
     another conductor (conductor/volume_requests.py), not dropped after
     the 202.
     """
-    if not req.deps.conductor.can_track_volume_requests():
-        return None
     return request_obj.create(req.deps.db, req.context, kind=kind,
                               instance_uuid=kwargs["instance_uuid"],
                               volume_id=kwargs["volume_id"], params=kwargs).uuid
@@ -197,8 +195,7 @@ def create_volume_attachment(req, server_id):
     """POST → 200 with the attachment below 2.101; 202 with no body from 2.101.
 
     404 server/volume; 409 lock/state, multiattach volume on a host without
-    the capability; 400 device, already attached, multiattach below 2.60;
-    503 when the conductor cannot take the request.
+    the capability; 400 device, already attached, multiattach below 2.60.
     Below 2.101 the conductor's own refusals (400/403/409) come back too.
     From 2.107 a volume already attached to this server as asked answers
     202 with that attachment (its GET body) instead of the 400, before the
@@ -211,8 +208,6 @@ def create_volume_attachment(req, server_id):
     ctx, deps = req.context, req.deps
     instance = get_instance(req, server_id)
     _authorize(req, policies.CREATE, instance)
-    if not deps.conductor.can_attach():
-        raise exception.ConductorTooOld()
     attachment = req.body["volumeAttachment"]
     volume_id = attachment["volumeId"]
     device = attachment.get("device")
@@ -226,9 +221,7 @@ def create_volume_attachment(req, server_id):
                        volume_bdms=volume_bdms, device=device, tag=tag)
     logic.check_host_capabilities(deps.db, ctx, instance, volume)
     read_only = attachment.get("read_only")
-    if read_only and not deps.conductor.can_attach_read_only():
-        raise exception.ConductorTooOld()
-    logic.check_read_only(deps.db, ctx, deps.cinder, instance, volume, read_only)
+    logic.check_read_only(ctx, deps.cinder, volume, read_only)
     # NOTE: the multiattach flag travels with the request so neither the
     # conductor nor the compute has to ask Cinder about the volume again.
     kwargs = dict(instance_uuid=instance.uuid, volume_id=volume_id, device=device, tag=tag,
@@ -278,9 +271,6 @@ def _swap(req, instance, old_volume_id, attachment):
         _update_flag(req, instance, bdm, attachment)
     logic.check_swap(ctx, instance, old_volume, new_volume,
                      _rw_attachments(req, old_volume))
-    logic.check_swap_compute(deps.db, ctx, instance)
-    if not deps.conductor.can_swap_volume():
-        raise exception.ConductorTooOld()
     try:
         instance_obj.save(deps.db, ctx, instance.uuid,
                           {"task_state": task_states.SWAPPING_VOLUME},
@@ -404,11 +394,10 @@ def _forget_failed(req, instance, volume_id) -> bool:
 def _mark_detaching(req, instance, bdm, offloaded) -> bool:
     """``detaching`` until the compute has finished (it clears any old fault).
 
-    Only when the compute reports progress (service version 8): an older one
-    would never move the BDM back after a failed detach. A shelved-offloaded
-    server's detach runs in the conductor at once, with nothing to show.
+    A shelved-offloaded server's detach runs in the conductor at once, with
+    nothing to show.
     """
-    if offloaded or not logic.reports_attach_progress(req.deps.db, req.context, instance):
+    if offloaded or not instance.host:
         return False
     bdm_obj.save(req.deps.db, req.context, bdm.uuid, attach_states.DETACH_STARTED)
     return True

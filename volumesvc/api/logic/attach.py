@@ -9,7 +9,7 @@ conductor's attach task; from 2.101 its failures are not HTTP errors.
 
 import re
 
-from volumesvc import binaries, exception, servicegroup, version
+from volumesvc import binaries, exception, servicegroup
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import states
 from volumesvc.objects import service as service_obj
@@ -111,14 +111,13 @@ def cinder_read_only(volume) -> bool:
     return str((volume.get("metadata") or {}).get("readonly", "")).lower() == "true"
 
 
-def check_read_only(db, ctx, cinder, instance, volume, read_only):
+def check_read_only(ctx, cinder, volume, read_only):
     """Refuse a ``read_only`` (2.108) that Cinder or the compute cannot honour.
 
     ``false`` for a volume with Cinder's read-only flag is a 400: Cinder
     would make the attachment read-only anyway, which is not what was
-    asked. ``true`` needs Cinder's attachment ``mode`` (volume API 3.54) and,
-    on a server with a host, a compute that gives the guest the disk
-    read-only whatever Cinder's connection info says (409 for either).
+    asked. ``true`` needs Cinder's attachment ``mode`` (volume API 3.54),
+    409 otherwise.
     """
     if read_only is None:
         return
@@ -126,12 +125,6 @@ def check_read_only(db, ctx, cinder, instance, volume, read_only):
         if cinder_read_only(volume):
             raise exception.ReadOnlyVolumeAttachedReadWrite(volume_id=volume["id"])
         return
-    if instance.host:
-        current = service_obj.get_version(db, ctx, instance.host, binaries.COMPUTE)
-        if current < version.MIN_COMPUTE_READ_ONLY_ATTACH:
-            raise exception.ReadOnlyAttachComputeTooOld(
-                host=instance.host, instance_uuid=instance.uuid, version=current,
-                minimum=version.MIN_COMPUTE_READ_ONLY_ATTACH)
     highest = cinder.max_microversion(ctx)
     if mv.parse(highest) < mv.parse(cinder_versions.MV_ATTACHMENT_MODE):
         raise exception.ReadOnlyAttachNotSupportedByCinder(
@@ -177,17 +170,6 @@ def check_host_up(conf, db, ctx, instance):
         service = None
     if service is None or not servicegroup.is_up(conf, service):
         raise exception.ComputeHostDown(host=instance.host, instance_uuid=instance.uuid)
-
-
-def reports_attach_progress(db, ctx, instance) -> bool:
-    """True when the instance's compute reports attach/detach status (API 2.106)."""
-    if not instance.host:
-        return False
-    try:
-        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, binaries.COMPUTE)
-    except exception.NotFound:
-        return False
-    return (service.version or 0) >= version.MIN_COMPUTE_ATTACH_STATUS
 
 
 def attachment_id_for(bdm, volume, instance_uuid):
@@ -242,13 +224,3 @@ def check_swap(ctx, instance, old_volume, new_volume, rw_attachments: int):
     if int(new_volume.get("size") or 0) < int(old_volume.get("size") or 0):
         raise exception.SwapVolumeInvalid(
             reason="New volume must be the same size or larger.")
-
-
-def check_swap_compute(db, ctx, instance):
-    """409 when the instance's compute is older than the first one that swaps."""
-    current = service_obj.get_version(db, ctx, instance.host, binaries.COMPUTE)
-    if current < version.MIN_COMPUTE_SWAP:
-        raise exception.SwapVolumeComputeTooOld(host=instance.host,
-                                                instance_uuid=instance.uuid,
-                                                version=current,
-                                                minimum=version.MIN_COMPUTE_SWAP)

@@ -22,12 +22,10 @@ import json
 
 from oslo_utils import strutils
 
-from volumesvc import binaries, exception
+from volumesvc import exception
 from volumesvc.api import microversions as mv
 from volumesvc.api import validation
 from volumesvc.api.logic import ownership
-from volumesvc.objects import service as service_obj
-from volumesvc.version import MIN_COMPUTE_VOLUME_TYPE
 
 # Nova's [DEFAULT] max_local_block_devices default.
 MAX_LOCAL_BLOCK_DEVICES = 3
@@ -165,18 +163,12 @@ def _check_boot_sequence(bdms):
 
 
 def _check_volume_types(check, bdms) -> bool:
-    """Rule 6 (+ the §12 gate): returns True when a type asks for multiattach."""
+    """Rule 6: returns True when a type asks for multiattach."""
     types = None
     multiattach = False
     for bdm in bdms:
         if not bdm["volume_type"]:
             continue
-        if types is None:
-            # NOTE: once per request and before the lookup, as Nova Stein-Train did.
-            minimum = service_obj.get_minimum_version(
-                check.deps.db, check.context, binaries.COMPUTE)
-            if minimum < MIN_COMPUTE_VOLUME_TYPE:
-                raise exception.VolumeTypeSupportNotYetAvailable()
         wanted = bdm["volume_type"]
         if types is None or not any(wanted in (t.get("id"), t.get("name")) for t in types):
             types = check.deps.volume_types.visible(check.context, wanted)

@@ -65,7 +65,7 @@ class AttachTask(base.TaskBase):
     def _record_action(self, host=None):
         """The ``attach_volume`` action; with ``host``, also the compute's event on it.
 
-        Starting ``compute_attach_volume`` here (compute RPC 1.8) saves the
+        Starting ``compute_attach_volume`` here saves the
         compute a conductor round trip per attach. A re-run whose first run
         recorded the action already leaves it as it is (the compute then
         starts its own event).
@@ -109,9 +109,7 @@ class AttachTask(base.TaskBase):
                                 lambda **kw: reserve.attachment_create(self.conf, self.cinder,
                                                                        self.context, **kw))
         # Step 3: the action, then the compute does the host side.
-        # TODO(remove at RPC 2.0): every compute finishes a started event.
-        started = self.compute.can_take_started_attach_event()
-        self._record_action(host=instance.host if started else None)
+        self._record_action(host=instance.host)
         self.compute.attach_volume(self.context, host=instance.host,
                                    instance=instance_dict, bdm=self.bdm,
                                    multiattach=self.multiattach,

@@ -37,7 +37,7 @@ def cast_to_host(db, context, instance_uuid, send, *, event, **kwargs):
         return None
     try:
         send(context, host=instance.host, instance=instance.to_dict(), **kwargs)
-    except Exception as exc:  # noqa: BLE001 - e.g. [upgrade_levels] compute below 1.5
+    except Exception as exc:  # noqa: BLE001 - the bus, or a cap in [upgrade_levels] compute
         LOG.warning("Could not send %s for %s to %s: %s", event, instance_uuid,
                     instance.host, exc)
         base.fail_instance(db, context, instance_uuid, exc, {"task_state": None},

@@ -1,12 +1,10 @@
 """Rebuild of a volume-backed server: cast the work to the server's compute.
 
-The API has checked the request (volume-backed, the image, the compute's
-service version for a 2.93 reimage), set task_state ``rebuilding`` and
-recorded the ``rebuild`` action. A rebuild stays on the server's host, so
-there is nothing to schedule: the compute does the rest
-(``compute/rebuild.py``). When the cast cannot be sent (no host, compute RPC
-capped below 1.10) the task is cleared with a fault and an Error
-``conductor_rebuild_server`` event.
+The API has checked the request (volume-backed, the image), set task_state
+``rebuilding`` and recorded the ``rebuild`` action. A rebuild stays on the
+server's host, so there is nothing to schedule: the compute does the rest
+(``compute/rebuild.py``). When the cast cannot be sent (no host) the task is
+cleared with a fault and an Error ``conductor_rebuild_server`` event.
 """
 
 from volumesvc.conductor.tasks import power

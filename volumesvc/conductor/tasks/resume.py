@@ -15,9 +15,7 @@ attach (the live BDM of the volume on the server, made since the request):
   BDM knows: the dead run made it and died before saving its id;
 * an attachment id but no connection info: the compute was told, or was
   about to be: it is told again with ``recovered=True`` and skips the work
-  if it has it already (``compute/started_work.py``). A compute older than
-  RPC 1.11 is not told: its reservation watch finishes or rolls back the
-  attach (``[compute] attachment_reservation_timeout``);
+  if it has it already (``compute/started_work.py``);
 * connection info: the attach is done.
 
 A shelved-offloaded server has no compute: its BDM with an attachment id
@@ -32,11 +30,10 @@ import datetime
 
 from oslo_log import log as logging
 
-from volumesvc import binaries, exception, version
+from volumesvc import exception
 from volumesvc.conductor.tasks import offloaded
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
-from volumesvc.objects import service as service_obj
 from volumesvc.states import vm_states
 
 LOG = logging.getLogger(__name__)
@@ -61,18 +58,6 @@ def live_bdm(db, context, instance_uuid, volume_id, since=None):
             bdm.created_at < since - CLOCK_SKEW:
         return None
     return bdm
-
-
-def compute_takes_recovered(db, compute_rpcapi, context, host) -> bool:
-    """True when ``host``'s compute skips work it has (RPC 1.11, service version 12)."""
-    # TODO(remove at RPC 2.0): every compute takes recovered requests.
-    if not compute_rpcapi.can_take_recovered():
-        return False
-    try:
-        service = service_obj.get_by_host_and_binary(db, context, host, binaries.COMPUTE)
-    except exception.NotFound:
-        return False
-    return service.version >= version.MIN_COMPUTE_RECOVERED_REQUESTS
 
 
 def action_recorded(task) -> bool:
@@ -154,18 +139,10 @@ def _finish(task, instance, bdm):
     if not instance.host:
         raise exception.InstanceInvalidState(
             instance_uuid=instance.uuid, attr="host", state=None, method="attach_volume")
-    if not compute_takes_recovered(task.db, task.compute, task.context, instance.host):
-        LOG.warning("Re-run attach of volume %s to %s: compute %s is older than RPC 1.11 "
-                    "and cannot tell a repeated attach; its reservation watch finishes "
-                    "or rolls back attachment %s within [compute] "
-                    "attachment_reservation_timeout", task.volume_id, instance.uuid,
-                    instance.host, bdm.attachment_id)
-        return task.bdm
     LOG.info("Re-run attach of volume %s to %s: telling compute %s again",
              task.volume_id, instance.uuid, instance.host)
     task.attachment_id = bdm.attachment_id
-    started = task.compute.can_take_started_attach_event()
-    task._record_action(host=instance.host if started else None)
+    task._record_action(host=instance.host)
     task.compute.attach_volume(task.context, host=instance.host, instance=instance.to_dict(),
                                bdm=task.bdm, multiattach=task.multiattach,
                                event_started=task.compute_event_started, recovered=True)
@@ -183,12 +160,7 @@ def detach(db, compute_rpcapi, cinder, context, instance, volume_id, attachment_
         # Cinder ignores the delete of an attachment it no longer has.
         offloaded.detach(cinder, db, context, bdm, attachment_id or bdm.attachment_id)
         return
-    recovered = compute_takes_recovered(db, compute_rpcapi, context, instance.host)
-    if not recovered:
-        LOG.warning("Re-run detach of volume %s from %s: compute %s is older than RPC 1.11; "
-                    "it is told again as for a first detach", volume_id, instance.uuid,
-                    instance.host)
     compute_rpcapi.detach_volume(context, host=instance.host, instance=instance.to_dict(),
                                  bdm=bdm.to_dict(),
                                  attachment_id=attachment_id or bdm.attachment_id,
-                                 recovered=recovered)
+                                 recovered=True)

@@ -43,10 +43,6 @@ class SwapTask(base.TaskBase):
         if not instance.host:
             raise exception.InstanceInvalidState(
                 instance_uuid=instance.uuid, attr="host", state=None, method="swap_volume")
-        if not self.compute.can_swap_volume():
-            raise exception.SwapVolumeComputeTooOld(
-                host=instance.host, instance_uuid=instance.uuid, version="pinned",
-                minimum="compute RPC 1.9")
         bdm = bdm_obj.get_by_volume_and_instance(self.db, self.context, self.old_volume_id,
                                                  instance.uuid)
         attachment = reserve.attachment_create(self.conf, self.cinder, self.context,

@@ -1,7 +1,7 @@
 """Unshelve: place a shelved-offloaded server on a compute and cast the spawn.
 
-The host is chosen and claimed as for a boot (``scheduling.place``): up, enabled, new
-enough for the lifecycle RPC, with every capability the server's volumes need
+The host is chosen and claimed as for a boot (``scheduling.place``): up, enabled,
+with every capability the server's volumes need
 (``supports_multiattach`` when one of them is multiattach), in the requested
 availability zone or on the requested host (2.77/2.91). A ``SHELVED`` server
 still has its host: the cast goes there.
@@ -14,7 +14,7 @@ Failures on the compute are undone there (``compute/lifecycle.py``).
 
 from oslo_log import log as logging
 
-from volumesvc import exception, version
+from volumesvc import exception
 from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
@@ -38,13 +38,6 @@ class UnshelveTask(base.TaskBase):
         self.host = host
         self.placed = False  # host saved on an offloaded instance
 
-    @staticmethod
-    def _min_version(bdms):
-        """The oldest compute that may run it; a read-only volume needs one that keeps it so."""
-        if any(bdm.read_only for bdm in bdms):
-            return max(version.MIN_COMPUTE_LIFECYCLE, version.MIN_COMPUTE_READ_ONLY_ATTACH)
-        return version.MIN_COMPUTE_LIFECYCLE
-
     def _needs(self, bdms):
         for bdm in bdms:
             if bdm.volume_id and self.cinder.get(self.context, bdm.volume_id).get(
@@ -65,7 +58,6 @@ class UnshelveTask(base.TaskBase):
                 needs=tuple(self._needs(bdms)),
                 availability_zone=self.availability_zone,
                 hosts=(self.host,) if self.host else None,
-                min_version=self._min_version(bdms),
                 vcpus=int((instance.flavor or {}).get("vcpus") or 0),
                 memory_mb=int((instance.flavor or {}).get("memory_mb") or 0))
             try:

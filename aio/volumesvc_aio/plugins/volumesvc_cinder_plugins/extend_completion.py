@@ -68,9 +68,9 @@ class CompletionVolumeManager(manager.VolumeManager):
     def _roll_back_unsent(self, context, volume, new_size, reservations):
         """No compute took the event: nobody will complete, so roll back here.
 
-        When the API refused the event for an old compute it has already
-        called the completion with error, which consumed the admin metadata
-        at once (the status follows later, by cast): then there is nothing to do.
+        When someone else already called the completion with error, the
+        admin metadata is consumed at once (the status follows later, by
+        cast): then there is nothing to do.
         """
         admin = context.elevated()
         if EXTEND_NEW_SIZE not in self.db.volume_admin_metadata_get(admin, volume.id):
