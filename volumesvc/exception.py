@@ -473,3 +473,9 @@ class VolumeEncryptionNotSupported(Invalid):
                "location %(control_location)s), which this compute cannot open for a "
                "%(driver_volume_type)s volume: %(reason)s")
     code = 400
+
+
+class EncryptedSwapNotSupported(Invalid):
+    msg_fmt = ("Volume %(volume_id)s is encrypted and decrypted on the compute: swapping "
+               "it (Cinder's migration or retype of an in-use volume) is not supported yet")
+    code = 400

@@ -20,7 +20,7 @@ import dataclasses
 
 from oslo_log import log as logging
 
-from volumesvc import keymgr
+from volumesvc import exception, keymgr
 from volumesvc.virt import block_device
 
 LOG = logging.getLogger(__name__)
@@ -68,6 +68,22 @@ def open_volume(driver, connection_info, plan):
     if plan is not None:
         driver.attach_encryptor(connection_info, plan.metadata, plan.method, plan.key,
                                 plan.passphrase)
+
+
+def check_swap(context, cinder, old, new):
+    """Refuse a swap of or onto a volume this host decrypts, before anything is connected.
+
+    ``old`` and ``new``: (volume id, connection info) of each side (the new
+    side's info already carries the old serial). A block copy between a
+    plaintext disk and a LUKS container would write the guest's data
+    unencrypted into the container (or hand the guest the ciphertext), so,
+    as Nova refuses it with native LUKS, it is refused.
+    """
+    for volume_id, info in (old, new):
+        if info.get("encryption") or (
+                (info.get("data") or {}).get("encrypted")
+                and needs_host(cinder.get_volume_encryption(context, volume_id))):
+            raise exception.EncryptedSwapNotSupported(volume_id=volume_id)
 
 
 def reopen(context, *, keys, driver, connection_info):

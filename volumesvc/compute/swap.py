@@ -26,7 +26,7 @@ from oslo_serialization import jsonutils
 
 from volumesvc import context as vs_context
 from volumesvc import exception
-from volumesvc.compute import connections
+from volumesvc.compute import connections, encryption
 from volumesvc.compute import instances as compute_instances
 from volumesvc.states import task_states
 from volumesvc.virt import block_device as virt_bd
@@ -106,6 +106,8 @@ class VolumeSwapper:
             # The guest keeps its disk's serial (and the alias made from it).
             new_info["serial"] = virt_bd.volume_id(old_info) or old_volume_id
             virt_bd.keep_read_only(new_info, bdm)
+            encryption.check_swap(context, self.cinder, (old_volume_id, old_info),
+                                  (new_volume_id, new_info))
             self.driver.connect_volume(new_info)
             connected = True
             # The new volume's full size, whatever the old one's: the driver

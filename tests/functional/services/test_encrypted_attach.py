@@ -285,3 +285,28 @@ def test_boot_from_a_volume_the_compute_cannot_open_fails_and_releases_it(stack)
     assert _secrets(stack) == {} and _disk(stack, server, volume_id) is None
     fault = stack.api("GET", f"/servers/{server}", token=TOKEN)[1]["server"]["fault"]
     assert "provider plain" in fault["message"] and "cannot open" in fault["message"]
+
+
+def _swap(stack, server, old_id, new_id):
+    stack.api("PUT", f"/servers/{server}/os-volume_attachments/{old_id}",
+              {"volumeAttachment": {"volumeId": new_id}}, token="admin:admin", status=202)
+    stack.wait(lambda: stack.api("GET", f"/servers/{server}", token=TOKEN)[1]["server"][
+        "OS-EXT-STS:task_state"] is None, what="swap over")
+
+
+@pytest.mark.parametrize("old_type, new_type", [(None, "luks"), ("luks", None)],
+                         ids=["plain-to-encrypted", "encrypted-to-plain"])
+def test_a_swap_involving_a_volume_decrypted_here_is_refused(stack, old_type, new_type):
+    """As Nova with native LUKS: the server keeps its old volume, the migration fails."""
+    (server,) = stack.boot_active()
+    old = stack.cinder.create(stack.context(), 1, "old", "", volume_type=old_type)["id"]
+    stack.attach_volume(server, old)
+    _wait_in_use(stack, old)
+    secrets_before = set(_secrets(stack))
+    target = stack.cinder.start_migration(old, volume_type=new_type)
+    _swap(stack, server, old, target["id"])
+    volume = stack.cinder.get(None, old)
+    assert (volume["status"], volume["migration_status"]) == ("in-use", "error")
+    assert target["id"] not in stack.cinder.volumes
+    assert _disk(stack, server, old).find("source").get("file") == stack.cinder._path(old)
+    assert set(_secrets(stack)) == secrets_before
