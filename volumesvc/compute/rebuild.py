@@ -33,6 +33,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import exception
+from volumesvc.compute import encryption
 from volumesvc.compute import events as events_mod
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import volumes as boot_volumes
@@ -195,7 +196,10 @@ class Rebuilder:
         info = self.cinder.attachment_update(context, root["attachment_id"], connector,
                                              mountpoint=root.get("device_name"))
         info["serial"] = root["volume_id"]
+        plan = encryption.prepare(context, cinder=self.cinder, keys=self.lifecycle.keys,
+                                  driver=self.driver, connection_info=info)
         self.driver.connect_volume(info)
+        encryption.open_volume(self.driver, info, plan)
         values = {"connection_info": jsonutils.dumps(info)}
         root.update(values)
         self.conductor.bdm_update(context, bdm_uuid=root["uuid"], values=values)

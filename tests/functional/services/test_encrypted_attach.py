@@ -310,3 +310,21 @@ def test_a_swap_involving_a_volume_decrypted_here_is_refused(stack, old_type, ne
     assert target["id"] not in stack.cinder.volumes
     assert _disk(stack, server, old).find("source").get("file") == stack.cinder._path(old)
     assert set(_secrets(stack)) == secrets_before
+
+
+def test_rebuild_of_an_encrypted_root_opens_it_again(stack):
+    """2.93: the root's connection is released for Cinder's reimage and made again, opened."""
+    volume_id = _volume(stack)
+    server = stack.boot(stack.context(), _root_volume(volume_id))
+    stack.wait_instance(server, "active")
+    first = _secrets(stack)[volume_id].UUIDString()
+    image = stack.glance.create(stack.context(), name="new", owner="p1",
+                                data=b"IMAGE" * 100)["id"]
+    stack.api("POST", f"/servers/{server}/action", {"rebuild": {"imageRef": image}},
+              version="2.93", token=TOKEN, status=202)
+    stack.wait_for_server_status(server, "ACTIVE", version="2.93")
+    secret = _secrets(stack)[volume_id]
+    assert secret.UUIDString() != first  # undefined with the old connection, defined anew
+    assert _disk(stack, server, volume_id).find("source/encryption/secret").get(
+        "uuid") == secret.UUIDString()
+    assert len(stack.key_store.reads) == 2  # the build's and the rebuild's
