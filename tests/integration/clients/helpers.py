@@ -197,6 +197,22 @@ def glance_image(aio, image_id):
         raise
 
 
+def glance_upload_raw(aio, data, prefix):
+    """A public raw/bare image holding ``data`` in the aio's Glance (no auth); its id."""
+    req = urllib.request.Request(
+        f"{aio.image_url}/v2/images", method="POST",
+        data=json.dumps({"name": unique(prefix), "disk_format": "raw",
+                         "container_format": "bare", "visibility": "public"}).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        image_id = json.load(resp)["id"]
+    req = urllib.request.Request(f"{aio.image_url}/v2/images/{image_id}/file", method="PUT",
+                                 data=data,
+                                 headers={"Content-Type": "application/octet-stream"})
+    urllib.request.urlopen(req, timeout=120).close()
+    return image_id
+
+
 def glance_delete(aio, image_id):
     req = urllib.request.Request(f"{aio.image_url}/v2/images/{image_id}", method="DELETE")
     with contextlib.suppress(urllib.error.HTTPError):

@@ -8,8 +8,6 @@ afterwards.
 """
 
 import hashlib
-import json
-import urllib.request
 
 from tests.integration.clients.helpers import (
     attached_volume_ids,
@@ -17,6 +15,7 @@ from tests.integration.clients.helpers import (
     delete_server_quietly,
     domain_disks,
     glance_delete,
+    glance_upload_raw,
     unique,
     wait_server,
     wait_volume,
@@ -25,29 +24,13 @@ from tests.integration.clients.helpers import (
 PATTERN = (b"volumesvc-rebuild-2.93 " * 45590)[:1 << 20]  # 1 MiB raw image
 
 
-def _upload_raw_image(aio, data):
-    """A raw/bare image with ``data`` in the aio's Glance (noauth); returns its id."""
-    req = urllib.request.Request(
-        f"{aio.image_url}/v2/images", method="POST",
-        data=json.dumps({"name": unique("rebuild-raw"), "disk_format": "raw",
-                         "container_format": "bare", "visibility": "public"}).encode(),
-        headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        image_id = json.load(resp)["id"]
-    req = urllib.request.Request(f"{aio.image_url}/v2/images/{image_id}/file", method="PUT",
-                                 data=data,
-                                 headers={"Content-Type": "application/octet-stream"})
-    urllib.request.urlopen(req, timeout=60).close()
-    return image_id
-
-
 def _sha256_head(path, size):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read(size)).hexdigest()
 
 
 def test_rebuild_at_2_93_reimages_the_root_volume_and_2_92_refuses(aio, nova, cinder):
-    image_id = _upload_raw_image(aio, PATTERN)
+    image_id = glance_upload_raw(aio, PATTERN, "rebuild-raw")
     bdm = [{"source_type": "image", "uuid": aio.image_id, "destination_type": "volume",
             "volume_size": 1, "boot_index": 0, "delete_on_termination": True}]
     server = nova.servers.create(unique("rebuild"), image=None, flavor="42",
