@@ -19,8 +19,8 @@ mark it reads. Every assertion is a line a guest printed, read through
 * a swap (``cinder retype --migration-policy on-demand`` of the in-use
   ``file`` volume to ``rbd``): the live guest reads its mark back from the
   new disk (page cache dropped after the swap);
-* stop/start, shelve/unshelve and a hard reboot: the new boot reads every
-  mark back from every disk, root included;
+* stop/start, shelve/unshelve and a hard reboot of each guest: the new boot
+  reads every mark back from every disk, root included (``rbd`` and ``file``);
 * a 2.93 rebuild to a second image (the starter image with a ``vsimage.txt``
   of the test's own on its boot partition, uploaded to Glance): the rebuilt
   guest boots from that image's content and says so.
@@ -326,19 +326,23 @@ def _hard_reboot(aio, nova, guest):
     _action(aio, guest.id, {"reboot": {"type": "HARD"}})
 
 
+@pytest.mark.parametrize("which", [0, 1], ids=["first-rbd", "second-file"])
 @pytest.mark.parametrize("operation", [_stop_start, _shelve_unshelve, _hard_reboot],
                          ids=["stop-start", "shelve-unshelve", "hard-reboot"])
-def test_the_guest_reads_every_mark_back_after(aio, nova, guests, operation):
-    first, _ = guests
-    assert len(first.marks) >= 3, "the earlier tests marked the root and data volumes"
-    operation(aio, nova, first)
-    wait_server(nova, first.id, aio=aio, timeout=240)
-    first.booted(aio)
-    for serial, mark in first.marks.items():
-        wait_read(aio, first.id, serial, mark, SEEN_TIMEOUT, boot=first.boot)
+def test_the_guest_reads_every_mark_back_after(aio, nova, guests, operation, which):
+    """The first guest has its ``rbd`` root and three ``rbd`` volumes (one swapped from
+    ``file``), the second its ``file`` root."""
+    guest = guests[which]
+    assert guest.root in guest.marks and len(guest.marks) >= (4 if which == 0 else 1), \
+        "the earlier tests marked the roots and the data volumes"
+    operation(aio, nova, guest)
+    wait_server(nova, guest.id, aio=aio, timeout=240)
+    guest.booted(aio)
+    for serial, mark in guest.marks.items():
+        wait_read(aio, guest.id, serial, mark, SEEN_TIMEOUT, boot=guest.boot)
     # Nothing was blank again: the new boot wrote no new mark.
-    assert not [line for line in console(aio, first.id)
-                if "VSGUEST-TEST wrote" in line and first.boot in line]
+    assert not [line for line in console(aio, guest.id)
+                if "VSGUEST-TEST wrote" in line and guest.boot in line]
 
 
 @pytest.fixture(scope="module")
