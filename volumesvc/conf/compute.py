@@ -81,7 +81,8 @@ a run.
 Possible values:
 
 * 0 (default): off. Reboots, ``volumesvc-manage volume_attachment cleanup``
-  and the reservation watches still reconcile.
+  and the compute's start (with its watches of the work it found in flight)
+  still reconcile.
 * A positive integer: the interval in seconds.
 
 Related options:
