@@ -148,9 +148,17 @@ class GlanceHarness(ServiceHarness):
         return env
 
     def _commands(self):
-        """Glance 33 has no standalone server: glance-api is gunicorn on the WSGI app."""
+        """Glance 33 has no standalone server: glance-api is gunicorn on the WSGI app.
+
+        Two sync workers, not one: a client that copies an image by streaming
+        its download into an upload (tempest's image-property tests do) holds
+        one worker on each side; with a single worker the upload waited on a
+        download that could not be served, every other Glance call (a boot's
+        image lookup) waited behind them, and all failed at 60 s once the
+        starter image (a real guest, 20 MB) outgrew the socket buffers.
+        """
         return [("glance-api",
-                 [self._bin("gunicorn"), "--bind", f"127.0.0.1:{self.port}", "--workers", "1",
+                 [self._bin("gunicorn"), "--bind", f"127.0.0.1:{self.port}", "--workers", "2",
                   "--timeout", "600", "glance.wsgi.api:application"])]
 
     def _ready(self):

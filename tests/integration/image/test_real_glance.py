@@ -81,3 +81,46 @@ def test_connection_refused_is_glance_connection_failed(ctx):
     conf.set_override("num_retries", 0, group="glance")
     with pytest.raises(exception.GlanceConnectionFailed):
         GlanceAPI(conf).get(ctx, str(uuid.uuid4()))
+
+
+def test_an_image_streamed_from_a_download_into_an_upload_is_copied(glance_harness):
+    """Regression: one Glance worker deadlocked on a streamed image copy.
+
+    tempest copies an image by feeding its download straight into another
+    image's upload. Past the socket buffers (the 20 MB starter guest) a
+    single sync worker held the upload while the download it read from
+    waited for that same worker, and both ended at the client's timeout.
+    """
+    import os
+    import urllib.request
+
+    headers = {"Accept": "application/json", **glance_harness._auth_headers()}
+
+    def call(method, path, body=None, content_type="application/json", stream=False):
+        req = urllib.request.Request(glance_harness.url + path, data=body, method=method,
+                                     headers={**headers, "Content-Type": content_type})
+        resp = urllib.request.urlopen(req, timeout=30)
+        if stream:
+            return resp
+        with resp:
+            data = resp.read()
+        return json.loads(data) if data else None
+
+    def new_image(name):
+        return call("POST", "/v2/images", json.dumps({
+            "name": name, "disk_format": "raw", "container_format": "bare"}).encode())["id"]
+
+    payload = os.urandom(24 * 1024 * 1024)
+    source, copy = new_image("stream-source"), new_image("stream-copy")
+    try:
+        call("PUT", f"/v2/images/{source}/file", payload, "application/octet-stream")
+        download = call("GET", f"/v2/images/{source}/file", stream=True)
+        with download:
+            chunks = iter(lambda: download.read(64 * 1024), b"")
+            call("PUT", f"/v2/images/{copy}/file", chunks, "application/octet-stream")
+        copied = call("GET", f"/v2/images/{copy}")
+        assert copied["status"] == "active"
+        assert copied["size"] == len(payload)
+    finally:
+        for image in (source, copy):
+            call("DELETE", f"/v2/images/{image}")
