@@ -62,7 +62,7 @@ class StartedWork:
 def recovered_bdm(conductor, context, kind, instance_uuid, bdm):
     """The BDM a recovered cast should work on, read again; None: nothing to do.
 
-    Gone (the work settled or was rolled back, or the reconciliation
+    Gone (the work settled or was rolled back, or the reservation watch
     removed it) is nothing to do for both; an attach whose BDM already has
     its connection info is done.
     """

@@ -81,8 +81,7 @@ a run.
 Possible values:
 
 * 0 (default): off. Reboots, ``volumesvc-manage volume_attachment cleanup``
-  and the compute's start (with its watches of the work it found in flight)
-  still reconcile.
+  and the reservation watches still reconcile.
 * A positive integer: the interval in seconds.
 
 Related options:

@@ -3,7 +3,7 @@
 What stays in the API at every microversion, in Nova's order, as plain
 functions over the instance, the Cinder volume dict and BDM rows, so they
 are unit tested without an app. Everything that needs the compute host
-(device name, capabilities, Cinder ``attachment_create``) runs in the
+(device reservation, capabilities, Cinder ``attachment_create``) runs in the
 conductor's attach task; from 2.101 its failures are not HTTP errors.
 """
 
