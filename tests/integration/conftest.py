@@ -161,34 +161,13 @@ class Deployment:
         return "\n".join(f"--- {name}\n{child.tail(lines)}"
                          for name, child in self.children.items())
 
-    def boot(self, name="att", timeout=90):
-        """An ACTIVE server on a blank 1 GiB root volume; returns its id."""
-        import volumesvc_aio as harness
-
-        status, body = self.request("POST", "/servers", {"server": {
-            "name": name, "flavorRef": "42", "networks": "none",
-            "block_device_mapping_v2": [{"source_type": "blank", "destination_type": "volume",
-                                         "boot_index": 0, "volume_size": 1,
-                                         "delete_on_termination": True}]}}, version="2.67")
-        assert status == 202, (body, self.logs())
-        server_id = body["server"]["id"]
-
-        def active():
-            _, show = self.request("GET", f"/servers/{server_id}")
-            if show["server"]["status"] == "ERROR":
-                # pytest.fail is not an Exception, so wait_for does not swallow it.
-                pytest.fail(f"server went ERROR: {show['server'].get('fault')}\n{self.logs()}")
-            return show["server"]["status"] == "ACTIVE"
-        harness.wait_for(active, timeout, what="server ACTIVE", interval=0.5)
-        return server_id
-
 
 @pytest.fixture
 def make_deployment(tmp_path, rabbit_vhost, pg_database_url):
     """Factory: ``make_deployment(extra_ini="")`` writes the config, syncs, starts all three.
 
     ``compute_driver`` and ``env`` (extra environment of the processes) let a
-    test run a driver double such as ``tests.fixtures.virt:SlowAttachDriver``.
+    test run a driver double such as ``tests.fixtures.virt:SlowReserveDriver``.
     """
     made = []
 

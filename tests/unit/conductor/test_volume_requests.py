@@ -30,27 +30,33 @@ COMPUTE_HOST = "cmp-1"
 
 
 class RecordingCompute:
-    """Compute RPC client double: records every cast (the conductor makes the BDMs)."""
+    """Compute RPC client double: reserves like a compute, records every cast."""
 
     def __init__(self, db):
         self.db = db
         self.casts = []
-        self.before_cast = None  # called once before the next cast
+        self.reserves = 0
+        self.before_reserve = None  # called once before the next reservation
 
     def ping(self, ctxt, *, host, timeout=None):
         return {"host": host}
 
-    def _cast(self, name, kwargs):
-        hook, self.before_cast = self.before_cast, None
+    def reserve_block_device_name(self, ctxt, *, host, instance, volume_id, **kwargs):
+        hook, self.before_reserve = self.before_reserve, None
         if hook is not None:
             hook()
-        self.casts.append((name, kwargs))
+        self.reserves += 1
+        if any(b.volume_id == volume_id for b in bdm_obj.list_by_instance(
+                self.db, ctxt, instance["uuid"])):
+            raise exception.VolumeAlreadyAttached(volume_id=volume_id,
+                                                  instance_uuids=instance["uuid"])
+        return _bdm(self.db, instance["uuid"], volume_id).to_dict()
 
     def attach_volume(self, ctxt, **kwargs):
-        self._cast("attach_volume", kwargs)
+        self.casts.append(("attach_volume", kwargs))
 
     def detach_volume(self, ctxt, **kwargs):
-        self._cast("detach_volume", kwargs)
+        self.casts.append(("detach_volume", kwargs))
 
 
 def _bdm(db, instance_uuid, volume_id, **values):
@@ -236,7 +242,7 @@ def test_a_database_failure_a_compute_met_calling_back_counts_too():
 def test_a_lost_cast_is_run_after_the_grace_period_only(world):
     young = world.record()
     assert world.requests.recover(world.admin) == 0
-    assert world.compute.casts == [] and world.rows() == [young.uuid]
+    assert world.compute.reserves == 0 and world.rows() == [young.uuid]
     world.aged(young, 120)
     assert world.requests.recover(world.admin) == 1
     assert world.rows() == []
@@ -281,7 +287,7 @@ def test_a_recovery_logs_under_its_own_request_and_leaves_the_pass_context(world
     request_obj.claim(world.db, world.ctx, request.uuid, "dead-conductor")
     world.conductor_service("dead-conductor", up=False)
     seen = []
-    world.compute.before_cast = lambda: seen.append(oslo_context.get_current())
+    world.compute.before_reserve = lambda: seen.append(oslo_context.get_current())
     pass_context = vs_context.get_admin_context()
     pass_context.update_store()
     assert world.requests.recover(pass_context) == 1
@@ -372,9 +378,9 @@ def _rerun(world, request=None):
 def test_a_rerun_with_nothing_done_attaches(world):
     _rerun(world)
     (bdm,) = world.bdms()
-    assert bdm.attachment_id and bdm.device_name == "/dev/sda"
+    assert world.compute.reserves == 1 and bdm.attachment_id
     (cast,) = world.compute.casts
-    assert cast[1]["bdm"]["uuid"] == bdm.uuid and cast[1]["recovered"] is False
+    assert cast[1]["bdm"]["uuid"] == bdm.uuid and "recovered" not in cast[1]
 
 
 def test_a_rerun_replaces_the_dead_runs_reservation(world):
@@ -382,11 +388,13 @@ def test_a_rerun_replaces_the_dead_runs_reservation(world):
     _rerun(world)
     (bdm,) = world.bdms()
     assert bdm.uuid != orphan.uuid and bdm.attachment_id
-    assert len(world.compute.casts) == 1
+    assert world.compute.reserves == 1
 
 
 def test_a_rerun_deletes_the_attachment_its_first_run_never_recorded(world):
-    # The first run made the Cinder attachment, then died before the BDM.
+    # The first run reserved the device and made the Cinder attachment, then
+    # died before saving the attachment's id in the BDM.
+    _bdm(world.db, world.instance.uuid, world.volume["id"])
     unrecorded = world.cinder.attachment_create(world.ctx, world.volume["id"],
                                                 world.instance.uuid)
     other_server = world.server()
@@ -406,6 +414,7 @@ def test_an_admins_rerun_finds_the_unrecorded_attachment_in_the_servers_project(
     """An admin of project ``ops`` attached p1's volume: Cinder lists ``ops`` by default."""
     admin = vs_context.RequestContext(user_id="root", project_id="ops", roles=["admin"],
                                       is_admin=True, request_id="req-admin", overwrite=False)
+    _bdm(world.db, world.instance.uuid, world.volume["id"])
     unrecorded = world.cinder.attachment_create(world.ctx, world.volume["id"],
                                                 world.instance.uuid)
     params = {"instance_uuid": world.instance.uuid, "volume_id": world.volume["id"],
@@ -419,12 +428,31 @@ def test_an_admins_rerun_finds_the_unrecorded_attachment_in_the_servers_project(
     assert bdm.attachment_id in world.cinder.attachments
 
 
+def test_a_rerun_with_nothing_recorded_deletes_an_unrecorded_attachment_too(world):
+    # The compute's reservation watch already removed the dead run's BDM.
+    unrecorded = world.cinder.attachment_create(world.ctx, world.volume["id"],
+                                                world.instance.uuid)
+    _rerun(world)
+    (bdm,) = world.bdms()
+    assert bdm.attachment_id != unrecorded["id"]
+    assert list(world.cinder.attachments) == [bdm.attachment_id]
+
+
+def test_a_reservation_landing_after_the_rerun_looked_is_replaced(world):
+    world.compute.before_reserve = lambda: _bdm(world.db, world.instance.uuid,
+                                                world.volume["id"])
+    _rerun(world)
+    (bdm,) = world.bdms()
+    assert bdm.attachment_id and world.compute.reserves == 2
+
+
 def test_a_rerun_after_the_attachment_tells_the_compute_again(world):
     attachment = world.cinder.attachment_create(world.ctx, world.volume["id"],
                                                 world.instance.uuid)
     bdm = _bdm(world.db, world.instance.uuid, world.volume["id"],
                attachment_id=attachment["id"])
     _rerun(world)
+    assert world.compute.reserves == 0
     (cast,) = world.compute.casts
     assert cast[0] == "attach_volume" and cast[1]["recovered"] is True
     assert cast[1]["bdm"]["uuid"] == bdm.uuid
@@ -435,7 +463,7 @@ def test_a_rerun_of_a_done_attach_does_nothing(world):
     _bdm(world.db, world.instance.uuid, world.volume["id"], attachment_id="a-1",
          connection_info="{}")
     _rerun(world)
-    assert world.compute.casts == []
+    assert world.compute.reserves == 0 and world.compute.casts == []
 
 
 def test_an_offloaded_attach_rerun_completes_what_is_there(world):
