@@ -46,6 +46,15 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if str(item.fspath).startswith(here):
             item.add_marker(pytest.mark.integration)
+    # Once a process has opened the embedded QEMU driver (``qemu_host``),
+    # libvirt refuses every other connection in it, ``qemu:///system``
+    # included ("Missing URI parameter 'root'"): the modules that open the
+    # embedded driver run last, whole and in their order, after every module
+    # that talks to libvirtd from this process.
+    embedded = {getattr(item, "module", None) for item in items
+                if "qemu_host" in getattr(item, "fixturenames", ())}
+    embedded.discard(None)
+    items.sort(key=lambda item: getattr(item, "module", None) in embedded)
 
 
 def bin_path(name):

@@ -19,7 +19,14 @@ def _name(prefix):
 
 @pytest.fixture(scope="module")
 def servers(api, cluster):
-    """Three volume-backed servers, which the scheduler spreads over the three computes."""
+    """Three volume-backed servers, which the scheduler spreads over the three computes.
+
+    The scheduler counts every server not yet deleted, so the servers that
+    earlier modules deleted (a delete returns before the compute is done)
+    must be gone first, or the spread is skewed by a leftover.
+    """
+    wait_until(lambda: not _servers_left(api), "earlier modules' servers deleted",
+               cluster=cluster)
     ids = []
     for _ in range(3):
         status, body = api.boot(_name("flow"))
@@ -30,6 +37,12 @@ def servers(api, cluster):
     yield ids
     for server_id in ids:
         api.delete_server(server_id)
+
+
+def _servers_left(api):
+    status, body = api.nova("GET", "/servers?all_tenants=1")
+    assert status == 200, body
+    return body["servers"]
 
 
 def _host(api, server_id):
