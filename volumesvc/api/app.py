@@ -126,13 +126,15 @@ class _ProxyHeadersFromTrustedPeers:
 MIDDLEWARE = (
     ("http_proxy_to_wsgi", "all",
      lambda app, conf, owner: _ProxyHeadersFromTrustedPeers(app, conf)),
-    ("healthcheck", "all", lambda app, conf, owner: health.wrap(app, conf)),
+    ("healthcheck", "all", lambda app, conf, owner: health.wrap(
+        app, conf, owner.extensions["volumesvc"].enforcer)),
     ("metrics", "all", lambda app, conf, owner: metrics_mod.wrap(app, owner.metrics)),
     ("requestlog", "all", lambda app, conf, owner: requestlog.RequestLog(
         app, requestlog.observers(owner.metrics))),
     ("request_id", "v2", lambda app, conf, owner: _RequestId(app, conf)),
     ("profiler", "v2", lambda app, conf, owner: profiler.wrap(app, conf)),
-    ("auth", "v2", lambda app, conf, owner: auth.wrap(app, conf)),
+    ("auth", "v2", lambda app, conf, owner: auth.wrap(
+        app, conf, owner.extensions["volumesvc"].enforcer)),
 )
 
 

@@ -14,6 +14,7 @@ import json
 from keystonemiddleware import auth_token
 
 from volumesvc import context as vs_context
+from volumesvc.api import policy
 
 ENV_CONTEXT = "volumesvc.context"
 
@@ -21,38 +22,41 @@ ENV_CONTEXT = "volumesvc.context"
 class NoAuth2:
     """Nova's noauth2: ``X-Auth-Token: <user>:<project>`` is the caller.
 
-    User ``admin`` gets roles admin, member and reader and is_admin; anyone
-    else gets member and reader. No token leaves the request anonymous (401
+    User ``admin`` gets roles admin, member and reader; anyone else gets
+    member and reader; whether that makes an admin is the policy's
+    ``context_is_admin``. No token leaves the request anonymous (401
     later). Only for tests and single-machine development setups.
     """
 
-    def __init__(self, application):
-        self.application = application
+    def __init__(self, application, enforcer):
+        self.application, self.enforcer = application, enforcer
 
     def __call__(self, environ, start_response):
         token = environ.get("HTTP_X_AUTH_TOKEN", "").strip()
         if token:
             user_id, _, project_id = token.partition(":")
             project_id = project_id or user_id
-            is_admin = user_id == "admin"
-            roles = ["admin", "member", "reader"] if is_admin else ["member", "reader"]
-            environ[ENV_CONTEXT] = vs_context.RequestContext(
-                user_id=user_id, project_id=project_id, roles=roles, is_admin=is_admin,
+            roles = (["admin", "member", "reader"] if user_id == "admin"
+                     else ["member", "reader"])
+            ctx = vs_context.RequestContext(
+                user_id=user_id, project_id=project_id, roles=roles,
                 request_id=environ.get("openstack.request_id"),
                 global_request_id=environ.get("openstack.global_request_id"))
+            ctx.is_admin = policy.is_admin(self.enforcer, ctx)
+            environ[ENV_CONTEXT] = ctx
         return self.application(environ, start_response)
 
 
 class KeystoneContext:
     """Build the RequestContext from the headers auth_token set."""
 
-    def __init__(self, application):
-        self.application = application
+    def __init__(self, application, enforcer):
+        self.application, self.enforcer = application, enforcer
 
     def __call__(self, environ, start_response):
         if environ.get("HTTP_X_IDENTITY_STATUS") == "Confirmed":
             ctx = vs_context.RequestContext.from_environ(environ)
-            ctx.is_admin = "admin" in [role.lower() for role in ctx.roles]
+            ctx.is_admin = policy.is_admin(self.enforcer, ctx)
             catalog = environ.get("HTTP_X_SERVICE_CATALOG")
             if catalog:
                 ctx.service_catalog = json.loads(catalog)
@@ -60,10 +64,13 @@ class KeystoneContext:
         return self.application(environ, start_response)
 
 
-def wrap(application, conf):
-    """Wrap ``application`` with the configured ``[api] auth_strategy``."""
+def wrap(application, conf, enforcer):
+    """Wrap ``application`` with the configured ``[api] auth_strategy``.
+
+    ``enforcer`` decides admin-ness (``context_is_admin``) for the context.
+    """
     if conf.api.auth_strategy == "noauth2":
-        return NoAuth2(application)
-    inner = KeystoneContext(application)
+        return NoAuth2(application, enforcer)
+    inner = KeystoneContext(application, enforcer)
     return auth_token.AuthProtocol(inner, {"oslo_config_config": conf,
                                            "delay_auth_decision": True})

@@ -43,7 +43,7 @@ class _Healthcheck(healthcheck.Healthcheck):
 class HealthApp:
     """Answer ``/healthcheck``; send every other path to ``application``."""
 
-    def __init__(self, application, conf):
+    def __init__(self, application, conf, enforcer):
         self.application = application
         self.summary = _Healthcheck(conf, detailed=False)
         self.detailed: _Healthcheck | None = None
@@ -56,7 +56,7 @@ class HealthApp:
                             for r in conf.healthcheck.allowed_source_ranges]
             # Admin tokens are read the way the API reads them; only requests
             # that carry a token ever go through it.
-            self._with_caller = auth.wrap(self._by_caller, conf)
+            self._with_caller = auth.wrap(self._by_caller, conf, enforcer)
 
     def __call__(self, environ, start_response):
         if environ.get("PATH_INFO", "") != PATH:
@@ -85,8 +85,8 @@ class HealthApp:
         return app(environ, start_response)
 
 
-def wrap(application, conf):
-    return HealthApp(application, conf)
+def wrap(application, conf, enforcer):
+    return HealthApp(application, conf, enforcer)
 
 
 class _Probe:

@@ -49,6 +49,19 @@ def authorize(ctx, rule: str, target: dict | None = None):
             f"Policy doesn't allow {rule} to be performed.") from exc
 
 
+def is_admin(enforcer, ctx) -> bool:
+    """Whether ``ctx`` passes ``context_is_admin``: the one source of admin-ness.
+
+    Neither authentication strategy decides it from a role name: an operator
+    who redefines ``context_is_admin`` (a different role, a project) changes
+    who is an admin everywhere, the handlers' ``is_admin`` checks included,
+    as in Nova.
+    """
+    return bool(enforcer.authorize("context_is_admin",
+                                   {"project_id": ctx.project_id, "user_id": ctx.user_id},
+                                   ctx, do_raise=False))
+
+
 def public(func):
     """Mark a handler that deliberately checks no policy (version documents)."""
     func._policy_exempt = True

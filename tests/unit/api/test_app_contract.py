@@ -71,6 +71,12 @@ def test_policy_rules_are_unique_and_resolve():
                 assert ref[5:] in names, (rule.name, ref)
 
 
+def _enforcer():
+    from volumesvc.api import policy
+
+    return policy.make_enforcer(get_conf(args=[], default_config_files=[]))
+
+
 def test_noauth2_roles():
     from volumesvc.api import auth
 
@@ -80,12 +86,12 @@ def test_noauth2_roles():
         seen["ctx"] = environ.get(auth.ENV_CONTEXT)
         return []
 
-    auth.NoAuth2(inner)({"HTTP_X_AUTH_TOKEN": "admin:p1"}, None)
+    auth.NoAuth2(inner, _enforcer())({"HTTP_X_AUTH_TOKEN": "admin:p1"}, None)
     assert seen["ctx"].is_admin and set(seen["ctx"].roles) == {"admin", "member", "reader"}
-    auth.NoAuth2(inner)({"HTTP_X_AUTH_TOKEN": "bob:p2"}, None)
+    auth.NoAuth2(inner, _enforcer())({"HTTP_X_AUTH_TOKEN": "bob:p2"}, None)
     assert not seen["ctx"].is_admin and seen["ctx"].project_id == "p2"
     assert set(seen["ctx"].roles) == {"member", "reader"}
-    auth.NoAuth2(inner)({}, None)
+    auth.NoAuth2(inner, _enforcer())({}, None)
     assert seen["ctx"] is None
 
 
@@ -101,11 +107,11 @@ def test_keystone_context_from_auth_token_headers():
     environ = {"HTTP_X_IDENTITY_STATUS": "Confirmed", "HTTP_X_USER_ID": "u1",
                "HTTP_X_PROJECT_ID": "p1", "HTTP_X_ROLES": "admin,reader",
                "HTTP_X_SERVICE_CATALOG": '[{"type": "volumev3"}]'}
-    auth.KeystoneContext(inner)(environ, None)
+    auth.KeystoneContext(inner, _enforcer())(environ, None)
     ctx = seen["ctx"]
     assert (ctx.user_id, ctx.project_id, ctx.is_admin) == ("u1", "p1", True)
     assert ctx.service_catalog == [{"type": "volumev3"}]
-    auth.KeystoneContext(inner)({"HTTP_X_IDENTITY_STATUS": "Invalid"}, None)
+    auth.KeystoneContext(inner, _enforcer())({"HTTP_X_IDENTITY_STATUS": "Invalid"}, None)
     assert seen["ctx"] is None
 
 
