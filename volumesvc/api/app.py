@@ -14,7 +14,7 @@ from typing import Any
 
 import flask
 import werkzeug.exceptions
-from oslo_middleware import http_proxy_to_wsgi, request_id
+from oslo_middleware import cors, http_proxy_to_wsgi, request_id
 
 from volumesvc import logsafe
 from volumesvc.api import (
@@ -114,8 +114,10 @@ class _ProxyHeadersFromTrustedPeers:
         return target(environ, start_response)
 
 
-# NOTE: listed outermost first; each entry is (name, scope, factory(app, conf,
-# owner)), owner being the _App (its metrics).
+# NOTE: every middleware [api] middleware can name, in its default order
+# (outermost first); each entry is (name, scope, factory(app, conf, owner)),
+# owner being the _App (its metrics, its enforcer).
+# cors answers a browser's preflight before anything asks for a token;
 # http_proxy_to_wsgi must see the request before anything builds a URL;
 # healthcheck answers /healthcheck before any token is looked at (a load
 # balancer's probe needs none) and outside requestlog (probes every few
@@ -124,6 +126,7 @@ class _ProxyHeadersFromTrustedPeers:
 # describes the caller (the app itself answers 401). Scope "v2" entries wrap
 # only /v2, /v2.1 and the paths below them (see _is_api_path).
 MIDDLEWARE = (
+    ("cors", "all", lambda app, conf, owner: cors.CORS(app, conf)),
     ("http_proxy_to_wsgi", "all",
      lambda app, conf, owner: _ProxyHeadersFromTrustedPeers(app, conf)),
     ("healthcheck", "all", lambda app, conf, owner: health.wrap(
@@ -154,13 +157,34 @@ class _App(flask.Flask):
         return self.middleware(environ, start_response)
 
 
+def pipeline(conf) -> list:
+    """``[api] middleware`` as MIDDLEWARE entries, outermost first.
+
+    Raises ValueError for an unknown or repeated entry and for a pipeline
+    without ``auth`` (every request would be anonymous, so every /v2.1 route
+    a 401: a configuration mistake, never a deployment).
+    """
+    known = {entry[0]: entry for entry in MIDDLEWARE}
+    names = list(conf.api.middleware)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(f"[api] middleware: unknown {', '.join(unknown)} "
+                         f"(known: {', '.join(known)})")
+    if len(set(names)) != len(names):
+        raise ValueError("[api] middleware: an entry is listed twice")
+    if "auth" not in names:
+        raise ValueError("[api] middleware: auth is required")
+    return [known[name] for name in names]
+
+
 def _wrap_middleware(flask_app, conf):
     wsgi = flask_app.wsgi_app
+    entries = pipeline(conf)
     v2_app = wsgi
-    for _name, _scope, factory in reversed([m for m in MIDDLEWARE if m[1] == "v2"]):
+    for _name, _scope, factory in reversed([m for m in entries if m[1] == "v2"]):
         v2_app = factory(v2_app, conf, flask_app)
     outer = _MiddlewareOnlyOnV2Paths(v2_app, wsgi)
-    for _name, _scope, factory in reversed([m for m in MIDDLEWARE if m[1] == "all"]):
+    for _name, _scope, factory in reversed([m for m in entries if m[1] == "all"]):
         outer = factory(outer, conf, flask_app)
     return outer
 

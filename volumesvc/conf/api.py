@@ -4,7 +4,7 @@ import copy
 
 from keystonemiddleware.auth_token import _opts as auth_token_opts
 from oslo_config import cfg
-from oslo_middleware import http_proxy_to_wsgi, sizelimit
+from oslo_middleware import cors, http_proxy_to_wsgi, sizelimit
 
 api_group = cfg.OptGroup(
     "api",
@@ -340,6 +340,23 @@ Related options:
 
 * ``graceful_timeout``
 """),
+    cfg.ListOpt(
+        "middleware",
+        default=["cors", "http_proxy_to_wsgi", "healthcheck", "metrics", "requestlog",
+                 "request_id", "profiler", "auth"],
+        help="""
+The WSGI middleware around the API, outermost first: the deployment's
+equivalent of a paste pipeline (doc/source/admin/middleware.rst).
+
+Entries: ``cors`` (oslo.middleware, ``[cors]`` options), ``http_proxy_to_wsgi``
+(oslo.middleware, only for ``[api] trusted_proxies``), ``healthcheck``,
+``metrics``, ``requestlog``, ``request_id``, ``profiler`` and ``auth``.
+``auth`` is required. Entries that read the caller (``request_id``,
+``profiler``, ``auth``) wrap only the ``/v2`` and ``/v2.1`` paths and always
+sit inside the others; the order within each kind is the order listed.
+Leaving an entry out switches it off (``metrics`` still needs ``[metrics]
+enabled``). An unknown entry stops the API from starting.
+"""),
     cfg.IntOpt(
         "graceful_timeout",
         default=30,
@@ -358,6 +375,14 @@ Related options:
 ]
 
 
+CORS_ALLOW_HEADERS = ["X-Auth-Token", "X-OpenStack-Request-ID", "X-Identity-Status",
+                      "X-Roles", "X-Service-Catalog", "X-User-Id", "X-Tenant-Id",
+                      "X-OpenStack-Nova-API-Version", "OpenStack-API-Version"]
+CORS_EXPOSE_HEADERS = ["X-Auth-Token", "X-OpenStack-Request-ID", "X-Subject-Token",
+                       "X-Service-Token", "X-OpenStack-Nova-API-Version",
+                       "OpenStack-API-Version"]
+
+
 def register_opts(conf):
     # NOTE: a fresh OptGroup per ConfigOpts: register_group only shallow-copies,
     # so a shared group would leak set_override between "fresh" configs.
@@ -367,6 +392,13 @@ def register_opts(conf):
     # NOTE: the body limit is oslo.middleware's option, enforced by Flask
     # (MAX_CONTENT_LENGTH) so that a 413 gets a Nova fault body, not webob's.
     conf.register_opts(sizelimit.OPTS, group="oslo_middleware")
+    # CORS is oslo.middleware's, with the headers a browser client of the
+    # Compute API must send and read (tokens, microversions, request ids).
+    conf.register_opts(cors.CORS_OPTS, group="cors")
+    conf.set_default("allow_headers", CORS_ALLOW_HEADERS, group="cors")
+    conf.set_default("expose_headers", CORS_EXPOSE_HEADERS, group="cors")
+    conf.set_default("allow_methods", ["GET", "PUT", "POST", "DELETE", "PATCH"],
+                     group="cors")
     # NOTE: [oslo_middleware] enable_proxy_headers_parsing keeps its default
     # (off): any client can send X-Forwarded-*/Forwarded, and honouring them
     # would let it rewrite every link the API returns. Deployments behind a
@@ -382,4 +414,5 @@ def register_opts(conf):
 def list_opts():
     return [(api_group, api_opts),
             ("oslo_middleware", http_proxy_to_wsgi.OPTS + sizelimit.OPTS),
+            ("cors", cors.CORS_OPTS),
             *auth_token_opts.list_opts()]
