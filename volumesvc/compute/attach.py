@@ -201,7 +201,8 @@ class VolumeAttacher:
         connection stays while another server here uses a multiattach volume.
 
         A failure before Cinder was told leaves the volume attached
-        (``roll_detaching`` undoes the API's ``os-begin_detaching``).
+        (``roll_detaching`` undoes the API's ``os-begin_detaching``), and so
+        does a failure of the attachment's delete (see ``_delete_attachment``).
         """
         info = bdm.get("connection_info")
         info = jsonutils.loads(info) if isinstance(info, str) else info
@@ -210,12 +211,42 @@ class VolumeAttacher:
                 self.driver.detach_volume(info, driver_instance, bdm.get("device_name"))
                 self._disconnect(context, driver_instance["uuid"], info)
         except Exception:
-            try:
-                self.cinder.roll_detaching(context, bdm["volume_id"])
-            except Exception as exc:  # noqa: BLE001
-                LOG.warning("roll_detaching %s failed: %s", bdm["volume_id"], exc)
+            self._roll_detaching(context, bdm)
             raise
         if attachment_id:
-            self.cinder.attachment_delete(context.elevated(), attachment_id)
+            self._delete_attachment(context, bdm, attachment_id)
         self.patience.call(f"forget the detached volume {bdm['volume_id']}",
                            self.conductor.bdm_destroy, context, bdm_uuid=bdm["uuid"])
+
+    def _roll_detaching(self, context, bdm):
+        try:
+            self.cinder.roll_detaching(context, bdm["volume_id"])
+        except Exception as exc:  # noqa: BLE001 - the detach's own error is raised
+            LOG.warning("roll_detaching %s failed: %s", bdm["volume_id"], exc)
+
+    def _delete_attachment(self, context, bdm, attachment_id):
+        """Cinder's side of a detach whose disk already left the guest.
+
+        The Cinder adapter retries a 500 a few times itself. Should the
+        delete still fail, the volume goes back to ``in-use`` instead of
+        ``detaching`` for ever (which refused every further detach) and the
+        error is raised: the BDM stays attached with the fault, and the next
+        detach finds the disk gone from the domain and only finishes
+        Cinder's side. A delete Cinder did although it answered an error
+        counts as done.
+        """
+        admin = context.elevated()
+        try:
+            self.cinder.attachment_delete(admin, attachment_id)
+        except Exception:
+            try:
+                self.cinder.attachment_get(admin, attachment_id)
+            except exception.VolumeAttachmentNotFound:
+                LOG.info("Attachment %s of volume %s is gone although its delete failed",
+                         attachment_id, bdm["volume_id"])
+                return
+            except Exception as exc:  # noqa: BLE001 - the delete's own error is raised
+                LOG.warning("Could not read attachment %s after its delete failed: %s",
+                            attachment_id, exc)
+            self._roll_detaching(context, bdm)
+            raise
