@@ -180,6 +180,12 @@ class RebuildRootVolumeMissing(VolumesvcException):
     msg_fmt = "Instance %(instance_uuid)s has no root volume to rebuild from."
 
 
+class RebuildInterrupted(VolumesvcException):
+    msg_fmt = ("The rebuild of instance %(instance_uuid)s was interrupted: its compute "
+               "%(host)s stopped while it was in task %(task_state)s. Rebuild the server "
+               "again or delete it.")
+
+
 class ExtendCompletionFailed(VolumesvcException):
     msg_fmt = ("Reporting the extend of volume %(volume_id)s to Cinder "
                "(os-extend_volume_completion, error=%(error)s) failed: %(reason)s")

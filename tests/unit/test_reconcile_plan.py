@@ -56,6 +56,19 @@ def test_pending_attaches_wait_for_the_timeout_unless_the_compute_restarted():
     assert [b["volume_id"] for b, _ in _plan(old, atts).interrupted] == ["v1", "v2"]
 
 
+def test_a_root_volume_a_rebuild_released_is_never_taken_for_an_abandoned_attach():
+    root = dict(_bdm("v1", "a1", updated=OLD, connected=False), boot_index=0)
+    data = dict(_bdm("v2", "a2", updated=OLD, connected=False), boot_index=None)
+    atts = [_att("a1", "v1", "reserved"), _att("a2", "v2", "reserved")]
+    for recovering in (False, True):
+        p = _plan([root, data], atts, recovering=recovering)
+        assert [b["volume_id"] for b, _ in p.released_roots] == ["v1"]
+        assert [b["volume_id"] for b, _ in p.interrupted] == ["v2"]
+    # An interrupted attach of the root (Cinder has the connector) is still finished.
+    attaching = _plan([root], [_att("a1", "v1", "attaching")], recovering=True)
+    assert attaching.released_roots == [] and len(attaching.interrupted) == 1
+
+
 def test_unknown_age_is_never_stale():
     assert not reconcile.is_stale({"updated_at": None, "created_at": None}, NOW, 1)
     assert reconcile.is_stale({"updated_at": "2026-11-30T11:00:00.000000"}, NOW, 1)

@@ -17,7 +17,9 @@ exits, and the manager stays a thin RPC surface (doc/source/contributor/contract
 * ``volume-reimaged`` (2.93): Cinder finished (or failed) the os-reimage a
   rebuild asked for. The rebuild waits for it while it holds the instance
   lock, so the event goes to :class:`EventWaiters` before any lock is taken;
-  one nobody waits for (late, after a timeout) is logged and dropped.
+  one nobody waits for (late, after a timeout or a compute restart) is
+  logged and dropped, and the manager asks the reconciliation to connect
+  the root volume Cinder let go of.
 * network events: nothing to do on a volume-only compute; logged.
 
 Every outcome of a volume-extended event is an instance-action event
@@ -144,7 +146,8 @@ class ExternalEvents:
                     self.power_update(context, instance, tag)
                 elif name == VOLUME_REIMAGED:
                     LOG.warning("Event %s-%s for instance %s arrived when no rebuild waits "
-                                "for it (timed out or failed already); ignored", name, tag,
+                                "for it (timed out, failed or interrupted already); ignored "
+                                "by the rebuild, the root volume is reconciled", name, tag,
                                 instance["uuid"])
                 else:
                     LOG.info("Received event %s-%s (%s) for instance %s; nothing to do "

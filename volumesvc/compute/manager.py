@@ -79,10 +79,14 @@ class ComputeManager:
         limit = conf.compute.max_concurrent_builds
         self._build_slots = (threading.BoundedSemaphore(limit) if limit
                              else contextlib.nullcontext())
+        # What a dead process of this compute left in a task, ended at start.
+        interrupted = {task_states.SWAPPING_VOLUME: self.swapper.recover,
+                       **dict.fromkeys(rebuild_mod.REBUILD_TASKS, self.rebuilder.recover)}
         self.reconciler = reconcile_runner.ReconcileRunner(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
-            driver_instance=_driver_instance, metrics=metrics)
+            driver_instance=_driver_instance, metrics=metrics, interrupted=interrupted,
+            keys=self.keys)
         self.reaper = running_deleted.RunningDeletedReaper(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             lock=self._lock)
@@ -90,14 +94,14 @@ class ComputeManager:
     # -- process lifecycle ---------------------------------------------------
 
     def init_host(self):
-        """Connect the virt driver, then recover interrupted volume attachments.
+        """Connect the virt driver, then recover interrupted work.
 
-        Called once before the RPC server starts, so an attach this compute
-        was running when it died is finished or rolled back before any new
-        work arrives (``compute/reconcile_runner.py``).
+        Called once before the RPC server starts, so a swap or a rebuild
+        this compute was running when it died is rolled back or ended, and
+        an attach finished or rolled back, before any new work arrives
+        (``compute/reconcile_runner.py``).
         """
         self.driver.init_host(self.host)
-        self.swapper.recover_host(self.host, timeout=self._conf.report_interval)
         self.reconciler.recover_host(timeout=self._conf.report_interval)
 
     def cleanup_host(self):
@@ -396,12 +400,17 @@ class ComputeManager:
 
         An event a workflow waits for (``volume-reimaged`` during a rebuild)
         is handed over without the instance lock: the waiting rebuild holds it.
+        One that comes when no rebuild waits (it failed, timed out or died
+        with an earlier process) means Cinder let go of the root volume: the
+        reconciliation connects it here again (``compute/reconcile.py``).
         """
         events = [e for e in events if not self.waiters.deliver(instance["uuid"], e)]
         if not events:
             return
         with self._lock(instance["uuid"]):
             self.events.handle(context, instance, _driver_instance(instance), events)
+        if any(e.get("name") == events_mod.VOLUME_REIMAGED for e in events):
+            self.reconciler.watch(instance["uuid"], 0)
     # -- dangling attachments ---------------------------------------------------
 
     @periodic.periodic_task("compute", "dangling_attachment_reconcile_interval")

@@ -22,7 +22,17 @@ domain is destroyed and the new domain opens them again.
 
 A failure at any step puts the server in ERROR with a fault that says why,
 as Nova does; the volumes stay attached to the server in Cinder (the root
-one possibly without a connector, which a further rebuild reconnects).
+one possibly without a connector: the attachment reconciliation connects it
+here again, see :func:`connect_root`, and so does a further rebuild).
+
+A compute that dies mid-rebuild leaves the task state behind and nothing
+that would ever end it. When the compute starts again the reconciliation
+(``compute/reconcile_runner.py``) hands such a server to
+:meth:`Rebuilder.recover`, which ends it in ERROR with a fault saying the
+rebuild was interrupted, as Nova's ``init_host`` does; the same pass then
+puts the root volume's attachment right. A ``volume-reimaged`` event that
+arrives afterwards finds nobody waiting and is logged and dropped
+(``compute/events.py``).
 """
 
 import math
@@ -33,7 +43,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import exception
-from volumesvc.compute import encryption
+from volumesvc.compute import encryption, started_work
 from volumesvc.compute import events as events_mod
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import volumes as boot_volumes
@@ -46,6 +56,11 @@ LOG = logging.getLogger(__name__)
 GiB = 1024 ** 3
 # How often the wait for volume-reimaged looks at the volume's status.
 STATUS_POLL_SECONDS = 2.0
+# The task states of a rebuild on its compute, in order.
+REBUILD_TASKS = (task_states.REBUILDING, task_states.REBUILD_BLOCK_DEVICE_MAPPING,
+                 task_states.REBUILD_SPAWNING)
+# started_work key kind: a rebuild this compute process was asked for.
+REBUILD = "rebuild"
 
 
 def root_bdm(bdms):
@@ -58,6 +73,27 @@ def root_bdm(bdms):
 
 def _loads(info):
     return jsonutils.loads(info) if isinstance(info, str) else info
+
+
+def connect_root(context, root, *, driver, cinder, conductor, keys):
+    """Give Cinder this host's connector for the root's attachment and connect it here.
+
+    For a root BDM whose connection a rebuild released (no connection info,
+    the attachment ``reserved``); the BDM gets the new connection info.
+    Completing the attachment is the caller's: a rebuild does it once the
+    new domain runs, the reconciliation at once.
+    """
+    connector = driver.get_volume_connector()
+    info = cinder.attachment_update(context, root["attachment_id"], connector,
+                                    mountpoint=root.get("device_name"))
+    info["serial"] = root["volume_id"]
+    plan = encryption.prepare(context, cinder=cinder, keys=keys, driver=driver,
+                              connection_info=info)
+    driver.connect_volume(info)
+    encryption.open_volume(driver, info, plan)
+    values = {"connection_info": jsonutils.dumps(info)}
+    root.update(values)
+    conductor.bdm_update(context, bdm_uuid=root["uuid"], values=values)
 
 
 class Rebuilder:
@@ -73,6 +109,8 @@ class Rebuilder:
         self.cinder = lifecycle.cinder
         self.glance = lifecycle.glance
         self.waiters = waiters
+        # Servers this process was asked to rebuild: their task is not a dead process's.
+        self.received = started_work.StartedWork()
 
     def _update(self, context, uuid, values, expected=None):
         return compute_instances.update_instance(self.conductor, context, uuid, values, expected)
@@ -85,8 +123,13 @@ class Rebuilder:
         """
         uuid = instance["uuid"]
         was_stopped = instance.get("vm_state") == vm_states.STOPPED
+        self.received.start(started_work.StartedWork.key(REBUILD, uuid))
 
         def work(bdms):
+            # NOTE: the task is still ours (a compute restarted meanwhile may
+            # have ended it): checked before the domain goes.
+            self._update(context, uuid, {"task_state": task_states.REBUILDING},
+                         expected=[task_states.REBUILDING])
             root = root_bdm(bdms)
             if root is None:
                 raise exception.RebuildRootVolumeMissing(instance_uuid=uuid)
@@ -192,15 +235,35 @@ class Rebuilder:
         """Connect the root volume here again when it has no connection; True if it did."""
         if root.get("connection_info"):
             return False
-        connector = self.driver.get_volume_connector()
-        info = self.cinder.attachment_update(context, root["attachment_id"], connector,
-                                             mountpoint=root.get("device_name"))
-        info["serial"] = root["volume_id"]
-        plan = encryption.prepare(context, cinder=self.cinder, keys=self.lifecycle.keys,
-                                  driver=self.driver, connection_info=info)
-        self.driver.connect_volume(info)
-        encryption.open_volume(self.driver, info, plan)
-        values = {"connection_info": jsonutils.dumps(info)}
-        root.update(values)
-        self.conductor.bdm_update(context, bdm_uuid=root["uuid"], values=values)
+        connect_root(context, root, driver=self.driver, cinder=self.cinder,
+                     conductor=self.conductor, keys=self.lifecycle.keys)
         return True
+
+    # -- a compute that died mid-rebuild --------------------------------------------
+
+    def recover(self, context, instance):
+        """End a rebuild a dead process of this compute left: ERROR with a fault.
+
+        Called by the reconciliation at start (instance lock held), before
+        it reconciles the server's volumes. A rebuild this process was
+        asked for is its own and left alone. Nothing is resumed: how far
+        the dead rebuild got (domain destroyed, root reimaged) is not
+        recorded, and the server's owner decides whether to rebuild again.
+        """
+        uuid = instance["uuid"]
+        if started_work.StartedWork.key(REBUILD, uuid) in self.received:
+            return
+        failure = exception.RebuildInterrupted(instance_uuid=uuid, host=self.conf.host,
+                                               task_state=instance.get("task_state"))
+        try:
+            updated = self._update(context, uuid, {"vm_state": vm_states.ERROR,
+                                                   "task_state": None,
+                                                   "power_state": power_state.NOSTATE},
+                                   expected=list(REBUILD_TASKS))
+        except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
+            return
+        LOG.warning("Instance %s was rebuilding (%s) when this compute stopped; it is now "
+                    "ERROR", uuid, instance.get("task_state"))
+        self.lifecycle.reporter.fault(context, uuid, failure)
+        self.lifecycle.reporter.notify(context, updated or instance, "rebuild", "error",
+                                       exc=failure)

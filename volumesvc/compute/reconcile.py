@@ -17,7 +17,13 @@ What counts as dangling, for one server (always under its instance lock):
   attachment id (the conductor died), a Cinder attachment still ``reserved``
   (the attach cast was lost) or ``attaching`` (the compute died after giving
   Cinder its connector). The last one is finished when the disk can still be
-  attached, everything else is rolled back.
+  attached, everything else is rolled back;
+* a root volume (boot index 0) whose attachment is ``reserved`` without a
+  connection: a rebuild released it for Cinder's reimage and failed, timed
+  out or died before connecting it again. It is never rolled back (the
+  server would lose its disk): it is connected here and completed, so the
+  volume is ``in-use`` and the server can be rebuilt, rebooted or deleted.
+  While Cinder still reimages it (``downloading``) it is left for later.
 
 Work younger than the timeout is never touched: that is an attach in
 progress. Only the per-instance lock makes the BDM list and the Cinder
@@ -47,6 +53,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import exception
+from volumesvc.compute import rebuild
 from volumesvc.states import attach_states
 from volumesvc.volume import cinder as cinder_adapter
 
@@ -243,6 +250,7 @@ class Plan:
     unlisted: list = dataclasses.field(default_factory=list)             # bdms
     attached: list = dataclasses.field(default_factory=list)             # (bdm, att)
     interrupted: list = dataclasses.field(default_factory=list)          # (bdm, att)
+    released_roots: list = dataclasses.field(default_factory=list)       # (bdm, att)
     orphans: list = dataclasses.field(default_factory=list)              # atts
     orphans_in_progress: list = dataclasses.field(default_factory=list)  # atts
     busy: list = dataclasses.field(default_factory=list)                 # dicts
@@ -285,6 +293,8 @@ def plan(bdms, attachments, *, now, timeout, recovering=False) -> Plan:
                                             and not bdm.get("connection_info"))
         if not pending:
             result.attached.append((bdm, attachment))
+        elif status == "reserved" and bdm.get("boot_index") == 0:
+            result.released_roots.append((bdm, attachment))
         elif (recovering and status == "attaching") or is_stale(bdm, now, timeout):
             result.interrupted.append((bdm, attachment))
         else:
@@ -314,12 +324,13 @@ def _connection_info(bdm):
 class Reconciler:
     """Runs the reconciliation of one server; the caller holds its instance lock."""
 
-    def __init__(self, conf, *, driver, conductor, cinder, attacher):
+    def __init__(self, conf, *, driver, conductor, cinder, attacher, keys=None):
         self.conf = conf
         self.driver = driver
         self.conductor = conductor
         self.cinder = cinder
         self.attacher = attacher
+        self.keys = keys if keys is not None else attacher.keys
 
     @property
     def timeout(self):
@@ -390,6 +401,8 @@ class _Run:
                 orphans.append(attachment)
         for bdm, attachment in work.interrupted:
             self._safely(self._interrupted, bdm, attachment)
+        for bdm, attachment in work.released_roots:
+            self._safely(self._reconnect_root, bdm, attachment)
         for attachment in work.orphans_in_progress:
             if view.listed_under_lock or attachment.get("volume_id") in stale_volumes or \
                     self._safely(self._stale_volume, attachment):
@@ -517,6 +530,28 @@ class _Run:
             self.r.cinder.attachment_delete(self.admin, attachment_id)
             self._forget(bdm, reason)
         self.report.rolled_back.append(dict(entry, reason=reason))
+
+    # -- a root volume a rebuild released -----------------------------------------
+    def _reconnect_root(self, bdm, attachment):
+        volume_id = bdm["volume_id"]
+        entry = {"volume_id": volume_id, "attachment_id": attachment["id"],
+                 "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name")}
+        status = self.r.cinder.get(self.admin, volume_id).get("status")
+        if status != "reserved":
+            # Still being reimaged (``downloading``), or in error: not ours to finish now.
+            self.report.busy.append(_busy(volume_id, attachment["id"],
+                                          f"root volume released by a rebuild, Cinder: "
+                                          f"{status}"))
+            return
+        if self.dry_run:
+            self.report.finished.append(entry)
+            return
+        rebuild.connect_root(self.context, bdm, driver=self.r.driver, cinder=self.r.cinder,
+                             conductor=self.r.conductor, keys=self.r.keys)
+        self.r.cinder.attachment_complete(self.context, attachment["id"])
+        LOG.info("Connected root volume %s of %s again after an unfinished rebuild "
+                 "(attachment %s)", volume_id, self.uuid, attachment["id"])
+        self.report.finished.append(entry)
 
     # -- Cinder side ------------------------------------------------------------------
     def _stale_volume(self, attachment) -> bool:

@@ -7,7 +7,10 @@ it at the right moments, each under the server's instance lock:
 * on request (``volumesvc-manage volume_attachment cleanup``, through the
   conductor), for one server or a batch served by one Cinder listing;
 * when the compute starts, before it takes new work: attaches this compute
-  was running when it died are finished or rolled back;
+  was running when it died are finished or rolled back, and first a server
+  left in the task of a workflow that died with the process (a swap, a
+  rebuild) is handed to that workflow's ``recover`` (``interrupted``), which
+  rolls it back or ends it, so the same pass finds it out of its task;
 * from a *watch*: every device reservation asks for a check of its server
   once the reservation would be stale, so an attach abandoned by a dead
   conductor or cinder-api is cleaned within
@@ -66,8 +69,10 @@ class ReconcileRunner:
     """The compute's entry points into the reconciliation (one per compute process)."""
 
     def __init__(self, conf, *, host, driver, conductor, cinder, attacher, reporter,
-                 lock, driver_instance, metrics=None):
+                 lock, driver_instance, metrics=None, interrupted=None, keys=None):
         self.conf = conf
+        #: task state -> recover(context, instance): ends what a dead process left
+        self._interrupted = dict(interrupted or {})
         self.host = host
         self.conductor = conductor
         self.cinder = cinder
@@ -75,7 +80,7 @@ class ReconcileRunner:
         self._lock = lock
         self._driver_instance = driver_instance
         self.reconciler = reconcile.Reconciler(conf, driver=driver, conductor=conductor,
-                                               cinder=cinder, attacher=attacher)
+                                               cinder=cinder, attacher=attacher, keys=keys)
         if metrics is not None:  # compute/metrics.py: counts, durations, removals
             self.reconciler.run = metrics.timed_reconcile(  # type: ignore[method-assign]
                 self.reconciler.run)
@@ -194,6 +199,7 @@ class ReconcileRunner:
         self._forget_orphaned_secrets(context, instances)
         for instance in instances:
             try:
+                self._end_interrupted(context, instance)
                 report = self._one(context, instance, recovering=True)
             except Exception as exc:  # noqa: BLE001 - one server must not stop the others
                 reason = log_failure(exc, "Recovering the volume attachments of %s failed",
@@ -204,6 +210,21 @@ class ReconcileRunner:
             self._rewatch(report, 0)
             reports.append(report)
         return reports
+
+    def _end_interrupted(self, context, instance):
+        """Hand a server left in a task of a dead process to that workflow's ``recover``.
+
+        Read again under the lock: work this process started since (a
+        watch runs this again later) holds the lock until it is done.
+        """
+        if instance.get("task_state") not in self._interrupted:
+            return
+        uuid = instance["uuid"]
+        with self._lock(uuid):
+            instance = self.conductor.instance_get(context, instance_uuid=uuid)
+            recover = self._interrupted.get(instance.get("task_state"))
+            if recover is not None and instance.get("host") == self.host:
+                recover(context, instance)
 
     # -- periodic -----------------------------------------------------------------------
     def periodic(self, context):

@@ -24,7 +24,6 @@ expected then.
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
-from volumesvc import context as vs_context
 from volumesvc import exception
 from volumesvc.compute import connections, encryption
 from volumesvc.compute import instances as compute_instances
@@ -169,29 +168,12 @@ class VolumeSwapper:
 
     # -- a compute that died mid-swap -----------------------------------------
 
-    def recover_host(self, host, timeout=None):
-        """Recover every server of ``host`` left in ``swapping_volume``; never raises.
-
-        Runs when the compute starts, before the reconciliation, which then
-        finds the server out of its task again.
-        """
-        context = vs_context.get_admin_context()
-        try:
-            instances = self.conductor.instance_list_by_host(context, host=host,
-                                                             timeout=timeout)
-        except Exception as exc:  # noqa: BLE001 - the compute starts anyway
-            LOG.warning("Could not list the servers of %s to recover swaps: %s", host, exc)
-            return
-        for instance in instances:
-            if instance.get("task_state") != task_states.SWAPPING_VOLUME:
-                continue
-            try:
-                self.recover(context, instance)
-            except Exception:  # noqa: BLE001 - one server must not stop the others
-                LOG.exception("Rolling back the swap of %s failed", instance["uuid"])
-
     def recover(self, context, instance):
         """Undo a swap this compute was running when it died (task state left behind).
+
+        Called by the reconciliation when the compute starts (instance lock
+        held), before it reconciles the server's volumes: it then finds the
+        server out of its task again.
 
         The copy job QEMU may still run is cancelled (the disk stays on the
         old volume: nothing pivots without us), every Cinder attachment of

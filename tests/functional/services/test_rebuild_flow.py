@@ -6,11 +6,13 @@ root volume's file, the BDMs, the Cinder attachments and the domain's disks
 are read after each rebuild, and the refusals are checked per microversion.
 """
 
+import logging
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from tests.functional.stack import BLANK_ROOT
+from volumesvc.compute import rebuild as rebuild_mod
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
@@ -162,11 +164,17 @@ def quick_stack(tmp_path):
     s.stop()
 
 
-def test_lost_volume_reimaged_event_times_out_and_rebuild_again_repairs(quick_stack):
-    stack = quick_stack
+def _image_and_server(stack):
+    """A new image and an ACTIVE server booted from a blank volume."""
     image = stack.glance.create(stack.context(), name="new", owner="p1", data=PATTERN)["id"]
     server = stack.boot(stack.context(), BLANK_ROOT)
     stack.wait_instance(server, "active")
+    return image, server
+
+
+def test_lost_volume_reimaged_event_times_out_and_rebuild_again_repairs(quick_stack):
+    stack = quick_stack
+    image, server = _image_and_server(stack)
     stack.cinder.reimage_outcome = "silent"
     _rebuild(stack, server, image)
     stack.wait_for_server_status(server, "ERROR")
@@ -223,3 +231,91 @@ def test_body_fields_of_later_versions(stack, server, image):
                     user_data=None)["server"]
     assert body["key_name"] is None and body["user_data"] is None
     stack.wait_for_server_status(server, "ACTIVE")
+
+
+def _root_attachments(stack, uuid):
+    root = _root(stack, uuid)
+    return root, [(a["id"], a["status"]) for a in stack.cinder.attachments.values()
+                  if a["volume_id"] == root.volume_id]
+
+
+def test_a_failed_rebuilds_root_volume_is_connected_again_not_rolled_back(quick_stack):
+    """Regression: the reconciliation took the released root for an abandoned attach.
+
+    A rebuild that timed out leaves the root's attachment ``reserved``
+    without a connection; the next reconciliation deleted it with the BDM.
+    """
+    stack = quick_stack
+    image, server = _image_and_server(stack)
+    stack.cinder.reimage_outcome = "silent"
+    _rebuild(stack, server, image)
+    stack.wait_for_server_status(server, "ERROR")
+    root, attachments = _root_attachments(stack, server)
+    assert attachments == [(root.attachment_id, "reserved")]
+
+    stack.computes[HOST].manager.reconciler.watch(server, 0)
+    stack.wait(lambda: stack.cinder.get(None, root.volume_id)["status"] == "in-use",
+               what="the root volume connected again")
+    again, attachments = _root_attachments(stack, server)
+    assert attachments == [(root.attachment_id, "attached")]
+    assert (again.uuid, again.attachment_id) == (root.uuid, root.attachment_id)
+    assert again.connection_info
+
+    stack.cinder.reimage_outcome = "ok"
+    _rebuild(stack, server, image)
+    stack.wait_for_server_status(server, "ACTIVE")
+    assert _root_bytes(stack, server, len(PATTERN)) == PATTERN
+    assert _serials(stack, server) == [root.volume_id]
+
+
+class _Killed(BaseException):
+    """The compute process dying: no handler of the rebuild runs any more."""
+
+
+def test_a_compute_killed_during_the_reimage_ends_the_rebuild_when_it_starts(
+        quick_stack, monkeypatch, caplog):
+    """Regression: the server stayed REBUILD for ever, its root volume ``reserved``.
+
+    The compute dies while Cinder reimages; the reimage still runs when the
+    compute is back. The restarted compute puts the server in ERROR with a
+    fault saying so; Cinder's late ``volume-reimaged`` finds no rebuild and
+    has the root volume connected again; a second rebuild works.
+    """
+    caplog.set_level(logging.WARNING, logger="volumesvc.compute")
+    stack = quick_stack
+    image, server = _image_and_server(stack)
+    stack.cinder.reimage_seconds = 3
+    waiting = []
+
+    def die(*args):
+        waiting.append(args)
+        raise _Killed()
+    monkeypatch.setattr(rebuild_mod.Rebuilder, "_wait", die)
+    _rebuild(stack, server, image)
+    stack.wait(lambda: waiting, what="the rebuild waiting for Cinder")
+    root, attachments = _root_attachments(stack, server)
+    assert stack.cinder.get(None, root.volume_id)["status"] == "downloading"
+    assert attachments == [(root.attachment_id, "reserved")]
+    assert instance_obj.get_by_uuid(stack.db, stack.admin_context(), server).task_state == \
+        "rebuilding"
+    monkeypatch.undo()
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST)
+
+    shown = stack.wait_for_server_status(server, "ERROR", version="2.93")
+    assert shown["OS-EXT-STS:task_state"] is None
+    assert f"The rebuild of instance {server} was interrupted" in shown["fault"]["message"]
+    stack.wait(lambda: stack.cinder.get(None, root.volume_id)["status"] == "in-use",
+               timeout=30, what="the root volume connected again after the reimage")
+    again, attachments = _root_attachments(stack, server)
+    assert attachments == [(root.attachment_id, "attached")]
+    assert again.connection_info
+    assert "arrived when no rebuild waits for it" in caplog.text
+
+    _rebuild(stack, server, image)
+    stack.wait_for_server_status(server, "ACTIVE")
+    assert _root_bytes(stack, server, len(PATTERN)) == PATTERN
+    assert _serials(stack, server) == [root.volume_id]
+    stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
+    stack.wait_for_server_gone(server)
+    assert root.volume_id not in stack.cinder.volumes
