@@ -64,9 +64,11 @@ def test_a_root_volume_a_rebuild_released_is_never_taken_for_an_abandoned_attach
         p = _plan([root, data], atts, recovering=recovering)
         assert [b["volume_id"] for b, _ in p.released_roots] == ["v1"]
         assert [b["volume_id"] for b, _ in p.interrupted] == ["v2"]
-    # An interrupted attach of the root (Cinder has the connector) is still finished.
-    attaching = _plan([root], [_att("a1", "v1", "attaching")], recovering=True)
-    assert attaching.released_roots == [] and len(attaching.interrupted) == 1
+    # Nor one the rebuild had given Cinder the connector for: no domain to attach it into.
+    for connected in (False, True):
+        attaching = _plan([dict(root, connection_info="{}" if connected else None)],
+                          [_att("a1", "v1", "attaching")], recovering=True)
+        assert attaching.interrupted == [] and len(attaching.released_roots) == 1
 
 
 def test_unknown_age_is_never_stale():

@@ -18,12 +18,15 @@ What counts as dangling, for one server (always under its instance lock):
   (the attach cast was lost) or ``attaching`` (the compute died after giving
   Cinder its connector). The last one is finished when the disk can still be
   attached, everything else is rolled back;
-* a root volume (boot index 0) whose attachment is ``reserved`` without a
-  connection: a rebuild released it for Cinder's reimage and failed, timed
-  out or died before connecting it again. It is never rolled back (the
-  server would lose its disk): it is connected here and completed, so the
-  volume is ``in-use`` and the server can be rebuilt, rebooted or deleted.
-  While Cinder still reimages it (``downloading``) it is left for later.
+* a root volume (boot index 0) whose attachment is still ``reserved``
+  without a connection, or ``attaching``: a rebuild released it for
+  Cinder's reimage and failed, timed out or died before it had connected it
+  again and completed it. It is never rolled back (the server would lose
+  its disk, and there is no domain to finish an attach into): it is
+  connected here and completed, so the volume is ``in-use`` and the server
+  can be rebuilt, rebooted or deleted. While Cinder still reimages it
+  (``downloading``) it is left for later; a volume Cinder put in an error
+  status is left as it is.
 
 Work younger than the timeout is never touched: that is an attach in
 progress. Only the per-instance lock makes the BDM list and the Cinder
@@ -293,7 +296,7 @@ def plan(bdms, attachments, *, now, timeout, recovering=False) -> Plan:
                                             and not bdm.get("connection_info"))
         if not pending:
             result.attached.append((bdm, attachment))
-        elif status == "reserved" and bdm.get("boot_index") == 0:
+        elif bdm.get("boot_index") == 0:
             result.released_roots.append((bdm, attachment))
         elif (recovering and status == "attaching") or is_stale(bdm, now, timeout):
             result.interrupted.append((bdm, attachment))
@@ -536,12 +539,15 @@ class _Run:
         volume_id = bdm["volume_id"]
         entry = {"volume_id": volume_id, "attachment_id": attachment["id"],
                  "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name")}
-        status = self.r.cinder.get(self.admin, volume_id).get("status")
-        if status != "reserved":
-            # Still being reimaged (``downloading``), or in error: not ours to finish now.
+        status = self.r.cinder.get(self.admin, volume_id).get("status") or ""
+        if status == "downloading":
             self.report.busy.append(_busy(volume_id, attachment["id"],
-                                          f"root volume released by a rebuild, Cinder: "
-                                          f"{status}"))
+                                          "root volume released by a rebuild, still being "
+                                          "reimaged by Cinder"))
+            return
+        if "error" in status:
+            LOG.warning("Root volume %s of %s is %s in Cinder; its attachment %s is left "
+                        "as it is", volume_id, self.uuid, status, attachment["id"])
             return
         if self.dry_run:
             self.report.finished.append(entry)

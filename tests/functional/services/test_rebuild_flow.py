@@ -319,3 +319,37 @@ def test_a_compute_killed_during_the_reimage_ends_the_rebuild_when_it_starts(
     stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
     stack.wait_for_server_gone(server)
     assert root.volume_id not in stack.cinder.volumes
+
+
+def test_a_compute_killed_while_spawning_keeps_the_root_volume(quick_stack, monkeypatch):
+    """Killed after the root was connected again, before its attachment was completed.
+
+    The attachment is ``attaching``: the start-up pass must not take it for
+    an interrupted attach (which it rolls back when the disk cannot be put
+    into the domain: there is none), but connect and complete it.
+    """
+    stack = quick_stack
+    image, server = _image_and_server(stack)
+    driver = stack.computes[HOST].manager.driver
+    spawning = []
+
+    def die(*args):
+        spawning.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, "spawn", die)
+    _rebuild(stack, server, image)
+    stack.wait(lambda: spawning, what="the rebuild spawning")
+    root, attachments = _root_attachments(stack, server)
+    assert attachments == [(root.attachment_id, "attaching")]
+    assert root.connection_info
+    monkeypatch.undo()
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST, driver=driver)
+
+    stack.wait_for_server_status(server, "ERROR")
+    stack.wait(lambda: stack.cinder.get(None, root.volume_id)["status"] == "in-use",
+               what="the root volume completed")
+    assert _root_attachments(stack, server)[1] == [(root.attachment_id, "attached")]
+    _rebuild(stack, server, image)
+    stack.wait_for_server_status(server, "ACTIVE")
+    assert _serials(stack, server) == [root.volume_id]
