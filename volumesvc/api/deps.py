@@ -62,10 +62,14 @@ class Deps:
     @property
     def compute(self):
         def build():
-            from volumesvc import rpc
+            from volumesvc import context, rpc
             from volumesvc.compute import rpcapi
+            from volumesvc.objects import service as service_obj
 
-            return rpcapi.ComputeAPI(self.conf, rpc.get_transport(self.conf))
+            cap = service_obj.compute_rpc_version_cap(self.conf, self.db,
+                                                      context.get_admin_context())
+            return rpcapi.ComputeAPI(self.conf, rpc.get_transport(self.conf),
+                                     auto_version_cap=cap)
         return self._lazy("compute", build)
 
     @property

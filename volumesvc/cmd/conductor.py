@@ -6,7 +6,7 @@ from volumesvc.cmd import common
 
 def build_service(conf, transport=None, *, cinder=None):
     """Assemble the conductor service from ``conf`` (tests inject fakes here)."""
-    from volumesvc import rpc, service
+    from volumesvc import context, rpc, service
     from volumesvc.common import metrics
     from volumesvc.compute import rpcapi as compute_rpcapi
     from volumesvc.conductor import manager
@@ -21,7 +21,10 @@ def build_service(conf, transport=None, *, cinder=None):
 
         cinder = cinder_api.CinderAPI(conf)
     mgr = manager.ConductorManager(
-        conf, db=db, compute_rpcapi=compute_rpcapi.ComputeAPI(conf, transport), cinder=cinder)
+        conf, db=db, compute_rpcapi=compute_rpcapi.ComputeAPI(
+            conf, transport, auto_version_cap=service_obj.compute_rpc_version_cap(
+                conf, db, context.get_admin_context())),
+        cinder=cinder)
 
     def heartbeat(ctx, **values):
         service_obj.heartbeat(db, ctx, **values)

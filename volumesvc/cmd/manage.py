@@ -93,24 +93,25 @@ class ServerCommands:
         from volumesvc.compute import rpcapi as compute_rpcapi
         from volumesvc.db import api as db_api
         from volumesvc.objects import instance as instance_obj
+        from volumesvc.objects import service as service_obj
 
         db = db_api.Database(self.conf)
+        transport = rpc.get_transport(self.conf)
         try:
             instance = instance_obj.get_by_uuid(db, context.get_admin_context(),
                                                 args.server_id)
+            if not instance.host:
+                print(f"Server {args.server_id} has no host", file=sys.stderr)
+                return 3
+            cap = service_obj.compute_rpc_version_cap(self.conf, db, context.get_admin_context())
+            xml = compute_rpcapi.ComputeAPI(
+                self.conf, transport, auto_version_cap=cap).get_domain_xml(
+                context.get_admin_context(), host=instance.host, instance_uuid=instance.uuid)
         except exception.InstanceNotFound:
             print(f"Server {args.server_id} not found", file=sys.stderr)
             return 2
         finally:
             db.dispose()
-        if not instance.host:
-            print(f"Server {args.server_id} has no host", file=sys.stderr)
-            return 3
-        transport = rpc.get_transport(self.conf)
-        try:
-            xml = compute_rpcapi.ComputeAPI(self.conf, transport).get_domain_xml(
-                context.get_admin_context(), host=instance.host, instance_uuid=instance.uuid)
-        finally:
             transport.cleanup()
         print(xml)
         return 0

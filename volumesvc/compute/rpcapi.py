@@ -19,6 +19,8 @@ from volumesvc import exception, rpc
 
 TOPIC = "compute"
 VERSION = "1.0"
+# ``auto_version_cap`` not given (None is a resolved cap: send the newest).
+AUTO_UNRESOLVED = object()
 
 
 class ComputeAPI:
@@ -28,11 +30,21 @@ class ComputeAPI:
     the context.
     """
 
-    def __init__(self, conf, transport):
+    def __init__(self, conf, transport, *, auto_version_cap=AUTO_UNRESOLVED):
+        """``auto_version_cap``: what ``[upgrade_levels] compute = auto`` means now.
+
+        The caller reads it off the computes' service versions
+        (``objects.service.compute_rpc_version_cap``): this package never
+        touches the database.
+        """
         self._conf = conf
+        cap = conf.upgrade_levels.compute
+        if cap == "auto":
+            if auto_version_cap is AUTO_UNRESOLVED:
+                raise ValueError("[upgrade_levels] compute = auto needs the database")
+            cap = auto_version_cap
         self._client = rpc.get_client(
-            transport, conf.compute.topic, version=VERSION,
-            version_cap=conf.upgrade_levels.compute)
+            transport, conf.compute.topic, version=VERSION, version_cap=cap)
 
     def _prepare(self, host, version=VERSION, **kwargs):
         """A call context for ``host``; a method newer than 1.0 passes its ``version``.

@@ -27,11 +27,15 @@ Possible values:
     cfg.StrOpt(
         "compute",
         help="""
-Highest compute RPC version to send, for example ``1.0``.
+Highest compute RPC version to send, for example ``1.0``, or ``auto``.
 
 Possible values:
 
 * Unset: send the newest version this code knows.
+* ``auto``: the newest version the oldest compute speaks, read from the
+  computes' service versions when the API, conductor or volumesvc-manage
+  starts (restart them once the last old compute is upgraded). Before any
+  compute has reported, the newest version.
 * A version string.
 """),
 ]

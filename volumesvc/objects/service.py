@@ -10,10 +10,14 @@ import uuid as uuidlib
 
 import sqlalchemy as sa
 from oslo_db import exception as db_exc
+from oslo_log import log as logging
 
-from volumesvc import exception, servicegroup
+from volumesvc import binaries, exception, servicegroup
+from volumesvc import version as vs_version
 from volumesvc.db import models
 from volumesvc.objects import base
+
+LOG = logging.getLogger(__name__)
 
 # Fields an operator may change through the API (os-services PUT).
 UPDATABLE = frozenset({"disabled", "disabled_reason", "forced_down"})
@@ -168,6 +172,25 @@ def destroy(db, context, service_uuid) -> None:
             raise exception.ServiceNotFound(service_id=service_uuid)
         for key, value in base.soft_delete_values(row).items():
             setattr(row, key, value)
+
+
+def compute_rpc_version_cap(conf, db, context):
+    """What ``[upgrade_levels] compute = auto`` means now: the oldest compute's RPC version.
+
+    Read once by whoever makes a compute RPC client (``auto_version_cap``):
+    a service restarted after the last old compute is upgraded sends the
+    newest version, as Nova's ``auto`` does. None (send the newest) when the
+    option is not ``auto`` or no compute has reported a version yet; a
+    compute newer than this code counts as this code's version.
+    """
+    if conf.upgrade_levels.compute != "auto":
+        return None
+    minimum = get_minimum_version(db, context, binaries.COMPUTE)
+    history = vs_version.SERVICE_VERSION_HISTORY
+    cap = history[min(minimum, len(history)) - 1]["compute_rpc"] if minimum else None
+    LOG.info("[upgrade_levels] compute = auto: %s",
+             f"sending compute RPC {cap}" if cap else "no compute has reported a version yet")
+    return cap
 
 
 def get_minimum_version(db, context, binary) -> int:
