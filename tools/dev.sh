@@ -2,8 +2,8 @@
 # Developer entry point: each sub-command installs what it needs first.
 #
 #   tools/dev.sh aio [volumesvc-aio args]   bring up the all-in-one (foreground)
-#   tools/dev.sh test [pytest args]         ruff, mypy, docs, then the whole suite: unit, fuzz
-#                                           and functional beside integration (two pytest
+#   tools/dev.sh test [pytest args]         ruff, mypy, docs, then the whole suite: unit, lab,
+#                                           fuzz and functional beside integration (two pytest
 #                                           runs at once); with args, one pytest run of those
 #   tools/dev.sh tempest [--state-dir D]    tempest's listed compute API tests against the
 #                                           running keystone all-in-one (state dir D)
@@ -202,7 +202,7 @@ venv() {
 setup() { system_packages; services; venv; }
 
 # The whole suite as two pytest runs side by side: the in-process tiers
-# (unit, fuzz, functional) and the integration tier, whose time is mostly
+# (unit, lab, fuzz, functional) and the integration tier, whose time is mostly
 # spent waiting on real services and QEMU. The in-process run's output goes
 # to a file and is printed after; each run's exit status counts, and 5 (no
 # tests collected) is a failure.
@@ -214,17 +214,18 @@ run_tiers() {
     fi
     for d in tests/*/; do
         d=${d%/}
-        case "$d" in tests/unit|tests/fuzz|tests/functional|tests/integration) continue ;; esac
+        case "$d" in tests/unit|tests/lab|tests/fuzz|tests/functional|tests/integration) continue ;; esac
         if find "$d" -name 'test_*.py' | grep -q .; then
             log "$d holds tests that neither run collects: add it to run_tiers"; exit 1
         fi
     done
     fast_log=$(mktemp -t volumesvc-fast-tiers.XXXXXX)
-    log "unit, fuzz and functional tiers in the background (output: $fast_log)"
-    # The order a single run over tests/ takes (functional, fuzz, unit): the
-    # fuzz tier's stacks run after the functional tier's, as they always have.
+    log "unit, lab, fuzz and functional tiers in the background (output: $fast_log)"
+    # The order a single run over tests/ takes (functional, fuzz, lab, unit):
+    # the fuzz tier's stacks run after the functional tier's, as they always
+    # have; lab is the all-in-one's and the benchmarks' own logic.
     "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=20 \
-        tests/functional tests/fuzz tests/unit >"$fast_log" 2>&1 &
+        tests/functional tests/fuzz tests/lab tests/unit >"$fast_log" 2>&1 &
     local fast_pid=$!
     log "integration tier"
     set +e
@@ -233,10 +234,10 @@ run_tiers() {
     wait "$fast_pid"
     rc_fast=$?
     set -e
-    log "unit, fuzz and functional tiers:"
+    log "unit, lab, fuzz and functional tiers:"
     cat "$fast_log"
     rm -f "$fast_log"
-    log "exit status: unit/fuzz/functional $rc_fast, integration $rc_int"
+    log "exit status: unit/lab/fuzz/functional $rc_fast, integration $rc_int"
     local rc
     for rc in "$rc_fast" "$rc_int"; do
         if [ "$rc" = 5 ]; then log "no tests ran in a tier"; exit 1; fi

@@ -72,7 +72,7 @@ def test_cinder_validates_tokens_and_calls_back_with_a_service_token(tmp_path):
                                        nova_endpoint="http://n/v2.1").config_text())
     assert noauth["DEFAULT"]["auth_strategy"] == "noauth"
     # Without Keystone the events carry noauth2's admin token (our API answers a
-    # tokenless request 401; see tests/unit/aio/test_cinder_extend.py).
+    # tokenless request 401; see tests/lab/aio/test_cinder_extend.py).
     assert noauth["nova"]["auth_type"] == "admin_token"
 
 
