@@ -101,7 +101,7 @@ class Aio:
              "--image-port", str(self.ports["image"]), "--storage", self.storage,
              "--api-workers", str(self.api_workers), "--host", f"bench-{self.storage}",
              "--volume-api-workers", str(self.volume_api_workers),
-             "--auth", "noauth2"],
+             "--key-manager-port", str(free_port()), "--auth", "noauth2"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
         deadline = t0 + timeout

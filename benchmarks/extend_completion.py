@@ -72,7 +72,7 @@ class Aio:
             [exe, "--state-dir", self.state_dir, "--api-port", str(self.api_port),
              "--volume-port", str(self.volume_port), "--image-port", str(self.image_port),
              "--host", "bench-extend", "--api-workers", "1", "--no-install",
-             "--auth", "noauth2"],
+             "--key-manager-port", str(free_port()), "--auth", "noauth2"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
         deadline = time.monotonic() + timeout

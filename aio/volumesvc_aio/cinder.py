@@ -48,6 +48,12 @@ RBD_BACKEND = "rbd"
 RBD_DRIVER = "cinder.volume.drivers.rbd.RBDDriver"
 ADMIN_TOKEN = "admin:admin"  # noauth: "<user>:<project>", every request is admin
 SERVICES = ("cinder-api", "cinder-scheduler", "cinder-volume")
+# With a key manager each backend also gets a type ``<backend>-luks`` with this
+# encryption: LUKS (version 1, what QEMU opens natively), AES-XTS with a 256-bit
+# key, encrypted and decrypted on the compute.
+ENCRYPTED_TYPE_SUFFIX = "-luks"
+ENCRYPTION = (("provider", "luks"), ("cipher", "aes-xts-plain64"), ("key_size", 256),
+              ("control_location", "front-end"))
 
 
 class CinderHarness(ServiceHarness):
@@ -82,6 +88,10 @@ class CinderHarness(ServiceHarness):
     :param keystone: a started KeystoneHarness: validate tokens as the
         ``cinder`` user and call the compute API (``[nova]``, endpoint from the
         catalog) with a service token (see ``aio/keystone.py``).
+    :param key_manager_url: a started Barbican's endpoint: Cinder keeps the
+        keys of encrypted volumes there (castellan, ``[key_manager]``) and
+        :meth:`ensure_volume_types` adds an encrypting type per backend
+        (``ENCRYPTED_TYPE_SUFFIX``, ``ENCRYPTION``).
     """
 
     LABEL = "Cinder"
@@ -93,8 +103,9 @@ class CinderHarness(ServiceHarness):
                  database_connection=None, deps_dir=None, nova_endpoint=None,
                  glance_url=None, host="volumesvc-cinder", volume_manager=None,
                  keystone=None, extend_completion=False, default_quotas=None,
-                 ceph=None, rbd_secret_uuid=None, api_workers=1):
+                 ceph=None, rbd_secret_uuid=None, api_workers=1, key_manager_url=None):
         super().__init__(state_dir, port, deps_dir)
+        self.key_manager_url = key_manager_url
         # cinder-api processes: one keeps the all-in-one small; a storm of a
         # hundred attaches queues in that one process first (benchmarks/aio_storage).
         self.api_workers = int(api_workers)
@@ -185,6 +196,8 @@ class CinderHarness(ServiceHarness):
         ]
         if self.ceph is not None:
             lines += self._rbd_section()
+        if self.key_manager_url:
+            lines += self._key_manager_sections()
         if self.keystone is not None:
             lines += keystone_sections(self.keystone)
         elif self.nova_endpoint:
@@ -218,6 +231,15 @@ class CinderHarness(ServiceHarness):
                 "report_discard_supported = true",
                 ""]
 
+    def _key_manager_sections(self):
+        """castellan's Barbican backend at that endpoint; the user's token goes with each call."""
+        lines = ["[key_manager]", "backend = barbican",
+                 "", "[barbican]", f"barbican_endpoint = {self.key_manager_url}",
+                 "barbican_api_version = v1"]
+        if self.keystone is not None:
+            lines.append(f"auth_endpoint = {self.keystone.url}")
+        return lines + [""]
+
     def configure(self):
         """Write cinder.conf and copies of the venv's paste and filter files."""
         for d in (self.state_dir, self.log_dir,
@@ -235,6 +257,8 @@ class CinderHarness(ServiceHarness):
             with open(path, "w") as f:
                 f.write(with_show_extend_filter(text))
         self._add_hold_filter(os.path.join(self.state_dir, "api-paste.ini"))
+        if self.key_manager_url and self.keystone is None:
+            self._add_noauth_token_filter(os.path.join(self.state_dir, "api-paste.ini"))
         files.write_private(self.config_file, self.config_text())
 
     @property
@@ -250,6 +274,17 @@ class CinderHarness(ServiceHarness):
         text += ("\n[filter:volumesvc_hold]\n"
                  "paste.filter_factory = volumesvc_cinder_plugins.hold:filter_factory\n"
                  f"marker_file = {self.hold_marker}\n")
+        with open(paste_ini, "w") as f:
+            f.write(text)
+
+    @staticmethod
+    def _add_noauth_token_filter(paste_ini):
+        """Keep the noauth token on Cinder's context (plugins/.../noauth_token.py)."""
+        with open(paste_ini) as f:
+            text = f.read()
+        text = text.replace(" noauth ", " noauth volumesvc_noauth_token ")
+        text += ("\n[filter:volumesvc_noauth_token]\n"
+                 "paste.filter_factory = volumesvc_cinder_plugins.noauth_token:filter_factory\n")
         with open(paste_ini, "w") as f:
             f.write(text)
 
@@ -307,7 +342,9 @@ class CinderHarness(ServiceHarness):
     def ensure_volume_types(self):
         """One public volume type per backend, named after it, bound by volume_backend_name.
 
-        Idempotent (a restart finds them). Returns {name: type id}.
+        With a key manager, also ``<backend>-luks`` per backend: the same
+        backend, encrypted on the compute (``ENCRYPTION``). Idempotent (a
+        restart finds them). Returns {name: type id}.
         """
         status, body = self.api_get("/types?is_public=None")
         if status != 200:
@@ -324,11 +361,32 @@ class CinderHarness(ServiceHarness):
                 raise RuntimeError(f"creating Cinder volume type {name} answered {status}: "
                                    f"{body}")
             found[name] = body["volume_type"]["id"]
+        if self.key_manager_url:
+            for backend in self.backends:
+                name = backend + ENCRYPTED_TYPE_SUFFIX
+                if name not in found:
+                    found[name] = self._create_encrypted_type(name, backend)
         return found
+
+    def _create_encrypted_type(self, name, backend):
+        status, body = self.api_request("POST", "/types", {"volume_type": {
+            "name": name, "os-volume-type-access:is_public": True,
+            "description": f"volumes of Cinder's {backend} backend, LUKS-encrypted on the "
+                           "compute (key in Barbican)",
+            "extra_specs": {"volume_backend_name": backend}}})
+        if status != 200:
+            raise RuntimeError(f"creating Cinder volume type {name} answered {status}: {body}")
+        type_id = body["volume_type"]["id"]
+        status, body = self.api_request("POST", f"/types/{type_id}/encryption",
+                                        {"encryption": dict(ENCRYPTION)})
+        if status != 200:
+            raise RuntimeError(f"adding encryption to Cinder volume type {name} answered "
+                               f"{status}: {body}")
+        return type_id
 
     def wait_ready(self, timeout=None):
         super().wait_ready(timeout)
-        if self.ceph is not None:
+        if self.ceph is not None or self.key_manager_url:
             self.ensure_volume_types()
         return self
 

@@ -2,9 +2,10 @@
 
 Brings up, in order: missing Debian packages (RabbitMQ, libvirt/QEMU, Ceph),
 RabbitMQ if it is not running, a virtual host of its own, a one-node Ceph
-and the libvirt daemon (unless ``--storage file``), a real Cinder (backends
-``rbd`` and ``file``) and Glance (images on RBD) from PyPI in their own
-virtualenvs, then volumesvc's api, conductor and computes as separate
+and the libvirt daemon (unless ``--storage file``), a real Barbican (the key
+manager of encrypted volumes), Cinder (backends ``rbd`` and ``file``, with an
+encrypting ``-luks`` type each) and Glance (images on RBD) from PyPI in their
+own virtualenvs, then volumesvc's api, conductor and computes as separate
 processes over SQLite, on ``qemu:///system`` (or, with ``--storage file``,
 an embedded QEMU each).
 It prints one ``volumesvc-aio: ready ...`` line when everything answers and
@@ -56,6 +57,8 @@ def _parse_args(argv):
     parser.add_argument("--volume-port", type=int, default=8776, help="Cinder API port")
     parser.add_argument("--image-port", type=int, default=9292, help="Glance API port")
     parser.add_argument("--identity-port", type=int, default=5000, help="Keystone API port")
+    parser.add_argument("--key-manager-port", type=int, default=9311,
+                        help="Barbican API port (the key manager of encrypted volumes)")
     parser.add_argument("--auth", choices=("keystone", "noauth2"), default="keystone",
                         help="keystone (default): a real Keystone validates every token and "
                              "<state dir>/clouds.yaml names its users; noauth2: no Keystone, "
@@ -142,7 +145,7 @@ class AllInOne:
         print(f"volumesvc-aio: [{time.monotonic() - self.started_at:6.1f}s] {message}", flush=True)
 
     def start(self):
-        from volumesvc_aio import cinder, glance, rabbit, system
+        from volumesvc_aio import barbican, cinder, glance, rabbit, system
 
         # NOTE: the Cinder database and the vhosts are named after the API
         # port and kept for a restart on the same state dir. A new state dir
@@ -164,19 +167,16 @@ class AllInOne:
             self._start_storage(fresh)
         if self.args.auth == "keystone":
             self.keystone = self._start_keystone(api_url)
-        self._log("starting Glance and Cinder (the first run installs them from PyPI)")
-        image = glance.GlanceHarness(
+        self._log("starting Barbican, Glance and Cinder (the first run installs them from PyPI)")
+        keys = self._start_service(barbican.BarbicanHarness(
+            os.path.join(self.state_dir, "barbican"), port=self.args.key_manager_port,
+            keystone=self.keystone))
+        image = self._start_service(glance.GlanceHarness(
             os.path.join(self.state_dir, "glance"), port=self.args.image_port,
-            keystone=self.keystone, ceph=self.ceph)
-        image.background_priority = self.args.cpu_priority
-        image.die_with_parent = True
-        self.harnesses.append(image)
-        image.install()
-        image.configure()
-        image.start()
+            keystone=self.keystone, ceph=self.ceph))
         # NOTE: Cinder on SQLite answers "database is locked" as soon as two
         # requests overlap, so the all-in-one gives it a MariaDB database.
-        volume = cinder.CinderHarness(
+        volume = self._start_service(cinder.CinderHarness(
             os.path.join(self.state_dir, "cinder"), port=self.args.volume_port,
             transport_url=rabbit.ensure_vhost(f"cinder-{tag}", fresh=fresh),
             database_connection=system.mariadb_database(f"cinder_{tag.replace('-', '_')}",
@@ -184,13 +184,7 @@ class AllInOne:
             nova_endpoint=api_url, glance_url=image.url, keystone=self.keystone,
             extend_completion=True, ceph=self.ceph,
             rbd_secret_uuid=self.rbd["secret_uuid"] if self.rbd else None,
-            api_workers=self.args.volume_api_workers)
-        volume.background_priority = self.args.cpu_priority
-        volume.die_with_parent = True
-        self.harnesses.append(volume)
-        volume.install()
-        volume.configure()
-        volume.start()
+            api_workers=self.args.volume_api_workers, key_manager_url=keys.url))
 
         # The conductor's and each compute's metrics port (printed when ready).
         self.metrics_ports = {binaries.CONDUCTOR: harness_util.free_port()}
@@ -199,7 +193,8 @@ class AllInOne:
             api_workers=self.args.api_workers, host=self.args.host,
             cinder_url=volume.url, glance_url=image.url, keystone=self.keystone,
             failed_attachment_ttl=self.args.failed_attachment_ttl, rbd=self.rbd,
-            conductor_metrics_port=self.metrics_ports[binaries.CONDUCTOR])
+            conductor_metrics_port=self.metrics_ports[binaries.CONDUCTOR],
+            key_manager_url=keys.url)
         self._run_once(["volumesvc-manage", "--config-file", conf_path, "db", "sync"])
         self._spawn(binaries.CONDUCTOR, conf_path)
         for index, host in enumerate(self.args.hosts):
@@ -217,7 +212,9 @@ class AllInOne:
         self._spawn(binaries.API, conf_path)
 
         timeout = self.args.ready_timeout
-        self._log("waiting for Glance, Cinder, the compute API and the compute services")
+        self._log("waiting for Barbican, Glance, Cinder, the compute API and the compute "
+                  "services")
+        keys.wait_ready(timeout)
         image.wait_ready(timeout)
         volume.wait_ready(timeout)
         harness_util.wait_for(lambda: _http_ok(api_url), timeout, what="the compute API",
@@ -263,6 +260,20 @@ class AllInOne:
         self._log(f"Ceph ready: conf {self.ceph.conf_path} "
                   f"admin keyring {self.ceph.admin_keyring}")
 
+    def _start_service(self, harness):
+        """Install, configure and start one service harness, not waiting for its answer.
+
+        The services start side by side: each one's config needs the others'
+        URLs, not their answers; ``wait_ready`` comes once all are started.
+        """
+        harness.background_priority = self.args.cpu_priority
+        harness.die_with_parent = True
+        self.harnesses.append(harness)
+        harness.install()
+        harness.configure()
+        harness.start()
+        return harness
+
     def _start_keystone(self, api_url):
         """Keystone first: the others validate tokens against it from their start.
 
@@ -285,6 +296,7 @@ class AllInOne:
             # clients as volumev3: the same endpoint under both.
             "volumev3": ("cinderv3", volume_url),
             "block-storage": ("cinder", volume_url),
+            "key-manager": ("barbican", f"http://127.0.0.1:{self.args.key_manager_port}"),
         })
         self.clouds_yaml = identity.write_clouds_yaml(
             os.path.join(self.state_dir, "clouds.yaml"))

@@ -18,7 +18,7 @@ send_service_user_token = false
 
 def write_config(state_dir, *, transport_url, api_port, api_workers, host,
                  cinder_url, glance_url, keystone=None, failed_attachment_ttl=None,
-                 rbd=None, conductor_metrics_port=9780):
+                 rbd=None, conductor_metrics_port=9780, key_manager_url=None):
     """Write ``<state_dir>/volumesvc.conf`` for api, conductor and compute.
 
     One file for all three processes, as an operator would have on one
@@ -31,6 +31,11 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
     ``rbd`` (``{"uri": ..., "user": ..., "secret_uuid": ..., "keyring": ...}``):
     the computes connect to that libvirt daemon (``qemu:///system``) instead of
     an embedded QEMU each, and define the Ceph secret from the keyring at start.
+
+    ``key_manager_url``: the Barbican the computes read encrypted volumes'
+    keys from (castellan's ``[key_manager]`` and ``[barbican]``), with the
+    user's token (noauth2: a ``user:project`` token the all-in-one's
+    Barbican understands).
     """
     path = os.path.join(state_dir, "volumesvc.conf")
     for sub in ("libvirt", "locks", "logs"):
@@ -109,10 +114,33 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
                             f"rbd_user = {rbd['user']}\n"
                             f"rbd_secret_uuid = {rbd['secret_uuid']}\n"
                             f"rbd_keyring = {rbd['keyring']}\n", 1)
+    if key_manager_url is not None:
+        text += key_manager_sections(key_manager_url, keystone)
     if keystone is not None:
         text = _with_keystone(text, keystone)
     # The transport URL, database URL and service passwords are in it.
     return files.write_private(path, text)
+
+
+def key_manager_sections(url, keystone=None):
+    """``[key_manager]`` and ``[barbican]``: castellan's Barbican backend at ``url``.
+
+    With a Keystone the service token goes with the user's (castellan's
+    ``[barbican_service_user]``), as Nova sends it.
+    """
+    text = textwrap.dedent(f"""
+        [key_manager]
+        backend = barbican
+
+        [barbican]
+        barbican_endpoint = {url}
+        barbican_api_version = v1
+        """)
+    if keystone is None:
+        return text
+    return text + "\n".join([
+        f"auth_endpoint = {keystone.url}", "send_service_user_token = true", "",
+        *keystone.password_section("barbican_service_user", "volumesvc")])
 
 
 def drain_file(state_dir):

@@ -52,6 +52,7 @@ USERS = {
     "volumesvc": (SERVICE_PROJECT, ("service", "admin")),
     "cinder": (SERVICE_PROJECT, ("service", "admin")),
     "glance": (SERVICE_PROJECT, ("service", "admin")),
+    "barbican": (SERVICE_PROJECT, ("service", "admin")),
     "demo": (DEMO_PROJECT, ("member", "reader")),
     "demo-reader": (DEMO_PROJECT, ("reader",)),
 }

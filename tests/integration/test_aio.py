@@ -109,7 +109,8 @@ def _start_aio(state, host, api_port, volume_port, image_port):
     return subprocess.Popen(
         [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
          "--volume-port", str(volume_port), "--image-port", str(image_port),
-         "--host", host, "--no-install", "--auth", "noauth2"],
+         "--key-manager-port", str(free_port()), "--host", host, "--no-install",
+         "--auth", "noauth2"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 

@@ -6,7 +6,10 @@ the adapter; the last ones go through castellan's real Barbican backend
 machine where nothing listens, and to a keystone-less context.
 """
 
+import http.server
+import json
 import socket
+import threading
 
 import pytest
 
@@ -118,3 +121,75 @@ def test_key_manager_options_are_castellans(conf):
     assert conf.key_manager.backend == "barbican"
     assert conf.barbican.send_service_user_token is False
     assert "barbican_service_user" in conf
+
+
+class _Barbican(http.server.BaseHTTPRequestHandler):
+    """Just enough of Barbican's v1 secrets API for castellan's ``get``, recording tokens."""
+
+    tokens: list = []
+    key = b"\x10" * 32
+
+    def do_GET(self):
+        base = f"http://{self.headers['Host']}"
+        if not self.path.startswith("/v1/secrets/"):  # version discovery, unauthenticated
+            self._answer(json.dumps({"versions": {"values": [{
+                "id": "v1", "status": "stable",
+                "links": [{"rel": "self", "href": f"{base}/v1/"}]}]}}).encode(),
+                "application/json", 300)
+            return
+        self.tokens.append(self.headers.get("X-Auth-Token"))
+        secret_id = self.path.split("/")[3]
+        if self.path.endswith("/payload"):
+            body, kind = self.key, "application/octet-stream"
+        else:
+            body = json.dumps({
+                "secret_ref": f"{base}/v1/secrets/{secret_id}",
+                "status": "ACTIVE", "secret_type": "symmetric", "algorithm": "aes",
+                "bit_length": 256, "mode": "cbc", "name": None,
+                "content_types": {"default": "application/octet-stream"},
+                "created": "2026-01-01T00:00:00", "expiration": None}).encode()
+            kind = "application/json"
+        self._answer(body, kind)
+
+    def _answer(self, body, kind, status=200):
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def barbican():
+    _Barbican.tokens = []
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Barbican)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_castellan_barbican_with_noauth2_sends_the_users_noauth_token(conf, barbican):
+    """noauth2 contexts carry no token: castellan once refused them outright (403)."""
+    conf.set_override("auth_strategy", "noauth2", group="api")
+    conf.set_override("barbican_endpoint", barbican, group="barbican")
+    conf.set_override("barbican_api_version", "v1", group="barbican")
+    key = keymgr.KeyManager(conf).get_key(ctx(token=None), VOL, VOL)
+    assert key.get_encoded() == _Barbican.key
+    assert _Barbican.tokens and set(_Barbican.tokens) == {"u1:p1"}
+
+
+def test_castellan_barbican_with_keystone_sends_the_users_token_to_the_catalogs_endpoint(
+        conf, barbican):
+    """No re-authentication against Keystone: the token as it is, to the catalog's endpoint."""
+    conf.set_override("barbican_api_version", "v1", group="barbican")
+    context = ctx(token="user-token")
+    context.service_catalog = [{"type": "key-manager", "endpoints": [
+        {"interface": "public", "url": barbican}]}]
+    key = keymgr.KeyManager(conf).get_key(context, VOL, VOL)
+    assert key.get_encoded() == _Barbican.key
+    assert _Barbican.tokens and set(_Barbican.tokens) == {"user-token"}

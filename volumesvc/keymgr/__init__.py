@@ -19,9 +19,12 @@ import binascii
 from castellan import key_manager as castellan_key_manager
 from castellan.common import exception as castellan_exception
 from keystoneauth1 import exceptions as ks_exception
+from keystoneauth1 import token_endpoint
 from oslo_log import log as logging
 
+from volumesvc import context as vs_context
 from volumesvc import exception
+from volumesvc.common import keystone
 
 LOG = logging.getLogger(__name__)
 
@@ -59,6 +62,52 @@ def passphrase(key):
     return binascii.hexlify(encoded).decode("ascii")
 
 
+class _UserAuthContext(vs_context.RequestContext):
+    """The user's context with the keystoneauth plugin castellan asks contexts for.
+
+    castellan calls ``get_auth_plugin()`` when a context has one (Nova's
+    and Cinder's contexts do) and otherwise re-authenticates the bare token
+    against ``[barbican] auth_endpoint``, which a noauth2 context (no token)
+    cannot do at all.
+    """
+
+    user_auth = None
+
+    def get_auth_plugin(self):
+        return self.user_auth
+
+
+def user_auth(conf, context):
+    """The plugin that reads keys as ``context``'s user, or None to let castellan decide.
+
+    noauth2: a ``user:project`` token to ``[barbican] barbican_endpoint``,
+    the same token our noauth2 API and Cinder's noauth take (a key manager
+    deployed without Keystone reads the project from it). Keystone: the
+    user's own token, Barbican's endpoint from ``[barbican]`` or else the
+    request's service catalog (type ``key-manager``).
+    """
+    if context is None:
+        return None
+    if conf.api.auth_strategy == "noauth2":
+        user = context.user_id or "admin"
+        project = context.project_id or user
+        return token_endpoint.Token(conf.barbican.barbican_endpoint, f"{user}:{project}")
+    if not context.auth_token:
+        return None
+    return keystone.ContextTokenAuth(context.auth_token,
+                                     getattr(context, "service_catalog", None))
+
+
+def _castellan_context(conf, context):
+    auth = user_auth(conf, context)
+    if auth is None:
+        return context
+    values = context.to_dict()
+    wrapped = _UserAuthContext.from_dict(values, overwrite=False)
+    wrapped.user_auth = auth
+    return wrapped
+
+
 class KeyManager:
     """Reads volume keys from ``[key_manager] backend`` through castellan."""
 
@@ -80,7 +129,7 @@ class KeyManager:
         """Key ``key_id`` of volume ``volume_id`` (castellan's object), read as the user."""
         names = {"backend": self.name, "key_id": key_id, "volume_id": volume_id}
         try:
-            key = self.backend.get(context, key_id)
+            key = self.backend.get(_castellan_context(self.conf, context), key_id)
         except castellan_exception.Forbidden as exc:
             raise exception.EncryptionKeyNotReadable(reason=str(exc), **names) from exc
         except castellan_exception.ManagedObjectNotFoundError as exc:

@@ -383,7 +383,8 @@ def running_aio(prefix, extra_args=(), auth="noauth2", storage="file"):
         proc = subprocess.Popen(
             [bin_path("volumesvc-aio"), "--state-dir", state, "--api-port", str(api_port),
              "--volume-port", str(volume_port), "--image-port", str(image_port),
-             "--identity-port", str(free_port()), "--auth", auth,
+             "--identity-port", str(free_port()), "--key-manager-port", str(free_port()),
+             "--auth", auth,
              "--host", f"clients-{api_port}", "--no-install",
              # NOTE: below ours, so that a wait that does not end is reported
              # by the aio itself (which service it waited for), not cut off.

@@ -112,22 +112,28 @@ def _boot(aio, host, root_type):
     return body["server"]["id"]
 
 
-@pytest.fixture(scope="module")
-def guests(aio, nova, created):
-    """(first, second): booted together, each on its own compute, agents started."""
-    first, second = _compute_hosts(aio)[:2]
-    ids = [_boot(aio, first, "rbd"), _boot(aio, second, "file")]
+def boot_guests(aio, nova, created, root_types):
+    """Guests booted together, the n-th on the n-th compute with a root of ``root_types[n]``."""
+    hosts = _compute_hosts(aio)[:len(root_types)]
+    ids = [_boot(aio, host, root_type) for host, root_type in zip(hosts, root_types,
+                                                                  strict=True)]
     created["servers"].extend(ids)
-    pair = []
-    for server_id, host in zip(ids, (first, second), strict=True):
+    booted = []
+    for server_id, host in zip(ids, hosts, strict=True):
         server = wait_server(nova, server_id, aio=aio, timeout=240)
         assert getattr(server, "OS-EXT-SRV-ATTR:host") == host
         (root,) = [v["id"] for v in getattr(server, "os-extended-volumes:volumes_attached")]
-        pair.append(Guest(server_id, root))
-    for guest in pair:
+        booted.append(Guest(server_id, root))
+    for guest in booted:
         guest.booted(aio)
         assert guest.image == "none", "the starter image has no vsimage.txt"
-    return tuple(pair)
+    return tuple(booted)
+
+
+@pytest.fixture(scope="module")
+def guests(aio, nova, created):
+    """(first, second): booted together, each on its own compute, agents started."""
+    return boot_guests(aio, nova, created, ("rbd", "file"))
 
 
 def _new_volume(cinder, created, volume_type, size=1):
