@@ -4,7 +4,9 @@ import pytest
 
 from tests.functional.api import fixtures
 from tests.functional.api.fixtures import ServerActionsWorld
-from tests.functional.api.test_server_update_metadata import with_flavors
+from tests.functional.api.server_helpers import (
+    with_flavors,
+)
 
 
 @pytest.fixture

@@ -9,19 +9,19 @@ import pytest
 
 from tests.functional.api import fixtures
 from tests.functional.api.fixtures import ServerActionsWorld as world
+from tests.functional.api.server_helpers import (
+    ADMIN,
+    TASK_STATES,
+    VM_STATES,
+    post_action,
+    race_task_state,
+    server_uuid,
+    set_state,
+)
 from volumesvc import context as vs_context
 from volumesvc.api.logic import states
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
-
-DEMO = {"X-Auth-Token": "demo:demo-project"}
-ADMIN = {"X-Auth-Token": "admin:admin-project"}
-VM_STATES = ["active", "building", "paused", "suspended", "stopped", "rescued", "resized",
-             "soft-delete", "error", "shelved", "shelved_offloaded"]
-TASK_STATES = [None, "rebooting", "reboot_pending", "reboot_started", "rebooting_hard",
-               "reboot_pending_hard", "reboot_started_hard", "resuming", "pausing",
-               "unpausing", "suspending", "deleting", "image_snapshot", "spawning",
-               "powering-off"]
 
 
 @pytest.fixture
@@ -30,32 +30,7 @@ def env():
         yield app.test_client(), deps
 
 
-def _uuid(name):
-    return world.server_uuid(world.SERVERS[name][0])
 
-
-def _post(client, name_or_uuid, body, headers=DEMO, version="2.1"):
-    uuid = _uuid(name_or_uuid) if name_or_uuid in world.SERVERS else name_or_uuid
-    return client.post(f"/v2.1/servers/{uuid}/action", json=body,
-                       headers=dict(headers, **{"OpenStack-API-Version": f"compute {version}",
-                                                "X-OpenStack-Nova-API-Version": version}))
-
-
-def _set_state(deps, name, vm_state, task_state):
-    ctx = vs_context.get_admin_context()
-    instance_obj.save(deps.db, ctx, _uuid(name), {"vm_state": vm_state,
-                                                  "task_state": task_state})
-
-
-def race_task_state(monkeypatch, task_state="deleting"):
-    """Another request sets ``task_state`` just before each instance save."""
-    real_save = instance_obj.save
-
-    def racing_save(db, ctx, uuid, values, expected_task_state=instance_obj.UNSET):
-        real_save(db, ctx, uuid, {"task_state": task_state})
-        return real_save(db, ctx, uuid, values, expected_task_state=expected_task_state)
-
-    monkeypatch.setattr(instance_obj, "save", racing_save)
 
 
 def _allowed(gate, vm_state, task_state):
@@ -66,11 +41,11 @@ def _allowed(gate, vm_state, task_state):
 def test_reboot_state_grid(env, reboot_type):
     client, deps = env
     gate = states.REBOOT_SOFT if reboot_type == "SOFT" else states.REBOOT_HARD
-    uuid = _uuid("ACTIVE")
+    uuid = server_uuid("ACTIVE")
     for vm_state in VM_STATES:
         for task_state in TASK_STATES:
-            _set_state(deps, "ACTIVE", vm_state, task_state)
-            response = _post(client, "ACTIVE", {"reboot": {"type": reboot_type}})
+            set_state(deps, "ACTIVE", vm_state, task_state)
+            response = post_action(client, "ACTIVE", {"reboot": {"type": reboot_type}})
             if _allowed(gate, vm_state, task_state):
                 assert response.status_code == 202, (vm_state, task_state, response.json)
                 assert response.data == b""
@@ -90,49 +65,49 @@ def test_reboot_state_grid(env, reboot_type):
 
 def test_reboot_records_action_and_casts(env):
     client, deps = env
-    response = _post(client, "STOPPED", {"reboot": {"type": "hard"}})
+    response = post_action(client, "STOPPED", {"reboot": {"type": "hard"}})
     assert response.status_code == 202
     actions = action_obj.list_actions(deps.db, vs_context.get_admin_context(),
-                                      _uuid("STOPPED"))
+                                      server_uuid("STOPPED"))
     assert [a.action for a in actions] == ["reboot"]
     assert actions[0].request_id == response.headers["x-openstack-request-id"]
     assert deps.conductor.casts == [("reboot_instance", {
-        "instance_uuid": _uuid("STOPPED"), "reboot_type": "HARD"})]
+        "instance_uuid": server_uuid("STOPPED"), "reboot_type": "HARD"})]
 
 
 @pytest.mark.parametrize("spelling", ["SOFT", "Soft", "soft"])
 def test_reboot_spellings(env, spelling):
     client, deps = env
-    assert _post(client, "ACTIVE", {"reboot": {"type": spelling}}).status_code == 202
+    assert post_action(client, "ACTIVE", {"reboot": {"type": spelling}}).status_code == 202
     assert deps.conductor.casts[-1][1]["reboot_type"] == "SOFT"
 
 
 def test_reboot_lock(env):
     client, deps = env
-    response = _post(client, "LOCKED", {"reboot": {"type": "SOFT"}})
+    response = post_action(client, "LOCKED", {"reboot": {"type": "SOFT"}})
     assert response.status_code == 409
     assert response.json["conflictingRequest"]["message"] == \
-        f"Instance {_uuid('LOCKED')} is locked"
+        f"Instance {server_uuid('LOCKED')} is locked"
     # The lock is checked before the state.
-    response = _post(client, "LOCKED_STOPPED", {"reboot": {"type": "SOFT"}})
+    response = post_action(client, "LOCKED_STOPPED", {"reboot": {"type": "SOFT"}})
     assert "is locked" in response.json["conflictingRequest"]["message"]
-    assert _post(client, "LOCKED", {"reboot": {"type": "SOFT"}}, ADMIN).status_code == 202
-    assert deps.conductor.casts[-1][1]["instance_uuid"] == _uuid("LOCKED")
+    assert post_action(client, "LOCKED", {"reboot": {"type": "SOFT"}}, ADMIN).status_code == 202
+    assert deps.conductor.casts[-1][1]["instance_uuid"] == server_uuid("LOCKED")
 
 
 def test_reboot_not_launched(env):
     client, _ = env
-    response = _post(client, "NOT_LAUNCHED", {"reboot": {"type": "HARD"}})
+    response = post_action(client, "NOT_LAUNCHED", {"reboot": {"type": "HARD"}})
     assert response.status_code == 409
     assert response.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {_uuid('NOT_LAUNCHED')} while it is in launched_at None")
+        f"Cannot 'reboot' instance {server_uuid('NOT_LAUNCHED')} while it is in launched_at None")
 
 
 def test_reboot_404s(env):
     client, deps = env
     for target in ("OTHER_PROJECT", "DELETED", "5e4e0000-0000-4000-8000-0000000000ff",
                    "not-a-uuid"):
-        response = _post(client, target, {"reboot": {"type": "SOFT"}})
+        response = post_action(client, target, {"reboot": {"type": "SOFT"}})
         assert response.status_code == 404, target
         assert "itemNotFound" in response.json
     assert deps.conductor.casts == []
@@ -142,7 +117,7 @@ def test_concurrent_reboot_loses_the_compare_and_swap(env, monkeypatch):
     """Another request sets task_state between our check and our write: 409."""
     client, deps = env
     race_task_state(monkeypatch)
-    response = _post(client, "ACTIVE", {"reboot": {"type": "SOFT"}})
+    response = post_action(client, "ACTIVE", {"reboot": {"type": "SOFT"}})
     assert response.status_code == 409
     assert response.json["conflictingRequest"]["message"].endswith("task_state deleting")
     assert deps.conductor.casts == []
@@ -163,7 +138,7 @@ def test_concurrent_reboot_loses_the_compare_and_swap(env, monkeypatch):
 # its own, so the messages must not become ids.
 def test_bad_bodies(env, body, message):
     client, _ = env
-    response = _post(client, "ACTIVE", body)
+    response = post_action(client, "ACTIVE", body)
     assert response.status_code == 400, response.json
     if message:
         assert response.json["badRequest"]["message"] == message
@@ -177,7 +152,7 @@ def _image(deps, image_id):
 
 def test_create_image_2_45_body_and_properties(env):
     client, deps = env
-    response = _post(client, "ACTIVE", {"createImage": {"name": "snap", "metadata": {
+    response = post_action(client, "ACTIVE", {"createImage": {"name": "snap", "metadata": {
         "purpose": "backup"}}}, version="2.45")
     assert response.status_code == 202
     image = _image(deps, response.json["image_id"])
@@ -208,7 +183,7 @@ def test_create_image_2_45_body_and_properties(env):
     assert snapshots[root["snapshot_id"]]["volume_id"] == world.VOL_ROOT
     assert snapshots[root["snapshot_id"]]["name"] == "snapshot for snap"
     # Action and event recorded.
-    action = action_obj.get_action(deps.db, vs_context.get_admin_context(), _uuid("ACTIVE"),
+    action = action_obj.get_action(deps.db, vs_context.get_admin_context(), server_uuid("ACTIVE"),
                                    response.headers["x-openstack-request-id"])
     assert action.action == "createImage"
     assert [(e.event, e.result) for e in action.events] == [("api_snapshot_instance",
@@ -217,7 +192,7 @@ def test_create_image_2_45_body_and_properties(env):
 
 def test_create_image_2_1_location(env):
     client, deps = env
-    response = _post(client, "STOPPED", {"createImage": {"name": "snap"}})
+    response = post_action(client, "STOPPED", {"createImage": {"name": "snap"}})
     assert response.status_code == 202
     assert response.data == b""
     location = response.headers["Location"]
@@ -229,7 +204,7 @@ def test_create_image_2_1_location(env):
 @pytest.mark.parametrize("name", ["ACTIVE", "STOPPED", "PAUSED", "SUSPENDED", "LOCKED"])
 def test_create_image_allowed_states(env, name):
     client, _ = env
-    assert _post(client, name, {"createImage": {"name": "s"}}, version="2.45").status_code \
+    assert post_action(client, name, {"createImage": {"name": "s"}}, version="2.45").status_code \
         == 202
 
 
@@ -242,23 +217,23 @@ def test_create_image_allowed_states(env, name):
 ])
 def test_create_image_refused_states(env, name, attr, state):
     client, deps = env
-    response = _post(client, name, {"createImage": {"name": "s"}})
+    response = post_action(client, name, {"createImage": {"name": "s"}})
     assert response.status_code == 409
     assert response.json["conflictingRequest"]["message"] == \
-        f"Cannot 'createImage' instance {_uuid(name)} while it is in {attr} {state}"
+        f"Cannot 'createImage' instance {server_uuid(name)} while it is in {attr} {state}"
     assert deps.cinder.snapshots == {} and deps.glance.images == {}
 
 
 def test_create_image_snapshot_quota(env):
     client, deps = env
-    response = _post(client, "OVER_QUOTA", {"createImage": {"name": "s"}})
+    response = post_action(client, "OVER_QUOTA", {"createImage": {"name": "s"}})
     assert response.status_code == 403
     assert response.json == {"forbidden": {
         "code": 403, "message": "Quota exceeded for resources: snapshots"}}
     # Checked up front: nothing was created, no action recorded.
     assert deps.cinder.snapshots == {} and deps.glance.images == {}
     assert action_obj.list_actions(deps.db, vs_context.get_admin_context(),
-                                   _uuid("OVER_QUOTA")) == []
+                                   server_uuid("OVER_QUOTA")) == []
 
 
 def test_create_image_policy(env):
@@ -268,14 +243,14 @@ def test_create_image_policy(env):
     deps.enforcer.load_rules()
     deps.enforcer.set_rules(oslo_policy.Rules.from_dict(
         {"os_compute_api:servers:create_image:allow_volume_backed": "!"}), overwrite=False)
-    response = _post(client, "ACTIVE", {"createImage": {"name": "s"}})
+    response = post_action(client, "ACTIVE", {"createImage": {"name": "s"}})
     assert response.status_code == 403
     assert "allow_volume_backed" in response.json["forbidden"]["message"]
 
 
 def test_create_image_image_backed_is_400(env):
     client, _ = env
-    response = _post(client, "IMAGE_BACKED", {"createImage": {"name": "s"}})
+    response = post_action(client, "IMAGE_BACKED", {"createImage": {"name": "s"}})
     assert response.status_code == 400
     assert "does not boot from a volume" in response.json["badRequest"]["message"]
 
@@ -290,12 +265,12 @@ def test_create_image_image_backed_is_400(env):
 ])
 def test_create_image_bad_input(env, body):
     client, _ = env
-    assert _post(client, "ACTIVE", body).status_code == 400
+    assert post_action(client, "ACTIVE", body).status_code == 400
 
 
 def test_create_image_response_schema_at_2_44_and_2_45(env):
     client, _ = env
-    assert _post(client, "ACTIVE", {"createImage": {"name": "s"}},
-                 version="2.44").data == b""
-    assert set(_post(client, "ACTIVE", {"createImage": {"name": "s"}},
-                     version="2.45").json) == {"image_id"}
+    assert post_action(client, "ACTIVE", {"createImage": {"name": "s"}},
+                       version="2.44").data == b""
+    assert set(post_action(client, "ACTIVE", {"createImage": {"name": "s"}},
+                           version="2.45").json) == {"image_id"}

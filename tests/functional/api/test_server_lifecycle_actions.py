@@ -10,20 +10,20 @@ import pytest
 
 from tests.functional.api import fixtures
 from tests.functional.api.fixtures import ServerActionsWorld as world
-from tests.functional.api.test_server_actions import (
+from tests.functional.api.server_helpers import (
     ADMIN,
     DEMO,
     TASK_STATES,
     VM_STATES,
-    _post,
-    _set_state,
-    _uuid,
+    instance_of,
+    post_action,
     race_task_state,
+    server_uuid,
+    set_state,
 )
 from volumesvc import context as vs_context
 from volumesvc.api.logic import states
 from volumesvc.db import models
-from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
 
@@ -55,23 +55,19 @@ def env():
         yield app.test_client(), deps
 
 
-def _instance(deps, name="ACTIVE"):
-    return instance_obj.get_by_uuid(deps.db, vs_context.get_admin_context(), _uuid(name))
-
-
 @pytest.mark.parametrize("action", sorted(ACTIONS))
 def test_state_grid(env, action):
     client, deps = env
     gate, task_state, cast, _, headers = ACTIONS[action]
-    uuid = _uuid("ACTIVE")
+    uuid = server_uuid("ACTIVE")
     for vm_state in ALL_VM_STATES:
         for current in ALL_TASK_STATES:
-            _set_state(deps, "ACTIVE", vm_state, current)
-            response = _post(client, "ACTIVE", {action: None}, headers)
+            set_state(deps, "ACTIVE", vm_state, current)
+            response = post_action(client, "ACTIVE", {action: None}, headers)
             if vm_state in gate.vm_states and current is None:
                 assert response.status_code == 202, (vm_state, current, response.json)
                 assert response.data == b""
-                assert _instance(deps).task_state == task_state
+                assert instance_of(deps).task_state == task_state
                 assert deps.conductor.casts[-1][0] == cast
                 assert deps.conductor.casts[-1][1]["instance_uuid"] == uuid
                 continue
@@ -88,19 +84,19 @@ def test_lock_launched_and_instance_action(env, action):
     client, deps = env
     gate, _, _, recorded, headers = ACTIONS[action]
     allowed = sorted(gate.vm_states)[0]
-    _set_state(deps, "LOCKED", allowed, None)
+    set_state(deps, "LOCKED", allowed, None)
     if headers is DEMO:
-        response = _post(client, "LOCKED", {action: None})
+        response = post_action(client, "LOCKED", {action: None})
         assert response.status_code == 409
         assert response.json["conflictingRequest"]["message"] == \
-            f"Instance {_uuid('LOCKED')} is locked"
-    assert _post(client, "LOCKED", {action: None}, ADMIN).status_code == 202
+            f"Instance {server_uuid('LOCKED')} is locked"
+    assert post_action(client, "LOCKED", {action: None}, ADMIN).status_code == 202
     actions = action_obj.list_actions(deps.db, vs_context.get_admin_context(),
-                                      _uuid("LOCKED"))
+                                      server_uuid("LOCKED"))
     assert [a.action for a in actions] == [recorded]
 
-    _set_state(deps, "NOT_LAUNCHED", allowed, None)
-    response = _post(client, "NOT_LAUNCHED", {action: None}, headers)
+    set_state(deps, "NOT_LAUNCHED", allowed, None)
+    response = post_action(client, "NOT_LAUNCHED", {action: None}, headers)
     assert response.status_code == 409
     assert response.json["conflictingRequest"]["message"].endswith("launched_at None")
 
@@ -111,9 +107,9 @@ def test_404_and_bad_bodies(env, action):
     _, _, _, _, headers = ACTIONS[action]
     # (an admin sees every project's servers, so OTHER_PROJECT is not a 404 for it)
     for target in ("DELETED", "not-a-uuid", *(("OTHER_PROJECT",) if headers is DEMO else ())):
-        assert _post(client, target, {action: None}, headers).status_code == 404
+        assert post_action(client, target, {action: None}, headers).status_code == 404
     if action != "unshelve":
-        response = _post(client, "ACTIVE", {action: {"force": True}}, headers)
+        response = post_action(client, "ACTIVE", {action: {"force": True}}, headers)
         assert response.status_code == 400
     assert deps.conductor.casts == []
 
@@ -123,27 +119,27 @@ def test_an_empty_object_body_is_taken_like_null(env, action):
     """Regression: ``{"os-stop": {}}`` (tempest sends it) was a 400 "not of type 'null'"."""
     client, deps = env
     gate, task_state, cast, _, headers = ACTIONS[action]
-    _set_state(deps, "ACTIVE", sorted(gate.vm_states)[0], None)
-    response = _post(client, "ACTIVE", {action: {}}, headers)
+    set_state(deps, "ACTIVE", sorted(gate.vm_states)[0], None)
+    response = post_action(client, "ACTIVE", {action: {}}, headers)
     assert response.status_code == 202, response.json
-    assert _instance(deps).task_state == task_state
+    assert instance_of(deps).task_state == task_state
     assert deps.conductor.casts[-1][0] == cast
 
 
 def test_shelve_offload_is_admin_only(env):
     client, deps = env
-    _set_state(deps, "ACTIVE", "shelved", None)
-    response = _post(client, "ACTIVE", {"shelveOffload": None})
+    set_state(deps, "ACTIVE", "shelved", None)
+    response = post_action(client, "ACTIVE", {"shelveOffload": None})
     assert response.status_code == 403
-    assert _instance(deps).task_state is None
+    assert instance_of(deps).task_state is None
 
 
 def test_shelve_of_an_image_backed_server_is_a_400(env):
     client, deps = env
-    response = _post(client, "IMAGE_BACKED", {"shelve": None})
+    response = post_action(client, "IMAGE_BACKED", {"shelve": None})
     assert response.status_code == 400
     assert "boot from a volume" in response.json["badRequest"]["message"]
-    assert _instance(deps, "IMAGE_BACKED").task_state is None
+    assert instance_of(deps, "IMAGE_BACKED").task_state is None
 
 
 def test_a_cast_above_the_conductor_cap_is_a_503(env, monkeypatch):
@@ -154,7 +150,7 @@ def test_a_cast_above_the_conductor_cap_is_a_503(env, monkeypatch):
         raise messaging.RPCVersionCapError(version="1.1", version_cap="1.0")
 
     monkeypatch.setattr(deps.conductor, "stop_instance", capped)
-    response = _post(client, "ACTIVE", {"os-stop": None})
+    response = post_action(client, "ACTIVE", {"os-stop": None})
     assert response.status_code == 503
     assert response.json["serviceUnavailable"]["message"].startswith(
         "volumesvc-conductor is not on the same version as volumesvc-api")
@@ -163,7 +159,7 @@ def test_a_cast_above_the_conductor_cap_is_a_503(env, monkeypatch):
 def test_concurrent_stop_loses_the_compare_and_swap(env, monkeypatch):
     client, deps = env
     race_task_state(monkeypatch)
-    response = _post(client, "ACTIVE", {"os-stop": None})
+    response = post_action(client, "ACTIVE", {"os-stop": None})
     assert response.status_code == 409
     assert "task_state deleting" in response.json["conflictingRequest"]["message"]
     assert deps.conductor.casts == []
@@ -173,12 +169,12 @@ def test_concurrent_stop_loses_the_compare_and_swap(env, monkeypatch):
 
 
 def _unshelve(client, body, version, headers=DEMO):
-    return _post(client, "ACTIVE", {"unshelve": body}, headers, version=version)
+    return post_action(client, "ACTIVE", {"unshelve": body}, headers, version=version)
 
 
 def test_unshelve_body_is_ignored_below_2_77(env):
     client, deps = env
-    _set_state(deps, "ACTIVE", "shelved_offloaded", None)
+    set_state(deps, "ACTIVE", "shelved_offloaded", None)
     response = _unshelve(client, {"availability_zone": "nowhere"}, "2.76")
     assert response.status_code == 202
     assert deps.conductor.casts[-1][1]["host"] is None
@@ -197,7 +193,7 @@ def test_unshelve_body_is_ignored_below_2_77(env):
 ], ids=lambda value: None if not isinstance(value, str) or " " in value else value)
 def test_unshelve_zone_bodies_of_an_offloaded_server(env, body, version, status, message):
     client, deps = env
-    _set_state(deps, "ACTIVE", "shelved_offloaded", None)
+    set_state(deps, "ACTIVE", "shelved_offloaded", None)
     response = _unshelve(client, body, version)
     assert response.status_code == status, response.json
     if message:
@@ -206,12 +202,12 @@ def test_unshelve_zone_bodies_of_an_offloaded_server(env, body, version, status,
         cast = deps.conductor.casts[-1][1]
         if body:
             assert cast["availability_zone"] == body["availability_zone"]
-            assert _instance(deps).availability_zone == body["availability_zone"]
+            assert instance_of(deps).availability_zone == body["availability_zone"]
 
 
 def test_unshelve_zone_or_host_of_a_shelved_server_is_a_409(env):
     client, deps = env
-    _set_state(deps, "ACTIVE", "shelved", None)
+    set_state(deps, "ACTIVE", "shelved", None)
     response = _unshelve(client, {"availability_zone": "nova"}, "2.77")
     assert response.status_code == 409
     assert "SHELVED_OFFLOADED" in response.json["conflictingRequest"]["message"]
@@ -222,7 +218,7 @@ def test_unshelve_zone_or_host_of_a_shelved_server_is_a_409(env):
 
 def test_unshelve_to_a_host_at_2_91(env):
     client, deps = env
-    _set_state(deps, "ACTIVE", "shelved_offloaded", None)
+    set_state(deps, "ACTIVE", "shelved_offloaded", None)
     assert _unshelve(client, {"host": "up-host"}, "2.91").status_code == 403   # admin only
     response = _unshelve(client, {"host": "nohost"}, "2.91", ADMIN)
     assert response.status_code == 400
@@ -236,4 +232,4 @@ def test_unshelve_to_a_host_at_2_91(env):
                          ADMIN)
     assert response.status_code == 202
     assert deps.conductor.casts[-1] == ("unshelve_instance", {
-        "instance_uuid": _uuid("ACTIVE"), "availability_zone": "az2", "host": "other-host"})
+        "instance_uuid": server_uuid("ACTIVE"), "availability_zone": "az2", "host": "other-host"})
