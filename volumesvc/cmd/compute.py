@@ -24,8 +24,9 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
 
         glance = glance_api.GlanceAPI(conf)
     if notifier is None:
-        notifier = rpc.get_notifier(rpc.get_notification_transport(conf),
-                                    f"{binaries.COMPUTE}:{conf.host}")
+        from volumesvc.notifications import base as notifications
+
+        notifier = notifications.get_notifier(conf, f"{binaries.COMPUTE}:{conf.host}")
     metrics = compute_metrics.ComputeMetrics()
     mgr = manager.ComputeManager(
         conf, driver=metrics.timed_driver(driver or virt.load_driver(conf)),

@@ -5,11 +5,15 @@ import time
 import traceback as tb
 
 from oslo_log import log as logging
-from oslo_utils import timeutils
 
 from volumesvc import exception
+from volumesvc.notifications import base as notify_base
+from volumesvc.notifications import instance as notify_instance
 
 LOG = logging.getLogger(__name__)
+
+# Actions whose notification names a volume (InstanceActionVolume*Payload).
+_VOLUME_ACTIONS = ("volume_attach", "volume_detach", "volume_swap")
 
 
 class ComputeReporter:
@@ -92,36 +96,22 @@ class ComputeReporter:
                    instance_uuid=instance_uuid, code=code, message=message_of(exc)[:255],
                    details=tb.format_exc(), host=self.host)
 
-    def notify(self, context, instance, action, phase, *, bdms=None, exc=None):
-        """Versioned notification ``instance.<action>.<phase>``.
+    def notify(self, context, instance, action, phase, *, bdms=None, exc=None,
+               volume_id=None, new_volume_id=None):
+        """Nova's versioned notification ``instance.<action>.<phase>`` (``notifications/``).
 
-        The block-device part carries ``volume_type`` (spec 5), which Nova's
-        payload does not.
+        ``bdms``: the block devices the work is about (for a volume action
+        the one volume; Nova lists all of the server's, which would cost a
+        conductor call per notification). ``volume_id`` defaults to the one
+        BDM's (attach, detach); a swap names both volumes.
         """
-        payload = {
-            "instance_uuid": instance["uuid"],
-            "display_name": instance.get("display_name"),
-            "tenant_id": instance.get("project_id"),
-            "user_id": instance.get("user_id"),
-            "host": self.host,
-            "state": instance.get("vm_state"),
-            "task_state": instance.get("task_state"),
-            "power_state": instance.get("power_state"),
-            "block_devices": [block_device_payload(b) for b in bdms or []
-                              if b.get("volume_id") or b.get("destination_type") == "volume"],
-            "timestamp": timeutils.utcnow().isoformat(),
-        }
-        if exc is not None:
-            payload["fault"] = {"exception": type(exc).__name__,
-                                "exception_message": message_of(exc)}
-        event_type = f"instance.{action}.{phase}"
-        try:
-            if phase == "error":
-                self.notifier.error(context, event_type, payload)
-            else:
-                self.notifier.info(context, event_type, payload)
-        except Exception as err:  # noqa: BLE001 - notifications are best effort
-            LOG.warning("Notification %s failed: %s", event_type, err)
+        if volume_id is None and action in _VOLUME_ACTIONS:
+            volume_id = next((b.get("volume_id") for b in bdms or ()), None)
+        payload = notify_instance.action_payload(
+            context, instance, action, bdms=bdms, exc=exc, volume_id=volume_id,
+            new_volume_id=new_volume_id)
+        notify_base.emit(self.notifier, context, f"instance.{action}.{phase}", payload,
+                         notify_base.ERROR if phase == "error" else notify_base.INFO)
 
 
 class EventScope:
@@ -141,19 +131,6 @@ class EventScope:
             return None
         return {"instance_uuid": self.instance_uuid, "request_id": self.request_id,
                 "event": self.event, "result": "Success"}
-
-
-def block_device_payload(bdm):
-    return {
-        "volume_id": bdm.get("volume_id"),
-        "boot_index": bdm.get("boot_index"),
-        "device_name": bdm.get("device_name"),
-        "delete_on_termination": bool(bdm.get("delete_on_termination")),
-        "tag": bdm.get("tag"),
-        "volume_type": bdm.get("volume_type"),
-        # API 2.106: the attachment's status after this phase (None: gone).
-        "attach_status": bdm.get("attach_status"),
-    }
 
 
 def message_of(exc):

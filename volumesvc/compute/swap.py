@@ -72,20 +72,21 @@ class VolumeSwapper:
         """
         uuid = instance["uuid"]
         bdms = None
+        ids = {"volume_id": old_volume_id, "new_volume_id": new_volume_id}
         try:
             with self.reporter.event(context, uuid, EVENT):
                 bdm = self._bdm(context, uuid, old_volume_id)
                 bdms = [bdm]
-                self.reporter.notify(context, instance, "volume_swap", "start", bdms=bdms)
+                self.reporter.notify(context, instance, "volume_swap", "start", bdms=bdms, **ids)
                 bdm = self._swap(context, instance, bdm, old_volume_id, new_volume_id,
                                  new_attachment_id)
         except Exception as exc:
             self._end_task(context, uuid)
             self.reporter.notify(context, instance, "volume_swap", "error", bdms=bdms,
-                                 exc=exc)
+                                 exc=exc, **ids)
             raise
         self._end_task(context, uuid)
-        self.reporter.notify(context, instance, "volume_swap", "end", bdms=[bdm])
+        self.reporter.notify(context, instance, "volume_swap", "end", bdms=[bdm], **ids)
 
     def _end_task(self, context, uuid):
         compute_instances.update_instance(self.conductor, context, uuid, {"task_state": None},

@@ -38,8 +38,10 @@ def test_blank_volume_of_a_type_is_created_attached_and_booted(stack):
     stack.wait(lambda: stack.notifier.of("instance.create.end"), what="create.end")
     (start,) = stack.notifier.of("instance.create.start")
     (end,) = stack.notifier.of("instance.create.end")
-    assert end["block_devices"][0]["volume_type"] == "gold"
-    assert start["block_devices"][0]["volume_type"] == "gold"
+    # The blank volume has no id before the build made it (Nova's start lists none then).
+    assert start["nova_object.data"]["block_devices"] == []
+    (device,) = end["nova_object.data"]["block_devices"]
+    assert device["nova_object.data"]["volume_id"] == bdm.volume_id
 
     # Reboot (both kinds) keeps it active.
     for kind, task in (("SOFT", "rebooting"), ("HARD", "rebooting_hard")):
