@@ -20,6 +20,7 @@ import os
 import pathlib
 import tempfile
 
+import sqlalchemy as sa
 from gabbi import fixture
 
 from tests.fixtures import database as db_fixtures
@@ -253,6 +254,56 @@ class ServersWorld(World):
 
 def _actions_server_uuid(n: int) -> str:
     return f"5e4e0000-0000-4000-8000-{n:012x}"
+
+
+# --- The server list filters' world (test_server_list_filters.py, test_server_list_patterns.py)
+
+ALICE_PROJECT = "7e57000000000000000000000000a11c"
+ALICE = {"X-Auth-Token": f"alice:{ALICE_PROJECT}"}
+ADMIN = {"X-Auth-Token": "admin:admin-project"}
+FILTER_T0 = datetime.datetime(2026, 3, 1, 12, 0, 0)
+ZONE_HOST = "compute-east"
+
+
+def filter_server_uuid(n):
+    """The uuid of FilterWorld's server number ``n``."""
+    return f"f11e0000-0000-4000-8000-{n:012d}"
+
+
+def add_filter_server(db, ctx, n, deleted=False, flavor="101", **values):
+    """A server of Alice's written straight into the database, its times set from ``n``."""
+    flavor = flavor_obj.get_by_flavorid(db, ctx, flavor)
+    row = {"uuid": filter_server_uuid(n), "project_id": ALICE_PROJECT, "user_id": "alice",
+           "display_name": f"web-{n}", "vm_state": "active", "power_state": 1,
+           "host": COMPUTE_UP_HOST, "node": COMPUTE_UP_HOST,
+           "key_name": "kp-a", "progress": 0,
+           "flavor_id": flavor.id, "flavor": flavor.instance_copy()}
+    row.update(values)
+    instance_obj.create(db, ctx, row)
+    with db.writer(ctx) as session:
+        model = session.scalars(sa.select(models.Instance)
+                                .filter_by(uuid=filter_server_uuid(n))).one()
+        model.created_at = FILTER_T0 + datetime.timedelta(hours=n)
+        model.updated_at = FILTER_T0 + datetime.timedelta(hours=n, minutes=30)
+        if deleted:
+            model.deleted, model.deleted_at = model.id, model.updated_at
+
+
+class FilterWorld(ServersWorld):
+    """ServersWorld plus a compute in zone ``east`` and five servers of Alice."""
+
+    @classmethod
+    def seed(cls, db, ctx):
+        super().seed(db, ctx)
+        service_obj.heartbeat(db, ctx, host=ZONE_HOST, binary="volumesvc-compute",
+                              topic="compute", version=cls.COMPUTE_VERSION,
+                              capabilities={"availability_zone": "east"})
+        add_filter_server(db, ctx, 1)
+        add_filter_server(db, ctx, 2, key_name="other", power_state=4, vm_state="stopped")
+        add_filter_server(db, ctx, 10, host=ZONE_HOST, node=ZONE_HOST, launched_at=FILTER_T0)
+        add_filter_server(db, ctx, 11, user_id="bob", locked=True, flavor="102",
+                image_ref=ServersWorld.IMAGE)
+        add_filter_server(db, ctx, 12, deleted=True)
 
 
 class ServerActionsWorld(World):

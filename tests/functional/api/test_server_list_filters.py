@@ -4,61 +4,18 @@ Servers are rows written straight into the database (their times, states and
 hosts chosen); the requests go through the whole app as a client sends them.
 """
 
-import datetime
 
 import pytest
-import sqlalchemy as sa
 
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServersWorld as world
-from volumesvc.db import models
-from volumesvc.objects import flavor as flavor_obj
-from volumesvc.objects import instance as instance_obj
-from volumesvc.objects import service as service_obj
-
-ALICE_PROJECT = "7e57000000000000000000000000a11c"
-ALICE = {"X-Auth-Token": f"alice:{ALICE_PROJECT}"}
-ADMIN = {"X-Auth-Token": "admin:admin-project"}
-T0 = datetime.datetime(2026, 3, 1, 12, 0, 0)
-ZONE_HOST = "compute-east"
-
-
-def _uuid(n):
-    return f"f11e0000-0000-4000-8000-{n:012d}"
-
-
-def _server(db, ctx, n, deleted=False, flavor="101", **values):
-    flavor = flavor_obj.get_by_flavorid(db, ctx, flavor)
-    row = {"uuid": _uuid(n), "project_id": ALICE_PROJECT, "user_id": "alice",
-           "display_name": f"web-{n}", "vm_state": "active", "power_state": 1,
-           "host": fixtures.COMPUTE_UP_HOST, "node": fixtures.COMPUTE_UP_HOST,
-           "key_name": "kp-a", "progress": 0,
-           "flavor_id": flavor.id, "flavor": flavor.instance_copy()}
-    row.update(values)
-    instance_obj.create(db, ctx, row)
-    with db.writer(ctx) as session:
-        model = session.scalars(sa.select(models.Instance).filter_by(uuid=_uuid(n))).one()
-        model.created_at = T0 + datetime.timedelta(hours=n)
-        model.updated_at = T0 + datetime.timedelta(hours=n, minutes=30)
-        if deleted:
-            model.deleted, model.deleted_at = model.id, model.updated_at
-
-
-class FilterWorld(world):
-    """ServersWorld plus a compute in zone ``east`` and five servers of Alice."""
-
-    @classmethod
-    def seed(cls, db, ctx):
-        super().seed(db, ctx)
-        service_obj.heartbeat(db, ctx, host=ZONE_HOST, binary="volumesvc-compute",
-                              topic="compute", version=cls.COMPUTE_VERSION,
-                              capabilities={"availability_zone": "east"})
-        _server(db, ctx, 1)
-        _server(db, ctx, 2, key_name="other", power_state=4, vm_state="stopped")
-        _server(db, ctx, 10, host=ZONE_HOST, node=ZONE_HOST, launched_at=T0)
-        _server(db, ctx, 11, user_id="bob", locked=True, flavor="102",
-                image_ref=world.IMAGE)
-        _server(db, ctx, 12, deleted=True)
+from tests.functional.api.fixtures import (
+    ADMIN,
+    ALICE,
+    ZONE_HOST,
+    FilterWorld,
+    ServersWorld,
+    filter_server_uuid,
+)
 
 
 @pytest.fixture
@@ -123,7 +80,7 @@ def test_availability_zone_filter_is_the_zone_of_the_host(api):
     assert _names(client, "availability_zone=^nova$", "2.83") == ["web-1", "web-11", "web-2"]
     assert _names(client, "availability_zone=east", "2.82") == [
         "web-1", "web-10", "web-11", "web-2"]
-    server = client.get(f"/v2.1/servers/{_uuid(10)}", headers=ALICE).json["server"]
+    server = client.get(f"/v2.1/servers/{filter_server_uuid(10)}", headers=ALICE).json["server"]
     assert server["OS-EXT-AZ:availability_zone"] == "east"
 
 
@@ -131,7 +88,7 @@ def test_flavor_image_and_locked_filters(api):
     client, _ = api
     assert _names(client, "flavor=102", "2.1") == ["web-11"]
     assert _names(client, "flavor=no-such-flavor", "2.1") == []
-    assert _names(client, f"image={world.IMAGE}", "2.1") == ["web-11"]
+    assert _names(client, f"image={ServersWorld.IMAGE}", "2.1") == ["web-11"]
     assert _names(client, "locked=true", "2.73") == ["web-11"]
     assert _names(client, "locked=false", "2.73") == ["web-1", "web-10", "web-2"]
     assert _names(client, "locked=true", "2.72") == ["web-1", "web-10", "web-11", "web-2"]
@@ -140,14 +97,15 @@ def test_flavor_image_and_locked_filters(api):
 
 def test_admin_only_filters_are_ignored_for_owners(api):
     client, _ = api
-    assert _names(client, f"uuid={_uuid(2)}", "2.90") == ["web-1", "web-10", "web-11", "web-2"]
-    assert _names(client, f"uuid={_uuid(2)}&all_tenants=1", "2.90", ADMIN) == ["web-2"]
+    second = filter_server_uuid(2)
+    assert _names(client, f"uuid={second}", "2.90") == ["web-1", "web-10", "web-11", "web-2"]
+    assert _names(client, f"uuid={second}&all_tenants=1", "2.90", ADMIN) == ["web-2"]
     assert _names(client, f"node={ZONE_HOST}&all_tenants=1", "2.90", ADMIN) == ["web-10"]
 
 
 def _boot(client, server, version, headers):
     return client.post("/v2.1/servers", json={"server": {
-        "name": "to-host", "flavorRef": "101", "imageRef": world.IMAGE,
+        "name": "to-host", "flavorRef": "101", "imageRef": ServersWorld.IMAGE,
         **({"networks": "none"} if version not in ("2.1", "2.2") else {}), **server}},
         headers={**headers, "OpenStack-API-Version": f"compute {version}"})
 
@@ -183,15 +141,15 @@ def test_a_boot_into_a_zone_without_computes_is_refused(api):
 
 def test_2_98_shows_the_image_properties_kept_at_boot(api):
     client, deps = api
-    deps.glance.images[world.IMAGE].update(hw_disk_bus="scsi", img_signature="secret")
+    deps.glance.images[ServersWorld.IMAGE].update(hw_disk_bus="scsi", img_signature="secret")
     uuid = _boot(client, {}, "2.1", ALICE).json["server"]["id"]
-    deps.glance.images[world.IMAGE]["hw_disk_bus"] = "changed later"
+    deps.glance.images[ServersWorld.IMAGE]["hw_disk_bus"] = "changed later"
     headers = {**ALICE, "OpenStack-API-Version": "compute 2.98"}
     image = client.get(f"/v2.1/servers/{uuid}", headers=headers).json["server"]["image"]
-    assert image["id"] == world.IMAGE
+    assert image["id"] == ServersWorld.IMAGE
     assert image["properties"] == {
         "hw_disk_bus": "scsi", "min_ram": "0", "min_disk": "1", "disk_format": "raw",
-        "container_format": "bare", "base_image_ref": world.IMAGE}
+        "container_format": "bare", "base_image_ref": ServersWorld.IMAGE}
     listed = client.get("/v2.1/servers/detail", headers=headers).json["servers"]
     assert [s["image"]["properties"]["hw_disk_bus"] for s in listed if s["id"] == uuid] == [
         "scsi"]

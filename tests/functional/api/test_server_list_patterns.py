@@ -8,20 +8,20 @@ database: every backend must answer a bad or pathological pattern with a
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api import test_server_list_filters as filters_test
+from tests.functional.api.fixtures import ADMIN, ALICE, FilterWorld, add_filter_server
 from tests.functional.db.conftest import BACKEND_PARAMS, require_backend
 
 # 60 a's then "!": about 2**60 steps for a backtracking engine against ^(a+)+$.
 LONG_NAME = "a" * 60 + "!"
 
 
-class PatternWorld(filters_test.FilterWorld):
+class PatternWorld(FilterWorld):
     """FilterWorld plus Alice's server named :data:`LONG_NAME`."""
 
     @classmethod
     def seed(cls, db, ctx):
         super().seed(db, ctx)
-        filters_test._server(db, ctx, 20, display_name=LONG_NAME)
+        add_filter_server(db, ctx, 20, display_name=LONG_NAME)
 
 
 @pytest.fixture(params=BACKEND_PARAMS)
@@ -31,7 +31,7 @@ def api(request):
         yield app.test_client(), request.param
 
 
-def _get(client, query, version="2.96", headers=filters_test.ALICE):
+def _get(client, query, version="2.96", headers=ALICE):
     return client.get(f"/v2.1/servers/detail?{query}",
                       headers={**headers, "OpenStack-API-Version": f"compute {version}"})
 
@@ -47,7 +47,7 @@ def test_the_fuzzers_500s_are_400_faults(api):
     assert "repetition" in _fault(_get(client, "name=a%7B99999999999%7D"))
     assert "power_state" in _fault(_get(client, "power_state=99999999999999999999999",
                                         version="2.83"))
-    assert "progress" in _fault(_get(client, "progress=-2147483649", headers=filters_test.ADMIN))
+    assert "progress" in _fault(_get(client, "progress=-2147483649", headers=ADMIN))
     # In range, or no number at all: a list (of no server here).
     assert _get(client, "power_state=2147483647", version="2.83").json["servers"] == []
     assert _get(client, "power_state=x", version="2.83").json["servers"] == []
@@ -59,7 +59,7 @@ def test_patterns_only_a_backtracking_engine_runs_are_refused_everywhere(api):
         assert "regular expression" in _fault(_get(client, f"name={pattern}"))
     # Nested counts: a program larger than the bound.
     assert "regular expression" in _fault(_get(client, "key_name=((a%7B100%7D)%7B100%7D)",
-                                               headers=filters_test.ADMIN))
+                                               headers=ADMIN))
 
 
 def test_a_backtracking_prone_name_pattern_answers(api):

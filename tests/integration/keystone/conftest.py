@@ -13,6 +13,8 @@ output and the last lines of every log.
 
 import contextlib
 import json
+import os
+import subprocess
 import urllib.error
 import urllib.request
 import uuid
@@ -21,6 +23,7 @@ import pytest
 
 from tests.integration.clients.helpers import running_aio
 from tests.integration.clients.helpers import wait_volume as wait_volume_status  # noqa: F401
+from tests.integration.conftest import bin_path
 
 COMPUTE_VERSION = "2.96"
 
@@ -157,3 +160,27 @@ def wait_status(compute, token, server_id, wanted, kaio, timeout=120):
         if current == "ERROR" or time.monotonic() > deadline:
             pytest.fail(f"server {server_id} is {current}, wanted {wanted}\n{kaio.logs(20)}")
         time.sleep(0.5)
+
+
+def _osc_env(kaio):
+    """The environment of a client that reads only the all-in-one's clouds.yaml."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+    env["OS_CLIENT_CONFIG_FILE"] = kaio.clouds_yaml
+    return env
+
+
+@pytest.fixture(scope="module")
+def osc(kaio):
+    """``osc(cloud, *args)``: the openstack CLI with the all-in-one's clouds.yaml."""
+    def run(cloud, *args, check=True, json_out=True):
+        argv = [bin_path("openstack"), "--os-cloud", cloud, *args,
+                *(("-f", "json") if json_out else ())]
+        result = subprocess.run(argv, env=_osc_env(kaio), capture_output=True, text=True,
+                                timeout=240)
+        if check:
+            assert result.returncode == 0, (
+                f"{' '.join(argv)} exited {result.returncode}\n{result.stderr}\n"
+                f"{kaio.logs(15)}")
+            return json.loads(result.stdout) if json_out else result.stdout
+        return result
+    return run

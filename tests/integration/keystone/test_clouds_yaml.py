@@ -5,37 +5,8 @@ attaches, lists and detaches; openstacksdk's ``connect(cloud=...)`` lists
 servers as the demo member, and the demo reader cannot create one.
 """
 
-import json
-import os
-import subprocess
-
-import pytest
-
 from tests.integration.clients.helpers import unique
-from tests.integration.conftest import bin_path
 from tests.integration.keystone.conftest import cinder_for, wait_volume_status
-
-
-def _osc_env(kaio):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-    env["OS_CLIENT_CONFIG_FILE"] = kaio.clouds_yaml
-    return env
-
-
-@pytest.fixture(scope="module")
-def osc(kaio):
-    def run(cloud, *args, check=True, json_out=True):
-        argv = [bin_path("openstack"), "--os-cloud", cloud, *args,
-                *(("-f", "json") if json_out else ())]
-        result = subprocess.run(argv, env=_osc_env(kaio), capture_output=True, text=True,
-                                timeout=240)
-        if check:
-            assert result.returncode == 0, (
-                f"{' '.join(argv)} exited {result.returncode}\n{result.stderr}\n"
-                f"{kaio.logs(15)}")
-            return json.loads(result.stdout) if json_out else result.stdout
-        return result
-    return run
 
 
 def test_openstack_cli_boots_from_a_typed_volume_attaches_lists_detaches(kaio, osc, token):

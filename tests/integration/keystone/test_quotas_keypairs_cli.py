@@ -8,11 +8,9 @@ instances quota of 30 must leave exactly 30 servers (the others 403).
 import concurrent.futures
 
 from tests.integration.clients.helpers import unique
-from tests.integration.keystone import test_clouds_yaml
 
 STORM, LIMIT = 40, 30
-# ``osc(cloud, *args)``: the openstack CLI with the all-in-one's clouds.yaml.
-osc = test_clouds_yaml.osc
+# ``osc(cloud, *args)`` (conftest.py): the openstack CLI with the all-in-one's clouds.yaml.
 
 
 def test_keypair_create_list_delete(osc):

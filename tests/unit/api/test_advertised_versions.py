@@ -34,7 +34,7 @@ import re
 
 import pytest
 
-from tests.unit.api.test_own_versions import _starts
+from tests.unit.api.handler_versions import version_starts
 from volumesvc.api import microversions as mv
 from volumesvc.api import representation, routes, validation
 from volumesvc.api.handlers import server_actions
@@ -114,7 +114,7 @@ class Starts:
     path: str
 
     def check(self, version):
-        assert version in _starts(_handler(self.method, self.path)), \
+        assert version in version_starts(_handler(self.method, self.path)), \
             f"{self.method} {self.path} does not change at {version}"
 
 

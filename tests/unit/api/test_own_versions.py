@@ -11,8 +11,9 @@ the version. Re-adding 2.105 therefore means naming its route or test here.
 import ast
 import pathlib
 
+from tests.unit.api.handler_versions import version_starts
 from volumesvc.api import microversions as mv
-from volumesvc.api import routes, versioned
+from volumesvc.api import routes
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
@@ -23,16 +24,6 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
     "2.107": ("route", "POST", "/v2.1/servers/<server_id>/os-volume_attachments"),
     "2.108": ("route", "POST", "/v2.1/servers/<server_id>/os-volume_attachments"),
 }
-
-
-def _starts(handler) -> set:
-    """Versions at which ``handler``'s behaviour or schemas change."""
-    starts = {low for kind in getattr(handler, "_schemas", {}).values()
-              for low, _high, _schema, _opts in kind}
-    key = getattr(handler, "versioned_key", None)
-    if key is not None:
-        starts.update(low for low, _high, _func in versioned.VERSIONED_METHODS[key])
-    return starts
 
 
 def _test_mentions(spec: str, version: str, name: str) -> bool:
@@ -63,7 +54,7 @@ def unserved(own_versions, served_by) -> list:
         elif evidence[0] == "route":
             _, method, path = evidence
             handler = routes.ROUTES.get(path, {}).get(method)
-            if handler is None or version not in _starts(handler):
+            if handler is None or version not in version_starts(handler):
                 problems.append(f"{text}: {method} {path} is not versioned at {text}")
         elif not _test_mentions(evidence[1], text, names[version]):
             problems.append(f"{text}: {evidence[1]} does not exist or does not use {text}")

@@ -6,6 +6,7 @@ import uuid
 import pytest
 
 from tests.fixtures import virt as virt_fixtures
+from tests.unit.virt import brick_helpers
 from volumesvc.conf import get_conf
 from volumesvc.virt import fake
 
@@ -55,3 +56,18 @@ def make_volume(tmp_path):
 @pytest.fixture
 def instance():
     return {"uuid": str(uuid.uuid4()), "memory_mb": 64, "vcpus": 1}
+
+
+@pytest.fixture
+def host_calls(monkeypatch, tmp_path):
+    """Doubles for connect/disconnect/extend of every connector class used here."""
+    device = tmp_path / "sdq"  # what os-brick would have found under /dev
+    device.write_bytes(b"")
+
+    def install(cls, path=str(device), new_size=2 * brick_helpers.GiB):
+        recorder = brick_helpers.Recorder
+        return {"connect": recorder({"type": "block", "path": path}).install(
+                    monkeypatch, cls, "connect_volume"),
+                "disconnect": recorder().install(monkeypatch, cls, "disconnect_volume"),
+                "extend": recorder(new_size).install(monkeypatch, cls, "extend_volume")}
+    return install, str(device)

@@ -8,66 +8,14 @@ sends to the domain's disk, is the product's code
 (doc/source/admin/storage-protocols.rst).
 """
 
-import copy
 import xml.etree.ElementTree as ET
 
 import pytest
-from os_brick.initiator.connectors import fibre_channel, iscsi, nvmeof, remotefs
+from os_brick.initiator.connectors import iscsi, remotefs
 
+from tests.unit.virt.brick_helpers import CONNECTIONS, VOL, GiB, connection_info
 from volumesvc import exception
 from volumesvc.virt.libvirt import volume
-
-VOL = "5f0a7e3c-8a4e-4d53-9d1e-0c6f3b1c2a11"
-GiB = 1 << 30
-
-CONNECTIONS = {
-    "iscsi": (iscsi.ISCSIConnector, {
-        "target_portal": "192.0.2.20:3260", "target_lun": 1, "target_discovered": False,
-        "target_iqn": "iqn.2010-10.org.openstack:volume-" + VOL, "auth_method": "CHAP",
-        "auth_username": "u", "auth_password": "p"}),
-    "fibre_channel": (fibre_channel.FibreChannelConnector, {
-        "target_wwn": ["500a098280feeba5"], "target_lun": 2, "target_discovered": False}),
-    "nvmeof": (nvmeof.NVMeOFConnector, {
-        "target_nqn": "nqn.2014-08.org.example:" + VOL, "vol_uuid": VOL,
-        "portals": [["192.0.2.21", 4420, "tcp"]]}),
-}
-
-
-class Recorder:
-    """Stands in for one host-touching connector method and records its calls."""
-
-    def __init__(self, result=None):
-        self.calls = []
-        self.result = result
-
-    def install(self, monkeypatch, cls, name):
-        recorder = self
-
-        def method(connector, *args, **kwargs):
-            # A copy: the caller adds device_path to the dict it passed afterwards.
-            recorder.calls.append((connector, copy.deepcopy(args), kwargs))
-            return recorder.result
-
-        monkeypatch.setattr(cls, name, method)
-        return self
-
-
-@pytest.fixture
-def host_calls(monkeypatch, tmp_path):
-    """Doubles for connect/disconnect/extend of every connector class used here."""
-    device = tmp_path / "sdq"  # what os-brick would have found under /dev
-    device.write_bytes(b"")
-
-    def install(cls, path=str(device), new_size=2 * GiB):
-        return {"connect": Recorder({"type": "block", "path": path}).install(
-                    monkeypatch, cls, "connect_volume"),
-                "disconnect": Recorder().install(monkeypatch, cls, "disconnect_volume"),
-                "extend": Recorder(new_size).install(monkeypatch, cls, "extend_volume")}
-    return install, str(device)
-
-
-def _info(kind, data):
-    return {"driver_volume_type": kind, "serial": VOL, "data": dict(data)}
 
 
 def _disk(driver, instance):
@@ -81,7 +29,7 @@ def test_block_protocol_connects_attaches_extends_and_disconnects(
     cls, data = CONNECTIONS[kind]
     install, device = host_calls
     calls = install(cls)
-    info = _info(kind, data)
+    info = connection_info(kind, data)
     driver.spawn(instance, None)
 
     driver.connect_volume(info)
@@ -109,7 +57,7 @@ def test_block_protocol_connects_attaches_extends_and_disconnects(
 def test_block_extend_tells_qemu_the_size_os_brick_found(driver, instance, host_calls):
     install, _device = host_calls
     calls = install(iscsi.ISCSIConnector, new_size=3 * GiB)
-    info = _info("iscsi", CONNECTIONS["iscsi"][1])
+    info = connection_info("iscsi", CONNECTIONS["iscsi"][1])
     driver.spawn(instance, None)
     driver.connect_volume(info)
     driver.attach_volume(info, instance, "/dev/sdb")
@@ -120,7 +68,7 @@ def test_block_extend_tells_qemu_the_size_os_brick_found(driver, instance, host_
 def test_block_extend_without_a_size_from_os_brick_fails(driver, instance, host_calls):
     install, _device = host_calls
     install(iscsi.ISCSIConnector, new_size=None)
-    info = _info("iscsi", CONNECTIONS["iscsi"][1])
+    info = connection_info("iscsi", CONNECTIONS["iscsi"][1])
     driver.spawn(instance, None)
     driver.connect_volume(info)
     driver.attach_volume(info, instance, "/dev/sdb")
@@ -136,13 +84,13 @@ def test_os_brick_failure_is_a_virt_driver_error(driver, monkeypatch):
 
     monkeypatch.setattr(iscsi.ISCSIConnector, "connect_volume", fail)
     with pytest.raises(exception.VirtDriverError, match="connecting ISCSI volume"):
-        driver.connect_volume(_info("iscsi", CONNECTIONS["iscsi"][1]))
+        driver.connect_volume(connection_info("iscsi", CONNECTIONS["iscsi"][1]))
 
 
 def test_connectors_follow_the_multipath_and_scan_options(conf):
     conf.set_override("volume_use_multipath", True, group="libvirt")
     conf.set_override("num_volume_scan_tries", 9, group="libvirt")
-    drv = volume.VolumeDrivers(conf).get(_info("iscsi", {}))
+    drv = volume.VolumeDrivers(conf).get(connection_info("iscsi", {}))
     assert drv.connector.use_multipath is True
     assert drv.connector.device_scan_attempts == 9
 
@@ -161,8 +109,8 @@ def test_nfs_is_mounted_by_os_brick_and_a_file_disk(conf, driver, instance, tmp_
             pass
 
     monkeypatch.setattr(remotefs.remotefs.RemoteFsClient, "mount", mount)
-    info = _info("nfs", {"export": "192.0.2.30:/srv/cinder", "name": f"volume-{VOL}",
-                         "options": "-o nconnect=4", "format": "raw"})
+    info = connection_info("nfs", {"export": "192.0.2.30:/srv/cinder", "name": f"volume-{VOL}",
+                           "options": "-o nconnect=4", "format": "raw"})
     driver.spawn(instance, None)
     driver.connect_volume(info)
     [(client, share, flags)] = mounts
@@ -186,17 +134,18 @@ def test_nfs_is_mounted_by_os_brick_and_a_file_disk(conf, driver, instance, tmp_
 
 
 def test_nfs_qcow2_format_reaches_the_disk(conf):
-    info = _info("nfs", {"export": "h:/e", "name": "v", "format": "qcow2",
-                         "device_path": "/mnt/x/v"})
+    info = connection_info("nfs", {"export": "h:/e", "name": "v", "format": "qcow2",
+                           "device_path": "/mnt/x/v"})
     disk = ET.fromstring(volume.VolumeDrivers(conf).get_config(info, "sdb").to_xml())
     assert disk.find("driver").get("type") == "qcow2"
 
 
 def _rbd(**data):
-    return _info("rbd", {"name": "volumes/volume-" + VOL, "hosts": ["192.0.2.40", "192.0.2.41"],
-                         "ports": ["6789", "3300"], "auth_enabled": True,
-                         "auth_username": "cinder", "secret_type": "ceph",
-                         "secret_uuid": "11111111-2222-3333-4444-555555555555", **data})
+    return connection_info("rbd", {
+        "name": "volumes/volume-" + VOL, "hosts": ["192.0.2.40", "192.0.2.41"],
+        "ports": ["6789", "3300"], "auth_enabled": True,
+        "auth_username": "cinder", "secret_type": "ceph",
+        "secret_uuid": "11111111-2222-3333-4444-555555555555", **data})
 
 
 def test_rbd_is_a_network_disk_with_no_host_connection(conf, driver, instance, monkeypatch):

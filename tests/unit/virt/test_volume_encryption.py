@@ -21,11 +21,11 @@ from os_brick.initiator.connectors import iscsi
 from os_brick.privileged import rootwrap
 from oslo_concurrency import processutils
 
-from tests.unit.virt import test_volume_brick as brick_tests
+from tests.unit.virt import brick_helpers
 from volumesvc import exception, keymgr
 from volumesvc.virt.libvirt import encryption
 
-VOL = brick_tests.VOL
+VOL = brick_helpers.VOL
 SYSTEM = "qemu:///system"
 KEY = bytes(range(32))
 HEX = binascii.hexlify(KEY).decode()
@@ -218,16 +218,13 @@ def cryptsetup(monkeypatch, tmp_path):
     return install
 
 
-#: the doubles of os-brick's host calls the other protocols' tests use
-host_calls = brick_tests.host_calls
-
 
 @pytest.fixture
-def iscsi_volume(host_calls):  # noqa: F811 - the fixture above
+def iscsi_volume(host_calls):
     """(connection info of an encrypted iSCSI volume, its device, the connector's calls)."""
     install, device = host_calls
     calls = install(iscsi.ISCSIConnector)
-    info = brick_tests._info("iscsi", {**brick_tests.CONNECTIONS["iscsi"][1],
+    info = brick_helpers.connection_info("iscsi", {**brick_helpers.CONNECTIONS["iscsi"][1],
                                        "encrypted": True})
     return info, device, calls
 
@@ -306,7 +303,7 @@ def test_a_second_server_on_the_host_reuses_the_open_mapping(driver, iscsi_volum
     crypt = cryptsetup()
     _open(driver, info)
     ran = len(crypt.commands)
-    second = brick_tests._info("iscsi", {**brick_tests.CONNECTIONS["iscsi"][1],
+    second = brick_helpers.connection_info("iscsi", {**brick_helpers.CONNECTIONS["iscsi"][1],
                                          "encrypted": True})
     _open(driver, second)
     assert len(calls["connect"].calls) == 2  # connected again, as every attach does
