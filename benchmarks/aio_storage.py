@@ -52,10 +52,10 @@ import urllib.parse
 import urllib.request
 
 from benchmarks import attach_storm, boot_storm
-from benchmarks import report as results
-from benchmarks import storm_metrics as metrics
-from benchmarks.allinone import free_port
-from benchmarks.storm_client import Client, boot_servers, check, log, run_script
+from benchmarks.lib import report as results
+from benchmarks.lib import storm_metrics as metrics
+from benchmarks.lib.allinone import free_port
+from benchmarks.lib.storm_client import Client, boot_servers, check, log, run_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GiB = 1 << 30

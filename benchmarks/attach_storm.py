@@ -28,10 +28,10 @@ import threading
 import time
 import urllib.request
 
-from benchmarks import report as results
-from benchmarks import storm_metrics as metrics
-from benchmarks import storm_report as report
-from benchmarks.storm_client import (
+from benchmarks.lib import report as results
+from benchmarks.lib import storm_metrics as metrics
+from benchmarks.lib import storm_report as report
+from benchmarks.lib.storm_client import (
     PSS_SETTLE,
     Client,
     Probe,
@@ -43,7 +43,7 @@ from benchmarks.storm_client import (
     self_cpu,
     settle_api,
 )
-from benchmarks.storm_stack import Stack
+from benchmarks.lib.storm_stack import Stack
 
 # --- setup: servers and volumes (not measured) ----------------------------------------------
 

@@ -28,10 +28,10 @@ import threading
 import time
 import urllib.parse
 
-from benchmarks import boot_report as report
-from benchmarks import report as results
-from benchmarks import storm_metrics as metrics
-from benchmarks.storm_client import (
+from benchmarks.lib import boot_report as report
+from benchmarks.lib import report as results
+from benchmarks.lib import storm_metrics as metrics
+from benchmarks.lib.storm_client import (
     Client,
     Probe,
     boot_servers,
@@ -42,7 +42,7 @@ from benchmarks.storm_client import (
     self_cpu,
     settle_api,
 )
-from benchmarks.storm_stack import Stack
+from benchmarks.lib.storm_stack import Stack
 
 VERSION = "2.67"
 VOLUME_TYPE = "gold"

@@ -41,9 +41,9 @@ import time
 import uuid
 
 from benchmarks import attach_storm
-from benchmarks import report as results
-from benchmarks import storm_metrics as metrics
-from benchmarks.storm_client import Client, boot_servers, check, list_servers, log, run_script
+from benchmarks.lib import report as results
+from benchmarks.lib import storm_metrics as metrics
+from benchmarks.lib.storm_client import Client, boot_servers, check, list_servers, log, run_script
 from volumesvc_aio import cluster as cluster_mod
 
 _TIMED = re.compile(r'"(GET|POST|PUT|DELETE) (\S+) HTTP/1\.[01]" status: (\d+)\s+len: \d+ '

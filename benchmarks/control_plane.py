@@ -34,11 +34,11 @@ import threading
 import time
 
 from benchmarks import attach_storm
-from benchmarks import report as results
-from benchmarks import storm_metrics as metrics
-from benchmarks.allinone import rabbit
-from benchmarks.storm_client import Client, boot_servers, idle_gets, log, run_script
-from benchmarks.storm_stack import HOST, START_TIMEOUT, Stack, wait_until
+from benchmarks.lib import report as results
+from benchmarks.lib import storm_metrics as metrics
+from benchmarks.lib.allinone import rabbit
+from benchmarks.lib.storm_client import Client, boot_servers, idle_gets, log, run_script
+from benchmarks.lib.storm_stack import HOST, START_TIMEOUT, Stack, wait_until
 
 #: Production heartbeats (``[DEFAULT] report_interval``), not the storm stack's 2 s.
 REPORT_INTERVAL = 10

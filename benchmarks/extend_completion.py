@@ -33,7 +33,7 @@ import time
 import urllib.error
 import urllib.request
 
-from benchmarks.allinone import free_port, wait_for
+from benchmarks.lib.allinone import free_port, wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 
-from benchmarks.allinone import guest_image
+from benchmarks.lib.allinone import guest_image
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

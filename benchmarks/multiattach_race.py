@@ -35,7 +35,7 @@ import time
 import urllib.error
 import urllib.request
 
-from benchmarks.allinone import wait_for
+from benchmarks.lib.allinone import wait_for
 from tests.fixtures.together import run_together
 
 TOKEN = "admin:admin"

@@ -25,7 +25,7 @@ import os
 import re
 import sys
 
-from benchmarks import report
+from benchmarks.lib import report
 
 # Nova's curve: dashed, beside ours (solid).
 NOVA_STYLE = {"linestyle": "--", "marker": "o"}

@@ -34,9 +34,9 @@ import subprocess
 import tempfile
 import time
 
-from benchmarks import report as results
-from benchmarks.allinone import wait_for
 from benchmarks.extend_completion import CINDER_VERSION, ROOT, Aio, _boot, _request
+from benchmarks.lib import report as results
+from benchmarks.lib.allinone import wait_for
 
 GiB = 1 << 30
 MiB = 1 << 20

@@ -8,7 +8,8 @@ how the report judges agreement with Cinder's ``in-use``.
 
 import threading
 
-from benchmarks import attach_storm, storm_report
+from benchmarks import attach_storm
+from benchmarks.lib import storm_report
 
 
 class ScriptedAPI:

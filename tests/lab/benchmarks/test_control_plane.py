@@ -1,7 +1,7 @@
 """The control-plane benchmark's bookkeeping: queue listings, host chunks, its table."""
 
 from benchmarks import control_plane
-from benchmarks.storm_stack import HOST
+from benchmarks.lib.storm_stack import HOST
 
 
 def test_queue_listing_is_parsed_and_noise_ignored():

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from benchmarks import plots
-from benchmarks import storm_report as attach_report
+from benchmarks.lib import storm_report as attach_report
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(plots.__file__)))
 ATTACH = os.path.join(REPO, "benchmarks/results/2026-12-01-attach-storm.md")

@@ -14,8 +14,9 @@ import sys
 
 import pytest
 
-from benchmarks import attach_storm, boot_report, boot_storm, report
-from benchmarks.storm_client import Client, Probe
+from benchmarks import attach_storm, boot_storm
+from benchmarks.lib import boot_report, report
+from benchmarks.lib.storm_client import Client, Probe
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 SCRIPTS = ["attach_storm", "boot_storm", "extend_completion", "multiattach_race",

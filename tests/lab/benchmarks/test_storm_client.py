@@ -7,7 +7,7 @@ went on.
 
 import pytest
 
-from benchmarks.storm_client import Client
+from benchmarks.lib.storm_client import Client
 
 
 class _Answers(Client):

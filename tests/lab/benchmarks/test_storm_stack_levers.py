@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
-from benchmarks import attach_storm, storm_stack
-from benchmarks.allinone import priority
+from benchmarks import attach_storm
+from benchmarks.lib import storm_stack
+from benchmarks.lib.allinone import priority
 from tests.fixtures import virt as virt_fixtures
 from volumesvc import binaries
 

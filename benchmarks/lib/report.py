@@ -11,9 +11,10 @@ not replace a figure by itself.
 import os
 import re
 
-from benchmarks.storm_metrics import percentile
+from benchmarks.lib.storm_metrics import percentile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+# benchmarks/, where the results and their README live.
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(HERE, "results")
 README = os.path.join(HERE, "README.md")
 INDEX_START = "<!-- results index -->"

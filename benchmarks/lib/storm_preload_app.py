@@ -1,8 +1,9 @@
 """Experiment only: the API app loaded once in the gunicorn master (``--preload``).
 
-``attach_storm --api-preload`` runs ``gunicorn --preload benchmarks.storm_preload_app:application``
-instead of ``volumesvc-api`` to measure what sharing the imported code between the
-sync workers would save in PSS. The collaborators (database engine, RPC transport,
+``attach_storm --api-preload`` runs ``gunicorn --preload
+benchmarks.lib.storm_preload_app:application`` instead of ``volumesvc-api``
+to measure what sharing the imported code between the sync workers would
+save in PSS. The collaborators (database engine, RPC transport,
 Cinder/Glance sessions) stay lazy (``api/deps.py``), so no socket is opened before the
 fork; only their modules are imported here. The config comes from
 ``$VOLUMESVC_CONFIG_FILE``.

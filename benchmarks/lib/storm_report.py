@@ -2,12 +2,12 @@
 
 import os
 
-from benchmarks import report
-from benchmarks.report import goal as _goal
-from benchmarks.report import lat as _lat
-from benchmarks.report import millis as _ms
-from benchmarks.report import num as _s
-from benchmarks.storm_metrics import percentile
+from benchmarks.lib import report
+from benchmarks.lib.report import goal as _goal
+from benchmarks.lib.report import lat as _lat
+from benchmarks.lib.report import millis as _ms
+from benchmarks.lib.report import num as _s
+from benchmarks.lib.storm_metrics import percentile
 
 # Nova's same-day figures (doc/source/contributor/performance.rst): (delay, microversion,
 # N) -> Nova 34 on this machine kind:

@@ -26,7 +26,7 @@ import uuid
 
 import sqlalchemy as sa
 
-from benchmarks.allinone import (
+from benchmarks.lib.allinone import (
     CinderHarness,
     GlanceHarness,
     ProcessGroup,
@@ -36,18 +36,18 @@ from benchmarks.allinone import (
     system,
     wait_for,
 )
-from benchmarks.allinone import config as aio_config
+from benchmarks.lib.allinone import config as aio_config
 from tests.fixtures import database as db_fixtures
 from tests.fixtures import virt as virt_fixtures
 
 START_TIMEOUT = 240.0
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOST = "storm-compute"
 #: The compute's driver: the slow host of the tests (a package.module:Class path,
 #: importable from the repository root on the compute's PYTHONPATH).
 SLOW_DRIVER = f"{virt_fixtures.__name__}:{virt_fixtures.SlowReserveDriver.__name__}"
 #: The gunicorn app of ``--api-preload`` (also importable from the repository root).
-PRELOAD_APP = "benchmarks.storm_preload_app:application"
+PRELOAD_APP = "benchmarks.lib.storm_preload_app:application"
 
 
 class _Cinder(CinderHarness):

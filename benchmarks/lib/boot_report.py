@@ -1,10 +1,10 @@
 """Tables for the boot storm: console lines, Markdown block, its results file."""
 
-from benchmarks import report
-from benchmarks.report import goal as _goal
-from benchmarks.report import lat as _lat
-from benchmarks.report import num as _s
-from benchmarks.storm_metrics import percentile
+from benchmarks.lib import report
+from benchmarks.lib.report import goal as _goal
+from benchmarks.lib.report import lat as _lat
+from benchmarks.lib.report import num as _s
+from benchmarks.lib.storm_metrics import percentile
 
 # Nova's same-day figures for the boot-from-volume storm with a volume type
 # (doc/source/contributor/performance.rst; Nova 34, 4 sync API workers): N -> (POST
