@@ -41,6 +41,10 @@ LOG = logging.getLogger(__name__)
 _driver_instance = compute_instances.driver_instance
 
 
+# started_work kind: a swap or rebuild this process was asked for (keyed by server).
+TASK = "task"
+
+
 def _with_status(bdm, status):
     """The BDM as a notification shows it after the phase (API 2.106 status)."""
     return dict(bdm, attach_status=status)
@@ -80,8 +84,9 @@ class ComputeManager:
         self._build_slots = (threading.BoundedSemaphore(limit) if limit
                              else contextlib.nullcontext())
         # What a dead process of this compute left in a task, ended at start.
-        interrupted = {task_states.SWAPPING_VOLUME: self.swapper.recover,
-                       **dict.fromkeys(rebuild_mod.REBUILD_TASKS, self.rebuilder.recover)}
+        interrupted = {task_states.SWAPPING_VOLUME: self._dead_task(self.swapper.recover),
+                       **dict.fromkeys(rebuild_mod.REBUILD_TASKS,
+                                       self._dead_task(self.rebuilder.recover))}
         self.reconciler = reconcile_runner.ReconcileRunner(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
@@ -90,6 +95,23 @@ class ComputeManager:
         self.reaper = running_deleted.RunningDeletedReaper(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             lock=self._lock)
+
+    def _dead_task(self, recover):
+        """``recover`` for a server whose task this process was never asked for.
+
+        The start-up pass runs again from a watch when no conductor
+        answered at first; by then a swap or rebuild cast to this process
+        may be waiting for the instance lock, and its task is not a dead
+        process's to end.
+        """
+        def recover_if_dead(context, instance):
+            if started_work.StartedWork.key(TASK, instance["uuid"]) in self.started:
+                return
+            recover(context, instance)
+        return recover_if_dead
+
+    def _own_task(self, instance):
+        self.started.start(started_work.StartedWork.key(TASK, instance["uuid"]))
 
     # -- process lifecycle ---------------------------------------------------
 
@@ -457,6 +479,7 @@ class ComputeManager:
     def swap_volume(self, context, *, instance, old_volume_id, new_volume_id,
                     new_attachment_id):
         """Copy the disk onto the new volume (``compute/swap.py``); failures are reported there."""
+        self._own_task(instance)
         with self._lock(instance["uuid"]):
             try:
                 self.swapper.swap(context, instance, old_volume_id=old_volume_id,
@@ -470,6 +493,7 @@ class ComputeManager:
     def rebuild_instance(self, context, *, instance, image_ref, reimage,
                          preserve_ephemeral=False):
         """Recreate the domain from the root volume (``compute/rebuild.py``)."""
+        self._own_task(instance)
         with self._lock(instance["uuid"]):
             self.rebuilder.rebuild(context, instance, image_ref=image_ref, reimage=reimage,
                                    preserve_ephemeral=preserve_ephemeral)

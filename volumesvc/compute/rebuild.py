@@ -43,7 +43,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import exception
-from volumesvc.compute import encryption, started_work
+from volumesvc.compute import encryption
 from volumesvc.compute import events as events_mod
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import volumes as boot_volumes
@@ -59,8 +59,6 @@ STATUS_POLL_SECONDS = 2.0
 # The task states of a rebuild on its compute, in order.
 REBUILD_TASKS = (task_states.REBUILDING, task_states.REBUILD_BLOCK_DEVICE_MAPPING,
                  task_states.REBUILD_SPAWNING)
-# started_work key kind: a rebuild this compute process was asked for.
-REBUILD = "rebuild"
 
 
 def root_bdm(bdms):
@@ -109,8 +107,6 @@ class Rebuilder:
         self.cinder = lifecycle.cinder
         self.glance = lifecycle.glance
         self.waiters = waiters
-        # Servers this process was asked to rebuild: their task is not a dead process's.
-        self.received = started_work.StartedWork()
 
     def _update(self, context, uuid, values, expected=None):
         return compute_instances.update_instance(self.conductor, context, uuid, values, expected)
@@ -123,7 +119,6 @@ class Rebuilder:
         """
         uuid = instance["uuid"]
         was_stopped = instance.get("vm_state") == vm_states.STOPPED
-        self.received.start(started_work.StartedWork.key(REBUILD, uuid))
 
         def work(bdms):
             # NOTE: the task is still ours (a compute restarted meanwhile may
@@ -245,14 +240,12 @@ class Rebuilder:
         """End a rebuild a dead process of this compute left: ERROR with a fault.
 
         Called by the reconciliation at start (instance lock held), before
-        it reconciles the server's volumes. A rebuild this process was
-        asked for is its own and left alone. Nothing is resumed: how far
-        the dead rebuild got (domain destroyed, root reimaged) is not
-        recorded, and the server's owner decides whether to rebuild again.
+        it reconciles the server's volumes; never for a rebuild this process
+        was asked for (``ComputeManager``). Nothing is resumed: how far the
+        dead rebuild got (domain destroyed, root reimaged) is not recorded,
+        and the server's owner decides whether to rebuild again.
         """
         uuid = instance["uuid"]
-        if started_work.StartedWork.key(REBUILD, uuid) in self.received:
-            return
         failure = exception.RebuildInterrupted(instance_uuid=uuid, host=self.conf.host,
                                                task_state=instance.get("task_state"))
         try:
