@@ -85,6 +85,9 @@ def test_a_compute_killed_during_the_reimage_ends_the_rebuild_and_keeps_the_root
     no_leaks(aio, cinder, server_id)
     (attached,) = cinder.volumes.get(root_id).attachments
     assert attached["server_id"] == server_id
+    log = rebuild_compute.log()
+    assert f"Instance {server_id} was rebuilding" in log
+    assert f"Connected root volume {root_id} of {server_id} again" in log
 
     # Nothing was left half-made: the same rebuild goes through now.
     _rebuild(aio, server_id, image_id)

@@ -393,6 +393,18 @@ def swap_compute(aio, nova):
         compute.remove(lambda server_id: delete_server_quietly(nova, server_id))
 
 
+def boot_on_host(aio, nova, host, prefix):
+    """A server on ``host`` (2.74) booted from a blank 1 GiB rbd volume, once ACTIVE."""
+    status, body, _ = compute_http(aio, "POST", "/servers", {"server": {
+        "name": unique(prefix), "flavorRef": "42", "networks": "none",
+        "host": host, "block_device_mapping_v2": [{
+            "source_type": "blank", "destination_type": "volume", "volume_size": 1,
+            "volume_type": "rbd", "boot_index": 0, "delete_on_termination": True}]}},
+        version="2.74")
+    assert status == 202, body
+    return wait_server(nova, body["server"]["id"], aio=aio)
+
+
 def task_state(nova, server_id):
     return getattr(nova.servers.get(server_id), "OS-EXT-STS:task_state")
 
@@ -410,15 +422,7 @@ def test_a_compute_killed_mid_copy_leaves_the_guest_on_its_old_volume(
     its BDM. A retype afterwards moves the volume as usual.
     """
     swap_compute.start()
-    status, body, _ = compute_http(aio, "POST", "/servers", {"server": {
-        "name": unique("swap-kill"), "flavorRef": "42", "networks": "none",
-        "host": swap_compute.host, "block_device_mapping_v2": [{
-            "source_type": "blank", "destination_type": "volume", "volume_size": 1,
-            "volume_type": "rbd", "boot_index": 0, "delete_on_termination": True}]}},
-        version="2.74")
-    assert status == 202, body
-    server_id = body["server"]["id"]
-    wait_server(nova, server_id, aio=aio)
+    server_id = boot_on_host(aio, nova, swap_compute.host, "swap-kill").id
     volume = volume_from_image(cinder, created, payload[0], "file")
     old_path = volume_file(aio, cinder, volume.id)
     device = attach(aio, cinder, server_id, volume.id)
