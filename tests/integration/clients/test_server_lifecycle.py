@@ -16,14 +16,18 @@ import pytest
 
 from tests.integration.clients.helpers import (
     attached_volume_ids,
+    compute_http,
     delete_server_quietly,
     delete_volume_quietly,
+    domain_disks,
     unique,
     wait_server,
+    wait_until,
     wait_volume,
 )
-from tests.integration.clients.test_volume_attachments import _domain_disks, _http, _wait
 from tests.integration.conftest import bin_path
+
+_http, _domain_disks, _wait = compute_http, domain_disks, wait_until
 
 
 def _qemu_running(server_id):
