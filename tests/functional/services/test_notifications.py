@@ -108,3 +108,25 @@ def test_failures_carry_nova_fault_payloads(stack, samples, server):
     create_error = _checked(stack, samples, "instance.create.error")
     assert create_error["uuid"] == failed and create_error["state"] == "error"
     assert "multiattach" in _data(create_error["fault"])["exception_message"].lower()
+
+
+def test_the_comparison_reports_what_differs_from_nova_s(stack, samples, server):
+    """The check the other tests rely on fails on each kind of difference."""
+    import copy
+
+    (payload,) = stack.wait(lambda: stack.notifier.of("instance.create.end"), what="end")
+    assert samples.payload_problems("instance.create.end", payload) == []
+    changed = copy.deepcopy(payload)
+    data = _data(changed)
+    data["volume_type"] = "gold"
+    del data["keypairs"]
+    data["locked"] = "no"
+    _data(data["flavor"])["name"] = None
+    data["flavor"]["nova_object.version"] = "1.3"
+    assert sorted(samples.payload_problems("instance.create.end", changed)) == sorted([
+        "payload.flavor: nova_object.version 1.3 != 1.4",
+        "payload.flavor.name: null where Nova's field is not nullable",
+        "payload.keypairs: missing (InstanceCreatePayload)",
+        "payload.locked: str where Nova's is boolean",
+        "payload.volume_type: not in Nova's InstanceCreatePayload",
+    ])
