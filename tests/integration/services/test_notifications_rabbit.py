@@ -23,6 +23,7 @@ import sqlalchemy as sa
 
 import volumesvc_aio as harness
 from tests.fixtures import nova_samples
+from tests.integration.services.test_attach_resilience import _boot
 from volumesvc.context import RequestContext
 
 EVENTS = [f"instance.{action}.{phase}" for action in
@@ -81,22 +82,9 @@ def _queue_exists(conn):
             pass
 
 
-def _server(dep):
-    status, body = dep.request("POST", "/servers", {"server": {
-        "name": "notified", "flavorRef": "42", "networks": "none",
-        "block_device_mapping_v2": [{"source_type": "blank", "destination_type": "volume",
-                                     "boot_index": 0, "volume_size": 1,
-                                     "delete_on_termination": True}]}}, version="2.67")
-    assert status == 202, (body, dep.logs())
-    server_id = body["server"]["id"]
-
-    def active():
-        _, show = dep.request("GET", f"/servers/{server_id}")
-        assert show["server"]["status"] != "ERROR", (show, dep.logs())
-        return show["server"]["status"] == "ACTIVE" and not show["server"][
-            "OS-EXT-STS:task_state"]
-    _wait(active, "server ACTIVE")
-    return server_id, active
+def _idle(dep, server_id):
+    _, show = dep.request("GET", f"/servers/{server_id}")
+    return show["server"]["status"] == "ACTIVE" and not show["server"]["OS-EXT-STS:task_state"]
 
 
 def _mark_migration(cinder_harness, old_id, new_id):
@@ -117,7 +105,7 @@ def test_boot_attach_swap_detach_notifications_match_nova_s_samples(
     dep = deployment
     samples = nova_samples.samples()
     harness.wait_for(lambda: dep.compute_state() == "up", 60, what="compute up")
-    server_id, idle = _server(dep)
+    server_id = _boot(dep)
     ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True, roles=["admin"])
     volume = cinder_api.create(ctx, 1, "notified", "")
     new = cinder_api.create(ctx, 1, "notified-new", "")
@@ -137,7 +125,7 @@ def test_boot_attach_swap_detach_notifications_match_nova_s_samples(
     assert status == 202, body
     _wait(lambda: cinder_api.get(ctx, volume["id"]).get("migration_status") == "success",
           "Cinder's migration completed")
-    _wait(idle, "swap done")
+    _wait(lambda: _idle(dep, server_id), "swap done")
 
     status, body = dep.request("DELETE",
                                f"/servers/{server_id}/os-volume_attachments/{volume['id']}")
