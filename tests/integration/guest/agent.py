@@ -5,7 +5,8 @@ agent reacts to what the service does to its disks instead of to commands.
 Once a second it looks at every disk; at a fixed sector (``MARK_SECTOR``,
 past the starter image's 20 MiB, inside any 1 GiB volume) it finds
 
-* zeros: it writes ``VSMARK <random uuid>`` there, syncs, and prints
+* no mark (zeros, or the noise a new encrypted volume decrypts to): it
+  writes ``VSMARK <random uuid>`` there, syncs, and prints
   ``VSGUEST-TEST wrote ...``. It tries once per disk: when the write is
   refused (a read-only disk) it prints ``VSGUEST-TEST write-refused ...``
   and looks again at every pass, with the page cache dropped, so that
@@ -72,7 +73,9 @@ agent_pass() {
         "VSMARK "*)
             say "read round=$round name=$name serial=$serial mark=${head#VSMARK }"
             echo "$head" > "$state" ;;
-        "")
+        *)
+            # Zeros, or noise: what a new encrypted volume shows (its never
+            # written ciphertext decrypts to noise) is as blank as zeros.
             # One try per disk, read-only or not: a refused write is what a
             # read-only attachment must give.
             if [ -z "$known" ]; then
@@ -87,8 +90,6 @@ agent_pass() {
                     echo failed > "$state"
                 fi
             fi ;;
-        *)
-            echo other > "$state" ;;
         esac
     done
 }
