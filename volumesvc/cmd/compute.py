@@ -28,6 +28,9 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
 
         notifier = notifications.get_notifier(conf, f"{binaries.COMPUTE}:{conf.host}")
     metrics = compute_metrics.ComputeMetrics()
+    pacing = getattr(cinder, "pacing", None)  # the real adapter's; test doubles have none
+    if pacing is not None:
+        pacing.register_metrics(metrics.registry)
     mgr = manager.ComputeManager(
         conf, driver=metrics.timed_driver(driver or virt.load_driver(conf)),
         conductor=conductor, cinder=metrics.timed_cinder(cinder), notifier=notifier,

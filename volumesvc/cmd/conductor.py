@@ -31,11 +31,15 @@ def build_service(conf, transport=None, *, cinder=None):
 
     from volumesvc.conductor import rpcapi as conductor_rpcapi
 
+    service_metrics = metrics.ServiceMetrics()
+    pacing = getattr(cinder, "pacing", None)  # the real adapter's; test doubles have none
+    if pacing is not None:
+        pacing.register_metrics(service_metrics.registry)
     return service.RPCService(
         conf, binary=binaries.CONDUCTOR, topic=conf.conductor.topic,
         manager=mgr, transport=transport, heartbeat=heartbeat, owns_transport=owns_transport,
         extra_topics=(conductor_rpcapi.persistence_topic(conf),),
-        metrics=metrics.ServiceMetrics(), metrics_address=(
+        metrics=service_metrics, metrics_address=(
             (conf.metrics.conductor_listen_host, conf.metrics.conductor_listen_port)
             if conf.metrics.enabled else None))
 

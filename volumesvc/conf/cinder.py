@@ -129,6 +129,39 @@ Related options:
 
 * ``attachment_reserve_interval``
 """),
+    cfg.IntOpt(
+        "max_concurrent_calls",
+        default=16,
+        min=0,
+        help="""
+Most calls to Cinder that change an attachment or create a volume one
+volumesvc process (a compute or a conductor) has in flight at once. The
+bound the process actually uses starts at 4 and follows Cinder's latency:
+it grows while calls answer quickly and shrinks as they slow down or as
+Cinder answers with a 5xx, so that a storm queues inside volumesvc (the
+attachment shows ``attaching``) instead of inside Cinder, whose API gives up
+on its volume service after its own RPC timeout. 0 sends every call at once.
+The ``volumesvc_cinder_pacing_*`` metrics show the bound, the calls in
+flight and those waiting (doc/source/admin/monitoring.rst).
+
+Related options:
+
+* ``pacing_wait_timeout``
+"""),
+    cfg.IntOpt(
+        "pacing_wait_timeout",
+        default=600,
+        min=1,
+        help="""
+Seconds a call to Cinder may wait for its turn under ``max_concurrent_calls``
+before it fails as a Cinder connection failure (the attach or boot then
+fails and is undone as when Cinder does not answer). Keep it above the time
+the largest expected storm needs to pass through Cinder.
+
+Related options:
+
+* ``max_concurrent_calls``
+"""),
     cfg.FloatOpt(
         "snapshot_undo_timeout",
         default=60.0,

@@ -31,6 +31,7 @@ from oslo_log import log as logging
 
 from volumesvc import exception
 from volumesvc.common import keystone
+from volumesvc.volume import pacing
 
 LOG = logging.getLogger(__name__)
 
@@ -85,6 +86,36 @@ def translate(not_found=None, id_arg="resource_id"):
     return decorator
 
 
+def overloaded(exc) -> bool:
+    """Did ``exc`` say Cinder could not keep up? By type and status only, never by text.
+
+    A 5xx (Cinder's API gave up on its volume service, or failed) or no
+    answer at all; a 4xx is the request's own fault and says nothing about
+    load.
+    """
+    if isinstance(exc, (ks_exception.ConnectionError, cinder_exception.ConnectionError)):
+        return True
+    code = getattr(exc, "code", None)
+    return (isinstance(exc, cinder_exception.ClientException) and isinstance(code, int)
+            and code >= 500)
+
+
+def paced(what):
+    """Run the wrapped call in one of the process's places for Cinder calls (``pacing``).
+
+    Inside :func:`translate`, so the bound sees cinderclient's own errors
+    (a 5xx or no answer halves it) and a call that waited too long for its
+    turn leaves as :class:`pacing.PacingTimeout`, a Cinder connection failure.
+    """
+    def decorator(func):
+        @functools.wraps(func)
+        def wrapper(self, context, *args, **kwargs):
+            with self.pacing.slot(what):
+                return func(self, context, *args, **kwargs)
+        return wrapper
+    return decorator
+
+
 def _to_dict(resource):
     if resource is None or isinstance(resource, dict):
         return resource
@@ -97,6 +128,14 @@ class CinderAPI(keystone.SessionFromConf):
     _GROUP = "cinder"
     # Set once the missing [service_user] auth_type has been logged.
     _service_auth_missing_logged = False
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        # Back-pressure on what this process sends Cinder (volume/pacing.py):
+        # one bound per process, as there is one CinderAPI per process.
+        self.pacing = pacing.Pacing(maximum=conf.cinder.max_concurrent_calls,
+                                    wait_timeout=conf.cinder.pacing_wait_timeout,
+                                    overloaded=overloaded)
 
     # -- plumbing --------------------------------------------------------------
     def _endpoint(self, context, microversion):
@@ -213,6 +252,7 @@ class CinderAPI(keystone.SessionFromConf):
         return [_to_dict(v) for v in volumes]
 
     @translate(exception.SnapshotNotFound, "snapshot_id")
+    @paced("volume create")
     def create(self, context, size, name, description, volume_type=None,
                snapshot_id=None, image_id=None, availability_zone=None, metadata=None):
         """Create a volume; 404 can only be about the snapshot (types are 400 in Cinder)."""
@@ -325,6 +365,7 @@ class CinderAPI(keystone.SessionFromConf):
         return attachment
 
     @translate(exception.VolumeNotFound, "volume_id")
+    @paced("attachment create")
     def attachment_create(self, context, volume_id, instance_uuid, connector=None,
                           mountpoint=None, mode=None):
         """Reserve the volume for ``instance_uuid`` (connector None) or connect it now.
@@ -385,6 +426,7 @@ class CinderAPI(keystone.SessionFromConf):
         return [v.id for v in volumes]
 
     @translate(exception.VolumeAttachmentNotFound, "attachment_id")
+    @paced("attachment update")
     def attachment_update(self, context, attachment_id, connector, mountpoint=None):
         """Give Cinder our connector; return the connection_info (with attachment_id)."""
         attachment = self.client(context, MV_ATTACHMENTS, service=True).attachments.update(
@@ -392,10 +434,12 @@ class CinderAPI(keystone.SessionFromConf):
         return self._attachment(attachment).get("connection_info") or {}
 
     @translate(exception.VolumeAttachmentNotFound, "attachment_id")
+    @paced("attachment complete")
     def attachment_complete(self, context, attachment_id):
         self.client(context, MV_ATTACHMENTS, service=True).attachments.complete(attachment_id)
 
     @translate(exception.VolumeAttachmentNotFound, "attachment_id")
+    @paced("attachment delete")
     def attachment_delete(self, context, attachment_id):
         """Delete as the compute service: up to 5 tries on 500/504; 404 only warns."""
         attempt = 0
