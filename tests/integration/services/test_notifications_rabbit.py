@@ -23,7 +23,7 @@ import sqlalchemy as sa
 
 import volumesvc_aio as harness
 from tests.fixtures import nova_samples
-from tests.integration.services.test_attach_resilience import _boot
+from tests.integration.services.test_attach_resilience import _boot, _wait
 from volumesvc.context import RequestContext
 
 EVENTS = [f"instance.{action}.{phase}" for action in
@@ -41,10 +41,6 @@ def deployment(make_deployment, cinder_harness):
         [oslo_messaging_notifications]
         driver = messagingv2
         """)
-
-
-def _wait(predicate, what, timeout=120):
-    return harness.wait_for(predicate, timeout, what=what, interval=0.5)
 
 
 def _messages(transport_url, wanted, timeout=120):
