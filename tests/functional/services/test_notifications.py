@@ -130,3 +130,20 @@ def test_the_comparison_reports_what_differs_from_nova_s(stack, samples, server)
         "payload.locked: str where Nova's is boolean",
         "payload.volume_type: not in Nova's InstanceCreatePayload",
     ])
+
+
+def test_power_and_delete_notifications_match_nova_s_too(stack, samples, server):
+    """Every other instance event the compute sends has Nova's payload for its type."""
+    for action, status in (("os-stop", "SHUTOFF"), ("os-start", "ACTIVE")):
+        stack.api("POST", f"/servers/{server}/action", {action: None}, token=TOKEN,
+                  status=202)
+        stack.wait_for_server_status(server, [status])
+    stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
+    stack.wait_for_server_gone(server)
+    stopped = _checked(stack, samples, "instance.power_off.end")
+    assert (stopped["state"], stopped["power_state"]) == ("stopped", "shutdown")
+    assert _checked(stack, samples, "instance.power_on.end")["power_state"] == "running"
+    assert _checked(stack, samples, "instance.delete.end")["state"] == "deleted"
+    for event_type in ("instance.power_off.start", "instance.power_on.start",
+                       "instance.delete.start"):
+        _checked(stack, samples, event_type)
