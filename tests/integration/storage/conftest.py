@@ -7,15 +7,26 @@ below (``aio``, ``nova``, ``cinder``, ``created``) give each module its own
 clients and its own list of what to delete at its end.
 """
 
+import hashlib
+import json
+import os
+import urllib.request
+
 import pytest
 
 from tests.integration.clients.helpers import (
     cinder_client,
     delete_server_quietly,
     delete_volume_quietly,
+    glance_delete,
     nova_client,
     running_aio,
+    unique,
 )
+from tests.integration.storage.proofs import MiB
+
+# Random bytes: no hole, no zero block QEMU could skip, none the same as another.
+PAYLOAD_BYTES = 64 * MiB
 
 
 @pytest.fixture(scope="session")
@@ -51,3 +62,26 @@ def created(nova, cinder):
         delete_server_quietly(nova, server_id)
     for volume_id in made["volumes"]:
         delete_volume_quietly(cinder, volume_id)
+
+
+@pytest.fixture(scope="module")
+def payload(aio):
+    """A public raw Glance image of random bytes: (image id, its bytes' SHA-256, its size)."""
+    data = os.urandom(PAYLOAD_BYTES)
+
+    def request(method, path, body=None, content_type="application/json"):
+        req = urllib.request.Request(aio.image_url + path, data=body, method=method,
+                                     headers={"Content-Type": content_type})
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            raw = resp.read()
+            return json.loads(raw) if raw else None
+
+    image = request("POST", "/v2/images", json.dumps({
+        "name": unique("swap-payload"), "disk_format": "raw", "container_format": "bare",
+        "visibility": "public"}).encode())
+    try:
+        request("PUT", f"/v2/images/{image['id']}/file", data,
+                content_type="application/octet-stream")
+        yield image["id"], hashlib.sha256(data).hexdigest(), len(data)
+    finally:
+        glance_delete(aio, image["id"])

@@ -29,12 +29,12 @@ from tests.integration.clients.helpers import (
     wait_volume,
     wait_volume_gone,
 )
+from tests.integration.storage.proofs import SYSTEM_URI
 from volumesvc_aio import ceph as ceph_mod
 
 pytestmark = pytest.mark.integration
 
 GiB = 1 << 30
-SYSTEM_URI = "qemu:///system"
 
 
 def rbd(aio, *args):

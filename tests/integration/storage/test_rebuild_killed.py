@@ -27,16 +27,15 @@ from tests.integration.clients.helpers import (
     wait_until,
     wait_volume,
 )
-from tests.integration.storage.test_aio_rbd import root_volume_id
-from tests.integration.storage.test_swap_real import (  # noqa: F401 - payload is a fixture
+from tests.integration.storage.proofs import (
     boot_on_host,
     live_disk_sources,
     no_leaks,
-    payload,
     rbd_image,
     sha256_of_rbd,
     task_state,
 )
+from tests.integration.storage.test_aio_rbd import root_volume_id
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +60,7 @@ def _rebuild(aio, server_id, image_id):
 
 
 def test_a_compute_killed_during_the_reimage_ends_the_rebuild_and_keeps_the_root_volume(
-        aio, nova, cinder, payload, rebuild_compute):  # noqa: F811 - the fixture
+        aio, nova, cinder, payload, rebuild_compute):
     image_id, digest, size = payload
     rebuild_compute.start()
     server = boot_on_host(aio, nova, rebuild_compute.host, "rebuild-kill")

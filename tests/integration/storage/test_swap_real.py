@@ -28,12 +28,9 @@ restarts it: the guest keeps its old volume, Cinder's migration ends in
 
 import glob
 import hashlib
-import json
 import os
 import signal
-import subprocess
 import time
-import urllib.request
 
 import pytest
 
@@ -42,49 +39,31 @@ from tests.integration.clients.helpers import (
     SERVER_TIMEOUT,
     compute_http,
     delete_server_quietly,
-    glance_delete,
     unique,
-    wait_server,
     wait_until,
     wait_volume,
     wait_volume_gone,
 )
-from tests.integration.storage.test_aio_rbd import SYSTEM_URI, attachment, boot, detach, rbd
-from volumesvc_aio import ceph as ceph_mod
+from tests.integration.storage.proofs import (
+    SYSTEM_URI,
+    MiB,
+    boot_on_host,
+    live_disk_sources,
+    name_id,
+    no_leaks,
+    rbd_image,
+    sha256_of_rbd,
+    task_state,
+)
+from tests.integration.storage.test_aio_rbd import attachment, boot, detach, rbd
 
 pytestmark = pytest.mark.integration
 
-MiB = 1 << 20
-# Random bytes: no hole, no zero block QEMU could skip, none the same as another.
-PAYLOAD_BYTES = 64 * MiB
 # MiB/s of the throttled copy: QEMU copies its first buffer (16 MiB) at once,
 # the remaining 48 MiB take about 48 s, time to look at the copy and to kill.
 KILL_BANDWIDTH = 1
 MIGRATION_TIMEOUT = 300
 PERIODIC_RECONCILE = "ComputeManager._reconcile_dangling_attachments"
-
-
-@pytest.fixture(scope="module")
-def payload(aio):
-    """A public raw Glance image of random bytes: (image id, its bytes' SHA-256, its size)."""
-    data = os.urandom(PAYLOAD_BYTES)
-
-    def request(method, path, body=None, content_type="application/json"):
-        req = urllib.request.Request(aio.image_url + path, data=body, method=method,
-                                     headers={"Content-Type": content_type})
-        with urllib.request.urlopen(req, timeout=120) as resp:
-            raw = resp.read()
-            return json.loads(raw) if raw else None
-
-    image = request("POST", "/v2/images", json.dumps({
-        "name": unique("swap-payload"), "disk_format": "raw", "container_format": "bare",
-        "visibility": "public"}).encode())
-    try:
-        request("PUT", f"/v2/images/{image['id']}/file", data,
-                content_type="application/octet-stream")
-        yield image["id"], hashlib.sha256(data).hexdigest(), len(data)
-    finally:
-        glance_delete(aio, image["id"])
 
 
 @pytest.fixture(scope="module")
@@ -96,16 +75,6 @@ def server(aio, nova, created):
 
 
 # -- what the storage says ----------------------------------------------------------------
-
-def name_id(cinder, volume_id):
-    """The id Cinder's drivers name the volume's data after (another one after a migration)."""
-    volume = cinder.volumes.get(volume_id)
-    return getattr(volume, "os-vol-mig-status-attr:name_id", None) or volume_id
-
-
-def rbd_image(cinder, volume_id):
-    return f"volumes/volume-{name_id(cinder, volume_id)}"
-
 
 def volume_file(aio, cinder, volume_id):
     return os.path.join(aio.state_dir, "cinder", "volumes", f"volume-{name_id(cinder, volume_id)}")
@@ -120,53 +89,11 @@ def rbd_images(aio):
             for entry in rbd(aio, "ls", "volumes") or []]
 
 
-def sha256_of_rbd(aio, image, length):
-    """SHA-256 of the first ``length`` bytes of an RBD image, read by ``rbd export``."""
-    conf = os.path.join(aio.state_dir, "ceph", "ceph.conf")
-    proc = subprocess.Popen(["rbd", "-c", conf, "--id", "admin", "export", image, "-"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env=ceph_mod.clean_env())
-    try:
-        digest, left = hashlib.sha256(), length
-        while left:
-            chunk = proc.stdout.read(min(left, 4 * MiB))
-            assert chunk, f"rbd export {image} ended {left} bytes short"
-            digest.update(chunk)
-            left -= len(chunk)
-        return digest.hexdigest()
-    finally:
-        proc.kill()
-        proc.wait(30)
-
-
 def sha256_of_file(path, length):
     with open(path, "rb") as f:
         data = f.read(length)
     assert len(data) == length, f"{path} holds {len(data)} bytes, wanted {length}"
     return hashlib.sha256(data).hexdigest()
-
-
-def live_disk_sources(server_id):
-    """Serial → source of the live domain's disks, straight from the libvirt daemon.
-
-    An RBD disk's source is ``rbd:<pool>/<image>``, a file's its path.
-    """
-    import xml.etree.ElementTree as ET
-
-    import libvirt
-
-    conn = libvirt.open(SYSTEM_URI)
-    try:
-        xml = conn.lookupByUUIDString(server_id).XMLDesc(0)
-    finally:
-        conn.close()
-    disks = {}
-    for disk in ET.fromstring(xml).findall("./devices/disk"):
-        source = disk.find("source")
-        disks[disk.findtext("serial")] = (
-            f"rbd:{source.get('name')}" if source.get("protocol") == "rbd"
-            else source.get("file") or source.get("dev"))
-    return disks
 
 
 def block_job(server_id, device):
@@ -179,19 +106,6 @@ def block_job(server_id, device):
         return dom.blockJobInfo(device.rsplit("/", 1)[-1], 0) or {}
     finally:
         conn.close()
-
-
-def no_leaks(aio, cinder, server_id):
-    """Every Cinder attachment of the server is a BDM's and every BDM has its attachment."""
-    status, body, _ = compute_http(aio, "GET", f"/servers/{server_id}/os-volume_attachments",
-                                   version="2.89")
-    assert status == 200, body
-    bdms = {(a["volumeId"], a["attachment_id"]) for a in body["volumeAttachments"]}
-    in_cinder = {(a.volume_id, a.id) for a in cinder.attachments.list(
-        search_opts={"all_tenants": 1, "instance_id": server_id})
-        if a.instance == server_id}
-    assert bdms == in_cinder, f"BDMs {bdms} but Cinder attachments {in_cinder}"
-    assert all(a for _, a in bdms), bdms
 
 
 def swap_results(aio, server_id):
@@ -391,22 +305,6 @@ def swap_compute(aio, nova):
         yield compute
     finally:
         compute.remove(lambda server_id: delete_server_quietly(nova, server_id))
-
-
-def boot_on_host(aio, nova, host, prefix):
-    """A server on ``host`` (2.74) booted from a blank 1 GiB rbd volume, once ACTIVE."""
-    status, body, _ = compute_http(aio, "POST", "/servers", {"server": {
-        "name": unique(prefix), "flavorRef": "42", "networks": "none",
-        "host": host, "block_device_mapping_v2": [{
-            "source_type": "blank", "destination_type": "volume", "volume_size": 1,
-            "volume_type": "rbd", "boot_index": 0, "delete_on_termination": True}]}},
-        version="2.74")
-    assert status == 202, body
-    return wait_server(nova, body["server"]["id"], aio=aio)
-
-
-def task_state(nova, server_id):
-    return getattr(nova.servers.get(server_id), "OS-EXT-STS:task_state")
 
 
 def test_a_compute_killed_mid_copy_leaves_the_guest_on_its_old_volume(
