@@ -217,3 +217,70 @@ def test_two_domains_on_the_host_open_a_multiattach_luks_volume_with_one_secret(
             driver.destroy(instance)
         if _secret_of(driver, volume_id) is not None:
             driver.forget_volume_secret(volume_id)
+
+
+def _payload_offset(path):
+    """The LUKS header's size, as cryptsetup wrote it (bytes before the data)."""
+    out = subprocess.run(["cryptsetup", "luksDump", path], capture_output=True, text=True,
+                         check=True).stdout
+    (line,) = [line for line in out.splitlines() if line.startswith("Payload offset:")]
+    return int(line.split(":")[1]) * 512
+
+
+def test_an_extend_gives_the_guest_the_new_size_less_the_luks_header(driver, cloud):
+    cinder, keys, ctx = cloud
+    volume_id, path, passphrase, info = _luks_volume(cinder, keys, ctx, size_mb=64)
+    header = _payload_offset(path)
+    marker = f"VSLUKSX-{uuid.uuid4().hex}"
+    root = os.path.join(driver.conf.state_path, f"root-{uuid.uuid4()}")
+    subprocess.run(["cp", "--sparse=always", guest_image.ensure_image(), root], check=True)
+    # Writes a marker once the volume is there, then waits for the resize and
+    # reads the marker back from the grown disk.
+    script = (f"#!/bin/sh\n"
+              f"i=0; until dev=$(vsdisk {volume_id}); do i=$((i+1)); "
+              f"[ $i -gt 240 ] && exit 3; sleep 1; done\n"
+              f"echo {marker} | dd of=$dev bs=512 conv=sync 2>/dev/null && sync\n"
+              f"before=$(blockdev --getsize64 $dev); echo \"SIZE-BEFORE $before\"\n"
+              f"i=0; while [ $(blockdev --getsize64 $dev) = $before ]; do i=$((i+1)); "
+              f"[ $i -gt 300 ] && exit 4; sleep 1; done\n"
+              f"blockdev --flushbufs $dev\n"
+              f"echo \"SIZE-AFTER $(blockdev --getsize64 $dev)\"\n"
+              f"echo \"READBACK $(dd if=$dev bs=512 count=1 2>/dev/null | head -n 1)\"\n")
+    instance = dict(uuid=str(uuid.uuid4()), memory_mb=256, vcpus=1, config_drive="True",
+                    display_name="luksx", hostname="luksx",
+                    user_data=base64.b64encode(script.encode()).decode())
+    root_disk = dict(connection_info={"driver_volume_type": "local", "serial": "root",
+                                      "data": {"device_path": root}},
+                     mount_device="/dev/sda", boot_index=0, disk_bus="scsi",
+                     device_type="disk")
+    driver.spawn(instance, {"root_device_name": "/dev/sda",
+                            "block_device_mapping": [root_disk]})
+    log = instance_path.console_log(driver.conf, instance["uuid"])
+    try:
+        _wait_console(log, "VSGUEST user-data start")
+        plan = encryption.prepare(ctx, cinder=cinder, keys=keys, driver=driver,
+                                  connection_info=info)
+        driver.connect_volume(info)
+        encryption.open_volume(driver, info, plan)
+        driver.attach_volume(info, instance, "/dev/sdb")
+        text = _wait_console(log, "SIZE-BEFORE ")
+        assert f"SIZE-BEFORE {(64 << 20) - header}\n" in text, text[-2000:]
+        # Cinder grows the volume (the file) to 96 MiB, then the compute resizes.
+        os.truncate(path, 96 << 20)
+        seen = driver.extend_volume(info, instance, 96 << 20)
+        # What the compute compares with Cinder's size: the volume the disk fills.
+        assert seen == 96 << 20
+        # The file stays the size Cinder gave it: QEMU grew the payload into it.
+        assert os.path.getsize(path) == 96 << 20
+        text = _wait_console(log, "VSGUEST user-data rc=")
+        assert "VSGUEST user-data rc=0" in text, text[-2000:]
+        assert f"SIZE-AFTER {(96 << 20) - header}\n" in text
+        assert f"READBACK {marker}\n" in text
+        driver.detach_volume(info, instance, "/dev/sdb")
+        driver.disconnect_volume(info)
+    finally:
+        driver.destroy(instance)
+        if _secret_of(driver, volume_id) is not None:
+            driver.forget_volume_secret(volume_id)
+    # Still one LUKS container the key opens to the marker.
+    assert _plaintext(path, passphrase, 512).startswith(marker.encode() + b"\n")

@@ -237,6 +237,8 @@ class DiskInfo:
     io: str | None
     xml: str
     source_protocol: str | None = None  # network disks: rbd, ...
+    # QEMU decrypts it: <encryption format='luks'> in its source.
+    encrypted: bool = False
 
 
 def _detached_string(element):
@@ -271,5 +273,7 @@ def parse_disks(domain_xml):
             io=driver.get("io") if driver is not None else None,
             xml=_detached_string(disk),
             source_protocol=source.get("protocol") if source is not None else None,
+            encrypted=(source is not None
+                       and source.find("encryption[@format='luks']") is not None),
         ))
     return disks

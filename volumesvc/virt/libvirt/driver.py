@@ -22,6 +22,7 @@ from volumesvc.virt.libvirt import (
     console,
     encryption,
     luks,
+    luks_payload,
     snapshots,
     swap,
     volume,
@@ -458,13 +459,15 @@ class LibvirtDriver(driver.ComputeDriver):
         luks.undefine(self._host.get_connection(), self.libvirt, volume_id)
 
     def extend_volume(self, connection_info, instance, requested_size_bytes):
-        """Make the guest see the new size; return the size it now sees.
+        """Make the guest see the new size; return the volume size its disk now fills.
 
         The volume's driver does the host's part first (os-brick's rescan for
         a block device). While QEMU holds the volume (running or paused) only
-        QEMU may resize it, through blockResize, which also grows a file-backed volume. For a
-        stopped domain a file-backed volume is grown here, a block device is
-        left to the storage backend.
+        QEMU may resize it, through blockResize, which also grows a file-backed
+        volume. For a stopped domain a file-backed volume is grown here, a
+        block device is left to the storage backend. For a volume QEMU decrypts
+        the guest sees the volume less its LUKS header; the size returned
+        counts the header, so it compares with the volume's.
         """
         self.check_extend()
         vol_id = block_device.volume_id(connection_info)
@@ -478,10 +481,15 @@ class LibvirtDriver(driver.ComputeDriver):
         # is what QEMU is told.
         new_size = self.volume_drivers.get(connection_info).extend_volume(
             connection_info, requested_size_bytes)
+        # A disk QEMU decrypts shows the guest the volume less its LUKS header
+        # (luks_payload.py): QEMU is given that, and the size returned is the
+        # volume's the guest's disk now fills.
+        header = (luks_payload.payload_offset(self.conf, disk, connection_info)
+                  if disk.encrypted else 0)
         if active:
             try:
-                guest.block_resize(disk.target_dev, new_size)
-                return guest.block_capacity(disk.target_dev)
+                guest.block_resize(disk.target_dev, new_size - header)
+                return guest.block_capacity(disk.target_dev) + header
             except self.libvirt.libvirtError as exc:
                 raise self._libvirt_error(exc, f"resizing volume {vol_id} failed") from exc
         return _grow_offline(disk, new_size)

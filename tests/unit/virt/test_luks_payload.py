@@ -1,0 +1,56 @@
+"""What the compute asks qemu-img to read a LUKS header from (the extend of an encrypted volume)."""
+
+import os
+
+import pytest
+
+from volumesvc import exception
+from volumesvc.virt.libvirt import config, luks_payload
+
+VOL = "5f0a7e3c-8a4e-4d53-9d1e-0c6f3b1c2a11"
+RBD_XML = f"""<domain><devices><disk type='network' device='disk'>
+  <source protocol='rbd' name='volumes/volume-{VOL}'>
+    <host name='192.0.2.40' port='6789'/>
+    <encryption format='luks'><secret type='passphrase' uuid='x'/></encryption>
+  </source><target dev='sdb' bus='scsi'/><serial>{VOL}</serial></disk>
+  <disk type='file' device='disk'><source file='/v/plain'/><target dev='sdc' bus='scsi'/>
+  <serial>plain</serial></disk></devices></domain>"""
+RBD_INFO = {"driver_volume_type": "rbd", "data": {
+    "name": f"volumes/volume-{VOL}", "hosts": ["192.0.2.40", "192.0.2.41"],
+    "ports": ["6789", "3300"], "auth_username": "cinder"}}
+
+
+def test_the_domain_xml_says_which_disks_qemu_decrypts():
+    encrypted, plain = config.parse_disks(RBD_XML)
+    assert (encrypted.encrypted, plain.encrypted) == (True, False)
+
+
+def test_an_rbd_volume_is_read_with_the_hosts_key_file_as_a_private_keyring(conf, tmp_path):
+    key_file = tmp_path / "key"
+    key_file.write_text("AQBzc2VjcmV0a2V5\n")
+    conf.set_override("rbd_key_file", str(key_file), group="libvirt")
+    (disk, _) = config.parse_disks(RBD_XML)
+    target = luks_payload._target(conf, disk, RBD_INFO, str(tmp_path))
+    keyring = tmp_path / "keyring"
+    assert target == (f"rbd:volumes/volume-{VOL}:id=cinder:keyring={keyring}"
+                      r":mon_host=192.0.2.40\:6789;192.0.2.41\:3300")
+    assert keyring.read_text() == "[client.cinder]\n\tkey = AQBzc2VjcmV0a2V5\n"
+    assert oct(os.stat(keyring).st_mode & 0o777) == "0o600"
+
+
+def test_a_configured_keyring_is_used_as_it_is(conf, tmp_path):
+    conf.set_override("rbd_keyring", "/etc/ceph/ceph.client.cinder.keyring", group="libvirt")
+    (disk, _) = config.parse_disks(RBD_XML)
+    assert ":keyring=/etc/ceph/ceph.client.cinder.keyring:" in luks_payload._target(
+        conf, disk, RBD_INFO, str(tmp_path))
+
+
+def test_an_rbd_volume_without_a_key_is_a_clear_error(conf, tmp_path):
+    (disk, _) = config.parse_disks(RBD_XML)
+    with pytest.raises(exception.VirtDriverError, match="rbd_keyring or rbd_key_file"):
+        luks_payload._target(conf, disk, RBD_INFO, str(tmp_path))
+
+
+def test_a_local_disk_is_read_where_it_is(conf, tmp_path):
+    (_, plain) = config.parse_disks(RBD_XML)
+    assert luks_payload._target(conf, plain, {}, str(tmp_path)) == "/v/plain"
