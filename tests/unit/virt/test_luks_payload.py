@@ -1,4 +1,4 @@
-"""What the compute asks qemu-img to read a LUKS header from (the extend of an encrypted volume)."""
+"""What the compute has qemu-img read a LUKS header from (extending an encrypted volume)."""
 
 import os
 
