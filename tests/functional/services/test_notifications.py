@@ -147,3 +147,22 @@ def test_power_and_delete_notifications_match_nova_s_too(stack, samples, server)
     for event_type in ("instance.power_off.start", "instance.power_on.start",
                        "instance.delete.start"):
         _checked(stack, samples, event_type)
+
+
+def test_rebuild_and_shelve_notifications_match_nova_s_too(stack, samples, server):
+    image = stack.glance.create(stack.context(), name="new", owner="p1", data=b"x" * 512)["id"]
+    stack.api("POST", f"/servers/{server}/action", {"rebuild": {"imageRef": image}},
+              version="2.93", token=TOKEN, status=202)
+    stack.wait(lambda: stack.notifier.of("instance.rebuild.end"), what="rebuild.end")
+    stack.wait_for_server_status(server, ["ACTIVE"])
+    stack.api("POST", f"/servers/{server}/action", {"shelve": None}, token=TOKEN, status=202)
+    stack.wait(lambda: stack.notifier.of("instance.shelve_offload.end"), what="offloaded")
+    stack.api("POST", f"/servers/{server}/action", {"unshelve": None}, token=TOKEN,
+              status=202)
+    stack.wait_for_server_status(server, ["ACTIVE"])
+    stack.wait(lambda: stack.notifier.of("instance.unshelve.end"), what="unshelve.end")
+    sent = {event_type for event_type, _ in stack.notifier.notifications}
+    assert {"instance.rebuild.start", "instance.rebuild.end", "instance.shelve.end",
+            "instance.shelve_offload.end", "instance.unshelve.end"} <= sent
+    for event_type, payload in stack.notifier.notifications:
+        assert samples.payload_problems(event_type, payload) == [], event_type
