@@ -12,6 +12,7 @@ from ``[api]`` (:func:`gunicorn_settings`), also for a gunicorn started with
 
 import logging as std_logging
 import os
+import ssl
 import sys
 
 from oslo_log import log as logging
@@ -138,6 +139,26 @@ def gunicorn_settings(conf):
         from volumesvc.api import metrics
 
         settings["child_exit"] = metrics.child_exit
+    settings.update(tls_settings(conf))
+    return settings
+
+
+def tls_settings(conf) -> dict:
+    """gunicorn's TLS settings from ``[wsgi]``; none for plain HTTP.
+
+    Raises ValueError for half a configuration (a certificate without its
+    key, or the reverse, or a client CA without either), which would
+    otherwise serve plain HTTP where the operator asked for HTTPS.
+    """
+    cert, key, ca = conf.wsgi.ssl_cert_file, conf.wsgi.ssl_key_file, conf.wsgi.ssl_ca_file
+    if not (cert or key or ca):
+        return {}
+    if not (cert and key):
+        raise ValueError("[wsgi] ssl_cert_file and ssl_key_file must be set together "
+                         "(and ssl_ca_file only with them)")
+    settings = {"certfile": cert, "keyfile": key}
+    if ca:
+        settings.update(ca_certs=ca, cert_reqs=ssl.CERT_REQUIRED)
     return settings
 
 

@@ -6,8 +6,10 @@ as ``[api]`` says; uwsgi serves the module-level ``volumesvc.wsgi_app:applicatio
 Both find the config through ``VOLUMESVC_CONFIG_FILE``.
 """
 
+import http.client
 import json
 import os
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -18,7 +20,7 @@ import urllib.request
 import pytest
 
 from tests.fixtures import database as db_fixtures
-from tests.fixtures import process
+from tests.fixtures import process, tls
 from volumesvc.conf import get_conf
 from volumesvc_aio import free_port, wait_for
 
@@ -147,3 +149,76 @@ def test_uwsgi_serves_the_module_level_application(api_config, run):
     wait_until_serving(proc, port, path.parent / "server-0.log")
     assert_serves_the_api(port)
     assert len(_children(proc.pid)) == 2
+
+
+def _tls_config(path, port, tmp_path, *, client_ca=False):
+    """``path``'s API config plus [wsgi] TLS options; the CA that signed the certificates."""
+    ca = tls.Authority(tmp_path)
+    cert, key = ca.issue("api.volumesvc.test", ip="127.0.0.1")
+    lines = f"[wsgi]\nssl_cert_file = {cert}\nssl_key_file = {key}\n"
+    if client_ca:
+        lines += f"ssl_ca_file = {ca.ca_file}\n"
+    path.write_text(path.read_text() + lines)
+    return ca
+
+
+def _https_get(port, path, context, token=None):
+    request = urllib.request.Request(f"https://127.0.0.1:{port}{path}")
+    if token:
+        request.add_header("X-Auth-Token", token)
+    with urllib.request.urlopen(request, timeout=10, context=context) as resp:
+        return resp.status, json.loads(resp.read())
+
+
+def _wait_https(proc, port, context, log_path):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log_path.read_text()
+        try:
+            return _https_get(port, "/", context)
+        except (OSError, ssl.SSLError):
+            time.sleep(0.3)
+    raise AssertionError(f"not serving HTTPS on {port}: {log_path.read_text()}")
+
+
+def test_gunicorn_serves_https_with_the_wsgi_certificate(api_config, run, tmp_path):
+    path, port = api_config
+    ca = _tls_config(path, port, tmp_path)
+    proc = run(GUNICORN, path)
+    trusting = ssl.create_default_context(cafile=ca.ca_file)
+    status, body = _wait_https(proc, port, trusting, path.parent / "server-0.log")
+    assert status == 200
+    # The links say https: the request came over TLS.
+    status, body = _https_get(port, "/v2.1/flavors", trusting, token="admin:p1")
+    assert status == 200
+    assert body["flavors"][0]["links"][0]["href"].startswith(f"https://127.0.0.1:{port}/")
+    # A client that does not trust the CA refuses the server; plain HTTP gets no answer.
+    with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
+        _https_get(port, "/", ssl.create_default_context())
+    with pytest.raises((OSError, urllib.error.URLError, http.client.HTTPException)):
+        get(port, "/")
+
+
+def test_a_client_ca_makes_clients_show_a_certificate(api_config, run, tmp_path):
+    path, port = api_config
+    ca = _tls_config(path, port, tmp_path, client_ca=True)
+    proc = run(GUNICORN, path)
+    with_cert = ssl.create_default_context(cafile=ca.ca_file)
+    with_cert.load_cert_chain(*ca.issue("client.volumesvc.test", client=True))
+    status, _ = _wait_https(proc, port, with_cert, path.parent / "server-0.log")
+    assert status == 200
+    without = ssl.create_default_context(cafile=ca.ca_file)
+    with pytest.raises((OSError, urllib.error.URLError, ssl.SSLError)):
+        _https_get(port, "/", without)
+
+
+@pytest.mark.parametrize("options", [
+    {"ssl_cert_file": "/c.pem"}, {"ssl_key_file": "/k.pem"}, {"ssl_ca_file": "/ca.pem"}])
+def test_half_a_tls_configuration_refuses_to_start(options):
+    from volumesvc import wsgi
+
+    conf = get_conf(args=[], default_config_files=[])
+    for name, value in options.items():
+        conf.set_override(name, value, group="wsgi")
+    with pytest.raises(ValueError, match="must be set together"):
+        wsgi.gunicorn_settings(conf)
