@@ -62,7 +62,7 @@ GiB = 1 << 30
 # Leaders of the all-in-one's process groups, named by what their command line holds.
 GROUP_NAMES = ("volumesvc-api", "volumesvc-conductor", "volumesvc-compute", "cinder-api",
                "cinder-scheduler", "cinder-volume", "glance", "keystone", "ceph-mon",
-               "ceph-mgr", "ceph-osd", "libvirtd", "virtlogd")
+               "ceph-mgr", "ceph-osd", "libvirtd", "virtlogd", "barbican")
 SHORT = {"volumesvc-api": "api", "volumesvc-conductor": "conductor",
          "volumesvc-compute": "compute", "glance": "glance-api"}
 CINDER_TIME = re.compile(r'"(GET|POST|PUT|DELETE) (\S+) HTTP/1\.[01]" status: (\d+)\s+'
