@@ -131,7 +131,8 @@ MIDDLEWARE = (
      lambda app, conf, owner: _ProxyHeadersFromTrustedPeers(app, conf)),
     ("healthcheck", "all", lambda app, conf, owner: health.wrap(
         app, conf, owner.extensions["volumesvc"].enforcer)),
-    ("metrics", "all", lambda app, conf, owner: metrics_mod.wrap(app, owner.metrics)),
+    ("metrics", "all", lambda app, conf, owner: metrics_mod.wrap(
+        app, owner.metrics, conf, owner.extensions["volumesvc"].enforcer)),
     ("requestlog", "all", lambda app, conf, owner: requestlog.RequestLog(
         app, requestlog.observers(owner.metrics))),
     ("request_id", "v2", lambda app, conf, owner: _RequestId(app, conf)),

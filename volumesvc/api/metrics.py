@@ -16,6 +16,9 @@ import contextlib
 import os
 import shutil
 
+from volumesvc.api import auth
+from volumesvc.api.policies import metrics as metrics_policy
+
 ENV_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
 REQUEST_DURATION = "volumesvc_api_request_duration_seconds"
@@ -114,15 +117,24 @@ def in_flight(app, pool):
     return metrics.in_flight.labels(pool=pool).track_inprogress()
 
 
-def wrap(application, metrics: "Metrics | None"):
-    return application if metrics is None else MetricsApp(application, metrics)
+def wrap(application, metrics: "Metrics | None", conf, enforcer):
+    if metrics is None:
+        return application
+    return MetricsApp(application, metrics, conf, enforcer)
 
 
 class MetricsApp:
-    """Answer ``GET [metrics] path``; send everything else to ``application``."""
+    """Answer ``GET [metrics] path`` to whom the policy lets; send everything else on.
 
-    def __init__(self, application, metrics: Metrics):
-        self.application, self.metrics = application, metrics
+    The scrape is outside the Compute API (no microversion, no fault body),
+    but not outside the policy: ``volumesvc:metrics:show`` decides, for a
+    tokenless scraper as an anonymous caller and for one with a token as
+    the API reads any token (``auth.wrap``).
+    """
+
+    def __init__(self, application, metrics: Metrics, conf, enforcer):
+        self.application, self.metrics, self.enforcer = application, metrics, enforcer
+        self._with_caller = auth.wrap(self._authorized, conf, enforcer)
 
     def __call__(self, environ, start_response):
         if environ.get("PATH_INFO", "") != self.metrics.path:
@@ -130,6 +142,17 @@ class MetricsApp:
         if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
             start_response("405 Method Not Allowed", [("Allow", "GET, HEAD"),
                                                       ("Content-Length", "0")])
+            return [b""]
+        if environ.get("HTTP_X_AUTH_TOKEN"):
+            return self._with_caller(environ, start_response)
+        return self._authorized(environ, start_response)
+
+    def _authorized(self, environ, start_response):
+        ctx = environ.get(auth.ENV_CONTEXT)
+        if not self.enforcer.authorize(metrics_policy.SHOW, {}, ctx if ctx is not None else {},
+                                       do_raise=False):
+            status = "403 Forbidden" if ctx is not None else "401 Unauthorized"
+            start_response(status, [("Content-Length", "0")])
             return [b""]
         body, content_type = self.metrics.exposition()
         start_response("200 OK", [("Content-Type", content_type),

@@ -17,6 +17,7 @@ from volumesvc.api.policies import (
     instance_actions,
     ips,
     keypairs,
+    metrics,
     quota_sets,
     server_actions,
     server_admin_actions,
@@ -31,7 +32,7 @@ from volumesvc.api.policies import (
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
             volume_attachments, assisted_volume_snapshots, ips, server_external_events,
             server_metadata, server_tags, server_admin_actions,
-            keypairs, quota_sets, availability_zones, console_output)
+            keypairs, quota_sets, availability_zones, console_output, metrics)
 
 
 # The 2023 project defaults (reader/member) and the pre-2023 one they replace.
