@@ -5,7 +5,6 @@ operator writes, whatever role names the token carries.
 """
 
 import pytest
-from oslo_policy import policy as oslo_policy
 
 from tests.functional.stack import Stack
 
@@ -21,13 +20,6 @@ def stack(tmp_path):
     s.stop()
 
 
-def _context_is_admin(stack, rule):
-    enforcer = stack.app.extensions["volumesvc"].enforcer
-    enforcer.load_rules()
-    enforcer.set_rules(oslo_policy.Rules.from_dict({"context_is_admin": rule}),
-                       overwrite=False)
-
-
 def test_by_default_the_admin_role_is_an_admin_and_a_member_is_not(stack):
     stack.api("GET", "/flavors/private1", status=200)
     stack.api("GET", "/flavors/private1", token="u:p", status=404)
@@ -35,9 +27,9 @@ def test_by_default_the_admin_role_is_an_admin_and_a_member_is_not(stack):
 
 def test_a_role_the_operator_names_makes_admins_and_the_admin_role_alone_does_not(stack):
     # Every member is an admin now; the admin role alone would not be.
-    _context_is_admin(stack, "role:member")
+    stack.set_policy({"context_is_admin": "role:member"})
     stack.api("GET", "/flavors/private1", token="u:p", status=200)
-    _context_is_admin(stack, "role:operator")
+    stack.set_policy({"context_is_admin": "role:operator"})
     stack.api("GET", "/flavors/private1", status=404)
     _, body, _ = stack.api("GET", "/flavors?is_public=none", status=200)
     assert "private1" not in [flavor["id"] for flavor in body["flavors"]]

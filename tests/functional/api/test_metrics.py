@@ -104,21 +104,12 @@ def test_a_metrics_path_that_would_hide_the_api_is_refused(tmp_path, path):
         create_app(conf)
 
 
-def _restrict_metrics(stack, rule):
-    from oslo_policy import policy as oslo_policy
-
-    enforcer = stack.app.extensions["volumesvc"].enforcer
-    enforcer.load_rules()
-    enforcer.set_rules(oslo_policy.Rules.from_dict({"volumesvc:metrics:show": rule}),
-                       overwrite=False)
-
-
 def test_by_default_a_tokenless_scraper_reads_the_metrics(measured):
     assert measured.client.get("/metrics").status_code == 200
 
 
 def test_a_policy_rule_asks_the_scraper_for_a_token_with_its_role(measured):
-    _restrict_metrics(measured, "role:admin")
+    measured.set_policy({"volumesvc:metrics:show": "role:admin"})
     assert measured.client.get("/metrics").status_code == 401
     assert measured.client.get("/metrics", headers={"X-Auth-Token": "u:p"}).status_code == 403
     resp = measured.client.get("/metrics", headers=ADMIN)
