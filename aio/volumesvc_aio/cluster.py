@@ -11,7 +11,7 @@ on loopback, this lays the services out the way
 * volumesvc's database on a server of its own (``--database``: PostgreSQL,
   the default, or MariaDB; its data directory in the state dir, another
   port), Cinder's and Glance's on a second PostgreSQL server;
-* Glance and Cinder (the all-in-one's harnesses, bound to the bridge
+* Barbican, Glance and Cinder (the all-in-one's harnesses, bound to the bridge
   address), Cinder calling back through the load balancer;
 * two conductors, two API nodes (each its own gunicorn) behind HAProxy,
   which health-checks ``/healthcheck``;
@@ -40,6 +40,7 @@ from volumesvc import binaries
 from volumesvc_aio import cluster_db, haproxy, netns, rabbit
 from volumesvc_aio import config as aio_config
 from volumesvc_aio.cluster_config import (
+    ClusterBarbican,
     ClusterCinder,
     ClusterGlance,
     write_api_config,
@@ -58,6 +59,7 @@ LB_PORT = 18774
 API_PORTS = (18781, 18782)
 VOLUME_PORT = 18776
 IMAGE_PORT = 19292
+KEY_MANAGER_PORT = 19311
 RABBIT_PORTS = (5701, 5702, 5703)
 PG_PORT = 5442
 SERVICES_PG_PORT = 5443
@@ -110,6 +112,7 @@ class Cluster:
         self.lb_url = f"http://{self.address}:{self.lb_port}"
         self.cinder = None
         self.glance = None
+        self.barbican = None
         self._log_fn = log
         self._started = time.monotonic()
 
@@ -214,7 +217,10 @@ class Cluster:
                 for vhost in ("volumesvc", "cinder")}
 
     def _start_image_and_volume(self, transport_url, fresh, timeout):
-        self.log("Glance and Cinder (the first run installs them from PyPI)")
+        self.log("Barbican, Glance and Cinder (the first run installs them from PyPI)")
+        self.barbican = ClusterBarbican(
+            os.path.join(self.state_dir, "barbican"), address=self.address,
+            port=KEY_MANAGER_PORT + self.port_offset)
         self.glance = ClusterGlance(
             os.path.join(self.state_dir, "glance"), address=self.address,
             port=IMAGE_PORT + self.port_offset,
@@ -225,14 +231,16 @@ class Cluster:
             transport_url=transport_url["cinder"],
             database_connection=self.services_db.url("cinder"),
             nova_endpoint=f"{self.lb_url}/v2.1", glance_url=None, extend_completion=True,
-            default_quotas={"volumes": -1, "gigabytes": -1, "snapshots": -1})
+            default_quotas={"volumes": -1, "gigabytes": -1, "snapshots": -1},
+            key_manager_url=self.barbican.url)
         self.cinder.glance_url = self.glance.url
-        for service in (self.glance, self.cinder):
+        for service in (self.barbican, self.glance, self.cinder):
             service.die_with_parent = True
             self.harnesses.append(service)
             service.install()
             service.configure()
             service.start()
+        self.barbican.wait_ready(timeout)
         self.glance.wait_ready(timeout)
         self.cinder.wait_ready(timeout)
 
@@ -241,7 +249,8 @@ class Cluster:
         write_cluster_config(
             self.conf_path, state_dir=self.state_dir, transport_url=transport_url["volumesvc"],
             database_url=self.db_server.url("volumesvc"), cinder_url=self.cinder.url,
-            glance_url=self.glance.url, subnet=str(self.net.subnet))
+            glance_url=self.glance.url, subnet=str(self.net.subnet),
+            key_manager_url=self.barbican.url)
         subprocess.run(self._service_argv("volumesvc-manage", self.conf_path) + ["db", "sync"],
                        check=True, stdout=subprocess.DEVNULL, timeout=300)
         for name in self.conductor_names:

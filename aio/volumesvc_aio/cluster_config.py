@@ -9,14 +9,19 @@ bridge's or a namespace's: nothing points at loopback.
 import os
 import textwrap
 
+from volumesvc_aio import barbican as barbican_mod
 from volumesvc_aio import cinder as cinder_mod
+from volumesvc_aio import config as aio_config
 from volumesvc_aio import files
 from volumesvc_aio import glance as glance_mod
 
 
 def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder_url,
-                         glance_url, subnet):
-    """The shared file: RabbitMQ cluster with quorum queues, the database, Cinder, Glance."""
+                         glance_url, subnet, key_manager_url=None):
+    """The shared file: RabbitMQ cluster with quorum queues, the database, Cinder, Glance.
+
+    ``key_manager_url``: the Barbican that keeps encrypted volumes' keys.
+    """
     for sub in ("locks", "logs"):
         os.makedirs(os.path.join(state_dir, sub), exist_ok=True)
     text = textwrap.dedent(f"""\
@@ -80,6 +85,8 @@ def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder
         detailed = true
         allowed_source_ranges = {subnet}
         """)
+    if key_manager_url is not None:
+        text += aio_config.key_manager_sections(key_manager_url)
     # The transport URL and the database URL (with its password) are in it.
     return files.write_private(path, text)
 
@@ -164,8 +171,8 @@ class ClusterCinder(cinder_mod.CinderHarness):
                 "heartbeat_timeout_threshold = 15\n")
 
 
-class ClusterGlance(glance_mod.GlanceHarness):
-    """The all-in-one's Glance, listening on the bridge address instead of loopback."""
+class _OnBridge:
+    """A gunicorn-served harness of the all-in-one bound to the bridge address, not loopback."""
 
     def __init__(self, state_dir, *, address, **kwargs):
         self.address = address
@@ -175,10 +182,18 @@ class ClusterGlance(glance_mod.GlanceHarness):
     def url(self):
         return f"http://{self.address}:{self.port}"
 
+    def _commands(self):
+        return [(name, [a.replace("127.0.0.1:", f"{self.address}:") for a in argv])
+                for name, argv in super()._commands()]
+
+
+class ClusterGlance(_OnBridge, glance_mod.GlanceHarness):
+    """The all-in-one's Glance, listening on the bridge address instead of loopback."""
+
     def config_text(self):
         return super().config_text().replace("bind_host = 127.0.0.1",
                                              f"bind_host = {self.address}")
 
-    def _commands(self):
-        return [(name, [a.replace("127.0.0.1:", f"{self.address}:") for a in argv])
-                for name, argv in super()._commands()]
+
+class ClusterBarbican(_OnBridge, barbican_mod.BarbicanHarness):
+    """The all-in-one's Barbican on the bridge address, where the computes' namespaces reach it."""

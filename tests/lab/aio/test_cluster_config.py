@@ -53,6 +53,27 @@ def test_shared_config_has_quorum_queues_and_no_loopback(tmp_path):
     assert "127.0.0.1" not in (tmp_path / "volumesvc.conf").read_text()
 
 
+def test_the_key_manager_is_on_the_bridge_for_cinder_and_the_computes(tmp_path):
+    keys = cluster_config.ClusterBarbican(str(tmp_path / "barbican"), address="10.251.7.1",
+                                          port=19311)
+    assert keys.url == "http://10.251.7.1:19311"
+    ((_, argv),) = keys._commands()
+    assert "10.251.7.1:19311" in argv and not any("127.0.0.1" in a for a in argv)
+    path = cluster_config.write_cluster_config(
+        str(tmp_path / "volumesvc.conf"), state_dir=str(tmp_path), transport_url="rabbit://",
+        database_url="sqlite://", cinder_url="http://10.251.7.1:18776/v3",
+        glance_url="http://10.251.7.1:19292", subnet="10.251.7.0/24", key_manager_url=keys.url)
+    conf = _ini(path)
+    assert conf["key_manager"]["backend"] == "barbican"
+    assert conf["barbican"]["barbican_endpoint"] == keys.url
+    cinder = cluster_config.ClusterCinder(str(tmp_path / "cinder"), address="10.251.7.1",
+                                          port=18776, transport_url="rabbit://",
+                                          database_connection="sqlite://",
+                                          key_manager_url=keys.url)
+    (tmp_path / "cinder.conf").write_text(cinder.config_text())
+    assert _ini(str(tmp_path / "cinder.conf"))["barbican"]["barbican_endpoint"] == keys.url
+
+
 def test_node_configs_name_their_host_and_address(tmp_path):
     compute = _ini(cluster_config.write_compute_config(str(tmp_path), host="c1",
                                                        my_ip="10.251.7.11"))
