@@ -482,6 +482,7 @@ class VolumeEncryptionNotSupported(Invalid):
 
 
 class EncryptedSwapNotSupported(Invalid):
-    msg_fmt = ("Volume %(volume_id)s is encrypted and decrypted on the compute: swapping "
-               "it (Cinder's migration or retype of an in-use volume) is not supported yet")
+    msg_fmt = ("Volume %(volume_id)s is encrypted and decrypted on the compute host by "
+               "os-brick (dm-crypt): swapping it (Cinder's migration or retype of an in-use "
+               "volume) is not supported; volumes QEMU decrypts can be swapped")
     code = 400

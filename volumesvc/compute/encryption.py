@@ -19,6 +19,7 @@ compute starts and in the periodic reconciliation.
 import dataclasses
 
 from oslo_log import log as logging
+from oslo_serialization import jsonutils
 
 from volumesvc import exception, keymgr
 from volumesvc.virt import block_device
@@ -26,6 +27,8 @@ from volumesvc.virt import block_device
 LOG = logging.getLogger(__name__)
 
 FRONT_END = "front-end"
+#: the driver's method for a disk QEMU decrypts itself (native LUKS)
+QEMU = "qemu"
 
 
 @dataclasses.dataclass
@@ -45,22 +48,26 @@ def needs_host(metadata):
     return (metadata.get("control_location") or FRONT_END).lower() == FRONT_END
 
 
-def prepare(context, *, cinder, keys, driver, connection_info):
+def prepare(context, *, cinder, keys, driver, connection_info, volume_id=None):
     """The :class:`Plan` of an encrypted volume, None for one this host leaves alone.
 
     Raises ``VolumeEncryptionNotSupported`` (400) when the driver cannot
     decrypt the volume, and the key manager adapter's faults (403/400/503)
     when the key cannot be read: all before the volume is connected.
+    ``volume_id``: the volume whose key this is, when the connection info's
+    serial names another one (a swap's new volume keeps the old serial).
     """
     if not (connection_info.get("data") or {}).get("encrypted"):
         return None
-    volume_id = block_device.volume_id(connection_info)
+    volume_id = volume_id or block_device.volume_id(connection_info)
     metadata = cinder.get_volume_encryption(context, volume_id)
     if not needs_host(metadata):
         return None
     method = driver.check_volume_encryption(connection_info, metadata)
     key = keys.get_key(context, metadata["encryption_key_id"], volume_id)
-    return Plan(metadata=metadata, method=method, key=key, passphrase=keymgr.passphrase(key))
+    # The driver keys its secret by this id, and records it for the detach.
+    return Plan(metadata={**metadata, "volume_id": volume_id}, method=method, key=key,
+                passphrase=keymgr.passphrase(key))
 
 
 def open_volume(driver, connection_info, plan):
@@ -70,20 +77,34 @@ def open_volume(driver, connection_info, plan):
                                 plan.passphrase)
 
 
-def check_swap(context, cinder, old, new):
-    """Refuse a swap of or onto a volume this host decrypts, before anything is connected.
+def prepare_swap(context, *, cinder, keys, driver, old, new):
+    """The :class:`Plan` of a swap's new volume (None if plain); refuses what cannot be swapped.
 
     ``old`` and ``new``: (volume id, connection info) of each side (the new
-    side's info already carries the old serial). A block copy between a
-    plaintext disk and a LUKS container would write the guest's data
-    unencrypted into the container (or hand the guest the ciphertext), so,
-    as Nova refuses it with native LUKS, it is refused.
+    side's info already carries the old serial, so its key is looked up by
+    the new volume's id). A volume QEMU decrypts is swapped by a block copy
+    through the LUKS layer on either side: QEMU reads the old disk's
+    plaintext and writes it through the new volume's own key, so the guest
+    keeps its data and the new container never holds it in the clear. A
+    volume os-brick decrypts on the host (a dm-crypt mapping) is refused on
+    either side: that path has not been proven with a block copy. The
+    refusal comes before anything is connected.
     """
-    for volume_id, info in (old, new):
-        if info.get("encryption") or (
-                (info.get("data") or {}).get("encrypted")
-                and needs_host(cinder.get_volume_encryption(context, volume_id))):
-            raise exception.EncryptedSwapNotSupported(volume_id=volume_id)
+    old_volume_id, old_info = old
+    new_volume_id, new_info = new
+    if (old_info.get("encryption") or {}).get("method") not in (None, QEMU):
+        raise exception.EncryptedSwapNotSupported(volume_id=old_volume_id)
+    plan = prepare(context, cinder=cinder, keys=keys, driver=driver,
+                   connection_info=new_info, volume_id=new_volume_id)
+    if plan is not None and plan.method != QEMU:
+        raise exception.EncryptedSwapNotSupported(volume_id=new_volume_id)
+    return plan
+
+
+def decrypted_volume_id(connection_info):
+    """The volume whose key opens this connection (a swapped-in one keeps an old serial)."""
+    return ((connection_info.get("encryption") or {}).get("volume_id")
+            or block_device.volume_id(connection_info))
 
 
 def reopen(context, *, keys, driver, connection_info):
@@ -97,7 +118,7 @@ def reopen(context, *, keys, driver, connection_info):
     record = connection_info.get("encryption")
     if not record:
         return
-    volume_id = block_device.volume_id(connection_info)
+    volume_id = decrypted_volume_id(connection_info)
     key = keys.get_key(context, record["encryption_key_id"], volume_id)
     driver.attach_encryptor(connection_info, record, record["method"], key,
                             keymgr.passphrase(key))
@@ -121,6 +142,12 @@ def forget_orphaned_secrets(context, *, driver, conductor, instances):
         for bdm in conductor.bdm_list(context, instance_uuid=instance["uuid"]):
             if bdm.get("volume_id"):
                 in_use.add(bdm["volume_id"])
+            # A swapped-in volume's secret is its own, whatever the BDM's id
+            # became (Cinder's migration completion moves it to the old id).
+            info = bdm.get("connection_info")
+            if info:
+                in_use.add(decrypted_volume_id(
+                    jsonutils.loads(info) if isinstance(info, str) else info))
     orphans = [volume_id for volume_id in held if volume_id not in in_use]
     for volume_id in orphans:
         LOG.info("Removing the decryption secret of volume %s: no server on this host "

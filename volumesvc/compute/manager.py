@@ -75,7 +75,8 @@ class ComputeManager:
                                                  cinder=cinder, reporter=self.reporter,
                                                  glance=glance, keys=self.keys)
         self.snapshots = snapshots.AssistedSnapshots(driver, conductor, cinder)
-        self.swapper = swap_mod.VolumeSwapper(conf, driver, conductor, cinder, self.reporter)
+        self.swapper = swap_mod.VolumeSwapper(conf, driver, conductor, cinder, self.reporter,
+                                              keys=self.keys)
         self.waiters = events_mod.EventWaiters()
         # Attaches and detaches started by this process (replays of recovered requests).
         self.started = started_work.StartedWork()

@@ -3,7 +3,9 @@
 Steps (under the instance lock, the server in task ``swapping_volume``):
 
 1. give Cinder this host's connector for the new volume's attachment (made
-   ``reserved`` by the conductor) and connect the new volume here;
+   ``reserved`` by the conductor) and connect the new volume here; an
+   encrypted one is prepared as its attach would be (key read as the user,
+   its own libvirt secret), see compute/encryption.py;
 2. copy the disk with a libvirt block copy and pivot onto the new volume
    (the guest keeps running and keeps its device and serial);
 3. complete the new attachment, let go of the old volume (disconnect it,
@@ -44,8 +46,9 @@ def _loads(info):
 class VolumeSwapper:
     """One per compute process; holds no state about a swap (the task state does)."""
 
-    def __init__(self, conf, driver, conductor, cinder, reporter):
+    def __init__(self, conf, driver, conductor, cinder, reporter, *, keys):
         self.host = conf.host
+        self.keys = keys
         self.driver = driver
         self.conductor = conductor
         self.cinder = cinder
@@ -106,12 +109,16 @@ class VolumeSwapper:
             # The guest keeps its disk's serial (and the alias made from it).
             new_info["serial"] = virt_bd.volume_id(old_info) or old_volume_id
             virt_bd.keep_read_only(new_info, bdm)
-            encryption.check_swap(context, self.cinder, (old_volume_id, old_info),
-                                  (new_volume_id, new_info))
+            # The new volume's key, as its attach would read it (refusals first).
+            plan = encryption.prepare_swap(context, cinder=self.cinder, keys=self.keys,
+                                           driver=self.driver, old=(old_volume_id, old_info),
+                                           new=(new_volume_id, new_info))
             self.driver.connect_volume(new_info)
             connected = True
+            encryption.open_volume(self.driver, new_info, plan)
             # The new volume's full size, whatever the old one's: the driver
-            # grows the guest's disk to it before the copy when it is smaller.
+            # grows the guest's disk to it (less a LUKS header QEMU decrypts)
+            # before the copy when it is smaller.
             self.driver.swap_volume(old_info, new_info,
                                     compute_instances.driver_instance(instance),
                                     bdm["device_name"],

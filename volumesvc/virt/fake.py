@@ -234,7 +234,8 @@ class FakeDomain:
         self._sizes = {}  # target dev -> capacity for non-file disks
         self._unplug_pending = set()  # id() of live virtio disks awaiting the guest
         self._pivots = {}  # target dev -> base of an active commit waiting to pivot
-        self._copies = {}  # target dev -> destination file of a block copy (swap volume)
+        # target dev -> (destination file, its <source>) of a block copy (swap volume)
+        self._copies = {}
         self.copy_params = {}  # target dev -> typed parameters of its last block copy
 
     # -- identity and state ---------------------------------------------------
@@ -489,7 +490,7 @@ class FakeDomain:
             raise libvirtError("internal error: unable to execute QEMU command "
                                "'blockdev-mirror': Source and target image have different "
                                "sizes", VIR_ERR_INTERNAL_ERROR)
-        self._copies[disk_name] = dest
+        self._copies[disk_name] = (dest, ET.fromstring(destxml).find("source"))
         self.copy_params[disk_name] = dict(params or {})
         return 0
 
@@ -501,10 +502,15 @@ class FakeDomain:
             if disk_name in self._pivots else {}
 
     def blockJobAbort(self, disk_name, flags=0):  # noqa: N802
-        dest = self._copies.pop(disk_name, None)
+        dest, dest_source = self._copies.pop(disk_name, (None, None))
         if dest is not None and flags & VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT:
-            _copy_sparse(_disk_path(self._find_live_disk(disk_name)), dest)
-            _required(self._find_live_disk(disk_name), "source").set("file", dest)
+            disk = self._find_live_disk(disk_name)
+            _copy_sparse(_disk_path(disk), dest)
+            # As libvirt: the disk takes the destination's <source>, its
+            # <encryption> (or none) included.
+            source = _required(disk, "source")
+            disk.insert(list(disk).index(source), dest_source)
+            disk.remove(source)
         base = self._pivots.pop(disk_name, None)
         if base is not None and flags & VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT:
             self._set_source(disk_name, base)

@@ -10,6 +10,7 @@ secrets, Cinder's attachments and volume status, and the 2.106 fault of a
 refused attach.
 """
 
+import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -287,29 +288,63 @@ def test_boot_from_a_volume_the_compute_cannot_open_fails_and_releases_it(stack)
     assert "provider plain" in fault["message"] and "cannot open" in fault["message"]
 
 
-def _swap(stack, server, old_id, new_id):
+def _swap(stack, server, old_id, new_id, token="admin:admin"):
     stack.api("PUT", f"/servers/{server}/os-volume_attachments/{old_id}",
-              {"volumeAttachment": {"volumeId": new_id}}, token="admin:admin", status=202)
+              {"volumeAttachment": {"volumeId": new_id}}, token=token, status=202)
     stack.wait(lambda: stack.api("GET", f"/servers/{server}", token=TOKEN)[1]["server"][
         "OS-EXT-STS:task_state"] is None, what="swap over")
 
 
-@pytest.mark.parametrize("old_type, new_type", [(None, "luks"), ("luks", None)],
-                         ids=["plain-to-encrypted", "encrypted-to-plain"])
-def test_a_swap_involving_a_volume_decrypted_here_is_refused(stack, old_type, new_type):
-    """As Nova with native LUKS: the server keeps its old volume, the migration fails."""
+def test_a_swap_from_an_encrypted_volume_to_a_plain_one_drops_the_old_secret(stack):
+    """Cinder's retype to a plain type: QEMU copies the plaintext, the old secret goes."""
     (server,) = stack.boot_active()
-    old = stack.cinder.create(stack.context(), 1, "old", "", volume_type=old_type)["id"]
+    old = _volume(stack)
     stack.attach_volume(server, old)
     _wait_in_use(stack, old)
-    secrets_before = set(_secrets(stack))
-    target = stack.cinder.start_migration(old, volume_type=new_type)
+    assert set(_secrets(stack)) == {old}
+    target = stack.cinder.start_migration(old, volume_type=None)
     _swap(stack, server, old, target["id"])
     volume = stack.cinder.get(None, old)
+    assert (volume["status"], volume["migration_status"]) == ("in-use", "success")
+    disk = _disk(stack, server, old)
+    assert disk.find("source/encryption") is None
+    assert _secrets(stack) == {}
+
+
+def _luks_format(stack, volume_id, key_id):
+    """Format the volume's file as Cinder's LUKS type does, with the key's passphrase."""
+    passphrase = keymgr.passphrase(stack.key_store.get(stack.context(), key_id))
+    subprocess.run(["cryptsetup", "--batch-mode", "luksFormat", "--type", "luks1",
+                    "--pbkdf-force-iterations", "1000", "--key-file=-",
+                    stack.cinder._path(volume_id)], input=passphrase, text=True,
+                   check=True, capture_output=True)
+
+
+def test_a_swap_onto_an_encrypted_volume_too_small_for_the_disk_is_undone(stack):
+    """The new volume's LUKS payload (its size less the header) must hold the guest's disk.
+
+    A 1 GiB plain disk does not fit in a 1 GiB LUKS volume: the compute has
+    read the key as the user and defined the new volume's secret, the copy
+    never starts, and the undo takes the secret away with the connection.
+    """
+    (server,) = stack.boot_active()
+    old = stack.cinder.create(stack.context(), 1, "old", "")["id"]
+    stack.attach_volume(server, old)
+    _wait_in_use(stack, old)
+    target = stack.cinder.start_migration(old, volume_type="luks")["id"]
+    # The target's key in the user's project, as Cinder's retype leaves it.
+    key_id = stack.key_store.create_key(stack.context())
+    stack.cinder.set_encryption(target, key_id, **LUKS)
+    _luks_format(stack, target, key_id)
+    _swap(stack, server, old, target, token="admin:p1")
+    volume = stack.cinder.get(None, old)
     assert (volume["status"], volume["migration_status"]) == ("in-use", "error")
-    assert target["id"] not in stack.cinder.volumes
-    assert _disk(stack, server, old).find("source").get("file") == stack.cinder._path(old)
-    assert set(_secrets(stack)) == secrets_before
+    assert ("p1", key_id) in stack.key_store.reads
+    disk = _disk(stack, server, old)
+    assert disk.find("source").get("file") == stack.cinder._path(old)
+    assert disk.find("source/encryption") is None
+    assert _secrets(stack) == {}
+    assert target not in stack.cinder.volumes
 
 
 def test_rebuild_of_an_encrypted_root_opens_it_again(stack):

@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from tests.integration.virt.luks_guest import console_text
 from volumesvc.virt import configdrive, instance_path, power_state
 from volumesvc_aio import guest_image
 
@@ -95,14 +96,6 @@ def test_spawned_domain_has_the_config_drive_cdrom(driver, qemu_host):
 BOOT_TIMEOUT = 240  # TCG on two shared cores; a quiet machine needs seconds
 
 
-def _console_text(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read().decode(errors="replace").replace("\r", "")
-    except FileNotFoundError:
-        return ""
-
-
 def test_the_project_guest_runs_user_data_from_the_drive(driver, qemu_host):
     """The starter guest, booted by the driver from a volume, reads the drive and runs user_data.
 
@@ -130,10 +123,10 @@ def test_the_project_guest_runs_user_data_from_the_drive(driver, qemu_host):
          "disk_bus": "scsi", "device_type": "disk", "tag": "data"}]})
     log = instance_path.console_log(qemu_host.driver.conf, instance["uuid"])
     deadline = time.monotonic() + BOOT_TIMEOUT
-    while "VSGUEST user-data rc=" not in _console_text(log):
-        assert time.monotonic() < deadline, _console_text(log)[-3000:]
+    while "VSGUEST user-data rc=" not in console_text(log):
+        assert time.monotonic() < deadline, console_text(log)[-3000:]
         time.sleep(0.5)
-    text = _console_text(log)
+    text = console_text(log)
     assert "VSGUEST config-drive found=1" in text
     assert "VSGUEST user-data rc=0" in text
     assert "MARKER uid=0\n" in text

@@ -21,8 +21,11 @@ from os_brick.initiator.connectors import iscsi
 from os_brick.privileged import rootwrap
 from oslo_concurrency import processutils
 
+from tests.fixtures.cinder import FakeCinder
+from tests.fixtures.keymgr import FakeKeyManager
 from tests.unit.virt import brick_helpers
-from volumesvc import exception, keymgr
+from volumesvc import context, exception, keymgr
+from volumesvc.compute import encryption as compute_encryption
 from volumesvc.virt.libvirt import encryption
 
 VOL = brick_helpers.VOL
@@ -80,7 +83,8 @@ def test_native_luks_secret_defined_named_by_the_disk_and_gone_with_the_connecti
     secret = _volume_secrets(driver)[vol]
     assert secret.value == HEX.encode()  # what QEMU opens the LUKS header with
     assert ET.fromstring(secret.XMLDesc()).get("private") == "yes"
-    assert info["encryption"] == {"method": "qemu", "secret_uuid": secret.UUIDString(), **LUKS}
+    assert info["encryption"] == {"method": "qemu", "volume_id": vol,
+                                 "secret_uuid": secret.UUIDString(), **LUKS}
 
     driver.attach_volume(info, instance, "/dev/sdb")
     encryption = _disk(driver, instance, vol).find("source/encryption")
@@ -92,6 +96,32 @@ def test_native_luks_secret_defined_named_by_the_disk_and_gone_with_the_connecti
     assert vol in _volume_secrets(driver)  # until the host connection goes
     driver.disconnect_volume(info)
     assert vol not in _volume_secrets(driver)
+
+
+def test_a_swapped_in_volume_has_its_own_secret_whatever_serial_it_keeps(
+        system_conf, driver, make_volume):
+    """A swap's new connection keeps the old serial; its secret is the new volume's.
+
+    Keyed by the serial it would overwrite the old volume's secret with the
+    new key, and the old volume's detach would take the new one's away.
+    """
+    old = make_volume(encrypted=True)
+    _open(driver, old, key=_key(b"o" * 32))
+    new = make_volume(encrypted=True)
+    new_id = new["serial"]
+    new["serial"] = old["serial"]
+    key = _key()
+    driver.connect_volume(new)
+    driver.attach_encryptor(new, {**LUKS, "volume_id": new_id}, "qemu", key,
+                            keymgr.passphrase(key))
+    secrets = _volume_secrets(driver)
+    assert secrets[new_id].value == HEX.encode()
+    assert secrets[old["serial"]].value == binascii.hexlify(b"o" * 32)
+    assert new["encryption"]["volume_id"] == new_id
+    driver.disconnect_volume(old)
+    assert set(_volume_secrets(driver)) == {new_id}
+    driver.disconnect_volume(new)
+    assert _volume_secrets(driver) == {}
 
 
 def test_native_luks_disk_without_its_secret_is_refused_by_the_hypervisor(
@@ -244,7 +274,8 @@ def test_iscsi_volume_cinder_did_not_format_is_formatted_opened_and_closed(
         ("ln", "--symbolic", "--force", "/dev/mapper/crypt-sdq", device)]
     assert crypt.luks[device] == HEX  # formatted with the passphrase from the key
     assert {i for _c, i in crypt.commands if i} == {HEX}
-    assert info["encryption"] == {"method": "os-brick", **LUKS}  # no key, no passphrase
+    # No key, no passphrase.
+    assert info["encryption"] == {"method": "os-brick", "volume_id": info["serial"], **LUKS}
 
     driver.attach_volume(info, instance, "/dev/sdb")
     disk = _disk(driver, instance, VOL)
@@ -310,3 +341,27 @@ def test_a_second_server_on_the_host_reuses_the_open_mapping(driver, iscsi_volum
     assert len(crypt.commands) == ran  # but neither opened nor formatted again
     assert second["encryption"] == info["encryption"]
     assert os.path.realpath(device).endswith("/mapper/crypt-sdq")
+
+
+def test_a_swap_from_or_onto_a_volume_os_brick_opens_is_refused_before_it_connects(
+        conf, driver, iscsi_volume, cryptsetup, make_volume):
+    info, _device, calls = iscsi_volume
+    crypt = cryptsetup()
+    cinder = FakeCinder()
+    store = FakeKeyManager()
+    ctx = context.RequestContext(user_id="u1", project_id="p1")
+    key_id = store.create_key(ctx)
+    cinder.create(ctx, 1, "new", "", volume_id=VOL)
+    cinder.set_encryption(VOL, key_id, **{k: v for k, v in LUKS.items()
+                                          if k != "encryption_key_id"})
+    keys = keymgr.KeyManager(conf, backend=store)
+    plain = make_volume()
+    with pytest.raises(exception.EncryptedSwapNotSupported, match="os-brick"):
+        compute_encryption.prepare_swap(ctx, cinder=cinder, keys=keys, driver=driver,
+                                        old=(plain["serial"], plain), new=(VOL, info))
+    # The old side is refused on what its attach recorded, before Cinder is asked.
+    opened = {**plain, "encryption": {"method": "os-brick", **LUKS}}
+    with pytest.raises(exception.EncryptedSwapNotSupported, match="os-brick"):
+        compute_encryption.prepare_swap(ctx, cinder=None, keys=None, driver=None,
+                                        old=(plain["serial"], opened), new=(VOL, info))
+    assert crypt.commands == [] and calls["connect"].calls == []

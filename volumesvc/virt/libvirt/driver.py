@@ -393,7 +393,11 @@ class LibvirtDriver(driver.ComputeDriver):
 
     def swap_volume(self, old_connection_info, new_connection_info, instance, mountpoint,
                     resize_to_bytes=None):
-        """Block copy onto the new volume, pivot, then rewrite the definition (swap.py)."""
+        """Block copy onto the new volume, pivot, then rewrite the definition (swap.py).
+
+        Either side may be a LUKS container QEMU decrypts (its ``<encryption>``
+        in the disk XML): QEMU copies what the guest sees, through each side's key.
+        """
         vol_id = block_device.volume_id(old_connection_info)
         guest = self._host.get_guest(instance["uuid"])
         if not guest.is_active():
@@ -408,6 +412,8 @@ class LibvirtDriver(driver.ComputeDriver):
                                                   device_type=None)
         timeout = self.libvirt_conf.block_copy_timeout
         bandwidth = self.libvirt_conf.block_copy_bandwidth * 1024 * 1024
+        resize_to_bytes = self._swap_target_size(guest, disk, new_disk, new_connection_info,
+                                                 resize_to_bytes)
         try:
             # Before the copy: QEMU does not mirror into a larger disk.
             swap.grow_to(guest, disk.target_dev, resize_to_bytes)
@@ -421,6 +427,29 @@ class LibvirtDriver(driver.ComputeDriver):
             # The guest runs on the new volume already: say so, do not undo.
             LOG.error("Volume %s of %s was copied, but updating the domain failed: %s",
                       vol_id, instance["uuid"], exc)
+
+    def _swap_target_size(self, guest, disk, new_disk, new_connection_info, size_bytes):
+        """The size the guest's disk must have to be mirrored onto ``new_disk``.
+
+        A destination QEMU decrypts shows the guest its volume less the LUKS
+        header (luks_payload.py), and QEMU mirrors only between equal sizes.
+        When that payload is smaller than the disk the guest has now, the
+        guest's data would not fit: refused here, before the copy starts
+        (QEMU's own refusal only shows as a job that vanishes).
+        """
+        if not (new_disk.encryption_secret_uuid and size_bytes):
+            return size_bytes
+        probe = config.parse_disks(
+            f"<domain><devices>{new_disk.to_xml()}</devices></domain>")[0]
+        payload = size_bytes - luks_payload.payload_offset(self.conf, probe,
+                                                           new_connection_info)
+        current = guest.block_capacity(disk.target_dev)
+        if payload < current:
+            raise exception.Invalid(
+                reason=f"the new volume's encrypted payload ({payload} bytes: its size less "
+                       f"the LUKS header) is smaller than the disk {disk.target_dev} the "
+                       f"guest has now ({current} bytes); the swap needs a larger volume")
+        return payload
 
     def cancel_volume_swaps(self, instance):
         guest = self._host.find_guest(instance["uuid"])

@@ -78,9 +78,14 @@ def _already_open(connection_info):
 
 
 def attach(conn, libvirt, connection_info, metadata, method, key, passphrase):
-    """Open the volume for its method; record what was done in ``connection_info``."""
-    volume_id = block_device.volume_id(connection_info)
-    record = {"method": method, **_metadata(metadata)}
+    """Open the volume for its method; record what was done in ``connection_info``.
+
+    The secret is keyed by ``metadata['volume_id']`` when given (a swap's new
+    volume, whose connection keeps the old volume's serial), recorded so the
+    detach removes that one and not the old volume's.
+    """
+    volume_id = metadata.get("volume_id") or block_device.volume_id(connection_info)
+    record = {"method": method, "volume_id": volume_id, **_metadata(metadata)}
     if method == QEMU:
         try:
             record["secret_uuid"] = luks.ensure(conn, libvirt, volume_id, passphrase)
@@ -107,7 +112,7 @@ def detach(conn, libvirt, connection_info):
     record = connection_info.get("encryption")
     if not record:
         return
-    volume_id = block_device.volume_id(connection_info)
+    volume_id = record.get("volume_id") or block_device.volume_id(connection_info)
     if record.get("method") == QEMU:
         try:
             luks.undefine(conn, libvirt, volume_id)
