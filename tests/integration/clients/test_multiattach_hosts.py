@@ -207,3 +207,49 @@ def test_detaches_of_one_volume_sent_together_all_succeed(aio2, cinder, five, co
             assert volume.id not in [a["volumeId"] for a in body["volumeAttachments"]]
     finally:
         delete_volume_quietly(cinder, volume.id)
+
+
+def test_detaches_racing_attaches_of_the_same_volume_all_succeed(aio2, cinder, five):
+    """Two servers leave a shared volume while two others join it, all sent at once.
+
+    Cinder runs one attachment change of a volume at a time (its
+    begin_detaching refuses while another runs): the detaches wait their
+    turn, the attaches their reservation, and every one of them ends done.
+    """
+    leaving, joining = five[:2], five[2:4]
+    volume = cinder.volumes.create(1, name=unique("shared"), volume_type=MULTI_TYPE)
+    try:
+        wait_volume(cinder, volume.id, "available")
+        _attach_each(aio2, leaving, volume.id)
+        wait_until(lambda: len(cinder.volumes.get(volume.id).attachments) == 2,
+                   "2 attachments")
+        answers = run_together(
+            [functools.partial(
+                compute_http, aio2, "DELETE",
+                f"/servers/{server_id}/os-volume_attachments/{volume.id}", version="2.101")
+             for server_id in leaving]
+            + [functools.partial(
+                compute_http, aio2, "POST", f"/servers/{server_id}/os-volume_attachments",
+                {"volumeAttachment": {"volumeId": volume.id}}, version="2.101")
+               for server_id in joining], timeout=180)
+        assert [a[0] if isinstance(a, tuple) else a for a in answers] == [202] * 4, answers
+
+        def settled():
+            attached = {a["server_id"] for a in cinder.volumes.get(volume.id).attachments}
+            return attached == set(joining)
+
+        wait_until(settled, "the joining servers attached and the leaving ones gone",
+                   timeout=180)
+        wait_volume(cinder, volume.id, "in-use")
+        for server_id in leaving:
+            assert _shared_disk(aio2, server_id, volume.id) is None
+        for server_id in joining:
+            assert _shared_disk(aio2, server_id, volume.id) is not None
+            _, body, _ = compute_http(aio2, "GET", f"/servers/{server_id}/os-volume_attachments",
+                                      version="2.106")
+            (entry,) = [a for a in body["volumeAttachments"] if a["volumeId"] == volume.id]
+            assert entry["status"] == "attached", entry
+        _detach_together(aio2, joining, volume.id)
+        wait_volume(cinder, volume.id, "available", timeout=180)
+    finally:
+        delete_volume_quietly(cinder, volume.id)
