@@ -136,6 +136,15 @@ def _copy_sparse(source, dest):
         os.close(dst)
 
 
+def _luks1_payload_offset(path):
+    """Bytes before a LUKS1 container's data: its header's payload offset (in sectors)."""
+    with open(path, "rb") as f:
+        header = f.read(108)
+    if not header.startswith(b"LUKS\xba\xbe"):
+        raise libvirtError(f"internal error: {path} holds no LUKS header", VIR_ERR_INTERNAL_ERROR)
+    return int.from_bytes(header[104:108], "big") * 512
+
+
 def _disk_path(disk):
     source = disk.find("source")
     if source is None:
@@ -485,12 +494,16 @@ class FakeDomain:
                                "only", VIR_ERR_SYSTEM_ERROR)
         if _disk_path(disk) is None:
             raise libvirtError("the fake copies file-backed disks only", VIR_ERR_NO_SUPPORT)
-        # As QEMU's mirror: one size on both sides, never a larger destination.
-        if os.path.getsize(_disk_path(disk)) != os.path.getsize(dest):
+        # As QEMU's mirror: one size on both sides, never a larger destination
+        # (of a LUKS one its payload; the fake does not encrypt what it copies).
+        dest_source = _required(ET.fromstring(destxml), "source")
+        luks = dest_source.find("encryption") is not None
+        if os.path.getsize(_disk_path(disk)) != os.path.getsize(dest) - (
+                _luks1_payload_offset(dest) if luks else 0):
             raise libvirtError("internal error: unable to execute QEMU command "
                                "'blockdev-mirror': Source and target image have different "
                                "sizes", VIR_ERR_INTERNAL_ERROR)
-        self._copies[disk_name] = (dest, ET.fromstring(destxml).find("source"))
+        self._copies[disk_name] = (dest, dest_source)
         self.copy_params[disk_name] = dict(params or {})
         return 0
 

@@ -311,13 +311,27 @@ def test_a_swap_from_an_encrypted_volume_to_a_plain_one_drops_the_old_secret(sta
     assert _secrets(stack) == {}
 
 
-def _luks_format(stack, volume_id, key_id):
-    """Format the volume's file as Cinder's LUKS type does, with the key's passphrase."""
+def _swap_plain_onto_luks(stack, size):
+    """Swap a 1 GiB plain volume of a server onto a LUKS volume of ``size`` GiB.
+
+    The target is formatted as Cinder's LUKS type does, its key in the
+    user's project (as Cinder's retype leaves it); the swap is asked by an
+    admin of that project. Returns (server, old id, target id, key id).
+    """
+    (server,) = stack.boot_active()
+    old = stack.cinder.create(stack.context(), 1, "old", "")["id"]
+    stack.attach_volume(server, old)
+    _wait_in_use(stack, old)
+    target = stack.cinder.start_migration(old, size=size, volume_type="luks")["id"]
+    key_id = stack.key_store.create_key(stack.context())
+    stack.cinder.set_encryption(target, key_id, **LUKS)
     passphrase = keymgr.passphrase(stack.key_store.get(stack.context(), key_id))
     subprocess.run(["cryptsetup", "--batch-mode", "luksFormat", "--type", "luks1",
                     "--pbkdf-force-iterations", "1000", "--key-file=-",
-                    stack.cinder._path(volume_id)], input=passphrase, text=True,
+                    stack.cinder._path(target)], input=passphrase, text=True,
                    check=True, capture_output=True)
+    _swap(stack, server, old, target, token="admin:p1")
+    return server, old, target, key_id
 
 
 def test_a_swap_onto_an_encrypted_volume_too_small_for_the_disk_is_undone(stack):
@@ -327,16 +341,7 @@ def test_a_swap_onto_an_encrypted_volume_too_small_for_the_disk_is_undone(stack)
     read the key as the user and defined the new volume's secret, the copy
     never starts, and the undo takes the secret away with the connection.
     """
-    (server,) = stack.boot_active()
-    old = stack.cinder.create(stack.context(), 1, "old", "")["id"]
-    stack.attach_volume(server, old)
-    _wait_in_use(stack, old)
-    target = stack.cinder.start_migration(old, volume_type="luks")["id"]
-    # The target's key in the user's project, as Cinder's retype leaves it.
-    key_id = stack.key_store.create_key(stack.context())
-    stack.cinder.set_encryption(target, key_id, **LUKS)
-    _luks_format(stack, target, key_id)
-    _swap(stack, server, old, target, token="admin:p1")
+    server, old, target, key_id = _swap_plain_onto_luks(stack, size=1)
     volume = stack.cinder.get(None, old)
     assert (volume["status"], volume["migration_status"]) == ("in-use", "error")
     assert ("p1", key_id) in stack.key_store.reads
@@ -345,6 +350,31 @@ def test_a_swap_onto_an_encrypted_volume_too_small_for_the_disk_is_undone(stack)
     assert disk.find("source/encryption") is None
     assert _secrets(stack) == {}
     assert target not in stack.cinder.volumes
+
+
+def test_a_swap_onto_a_larger_encrypted_volume_opens_it_with_its_own_secret(stack):
+    """Cinder's migration onto an encrypted volume: its key read as the user, its secret.
+
+    After Cinder's completion the BDM names the old volume id while the
+    secret is the new volume's: the reconciliation keeps it, the detach
+    removes it.
+    """
+    server, old, target, key_id = _swap_plain_onto_luks(stack, size=2)
+    volume = stack.cinder.get(None, old)
+    assert (volume["status"], volume["migration_status"]) == ("in-use", "success")
+    assert ("p1", key_id) in stack.key_store.reads
+    secret = _secrets(stack)[target]
+    assert set(_secrets(stack)) == {target}
+    assert secret.value.decode() == keymgr.passphrase(
+        stack.key_store.get(stack.context(), key_id))
+    assert _disk(stack, server, old).find("source/encryption/secret").get(
+        "uuid") == secret.UUIDString()
+
+    stack.computes["host-a"].manager.reconciler.periodic(stack.admin_context())
+    assert set(_secrets(stack)) == {target}
+    _detach(stack, server, old)
+    _wait_available(stack, old)
+    assert _secrets(stack) == {}
 
 
 def test_rebuild_of_an_encrypted_root_opens_it_again(stack):
