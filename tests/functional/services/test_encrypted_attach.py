@@ -314,9 +314,10 @@ def test_a_swap_from_an_encrypted_volume_to_a_plain_one_drops_the_old_secret(sta
 def _swap_plain_onto_luks(stack, size):
     """Swap a 1 GiB plain volume of a server onto a LUKS volume of ``size`` GiB.
 
-    The target is formatted as Cinder's LUKS type does, its key in the
-    user's project (as Cinder's retype leaves it); the swap is asked by an
-    admin of that project. Returns (server, old id, target id, key id).
+    The target is formatted in place with cryptsetup (the header inside
+    its size), its key in the user's project (as Cinder's retype leaves it);
+    the swap is asked by an admin of that project. Returns (server, old id,
+    target id, key id).
     """
     (server,) = stack.boot_active()
     old = stack.cinder.create(stack.context(), 1, "old", "")["id"]
@@ -337,7 +338,8 @@ def _swap_plain_onto_luks(stack, size):
 def test_a_swap_onto_an_encrypted_volume_too_small_for_the_disk_is_undone(stack):
     """The new volume's LUKS payload (its size less the header) must hold the guest's disk.
 
-    A 1 GiB plain disk does not fit in a 1 GiB LUKS volume: the compute has
+    A 1 GiB plain disk does not fit in a 1 GiB LUKS volume formatted in place
+    (its header inside the 1 GiB, as cryptsetup makes it): the compute has
     read the key as the user and defined the new volume's secret, the copy
     never starts, and the undo takes the secret away with the connection.
     """

@@ -46,10 +46,14 @@ def make_cloud(driver):
     return cinder, keymgr.KeyManager(driver.conf, backend=store), ctx
 
 
-def luks_volume(cinder, keys, ctx, size_mb=64):
+def luks_volume(cinder, keys, ctx, size_mb=64, header_on_top=False):
     """A volume of the LUKS type, formatted as Cinder would with the key's passphrase.
 
-    Returns (volume id, backing file, passphrase, connection info).
+    ``header_on_top``: the payload is the whole ``size_mb`` and the header
+    comes on top, as Cinder's RBD driver (and the all-in-one's file driver)
+    make an encrypted volume; else the header is taken out of ``size_mb``,
+    as when a volume is formatted in place. Returns (volume id, backing
+    file, passphrase, connection info).
     """
     volume = cinder.create(ctx, 1, "secret", "", volume_type="luks")
     passphrase = keymgr.passphrase(keys.get_key(ctx, volume["encryption_key_id"], volume["id"]))
@@ -63,6 +67,9 @@ def luks_volume(cinder, keys, ctx, size_mb=64):
                            "--cipher", "aes-xts-plain64", "--key-size", "256", path],
                           input=passphrase, capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
+    if header_on_top:
+        # LUKS1's payload is whatever follows the header.
+        os.truncate(path, (size_mb << 20) + payload_offset(path))
     info = {"driver_volume_type": "local", "serial": volume["id"],
             "data": {"device_path": path, "volume_id": volume["id"], "encrypted": True}}
     return volume["id"], path, passphrase, info

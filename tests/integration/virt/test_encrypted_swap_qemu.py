@@ -38,17 +38,23 @@ def cloud(driver):
     return luks_guest.make_cloud(driver)
 
 
-def _volume(cinder, keys, ctx, encrypted, size_mb):
-    """(volume id, file, passphrase or None, connection info) of either kind."""
-    if encrypted:
-        return luks_guest.luks_volume(cinder, keys, ctx, size_mb=size_mb)
+#: "luks": the header out of the volume's size (formatted in place); "luks+header":
+#: the payload the whole size, the header on top (Cinder's RBD and file drivers).
+ENCRYPTED = ("luks", "luks+header")
+
+
+def _volume(cinder, keys, ctx, kind, size_mb):
+    """(volume id, file, passphrase or None, connection info) of ``kind``."""
+    if kind in ENCRYPTED:
+        return luks_guest.luks_volume(cinder, keys, ctx, size_mb=size_mb,
+                                      header_on_top=kind == "luks+header")
     volume_id, path, info = luks_guest.plain_volume(cinder, ctx, size_mb=size_mb)
     return volume_id, path, None, info
 
 
-def _guest_size(path, size_mb, passphrase):
-    """What the guest sees of a volume: all of it, or its LUKS payload."""
-    return (size_mb * MiB) - (luks_guest.payload_offset(path) if passphrase else 0)
+def _guest_size(path, passphrase):
+    """What the guest sees of a volume: all of it, or what follows its LUKS header."""
+    return os.path.getsize(path) - (luks_guest.payload_offset(path) if passphrase else 0)
 
 
 def _open(driver, cinder, keys, ctx, info):
@@ -58,14 +64,20 @@ def _open(driver, cinder, keys, ctx, info):
     encryption.open_volume(driver, info, plan)
 
 
-@pytest.mark.parametrize("old_encrypted, old_mb, new_encrypted, new_mb", [
-    (False, 32, True, 64), (True, 64, False, 64), (True, 64, True, 96)],
-    ids=["plain-to-encrypted", "encrypted-to-plain", "encrypted-to-encrypted"])
-def test_the_guest_keeps_its_data_across_a_swap(driver, cloud, old_encrypted, old_mb,
-                                                new_encrypted, new_mb):
+@pytest.mark.parametrize("old_kind, old_mb, new_kind, new_mb", [
+    ("plain", 64, "luks+header", 64), ("plain", 32, "luks", 64),
+    ("luks+header", 64, "plain", 64), ("luks", 64, "plain", 64),
+    ("luks", 64, "luks+header", 96)],
+    ids=["plain-to-encrypted-same-size", "plain-to-encrypted-larger",
+         "encrypted-to-plain-same-size", "encrypted-to-plain-header-inside",
+         "encrypted-to-encrypted"])
+def test_the_guest_keeps_its_data_across_a_swap(driver, cloud, old_kind, old_mb, new_kind,
+                                                new_mb):
+    """Cinder's same-size retype both ways, and the layouts where the disk must grow."""
     cinder, keys, ctx = cloud
-    old_id, old_path, old_pass, old_info = _volume(cinder, keys, ctx, old_encrypted, old_mb)
-    new_id, new_path, new_pass, new_info = _volume(cinder, keys, ctx, new_encrypted, new_mb)
+    new_encrypted = new_kind in ENCRYPTED
+    old_id, old_path, _old_pass, old_info = _volume(cinder, keys, ctx, old_kind, old_mb)
+    new_id, new_path, new_pass, new_info = _volume(cinder, keys, ctx, new_kind, new_mb)
     # As the compute makes it: the new connection keeps the guest's serial.
     new_info["serial"] = old_id
     marker = f"VSSWAP-{os.urandom(8).hex()}"
@@ -106,7 +118,7 @@ def test_the_guest_keeps_its_data_across_a_swap(driver, cloud, old_encrypted, ol
         with open(old_path, "r+b") as f:
             f.write(b"\0" * (4 * MiB))
         seen = len(luks_guest.console_text(log))
-        size = _guest_size(new_path, new_mb, new_pass)
+        size = _guest_size(new_path, new_pass)
         luks_guest.wait_console(log, f"READ {size} {marker}\n", since=seen)
         driver.detach_volume(new_info, instance, "/dev/sdb")
         driver.disconnect_volume(new_info)

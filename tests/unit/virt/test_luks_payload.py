@@ -1,6 +1,7 @@
 """What the compute has qemu-img read a LUKS header from (extending an encrypted volume)."""
 
 import os
+import subprocess
 
 import pytest
 
@@ -54,3 +55,20 @@ def test_an_rbd_volume_without_a_key_is_a_clear_error(conf, tmp_path):
 def test_a_local_disk_is_read_where_it_is(conf, tmp_path):
     (_, plain) = config.parse_disks(RBD_XML)
     assert luks_payload._target(conf, plain, {}, str(tmp_path)) == "/v/plain"
+
+
+def test_the_payload_is_read_from_the_container_not_worked_out_from_a_size(conf, tmp_path):
+    """Whatever made the container: qemu-img's sizes are the header and what is left."""
+    path = tmp_path / "volume"
+    path.write_bytes(b"")
+    os.truncate(path, 10 << 20)
+    subprocess.run(["cryptsetup", "--batch-mode", "luksFormat", "--type", "luks1",
+                    "--pbkdf-force-iterations", "1000", "--key-file=-", str(path)],
+                   input="k", text=True, check=True, capture_output=True)
+    (disk,) = config.parse_disks(
+        f"<domain><devices><disk type='file' device='disk'><source file='{path}'>"
+        f"<encryption format='luks'><secret type='passphrase' uuid='x'/></encryption>"
+        f"</source><target dev='sdb'/><serial>{VOL}</serial></disk></devices></domain>")
+    header = luks_payload.payload_offset(conf, disk, {})
+    assert 0 < header < 10 << 20
+    assert luks_payload.payload_size(conf, disk, {}) == (10 << 20) - header

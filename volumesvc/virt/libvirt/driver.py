@@ -431,24 +431,25 @@ class LibvirtDriver(driver.ComputeDriver):
     def _swap_target_size(self, guest, disk, new_disk, new_connection_info, size_bytes):
         """The size the guest's disk must have to be mirrored onto ``new_disk``.
 
-        A destination QEMU decrypts shows the guest its volume less the LUKS
-        header (luks_payload.py), and QEMU mirrors only between equal sizes.
-        When that payload is smaller than the disk the guest has now, the
-        guest's data would not fit: refused here, before the copy starts
-        (QEMU's own refusal only shows as a job that vanishes).
+        QEMU mirrors only between equal sizes, and a destination QEMU
+        decrypts shows the guest its LUKS payload, read from the volume
+        (luks_payload.py): the disk is grown to that. When the payload is
+        smaller than the disk the guest has now, the guest's data would not
+        fit: refused here, before the copy starts (QEMU's own refusal only
+        shows as a job that vanishes).
         """
-        if not (new_disk.encryption_secret_uuid and size_bytes):
+        if not new_disk.encryption_secret_uuid:
             return size_bytes
         probe = config.parse_disks(
             f"<domain><devices>{new_disk.to_xml()}</devices></domain>")[0]
-        payload = size_bytes - luks_payload.payload_offset(self.conf, probe,
-                                                           new_connection_info)
+        payload = luks_payload.payload_size(self.conf, probe, new_connection_info)
         current = guest.block_capacity(disk.target_dev)
         if payload < current:
             raise exception.Invalid(
-                reason=f"the new volume's encrypted payload ({payload} bytes: its size less "
-                       f"the LUKS header) is smaller than the disk {disk.target_dev} the "
-                       f"guest has now ({current} bytes); the swap needs a larger volume")
+                reason=f"the new volume's encrypted payload ({payload} bytes: what is left "
+                       f"of it under the LUKS header) is smaller than the disk "
+                       f"{disk.target_dev} the guest has now ({current} bytes); the swap "
+                       f"needs a larger volume")
         return payload
 
     def cancel_volume_swaps(self, instance):

@@ -25,6 +25,24 @@ QEMU_IMG_TIMEOUT = 60
 
 def payload_offset(conf, disk, connection_info) -> int:
     """Bytes of LUKS header before the guest's data on ``disk`` (a parsed domain disk)."""
+    return int(_luks_info(conf, disk, connection_info)["format-specific"]["data"][
+        "payload-offset"])
+
+
+def payload_size(conf, disk, connection_info) -> int:
+    """Bytes of guest data ``disk`` holds: what QEMU shows the guest of it.
+
+    Read from the volume, not worked out from Cinder's size: Cinder's RBD
+    driver (and the all-in-one's file driver) make an encrypted volume of N
+    GiB a container whose payload is N GiB, its header on top, while a
+    volume formatted in place (cryptsetup, as os-brick does) gives the
+    header out of its N GiB.
+    """
+    return int(_luks_info(conf, disk, connection_info)["virtual-size"])
+
+
+def _luks_info(conf, disk, connection_info) -> dict:
+    """``qemu-img info`` of the LUKS container on ``disk``; raises if it holds none."""
     with tempfile.TemporaryDirectory(prefix="vs-luks-") as scratch:
         target = _target(conf, disk, connection_info, scratch)
         try:
@@ -44,7 +62,7 @@ def payload_offset(conf, disk, connection_info) -> int:
         raise exception.VirtDriverError(
             reason=f"volume {disk.serial} is to be decrypted by QEMU but holds no LUKS "
                    f"header (qemu-img sees {info.get('format')!r})")
-    return int(specific["data"]["payload-offset"])
+    return info
 
 
 def _target(conf, disk, connection_info, scratch):
