@@ -56,7 +56,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import exception
-from volumesvc.compute import rebuild
+from volumesvc.compute import connections, rebuild
 from volumesvc.states import attach_states
 from volumesvc.volume import cinder as cinder_adapter
 
@@ -489,7 +489,14 @@ class _Run:
             pass
 
     def _detach_disk(self, bdm):
-        """The running domain loses the disk too (a SOFT reboot keeps live devices)."""
+        """The running domain loses the disk too (a SOFT reboot keeps live devices).
+
+        Then the host side goes as a detach's would: the connection and an
+        encrypted volume's libvirt secret or dm-crypt mapping. Without it the
+        secret of a volume whose attachment an operator deleted in Cinder
+        stayed on the host until a later periodic pass noticed it. A disk the
+        domain may still hold keeps its connection (the guest may use it).
+        """
         info = _connection_info(bdm)
         if not info:
             return
@@ -501,6 +508,16 @@ class _Run:
             LOG.warning("Could not detach the disk of volume %s from %s: %s",
                         bdm["volume_id"], self.uuid, exc)
             self.report.errors.append(f"detach of {bdm['volume_id']} from the domain: {exc}")
+            return
+        try:
+            connections.disconnect(self.context, cinder=self.r.cinder,
+                                   conductor=self.r.conductor, driver=self.r.driver,
+                                   host=self.r.conf.host, instance_uuid=self.uuid,
+                                   connection_info=info)
+        except Exception as exc:  # noqa: BLE001 - the periodic pass drops a secret left behind
+            LOG.warning("Could not disconnect volume %s from this host: %s",
+                        bdm["volume_id"], exc)
+            self.report.errors.append(f"disconnect of {bdm['volume_id']}: {exc}")
 
     # -- interrupted attaches -------------------------------------------------------
     def _interrupted(self, bdm, attachment):

@@ -214,12 +214,18 @@ def test_multiattach_shares_one_secret_per_host_until_the_last_detach(stack):
     assert _secrets(stack) == {}
 
 
-def test_server_delete_removes_the_secret(stack):
+def _attached(stack):
+    """(server, volume id): an encrypted volume attached, its secret on the host."""
     (server,) = stack.boot_active()
     volume_id = _volume(stack)
     stack.attach_volume(server, volume_id)
     _wait_in_use(stack, volume_id)
     assert volume_id in _secrets(stack)
+    return server, volume_id
+
+
+def test_server_delete_removes_the_secret(stack):
+    server, volume_id = _attached(stack)
     stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
     stack.wait_for_server_gone(server)
     _wait_available(stack, volume_id)
@@ -250,6 +256,36 @@ def test_the_reconciliation_removes_secrets_no_server_here_uses(stack):
     drv.attach_encryptor(info, LUKS, "qemu", key, keymgr.passphrase(key))
     runner.recover_host(timeout=5)
     assert set(_secrets(stack)) == {kept}
+
+
+def _delete_in_cinder_and_clean_up(stack, server, volume_id):
+    """The operator's ``cinder attachment-delete``, then ``volumesvc-manage volume_attachment
+    cleanup`` of the server (the conductor's reconcile of it); returns the removed volumes."""
+    (attachment_id,) = [a["id"] for a in _attachments(stack, volume_id)
+                        if a["instance"] == server]
+    stack.cinder.attachment_delete(stack.admin_context(), attachment_id)
+    (report,) = stack.conductor_api().reconcile_volume_attachments(
+        stack.admin_context(), instance_uuids=[server])
+    return [b["volume_id"] for b in report["removed_bdms"]]
+
+
+def test_the_cleanup_of_an_attachment_deleted_in_cinder_removes_the_secret_at_once(stack):
+    """Not left for a later periodic pass: the disk and the secret go together."""
+    server, volume_id = _attached(stack)
+    assert _delete_in_cinder_and_clean_up(stack, server, volume_id) == [volume_id]
+    assert _disk(stack, server, volume_id) is None
+    assert _secrets(stack) == {}
+
+
+def test_the_cleanup_keeps_the_secret_another_server_here_still_uses(stack):
+    first, second = stack.boot_active(2)
+    volume_id = _volume(stack, "luks-multi")
+    for server in (first, second):
+        stack.attach_volume(server, volume_id, version="2.79")
+    _wait_in_use(stack, volume_id, 2)
+    assert _delete_in_cinder_and_clean_up(stack, first, volume_id) == [volume_id]
+    assert _disk(stack, first, volume_id) is None
+    assert _disk(stack, second, volume_id) is not None and volume_id in _secrets(stack)
 
 
 def _root_volume(volume_id):
