@@ -49,7 +49,11 @@ catalog when ``endpoint_override`` is not set.
         "http_retries",
         default=3,
         min=0,
-        help="Number of times a failed connection to Cinder is retried."),
+        help="""
+Number of times a failed connection to Cinder is retried. An attachment
+create is retried only when the connection was refused: one that broke
+after the request was sent may have made the attachment already.
+"""),
     cfg.IntOpt(
         "list_page_size",
         default=1000,

@@ -49,6 +49,9 @@ MV_EXTEND_COMPLETION = "3.71"   # os-extend_volume_completion
 _PROJECT_IN_URL = re.compile(r"^[0-9a-fA-F-]+$")
 _SERVICE_HEADERS = {"X-Service-Roles": "service"}
 _DELETE_RETRIES = 5
+# Seconds before the first retry of a refused connection, doubled for each
+# further one (keystoneauth's own schedule).
+_CONNECT_DELAY = 0.5
 
 
 def _cinder_message(error):
@@ -114,6 +117,22 @@ def paced(what):
                 return func(self, context, *args, **kwargs)
         return wrapper
     return decorator
+
+
+def _refused(exc) -> bool:
+    """True when ``exc`` came of a refused connection: the request never left.
+
+    keystoneauth's ``ConnectFailure`` stands for both a refused connection
+    and one that broke after the request was sent; the socket error it was
+    raised from tells them apart.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ConnectionRefusedError):
+            return True
+        exc = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
+    return False
 
 
 def _to_dict(resource):
@@ -200,12 +219,13 @@ class CinderAPI(keystone.SessionFromConf):
             user_auth = self._conf_auth()
         return self._service_user_auth(user_auth)
 
-    def client(self, context, microversion=MV_BASE, service=False):
+    def client(self, context, microversion=MV_BASE, service=False, connect_retries=None):
         """A cinderclient for one call at ``microversion``.
 
         ``service=True`` marks the request as coming from the compute service
         (noauth: ``X-Service-Roles: service``; keystone: the service token
-        is already on every request when configured).
+        is already on every request when configured). ``connect_retries``
+        replaces ``[cinder] http_retries`` for the call.
         """
         endpoint, microversion = self._endpoint(context, microversion)
         service_type, service_name, interface = self.conf.cinder.catalog_info.split(":")
@@ -215,7 +235,8 @@ class CinderAPI(keystone.SessionFromConf):
             endpoint_override=endpoint, service_type=service_type,
             service_name=service_name or None, endpoint_type=interface,
             region_name=self.conf.cinder.os_region_name,
-            connect_retries=self.conf.cinder.http_retries,
+            connect_retries=(self.conf.cinder.http_retries if connect_retries is None
+                             else connect_retries),
             global_request_id=getattr(context, "global_id", None),
             additional_headers=headers)
 
@@ -371,11 +392,31 @@ class CinderAPI(keystone.SessionFromConf):
         """Reserve the volume for ``instance_uuid`` (connector None) or connect it now.
 
         ``mode`` ('rw'/'ro') needs 3.54; without it 3.44 is used.
+
+        The create is sent again (``[cinder] http_retries`` times, as
+        keystoneauth would) only when the connection was refused: then it
+        never reached Cinder. keystoneauth would also send it again after a
+        connection that broke with the request sent (a cinder-api killed
+        while it answered), and Cinder, which lets a server hold two
+        attachments of a volume, would make a second one. Such a failure is
+        raised at once; the caller's rollback, and the compute's
+        reconciliation once it is stale, take care of the attachment Cinder
+        may have made.
         """
         microversion = MV_ATTACHMENT_MODE if mode else MV_ATTACHMENTS
-        attachment = self.client(context, microversion, service=True).attachments.create(
-            volume_id, self._connector(connector, mountpoint), instance_uuid,
-            mode=mode or "null")
+        client = self.client(context, microversion, service=True, connect_retries=0)
+        for attempt in range(self.conf.cinder.http_retries + 1):
+            try:
+                attachment = client.attachments.create(
+                    volume_id, self._connector(connector, mountpoint), instance_uuid,
+                    mode=mode or "null")
+                break
+            except ks_exception.ConnectFailure as exc:
+                if attempt >= self.conf.cinder.http_retries or not _refused(exc):
+                    raise
+                LOG.warning("Cinder refused the connection for an attachment of volume %s; "
+                            "retrying in %.1f s", volume_id, _CONNECT_DELAY * 2 ** attempt)
+                time.sleep(_CONNECT_DELAY * 2 ** attempt)
         return self._attachment(attachment)
 
     @translate(exception.VolumeAttachmentNotFound, "attachment_id")

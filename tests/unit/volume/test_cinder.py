@@ -4,6 +4,8 @@ Only the HTTP boundary is replaced: ``client()`` returns a stub standing for
 cinderclient, so what is tested is what the adapter does with its answers.
 """
 
+import socket
+import threading
 from unittest import mock
 
 import pytest
@@ -149,7 +151,7 @@ class TestAttachments:
         assert api.attachment_create(ctx, VOL, "inst")["id"] == ATT
         stub.attachments.create.assert_called_once_with(VOL, None, "inst", mode="null")
         assert stub.factory.call_args.args[1:] == (cinder.MV_ATTACHMENTS,)
-        assert stub.factory.call_args.kwargs == {"service": True}
+        assert stub.factory.call_args.kwargs == {"service": True, "connect_retries": 0}
 
     def test_create_with_mode_uses_354(self, api, stub, ctx):
         stub.attachments.create.return_value = {"id": ATT}
@@ -217,3 +219,48 @@ def test_cross_az_attach(api, conf):
     with pytest.raises(exception.Invalid):
         api.check_availability_zone({"availability_zone": "a"}, "b")
     api.check_availability_zone({"availability_zone": "b"}, "b")
+
+
+class TestAttachmentCreateResend:
+    """Over real sockets: a create is sent again only when it cannot have reached Cinder."""
+
+    def test_a_refused_connection_is_tried_again(self, api, conf, ctx, caplog):
+        conf.set_override("http_retries", 2, "cinder")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # closed once the block ends: refused
+        conf.set_override("endpoint_override", f"http://127.0.0.1:{port}/v3", "cinder")
+        with pytest.raises(exception.CinderConnectionFailed):
+            api.attachment_create(ctx, VOL, "inst")
+        retries = [r.getMessage() for r in caplog.records
+                   if r.getMessage().startswith("Cinder refused the connection")]
+        assert len(retries) == 2, retries
+
+    def test_a_connection_broken_after_the_request_was_sent_is_not(self, api, conf, ctx,
+                                                                    caplog):
+        """As a cinder-api killed while it answered: Cinder may have made the attachment,
+        and a second create would make a second one."""
+        requests = []
+        server = socket.create_server(("127.0.0.1", 0))
+
+        def serve():
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                with conn:
+                    requests.append(conn.recv(65536))
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        conf.set_override("endpoint_override",
+                          f"http://127.0.0.1:{server.getsockname()[1]}/v3", "cinder")
+        try:
+            with pytest.raises(exception.CinderConnectionFailed):
+                api.attachment_create(ctx, VOL, "inst")
+        finally:
+            server.close()
+            thread.join(5)
+        assert len(requests) == 1 and requests[0].startswith(b"POST ")
+        assert not any(r.getMessage().startswith("Cinder refused the connection")
+                       for r in caplog.records)
