@@ -22,6 +22,7 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from volumesvc import exception, keymgr
+from volumesvc.states import task_states
 from volumesvc.virt import block_device
 
 LOG = logging.getLogger(__name__)
@@ -129,11 +130,21 @@ def forget_orphaned_secrets(context, *, driver, conductor, instances):
 
     ``instances``: every server of this host. What this catches: a secret
     left by a compute killed between defining it and recording the
-    attachment, or by a build that failed after connecting its volumes.
+    attachment, or by a build that failed after connecting its volumes, or
+    by a swap rolled back after its compute died. Nothing is removed while
+    a server here swaps a volume.
     The secrets are listed *before* the BDMs: an attach reserves its BDM
     before it defines a secret, so one starting meanwhile is either seen in
     use or not listed yet. Returns the volume ids whose secret went.
     """
+    swapping = [i["uuid"] for i in instances
+                if i.get("task_state") == task_states.SWAPPING_VOLUME]
+    if swapping:
+        # The new volume of a swap has its secret before it has a BDM, for
+        # the whole copy; the sweep waits for the swap (or its recovery).
+        LOG.debug("Not looking for orphaned volume secrets: %s swapping a volume",
+                  ", ".join(swapping))
+        return []
     held = driver.volume_secret_ids()
     if not held:
         return []

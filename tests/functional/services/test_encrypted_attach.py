@@ -17,6 +17,7 @@ import pytest
 
 from tests.functional.stack import Stack
 from volumesvc import keymgr
+from volumesvc.objects import instance as instance_obj
 
 SYSTEM = {("libvirt", "connection_uri"): "qemu:///system"}
 LUKS = {"provider": "luks", "cipher": "aes-xts-plain64", "key_size": 256,
@@ -286,6 +287,25 @@ def test_the_cleanup_keeps_the_secret_another_server_here_still_uses(stack):
     assert _delete_in_cinder_and_clean_up(stack, first, volume_id) == [volume_id]
     assert _disk(stack, first, volume_id) is None
     assert _disk(stack, second, volume_id) is not None and volume_id in _secrets(stack)
+
+
+def test_the_reconciliation_leaves_secrets_alone_while_a_server_swaps_a_volume(stack):
+    """A swap's new volume has its secret for the whole copy before it has a BDM."""
+    (server,) = stack.boot_active()
+    copying = _volume(stack)
+    info = {"driver_volume_type": "local", "serial": copying,
+            "data": {"device_path": stack.cinder._path(copying), "encrypted": True}}
+    key = stack.key_store.get(stack.context(), stack.cinder.get(None, copying)[
+        "encryption_key_id"])
+    _driver(stack).attach_encryptor(info, LUKS, "qemu", key, keymgr.passphrase(key))
+    instance_obj.save(stack.db, stack.admin_context(), server,
+                      {"task_state": "swapping_volume"})
+    runner = stack.computes["host-a"].manager.reconciler
+    runner.periodic(stack.admin_context())
+    assert set(_secrets(stack)) == {copying}
+    instance_obj.save(stack.db, stack.admin_context(), server, {"task_state": None})
+    runner.periodic(stack.admin_context())
+    assert _secrets(stack) == {}
 
 
 def _root_volume(volume_id):
