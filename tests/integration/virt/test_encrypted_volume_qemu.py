@@ -146,10 +146,16 @@ def test_two_domains_on_the_host_open_a_multiattach_luks_volume_with_one_secret(
             driver.forget_volume_secret(volume_id)
 
 
-def test_an_extend_gives_the_guest_the_new_size_less_the_luks_header(driver, cloud):
+@pytest.mark.parametrize("header_on_top", [False, True], ids=["header-inside", "header-on-top"])
+def test_an_extend_gives_the_guest_the_payload_the_grown_volume_holds(driver, cloud,
+                                                                     header_on_top):
+    """Cinder's RBD and file drivers put the header on top of the size, os-brick inside it."""
     cinder, keys, ctx = cloud
-    volume_id, path, passphrase, info = _luks_volume(cinder, keys, ctx, size_mb=64)
+    volume_id, path, passphrase, info = _luks_volume(cinder, keys, ctx, size_mb=64,
+                                                     header_on_top=header_on_top)
     header = payload_offset(path)
+    # What the guest sees of a volume of N MiB in this layout.
+    payload = (lambda mib: mib << 20) if header_on_top else (lambda mib: (mib << 20) - header)
     marker = f"VSLUKSX-{uuid.uuid4().hex}"
     # Writes a marker once the volume is there, then waits for the resize and
     # reads the marker back from the grown disk.
@@ -170,17 +176,18 @@ def test_an_extend_gives_the_guest_the_new_size_less_the_luks_header(driver, clo
         encryption.open_volume(driver, info, plan)
         driver.attach_volume(info, instance, "/dev/sdb")
         text = wait_console(log, "SIZE-BEFORE ")
-        assert f"SIZE-BEFORE {(64 << 20) - header}\n" in text, text[-2000:]
-        # Cinder grows the volume (the file) to 96 MiB, then the compute resizes.
-        os.truncate(path, 96 << 20)
+        assert f"SIZE-BEFORE {payload(64)}\n" in text, text[-2000:]
+        # Cinder grows the volume (the file) to 96 MiB in its layout, then the compute resizes.
+        grown = payload(96) + header
+        os.truncate(path, grown)
         seen = driver.extend_volume(info, instance, 96 << 20)
         # What the compute compares with Cinder's size: the volume the disk fills.
-        assert seen == 96 << 20
+        assert seen == grown >= 96 << 20
         # The file stays the size Cinder gave it: QEMU grew the payload into it.
-        assert os.path.getsize(path) == 96 << 20
+        assert os.path.getsize(path) == grown
         text = wait_console(log, "VSGUEST user-data rc=")
         assert "VSGUEST user-data rc=0" in text, text[-2000:]
-        assert f"SIZE-AFTER {(96 << 20) - header}\n" in text
+        assert f"SIZE-AFTER {payload(96)}\n" in text
         assert f"READBACK {marker}\n" in text
         driver.detach_volume(info, instance, "/dev/sdb")
         driver.disconnect_volume(info)

@@ -69,6 +69,6 @@ def test_the_payload_is_read_from_the_container_not_worked_out_from_a_size(conf,
         f"<domain><devices><disk type='file' device='disk'><source file='{path}'>"
         f"<encryption format='luks'><secret type='passphrase' uuid='x'/></encryption>"
         f"</source><target dev='sdb'/><serial>{VOL}</serial></disk></devices></domain>")
-    header = luks_payload.payload_offset(conf, disk, {})
+    header, payload = luks_payload.layout(conf, disk, {})
     assert 0 < header < 10 << 20
-    assert luks_payload.payload_size(conf, disk, {}) == (10 << 20) - header
+    assert payload == luks_payload.payload_size(conf, disk, {}) == (10 << 20) - header

@@ -511,14 +511,20 @@ class LibvirtDriver(driver.ComputeDriver):
         # is what QEMU is told.
         new_size = self.volume_drivers.get(connection_info).extend_volume(
             connection_info, requested_size_bytes)
-        # A disk QEMU decrypts shows the guest the volume less its LUKS header
-        # (luks_payload.py): QEMU is given that, and the size returned is the
-        # volume's the guest's disk now fills.
-        header = (luks_payload.payload_offset(self.conf, disk, connection_info)
-                  if disk.encrypted else 0)
+        header, size = 0, new_size
+        if disk.encrypted:
+            # A disk QEMU decrypts shows the guest the LUKS payload: QEMU is
+            # given the payload the grown volume now holds, read from it
+            # (luks_payload.py; Cinder's layouts put the header inside the
+            # size or on top of it), and the size returned counts the header.
+            header, size = luks_payload.layout(self.conf, disk, connection_info)
         if active:
+            if disk.encrypted and size <= guest.block_capacity(disk.target_dev):
+                raise exception.VirtDriverError(
+                    reason=f"volume {vol_id} holds {size} bytes of payload, no more than "
+                           "the guest already sees: the volume has not grown")
             try:
-                guest.block_resize(disk.target_dev, new_size - header)
+                guest.block_resize(disk.target_dev, size)
                 return guest.block_capacity(disk.target_dev) + header
             except self.libvirt.libvirtError as exc:
                 raise self._libvirt_error(exc, f"resizing volume {vol_id} failed") from exc

@@ -23,12 +23,6 @@ from volumesvc import exception
 QEMU_IMG_TIMEOUT = 60
 
 
-def payload_offset(conf, disk, connection_info) -> int:
-    """Bytes of LUKS header before the guest's data on ``disk`` (a parsed domain disk)."""
-    return int(_luks_info(conf, disk, connection_info)["format-specific"]["data"][
-        "payload-offset"])
-
-
 def payload_size(conf, disk, connection_info) -> int:
     """Bytes of guest data ``disk`` holds: what QEMU shows the guest of it.
 
@@ -39,6 +33,17 @@ def payload_size(conf, disk, connection_info) -> int:
     header out of its N GiB.
     """
     return int(_luks_info(conf, disk, connection_info)["virtual-size"])
+
+
+def layout(conf, disk, connection_info) -> tuple[int, int]:
+    """(header bytes, payload bytes) of ``disk``'s LUKS container, read in one go.
+
+    After Cinder grew the volume, the payload is what the guest may now be
+    given, whichever layout Cinder used (:func:`payload_size`).
+    """
+    info = _luks_info(conf, disk, connection_info)
+    return (int(info["format-specific"]["data"]["payload-offset"]),
+            int(info["virtual-size"]))
 
 
 def _luks_info(conf, disk, connection_info) -> dict:
