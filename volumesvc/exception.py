@@ -186,6 +186,12 @@ class RebuildInterrupted(VolumesvcException):
                "again or delete it.")
 
 
+class BuildInterrupted(VolumesvcException):
+    msg_fmt = ("The build of instance %(instance_uuid)s was interrupted: its compute "
+               "%(host)s stopped while it was in task %(task_state)s. Delete the server "
+               "and create it again.")
+
+
 class ExtendCompletionFailed(VolumesvcException):
     msg_fmt = ("Reporting the extend of volume %(volume_id)s to Cinder "
                "(os-extend_volume_completion, error=%(error)s) failed: %(reason)s")

@@ -35,6 +35,9 @@ from volumesvc.states import attach_states, task_states, vm_states
 from volumesvc.virt import configdrive, power_state
 from volumesvc.volume import cleanup
 
+# The tasks of a build on this compute (``build_and_run_instance``).
+BUILD_TASKS = (task_states.BLOCK_DEVICE_MAPPING, task_states.SPAWNING)
+
 LOG = logging.getLogger(__name__)
 
 
@@ -87,7 +90,8 @@ class ComputeManager:
         # What a dead process of this compute left in a task, ended at start.
         interrupted = {task_states.SWAPPING_VOLUME: self._dead_task(self.swapper.recover),
                        **dict.fromkeys(rebuild_mod.REBUILD_TASKS,
-                                       self._dead_task(self.rebuilder.recover))}
+                                       self._dead_task(self.rebuilder.recover)),
+                       **dict.fromkeys(BUILD_TASKS, self._end_dead_build)}
         self.reconciler = reconcile_runner.ReconcileRunner(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
@@ -219,6 +223,35 @@ class ComputeManager:
                 self.reporter.notify(context, instance, "create", "error", bdms=bdms, exc=exc)
                 return
             self.reporter.notify(context, instance, "create", "end", bdms=bdms)
+
+    def _end_dead_build(self, context, instance):
+        """End a build a dead process of this compute left: ERROR with a fault, as Nova at start.
+
+        Called by the start-up reconciliation with the instance lock held,
+        which a build of this process holds from its first task state to
+        its last, so the build seen here is a dead one's. It stayed BUILD
+        for ever before. Nothing is resumed: how far it got is not
+        recorded. The volumes stay attached as the BDMs say (the
+        reconciliation that follows puts their attachments right) and a
+        delete releases them. ``spawning`` is also an unshelve's task; an
+        unshelve is not a build and is left alone here.
+        """
+        if instance.get("vm_state") != vm_states.BUILDING:
+            return
+        uuid = instance["uuid"]
+        failure = exception.BuildInterrupted(instance_uuid=uuid, host=self.host,
+                                             task_state=instance.get("task_state"))
+        try:
+            updated = self._update(context, uuid, {"vm_state": vm_states.ERROR,
+                                                   "task_state": None,
+                                                   "power_state": power_state.NOSTATE},
+                                   expected=list(BUILD_TASKS))
+        except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
+            return
+        LOG.warning("Instance %s was building (%s) when this compute stopped; it is now ERROR",
+                    uuid, instance.get("task_state"))
+        self.reporter.fault(context, uuid, failure)
+        self.reporter.notify(context, updated or instance, "create", "error", exc=failure)
 
     def _config_drive_values(self, instance):
         """``config_drive: "True"`` for a server that gets a drive it did not ask for.

@@ -199,3 +199,47 @@ def test_a_compute_runs_at_most_max_concurrent_builds_at_once(tmp_path):
         assert peak[0] == 2
     finally:
         s.stop()
+
+
+class _Killed(BaseException):
+    """The compute process dying: no handler of the build runs any more."""
+
+
+def test_a_build_whose_compute_died_is_ended_in_error_when_the_compute_starts(
+        stack, monkeypatch):
+    """Regression: the server stayed BUILD (``spawning``) for ever after its compute came back.
+
+    The compute dies in the driver's spawn; the compute started again puts
+    the server in ERROR with a fault saying why, and the root volume stays
+    attached as its BDM says until the server is deleted.
+    """
+    ctx = _ctx("p3")
+    spawning = []
+
+    def die(*args):
+        spawning.append(args)
+        raise _Killed()
+    monkeypatch.setattr(stack.computes["fn-compute"].manager.driver, "spawn", die)
+    uuid = stack.boot(ctx, [{"source_type": "blank", "destination_type": "volume",
+                             "boot_index": 0, "volume_size": 1,
+                             "delete_on_termination": True}])
+    stack.wait(lambda: spawning, what="the build in the driver's spawn")
+    assert instance_obj.get_by_uuid(stack.db, ctx, uuid).task_state == "spawning"
+    monkeypatch.undo()
+    stack.computes.pop("fn-compute").stop()
+    stack.add_compute("fn-compute")
+
+    inst = stack.wait_instance(uuid, "error")
+    assert inst.task_state is None
+    fault = fault_obj.latest(stack.db, ctx, uuid)
+    assert f"The build of instance {uuid} was interrupted" in fault.message
+    assert "spawning" in fault.message
+    (bdm,) = bdm_obj.list_by_instance(stack.db, ctx, uuid)
+    held = [a["id"] for a in stack.cinder.attachments.values()
+            if a["volume_id"] == bdm.volume_id]
+    assert held == [bdm.attachment_id]
+    stack.wait(lambda: stack.notifier.of("instance.create.error"), what="create.error")
+
+    instance_obj.save(stack.db, ctx, uuid, {"task_state": "deleting"})
+    stack.conductor_api().delete_instance(ctx, instance_uuid=uuid)
+    stack.wait(lambda: bdm.volume_id not in stack.cinder.volumes, what="root volume deleted")
