@@ -3,8 +3,9 @@
 #
 #   tools/dev.sh aio [volumesvc-aio args]   bring up the all-in-one (foreground)
 #   tools/dev.sh test [pytest args]         ruff, mypy, docs, then the whole suite: unit, lab,
-#                                           fuzz and functional beside integration (two pytest
-#                                           runs at once); with args, one pytest run of those
+#                                           fuzz and functional, then the kill matrix, beside
+#                                           integration (two pytest runs at once); with args,
+#                                           one pytest run of those
 #   tools/dev.sh tempest [--state-dir D]    tempest's listed compute API tests against the
 #                                           running keystone all-in-one (state dir D)
 #   tools/dev.sh cluster [start|stop] [--state-dir D] [--database postgresql|mariadb]
@@ -207,42 +208,58 @@ setup() { system_packages; services; venv; }
 # to a file and is printed after; each run's exit status counts, and 5 (no
 # tests collected) is a failure.
 run_tiers() {
-    local fast_log rc_fast rc_int d
+    local fast_log status_file rc_fast rc_kill rc_int d
     # A new directory of tests must join one of the two runs, never be left out.
     if compgen -G 'tests/test_*.py' >/dev/null; then
         log "tests/ holds test files outside the tier directories"; exit 1
     fi
     for d in tests/*/; do
         d=${d%/}
-        case "$d" in tests/unit|tests/lab|tests/fuzz|tests/functional|tests/integration) continue ;; esac
+        case "$d" in
+            tests/unit|tests/lab|tests/fuzz|tests/functional|tests/killmatrix|tests/integration)
+                continue ;;
+        esac
         if find "$d" -name 'test_*.py' | grep -q .; then
             log "$d holds tests that neither run collects: add it to run_tiers"; exit 1
         fi
     done
     fast_log=$(mktemp -t volumesvc-fast-tiers.XXXXXX)
-    log "unit, lab, fuzz and functional tiers in the background (output: $fast_log)"
+    status_file=$(mktemp -t volumesvc-fast-status.XXXXXX)
+    log "unit, lab, fuzz, functional, then kill-matrix tiers in the background (output: $fast_log)"
     # The order a single run over tests/ takes (functional, fuzz, lab, unit):
     # the fuzz tier's stacks run after the functional tier's, as they always
-    # have; lab is the all-in-one's and the benchmarks' own logic.
-    "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=20 \
-        tests/functional tests/fuzz tests/lab tests/unit >"$fast_log" 2>&1 &
+    # have; lab is the all-in-one's and the benchmarks' own logic. The kill
+    # matrix (separate processes, its own Cinder) is a second run once those
+    # are done, so it runs beside the integration tier, not beside them.
+    (
+        set +e
+        "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=20 \
+            tests/functional tests/fuzz tests/lab tests/unit
+        echo "fast $?" >>"$status_file"
+        "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=20 tests/killmatrix
+        echo "killmatrix $?" >>"$status_file"
+    ) >"$fast_log" 2>&1 &
     local fast_pid=$!
     log "integration tier"
     set +e
     "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=30 tests/integration
     rc_int=$?
     wait "$fast_pid"
-    rc_fast=$?
     set -e
-    log "unit, lab, fuzz and functional tiers:"
+    # A run that never wrote its status (the job killed) counts as failed.
+    rc_fast=$(awk '$1 == "fast" {print $2}' "$status_file"); rc_fast=${rc_fast:-1}
+    rc_kill=$(awk '$1 == "killmatrix" {print $2}' "$status_file"); rc_kill=${rc_kill:-1}
+    log "unit, lab, fuzz, functional and kill-matrix tiers:"
     cat "$fast_log"
-    rm -f "$fast_log"
-    log "exit status: unit/lab/fuzz/functional $rc_fast, integration $rc_int"
+    rm -f "$fast_log" "$status_file"
+    log "exit status: unit/lab/fuzz/functional $rc_fast, killmatrix $rc_kill, integration $rc_int"
     local rc
-    for rc in "$rc_fast" "$rc_int"; do
+    for rc in "$rc_fast" "$rc_kill" "$rc_int"; do
         if [ "$rc" = 5 ]; then log "no tests ran in a tier"; exit 1; fi
     done
-    if [ "$rc_fast" != 0 ]; then exit "$rc_fast"; fi
+    for rc in "$rc_fast" "$rc_kill"; do
+        if [ "$rc" != 0 ]; then exit "$rc"; fi
+    done
     exit "$rc_int"
 }
 
@@ -287,7 +304,7 @@ case "$cmd" in
         run_tiers
         ;;
     *)
-        sed -n '2,17p' "$0" >&2
+        sed -n '2,18p' "$0" >&2
         exit 2
         ;;
 esac

@@ -20,7 +20,7 @@ from benchmarks.lib.storm_client import Client, Probe
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 SCRIPTS = ["attach_storm", "boot_storm", "extend_completion", "multiattach_race",
-           "reconcile_walk", "control_plane", "cluster_storm", "aio_storage"]
+           "reconcile_walk", "control_plane", "cluster_storm", "aio_storage", "kill_matrix"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

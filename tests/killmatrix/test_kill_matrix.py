@@ -1,0 +1,29 @@
+"""A representative subset of the kill matrix (the whole of it: benchmarks/kill_matrix.py).
+
+One cell per test: the workflow started, the process SIGKILLed while the
+compute waits at the step, the process started again, then convergence
+within two minutes with no operator and a second try of the operation
+(``tests/fixtures/killmatrix.py`` says what converged means). The subset
+covers each process killed at least once and each kind of wait: an RPC
+call the conductor or the API waits on, Cinder's attachment the compute
+waits on, a domain operation, an external event.
+"""
+
+import pytest
+
+from tests.fixtures.killmatrix import Cell, run_cell
+from tests.fixtures.killmatrix_workflows import WORKFLOWS
+from volumesvc import binaries
+
+API, CONDUCTOR, COMPUTE = binaries.API, binaries.CONDUCTOR, binaries.COMPUTE
+CELLS = [
+    Cell("boot-from-volume", COMPUTE, "spawn"),
+    Cell("attach-2.100", API, "get_device_name_for_instance"),
+    Cell("attach-2.101", CONDUCTOR, "get_device_name_for_instance"),
+    Cell("attach-2.101", COMPUTE, "attach_volume"),
+]
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[cell.name for cell in CELLS])
+def test_cell_converges_after_a_sigkill(stack, cell):
+    run_cell(stack, cell, WORKFLOWS)
