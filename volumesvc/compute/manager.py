@@ -231,10 +231,11 @@ class ComputeManager:
         which a build of this process holds from its first task state to
         its last, so the build seen here is a dead one's. It stayed BUILD
         for ever before. Nothing is resumed: how far it got is not
-        recorded. The volumes stay attached as the BDMs say (the
-        reconciliation that follows puts their attachments right) and a
-        delete releases them. ``spawning`` is also an unshelve's task; an
-        unshelve is not a build and is left alone here.
+        recorded, so what it did is undone as after a failed build: the
+        domain destroyed, the Cinder attachments deleted (the volumes
+        ``available``, the BDMs without one), where before a root volume
+        stayed ``attaching`` for ever. ``spawning`` is also an unshelve's
+        task; an unshelve is not a build and is left alone here.
         """
         if instance.get("vm_state") != vm_states.BUILDING:
             return
@@ -250,6 +251,14 @@ class ComputeManager:
             return
         LOG.warning("Instance %s was building (%s) when this compute stopped; it is now ERROR",
                     uuid, instance.get("task_state"))
+        bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+        volumes = boot_volumes.BootVolumes(self._conf, self.cinder, self.conductor,
+                                           self.driver, context, instance, self.glance,
+                                           keys=self.keys)
+        try:
+            self._undo_build(context, instance, volumes, bdms)
+        except Exception as exc:  # noqa: BLE001 - the server is ERROR either way
+            LOG.warning("Could not undo the interrupted build of %s: %s", uuid, exc)
         self.reporter.fault(context, uuid, failure)
         self.reporter.notify(context, updated or instance, "create", "error", exc=failure)
 

@@ -210,8 +210,9 @@ def test_a_build_whose_compute_died_is_ended_in_error_when_the_compute_starts(
     """Regression: the server stayed BUILD (``spawning``) for ever after its compute came back.
 
     The compute dies in the driver's spawn; the compute started again puts
-    the server in ERROR with a fault saying why, and the root volume stays
-    attached as its BDM says until the server is deleted.
+    the server in ERROR with a fault saying why and undoes the build as a
+    failed one is undone: the root volume, connected but never completed,
+    stayed ``attaching`` for ever; now its attachment is gone with the BDM's.
     """
     ctx = _ctx("p3")
     spawning = []
@@ -235,9 +236,9 @@ def test_a_build_whose_compute_died_is_ended_in_error_when_the_compute_starts(
     assert f"The build of instance {uuid} was interrupted" in fault.message
     assert "spawning" in fault.message
     (bdm,) = bdm_obj.list_by_instance(stack.db, ctx, uuid)
-    held = [a["id"] for a in stack.cinder.attachments.values()
-            if a["volume_id"] == bdm.volume_id]
-    assert held == [bdm.attachment_id]
+    assert bdm.attachment_id is None
+    assert not [a for a in stack.cinder.attachments.values() if a["volume_id"] == bdm.volume_id]
+    assert stack.cinder.get(ctx, bdm.volume_id)["status"] == "available"
     stack.wait(lambda: stack.notifier.of("instance.create.error"), what="create.error")
 
     instance_obj.save(stack.db, ctx, uuid, {"task_state": "deleting"})
