@@ -1,7 +1,7 @@
 """The kill-matrix tier's one deployment (tests/fixtures/killmatrix.py: ``Stack``).
 
 Its own pytest run (``tox -e killmatrix``; in tools/dev.sh after the
-in-process tiers, beside the integration tier): a real Cinder and Glance
+in-process tiers, beside the integration tier): a real Cinder
 and the three services as processes, shared by every cell of the session,
 each cell on servers and volumes of its own. Never skips: a service that
 cannot start fails the session with the reason.

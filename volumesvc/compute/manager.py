@@ -91,7 +91,13 @@ class ComputeManager:
         interrupted = {task_states.SWAPPING_VOLUME: self._dead_task(self.swapper.recover),
                        **dict.fromkeys(rebuild_mod.REBUILD_TASKS,
                                        self._dead_task(self.rebuilder.recover)),
-                       **dict.fromkeys(BUILD_TASKS, self._end_dead_build)}
+                       **dict.fromkeys(BUILD_TASKS, self._end_dead_build),
+                       # As Nova at start: a power or shelve step a dead process left
+                       # is done again (its task state is still the one it expects).
+                       task_states.POWERING_OFF: self.lifecycle.stop,
+                       task_states.POWERING_ON: self.lifecycle.start,
+                       task_states.SHELVING: self._shelve_again,
+                       task_states.SHELVING_OFFLOADING: self.lifecycle.offload}
         self.reconciler = reconcile_runner.ReconcileRunner(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
@@ -261,6 +267,10 @@ class ComputeManager:
             LOG.warning("Could not undo the interrupted build of %s: %s", uuid, exc)
         self.reporter.fault(context, uuid, failure)
         self.reporter.notify(context, updated or instance, "create", "error", exc=failure)
+
+    def _shelve_again(self, context, instance):
+        """A shelve a dead process left, offloaded as the conductor would have asked."""
+        self.lifecycle.shelve(context, instance, offload=self._conf.shelved_offload_time == 0)
 
     def _config_drive_values(self, instance):
         """``config_drive: "True"`` for a server that gets a drive it did not ask for.

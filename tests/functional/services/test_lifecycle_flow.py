@@ -459,3 +459,43 @@ def test_a_cast_above_the_compute_cap_clears_the_task_with_a_fault(tmp_path, mon
         assert fault_obj.latest(stack.db, stack.admin_context(), uuid) is not None
     finally:
         stack.stop()
+
+
+class _Killed(BaseException):
+    """The compute process dying: no handler of the step runs any more."""
+
+
+@pytest.mark.parametrize("before, body, dies_in, then", [
+    (None, {"os-stop": None}, "power_off", "SHUTOFF"),
+    ({"os-stop": None}, {"os-start": None}, "power_on", "ACTIVE"),
+    (None, {"shelve": None}, "power_off", "SHELVED_OFFLOADED"),
+    (None, {"shelve": None}, "destroy", "SHELVED_OFFLOADED"),
+], ids=["stop", "start", "shelve", "offload"])
+def test_a_step_whose_compute_died_is_done_again_when_the_compute_starts(
+        stack, server, monkeypatch, before, body, dies_in, then):
+    """Regression: the server stayed in its task (``powering-off``...) for ever.
+
+    The compute dies in the driver call; its domain outlives it (the
+    stopped compute's driver is reused). The compute started again does
+    the step again, as Nova does at start, and the server settles.
+    """
+    if before is not None:
+        _action(stack, server, before)
+        stack.wait_for_server_status(server, "SHUTOFF")
+    driver = _driver(stack)
+    entered = []
+
+    def die(*args, **kwargs):
+        entered.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, dies_in, die)
+    _action(stack, server, body)
+    stack.wait(lambda: entered, what=f"the compute in {dies_in}")
+    monkeypatch.undo()
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST, driver=driver)
+
+    shown = stack.wait_for_server_status(server, then)
+    assert shown["OS-EXT-STS:task_state"] is None
+    assert sorted(a["volume_id"] for a in stack.cinder.attachments.values()) == \
+        _bdm_volumes(stack, server)
