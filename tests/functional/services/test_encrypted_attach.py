@@ -18,6 +18,7 @@ import pytest
 from tests.functional.stack import Stack
 from volumesvc import keymgr
 from volumesvc.objects import instance as instance_obj
+from volumesvc.virt.libvirt import luks
 
 SYSTEM = {("libvirt", "connection_uri"): "qemu:///system"}
 LUKS = {"provider": "luks", "cipher": "aes-xts-plain64", "key_size": 256,
@@ -236,27 +237,32 @@ def test_server_delete_removes_the_secret(stack):
 def test_the_reconciliation_removes_secrets_no_server_here_uses(stack):
     """A secret left behind (e.g. a compute killed between defining it and the
     attachment's record) goes at the next periodic pass or compute start; the
-    secret of a volume a server here has stays."""
+    secret of a volume a server here has stays, and so does one another compute
+    sharing this libvirt daemon defined (the all-in-one's computes share
+    ``qemu:///system``: a compute starting there took the secret of a server
+    another one was building, whose domain then failed to start)."""
     (server,) = stack.boot_active()
     kept = _volume(stack)
     stack.attach_volume(server, kept)
     _wait_in_use(stack, kept)
-    orphan = _volume(stack)
+    orphan, theirs = _volume(stack), _volume(stack)
     drv = _driver(stack)
+    luks.ensure(drv.host.get_connection(), drv.libvirt, theirs, "their passphrase",
+                host="host-b")
     info = {"driver_volume_type": "local", "serial": orphan,
             "data": {"device_path": stack.cinder._path(orphan), "encrypted": True}}
     key = stack.key_store.get(stack.context(), stack.cinder.get(None, orphan)[
         "encryption_key_id"])
     drv.attach_encryptor(info, LUKS, "qemu", key, keymgr.passphrase(key))
-    assert set(_secrets(stack)) == {kept, orphan}
+    assert set(_secrets(stack)) == {kept, orphan, theirs}
 
     runner = stack.computes["host-a"].manager.reconciler
     runner.periodic(stack.admin_context())
-    assert set(_secrets(stack)) == {kept}
+    assert set(_secrets(stack)) == {kept, theirs}
 
     drv.attach_encryptor(info, LUKS, "qemu", key, keymgr.passphrase(key))
     runner.recover_host(timeout=5)
-    assert set(_secrets(stack)) == {kept}
+    assert set(_secrets(stack)) == {kept, theirs}
 
 
 def _delete_in_cinder_and_clean_up(stack, server, volume_id):

@@ -475,11 +475,12 @@ class LibvirtDriver(driver.ComputeDriver):
 
     def attach_encryptor(self, connection_info, metadata, method, key, passphrase):
         encryption.attach(self._host.get_connection(), self.libvirt, connection_info,
-                          metadata, method, key, passphrase)
+                          metadata, method, key, passphrase, host=self.conf.host)
 
     def volume_secret_ids(self):
         try:
-            return luks.volume_ids(self._host.get_connection(), self.libvirt)
+            return luks.volume_ids(self._host.get_connection(), self.libvirt,
+                                   host=self.conf.host)
         except self.libvirt.libvirtError as exc:
             if exc.get_error_code() == self.libvirt.VIR_ERR_NO_SUPPORT:
                 return []  # the embedded driver: no secrets at all

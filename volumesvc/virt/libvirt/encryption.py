@@ -77,8 +77,10 @@ def _already_open(connection_info):
     return os.path.exists(mapper) and os.path.realpath(path) == os.path.realpath(mapper)
 
 
-def attach(conn, libvirt, connection_info, metadata, method, key, passphrase):
+def attach(conn, libvirt, connection_info, metadata, method, key, passphrase, host=None):
     """Open the volume for its method; record what was done in ``connection_info``.
+
+    ``host``: this compute's, named in a secret it defines (luks.py).
 
     The secret is keyed by ``metadata['volume_id']`` when given (a swap's new
     volume, whose connection keeps the old volume's serial), recorded so the
@@ -88,7 +90,7 @@ def attach(conn, libvirt, connection_info, metadata, method, key, passphrase):
     record = {"method": method, "volume_id": volume_id, **_metadata(metadata)}
     if method == QEMU:
         try:
-            record["secret_uuid"] = luks.ensure(conn, libvirt, volume_id, passphrase)
+            record["secret_uuid"] = luks.ensure(conn, libvirt, volume_id, passphrase, host)
         except libvirt.libvirtError as exc:
             if exc.get_error_code() == libvirt.VIR_ERR_NO_SUPPORT:
                 raise exception.VolumeEncryptionNotSupported(
