@@ -116,6 +116,11 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
                             f"rbd_keyring = {rbd['keyring']}\n", 1)
     if key_manager_url is not None:
         text += key_manager_sections(key_manager_url, keystone)
+        # NOTE: a boot from an image onto an encrypted type waits for Cinder to
+        # make a LUKS container and convert the image into it; the container's
+        # key derivation is tuned to two seconds of CPU, which on a small busy
+        # machine stretches to minutes, past the default 180 s.
+        text += "\n[compute]\nvolume_wait_timeout = 900\n"
     if keystone is not None:
         text = _with_keystone(text, keystone)
     # The transport URL, database URL and service passwords are in it.

@@ -125,6 +125,8 @@ def test_cinder_and_the_computes_use_the_same_barbican(tmp_path, with_keystone):
     assert conf.key_manager.backend == "barbican"
     assert conf.barbican.barbican_endpoint == url
     assert conf.barbican.send_service_user_token is with_keystone
+    # A boot onto rbd-luks waits for Cinder's LUKS container: longer than 180 s.
+    assert conf.compute.volume_wait_timeout == 900
     if with_keystone:
         assert conf.barbican.auth_endpoint == ks.url
         ks_loading.load_auth_from_conf_options(conf, "barbican_service_user")
