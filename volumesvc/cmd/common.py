@@ -16,13 +16,23 @@ def use_native_threads():
     oslo.messaging pulls in oslo.service, whose default backend is eventlet;
     volumesvc runs on native threads only, so the choice is made explicitly
     at process start (never at import time of a library module).
+
+    A backend that cannot be loaded stops the command: swallowed, oslo.service
+    would quietly fall back to eventlet at its first use (as it did while
+    cotyledon, which the threading backend imports, was not installed).
     """
     from oslo_service import backend
+    from oslo_service.backend import exceptions as backend_exceptions
 
     try:
         backend.init_backend(backend.BackendType.THREADING)
-    except Exception as exc:  # BackendAlreadySelected in an embedding process
+    except backend_exceptions.BackendAlreadySelected as exc:
+        # An embedding process chose first; its choice stands.
         logging.getLogger(__name__).debug("oslo.service backend: %s", exc)
+    except (ImportError, ValueError) as exc:
+        raise RuntimeError(
+            "oslo.service's threading backend cannot be loaded (it needs "
+            f"oslo.service[threading], which installs cotyledon): {exc}") from exc
 
 
 # glibc's mallopt() parameter number for M_ARENA_MAX (malloc.h).
