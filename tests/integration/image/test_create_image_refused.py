@@ -9,7 +9,7 @@ root volume could no longer be deleted with its server), and the 403 carried
 Glance's HTML page as its message.
 """
 
-from tests.integration.services.test_attach_resilience import _boot, _wait
+from tests.integration.services.helpers import boot, wait
 from volumesvc.context import RequestContext
 
 
@@ -34,8 +34,8 @@ def _snapshots_of(cinder_api, ctx, volume_id):
 def test_refused_create_image_leaves_no_snapshot_and_a_plain_fault(
         make_deployment, cinder_harness, glance_harness, cinder_api):
     dep = _deploy(make_deployment, cinder_harness, glance_harness)
-    _wait(lambda: dep.compute_state() == "up", "compute up", timeout=60)
-    server_id = _boot(dep)
+    wait(lambda: dep.compute_state() == "up", "compute up", timeout=60)
+    server_id = boot(dep)
     _, body = dep.request("GET", f"/servers/{server_id}/os-volume_attachments")
     (root_id,) = [a["volumeId"] for a in body["volumeAttachments"]]
     ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True, roles=["admin"])
@@ -51,11 +51,11 @@ def test_refused_create_image_leaves_no_snapshot_and_a_plain_fault(
         # The undo deleted the snapshot (Cinder may still be finishing the delete).
         assert all(state == "deleting" for _id, state in
                    _snapshots_of(cinder_api, ctx, root_id)), dep.logs()
-        _wait(lambda: _snapshots_of(cinder_api, ctx, root_id) == [], "no snapshot left")
+        wait(lambda: _snapshots_of(cinder_api, ctx, root_id) == [], "no snapshot left")
 
     # With no snapshot left the root volume goes with its server.
     assert dep.request("DELETE", f"/servers/{server_id}")[0] == 204
-    _wait(lambda: dep.request("GET", f"/servers/{server_id}")[0] == 404, "server gone")
+    wait(lambda: dep.request("GET", f"/servers/{server_id}")[0] == 404, "server gone")
 
     def root_gone():
         try:
@@ -63,4 +63,4 @@ def test_refused_create_image_leaves_no_snapshot_and_a_plain_fault(
         except Exception:  # noqa: BLE001 - VolumeNotFound: deleted
             return True
         return False
-    _wait(root_gone, "root volume deleted")
+    wait(root_gone, "root volume deleted")

@@ -15,6 +15,12 @@ import pytest
 import volumesvc_aio as harness
 from tests.fixtures import virt as virt_fixtures
 from tests.integration.conftest import bin_path
+from tests.integration.services.helpers import (
+    bdm_volume_ids,
+    cinder_attachments,
+    server_and_volume,
+    wait,
+)
 
 VOLUME_API = "3.67"
 
@@ -28,55 +34,9 @@ def deployment(make_deployment, cinder_harness):
         """)
 
 
-def _wait(predicate, what, timeout=90):
-    return harness.wait_for(predicate, timeout, what=what, interval=0.5)
-
-
-def _boot(dep):
-    status, body = dep.request("POST", "/servers", {"server": {
-        "name": "att", "flavorRef": "42", "networks": "none",
-        "block_device_mapping_v2": [{"source_type": "blank", "destination_type": "volume",
-                                     "boot_index": 0, "volume_size": 1,
-                                     "delete_on_termination": True}]}}, version="2.67")
-    assert status == 202, (body, dep.logs())
-    server_id = body["server"]["id"]
-
-    def active():
-        _, show = dep.request("GET", f"/servers/{server_id}")
-        if show["server"]["status"] == "ERROR":
-            # pytest.fail is not an Exception, so wait_for does not swallow it.
-            pytest.fail(f"server went ERROR: {show['server'].get('fault')}\n{dep.logs()}")
-        return show["server"]["status"] == "ACTIVE"
-    _wait(active, "server ACTIVE")
-    return server_id
-
-
-def _attachments(cinder_api, ctx, volume_id):
-    return [a for a in cinder_api.attachment_get_all(ctx, volume_id=volume_id)]
-
-
-def _bdm_volume_ids(dep, server_id):
-    _, body = dep.request("GET", f"/servers/{server_id}/os-volume_attachments",
-                          version="2.89")
-    return {a["volumeId"]: a for a in body["volumeAttachments"]}
-
-
-def _server_and_volume(dep, cinder_api, name):
-    """An ACTIVE server and an ``available`` 1 GiB volume: (server id, admin ctx, volume)."""
-    from volumesvc.context import RequestContext
-
-    harness.wait_for(lambda: dep.compute_state() == "up", 60, what="compute up")
-    server_id = _boot(dep)
-    ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True,
-                         roles=["admin"])
-    volume = cinder_api.create(ctx, 1, name, "")
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
-    return server_id, ctx, volume
-
-
 def test_conductor_restarted_between_api_cast_and_compute_attach(deployment, cinder_api):
     dep = deployment
-    server_id, ctx, volume = _server_and_volume(dep, cinder_api, "resilience")
+    server_id, ctx, volume = server_and_volume(dep, cinder_api, "resilience")
 
     dep.stop("volumesvc-conductor")
     status, body = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
@@ -86,12 +46,12 @@ def test_conductor_restarted_between_api_cast_and_compute_attach(deployment, cin
     time.sleep(2)
     # Nothing happened yet: the cast waits in the conductor's queue.
     assert cinder_api.get(ctx, volume["id"])["status"] == "available"
-    assert volume["id"] not in _bdm_volume_ids(dep, server_id)
+    assert volume["id"] not in bdm_volume_ids(dep, server_id)
 
     dep.spawn("volumesvc-conductor")
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use")
-    attachment = _bdm_volume_ids(dep, server_id)[volume["id"]]
-    assert [a["id"] for a in _attachments(cinder_api, ctx, volume["id"])] == \
+    wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use")
+    attachment = bdm_volume_ids(dep, server_id)[volume["id"]]
+    assert [a["id"] for a in cinder_attachments(cinder_api, ctx, volume["id"])] == \
         [attachment["attachment_id"]]
     _, actions = dep.request("GET", f"/servers/{server_id}/os-instance-actions")
     assert "attach_volume" in [a["action"] for a in actions["instanceActions"]]
@@ -104,7 +64,7 @@ def test_conductor_restarted_between_api_cast_and_compute_attach(deployment, cin
 
 def test_compute_down_attach_is_refused_and_leaves_nothing(deployment, cinder_api):
     dep = deployment
-    server_id, ctx, volume = _server_and_volume(dep, cinder_api, "down")
+    server_id, ctx, volume = server_and_volume(dep, cinder_api, "down")
 
     dep.stop("volumesvc-compute", sig=9)
     harness.wait_for(lambda: dep.compute_state() == "down", 30, what="compute down")
@@ -133,10 +93,10 @@ def test_compute_down_attach_is_refused_and_leaves_nothing(deployment, cinder_ap
             if events and events[0]["result"] == "Error":
                 return events[0]
         return None
-    event = _wait(attach_error_recorded, "the attach failure in instance actions")
+    event = wait(attach_error_recorded, "the attach failure in instance actions")
     assert "is not up" in (event.get("details") or "")
-    assert volume["id"] not in _bdm_volume_ids(dep, server_id)
-    assert _attachments(cinder_api, ctx, volume["id"]) == []
+    assert volume["id"] not in bdm_volume_ids(dep, server_id)
+    assert cinder_attachments(cinder_api, ctx, volume["id"]) == []
     assert cinder_api.get(ctx, volume["id"])["status"] == "available"
 
 
@@ -155,7 +115,7 @@ def test_conductor_stopped_while_its_attach_task_runs_finishes_it_first(
         endpoint_override = {cinder_harness.url}
         """, compute_driver="tests.fixtures.virt:SlowReserveDriver",
         env={virt_fixtures.RESERVE_DELAY_ENV: "3"})
-    server_id, ctx, volume = _server_and_volume(dep, cinder_api, "drain")
+    server_id, ctx, volume = server_and_volume(dep, cinder_api, "drain")
 
     status, _ = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
                             {"volumeAttachment": {"volumeId": volume["id"]}},
@@ -167,7 +127,7 @@ def test_conductor_stopped_while_its_attach_task_runs_finishes_it_first(
     dep.stop("volumesvc-conductor")
     dep.spawn("volumesvc-conductor")
 
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use")
-    bdm = _bdm_volume_ids(dep, server_id)[volume["id"]]
-    assert [a["id"] for a in _attachments(cinder_api, ctx, volume["id"])] == \
+    wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use")
+    bdm = bdm_volume_ids(dep, server_id)[volume["id"]]
+    assert [a["id"] for a in cinder_attachments(cinder_api, ctx, volume["id"])] == \
         [bdm["attachment_id"]]

@@ -20,11 +20,11 @@ import pytest
 
 from tests.fixtures import virt as virt_fixtures
 from tests.integration.conftest import bin_path
-from tests.integration.services.test_attach_resilience import (
-    _attachments,
-    _bdm_volume_ids,
-    _server_and_volume,
-    _wait,
+from tests.integration.services.helpers import (
+    bdm_volume_ids,
+    cinder_attachments,
+    server_and_volume,
+    wait,
 )
 
 TIMEOUT = 10  # [compute] attachment_reservation_timeout in these deployments
@@ -40,10 +40,10 @@ def made(cinder_api):
     ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True, roles=["admin"])
     for volume_id in volume_ids:
         try:
-            for attachment in _attachments(cinder_api, ctx, volume_id):
+            for attachment in cinder_attachments(cinder_api, ctx, volume_id):
                 cinder_api.attachment_delete(ctx, attachment["id"])
-            _wait(lambda v=volume_id: cinder_api.get(ctx, v)["status"] == "available",
-                  "available before delete", timeout=30)
+            wait(lambda v=volume_id: cinder_api.get(ctx, v)["status"] == "available",
+                 "available before delete", timeout=30)
             cinder_api.delete(ctx, volume_id)
         except Exception:  # noqa: BLE001 - best effort; the next test reports real trouble
             pass
@@ -75,20 +75,20 @@ def _compute_log(dep):
 def _attach(dep, cinder_api, ctx, server_id, name, made):
     volume = cinder_api.create(ctx, 1, name, "")
     made.append(volume["id"])
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
+    wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
     status, body = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
                                {"volumeAttachment": {"volumeId": volume["id"]}},
                                version="2.100")
     assert status == 200, (body, dep.logs())
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use")
-    return volume["id"], _bdm_volume_ids(dep, server_id)[volume["id"]]["attachment_id"]
+    wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use")
+    return volume["id"], bdm_volume_ids(dep, server_id)[volume["id"]]["attachment_id"]
 
 
 def _stray_attachment(cinder_api, ctx, server_id, name, made):
     """A complete Cinder attachment for the server that volumesvc never made."""
     volume = cinder_api.create(ctx, 1, name, "")
     made.append(volume["id"])
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
+    wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "available")
     stray = cinder_api.attachment_create(ctx, volume["id"], server_id)
     cinder_api.attachment_update(ctx, stray["id"], {"host": "elsewhere", "ip": "127.0.0.1",
                                                     "initiator": "iqn.test"})
@@ -106,7 +106,7 @@ def _reboot(dep, server_id, kind):
         return body["server"]["status"] == "ACTIVE" and \
             body["server"].get("OS-EXT-STS:task_state") is None
     time.sleep(0.5)
-    _wait(done, f"{kind} reboot done")
+    wait(done, f"{kind} reboot done")
 
 
 def _any_bdm_volume_ids(dep, server_id):
@@ -119,14 +119,14 @@ def _any_bdm_volume_ids(dep, server_id):
 def _clean(dep, cinder_api, ctx, server_id, volume_id):
     """No BDM and no Cinder attachment for the volume, and it is ``available``."""
     return (volume_id not in _any_bdm_volume_ids(dep, server_id)
-            and _attachments(cinder_api, ctx, volume_id) == []
+            and cinder_attachments(cinder_api, ctx, volume_id) == []
             and cinder_api.get(ctx, volume_id)["status"] == "available")
 
 
 def test_reboot_cleanup_command_and_delete_with_the_real_cinder(
         make_deployment, cinder_harness, cinder_api, made):
     dep = _deploy(make_deployment, cinder_harness)
-    server_id, ctx, spare = _server_and_volume(dep, cinder_api, "dangling")
+    server_id, ctx, spare = server_and_volume(dep, cinder_api, "dangling")
     made.append(spare["id"])
     a_id, a_att = _attach(dep, cinder_api, ctx, server_id, "a", made)
     c_id, c_att = _attach(dep, cinder_api, ctx, server_id, "c", made)
@@ -135,10 +135,10 @@ def test_reboot_cleanup_command_and_delete_with_the_real_cinder(
     cinder_api.attachment_delete(ctx, a_att)  # behind volumesvc's back
     dry = _manage(dep, "volume_attachment", "cleanup", server_id, "--dry-run")
     assert dry.returncode == 0 and f"would remove BDM of volume {a_id}" in dry.stdout, dry
-    assert a_id in _bdm_volume_ids(dep, server_id)
+    assert a_id in bdm_volume_ids(dep, server_id)
     real = _manage(dep, "volume_attachment", "cleanup", server_id)
     assert real.returncode == 0 and f"remove BDM of volume {a_id}" in real.stdout, real
-    assert a_id not in _bdm_volume_ids(dep, server_id)
+    assert a_id not in bdm_volume_ids(dep, server_id)
     assert a_id not in _domain_xml(dep, server_id)
     show = _manage(dep, "volume_attachment", "show", server_id, c_id)
     assert show.returncode == 0 and "attached" in show.stdout, show
@@ -148,11 +148,11 @@ def test_reboot_cleanup_command_and_delete_with_the_real_cinder(
     cinder_api.attachment_delete(ctx, c_att)
     b_id, b_att = _stray_attachment(cinder_api, ctx, server_id, "b", made)
     _reboot(dep, server_id, "HARD")
-    assert c_id not in _bdm_volume_ids(dep, server_id)
+    assert c_id not in bdm_volume_ids(dep, server_id)
     assert c_id not in _domain_xml(dep, server_id)
     assert (f"Removing dangling volume attachment of server {server_id}: volume {c_id}, "
             f"attachment {c_att}") in _compute_log(dep)
-    assert _attachments(cinder_api, ctx, b_id) == []
+    assert cinder_attachments(cinder_api, ctx, b_id) == []
     assert cinder_api.get(ctx, b_id)["status"] == "available"
 
     # (c) Cinder stopped: the reboot succeeds with a warning.
@@ -167,8 +167,8 @@ def test_reboot_cleanup_command_and_delete_with_the_real_cinder(
     # Server delete releases an attachment no BDM knows.
     d_id, _d_att = _stray_attachment(cinder_api, ctx, server_id, "d", made)
     assert dep.request("DELETE", f"/servers/{server_id}")[0] == 204
-    _wait(lambda: dep.request("GET", f"/servers/{server_id}")[0] == 404, "server gone")
-    assert _attachments(cinder_api, ctx, d_id) == []
+    wait(lambda: dep.request("GET", f"/servers/{server_id}")[0] == 404, "server gone")
+    assert cinder_attachments(cinder_api, ctx, d_id) == []
     assert cinder_api.get(ctx, d_id)["status"] == "available"
 
 
@@ -180,13 +180,13 @@ def test_hard_reboot_deletes_a_reserved_attachment_created_behind_our_back(
     the attachment's age, may decide.
     """
     dep = _deploy(make_deployment, cinder_harness, timeout=600)
-    server_id, ctx, volume = _server_and_volume(dep, cinder_api, "reserved-stray")
+    server_id, ctx, volume = server_and_volume(dep, cinder_api, "reserved-stray")
     made.append(volume["id"])
     stray = cinder_api.attachment_create(ctx, volume["id"], server_id)  # no connector
-    assert [a["status"] for a in _attachments(cinder_api, ctx, volume["id"])] == ["reserved"]
+    assert [a["status"] for a in cinder_attachments(cinder_api, ctx, volume["id"])] == ["reserved"]
 
     _reboot(dep, server_id, "HARD")
-    assert _attachments(cinder_api, ctx, volume["id"]) == []
+    assert cinder_attachments(cinder_api, ctx, volume["id"]) == []
     assert cinder_api.get(ctx, volume["id"])["status"] == "available"
     assert (f"Deleting Cinder attachment {stray['id']} (status reserved) of volume "
             f"{volume['id']} that claims server {server_id}") in _compute_log(dep)
@@ -203,11 +203,11 @@ def test_compute_killed_while_the_attachment_is_attaching(
     dep = _deploy(make_deployment, cinder_harness,
                   compute_driver="tests.fixtures.virt:SlowAttachDriver",
                   env={virt_fixtures.ATTACH_DELAY_ENV: "5"})
-    server_id, ctx, volume = _server_and_volume(dep, cinder_api, "kill-compute")
+    server_id, ctx, volume = server_and_volume(dep, cinder_api, "kill-compute")
     made.append(volume["id"])
     _attach_async(dep, server_id, volume["id"])
-    _wait(lambda: [a["status"] for a in _attachments(cinder_api, ctx, volume["id"])]
-          == ["attaching"], "the Cinder attachment attaching")
+    wait(lambda: [a["status"] for a in cinder_attachments(cinder_api, ctx, volume["id"])]
+         == ["attaching"], "the Cinder attachment attaching")
     os.killpg(dep.children["volumesvc-compute"].pid, signal.SIGKILL)
     dep.children["volumesvc-compute"].proc.wait(30)
     assert cinder_api.get(ctx, volume["id"])["status"] == "attaching"
@@ -215,20 +215,20 @@ def test_compute_killed_while_the_attachment_is_attaching(
     dep.spawn("volumesvc-compute")
     # The domain died with this (fake-libvirt) compute: the attach cannot be
     # finished, so the restarted compute rolls it back before taking work.
-    _wait(lambda: _clean(dep, cinder_api, ctx, server_id, volume["id"]),
-          "the interrupted attach rolled back", timeout=TIMEOUT + 60)
+    wait(lambda: _clean(dep, cinder_api, ctx, server_id, volume["id"]),
+         "the interrupted attach rolled back", timeout=TIMEOUT + 60)
     _, actions = dep.request("GET", f"/servers/{server_id}/os-instance-actions")
     assert "cleanup_volume_attachments" in [a["action"] for a in actions["instanceActions"]]
     # ...and, once a HARD reboot has recreated the lost domain, attached again.
     _reboot(dep, server_id, "HARD")
     _attach_async(dep, server_id, volume["id"])
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use again")
+    wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use again")
 
 
 def test_cinder_api_killed_while_the_attachment_create_is_in_flight(
         make_deployment, cinder_harness, cinder_api, made):
     dep = _deploy(make_deployment, cinder_harness)
-    server_id, ctx, volume = _server_and_volume(dep, cinder_api, "kill-cinder-api")
+    server_id, ctx, volume = server_and_volume(dep, cinder_api, "kill-cinder-api")
     made.append(volume["id"])
     marker = pathlib.Path(cinder_harness.hold_marker)
     marker.touch()
@@ -236,23 +236,23 @@ def test_cinder_api_killed_while_the_attachment_create_is_in_flight(
     try:
         _attach_async(dep, server_id, volume["id"])
         # Cinder made the attachment; its answer is held in cinder-api.
-        _wait(lambda: _attachments(cinder_api, ctx, volume["id"]), "the attachment made")
+        wait(lambda: cinder_attachments(cinder_api, ctx, volume["id"]), "the attachment made")
         cinder_harness.kill("cinder-api", signal.SIGKILL)
         killed = True
         marker.unlink()
         # The conductor never learned the attachment id; once its retries
         # give up (cinder-api stays down) it rolls its BDM back.
-        _wait(lambda: volume["id"] not in _any_bdm_volume_ids(dep, server_id),
-              "the BDM rolled back", timeout=60)
+        wait(lambda: volume["id"] not in _any_bdm_volume_ids(dep, server_id),
+             "the BDM rolled back", timeout=60)
     finally:
         marker.unlink(missing_ok=True)
         if killed:
             cinder_harness.respawn("cinder-api")
         cinder_harness.wait_ready(120)
-    assert [a["status"] for a in _attachments(cinder_api, ctx, volume["id"])] == ["reserved"]
+    assert [a["status"] for a in cinder_attachments(cinder_api, ctx, volume["id"])] == ["reserved"]
     # No operator, no reboot: the reservation's watch deletes it once stale.
-    _wait(lambda: _clean(dep, cinder_api, ctx, server_id, volume["id"]),
-          "the reserved attachment deleted", timeout=TIMEOUT + 30)
+    wait(lambda: _clean(dep, cinder_api, ctx, server_id, volume["id"]),
+         "the reserved attachment deleted", timeout=TIMEOUT + 30)
 
 
 def test_conductor_killed_while_the_compute_reserves_the_device(
@@ -260,7 +260,7 @@ def test_conductor_killed_while_the_compute_reserves_the_device(
     dep = _deploy(make_deployment, cinder_harness,
                   compute_driver="tests.fixtures.virt:SlowReserveDriver",
                   env={virt_fixtures.RESERVE_DELAY_ENV: "3"})
-    server_id, ctx, volume = _server_and_volume(dep, cinder_api, "kill-conductor")
+    server_id, ctx, volume = server_and_volume(dep, cinder_api, "kill-conductor")
     made.append(volume["id"])
     _attach_async(dep, server_id, volume["id"])
     time.sleep(1.5)  # the compute is inside its 3 s reservation
@@ -270,8 +270,8 @@ def test_conductor_killed_while_the_compute_reserves_the_device(
     # The conductor started again on the same host takes over the accepted
     # attach its predecessor claimed (volume_requests): the dead run's
     # reservation is replaced and the attach completes, with no second POST.
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use",
-          "the accepted attach completed by the restarted conductor", timeout=90)
+    wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use",
+         "the accepted attach completed by the restarted conductor", timeout=90)
     _attached_once(dep, cinder_api, ctx, server_id, volume["id"])
     # The dead run's reservation watch comes due and finds nothing to undo.
     time.sleep(TIMEOUT + 5)
@@ -289,6 +289,6 @@ def _attached_once(dep, cinder_api, ctx, server_id, volume_id):
     _, body = dep.request("GET", f"/servers/{server_id}/os-volume_attachments",
                           version="2.88")
     assert [a["volumeId"] for a in body["volumeAttachments"]].count(volume_id) == 1
-    (attachment,) = _attachments(cinder_api, ctx, volume_id)
+    (attachment,) = cinder_attachments(cinder_api, ctx, volume_id)
     assert attachment["status"] == "attached"
-    assert _bdm_volume_ids(dep, server_id)[volume_id]["attachment_id"] == attachment["id"]
+    assert bdm_volume_ids(dep, server_id)[volume_id]["attachment_id"] == attachment["id"]

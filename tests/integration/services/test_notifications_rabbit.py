@@ -23,7 +23,7 @@ import sqlalchemy as sa
 
 import volumesvc_aio as harness
 from tests.fixtures import nova_samples
-from tests.integration.services.test_attach_resilience import _boot, _wait
+from tests.integration.services.helpers import boot, wait
 from volumesvc.context import RequestContext
 
 EVENTS = [f"instance.{action}.{phase}" for action in
@@ -101,32 +101,32 @@ def test_boot_attach_swap_detach_notifications_match_nova_s_samples(
     dep = deployment
     samples = nova_samples.samples()
     harness.wait_for(lambda: dep.compute_state() == "up", 60, what="compute up")
-    server_id = _boot(dep)
+    server_id = boot(dep)
     ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True, roles=["admin"])
     volume = cinder_api.create(ctx, 1, "notified", "")
     new = cinder_api.create(ctx, 1, "notified-new", "")
     for vol in (volume, new):
-        _wait(lambda v=vol: cinder_api.get(ctx, v["id"])["status"] == "available", "available")
+        wait(lambda v=vol: cinder_api.get(ctx, v["id"])["status"] == "available", "available")
 
     status, body = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
                                {"volumeAttachment": {"volumeId": volume["id"]}},
                                version="2.101")
     assert status == 202, body
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use")
+    wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use")
 
     _mark_migration(cinder_harness, volume["id"], new["id"])
     status, body = dep.request(
         "PUT", f"/servers/{server_id}/os-volume_attachments/{volume['id']}",
         {"volumeAttachment": {"volumeId": new["id"]}})
     assert status == 202, body
-    _wait(lambda: cinder_api.get(ctx, volume["id"]).get("migration_status") == "success",
-          "Cinder's migration completed")
-    _wait(lambda: _idle(dep, server_id), "swap done")
+    wait(lambda: cinder_api.get(ctx, volume["id"]).get("migration_status") == "success",
+         "Cinder's migration completed")
+    wait(lambda: _idle(dep, server_id), "swap done")
 
     status, body = dep.request("DELETE",
                                f"/servers/{server_id}/os-volume_attachments/{volume['id']}")
     assert status == 202, body
-    _wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "detached")
+    wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "available", "detached")
 
     messages = _messages(rabbit_vhost, EVENTS)
     assert [m["event_type"] for m in messages] == EVENTS, dep.logs()

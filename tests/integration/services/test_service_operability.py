@@ -21,7 +21,7 @@ from prometheus_client import parser
 
 import volumesvc_aio as harness
 from tests.integration.conftest import free_port
-from tests.integration.services.test_attach_resilience import _boot
+from tests.integration.services.helpers import boot
 
 ATTACHES = 5
 PROFILER_KEY = "it-profiler-key"
@@ -169,7 +169,7 @@ def test_attaches_counted_by_all_three_and_one_followed_across_their_logs(
     dep = attach_deployment
     conductor_url, compute_url = dep.metrics_urls
     harness.wait_for(lambda: dep.compute_state() == "up", 60, what="compute up")
-    server_id = _boot(dep)
+    server_id = boot(dep)
     ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True, roles=["admin"])
     volumes = [cinder_api.create(ctx, 1, f"ops-{n}", "")["id"] for n in range(ATTACHES)]
     for volume_id in volumes:
