@@ -26,9 +26,11 @@ attachment, domain disk):
 """
 
 from oslo_log import log as logging
+from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import exception
+from volumesvc.compute import connections
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import volumes as boot_volumes
@@ -151,11 +153,14 @@ class Lifecycle:
     def disconnect_volumes(self, context, uuid, bdms, *, settle=False):
         """Swap each volume's connected attachment for one without a connector.
 
-        The new attachment is created and saved in the BDM before the old
-        one is deleted: at every moment Cinder has the volume attached to
-        the server, whatever fails. The BDM forgets its connection_info (it
-        named this host's connection). Every volume is tried; the first
-        failure is raised afterwards.
+        First the host side goes, as at a detach (os-brick's connection, an
+        encrypted volume's libvirt secret or dm-crypt mapping; kept while
+        another server here shares the volume): before, an offloaded server
+        left them all on the host. Then the new attachment is created and
+        saved in the BDM before the old one is deleted: at every moment
+        Cinder has the volume attached to the server, whatever fails. The
+        BDM forgets its connection_info (it named this host's connection).
+        Every volume is tried; the first failure is raised afterwards.
 
         ``settle`` (after a failed unshelve) completes each old attachment
         first: Cinder refuses a new reservation while a volume is still
@@ -168,6 +173,13 @@ class Lifecycle:
             if not bdm.get("volume_id") or not old:
                 continue
             try:
+                info = bdm.get("connection_info")
+                if info:
+                    connections.disconnect(
+                        context, cinder=self.cinder, conductor=self.conductor,
+                        driver=self.driver, host=self.conf.host, instance_uuid=uuid,
+                        connection_info=jsonutils.loads(info) if isinstance(info, str)
+                        else info)
                 if settle:
                     self.cinder.attachment_complete(context, old)
                 new = self.cinder.attachment_create(context, bdm["volume_id"], uuid,

@@ -265,6 +265,19 @@ def test_the_reconciliation_removes_secrets_no_server_here_uses(stack):
     assert set(_secrets(stack)) == {kept, theirs}
 
 
+def test_a_shelve_offload_removes_the_secret_and_the_unshelve_defines_it_again(stack):
+    server, volume_id = _attached(stack)
+    stack.api("POST", f"/servers/{server}/action", {"shelve": None}, token=TOKEN, status=202)
+    stack.wait_for_server_status(server, "SHELVED_OFFLOADED")
+    assert _secrets(stack) == {}
+    assert [a["instance"] for a in _attachments(stack, volume_id)] == [server]
+    stack.api("POST", f"/servers/{server}/action", {"unshelve": None}, token=TOKEN,
+              status=202)
+    stack.wait_for_server_status(server, "ACTIVE")
+    assert list(_secrets(stack)) == [volume_id]
+    assert _disk(stack, server, volume_id).find("source/encryption") is not None
+
+
 def _delete_in_cinder_and_clean_up(stack, server, volume_id):
     """The operator's ``cinder attachment-delete``, then ``volumesvc-manage volume_attachment
     cleanup`` of the server (the conductor's reconcile of it); returns the removed volumes."""
