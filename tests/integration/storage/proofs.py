@@ -46,6 +46,30 @@ def sha256_of_rbd(aio, image, length):
         proc.wait(30)
 
 
+def scan_rbd(aio, image, needle, head=16):
+    """(first ``head`` bytes, whether ``needle`` occurs) of an RBD image (``rbd export``).
+
+    Streamed so a whole root disk is searched without holding it in memory;
+    chunks overlap by the needle's length so a match across two is found.
+    """
+    conf = os.path.join(aio.state_dir, "ceph", "ceph.conf")
+    proc = subprocess.Popen(["rbd", "-c", conf, "--id", "admin", "export", image, "-"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=ceph_mod.clean_env())
+    first, tail, found = b"", b"", False
+    try:
+        while chunk := proc.stdout.read(4 * MiB):
+            if len(first) < head:
+                first += chunk[:head - len(first)]
+            found = found or needle in tail + chunk
+            tail = chunk[-len(needle):]
+        assert proc.wait(300) == 0, proc.stderr.read()[-2000:]
+    finally:
+        proc.kill()
+        proc.wait(30)
+    return first, found
+
+
 def live_disk_sources(server_id):
     """Serial → source of the live domain's disks, straight from the libvirt daemon.
 

@@ -14,6 +14,13 @@ each compute. For an encrypted volume of each backend:
   after detach and delete none is left on the libvirt daemon both computes
   use.
 
+The first server boots from an encrypted root (image to an ``rbd-luks``
+volume): its guest boots, marks the root, and ``rbd export`` shows a LUKS
+header and no mark. With a ``file-luks`` volume attached beside that root,
+a hard reboot, a stop/start and a shelve/offload/unshelve each bring back a
+guest that reads both marks, with one libvirt secret per volume (none while
+offloaded).
+
 Cinder 29 refuses to create a volume both multiattach and encrypted, so
 none can be shared; the test pins that limit. An encrypted volume whose provider
 QEMU cannot open (``plain``) is refused with a 400 fault and stays
@@ -30,18 +37,22 @@ from cinderclient import exceptions as cinderclient_exceptions
 from tests.integration.clients.helpers import (
     compute_http,
     unique,
+    wait_server,
     wait_until,
     wait_volume,
     wait_volume_gone,
 )
 from tests.integration.guest.agent import wait_line, wait_read, wait_written
+from tests.integration.storage.proofs import scan_rbd
 from tests.integration.storage.test_aio_rbd import attach, detach
 from tests.integration.storage.test_guest_proofs import SEEN_TIMEOUT, _attach, boot_guests
 from tests.integration.storage.test_swap_real import rbd_image, volume_file
 from volumesvc_aio import ceph as ceph_mod
 from volumesvc_aio import cinder as cinder_mod
 
-pytestmark = pytest.mark.integration
+# NOTE: the first test's setup boots the guests, one from an encrypted root
+# that Cinder may take many minutes to write on a loaded host (see guests).
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
 LUKS_MAGIC = b"LUKS\xba\xbe"
 LUKS = dict(cinder_mod.ENCRYPTION)
@@ -52,8 +63,11 @@ SECRETS_URI = "qemu+unix:///system"
 
 @pytest.fixture(scope="module")
 def guests(aio, nova, created):
-    """(first, second): one on each compute, root on ``rbd``, agents started."""
-    return boot_guests(aio, nova, created, ("rbd", "rbd"))
+    """(first, second): one on each compute, agents started; the first's root is encrypted."""
+    # Cinder derives the new LUKS container's key (two seconds of CPU, far
+    # more wall time on a loaded host) before it converts the image into it.
+    return boot_guests(aio, nova, created, ("rbd" + cinder_mod.ENCRYPTED_TYPE_SUFFIX, "rbd"),
+                       timeout=900)
 
 
 def _new_volume(cinder, created, volume_type):
@@ -93,6 +107,25 @@ def _detach_and_delete(aio, cinder, created, volume_id, server_ids):
     cinder.volumes.delete(volume_id)
     wait_volume_gone(cinder, volume_id)
     created["volumes"].remove(volume_id)
+
+
+def _one_secret_each(volume_ids):
+    counts = {volume_id: len(_volume_secrets(volume_id)) for volume_id in volume_ids}
+    assert set(counts.values()) == {1}, f"libvirt secrets per volume: {counts}"
+
+
+def test_a_server_boots_from_an_encrypted_root_the_backend_holds_only_ciphertext(
+        aio, cinder, guests):
+    """Boot (2.74, so 2.67's ``volume_type``) from image to an ``rbd-luks`` volume."""
+    first, _ = guests
+    root = cinder.volumes.get(first.root)
+    assert root.encrypted and root.volume_type == "rbd" + cinder_mod.ENCRYPTED_TYPE_SUFFIX
+    _one_secret_each([first.root])
+    first.marks[first.root] = wait_written(aio, first.id, first.root, SEEN_TIMEOUT)
+    head, found = scan_rbd(aio, rbd_image(cinder, first.root),
+                           first.marks[first.root].encode())
+    assert head[:6] == LUKS_MAGIC
+    assert not found, "the guest's mark is in the clear on the encrypted root"
 
 
 @pytest.mark.parametrize("backend", ["rbd", "file"])
@@ -177,3 +210,47 @@ def test_a_provider_qemu_cannot_open_is_refused_and_nothing_is_attached(
     volume = wait_volume(cinder, volume.id, "available")
     assert volume.attachments == []
     assert _volume_secrets(volume.id) == []
+
+
+def _action(aio, server_id, body):
+    status, answer, _ = compute_http(aio, "POST", f"/servers/{server_id}/action", body,
+                                     version="2.91")
+    assert status == 202, answer
+
+
+def _reads_every_mark_again(aio, nova, guest):
+    wait_server(nova, guest.id, aio=aio, timeout=240)
+    guest.booted(aio)
+    for serial, mark in guest.marks.items():
+        wait_read(aio, guest.id, serial, mark, SEEN_TIMEOUT, boot=guest.boot)
+    _one_secret_each(guest.marks)
+
+
+def test_an_encrypted_root_and_volume_come_back_after_a_hard_reboot_and_a_stop_start(
+        aio, nova, cinder, created, guests):
+    """Each new boot opens both again (the secrets redefined if they went), one per volume."""
+    first, _ = guests
+    assert first.root in first.marks, "the boot test marked the root"
+    volume = _new_volume(cinder, created, "file" + cinder_mod.ENCRYPTED_TYPE_SUFFIX)
+    _attach(aio, cinder, first.id, volume.id)
+    first.marks[volume.id] = wait_written(aio, first.id, volume.id, SEEN_TIMEOUT)
+
+    _action(aio, first.id, {"reboot": {"type": "HARD"}})
+    _reads_every_mark_again(aio, nova, first)
+
+    _action(aio, first.id, {"os-stop": None})
+    wait_server(nova, first.id, "SHUTOFF", aio=aio)
+    _action(aio, first.id, {"os-start": None})
+    _reads_every_mark_again(aio, nova, first)
+
+
+def test_an_offloaded_server_leaves_no_secret_and_its_unshelved_guest_reads_its_marks(
+        aio, nova, guests):
+    first, _ = guests
+    assert len(first.marks) == 2, "the reboot test attached an encrypted volume"
+    _action(aio, first.id, {"shelve": None})
+    wait_server(nova, first.id, "SHELVED_OFFLOADED", aio=aio, timeout=240)
+    assert {v: _volume_secrets(v) for v in first.marks} == {v: [] for v in first.marks}
+    _action(aio, first.id, {"unshelve": None})
+    _reads_every_mark_again(aio, nova, first)
+

@@ -112,15 +112,18 @@ def _boot(aio, host, root_type):
     return body["server"]["id"]
 
 
-def boot_guests(aio, nova, created, root_types):
-    """Guests booted together, the n-th on the n-th compute with a root of ``root_types[n]``."""
+def boot_guests(aio, nova, created, root_types, timeout=240):
+    """Guests booted together, the n-th on the n-th compute with a root of ``root_types[n]``.
+
+    ``timeout``: for ACTIVE; an encrypted root's volume takes Cinder longer.
+    """
     hosts = _compute_hosts(aio)[:len(root_types)]
     ids = [_boot(aio, host, root_type) for host, root_type in zip(hosts, root_types,
                                                                   strict=True)]
     created["servers"].extend(ids)
     booted = []
     for server_id, host in zip(ids, hosts, strict=True):
-        server = wait_server(nova, server_id, aio=aio, timeout=240)
+        server = wait_server(nova, server_id, aio=aio, timeout=timeout)
         assert getattr(server, "OS-EXT-SRV-ATTR:host") == host
         (root,) = [v["id"] for v in getattr(server, "os-extended-volumes:volumes_attached")]
         booted.append(Guest(server_id, root))
