@@ -23,6 +23,7 @@ CELLS = [
     Cell("attach-2.101", CONDUCTOR, "get_device_name_for_instance"),
     Cell("attach-2.101", COMPUTE, "attach_volume"),
     Cell("stop", COMPUTE, "power_off"),
+    Cell("start", COMPUTE, "power_on"),
 ]
 
 
