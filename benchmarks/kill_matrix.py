@@ -29,7 +29,7 @@ import time
 from benchmarks.lib import kill_matrix_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOC = os.path.join(ROOT, "doc", "source", "contributor", "kill-matrix.rst")
+DOC = os.path.join(ROOT, "doc/source/contributor/kill-matrix.rst")
 
 
 def main(argv=None):

@@ -217,7 +217,7 @@ class Stack:
             server = str(uuidlib.uuid4())
             volume = cinder.create(ctx, 1, f"v{i}", "")
             attachment = cinder.attachment_create(ctx, volume["id"], server)
-            cinder.attachment_update(ctx, attachment["id"], {"host": host})
+            info = cinder.attachment_update(ctx, attachment["id"], {"host": host})
             cinder.attachment_complete(ctx, attachment["id"])
             instances.append(models.Instance(
                 uuid=server, project_id="p1", user_id="u1", display_name=f"s{i}",
@@ -227,8 +227,7 @@ class Stack:
                 uuid=str(uuidlib.uuid4()), instance_uuid=server, source_type="volume",
                 destination_type="volume", volume_id=volume["id"],
                 attachment_id=attachment["id"], device_name="/dev/sdb",
-                connection_info=json.dumps({"driver_volume_type": "fake", "data": {},
-                                            "serial": volume["id"]})))
+                connection_info=json.dumps(info)))
             made.append((server, volume["id"], attachment["id"]))
         with self.db.writer(ctx) as session:
             session.add_all(instances)

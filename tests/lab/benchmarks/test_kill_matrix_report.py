@@ -37,7 +37,7 @@ def test_each_cell_is_a_row_with_its_outcome():
 
 
 def test_write_replaces_only_the_block_between_the_markers(tmp_path):
-    page = tmp_path / "kill-matrix.rst"
+    page = tmp_path / "results-page"
     page.write_text(PAGE)
     kill_matrix_report.write(str(page), "THE TABLE\n", commit="abc1234", date="2026-12-05",
                              only=["attach"])
