@@ -61,19 +61,50 @@ LUKS = dict(cinder_mod.ENCRYPTION)
 SECRETS_URI = "qemu+unix:///system"
 
 
+# What QEMU's LUKS key-derivation benchmark says when the CPU time it
+# measures did not move (qemu-img, run by Cinder to write a LUKS container):
+# it fails the volume's creation, more often on a busy host. Not volumesvc's
+# doing; the boot is tried again when Cinder's log shows it.
+QEMU_PBKDF_FLAKE = "Unable to get accurate CPU usage"
+BOOT_TRIES = 3
+
+
+def _pbkdf_flakes(aio):
+    path = os.path.join(aio.state_dir, "cinder", "log", "cinder-volume.log")
+    with open(path, errors="replace") as f:
+        return f.read().count(QEMU_PBKDF_FLAKE)
+
+
 @pytest.fixture(scope="module")
 def guests(aio, nova, created):
     """(first, second): one on each compute, agents started; the first's root is encrypted."""
     # Cinder derives the new LUKS container's key (two seconds of CPU, far
     # more wall time on a loaded host) before it converts the image into it.
-    return boot_guests(aio, nova, created, ("rbd" + cinder_mod.ENCRYPTED_TYPE_SUFFIX, "rbd"),
-                       timeout=900)
+    for attempt in range(1, BOOT_TRIES + 1):
+        flakes, first = _pbkdf_flakes(aio), len(created["servers"])
+        try:
+            return boot_guests(aio, nova, created,
+                               ("rbd" + cinder_mod.ENCRYPTED_TYPE_SUFFIX, "rbd"), timeout=900)
+        except (Exception, pytest.fail.Exception):  # wait_server fails with pytest.fail
+            if attempt == BOOT_TRIES or _pbkdf_flakes(aio) == flakes:
+                raise
+        for server_id in created["servers"][first:]:
+            compute_http(aio, "DELETE", f"/servers/{server_id}")
+    raise AssertionError("unreachable")
 
 
-def _new_volume(cinder, created, volume_type):
-    volume = cinder.volumes.create(1, name=unique("luks"), volume_type=volume_type)
-    created["volumes"].append(volume.id)
-    return wait_volume(cinder, volume.id, "available")
+def _new_volume(cinder, created, volume_type, aio=None):
+    """An ``available`` volume; with ``aio``, made again after QEMU's benchmark flake."""
+    for attempt in range(1, BOOT_TRIES + 1):
+        flakes = _pbkdf_flakes(aio) if aio is not None else 0
+        volume = cinder.volumes.create(1, name=unique("luks"), volume_type=volume_type)
+        created["volumes"].append(volume.id)
+        try:
+            return wait_volume(cinder, volume.id, "available")
+        except pytest.fail.Exception:
+            if aio is None or attempt == BOOT_TRIES or _pbkdf_flakes(aio) == flakes:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _raw_bytes(aio, cinder, volume_id, backend):
@@ -132,7 +163,7 @@ def test_a_server_boots_from_an_encrypted_root_the_backend_holds_only_ciphertext
 def test_an_encrypted_volume_holds_only_ciphertext_and_the_other_compute_reads_it(
         aio, cinder, created, guests, backend):
     first, second = guests
-    volume = _new_volume(cinder, created, backend + cinder_mod.ENCRYPTED_TYPE_SUFFIX)
+    volume = _new_volume(cinder, created, backend + cinder_mod.ENCRYPTED_TYPE_SUFFIX, aio)
     assert volume.encrypted
     _attach(aio, cinder, first.id, volume.id)
     assert _volume_secrets(volume.id), "no libvirt secret of the attached encrypted volume"
@@ -231,7 +262,7 @@ def test_an_encrypted_root_and_volume_come_back_after_a_hard_reboot_and_a_stop_s
     """Each new boot opens both again (the secrets redefined if they went), one per volume."""
     first, _ = guests
     assert first.root in first.marks, "the boot test marked the root"
-    volume = _new_volume(cinder, created, "file" + cinder_mod.ENCRYPTED_TYPE_SUFFIX)
+    volume = _new_volume(cinder, created, "file" + cinder_mod.ENCRYPTED_TYPE_SUFFIX, aio)
     _attach(aio, cinder, first.id, volume.id)
     first.marks[volume.id] = wait_written(aio, first.id, volume.id, SEEN_TIMEOUT)
 
