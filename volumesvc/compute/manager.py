@@ -31,7 +31,7 @@ from volumesvc.compute import rebuild as rebuild_mod
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import swap as swap_mod
 from volumesvc.compute import volumes as boot_volumes
-from volumesvc.states import attach_states, task_states, vm_states
+from volumesvc.states import task_states, vm_states
 from volumesvc.virt import configdrive, power_state
 from volumesvc.volume import cleanup
 
@@ -46,11 +46,6 @@ _driver_instance = compute_instances.driver_instance
 
 # started_work kind: a swap or rebuild this process was asked for (keyed by server).
 TASK = "task"
-
-
-def _with_status(bdm, status):
-    """The BDM as a notification shows it after the phase (API 2.106 status)."""
-    return dict(bdm, attach_status=status)
 
 
 class ComputeManager:
@@ -427,7 +422,7 @@ class ComputeManager:
             if bdm is None:
                 return
             self.reporter.notify(context, instance, "volume_attach", "start",
-                                 bdms=[_with_status(bdm, attach_states.ATTACHING)])
+                                 bdms=[bdm])
             try:
                 with self.reporter.event(context, uuid, "compute_attach_volume",
                                          started=event_started) as event:
@@ -438,11 +433,11 @@ class ComputeManager:
                 LOG.warning("Attach of volume %s to %s failed: %s", bdm.get("volume_id"),
                             uuid, compute_reporter.message_of(exc))
                 self.reporter.notify(context, instance, "volume_attach", "error",
-                                     bdms=[_with_status(bdm, attach_states.ERROR)], exc=exc)
+                                     bdms=[bdm], exc=exc)
                 return
             self.reconciler.settled(bdm["uuid"])
             self.reporter.notify(context, instance, "volume_attach", "end",
-                                 bdms=[_with_status(bdm, attach_states.ATTACHED)])
+                                 bdms=[bdm])
 
     def detach_volume(self, context, *, instance, bdm, attachment_id, recovered=False):
         """``recovered``: a re-run whose first conductor died; skipped when the
@@ -453,7 +448,7 @@ class ComputeManager:
             if bdm is None:
                 return
             self.reporter.notify(context, instance, "volume_detach", "start",
-                                 bdms=[_with_status(bdm, attach_states.DETACHING)])
+                                 bdms=[bdm])
             try:
                 with self.reporter.event(context, uuid, "compute_detach_volume"):
                     self.attacher.detach(context, _driver_instance(instance), bdm,
@@ -463,10 +458,10 @@ class ComputeManager:
                             uuid, compute_reporter.message_of(exc))
                 self.attacher.detach_failed(context, bdm, exc)
                 self.reporter.notify(context, instance, "volume_detach", "error",
-                                     bdms=[_with_status(bdm, attach_states.ATTACHED)], exc=exc)
+                                     bdms=[bdm], exc=exc)
                 return
             self.reporter.notify(context, instance, "volume_detach", "end",
-                                 bdms=[_with_status(bdm, None)])
+                                 bdms=[bdm])
 
     # -- external events ------------------------------------------------------
 
