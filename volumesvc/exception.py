@@ -45,6 +45,23 @@ class ServiceUnavailable(VolumesvcException):
     msg_fmt = "Service unavailable: %(reason)s"
 
 
+class DatabaseUnavailable(Exception):
+    """The database could not be reached, as an RPC server sends it to its caller.
+
+    Raised from oslo.db's or SQLAlchemy's error (``common/outage.py``), so
+    that it crosses RPC as a class of an allowed module instead of a
+    ``RemoteError``. Deliberately not a :class:`VolumesvcException`: code
+    that records one of those as the operation's fault and gives up must not
+    take an outage for it.
+    """
+
+    MESSAGE = ("The database did not answer in time (it is down or every connection "
+               "of the pool is busy); retry the request later.")
+
+    def __init__(self, message=None):
+        super().__init__(message or self.MESSAGE)
+
+
 class ServiceNotFound(NotFound):
     msg_fmt = "Service %(service_id)s could not be found."
 

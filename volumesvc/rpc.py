@@ -6,10 +6,11 @@ hand it to the rpcapi clients and servers they build. Servers always use the
 """
 
 import oslo_messaging as messaging
+from oslo_messaging.rpc import server as rpc_server
 from oslo_serialization import jsonutils
 
 from volumesvc import context as vs_context
-from volumesvc.common import profiler
+from volumesvc.common import outage, profiler
 
 # Exceptions whose module may be sent back to an RPC caller and re-raised
 # there as the same class (oslo.messaging checks this list).
@@ -65,18 +66,18 @@ def get_server(transport, topic, server, endpoints, *, version, observer=None):
 
     NOTE: oslo.messaging's default executor is ``threading`` (and passing
     ``executor`` is deprecated), which is what volumesvc wants: native threads.
+    Its dispatcher sends the database being down as a type of ours
+    (``outage.TypedFailureDispatcher``), whatever the endpoint raised.
     ``observer``: a ``common.metrics.ServiceMetrics`` timing every message.
     """
     target = messaging.Target(topic=topic, server=server, version=version)
     if observer is None:
-        return messaging.get_rpc_server(
-            transport, target, endpoints, serializer=RequestContextSerializer())
-    from oslo_messaging.rpc import server as rpc_server
+        dispatcher = outage.TypedFailureDispatcher(endpoints, RequestContextSerializer())
+    else:
+        from volumesvc.common import metrics
 
-    from volumesvc.common import metrics
-
-    return rpc_server.RPCServer(transport, target, metrics.ObservedDispatcher(
-        endpoints, RequestContextSerializer(), observer))
+        dispatcher = metrics.ObservedDispatcher(endpoints, RequestContextSerializer(), observer)
+    return rpc_server.RPCServer(transport, target, dispatcher)
 
 
 def get_notifier(transport, publisher_id, *, driver=None, topics=None):

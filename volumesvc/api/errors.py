@@ -14,7 +14,6 @@ import logging
 
 import oslo_messaging as messaging
 import werkzeug.exceptions
-from oslo_db import exception as db_exc
 
 from volumesvc import exception
 from volumesvc.common import outage
@@ -159,10 +158,6 @@ _GENERIC_500 = ("Unexpected API Error. The volumesvc-api log has the details und
                 "request's x-openstack-request-id; please report it to your operator.")
 
 
-_DATABASE_UNAVAILABLE = ("The database did not answer in time (it is down or every connection "
-                         "of the pool is busy); retry the request later.")
-
-
 _DATABASE_BUSY = ("The database rolled this request back to resolve a conflict with "
                   "concurrent requests; nothing was changed. Retry the request.")
 
@@ -191,12 +186,13 @@ def to_api_error(exc: BaseException) -> APIError:
         # conductor`` (a rolling upgrade is under way): the message was never
         # sent, and the client may retry once the upgrade is complete.
         return _from_domain(exception.ConductorTooOld())
-    if outage.database_down(exc):
+    kind = outage.classify(exc)
+    if kind is outage.Failure.DATABASE_DOWN:
         # The database is down or every pooled connection is busy: the
         # request may succeed when retried, so 503, not "Unexpected" 500.
         LOG.warning("Database unavailable while serving an API request: %s", exc)
-        return APIError(503, _DATABASE_UNAVAILABLE, UNAVAILABLE)
-    if isinstance(exc, db_exc.DBDeadlock):
+        return APIError(503, exception.DatabaseUnavailable.MESSAGE, UNAVAILABLE)
+    if kind is outage.Failure.DATABASE_BUSY:
         # The database chose this request's transaction as a deadlock's victim
         # more times than the call retries: it is rolled back, nothing is
         # half-written, and the same request may well succeed in a moment.

@@ -18,9 +18,8 @@ import time
 
 import prometheus_client as prom
 from oslo_log import log as logging
-from oslo_messaging.rpc import dispatcher as rpc_dispatcher
 
-from volumesvc.common import profiler
+from volumesvc.common import outage, profiler
 
 LOG = logging.getLogger(__name__)
 
@@ -97,11 +96,11 @@ def rpc_kind(incoming) -> str:
     return "cast"
 
 
-class ObservedDispatcher(rpc_dispatcher.RPCDispatcher):
-    """oslo.messaging's dispatcher, timing each message for ``metrics``.
+class ObservedDispatcher(outage.TypedFailureDispatcher):
+    """The RPC servers' dispatcher (``outage``), timing each message for ``metrics``.
 
     An RPC server built with it (``rpc.get_server(observer=...)``) behaves
-    exactly like one built by ``get_rpc_server``; only the timing is added.
+    exactly like one built without; only the timing is added.
     """
 
     def __init__(self, endpoints, serializer, metrics: ServiceMetrics):

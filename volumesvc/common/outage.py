@@ -1,70 +1,157 @@
-"""Telling a database outage from other failures, and waiting one out.
+"""What kind of failure an exception is, decided by its type, and waiting an outage out.
 
 In common, not in db: computes use it, and a compute never imports the
 database layer.
 
-A conductor whose database is unreachable fails its RPC calls with
-DBConnectionError; the caller sees a ``RemoteError`` naming the class, and a
-compute that raises such an error on to the conductor that called it makes
-a RemoteError of a RemoteError, whose text is the only place the class is
-named. Both the conductor (which keeps an accepted request for a re-run,
-``conductor/volume_requests.py``) and the compute (which asks again rather
-than undo an attach whose host side is done, ``compute/attach.py``) need to
-know that the failure was the database and not the request.
+One classification (:func:`classify`) for every place that must tell a
+failure that goes away on its own (the database or a service behind us is
+down) from one that does not (the request's own fault, a bug): the API
+(503 or not), the conductor (keep an accepted request for a re-run,
+``conductor/volume_requests.py``) and the compute (ask again rather than
+undo an attach whose host side is done, ``compute/attach.py``).
+
+It reads exception types only, never their text: oslo.db's (its exception
+filters already turn each driver's errors into them; ``db/api.py`` adds
+the connections PostgreSQL refuses, which oslo.db leaves as they come),
+keystoneauth's, and our own. A failure that crossed RPC arrives either as
+our own class (``volumesvc.exception`` is in ``rpc.ALLOWED_EXMODS``) or as
+a ``RemoteError`` whose ``exc_type`` attribute names the class. An RPC
+server sends the database being down as :class:`TypedFailureDispatcher`
+makes it, :class:`~volumesvc.exception.DatabaseUnavailable`, so it stays a
+type however many services relay it (a compute raising on to the conductor
+what the conductor answered it).
 """
 
-import re
+import enum
 import time
 
+import oslo_messaging as messaging
 import sqlalchemy
+from keystoneauth1 import exceptions as ks_exc
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
+from oslo_messaging.rpc import dispatcher as rpc_dispatcher
+
+from volumesvc import exception
 
 LOG = logging.getLogger(__name__)
 
-_REMOTE_TYPE = re.compile(r"Remote error: (\w+)")
-_DOWN_TYPES = ("DBConnectionError", "TimeoutError")
-# oslo.db makes DBConnectionError of PostgreSQL's connect failures only when
-# libpq says "could not connect to server", which libpq 14 and later no
-# longer say; a server shutting down or starting refuses in words of its
-# own. These stay plain OperationalErrors (regression: a PostgreSQL restart
-# answered API requests with 500s where MariaDB's gave 503s).
-_POSTGRESQL_DOWN = re.compile(
-    r"connection to server .* failed|could not connect to server|"
-    r"the database system is (?:shutting down|starting up|in recovery mode|not yet accepting)|"
-    r"server closed the connection unexpectedly|"
-    r"terminating connection due to administrator command")
 # Seconds between two tries of a call that met the database down: doubled
 # from the first up to the last.
 FIRST_DELAY = 1.0
 LAST_DELAY = 8.0
 
 
-def _remote_types(exc) -> list[str]:
-    """The class names a ``RemoteError`` carries, the nested ones included."""
-    exc_type = getattr(exc, "exc_type", None)
-    if exc_type is None:
-        return []
-    return [exc_type, *_REMOTE_TYPE.findall(str(getattr(exc, "value", "") or ""))]
+class Failure(enum.StrEnum):
+    """The kinds of failure; the first three go away on their own (:data:`RETRYABLE`)."""
+
+    DATABASE_DOWN = "database_down"   # no connection, lost connection, pool exhausted
+    DATABASE_BUSY = "database_busy"   # a deadlock's victim: rolled back whole
+    SERVICE_DOWN = "service_down"     # Cinder (or another service we call) did not answer, or 5xx
+    REQUEST = "request"               # the request's own fault: asking again changes nothing
+    FAILED = "failed"                 # another failure of ours, already explained to the user
+    BUG = "bug"                       # anything else: logged with its traceback
+
+
+RETRYABLE = frozenset({Failure.DATABASE_DOWN, Failure.DATABASE_BUSY, Failure.SERVICE_DOWN})
+
+# Exception classes, by the name a ``RemoteError`` carries in ``exc_type``
+# (the class was not in the caller's allowed modules).
+_REMOTE = {
+    "DBConnectionError": Failure.DATABASE_DOWN,
+    "TimeoutError": Failure.DATABASE_DOWN,  # SQLAlchemy's: no pooled connection came free
+    "DBDeadlock": Failure.DATABASE_BUSY,
+}
+
+# Ours that are the request's fault (each maps to a 4xx in api/errors.py).
+_REQUEST = (exception.NotFound, exception.Invalid, exception.Conflict, exception.Forbidden)
+
+
+def _classify_one(exc) -> Failure | None:
+    """The kind of ``exc`` itself, or None when only what caused it can tell."""
+    if isinstance(exc, (db_exc.DBConnectionError, sqlalchemy.exc.TimeoutError,
+                        exception.DatabaseUnavailable)):
+        return Failure.DATABASE_DOWN
+    if isinstance(exc, sqlalchemy.exc.DBAPIError) and exc.connection_invalidated:
+        # SQLAlchemy's dialect judged it a disconnect (oslo.db usually has
+        # made a DBConnectionError of it already).
+        return Failure.DATABASE_DOWN
+    if isinstance(exc, db_exc.DBDeadlock):
+        return Failure.DATABASE_BUSY
+    if isinstance(exc, messaging.RemoteError):
+        return _REMOTE.get(exc.exc_type or "")
+    if isinstance(exc, exception.CinderAPIError):
+        code = exc.code if isinstance(exc.code, int) else 500
+        return Failure.SERVICE_DOWN if code >= 500 else Failure.REQUEST
+    if isinstance(exc, exception.ServiceUnavailable):
+        return Failure.SERVICE_DOWN
+    if isinstance(exc, _REQUEST):
+        return Failure.REQUEST
+    if isinstance(exc, (ks_exc.ConnectionError, ks_exc.DiscoveryFailure,
+                        ks_exc.EndpointNotFound, ks_exc.HttpServerError,
+                        messaging.MessagingTimeout, messaging.MessageDeliveryFailure)):
+        # ConnectionError covers ConnectFailure, ConnectTimeout and SSLError.
+        return Failure.SERVICE_DOWN
+    if isinstance(exc, ks_exc.HttpError):
+        return Failure.REQUEST  # a 4xx: the service refused what was asked
+    return None
+
+
+def _chain(exc):
+    """``exc`` and what caused it, outermost first (each once)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def classify(exc: BaseException) -> Failure:
+    """The :class:`Failure` ``exc`` is, judged by its type and by what caused it.
+
+    The database anywhere in the chain wins, because our adapters re-raise
+    (a pool timeout under a ``CinderAPIError`` is still the database);
+    otherwise the outermost exception of a known kind decides. A failure of
+    ours of no other kind is :attr:`Failure.FAILED`; anything else a
+    :attr:`Failure.BUG`.
+    """
+    kinds = [kind for kind in map(_classify_one, _chain(exc)) if kind is not None]
+    for kind in kinds:
+        if kind in (Failure.DATABASE_DOWN, Failure.DATABASE_BUSY):
+            return kind
+    if kinds:
+        return kinds[0]
+    if isinstance(exc, exception.VolumesvcException):
+        return Failure.FAILED
+    return Failure.BUG
 
 
 def database_down(exc) -> bool:
     """True when ``exc`` (or what caused it) is the database being unreachable."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, (db_exc.DBConnectionError, sqlalchemy.exc.TimeoutError)):
-            return True
-        if isinstance(exc, sqlalchemy.exc.OperationalError) and (
-                exc.connection_invalidated or _POSTGRESQL_DOWN.search(str(exc))):
-            return True
-        names = _remote_types(exc)
-        if any(name in _DOWN_TYPES for name in names):
-            return True
-        if "OperationalError" in names and _POSTGRESQL_DOWN.search(str(exc.value)):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
+    return classify(exc) is Failure.DATABASE_DOWN
+
+
+class TypedFailureDispatcher(rpc_dispatcher.RPCDispatcher):
+    """oslo.messaging's dispatcher, sending the database being down as a type of ours.
+
+    oslo.db's exceptions are not in any caller's allowed modules: without
+    this the caller gets a ``RemoteError``, and a service that raises that
+    on to its own caller (a compute answering the conductor) a RemoteError
+    of a RemoteError, whose class is named only in the text. As
+    :class:`~volumesvc.exception.DatabaseUnavailable` it is re-created as
+    itself at every hop.
+    """
+
+    def dispatch(self, incoming):
+        try:
+            return super().dispatch(incoming)
+        except rpc_dispatcher.ExpectedException:
+            raise
+        except Exception as exc:
+            if (not isinstance(exc, exception.DatabaseUnavailable)
+                    and classify(exc) is Failure.DATABASE_DOWN):
+                raise exception.DatabaseUnavailable() from exc
+            raise
 
 
 class Patience:

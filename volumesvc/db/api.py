@@ -11,6 +11,7 @@ import warnings
 
 import sqlalchemy as sa
 from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 
 from volumesvc import context as vs_context
@@ -72,7 +73,25 @@ def _sqlite_on_begin(connection):
         connection.info["in_transaction"] = True
 
 
+def _connect(dialect, connection_record, cargs, cparams):
+    """Open a DBAPI connection; one the database will not open is DBConnectionError.
+
+    oslo.db makes a DBConnectionError of MySQL's refused connections (by
+    error number) but not of PostgreSQL's: psycopg2 raises a plain
+    OperationalError with no SQLSTATE when a connection cannot be opened
+    (refused, or the server shutting down, starting up, out of connection
+    slots). Whatever the driver, an OperationalError from opening a
+    connection means the database is not available to us, and
+    ``common/outage.py`` reads only the type.
+    """
+    try:
+        return dialect.connect(*cargs, **cparams)
+    except dialect.loaded_dbapi.OperationalError as exc:
+        raise db_exc.DBConnectionError(exc) from exc
+
+
 def _on_engine_create(engine: sa.Engine) -> None:
+    sa.event.listen(engine, "do_connect", _connect)
     if engine.dialect.name == "sqlite":
         sa.event.listen(engine, "connect", _sqlite_on_connect)
         for listener in list(engine.dispatch.begin):
@@ -98,6 +117,24 @@ def _ensure_sqlite_directory(url: str) -> None:
 # database asks for.
 retry_on_deadlock = oslo_db_api.wrap_db_retry(
     max_retries=5, retry_interval=0.05, inc_retry_interval=True, retry_on_deadlock=True)
+
+
+def _enter(stack, transaction):
+    """Enter an enginefacade transaction, a first connection refused being DBConnectionError.
+
+    The first transaction of a process starts the engine, and oslo.db opens
+    a test connection before :func:`_on_engine_create` can add
+    :func:`_connect`: PostgreSQL refusing that one
+    comes out as a plain OperationalError with no statement. Entering a
+    transaction runs none, so an OperationalError without one raised here
+    is that connection.
+    """
+    try:
+        return stack.enter_context(transaction)
+    except sa.exc.OperationalError as exc:
+        if exc.statement is None:
+            raise db_exc.DBConnectionError(exc) from exc
+        raise
 
 
 class Database:
@@ -129,14 +166,14 @@ class Database:
     @contextlib.contextmanager
     def reader(self, context=None):
         """A read-only transaction; yields an ``orm.Session``."""
-        with self._tc.reader.using(self._context(context)) as session:
-            yield session
+        with contextlib.ExitStack() as stack:
+            yield _enter(stack, self._tc.reader.using(self._context(context)))
 
     @contextlib.contextmanager
     def writer(self, context=None):
         """A read-write transaction committed at the end of the block."""
-        with self._tc.writer.using(self._context(context)) as session:
-            yield session
+        with contextlib.ExitStack() as stack:
+            yield _enter(stack, self._tc.writer.using(self._context(context)))
 
     def get_engine(self) -> sa.Engine:
         """The writer engine (starts the facade on first use)."""
