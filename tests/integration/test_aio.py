@@ -14,6 +14,7 @@ import urllib.request
 import sqlalchemy as sa
 
 import volumesvc_aio as harness
+from tests.integration.clients.helpers import drop_aio_leftovers, mariadb_admin
 from tests.integration.conftest import bin_path, free_port
 from volumesvc.api import microversions as mv
 from volumesvc_aio import rabbit
@@ -29,7 +30,7 @@ def test_aio_ready_line_discovery_and_service_list():
     api_port, volume_port, image_port = free_port(), free_port(), free_port()
     # A Cinder database an earlier deployment on this API port left (a run
     # that was killed): a new state dir must not start on its rows.
-    stale = _mariadb_admin()
+    stale = mariadb_admin()
     with stale.connect() as conn:
         conn.execute(sa.text(f"CREATE DATABASE cinder_aio_{api_port}"))
         conn.execute(sa.text(f"CREATE TABLE cinder_aio_{api_port}.left_by_an_earlier_run "
@@ -100,7 +101,7 @@ def test_aio_ready_line_discovery_and_service_list():
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
         shutil.rmtree(state, ignore_errors=True)
-        _drop_aio_leftovers(api_port)
+        drop_aio_leftovers(api_port)
         stale.dispose()
 
 
@@ -112,23 +113,6 @@ def _start_aio(state, host, api_port, volume_port, image_port):
          "--key-manager-port", str(free_port()), "--host", host, "--no-install",
          "--auth", "noauth2"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-
-
-def _mariadb_admin():
-    from volumesvc_aio import system
-
-    return sa.create_engine(system.MARIADB_ADMIN_URL + "/", isolation_level="AUTOCOMMIT")
-
-
-def _drop_aio_leftovers(api_port):
-    """The all-in-one keeps its Cinder database and vhosts for restarts; a test does not."""
-    tag = f"aio-{api_port}"
-    engine = _mariadb_admin()
-    with engine.connect() as conn:
-        conn.execute(sa.text(f"DROP DATABASE IF EXISTS cinder_{tag.replace('-', '_')}"))
-    engine.dispose()
-    for vhost in (f"volumesvc-{tag}", f"cinder-{tag}"):
-        rabbit.delete_vhost(vhost)
 
 
 def test_aio_killed_with_sigkill_takes_its_services_along():
@@ -160,7 +144,7 @@ def test_aio_killed_with_sigkill_takes_its_services_along():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(state, ignore_errors=True)
-        _drop_aio_leftovers(api_port)
+        drop_aio_leftovers(api_port)
 
 
 def _services_of(state):

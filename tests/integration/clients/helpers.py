@@ -16,9 +16,11 @@ import urllib.request
 import uuid
 
 import pytest
+import sqlalchemy as sa
 
 import volumesvc_aio as harness
 from tests.integration.conftest import bin_path, free_port
+from volumesvc_aio import rabbit, system
 
 SERVER_TIMEOUT = 120
 ADMIN_TOKEN = "admin:admin"
@@ -374,8 +376,6 @@ def running_aio(prefix, extra_args=(), auth="noauth2", storage="file"):
     After the stop, QEMU processes of its state dir still running are recorded
     in ``leftover_qemu`` and killed (they were started by this all-in-one).
     """
-    from tests.integration.test_aio import _drop_aio_leftovers
-
     state = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
     api_port, volume_port, image_port = free_port(), free_port(), free_port()
     out_path = os.path.join(state, "aio.out")
@@ -430,4 +430,20 @@ def running_aio(prefix, extra_args=(), auth="noauth2", storage="file"):
             print(f"volumesvc-aio state kept in {state}")
         else:
             shutil.rmtree(state, ignore_errors=True)
-        _drop_aio_leftovers(api_port)
+        drop_aio_leftovers(api_port)
+
+
+def mariadb_admin():
+    """An AUTOCOMMIT engine on the local MariaDB as its administrator."""
+    return sa.create_engine(system.MARIADB_ADMIN_URL + "/", isolation_level="AUTOCOMMIT")
+
+
+def drop_aio_leftovers(api_port):
+    """The all-in-one keeps its Cinder database and vhosts for restarts; a test does not."""
+    tag = f"aio-{api_port}"
+    engine = mariadb_admin()
+    with engine.connect() as conn:
+        conn.execute(sa.text(f"DROP DATABASE IF EXISTS cinder_{tag.replace('-', '_')}"))
+    engine.dispose()
+    for vhost in (f"volumesvc-{tag}", f"cinder-{tag}"):
+        rabbit.delete_vhost(vhost)

@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import subprocess
-import time
 import uuid
 
 import pytest
@@ -22,60 +21,27 @@ from tests.integration.clients.helpers import (
     SERVER_TIMEOUT,
     compute_http,
     delete_volume_quietly,
-    unique,
-    wait_server,
     wait_server_gone,
     wait_until,
     wait_volume,
     wait_volume_gone,
 )
-from tests.integration.storage.proofs import SYSTEM_URI
+from tests.integration.storage.steps import (
+    GiB,
+    attach,
+    attachment,
+    boot,
+    detach,
+    guest_disk_bytes,
+    new_volume,
+    rbd,
+    root_volume_id,
+    volume_host,
+    wait_watchers,
+)
 from volumesvc_aio import ceph as ceph_mod
 
 pytestmark = pytest.mark.integration
-
-GiB = 1 << 30
-
-
-def rbd(aio, *args):
-    """``rbd`` on the all-in-one's Ceph as client.admin (the conf and keyring it printed)."""
-    conf = os.path.join(aio.state_dir, "ceph", "ceph.conf")
-    result = subprocess.run(["rbd", "-c", conf, "--id", "admin", *args, "--format", "json"],
-                            capture_output=True, text=True, timeout=60,
-                            env=ceph_mod.clean_env())
-    assert result.returncode == 0, f"rbd {' '.join(args)}: {result.stderr}"
-    return json.loads(result.stdout) if result.stdout.strip() else None
-
-
-def watchers(aio, volume_id):
-    return rbd(aio, "status", f"volumes/volume-{volume_id}").get("watchers", [])
-
-
-def wait_watchers(aio, volume_id, count, timeout=30):
-    deadline = time.monotonic() + timeout
-    while True:
-        found = watchers(aio, volume_id)
-        if len(found) == count or time.monotonic() > deadline:
-            return found
-        time.sleep(0.5)
-
-
-def boot(aio, nova, created, bdm, version="2.67"):
-    status, body, _ = compute_http(aio, "POST", "/servers", {"server": {
-        "name": unique("rbd"), "flavorRef": "42", "networks": "none",
-        "block_device_mapping_v2": [bdm]}}, version=version)
-    assert status == 202, body
-    created["servers"].append(body["server"]["id"])
-    return wait_server(nova, body["server"]["id"], aio=aio)
-
-
-def root_volume_id(server):
-    (attached,) = getattr(server, "os-extended-volumes:volumes_attached")
-    return attached["id"]
-
-
-def volume_host(cinder, volume_id):
-    return getattr(cinder.volumes.get(volume_id), "os-vol-host-attr:host")
 
 
 @pytest.fixture(scope="module")
@@ -93,46 +59,6 @@ def image_server(aio, nova, created):
         "source_type": "image", "uuid": aio.image_id, "destination_type": "volume",
         "volume_size": 1, "volume_type": "rbd", "boot_index": 0,
         "delete_on_termination": True})
-
-
-def attach(aio, server_id, volume_id):
-    """Attach at 2.101: 202 with no body at once, the conductor does the work."""
-    status, body, _ = compute_http(aio, "POST", f"/servers/{server_id}/os-volume_attachments",
-                                   {"volumeAttachment": {"volumeId": volume_id}},
-                                   version="2.101")
-    assert status == 202, body
-
-
-def attachment(aio, server_id, volume_id):
-    status, body, _ = compute_http(
-        aio, "GET", f"/servers/{server_id}/os-volume_attachments/{volume_id}", version="2.106")
-    assert status == 200, body
-    return body["volumeAttachment"]
-
-
-def detach(aio, server_id, volume_id):
-    status, body, _ = compute_http(
-        aio, "DELETE", f"/servers/{server_id}/os-volume_attachments/{volume_id}",
-        version="2.101")
-    assert status == 202, body
-
-
-def new_volume(cinder, created, volume_type, size=1):
-    volume = cinder.volumes.create(size, name=unique("rbd-data"), volume_type=volume_type)
-    created["volumes"].append(volume.id)
-    return wait_volume(cinder, volume.id, "available")
-
-
-def guest_disk_bytes(server_id, device):
-    """The size QEMU reports for the domain's disk ``device`` (``/dev/sdb``)."""
-    import libvirt
-
-    conn = libvirt.open(SYSTEM_URI)
-    try:
-        dom = conn.lookupByUUIDString(server_id)
-        return dom.blockInfo(device.rsplit("/", 1)[-1])[0]
-    finally:
-        conn.close()
 
 
 def test_boot_from_a_blank_rbd_volume_is_opened_by_qemu(aio, cinder, blank_server):

@@ -43,10 +43,15 @@ from tests.integration.clients.helpers import (
     wait_volume_gone,
 )
 from tests.integration.guest.agent import wait_line, wait_read, wait_written
-from tests.integration.storage.proofs import scan_rbd
-from tests.integration.storage.test_aio_rbd import attach, detach
-from tests.integration.storage.test_guest_proofs import SEEN_TIMEOUT, _attach, boot_guests
-from tests.integration.storage.test_swap_real import rbd_image, volume_file
+from tests.integration.storage.proofs import rbd_image, scan_rbd
+from tests.integration.storage.steps import (
+    SEEN_TIMEOUT,
+    attach,
+    attach_until_listed,
+    boot_guests,
+    detach,
+    volume_file,
+)
 from volumesvc_aio import ceph as ceph_mod
 from volumesvc_aio import cinder as cinder_mod
 
@@ -165,7 +170,7 @@ def test_an_encrypted_volume_holds_only_ciphertext_and_the_other_compute_reads_i
     first, second = guests
     volume = _new_volume(cinder, created, backend + cinder_mod.ENCRYPTED_TYPE_SUFFIX, aio)
     assert volume.encrypted
-    _attach(aio, cinder, first.id, volume.id)
+    attach_until_listed(aio, cinder, first.id, volume.id)
     assert _volume_secrets(volume.id), "no libvirt secret of the attached encrypted volume"
     mark = wait_written(aio, first.id, volume.id, SEEN_TIMEOUT)
 
@@ -176,7 +181,7 @@ def test_an_encrypted_volume_holds_only_ciphertext_and_the_other_compute_reads_i
     detach(aio, first.id, volume.id)
     wait_line(aio, first.id, rf"VSGUEST gone name=\S+ serial={volume.id}", SEEN_TIMEOUT)
     wait_volume(cinder, volume.id, "available")
-    _attach(aio, cinder, second.id, volume.id)
+    attach_until_listed(aio, cinder, second.id, volume.id)
     wait_read(aio, second.id, volume.id, mark, SEEN_TIMEOUT, boot=second.boot)
     _detach_and_delete(aio, cinder, created, volume.id, [second.id])
     assert _volume_secrets(volume.id) == []
@@ -263,7 +268,7 @@ def test_an_encrypted_root_and_volume_come_back_after_a_hard_reboot_and_a_stop_s
     first, _ = guests
     assert first.root in first.marks, "the boot test marked the root"
     volume = _new_volume(cinder, created, "file" + cinder_mod.ENCRYPTED_TYPE_SUFFIX, aio)
-    _attach(aio, cinder, first.id, volume.id)
+    attach_until_listed(aio, cinder, first.id, volume.id)
     first.marks[volume.id] = wait_written(aio, first.id, volume.id, SEEN_TIMEOUT)
 
     _action(aio, first.id, {"reboot": {"type": "HARD"}})

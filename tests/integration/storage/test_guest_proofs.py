@@ -52,16 +52,18 @@ from tests.integration.guest.agent import (
     agent_user_data,
     console,
     last_round,
-    wait_boot,
     wait_line,
     wait_read,
     wait_written,
 )
-from tests.integration.storage.test_aio_rbd import attach, detach
-from tests.integration.storage.test_rbd_capabilities import log_text
-from tests.integration.storage.test_swap_real import (
+from tests.integration.storage.steps import (
+    SEEN_TIMEOUT,
+    attach_until_listed,
     backend_of,
+    boot_guests,
     cinder_log_lines,
+    detach,
+    log_text,
     retype_in_use,
     wait_migration,
 )
@@ -69,68 +71,7 @@ from volumesvc_aio import guest_image
 
 pytestmark = pytest.mark.integration
 
-BOOT_TIMEOUT = 300      # ACTIVE to the agent's first line: TCG on two loaded cores
-SEEN_TIMEOUT = 120      # the guest looks once a second; the attach itself takes seconds
 GiB_SECTORS = (1 << 30) // 512
-
-
-class Guest:
-    """A server running the agent: its id, root volume, current boot and the marks it wrote."""
-
-    def __init__(self, server_id, root):
-        self.id = server_id
-        self.root = root
-        self.boot = None
-        self.image = None
-        self.boots = []
-        self.marks = {}     # serial -> mark of every disk it marked and still has
-
-    def booted(self, aio):
-        self.boot, self.image = wait_boot(aio, self.id, BOOT_TIMEOUT, not_boots=self.boots)
-        self.boots.append(self.boot)
-
-
-def _compute_hosts(aio):
-    status, body, _ = compute_http(aio, "GET", "/os-services?binary=volumesvc-compute",
-                                   version="2.53")
-    assert status == 200, body
-    hosts = sorted(s["host"] for s in body["services"]
-                   if s["state"] == "up" and s["status"] == "enabled")
-    assert len(hosts) >= 2, body
-    return hosts
-
-
-def _boot(aio, host, root_type):
-    status, body, _ = compute_http(aio, "POST", "/servers", {"server": {
-        "name": unique("guest"), "flavorRef": "42", "networks": "none",
-        "host": host, "config_drive": True, "user_data": agent_user_data(),
-        "block_device_mapping_v2": [{
-            "source_type": "image", "uuid": aio.image_id, "destination_type": "volume",
-            "volume_size": 1, "volume_type": root_type, "boot_index": 0,
-            "delete_on_termination": True}]}}, version="2.74")
-    assert status == 202, body
-    return body["server"]["id"]
-
-
-def boot_guests(aio, nova, created, root_types, timeout=240):
-    """Guests booted together, the n-th on the n-th compute with a root of ``root_types[n]``.
-
-    ``timeout``: for ACTIVE; an encrypted root's volume takes Cinder longer.
-    """
-    hosts = _compute_hosts(aio)[:len(root_types)]
-    ids = [_boot(aio, host, root_type) for host, root_type in zip(hosts, root_types,
-                                                                  strict=True)]
-    created["servers"].extend(ids)
-    booted = []
-    for server_id, host in zip(ids, hosts, strict=True):
-        server = wait_server(nova, server_id, aio=aio, timeout=timeout)
-        assert getattr(server, "OS-EXT-SRV-ATTR:host") == host
-        (root,) = [v["id"] for v in getattr(server, "os-extended-volumes:volumes_attached")]
-        booted.append(Guest(server_id, root))
-    for guest in booted:
-        guest.booted(aio)
-        assert guest.image == "none", "the starter image has no vsimage.txt"
-    return tuple(booted)
 
 
 @pytest.fixture(scope="module")
@@ -146,33 +87,6 @@ def _new_volume(cinder, created, volume_type, size=1):
     return wait_volume(cinder, volume.id, "available")
 
 
-def _listed_status(aio, server_id, volume_id):
-    """The volume's attachment status in the server's list (2.106); None while not listed.
-
-    A 2.101 attach answers before the conductor records anything, and a
-    multiattach volume is already ``in-use``: only the list says when it is done.
-    """
-    status, body, _ = compute_http(aio, "GET", f"/servers/{server_id}/os-volume_attachments",
-                                   version="2.106")
-    assert status == 200, body
-    return next((e["status"] for e in body["volumeAttachments"]
-                 if e["volumeId"] == volume_id), None)
-
-
-def _attach(aio, cinder, server_id, volume_id, **fields):
-    """Attach (2.101, or 2.108 with ``read_only``) and wait until the API lists it attached."""
-    if fields:
-        status, body, _ = compute_http(
-            aio, "POST", f"/servers/{server_id}/os-volume_attachments",
-            {"volumeAttachment": {"volumeId": volume_id, **fields}}, version="2.108")
-        assert status == 202, body
-    else:
-        attach(aio, server_id, volume_id)
-    wait_until(lambda: _listed_status(aio, server_id, volume_id) == "attached",
-               f"volume {volume_id} listed attached to {server_id}", timeout=SEEN_TIMEOUT)
-    assert server_id in [a["server_id"] for a in cinder.volumes.get(volume_id).attachments]
-
-
 def test_each_guest_marks_its_root_disk(aio, guests):
     for guest in guests:
         guest.marks[guest.root] = wait_written(aio, guest.id, guest.root, SEEN_TIMEOUT)
@@ -185,7 +99,7 @@ def test_an_extend_of_an_attached_volume_shows_the_new_size_in_the_guest(
     Cinder waits in ``extending`` while the compute grows the disk (2.105)."""
     first, _ = guests
     volume = _new_volume(cinder, created, backend)
-    _attach(aio, cinder, first.id, volume.id)
+    attach_until_listed(aio, cinder, first.id, volume.id)
     wait_line(aio, first.id,
               rf"VSGUEST disk name=\S+ serial={volume.id} size={GiB_SECTORS} ro=0",
               SEEN_TIMEOUT)
@@ -235,7 +149,7 @@ def test_a_swap_from_file_to_rbd_keeps_what_the_guest_wrote(aio, cinder, created
     _wait_moved(aio, cinder, first.id, volume_id, "rbd")
     # A new disk makes the agent drop its page cache and read every disk again.
     probe = _new_volume(cinder, created, "rbd")
-    _attach(aio, cinder, first.id, probe.id)
+    attach_until_listed(aio, cinder, first.id, probe.id)
     first.marks[probe.id] = wait_written(aio, first.id, probe.id, SEEN_TIMEOUT)
     wait_read(aio, first.id, volume_id, first.marks[volume_id], SEEN_TIMEOUT,
               boot=first.boot, min_round=before + 1)
@@ -283,9 +197,9 @@ def test_a_multiattach_volume_on_two_computes_what_one_guest_writes_the_other_re
     first, second = guests
     volume = _new_volume(cinder, created, multiattach_type(backend))
     assert volume.multiattach
-    _attach(aio, cinder, second.id, volume.id)
+    attach_until_listed(aio, cinder, second.id, volume.id)
     mark = wait_written(aio, second.id, volume.id, SEEN_TIMEOUT)
-    _attach(aio, cinder, first.id, volume.id)
+    attach_until_listed(aio, cinder, first.id, volume.id)
     wait_read(aio, first.id, volume.id, mark, SEEN_TIMEOUT, boot=first.boot)
     # The disk held a mark: the first guest did not write one of its own.
     assert _wrote_lines(aio, first.id, volume.id) == []
@@ -298,12 +212,12 @@ def test_a_read_only_attachment_refuses_the_guests_write_the_read_write_one_does
     """2.108: read-only on the first server, read-write on the second, one volume."""
     first, second = guests
     volume = _new_volume(cinder, created, multiattach_type(backend))
-    _attach(aio, cinder, first.id, volume.id, read_only=True)
+    attach_until_listed(aio, cinder, first.id, volume.id, read_only=True)
     wait_line(aio, first.id, rf"VSGUEST disk name=\S+ serial={volume.id} size=\d+ ro=1",
               SEEN_TIMEOUT)
     wait_line(aio, first.id, rf"VSGUEST-TEST write-refused name=\S+ serial={volume.id} ro=1",
               SEEN_TIMEOUT)
-    _attach(aio, cinder, second.id, volume.id, read_only=False)
+    attach_until_listed(aio, cinder, second.id, volume.id, read_only=False)
     wait_line(aio, second.id, rf"VSGUEST disk name=\S+ serial={volume.id} size=\d+ ro=0",
               SEEN_TIMEOUT)
     mark = wait_written(aio, second.id, volume.id, SEEN_TIMEOUT)

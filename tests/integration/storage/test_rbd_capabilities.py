@@ -22,7 +22,6 @@ failure left).
 """
 
 import contextlib
-import glob
 import json
 import os
 import signal
@@ -51,13 +50,14 @@ from tests.integration.clients.helpers import (
     wait_volume_gone,
 )
 from tests.integration.conftest import bin_path
-from tests.integration.storage.test_aio_rbd import (
-    SYSTEM_URI,
+from tests.integration.storage.proofs import SYSTEM_URI
+from tests.integration.storage.steps import (
     GiB,
     attachment,
     boot,
     detach,
     guest_disk_bytes,
+    log_text,
     rbd,
     root_volume_id,
     volume_host,
@@ -205,15 +205,6 @@ def volume_file(aio, volume_id):
 def rbd_parent(aio, volume_id):
     parent = rbd(aio, "info", f"volumes/volume-{volume_id}").get("parent")
     return parent and (parent["pool"], parent["image"], parent["snapshot"])
-
-
-def log_text(aio, pattern):
-    """Every log of the all-in-one matching ``pattern`` (under its state dir), concatenated."""
-    text = ""
-    for path in sorted(glob.glob(os.path.join(aio.state_dir, pattern))):
-        with open(path, errors="replace") as f:
-            text += f.read()
-    return text
 
 
 def compute_logs(aio):

@@ -20,7 +20,11 @@ from tests.integration.clients.helpers import (
     wait_until,
     wait_volume,
 )
-from tests.integration.storage.test_aio_rbd import boot, detach, new_volume
+from tests.integration.storage.steps import (
+    boot,
+    detach,
+    new_volume,
+)
 
 pytestmark = pytest.mark.integration
 

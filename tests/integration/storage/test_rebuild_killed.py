@@ -35,7 +35,9 @@ from tests.integration.storage.proofs import (
     sha256_of_rbd,
     task_state,
 )
-from tests.integration.storage.test_aio_rbd import root_volume_id
+from tests.integration.storage.steps import (
+    root_volume_id,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -26,7 +26,6 @@ restarts it: the guest keeps its old volume, Cinder's migration ends in
 ``error``, and no attachment or BDM is left without its pair.
 """
 
-import glob
 import hashlib
 import os
 import signal
@@ -55,14 +54,23 @@ from tests.integration.storage.proofs import (
     sha256_of_rbd,
     task_state,
 )
-from tests.integration.storage.test_aio_rbd import attachment, boot, detach, rbd
+from tests.integration.storage.steps import (
+    MIGRATION_TIMEOUT,
+    attachment,
+    backend_of,
+    boot,
+    detach,
+    rbd,
+    retype_in_use,
+    volume_file,
+    wait_migration,
+)
 
 pytestmark = pytest.mark.integration
 
 # MiB/s of the throttled copy: QEMU copies its first buffer (16 MiB) at once,
 # the remaining 48 MiB take about 48 s, time to look at the copy and to kill.
 KILL_BANDWIDTH = 1
-MIGRATION_TIMEOUT = 300
 PERIODIC_RECONCILE = "ComputeManager._reconcile_dangling_attachments"
 
 
@@ -75,9 +83,6 @@ def server(aio, nova, created):
 
 
 # -- what the storage says ----------------------------------------------------------------
-
-def volume_file(aio, cinder, volume_id):
-    return os.path.join(aio.state_dir, "cinder", "volumes", f"volume-{name_id(cinder, volume_id)}")
 
 
 def rbd_watchers(aio, image):
@@ -132,12 +137,6 @@ def volume_from_image(cinder, created, image_id, volume_type):
     return wait_volume(cinder, volume.id, "available", timeout=MIGRATION_TIMEOUT)
 
 
-def backend_of(cinder, volume_id):
-    """``rbd`` or ``file`` from Cinder's ``host@backend#pool``."""
-    host = getattr(cinder.volumes.get(volume_id), "os-vol-host-attr:host")
-    return host.split("#")[0].rsplit("@", 1)[1]
-
-
 def attach(aio, cinder, server_id, volume_id):
     status, body, _ = compute_http(aio, "POST", f"/servers/{server_id}/os-volume_attachments",
                                    {"volumeAttachment": {"volumeId": volume_id}},
@@ -151,55 +150,6 @@ def attach(aio, cinder, server_id, volume_id):
 
 def migration_status(cinder, volume_id):
     return getattr(cinder.volumes.get(volume_id), "migration_status", None)
-
-
-def retype_in_use(cinder, volume_id, new_type):
-    """``cinder retype --migration-policy on-demand``; returns the migration's new volume.
-
-    None when the migration ended before its new volume was seen. Cinder's
-    API puts the volume in ``retyping`` before it answers, and the volume
-    leaves it only when the migration ends.
-    """
-    cinder.volumes.retype(volume_id, new_type, "on-demand")
-
-    def started():
-        for volume in cinder.volumes.list(search_opts={"all_tenants": 1}):
-            if getattr(volume, "migration_status", None) == f"target:{volume_id}":
-                return volume.id
-        return "ended" if cinder.volumes.get(volume_id).status != "retyping" else None
-    found = wait_until(started, "Cinder's migration to start", timeout=MIGRATION_TIMEOUT)
-    return None if found == "ended" else found
-
-
-def cinder_log_lines(aio, volume_id):
-    """Cinder's log lines (every service's) that name the volume: why a retype went nowhere."""
-    lines = []
-    for path in sorted(glob.glob(os.path.join(aio.state_dir, "cinder", "log", "*.log"))):
-        with open(path, errors="replace") as f:
-            lines += [f"{os.path.basename(path)}: {line.rstrip()[:600]}" for line in f
-                      if (volume_id in line or "scheduler" in path)
-                      and (" ERROR " in line or " WARNING " in line)]
-    return "\n".join(lines[-30:])
-
-
-def wait_migration(aio, cinder, volume_id, wanted):
-    """Wait until the migration ended (``success`` or ``error``); it must have ended ``wanted``.
-
-    Out of ``retyping`` is not the end yet: Cinder's completion first swaps
-    the two volumes' records (the volume is then ``in-use`` with no
-    migration status and no attachment for a moment), then records
-    ``success``.
-    """
-    def ended():
-        volume = cinder.volumes.get(volume_id)
-        assert not volume.status.startswith("error"), f"volume {volume_id} is {volume.status}"
-        return (volume.status != "retyping"
-                and getattr(volume, "migration_status", None) in ("success", "error")
-                and volume)
-    volume = wait_until(ended, f"the migration of {volume_id} to end",
-                        timeout=MIGRATION_TIMEOUT)
-    ended_as = (volume.status, getattr(volume, "migration_status", None))
-    assert ended_as == ("in-use", wanted), f"{ended_as}\n{cinder_log_lines(aio, volume_id)}"
 
 
 def assert_moved(aio, cinder, server_id, volume_id, backend, payload):
