@@ -7,12 +7,10 @@ bridge's or a namespace's: nothing points at loopback.
 """
 
 import os
-import textwrap
 
 from volumesvc_aio import barbican as barbican_mod
 from volumesvc_aio import cinder as cinder_mod
 from volumesvc_aio import config as aio_config
-from volumesvc_aio import files
 from volumesvc_aio import glance as glance_mod
 
 
@@ -24,97 +22,52 @@ def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder
     """
     for sub in ("locks", "logs"):
         os.makedirs(os.path.join(state_dir, sub), exist_ok=True)
-    text = textwrap.dedent(f"""\
-        [DEFAULT]
-        state_path = {state_dir}
-        transport_url = {transport_url}
-        report_interval = 2
-        service_down_time = 10
-        compute_driver = libvirt
-        graceful_shutdown_timeout = 10
-        # Every "host" is this one machine and every guest gets at most
-        # guest_memory_cap_mb (below): place by flavor as if hosts were far
-        # larger than they are.
-        cpu_allocation_ratio = 1000.0
-        ram_allocation_ratio = 1000.0
-
-        [oslo_messaging_rabbit]
-        rabbit_quorum_queue = true
-        heartbeat_timeout_threshold = 15
-
-        [compute]
+    sections = {
+        "DEFAULT": {
+            "state_path": state_dir, "transport_url": transport_url, "report_interval": 2,
+            "service_down_time": 10, "compute_driver": "libvirt",
+            "graceful_shutdown_timeout": 10,
+            # Every "host" is this one machine and every guest gets at most
+            # guest_memory_cap_mb (below): place by flavor as if hosts were far
+            # larger than they are.
+            "cpu_allocation_ratio": "1000.0", "ram_allocation_ratio": "1000.0"},
+        "oslo_messaging_rabbit": {"rabbit_quorum_queue": True,
+                                  "heartbeat_timeout_threshold": 15},
         # An attach abandoned by a conductor killed in the middle of it is
         # finished or rolled back after a minute, not the default ten.
-        attachment_reservation_timeout = 60
-
-        [database]
-        connection = {database_url}
-
-        [api]
-        auth_strategy = noauth2
-        workers = 2
-
-        [libvirt]
-        virt_type = qemu
+        "compute": {"attachment_reservation_timeout": 60},
+        "database": {"connection": database_url},
+        "api": {"auth_strategy": "noauth2", "workers": 2},
         # The starter image's guest boots in 96 MiB (doc/source/admin/guest-image.rst).
-        guest_memory_cap_mb = 128
-
-        [quota]
+        "libvirt": {"virt_type": "qemu", "guest_memory_cap_mb": 128},
         # The fault storms boot more servers than Nova's default limits allow
         # one project; a project still gets what `openstack quota set` gives it.
-        instances = -1
-        cores = -1
-        ram = -1
-
-        [cinder]
-        auth_strategy = noauth
-        endpoint_override = {cinder_url}
-
-        [glance]
-        auth_strategy = noauth
-        endpoint_override = {glance_url}
-
+        "quota": {"instances": -1, "cores": -1, "ram": -1},
+        "cinder": {"auth_strategy": "noauth", "endpoint_override": cinder_url},
+        "glance": {"auth_strategy": "noauth", "endpoint_override": glance_url},
         # noauth: Cinder takes no token, so there is no service token to send.
-        [service_user]
-        send_service_user_token = false
-
-        [oslo_concurrency]
-        lock_path = {state_dir}/locks
-
-        [healthcheck]
-        detailed = true
-        allowed_source_ranges = {subnet}
-        """)
+        "service_user": {"send_service_user_token": False},
+        "oslo_concurrency": {"lock_path": f"{state_dir}/locks"},
+        "healthcheck": {"detailed": True, "allowed_source_ranges": subnet},
+    }
     if key_manager_url is not None:
-        text += aio_config.key_manager_sections(key_manager_url)
+        sections.update(aio_config.key_manager_sections(key_manager_url))
     # The transport URL and the database URL (with its password) are in it.
-    return files.write_private(path, text)
+    return aio_config.write_config_file(path, sections, private=True)
 
 
 def write_conductor_config(state_dir, *, name):
     """One conductor: its own host name, so each has its own service record."""
-    path = os.path.join(state_dir, f"{name}.conf")
-    with open(path, "w") as f:
-        f.write(f"[DEFAULT]\nhost = {name}\n")
-    return path
+    return aio_config.write_config_file(os.path.join(state_dir, f"{name}.conf"),
+                                        {"DEFAULT": {"host": name}})
 
 
 def write_api_config(state_dir, *, name, address, port):
     """One API node: its host name, where its gunicorn listens, its own drain file."""
-    path = os.path.join(state_dir, f"{name}.conf")
-    with open(path, "w") as f:
-        f.write(textwrap.dedent(f"""\
-            [DEFAULT]
-            host = {name}
-
-            [api]
-            listen_host = {address}
-            listen_port = {port}
-
-            [healthcheck]
-            disable_by_file_path = {state_dir}/{name}-healthcheck-disable
-            """))
-    return path
+    return aio_config.write_config_file(os.path.join(state_dir, f"{name}.conf"), {
+        "DEFAULT": {"host": name},
+        "api": {"listen_host": address, "listen_port": port},
+        "healthcheck": {"disable_by_file_path": f"{state_dir}/{name}-healthcheck-disable"}})
 
 
 def write_compute_config(state_dir, *, host, my_ip, compute_driver="libvirt"):
@@ -127,19 +80,10 @@ def write_compute_config(state_dir, *, host, my_ip, compute_driver="libvirt"):
     """
     root = os.path.join(state_dir, f"libvirt-{host}")
     os.makedirs(root, exist_ok=True)
-    path = os.path.join(state_dir, f"compute-{host}.conf")
-    driver = "" if compute_driver == "libvirt" else f"compute_driver = {compute_driver}\n"
-    with open(path, "w") as f:
-        f.write(textwrap.dedent(f"""\
-            [DEFAULT]
-            host = {host}
-            my_ip = {my_ip}
-            """) + driver + textwrap.dedent(f"""\
-
-            [libvirt]
-            connection_uri = qemu:///embed?root={root}
-            """))
-    return path
+    driver = None if compute_driver == "libvirt" else compute_driver
+    return aio_config.write_config_file(os.path.join(state_dir, f"compute-{host}.conf"), {
+        "DEFAULT": {"host": host, "my_ip": my_ip, "compute_driver": driver},
+        "libvirt": {"connection_uri": f"qemu:///embed?root={root}"}})
 
 
 class ClusterCinder(cinder_mod.CinderHarness):

@@ -1,19 +1,66 @@
 """The all-in-one's volumesvc.conf, readiness probe and starter image."""
 
+import configparser
 import os
-import textwrap
 
 from volumesvc_aio import files
 
-# What the noauth configuration says about service tokens; replaced by the
-# volumesvc service user's section when a Keystone is in front.
-NOAUTH_SERVICE_USER = """\
-# noauth: Cinder takes no token, so there is no service token to send
-# (with a Keystone a service user replaces this section).
-[service_user]
-send_service_user_token = false
 
-"""
+def render_config(sections):
+    """``{section: {option: value}}`` as oslo.config's INI text, sections in order.
+
+    The one writer of every ``volumesvc.conf`` the lab makes (the
+    all-in-one's, the cluster's, the storm stack's, the integration tests'
+    deployments). A value of None leaves its option out; True and False are
+    written as oslo.config reads them; a list or tuple is comma-separated.
+    """
+    lines = []
+    for section, options in sections.items():
+        lines.append(f"[{section}]")
+        for name, value in options.items():
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            elif isinstance(value, (list, tuple)):
+                value = ",".join(str(v) for v in value)
+            lines.append(f"{name} = {value}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def parse_config(text):
+    """INI ``text`` as ``{section: {option: value}}`` (the inverse of :func:`render_config`)."""
+    # NOTE: oslo.config's [DEFAULT] is a section like any other, not
+    # configparser's defaults for every section; option names keep their case.
+    parser = configparser.ConfigParser(interpolation=None, strict=False,
+                                       default_section="\0no default section")
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read_string(text)
+    return {section: dict(parser[section]) for section in parser.sections()}
+
+
+def merge_config(sections, *more):
+    """``sections`` with each of ``more`` laid over it, option by option (a new dict)."""
+    merged = {section: dict(options) for section, options in sections.items()}
+    for extra in more:
+        for section, options in extra.items():
+            merged.setdefault(section, {}).update(options)
+    return merged
+
+
+def write_config_file(path, sections, *, private=False):
+    """Write :func:`render_config` of ``sections`` to ``path``; returns ``path``.
+
+    ``private``: readable by the owner only (a transport URL, database URL
+    or password is in it).
+    """
+    text = render_config(sections)
+    if private:
+        return files.write_private(path, text)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
 
 
 def write_config(state_dir, *, transport_url, api_port, api_workers, host,
@@ -40,91 +87,56 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
     path = os.path.join(state_dir, "volumesvc.conf")
     for sub in ("libvirt", "locks", "logs"):
         os.makedirs(os.path.join(state_dir, sub), exist_ok=True)
-    text = textwrap.dedent(f"""\
-        [DEFAULT]
-        host = {host}
-        state_path = {state_dir}
-        transport_url = {transport_url}
-        report_interval = 2
-        service_down_time = 10
-        compute_driver = libvirt
-        debug = false
-        # Domain names of their own: two all-in-ones on one machine share the
-        # libvirt daemon, where both would otherwise name a first server
-        # instance-00000001 (named after the API port, like the vhosts).
-        instance_name_template = aio{api_port}-instance-%08x
-        # Every guest gets at most guest_memory_cap_mb (below) whatever its
-        # flavor says: place by flavor as if the host were far larger than it is.
-        cpu_allocation_ratio = 1000.0
-        ram_allocation_ratio = 1000.0
-
-        [database]
-        connection = sqlite:///{state_dir}/volumesvc.sqlite
-
-        [api]
-        auth_strategy = noauth2
-        listen_host = 127.0.0.1
-        listen_port = {api_port}
-        workers = {api_workers}
-
-        [libvirt]
-        connection_uri = qemu:///embed?root={state_dir}/libvirt
-        virt_type = qemu
+    libvirt = {"connection_uri": f"qemu:///embed?root={state_dir}/libvirt"}
+    if rbd is not None:
+        libvirt = {"connection_uri": rbd["uri"], "rbd_user": rbd["user"],
+                   "rbd_secret_uuid": rbd["secret_uuid"], "rbd_keyring": rbd["keyring"]}
+    sections = {
+        "DEFAULT": {
+            "host": host, "state_path": state_dir, "transport_url": transport_url,
+            "report_interval": 2, "service_down_time": 10, "compute_driver": "libvirt",
+            "debug": False,
+            # Domain names of their own: two all-in-ones on one machine share
+            # the libvirt daemon, where both would otherwise name a first
+            # server instance-00000001 (named after the API port, like the vhosts).
+            "instance_name_template": f"aio{api_port}-instance-%08x",
+            # Every guest gets at most guest_memory_cap_mb (below) whatever its
+            # flavor says: place by flavor as if the host were far larger than it is.
+            "cpu_allocation_ratio": "1000.0", "ram_allocation_ratio": "1000.0"},
+        "database": {"connection": f"sqlite:///{state_dir}/volumesvc.sqlite"},
+        "api": {"failed_attachment_ttl": failed_attachment_ttl, "auth_strategy": "noauth2",
+                "listen_host": "127.0.0.1", "listen_port": api_port, "workers": api_workers},
         # The starter image's guest boots in 96 MiB (doc/source/admin/guest-image.rst).
-        guest_memory_cap_mb = 128
-
-        [cinder]
-        auth_strategy = noauth
-        endpoint_override = {cinder_url}
-
-        [glance]
-        auth_strategy = noauth
-        endpoint_override = {glance_url}
-
+        "libvirt": {**libvirt, "virt_type": "qemu", "guest_memory_cap_mb": 128},
+        "cinder": {"auth_strategy": "noauth", "endpoint_override": cinder_url},
+        "glance": {"auth_strategy": "noauth", "endpoint_override": glance_url},
         # noauth: Cinder takes no token, so there is no service token to send
         # (with a Keystone a service user replaces this section).
-        [service_user]
-        send_service_user_token = false
-
-        [oslo_concurrency]
-        lock_path = {state_dir}/locks
-
-        [healthcheck]
-        disable_by_file_path = {drain_file(state_dir)}
-        detailed = true
-        allowed_source_ranges = 127.0.0.0/8
-
-        [metrics]
-        enabled = true
-        conductor_listen_port = {conductor_metrics_port}
-
+        "service_user": {"send_service_user_token": False},
+        "oslo_concurrency": {"lock_path": f"{state_dir}/locks"},
+        "healthcheck": {"disable_by_file_path": drain_file(state_dir), "detailed": True,
+                        "allowed_source_ranges": "127.0.0.0/8"},
+        "metrics": {"enabled": True, "conductor_listen_port": conductor_metrics_port},
         # No default limit on servers (benchmarks boot a thousand); a project
         # still gets the limits set for it with `openstack quota set`.
-        [quota]
-        instances = -1
-        cores = -1
-        ram = -1
-        """)
-    if failed_attachment_ttl is not None:
-        text = text.replace("[api]\n", f"[api]\nfailed_attachment_ttl = {failed_attachment_ttl}\n",
-                            1)
-    if rbd is not None:
-        text = text.replace(f"connection_uri = qemu:///embed?root={state_dir}/libvirt\n",
-                            f"connection_uri = {rbd['uri']}\n"
-                            f"rbd_user = {rbd['user']}\n"
-                            f"rbd_secret_uuid = {rbd['secret_uuid']}\n"
-                            f"rbd_keyring = {rbd['keyring']}\n", 1)
+        "quota": {"instances": -1, "cores": -1, "ram": -1},
+    }
     if key_manager_url is not None:
-        text += key_manager_sections(key_manager_url, keystone)
+        sections.update(key_manager_sections(key_manager_url, keystone))
         # NOTE: a boot from an image onto an encrypted type waits for Cinder to
         # make a LUKS container and convert the image into it; the container's
         # key derivation is tuned to two seconds of CPU, which on a small busy
         # machine stretches to minutes, past the default 180 s.
-        text += "\n[compute]\nvolume_wait_timeout = 900\n"
+        sections["compute"] = {"volume_wait_timeout": 900}
     if keystone is not None:
-        text = _with_keystone(text, keystone)
+        sections = _with_keystone(sections, keystone)
     # The transport URL, database URL and service passwords are in it.
-    return files.write_private(path, text)
+    return write_config_file(path, sections, private=True)
+
+
+def _options(section_lines):
+    """A harness's ``["[group]", "name = value", ...]`` as ``{name: value}``."""
+    return dict(line.split(" = ", 1) for line in section_lines if " = " in line)
 
 
 def key_manager_sections(url, keystone=None):
@@ -133,19 +145,14 @@ def key_manager_sections(url, keystone=None):
     With a Keystone the service token goes with the user's (castellan's
     ``[barbican_service_user]``), as Nova sends it.
     """
-    text = textwrap.dedent(f"""
-        [key_manager]
-        backend = barbican
-
-        [barbican]
-        barbican_endpoint = {url}
-        barbican_api_version = v1
-        """)
+    sections = {"key_manager": {"backend": "barbican"},
+                "barbican": {"barbican_endpoint": url, "barbican_api_version": "v1"}}
     if keystone is None:
-        return text
-    return text + "\n".join([
-        f"auth_endpoint = {keystone.url}", "send_service_user_token = true", "",
-        *keystone.password_section("barbican_service_user", "volumesvc")])
+        return sections
+    sections["barbican"].update(auth_endpoint=keystone.url, send_service_user_token=True)
+    sections["barbican_service_user"] = _options(
+        keystone.password_section("barbican_service_user", "volumesvc"))
+    return sections
 
 
 def drain_file(state_dir):
@@ -209,40 +216,29 @@ def write_compute_config(state_dir, *, host, first, driver="libvirt",
         os.makedirs(root, exist_ok=True)
         connection_uri = f"qemu:///embed?root={root}"
     path = os.path.join(state_dir, f"compute-{host}.conf")
-    text = textwrap.dedent(f"""\
-        [DEFAULT]
-        host = {host}
-        compute_driver = {driver}
-
-        [libvirt]
-        connection_uri = {connection_uri}
-
-        [virt]
-        disabled_capabilities = {",".join(disabled_capabilities)}
-        """)
+    sections = {"DEFAULT": {"host": host, "compute_driver": driver},
+                "libvirt": {"connection_uri": connection_uri},
+                "virt": {"disabled_capabilities": list(disabled_capabilities)}}
     if metrics_port is not None:
-        text += f"\n[metrics]\ncompute_listen_port = {metrics_port}\n"
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+        sections["metrics"] = {"compute_listen_port": metrics_port}
+    return write_config_file(path, sections)
 
 
-def _with_keystone(text, keystone):
-    """``text`` switched from noauth to keystone: authtoken, adapters, service token."""
-    if NOAUTH_SERVICE_USER not in text:
-        raise RuntimeError("the noauth [service_user] section is not in the template")
-    text = text.replace(NOAUTH_SERVICE_USER, "")
-    text = (text.replace("auth_strategy = noauth2", "auth_strategy = keystone")
-                .replace("auth_strategy = noauth\n", "auth_strategy = keystone\n"))
-    lines = text.splitlines()
-    for group in ("cinder", "glance"):
+def _with_keystone(sections, keystone):
+    """``sections`` switched from noauth to keystone: authtoken, adapters, service token."""
+    keystone_sections = {
+        "api": {"auth_strategy": "keystone"},
         # keystoneauth credentials for calls made without a user (periodic tasks).
-        at = lines.index(f"[{group}]") + 1
-        lines[at:at] = keystone.password_section(group, "volumesvc")[1:-1]
-    lines += ["", *keystone.authtoken_section("volumesvc"),
-              *keystone.password_section("service_user", "volumesvc",
-                                         extra=["send_service_user_token = true"])]
-    return "\n".join(lines) + "\n"
+        **{group: {"auth_strategy": "keystone",
+                   **_options(keystone.password_section(group, "volumesvc"))}
+           for group in ("cinder", "glance")},
+        "keystone_authtoken": _options(keystone.authtoken_section("volumesvc")),
+        "service_user": _options(keystone.password_section(
+            "service_user", "volumesvc", extra=["send_service_user_token = true"])),
+    }
+    without_noauth = {name: options for name, options in sections.items()
+                      if name != "service_user"}
+    return merge_config(without_noauth, keystone_sections)
 
 
 def compute_is_up(conf_path, host):

@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 import uuid
@@ -168,57 +167,30 @@ class Stack:
     def write_config(self, transport_url, db_url, cinder_url, glance_url):
         for sub in ("logs", "locks", "instances"):
             os.makedirs(os.path.join(self.state_dir, sub), exist_ok=True)
-        path = os.path.join(self.state_dir, "volumesvc.conf")
-        extra_api = "\n                ".join(f"{k} = {v}" for k, v in self.api_options.items())
-        with open(path, "w") as f:
-            f.write(textwrap.dedent(f"""\
-                [DEFAULT]
-                host = {HOST}
-                state_path = {self.state_dir}
-                transport_url = {transport_url}
-                report_interval = 2
-                service_down_time = 10
-                compute_driver = {SLOW_DRIVER}
-                debug = false
+        sections = {
+            "DEFAULT": {
+                "host": HOST, "state_path": self.state_dir, "transport_url": transport_url,
+                "report_interval": 2, "service_down_time": 10, "compute_driver": SLOW_DRIVER,
+                "debug": False,
                 # A storm boots hundreds of servers on one fake host: no
                 # capacity limit and no quota (an older --ref ignores these).
-                cpu_allocation_ratio = 1000.0
-                ram_allocation_ratio = 1000.0
-
-                [quota]
-                instances = -1
-                cores = -1
-                ram = -1
-
-                [database]
-                connection = {db_url}
-
-                [api]
-                auth_strategy = noauth2
-                listen_host = 127.0.0.1
-                listen_port = {self.api_port}
-                workers = {self.api_workers}
-                threads = {self.api_threads}
-                {extra_api}
-
-                [cinder]
-                auth_strategy = noauth
-                endpoint_override = {cinder_url}
-
-                [glance]
-                auth_strategy = noauth
-                endpoint_override = {glance_url}
-
-                [oslo_concurrency]
-                lock_path = {self.state_dir}/locks
-                """))
-            if self.metrics_urls:
-                port = {name: url.split(":")[2].split("/")[0]
-                        for name, url in self.metrics_urls.items()}
-                f.write(f"\n[metrics]\nenabled = true\n"
-                        f"conductor_listen_port = {port['conductor']}\n"
-                        f"compute_listen_port = {port['compute']}\n")
-        return path
+                "cpu_allocation_ratio": "1000.0", "ram_allocation_ratio": "1000.0"},
+            "quota": {"instances": -1, "cores": -1, "ram": -1},
+            "database": {"connection": db_url},
+            "api": {"auth_strategy": "noauth2", "listen_host": "127.0.0.1",
+                    "listen_port": self.api_port, "workers": self.api_workers,
+                    "threads": self.api_threads, **self.api_options},
+            "cinder": {"auth_strategy": "noauth", "endpoint_override": cinder_url},
+            "glance": {"auth_strategy": "noauth", "endpoint_override": glance_url},
+            "oslo_concurrency": {"lock_path": f"{self.state_dir}/locks"},
+        }
+        if self.metrics_urls:
+            port = {name: url.split(":")[2].split("/")[0]
+                    for name, url in self.metrics_urls.items()}
+            sections["metrics"] = {"enabled": True, "conductor_listen_port": port["conductor"],
+                                   "compute_listen_port": port["compute"]}
+        return aio_config.write_config_file(
+            os.path.join(self.state_dir, "volumesvc.conf"), sections)
 
     # -- the whole thing --------------------------------------------------------------------
     def start(self, ref="HEAD"):
