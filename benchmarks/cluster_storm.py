@@ -307,13 +307,8 @@ def _set_reservation_timeout(seconds):
     write = cluster_mod.write_cluster_config
 
     def write_with_timeout(path, **kwargs):
-        write(path, **kwargs)
-        with open(path) as f:
-            text = f.read()
-        with open(path, "w") as f:
-            f.write(re.sub(r"attachment_reservation_timeout = \d+",
-                           f"attachment_reservation_timeout = {seconds}", text))
-        return path
+        return write(path, overrides={"compute": {"attachment_reservation_timeout": seconds}},
+                     **kwargs)
 
     cluster_mod.write_cluster_config = write_with_timeout
 

@@ -53,20 +53,12 @@ class ControlPlaneStack(Stack):
         self.hosts = [HOST] + [f"cp-{i:03d}" for i in range(1, hosts)]
         self.per_process = per_process
         self.compute_groups = []
+        self.config_overrides = {"DEFAULT": {"report_interval": REPORT_INTERVAL,
+                                             "service_down_time": 60}}
 
     @property
     def vhost(self):
         return f"volumesvc-storm-{self.tag}"
-
-    def write_config(self, *args):
-        path = super().write_config(*args)
-        with open(path) as f:
-            text = f.read()
-        text = text.replace("report_interval = 2\n", f"report_interval = {REPORT_INTERVAL}\n")
-        text = text.replace("service_down_time = 10\n", "service_down_time = 60\n")
-        with open(path, "w") as f:
-            f.write(text)
-        return path
 
     def _spawn(self, name, argv, env=None):
         if name != "volumesvc-compute":

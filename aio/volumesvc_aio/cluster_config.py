@@ -15,10 +15,11 @@ from volumesvc_aio import glance as glance_mod
 
 
 def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder_url,
-                         glance_url, subnet, key_manager_url=None):
+                         glance_url, subnet, key_manager_url=None, overrides=None):
     """The shared file: RabbitMQ cluster with quorum queues, the database, Cinder, Glance.
 
     ``key_manager_url``: the Barbican that keeps encrypted volumes' keys.
+    ``overrides``: ``{section: {option: value}}`` laid over the rest (a benchmark's).
     """
     for sub in ("locks", "logs"):
         os.makedirs(os.path.join(state_dir, sub), exist_ok=True)
@@ -53,7 +54,8 @@ def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder
     if key_manager_url is not None:
         sections.update(aio_config.key_manager_sections(key_manager_url))
     # The transport URL and the database URL (with its password) are in it.
-    return aio_config.write_config_file(path, sections, private=True)
+    return aio_config.write_config_file(
+        path, aio_config.merge_config(sections, overrides or {}), private=True)
 
 
 def write_conductor_config(state_dir, *, name):

@@ -79,6 +79,9 @@ class Stack:
         # Extra [api] options (name -> value) over the product's defaults,
         # e.g. {"max_requests": 0} to measure without worker recycling.
         self.api_options = dict(api_options or {})
+        # Options ({section: {option: value}}) laid over the stack's own in
+        # volumesvc.conf, by variants of the stack (control_plane.py).
+        self.config_overrides = {}
         self.api_preload = api_preload
         self.api_threads = api_threads
         self.delay = delay
@@ -190,7 +193,8 @@ class Stack:
             sections["metrics"] = {"enabled": True, "conductor_listen_port": port["conductor"],
                                    "compute_listen_port": port["compute"]}
         return aio_config.write_config_file(
-            os.path.join(self.state_dir, "volumesvc.conf"), sections)
+            os.path.join(self.state_dir, "volumesvc.conf"),
+            aio_config.merge_config(sections, self.config_overrides))
 
     # -- the whole thing --------------------------------------------------------------------
     def start(self, ref="HEAD"):
