@@ -19,6 +19,7 @@ from oslo_config import cfg
 from oslo_utils import netutils
 
 from volumesvc import exception
+from volumesvc import privsep as volumesvc_privsep
 from volumesvc.conf import get_conf
 from volumesvc.virt import fake
 from volumesvc.virt.libvirt.volume import brick
@@ -189,7 +190,7 @@ def test_my_ip_defaults_to_the_default_route_address():
 @pytest.fixture
 def global_conf_restored():
     yield
-    for group in ("privsep_osbrick", "os_brick"):
+    for group in ("privsep_osbrick", "privsep_volumesvc", "os_brick"):
         for name in list(cfg.CONF[group]):
             cfg.CONF.clear_override(name, group=group)
 
@@ -205,6 +206,10 @@ def test_the_driver_hands_privsep_and_os_brick_settings_to_the_libraries(
     assert shlex.split(privsep_conf.helper_command) == shlex.split(brick.root_helper()) + [
         sys.executable, "-m", "oslo_privsep.daemon"]
     assert cfg.CONF.os_brick.lock_path == str(tmp_path / "state" / "lock")
+    # volumesvc's own context: the one capability, the same kind of helper.
+    own = volumesvc_privsep.dac_read_search_pctxt.conf
+    assert own.capabilities == [2]  # CAP_DAC_READ_SEARCH
+    assert own.helper_command == privsep_conf.helper_command
 
 
 def test_explicit_helper_command_is_kept(conf, driver, global_conf_restored):
@@ -219,6 +224,6 @@ def test_helper_command_passes_the_config_files(tmp_path):
     conf_file = tmp_path / "volumesvc.conf"
     conf_file.write_text("[DEFAULT]\n")
     conf = get_conf(args=["--config-file", str(conf_file)], default_config_files=[])
-    helper = shlex.split(brick.helper_command(conf))
+    helper = shlex.split(volumesvc_privsep.helper_command(conf))
     assert helper[helper.index("--config-file") + 1] == str(conf_file)
     assert ("sudo" in helper) == (brick.root_helper() == "sudo")

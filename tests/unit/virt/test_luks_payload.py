@@ -1,5 +1,10 @@
-"""What the compute has qemu-img read a LUKS header from (extending an encrypted volume)."""
+"""How the compute reads a LUKS header (extending an encrypted volume).
 
+qemu-img for an RBD image; the compute itself (or volumesvc's privsep
+daemon) for a file or block device.
+"""
+
+import json
 import os
 import subprocess
 
@@ -52,13 +57,18 @@ def test_an_rbd_volume_without_a_key_is_a_clear_error(conf, tmp_path):
         luks_payload._target(conf, disk, RBD_INFO, str(tmp_path))
 
 
-def test_a_local_disk_is_read_where_it_is(conf, tmp_path):
-    (_, plain) = config.parse_disks(RBD_XML)
-    assert luks_payload._target(conf, plain, {}, str(tmp_path)) == "/v/plain"
+def test_a_local_disk_without_a_luks_header_is_a_clear_error(conf, tmp_path):
+    path = tmp_path / "plain"
+    path.write_bytes(b"\0" * 4096)
+    (disk,) = config.parse_disks(
+        f"<domain><devices><disk type='file' device='disk'><source file='{path}'/>"
+        f"<target dev='sdc'/><serial>plain</serial></disk></devices></domain>")
+    with pytest.raises(exception.VirtDriverError, match="plain: no LUKS header"):
+        luks_payload.layout(conf, disk, {})
 
 
 def test_the_payload_is_read_from_the_container_not_worked_out_from_a_size(conf, tmp_path):
-    """Whatever made the container: qemu-img's sizes are the header and what is left."""
+    """Whatever made the container: the header and what is left, as qemu-img sees them."""
     path = tmp_path / "volume"
     path.write_bytes(b"")
     os.truncate(path, 10 << 20)
@@ -72,3 +82,10 @@ def test_the_payload_is_read_from_the_container_not_worked_out_from_a_size(conf,
     header, payload = luks_payload.layout(conf, disk, {})
     assert 0 < header < 10 << 20
     assert payload == luks_payload.payload_size(conf, disk, {}) == (10 << 20) - header
+    # The same two numbers QEMU's own reader gives (the compute no longer runs it
+    # for a file: volumesvc/privsep/files.py reads the header).
+    info = json.loads(subprocess.run(["qemu-img", "info", "--output=json", str(path)],
+                                     capture_output=True, text=True, check=True,
+                                     timeout=60).stdout)
+    assert (header, payload) == (info["format-specific"]["data"]["payload-offset"],
+                                 info["virtual-size"])

@@ -5,11 +5,15 @@ QEMU runs. Under libvirtd, virtlogd rotates it (``console.log`` is the
 newest, then ``console.log.0``, ``console.log.1``...), so the newest
 :data:`MAX_CONSOLE_BYTES` may span several files. Only that many are ever
 read, as Nova does, so a reply stays small whatever the guest printed.
+
+virtlogd writes the log as root, readable by root only; a compute that
+runs unprivileged reads it through volumesvc's privsep daemon
+(:mod:`volumesvc.privsep.files`), which reads nothing but console logs.
 """
 
-import os
-
 from oslo_log import log as logging
+
+from volumesvc.privsep import files as privsep_files
 
 LOG = logging.getLogger(__name__)
 
@@ -18,12 +22,13 @@ MAX_CONSOLE_BYTES = 100 * 1024
 
 
 def last_bytes(path, count):
-    """``(the last count bytes of path, how many bytes precede them)``."""
-    with open(path, "rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        start = max(0, size - count)
-        f.seek(start)
-        return f.read(count), start
+    """``(the last count bytes of path, how many bytes precede them)``.
+
+    Read by the compute itself when it may, else by the privsep daemon.
+    """
+    chunk, start = privsep_files.as_needed(
+        privsep_files.read_tail, privsep_files.privileged_read_tail, path, count)
+    return chunk, start
 
 
 def read_log(path, max_bytes=MAX_CONSOLE_BYTES):

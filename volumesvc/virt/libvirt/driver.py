@@ -14,7 +14,8 @@ import time
 
 from oslo_log import log as logging
 
-from volumesvc import exception
+from volumesvc import exception, privsep
+from volumesvc.privsep import files as privsep_files
 from volumesvc.virt import block_device, configdrive, driver, instance_path, power_state
 from volumesvc.virt.libvirt import (
     config,
@@ -52,9 +53,10 @@ class LibvirtDriver(driver.ComputeDriver):
         volume.parse_cache_modes(conf.libvirt.disk_cachemodes)
         #: driver_volume_type -> its libvirt volume driver (block, file, network...).
         self.volume_drivers = volume.VolumeDrivers(conf)
-        # os-brick and its privsep context read global settings: hand them
-        # ours before anything (a connector, a connect) can need them.
+        # os-brick and the privsep contexts read global settings: hand them
+        # ours before anything (a connector, a connect, a read) can need them.
         brick.setup(conf)
+        privsep.setup(conf)
         self._connector = brick.ConnectorCache(
             lambda: brick.connector_properties(self.conf),
             conf.libvirt.volume_connector_max_age)
@@ -539,6 +541,9 @@ def _grow_offline(disk, requested_size_bytes):
         return os.path.getsize(disk.source)
     if disk.source_type == "block" and disk.source and stat.S_ISBLK(
             os.stat(disk.source).st_mode):
-        with open(disk.source, "rb") as f:
-            return f.seek(0, os.SEEK_END)
+        # A host block device is root's (root:disk 0660): an unprivileged
+        # compute asks volumesvc's privsep daemon for its size.
+        return privsep_files.as_needed(privsep_files.block_device_size,
+                                       privsep_files.privileged_block_device_size,
+                                       disk.source)
     return requested_size_bytes

@@ -6,9 +6,17 @@ what lies under it to payload plus header. After Cinder has grown the volume
 to its new size, asking QEMU for that size would make QEMU grow the file or
 the RBD image past what Cinder gave it; the guest must be given the new
 size less the header, as Nova does. The header's size depends on who wrote
-it (cryptsetup, qemu-img) and on the cipher, so it is read from the volume,
-with ``qemu-img info``, which reads a LUKS header without its key and,
-with ``--force-share``, while QEMU holds the volume.
+it (cryptsetup, qemu-img) and on the cipher, so it is read from the volume:
+
+* a file or host block device: its LUKS1 header read in Python
+  (:func:`volumesvc.privsep.files.luks_layout`), by the compute when it
+  may read the volume, else by volumesvc's privsep daemon (a device
+  os-brick connected is root's). Reading 108 bytes needs no ``qemu-img``,
+  so the daemon runs no program as root;
+* an RBD image: ``qemu-img info``, which reads a LUKS header without its
+  key and, with ``--force-share``, while QEMU holds the volume, as the
+  compute's own user with the cephx keyring it is given (the install
+  guide makes it readable by that user, as Nova's).
 """
 
 import json
@@ -17,6 +25,7 @@ import subprocess
 import tempfile
 
 from volumesvc import exception
+from volumesvc.privsep import files as privsep_files
 
 # qemu-img reads a few KiB of the header; over RBD that is one round trip to
 # the OSDs. A minute covers a busy cluster, and an extend waits no longer.
@@ -32,7 +41,7 @@ def payload_size(conf, disk, connection_info) -> int:
     volume formatted in place (cryptsetup, as os-brick does) gives the
     header out of its N GiB.
     """
-    return int(_luks_info(conf, disk, connection_info)["virtual-size"])
+    return layout(conf, disk, connection_info)[1]
 
 
 def layout(conf, disk, connection_info) -> tuple[int, int]:
@@ -41,13 +50,21 @@ def layout(conf, disk, connection_info) -> tuple[int, int]:
     After Cinder grew the volume, the payload is what the guest may now be
     given, whichever layout Cinder used (:func:`payload_size`).
     """
+    if disk.source_type in ("file", "block") and disk.source:
+        try:
+            header, payload = privsep_files.as_needed(
+                privsep_files.luks_layout, privsep_files.privileged_luks_layout, disk.source)
+        except (OSError, ValueError) as exc:
+            raise exception.VirtDriverError(
+                reason=f"cannot read the LUKS header of {disk.serial}: {exc}") from exc
+        return int(header), int(payload)
     info = _luks_info(conf, disk, connection_info)
     return (int(info["format-specific"]["data"]["payload-offset"]),
             int(info["virtual-size"]))
 
 
 def _luks_info(conf, disk, connection_info) -> dict:
-    """``qemu-img info`` of the LUKS container on ``disk``; raises if it holds none."""
+    """``qemu-img info`` of the LUKS container on RBD ``disk``; raises if it holds none."""
     with tempfile.TemporaryDirectory(prefix="vs-luks-") as scratch:
         target = _target(conf, disk, connection_info, scratch)
         try:
@@ -71,9 +88,7 @@ def _luks_info(conf, disk, connection_info) -> dict:
 
 
 def _target(conf, disk, connection_info, scratch):
-    """What qemu-img opens: the file or device, or the RBD image with this host's cephx key."""
-    if disk.source_type in ("file", "block") and disk.source:
-        return disk.source
+    """What qemu-img opens: the RBD image with this host's cephx key."""
     if disk.source_protocol == "rbd":
         data = connection_info.get("data") or {}
         hosts = [f"{host}\\:{port}" for host, port in zip(

@@ -9,9 +9,6 @@ compute's ``[privsep_osbrick]`` and ``[os_brick]`` values once at start
 
 import contextlib
 import copy
-import os
-import shlex
-import sys
 import threading
 import time
 
@@ -22,7 +19,7 @@ from os_brick.initiator import connector as brick_connector
 from oslo_concurrency import processutils
 from oslo_config import cfg
 
-from volumesvc import exception
+from volumesvc import exception, privsep
 from volumesvc.conf import privsep as privsep_conf
 
 #: driver_volume_type -> os-brick protocol, for the volumes os-brick turns
@@ -43,36 +40,13 @@ REMOTEFS_PROTOCOLS = {
 
 
 def root_helper():
-    """The prefix os-brick is given for running as root: none when we are root.
-
-    As Nova without rootwrap (``sudo``); a compute that already runs as root
-    needs no prefix, and hosts of that kind often have no sudo at all.
-    """
-    return "" if os.geteuid() == 0 else "sudo"
-
-
-def helper_command(conf):
-    """How to start the privsep daemon when ``[privsep_osbrick] helper_command`` is unset.
-
-    oslo.privsep's own default names the global configuration's files,
-    which volumesvc does not use; this one runs ``privsep-helper`` from the
-    compute's own Python with the compute's config files.
-    """
-    cmd = shlex.split(root_helper()) + [sys.executable, "-m", "oslo_privsep.daemon"]
-    for path in conf.config_file or ():
-        cmd += ["--config-file", path]
-    for path in conf.config_dir or ():
-        cmd += ["--config-dir", path]
-    return shlex.join(cmd)
+    """The prefix os-brick is given for running as root (volumesvc.privsep's)."""
+    return privsep.root_helper()
 
 
 def setup(conf):
     """Give os-brick and its privsep context the compute's settings (process-wide)."""
-    for opt in privsep_conf.privsep_opts:
-        value = conf[privsep_conf.GROUP][opt.dest]
-        if opt.dest == "helper_command" and not value:
-            value = helper_command(conf)
-        cfg.CONF.set_override(opt.dest, value, group=privsep_conf.GROUP)
+    privsep.apply_settings(conf, privsep_conf.GROUP, privsep_conf.privsep_opts)
     for opt in privsep_conf.brick_opts:
         cfg.CONF.set_override(opt.dest, conf[privsep_conf.BRICK_GROUP][opt.dest],
                               group=privsep_conf.BRICK_GROUP)
