@@ -44,6 +44,12 @@ QEMU_CONF = "/etc/libvirt/qemu.conf"
 # root-only /dev/kvm here, and re-probes QEMU's capabilities on every call
 # (tens of seconds per define).
 QEMU_CONF_LINES = ('user = "root"', 'group = "root"')
+#: Who may use the read-write socket: root and the ``libvirt`` group, in
+#: which an unprivileged compute is (the group's membership is the
+#: authorisation: no polkit on these machines). Debian's packaged
+#: libvirtd.conf says the same.
+SOCKET_ACCESS = (f'unix_sock_group = "{system.LIBVIRT_GROUP}"\n'
+                 'unix_sock_rw_perms = "0770"\nauth_unix_rw = "none"\n')
 
 
 def socket_answers(path, timeout=2.0) -> bool:
@@ -134,6 +140,7 @@ class LibvirtDaemon(Harness):
         with open(self.config_file, "w", encoding="utf-8") as f:
             # Everything else keeps libvirt's defaults (UNIX sockets only).
             f.write("# Written by volumesvc_aio.libvirtd\nlisten_tcp = 0\nlisten_tls = 0\n")
+            f.write(SOCKET_ACCESS)
 
     def _start(self, name, argv, sock):
         if socket_answers(sock):

@@ -73,6 +73,84 @@ def ensure_libvirt_qemu_user():
                     "libvirt-qemu"], check=True)
 
 
+#: The services' system user and group (the units' User=/Group=).
+SERVICE_USER = "volumesvc"
+#: The group libvirtd's read-write socket belongs to (libvirtd.py configures
+#: it): the compute's way to ``qemu:///system`` without root.
+LIBVIRT_GROUP = "libvirt"
+#: The privsep contexts an unprivileged compute starts daemons of, by the
+#: import path oslo.privsep passes as ``--privsep_context``.
+PRIVSEP_CONTEXTS = ("os_brick.privileged.default",
+                    "volumesvc.privsep.dac_read_search_pctxt")
+
+
+def ensure_group(name):
+    """Create system group ``name`` unless it exists; True when created."""
+    if subprocess.run(["getent", "group", name], capture_output=True,
+                      check=False).returncode == 0:
+        return False
+    subprocess.run(["groupadd", "--system", name], check=True, timeout=60)
+    return True
+
+
+def ensure_service_user(name=SERVICE_USER, groups=(LIBVIRT_GROUP,), home="/var/lib/volumesvc"):
+    """The services' system user (own group, no login), a member of ``groups``.
+
+    What the install guide does by hand (doc/source/install/index.rst);
+    the cluster and the tests that run services unprivileged call this. An
+    existing user is only added to the groups it lacks.
+    """
+    for group in groups:
+        ensure_group(group)
+    if subprocess.run(["getent", "passwd", name], capture_output=True,
+                      check=False).returncode != 0:
+        subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
+                        "--home-dir", home, "--shell", "/usr/sbin/nologin", name],
+                       check=True, timeout=60)
+    if groups:
+        subprocess.run(["usermod", "--append", "--groups", ",".join(groups), name],
+                       check=True, timeout=60)
+    return name
+
+
+def remove_service_user(name):
+    """Delete user ``name`` and its own group (a test's throwaway user)."""
+    subprocess.run(["userdel", name], capture_output=True, check=False, timeout=60)
+    subprocess.run(["groupdel", name], capture_output=True, check=False, timeout=60)
+
+
+def privsep_sudoers(user, helper, contexts=PRIVSEP_CONTEXTS):
+    """sudoers lines letting ``user`` start exactly the compute's privsep daemons as root.
+
+    ``helper``: the daemon's command without sudo and without the
+    arguments oslo.privsep appends, as ``volumesvc.privsep.helper_command``
+    makes it (``<python> -m oslo_privsep.daemon --config-file <file>``).
+    One line per context, so no other context can be started this way;
+    only the socket path (a fresh temporary one per start) is a wildcard.
+    """
+    escaped = "".join("\\" + c if c in ",:=\\" else c for c in helper)
+    return "".join(
+        f"{user} ALL=(root) NOPASSWD: {escaped} --privsep_context {context} "
+        f"--privsep_sock_path *\n" for context in contexts)
+
+
+def write_sudoers(path, text):
+    """Install ``text`` as the sudoers drop-in ``path`` (0440) once visudo accepts it.
+
+    sudo skips drop-ins whose name has a dot: ``/etc/sudoers.d/volumesvc``.
+    """
+    partial = f"{path}.partial"
+    with open(partial, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(partial, 0o440)
+    checked = subprocess.run(["visudo", "-c", "-q", "-f", partial], capture_output=True,
+                             text=True, check=False, timeout=60)
+    if checked.returncode != 0:
+        os.unlink(partial)
+        raise RuntimeError(f"visudo refuses the privsep rules: {checked.stdout}{checked.stderr}")
+    os.replace(partial, path)
+
+
 def ensure_system(*, rabbitmq=True, libvirt=True):
     """Everything the all-in-one and the integration tests need from Debian."""
     packages = []
@@ -83,6 +161,7 @@ def ensure_system(*, rabbitmq=True, libvirt=True):
     installed = apt_install(packages)
     if libvirt:
         ensure_libvirt_qemu_user()
+        ensure_group(LIBVIRT_GROUP)
     return installed
 
 

@@ -42,7 +42,23 @@ def test_api_and_conductor_run_unprivileged_and_confined(name):
     assert (service["StateDirectory"], service["LogsDirectory"]) == ("volumesvc", "volumesvc")
 
 
-def test_the_compute_is_the_one_root_service_and_notifies():
+def test_the_compute_runs_unprivileged_in_the_libvirt_group_and_notifies():
     service = _service("volumesvc-compute.service")
-    assert (service["User"], service["Type"]) == ("root", "notify")
-    assert service["ProtectHome"] == "yes"
+    assert (service["User"], service["Group"], service["Type"]) == (
+        "volumesvc", "volumesvc", "notify")
+    assert service["SupplementaryGroups"] == "libvirt"
+    assert (service["StateDirectory"], service["LogsDirectory"]) == ("volumesvc", "volumesvc")
+
+
+def test_the_compute_keeps_what_its_privsep_daemons_need():
+    """sudo (setuid) starts them, and os-brick's mounts must be the host's.
+
+    NoNewPrivileges would stop sudo; any option that gives the service a
+    mount namespace of its own would hide os-brick's mounts from QEMU.
+    """
+    service = _service("volumesvc-compute.service")
+    namespaced = ("NoNewPrivileges", "ProtectSystem", "ProtectHome", "PrivateTmp",
+                  "PrivateDevices", "ProtectKernelModules", "ProtectKernelTunables",
+                  "CapabilityBoundingSet", "ReadWritePaths")
+    assert [key for key in namespaced if key in service] == []
+    assert service["RestrictSUIDSGID"] == "yes"
