@@ -9,7 +9,7 @@ through sudo with the rules ``volumesvc_aio.system.privsep_sudoers`` writes
 file of the session's Cinder), a second volume is attached and detached,
 and its console log, which virtlogd writes for root only, is read. No
 service process is root; the privsep daemons are, each with only its
-context's capabilities.
+context's capabilities, and they end with the compute.
 """
 
 import grp
@@ -202,6 +202,10 @@ def test_unprivileged_services_attach_and_detach_and_only_privsep_is_root(
             assert pid not in services.values()
             assert _uids(pid) == [0, 0, 0, 0]
             assert int(_status(pid)["CapEff"], 16) == EXPECTED_CAPS[context], context
+        # The daemons live as long as the compute's channel to them.
+        dep.stop(binaries.COMPUTE)
+        wait(lambda: not _privsep_daemons(dep.conf), "privsep daemons gone", timeout=30)
+        dep.spawn(binaries.COMPUTE)
     finally:
         dep.request("DELETE", f"/servers/{server_id}")
         wait(lambda: dep.request("GET", f"/servers/{server_id}")[0] == 404, "server deleted",
