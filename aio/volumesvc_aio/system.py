@@ -81,7 +81,7 @@ LIBVIRT_GROUP = "libvirt"
 #: The privsep contexts an unprivileged compute starts daemons of, by the
 #: import path oslo.privsep passes as ``--privsep_context``.
 PRIVSEP_CONTEXTS = ("os_brick.privileged.default",
-                    "volumesvc.privsep.dac_read_search_pctxt")
+                    "volumesvc.privsep.dac_override_pctxt")
 
 
 def ensure_group(name):

@@ -9,7 +9,7 @@ driver hands their values to the libraries when the compute starts
 
 ``[privsep_volumesvc]`` is the same for volumesvc's own context
 (``volumesvc/privsep/``): the compute's few reads of files it may not own,
-with ``CAP_DAC_READ_SEARCH`` only.
+with ``CAP_DAC_OVERRIDE`` only.
 """
 
 import copy
@@ -52,16 +52,17 @@ volumesvc_privsep_group = cfg.OptGroup(
     VOLUMESVC_GROUP,
     title="volumesvc's privsep daemon",
     help="""
-The oslo.privsep daemon the compute reads files it may not own in: a
-guest's console log written by virtlogd, the LUKS header and size of a
-volume's file or block device. It keeps ``CAP_DAC_READ_SEARCH`` only and
-is started on the first such read the compute's own user is refused. When
+The oslo.privsep daemon the compute reaches files it may not own through:
+a guest's console log written by virtlogd, the LUKS header and size of a
+volume's file or block device, a volume's file grown for an extend. It
+keeps ``CAP_DAC_OVERRIDE`` only and is started on the first such access
+the compute's own user is refused. When
 ``helper_command`` is unset the compute starts ``python -m
 oslo_privsep.daemon`` with its own Python and config files, through
 ``sudo`` unless it already runs as root (the install guide's sudoers rule
 names that command).
 """)
-volumesvc_privsep_opts = _privsep_opts([caps.CAP_DAC_READ_SEARCH], "volumesvc.privsep")
+volumesvc_privsep_opts = _privsep_opts([caps.CAP_DAC_OVERRIDE], "volumesvc.privsep")
 
 brick_group = cfg.OptGroup(
     BRICK_GROUP, title="os-brick",

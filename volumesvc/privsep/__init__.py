@@ -1,14 +1,16 @@
-"""volumesvc's own privileged context: the compute's root-only reads, in an oslo.privsep daemon.
+"""volumesvc's own privileged context: the compute's work on files it does not own.
 
 The compute runs as an unprivileged user (``volumesvc``, in the ``libvirt``
-group for ``qemu:///system``). Two things it may still need root for are
-not os-brick's: reading files QEMU and virtlogd own (a guest's console
-log), and reading a volume's LUKS header or size where the device or file
-is root's (a block device os-brick connected, a file on a share). Both are
-reads, so this context keeps one capability, ``CAP_DAC_READ_SEARCH``
-(reading past file permissions), and no other: no writes, no ``exec``, no
-mounts. os-brick's connections keep their own context
-(``[privsep_osbrick]``, ``volumesvc/virt/libvirt/volume/brick.py``).
+group for ``qemu:///system``). What it may still need root for that is not
+os-brick's is file access past permissions: reading a guest's console log
+(virtlogd's, root's only), reading a volume's LUKS header or size where the
+device or file is root's (a block device os-brick connected, a file of
+Cinder's), and growing a volume's file of Cinder's when a stopped server's
+volume is extended. So this context keeps one capability,
+``CAP_DAC_OVERRIDE`` (file permissions do not apply), and no other: no
+``exec`` (it runs no program), no mounts, no ownership changes. os-brick's
+connections keep their own context (``[privsep_osbrick]``,
+``volumesvc/virt/libvirt/volume/brick.py``).
 
 oslo.privsep finds its context by import path in the daemon and reads its
 settings from the library's global configuration only; :func:`setup` hands
@@ -34,11 +36,11 @@ CALL_TIMEOUT = 60.0
 
 # NOTE: a module-level object because oslo.privsep requires one: the daemon
 # re-imports it by ``pypath`` after sudo. Nothing else in volumesvc is global.
-dac_read_search_pctxt = priv_context.PrivContext(
+dac_override_pctxt = priv_context.PrivContext(
     "volumesvc",
     cfg_section=GROUP,
-    pypath=__name__ + ".dac_read_search_pctxt",
-    capabilities=[caps.CAP_DAC_READ_SEARCH],
+    pypath=__name__ + ".dac_override_pctxt",
+    capabilities=[caps.CAP_DAC_OVERRIDE],
     logger_name=__name__,
     timeout=CALL_TIMEOUT,
 )

@@ -1,17 +1,18 @@
-"""The compute's reads of files it may not own, each small and checking what it is given.
+"""The compute's access to files it may not own, each function small and checking its input.
 
-Each reader is a plain function (:func:`read_tail`, :func:`luks_layout`,
-:func:`block_device_size`) with a privileged twin run in the
-``dac_read_search_pctxt`` daemon. :func:`as_needed` runs the plain one in
+Each is a plain function (:func:`read_tail`, :func:`luks_layout`,
+:func:`block_device_size`, :func:`grow_file`) with a privileged twin run in the
+``dac_override_pctxt`` daemon. :func:`as_needed` runs the plain one in
 the compute and asks the daemon only when the compute's own user is
-refused (``PermissionError``): a compute that runs as root, or reads a
+refused (``PermissionError``): a compute that runs as root, or uses a
 file it owns, never starts the daemon, and one that runs unprivileged
-crosses to root for exactly those reads.
+crosses to root for exactly those accesses.
 
-Why the checks: the daemon reads past every file permission on the host,
-so each function accepts only the shape of path its caller has a reason
-to read (a console log, a disk) and answers with no more than it needs
-(bytes of a console log, two numbers of a LUKS header, a device's size).
+Why the checks: file permissions do not bind the daemon, so each function
+accepts only the shape of path its caller has a reason to use (a console
+log, a disk), answers with no more than it needs (bytes of a console log,
+two numbers of a LUKS header, a size) and writes nothing but the one
+change it exists for (a regular file made longer, never shorter).
 Paths must be absolute and normal (no ``..``), so they are what they say.
 """
 
@@ -20,7 +21,7 @@ import re
 import stat
 import struct
 
-from volumesvc.privsep import dac_read_search_pctxt
+from volumesvc.privsep import dac_override_pctxt
 
 #: The most of a console log one call may read (ten times the compute's cap).
 MAX_TAIL_BYTES = 1 << 20
@@ -106,7 +107,28 @@ def block_device_size(path):
         os.close(fd)
 
 
-@dac_read_search_pctxt.entrypoint
+def grow_file(path, size):
+    """Make the regular file at path ``size`` bytes long if it is shorter; return its size.
+
+    Sparse (the new bytes read as zeros and take no space), never
+    shrinking, never through a symlink. A volume's file of Cinder's on the
+    host, grown for an extend while its server is stopped.
+    """
+    _check_path(path)
+    if not isinstance(size, int) or size < 0:
+        raise ValueError(f"size must be a whole number of bytes, not {size!r}")
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"not a regular file: {path!r}")
+        if os.fstat(fd).st_size < size:
+            os.ftruncate(fd, size)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+@dac_override_pctxt.entrypoint
 def privileged_read_tail(path, count):
     """:func:`read_tail` in the privsep daemon, of a console log only.
 
@@ -119,16 +141,22 @@ def privileged_read_tail(path, count):
     return read_tail(path, count)
 
 
-@dac_read_search_pctxt.entrypoint
+@dac_override_pctxt.entrypoint
 def privileged_luks_layout(path):
     """:func:`luks_layout` in the privsep daemon."""
     return luks_layout(path)
 
 
-@dac_read_search_pctxt.entrypoint
+@dac_override_pctxt.entrypoint
 def privileged_block_device_size(path):
     """:func:`block_device_size` in the privsep daemon."""
     return block_device_size(path)
+
+
+@dac_override_pctxt.entrypoint
+def privileged_grow_file(path, size):
+    """:func:`grow_file` in the privsep daemon."""
+    return grow_file(path, size)
 
 
 def as_needed(plain, privileged, *args):

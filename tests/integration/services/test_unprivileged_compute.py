@@ -30,10 +30,10 @@ from volumesvc import binaries
 from volumesvc_aio import libvirtd, stop_all, system
 
 #: oslo.privsep's capability bits of each context's daemon (CapEff in /proc).
-CAP_DAC_READ_SEARCH, CAP_SYS_ADMIN = 2, 21
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_SYS_ADMIN = 1, 2, 21
 EXPECTED_CAPS = {
     "os_brick.privileged.default": (1 << CAP_SYS_ADMIN) | (1 << CAP_DAC_READ_SEARCH),
-    "volumesvc.privsep.dac_read_search_pctxt": 1 << CAP_DAC_READ_SEARCH,
+    "volumesvc.privsep.dac_override_pctxt": 1 << CAP_DAC_OVERRIDE,
 }
 
 

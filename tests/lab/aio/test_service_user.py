@@ -20,7 +20,7 @@ def test_the_sudoers_rules_name_each_context_and_nothing_else(tmp_path):
         f"volumesvc ALL=(root) NOPASSWD: {HELPER} --privsep_context {context} "
         "--privsep_sock_path *" for context in system.PRIVSEP_CONTEXTS]
     assert system.PRIVSEP_CONTEXTS == ("os_brick.privileged.default",
-                                       "volumesvc.privsep.dac_read_search_pctxt")
+                                       "volumesvc.privsep.dac_override_pctxt")
     path = tmp_path / "volumesvc"
     system.write_sudoers(str(path), text)
     assert oct(path.stat().st_mode & 0o777) == "0o440"

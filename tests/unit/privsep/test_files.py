@@ -1,4 +1,4 @@
-"""volumesvc's privileged reads: what each accepts, what it refuses, what it answers.
+"""volumesvc's privileged file access: what each function accepts, refuses and answers.
 
 The privileged functions run in this process here (the context's client
 mode off), so what is checked is the code the daemon runs; that the
@@ -18,9 +18,9 @@ from volumesvc.privsep import files
 @pytest.fixture
 def in_process():
     """Call the privileged functions directly instead of through a daemon."""
-    privsep.dac_read_search_pctxt.set_client_mode(False)
+    privsep.dac_override_pctxt.set_client_mode(False)
     yield
-    privsep.dac_read_search_pctxt.set_client_mode(True)
+    privsep.dac_override_pctxt.set_client_mode(True)
 
 
 def _luks1(path, payload_sectors, size):
@@ -34,16 +34,16 @@ def _luks1(path, payload_sectors, size):
     return str(path)
 
 
-def test_the_context_keeps_only_cap_dac_read_search():
+def test_the_context_keeps_only_cap_dac_override():
     from oslo_privsep import capabilities as caps
 
     from volumesvc.conf import get_conf
 
     conf = get_conf(args=[], default_config_files=[])
-    assert conf.privsep_volumesvc.capabilities == [caps.CAP_DAC_READ_SEARCH]
+    assert conf.privsep_volumesvc.capabilities == [caps.CAP_DAC_OVERRIDE]
     for func in (files.privileged_read_tail, files.privileged_luks_layout,
-                 files.privileged_block_device_size):
-        assert privsep.dac_read_search_pctxt.is_entrypoint(func)
+                 files.privileged_block_device_size, files.privileged_grow_file):
+        assert privsep.dac_override_pctxt.is_entrypoint(func)
 
 
 # -- read_tail: console logs only ------------------------------------------------
@@ -71,12 +71,16 @@ def test_a_relative_or_unnormal_path_is_refused(in_process, path):
         files.privileged_read_tail(path, 10)
 
 
-def test_a_console_log_that_is_a_symlink_is_not_followed(in_process, tmp_path):
+@pytest.mark.parametrize("call", [lambda path: files.privileged_read_tail(path, 10),
+                                  lambda path: files.privileged_grow_file(path, 100)],
+                         ids=["read_tail", "grow_file"])
+def test_a_symlink_is_not_followed(in_process, tmp_path, call):
     secret = tmp_path / "shadow"
     secret.write_bytes(b"secret")
     (tmp_path / "console.log").symlink_to(secret)
     with pytest.raises(OSError, match="Too many levels of symbolic links"):
-        files.privileged_read_tail(str(tmp_path / "console.log"), 10)
+        call(str(tmp_path / "console.log"))
+    assert secret.read_bytes() == b"secret"
 
 
 def test_a_console_log_that_is_no_regular_file_is_refused(in_process, tmp_path):
@@ -157,6 +161,33 @@ def test_a_symlink_to_a_block_device_is_followed_under_dev_only(in_process, tmp_
 def test_a_character_device_is_not_a_block_device(in_process):
     with pytest.raises(ValueError, match="not a block device"):
         files.privileged_block_device_size("/dev/null")
+
+
+# -- grow_file: a regular file, longer only ---------------------------------------
+
+def test_a_file_is_grown_sparse_and_never_shrunk(in_process, tmp_path):
+    path = tmp_path / "volume-1"
+    path.write_bytes(b"data")
+    assert files.privileged_grow_file(str(path), 1 << 30) == 1 << 30
+    assert path.read_bytes()[:4] == b"data" and path.stat().st_blocks * 512 < 1 << 20
+    assert files.privileged_grow_file(str(path), 10) == 1 << 30
+
+
+def test_growing_a_non_file_is_refused(in_process, tmp_path):
+    with pytest.raises(ValueError, match="not a regular file"):
+        files.privileged_grow_file("/dev/null", 100)
+    with pytest.raises(IsADirectoryError):
+        files.privileged_grow_file(str(tmp_path), 100)
+
+
+@pytest.mark.parametrize("size", [-1, 1.5, "100", None])
+def test_a_size_that_is_no_byte_count_is_refused(in_process, tmp_path, size):
+    path = tmp_path / "volume-1"
+    path.write_bytes(b"x")
+    with pytest.raises(ValueError, match="whole number of bytes"):
+        files.privileged_grow_file(str(path), size)
+    with pytest.raises(ValueError, match="absolute normal path"):
+        files.privileged_grow_file("volume-1", 100)
 
 
 # -- as_needed: the daemon only when this process is refused ---------------------

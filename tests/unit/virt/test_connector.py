@@ -207,8 +207,8 @@ def test_the_driver_hands_privsep_and_os_brick_settings_to_the_libraries(
         sys.executable, "-m", "oslo_privsep.daemon"]
     assert cfg.CONF.os_brick.lock_path == str(tmp_path / "state" / "lock")
     # volumesvc's own context: the one capability, the same kind of helper.
-    own = volumesvc_privsep.dac_read_search_pctxt.conf
-    assert own.capabilities == [2]  # CAP_DAC_READ_SEARCH
+    own = volumesvc_privsep.dac_override_pctxt.conf
+    assert own.capabilities == [1]  # CAP_DAC_OVERRIDE
     assert own.helper_command == privsep_conf.helper_command
 
 

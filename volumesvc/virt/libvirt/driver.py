@@ -536,9 +536,11 @@ class LibvirtDriver(driver.ComputeDriver):
 
 def _grow_offline(disk, requested_size_bytes):
     if disk.source_type == "file" and disk.source:
-        if os.path.getsize(disk.source) < requested_size_bytes:
-            os.truncate(disk.source, requested_size_bytes)
-        return os.path.getsize(disk.source)
+        # The file is the storage's (Cinder's file or NFS driver): an
+        # unprivileged compute grows it through volumesvc's privsep daemon.
+        return privsep_files.as_needed(privsep_files.grow_file,
+                                       privsep_files.privileged_grow_file,
+                                       disk.source, int(requested_size_bytes))
     if disk.source_type == "block" and disk.source and stat.S_ISBLK(
             os.stat(disk.source).st_mode):
         # A host block device is root's (root:disk 0660): an unprivileged
