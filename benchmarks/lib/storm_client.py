@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.parse
 
-from volumesvc.api import gunicorn_workers
+from volumesvc.serving import gunicorn_workers
 
 TOKEN = "admin:admin"  # noauth2 / Cinder noauth: admin user in project admin
 CINDER_VERSION = "volume 3.67"  # no project id in URLs

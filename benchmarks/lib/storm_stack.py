@@ -262,7 +262,7 @@ class Stack:
         if self.api_preload:
             argv += ["--preload", PRELOAD_APP]
         else:
-            argv += ["volumesvc.wsgi:init_application()"]
+            argv += ["volumesvc.serving.app:init_application()"]
         return argv, env
 
     def check_alive(self):

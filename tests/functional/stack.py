@@ -17,13 +17,13 @@ from tests.fixtures.glance import FakeGlance
 from tests.fixtures.keymgr import FakeKeyManager
 from volumesvc import context as vs_context
 from volumesvc import keymgr, rpc
-from volumesvc.api.app import create_app
 from volumesvc.api.deps import Deps
 from volumesvc.cmd import compute as compute_cmd
 from volumesvc.cmd import conductor as conductor_cmd
 from volumesvc.compute import rpcapi as compute_rpcapi
 from volumesvc.conductor import rpcapi as conductor_rpcapi
 from volumesvc.conf import get_conf
+from volumesvc.serving.app import create_app
 
 # A 1 GiB blank root volume deleted with the server: the smallest boot.
 BLANK_ROOT = [{"source_type": "blank", "destination_type": "volume", "boot_index": 0,

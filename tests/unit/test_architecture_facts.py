@@ -87,3 +87,12 @@ def test_the_reader_finds_what_it_checks():
     page = "Head\n====\n\nCompute (x)\n   ``a``, ``b``.\n\nOther\n=====\nx\n"
     match = re.search(r"^Head\n=+\n(.*?)(?=^[^\n]+\n=+\n|\Z)", page, re.S | re.M)
     assert LITERAL.findall(_block(match.group(1), "Compute (x)")) == ["a", "b"]
+
+
+def test_every_serving_module_is_named():
+    """The API process's paragraph names each module of the serving package."""
+    text = " ".join(_block(_section("Processes"), "``volumesvc-api``").split())
+    package = pathlib.Path(__file__).resolve().parents[2] / "volumesvc/serving"
+    modules = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    named = {name for name in LITERAL.findall(text) if name.endswith(".py")}
+    assert named == modules

@@ -1,12 +1,12 @@
-"""The Flask application factory (no import-time side effects).
+"""The REST API as a Flask application (no import-time side effects).
 
-``create_app(conf, deps=...)`` builds the app from the routing table, one
+``create_api(conf, deps=...)`` builds the app from the routing table, one
 view wrapper around every handler (microversion, auth, validation, policy
-guard, JSON), one error handler for every exception, and the WSGI middleware
-listed in ``MIDDLEWARE``.
+guard, JSON) and one error handler for every exception. The WSGI middleware
+around it (authentication, request id, health, metrics, request log) is the
+serving package's (``volumesvc/serving/app.py``).
 """
 
-import ipaddress
 import logging
 import re
 from collections.abc import Callable
@@ -14,26 +14,14 @@ from typing import Any
 
 import flask
 import werkzeug.exceptions
-from oslo_middleware import cors, http_proxy_to_wsgi, request_id
 
 from volumesvc import logsafe
-from volumesvc.api import (
-    auth,
-    errors,
-    health,
-    jsonbody,
-    requestlog,
-    routes,
-    validation,
-    versioned,
-)
+from volumesvc.api import auth, errors, jsonbody, routes, validation, versioned
 from volumesvc.api import deps as deps_mod
-from volumesvc.api import metrics as metrics_mod
 from volumesvc.api import microversions as mv
 from volumesvc.api import policy as policy_mod
 from volumesvc.api.handlers import versions
 from volumesvc.api.request import ApiRequest
-from volumesvc.common import profiler
 
 LOG = logging.getLogger(__name__)
 
@@ -41,153 +29,31 @@ _PROJECT_ID = re.compile(r"^[0-9a-fA-F-]+$")
 _JSON_METHODS = ("POST", "PUT", "PATCH")
 
 
-class _RequestId(request_id.RequestId):
-    """oslo.middleware's request id plus Nova's legacy x-compute-request-id."""
-
-    compat_headers = ["x-compute-request-id"]
-
-
-_VERSION_ROOTS = ("/v2", routes.API_PREFIX)
-
-
-def _is_api_path(path: str) -> bool:
-    """``/v2``, ``/v2.1`` and the paths below them, not ``/v2foo``."""
-    return any(path == root or path.startswith(root + "/") for root in _VERSION_ROOTS)
-
-
-class _MiddlewareOnlyOnV2Paths:
-    """Send the API's paths (``_is_api_path``) through ``wrapped``, others to ``plain``.
-
-    ``GET /`` and the 300 choices carry no request id and need no token.
-    """
-
-    def __init__(self, wrapped, plain):
-        self.wrapped, self.plain = wrapped, plain
-
-    def __call__(self, environ, start_response):
-        target = self.wrapped if _is_api_path(environ.get("PATH_INFO", "")) else self.plain
-        return target(environ, start_response)
-
-
-def trusted_proxy_networks(conf) -> tuple:
-    """``[api] trusted_proxies`` as networks; none while proxy-header parsing is off.
-
-    The one answer to "whose forwarded headers count", for gunicorn's
-    ``forwarded_allow_ips`` (``wsgi.gunicorn_settings``) and for
-    oslo.middleware's parsing (``_ProxyHeadersFromTrustedPeers``): gunicorn
-    on its own trusts loopback, which would let any local client turn links
-    into https with parsing off.
-    """
-    if not conf.oslo_middleware.enable_proxy_headers_parsing:
-        return ()
-    try:
-        return tuple(ipaddress.ip_network(entry) for entry in conf.api.trusted_proxies)
-    except ValueError as exc:
-        raise ValueError(f"[api] trusted_proxies: {exc}") from None
-
-
-class _ProxyHeadersFromTrustedPeers:
-    """oslo.middleware's HTTPProxyToWSGI, for requests from a trusted proxy only.
-
-    HTTPProxyToWSGI believes any sender once parsing is on; the peer address
-    (``REMOTE_ADDR``, the connection's, never a header) must be in
-    ``trusted_proxy_networks`` as well.
-    """
-
-    def __init__(self, app, conf):
-        self.plain = app
-        self.parsing = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
-        self.networks = trusted_proxy_networks(conf)
-        if conf.oslo_middleware.enable_proxy_headers_parsing and not self.networks:
-            LOG.warning("[oslo_middleware] enable_proxy_headers_parsing is on but "
-                        "[api] trusted_proxies is empty: forwarded headers are ignored")
-
-    def _trusted(self, environ) -> bool:
-        try:
-            peer = ipaddress.ip_address(environ.get("REMOTE_ADDR", ""))
-        except ValueError:
-            return False
-        return any(peer in network for network in self.networks)
-
-    def __call__(self, environ, start_response):
-        target = self.parsing if self._trusted(environ) else self.plain
-        return target(environ, start_response)
-
-
-# NOTE: every middleware [api] middleware can name, in its default order
-# (outermost first); each entry is (name, scope, factory(app, conf, owner)),
-# owner being the _App (its metrics, its enforcer).
-# cors answers a browser's preflight before anything asks for a token;
-# http_proxy_to_wsgi must see the request before anything builds a URL;
-# healthcheck answers /healthcheck before any token is looked at (a load
-# balancer's probe needs none) and outside requestlog (probes every few
-# seconds would drown the request lines), and so is the metrics scrape;
-# request_id runs before auth so a 401 carries the request id; auth only
-# describes the caller (the app itself answers 401). Scope "v2" entries wrap
-# only /v2, /v2.1 and the paths below them (see _is_api_path).
-MIDDLEWARE = (
-    ("cors", "all", lambda app, conf, owner: cors.CORS(app, conf)),
-    ("http_proxy_to_wsgi", "all",
-     lambda app, conf, owner: _ProxyHeadersFromTrustedPeers(app, conf)),
-    ("healthcheck", "all", lambda app, conf, owner: health.wrap(
-        app, conf, owner.extensions["volumesvc"].enforcer)),
-    ("metrics", "all", lambda app, conf, owner: metrics_mod.wrap(
-        app, owner.metrics, conf, owner.extensions["volumesvc"].enforcer)),
-    ("requestlog", "all", lambda app, conf, owner: requestlog.RequestLog(
-        app, requestlog.observers(owner.metrics))),
-    ("request_id", "v2", lambda app, conf, owner: _RequestId(app, conf)),
-    ("profiler", "v2", lambda app, conf, owner: profiler.wrap(app, conf)),
-    ("auth", "v2", lambda app, conf, owner: auth.wrap(
-        app, conf, owner.extensions["volumesvc"].enforcer)),
-)
+# What the app leaves in the WSGI environ for the middleware around it
+# (volumesvc/serving/requestlog.py): the route template of the URL rule that
+# matched, and the negotiated microversion.
+ENV_ROUTE = "volumesvc.route"
+ENV_MICROVERSION = "volumesvc.microversion"
 
 
 class _App(flask.Flask):
     """A Flask app whose WSGI entry runs ``middleware`` (wrapping ``wsgi_app``).
 
     Flask suggests replacing ``app.wsgi_app``; overriding ``__call__`` does
-    the same without assigning over a method.
+    the same without assigning over a method. ``volumesvc.serving.app`` sets
+    ``middleware`` (the WSGI pipeline) and ``metrics``; without them the app
+    is the bare REST API.
     """
 
-    middleware: Callable[..., Any]
+    middleware: Callable[..., Any] | None = None
     # The app's Prometheus metrics ([metrics] enabled), else None; gunicorn
-    # workers find them here (api/gunicorn_workers.py).
-    metrics: metrics_mod.Metrics | None = None
+    # workers find them here (serving/gunicorn_workers.py).
+    metrics: Any = None
 
     def __call__(self, environ, start_response):
+        if self.middleware is None:
+            return self.wsgi_app(environ, start_response)
         return self.middleware(environ, start_response)
-
-
-def pipeline(conf) -> list:
-    """``[api] middleware`` as MIDDLEWARE entries, outermost first.
-
-    Raises ValueError for an unknown or repeated entry and for a pipeline
-    without ``auth`` (every request would be anonymous, so every /v2.1 route
-    a 401: a configuration mistake, never a deployment).
-    """
-    known = {entry[0]: entry for entry in MIDDLEWARE}
-    names = list(conf.api.middleware)
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise ValueError(f"[api] middleware: unknown {', '.join(unknown)} "
-                         f"(known: {', '.join(known)})")
-    if len(set(names)) != len(names):
-        raise ValueError("[api] middleware: an entry is listed twice")
-    if "auth" not in names:
-        raise ValueError("[api] middleware: auth is required")
-    return [known[name] for name in names]
-
-
-def _wrap_middleware(flask_app, conf):
-    wsgi = flask_app.wsgi_app
-    entries = pipeline(conf)
-    v2_app = wsgi
-    for _name, _scope, factory in reversed([m for m in entries if m[1] == "v2"]):
-        v2_app = factory(v2_app, conf, flask_app)
-    outer = _MiddlewareOnlyOnV2Paths(v2_app, wsgi)
-    for _name, _scope, factory in reversed([m for m in entries if m[1] == "all"]):
-        outer = factory(outer, conf, flask_app)
-    return outer
 
 
 def _parses_microversion(path: str) -> bool:
@@ -200,7 +66,7 @@ def _before_request():
     path = flask.request.path
     rule = flask.request.url_rule
     if rule is not None:
-        requestlog.note_route(flask.request.environ, rule.rule)
+        flask.request.environ[ENV_ROUTE] = routes.route_template(rule.rule)
     if not _parses_microversion(path):
         return
     try:
@@ -216,7 +82,7 @@ def _before_request():
             f"{mv.MIN_VERSION} and maximum is {mv.MAX_VERSION}.",
             errors.VERSION_UNSUPPORTED) from exc
     g.echo_version = g.microversion
-    requestlog.note_microversion(flask.request.environ, g.microversion)
+    flask.request.environ[ENV_MICROVERSION] = str(g.microversion)
 
 
 def _after_request(response):
@@ -230,7 +96,7 @@ def _after_request(response):
 def _handle_error(exc):
     """The single error handler: every failure becomes a Nova fault body."""
     path = flask.request.path
-    if isinstance(exc, werkzeug.exceptions.NotFound) and not _is_api_path(path):
+    if isinstance(exc, werkzeug.exceptions.NotFound) and not routes.is_api_path(path):
         conf = flask.current_app.extensions["volumesvc"].conf
         return flask.jsonify(versions.choices(conf, path)), 300
     if isinstance(exc, versioned.VersionNotAvailable):
@@ -319,11 +185,12 @@ def _make_view(handler, method):
     return view
 
 
-def create_app(conf, *, deps=None) -> flask.Flask:
-    """Build the API WSGI app for ``conf``; ``deps`` lets tests inject fakes.
+def create_api(conf, *, deps=None) -> _App:
+    """Build the REST API's Flask app for ``conf``; ``deps`` lets tests inject fakes.
 
-    Returns the Flask app; calling it runs the middleware around Flask, so
-    the app object itself is what servers and gabbi call.
+    The bare API: no authentication, request id or other middleware, so its
+    /v2.1 routes answer 401. What a server runs is
+    ``volumesvc.serving.app.create_app``, which puts the middleware around it.
     """
     app = _App("volumesvc.api", static_folder=None)
     app.url_map.strict_slashes = False
@@ -336,8 +203,6 @@ def create_app(conf, *, deps=None) -> flask.Flask:
     if deps.enforcer is None:
         deps.enforcer = policy_mod.make_enforcer(conf)
     app.extensions["volumesvc"] = deps
-    if conf.metrics.enabled:
-        app.metrics = metrics_mod.Metrics(conf)
 
     for path, methods in routes.ROUTES.items():
         for rule in filter(None, (path, routes.project_scoped(path))):
@@ -349,5 +214,4 @@ def create_app(conf, *, deps=None) -> flask.Flask:
     app.before_request(_before_request)
     app.after_request(_after_request)
     app.register_error_handler(Exception, _handle_error)
-    app.middleware = _wrap_middleware(app, conf)
     return app

@@ -3,7 +3,7 @@
 Paths use plain ``<name>`` placeholders, never regex converters: a handler
 validates its ids so each 404/400 names what was wrong. Every path below
 ``/v2.1/`` is also served with a ``/{project_id}`` prefix
-(``create_app`` adds the second rule; the project id is checked in code).
+(``api/app.py`` adds the second rule; the project id is checked in code).
 Unknown paths give a 404 fault (300 choices above /v2), a known path with
 another method a 405 fault with ``Allow``.
 
@@ -11,6 +11,8 @@ Adding a resource: a handler module in ``handlers/``, its schemas in
 ``schemas/``, its policies in ``policies/`` (listed in
 ``policies/__init__.py``), and its lines here.
 """
+
+import re
 
 from volumesvc.api.handlers import (
     assisted_volume_snapshots,
@@ -31,6 +33,8 @@ from volumesvc.api.handlers import (
 )
 
 API_PREFIX = "/v2.1"
+# The paths of the versioned API: these, and the paths below them.
+VERSION_ROOTS = ("/v2", API_PREFIX)
 
 ROUTES = {
     # Version discovery (no auth, no microversion on "/").
@@ -143,3 +147,23 @@ def project_scoped(path: str):
     if not path.startswith(API_PREFIX + "/") or path == API_PREFIX + "/":
         return None
     return API_PREFIX + "/<project_id>" + path[len(API_PREFIX):]
+
+
+def is_api_path(path: str) -> bool:
+    """``/v2``, ``/v2.1`` and the paths below them, not ``/v2foo``."""
+    return any(path == root or path.startswith(root + "/") for root in VERSION_ROOTS)
+
+
+_PLACEHOLDER = re.compile(r"<([^<>]+)>")
+
+
+def route_template(rule: str) -> str:
+    """The routing table's path of a Flask rule: ``/v2.1/servers/{server_id}``.
+
+    The ``/{project_id}`` variant of a path is the same route: one name for
+    both spellings of one URL (the request log's and the metrics' label).
+    """
+    scoped = API_PREFIX + "/<project_id>"
+    if rule == scoped or rule.startswith(scoped + "/"):
+        rule = API_PREFIX + rule[len(scoped):]
+    return _PLACEHOLDER.sub(r"{\1}", rule)

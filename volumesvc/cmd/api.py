@@ -1,7 +1,9 @@
 """volumesvc-api: serve the compute API with gunicorn (development and aio).
 
-Production deployments run ``gunicorn 'volumesvc.wsgi:init_application()'``
-or uwsgi from a systemd unit instead; this command reads the same config.
+Production deployments run ``gunicorn --config
+python:volumesvc.serving.gunicorn_conf`` or uwsgi from a systemd unit
+instead; this command reads the same config and builds the process the same
+way (``cmd.common.parse_config``, see ``volumesvc/serving/bootstrap.py``).
 """
 
 from volumesvc import binaries
@@ -10,6 +12,6 @@ from volumesvc.cmd import common
 
 def main(argv=None):
     conf = common.parse_config(argv, prog=binaries.API)
-    from volumesvc import wsgi
+    from volumesvc.serving import server
 
-    wsgi.serve(conf)
+    server.serve(conf)

@@ -1,7 +1,7 @@
 """Prometheus metrics of one RPC service process (conductor or compute).
 
 Why a module of its own: the conductor and the compute are single
-processes, unlike the API's gunicorn workers (``api/metrics.py``), so each
+processes, unlike the API's gunicorn workers (``serving/metrics.py``), so each
 keeps its values in memory on a registry of its own (no process-wide
 state) and serves them from a small HTTP server on its own port
 (``[metrics] conductor_listen_port`` / ``compute_listen_port``). The values

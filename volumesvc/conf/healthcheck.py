@@ -7,7 +7,7 @@ so that they can be set in tests and appear in the sample file. What
 volumesvc adds is a default list of backends: the drain file and the
 ``volumesvc`` backend (database and message queue reachable), and a drain
 file under ``state_path``, see
-``volumesvc/api/health.py`` and doc/source/admin/monitoring.rst.
+``volumesvc/serving/health.py`` and doc/source/admin/monitoring.rst.
 """
 
 from oslo_middleware.healthcheck import opts as hc_opts

@@ -29,7 +29,6 @@ from tests.fixtures.glance import FakeGlance
 from tests.functional.stack import Stack
 from volumesvc import context as vs_context
 from volumesvc import exception, version
-from volumesvc.api.app import create_app
 from volumesvc.api.deps import Deps
 from volumesvc.conf import get_conf
 from volumesvc.db import models
@@ -39,6 +38,7 @@ from volumesvc.objects import flavor as flavor_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
+from volumesvc.serving.app import create_app
 
 # The app of the file being run (one file at a time, in order).
 _CURRENT = {}

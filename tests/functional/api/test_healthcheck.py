@@ -3,8 +3,8 @@
 import json
 
 from tests.functional.stack import Stack
-from volumesvc.api.app import create_app
 from volumesvc.conf import get_conf
+from volumesvc.serving.app import create_app
 
 # Nothing listens on port 1 of the loopback: a real, refused connection.
 CLOSED_DB = "postgresql+psycopg2://volumesvc@127.0.0.1:1/volumesvc"

@@ -7,7 +7,7 @@ import pytest
 from prometheus_client import parser
 
 from tests.functional.stack import Stack
-from volumesvc.api import metrics
+from volumesvc.serving import metrics
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 ADMIN = {"X-Auth-Token": "admin:admin"}
@@ -94,8 +94,8 @@ def test_metrics_path_is_configurable_and_off_by_default(tmp_path, stack):
 
 @pytest.mark.parametrize("path", ["metrics", "/v2.1/metrics", "/healthcheck"])
 def test_a_metrics_path_that_would_hide_the_api_is_refused(tmp_path, path):
-    from volumesvc.api.app import create_app
     from volumesvc.conf import get_conf
+    from volumesvc.serving.app import create_app
 
     conf = get_conf(default_config_files=[])
     conf.set_override("enabled", True, group="metrics")

@@ -3,8 +3,8 @@
 import pytest
 
 from tests.functional.stack import Stack
-from volumesvc.api import app as app_mod
 from volumesvc.conf import get_conf
+from volumesvc.serving import app as app_mod
 
 ORIGIN = "https://dashboard.example.org"
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from volumesvc.api import requestlog
+from volumesvc.serving import requestlog
 
 LINE = re.compile(
     r'^(?P<remote>\S+) "(?P<method>\S+) (?P<path>\S+)" status: (?P<status>\d{3}) '

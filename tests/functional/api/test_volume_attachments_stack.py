@@ -12,8 +12,8 @@ import pytest
 
 from tests.functional.stack import BLANK_ROOT as ROOT
 from tests.functional.stack import Stack
-from volumesvc.api.app import create_app
 from volumesvc.api.deps import Deps
+from volumesvc.serving.app import create_app
 from volumesvc.volume.cinder import CinderAPI
 
 TOKEN = "u1:p1"

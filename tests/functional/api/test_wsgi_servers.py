@@ -1,8 +1,9 @@
-"""The API served by real gunicorn (configured from [api]) and real uwsgi.
+"""The API served by real gunicorn (configured from [wsgi]) and real uwsgi.
 
 What the systemd unit and doc/source/install/wsgi.rst run: gunicorn with
-``--config python:volumesvc.api.gunicorn_conf`` binds, forks and times out
-as ``[api]`` says; uwsgi serves the module-level ``volumesvc.wsgi_app:application``.
+``--config python:volumesvc.serving.gunicorn_conf`` binds, forks and times out
+as ``[wsgi]`` says (here through the options' deprecated ``[api]`` names);
+uwsgi serves the module-level ``volumesvc.serving.wsgi_app:application``.
 Both find the config through ``VOLUMESVC_CONFIG_FILE``.
 """
 
@@ -44,6 +45,8 @@ def api_config(tmp_path):
         connection = {conf.database.connection}
         [api]
         auth_strategy = noauth2
+        # The server's options under their pre-[wsgi] group: configuration
+        # files written before the move still configure gunicorn.
         listen_host = 127.0.0.1
         listen_port = {port}
         workers = 2
@@ -111,10 +114,10 @@ def _children(pid):
     return [line for line in out.splitlines() if line.strip()]
 
 
-GUNICORN = [os.path.join(BIN, "gunicorn"), "--config", "python:volumesvc.api.gunicorn_conf"]
+GUNICORN = [os.path.join(BIN, "gunicorn"), "--config", "python:volumesvc.serving.gunicorn_conf"]
 
 
-def test_gunicorn_settings_are_the_api_options(api_config, tmp_path):
+def test_gunicorn_settings_are_the_wsgi_options(api_config, tmp_path):
     path, port = api_config
     env = dict(os.environ, VOLUMESVC_CONFIG_FILE=str(path),
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -128,7 +131,7 @@ def test_gunicorn_settings_are_the_api_options(api_config, tmp_path):
     assert (settings["timeout"], settings["graceful_timeout"]) == ("45", "30")
     assert (settings["keepalive"], settings["max_requests"]) == ("75", "200")
     assert (settings["max_requests_jitter"], settings["preload_app"]) == ("50", "True")
-    assert settings["wsgi_app"] == "volumesvc.wsgi_app:application"
+    assert settings["wsgi_app"] == "volumesvc.serving.wsgi_app:application"
     assert "ThreadWorker" in settings["worker_class"]
 
 
@@ -143,7 +146,8 @@ def test_gunicorn_serves_the_api_with_the_unit_command(api_config, run):
 def test_uwsgi_serves_the_module_level_application(api_config, run):
     path, port = api_config
     proc = run([os.path.join(BIN, "uwsgi"), "--http-socket", f"127.0.0.1:{port}",
-                "--module", "volumesvc.wsgi_app:application", "--master", "--processes", "2",
+                "--module", "volumesvc.serving.wsgi_app:application", "--master",
+                "--processes", "2",
                 "--threads", "2", "--need-app", "--die-on-term",
                 "--disable-logging"], path)
     wait_until_serving(proc, port, path.parent / "server-0.log")
@@ -215,10 +219,10 @@ def test_a_client_ca_makes_clients_show_a_certificate(api_config, run, tmp_path)
 @pytest.mark.parametrize("options", [
     {"ssl_cert_file": "/c.pem"}, {"ssl_key_file": "/k.pem"}, {"ssl_ca_file": "/ca.pem"}])
 def test_half_a_tls_configuration_refuses_to_start(options):
-    from volumesvc import wsgi
+    from volumesvc.serving import server
 
     conf = get_conf(args=[], default_config_files=[])
     for name, value in options.items():
         conf.set_override(name, value, group="wsgi")
     with pytest.raises(ValueError, match="must be set together"):
-        wsgi.gunicorn_settings(conf)
+        server.gunicorn_settings(conf)

@@ -21,10 +21,10 @@ from tests.integration.keystone.conftest import http
 from volumesvc import conf as vs_conf
 from volumesvc import context as vs_context
 from volumesvc import exception, quota
-from volumesvc.api.app import create_app
 from volumesvc.api.deps import Deps
 from volumesvc.api.logic import build
 from volumesvc.objects import flavor as flavor_obj
+from volumesvc.serving.app import create_app
 
 REGISTERED = {"servers": 2, "class:VCPU": 40, "class:MEMORY_MB": 8192}
 DEMO_SERVERS = 3

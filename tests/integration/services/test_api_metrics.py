@@ -19,7 +19,7 @@ def test_every_request_is_counted_once_across_workers(make_deployment, tmp_path)
     # Two workers, each replaced after 15 requests: the requests are served by
     # several processes, some of them gone by the time of the scrape.
     deployment = make_deployment("""\
-        [api]
+        [wsgi]
         max_requests = 15
         max_requests_jitter = 0
         [metrics]

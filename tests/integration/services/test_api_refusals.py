@@ -1,7 +1,7 @@
 """volumesvc-api under real gunicorn: its own refusals are Nova faults, logs stay one line each.
 
-gunicorn refuses some requests before the app sees them (api/gunicorn_workers.py);
-both worker kinds (``[api] threads`` 1 = sync, more = gthread) must answer
+gunicorn refuses some requests before the app sees them (serving/gunicorn_workers.py);
+both worker kinds (``[wsgi] threads`` 1 = sync, more = gthread) must answer
 those as JSON faults. A decoded ``%0a`` in a path must never start a log line.
 """
 

@@ -5,8 +5,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from volumesvc.api.app import create_app
 from volumesvc.conf import get_conf
+from volumesvc.serving.app import create_app
 
 
 def _health(deployment, accept="text/plain"):

@@ -82,7 +82,7 @@ def test_api_keeps_an_idle_connection_open_between_client_polls(make_deployment)
     The server closed the idle connection just as the client sent its next
     GET on it, and the client failed with "Remote end closed connection
     without response". A connection idle for longer than that must still
-    answer (``[api] keepalive``).
+    answer (``[wsgi] keepalive``).
     """
     made = make_deployment(start=("volumesvc-api",))
     host, port = made.api.removeprefix("http://").split(":")

@@ -1,4 +1,4 @@
-"""volumesvc-api replaces its workers after ``[api] max_requests`` without dropping a request.
+"""volumesvc-api replaces its workers after ``[wsgi] max_requests`` without dropping a request.
 
 A worker that reaches its count stops taking connections, finishes what it
 holds and answers a request that arrives on one of its kept-alive

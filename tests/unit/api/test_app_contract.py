@@ -6,13 +6,14 @@ from volumesvc.api import app as app_mod
 from volumesvc.api import policies, validation
 from volumesvc.api.handlers import versions
 from volumesvc.conf import get_conf
+from volumesvc.serving.app import create_app
 
 
 @pytest.fixture
 def app():
     conf = get_conf(default_config_files=[])
     conf.set_override("auth_strategy", "noauth2", group="api")
-    return app_mod.create_app(conf)
+    return create_app(conf)
 
 
 def test_every_route_and_method_declares_its_schemas(app):
@@ -120,7 +121,7 @@ def test_keystone_strategy_answers_401_fault_with_www_authenticate():
     conf.set_override("auth_strategy", "keystone", group="api")
     conf.set_override("www_authenticate_uri", "http://keystone:5000/v3",
                       group="keystone_authtoken")
-    client = app_mod.create_app(conf).test_client()
+    client = create_app(conf).test_client()
     response = client.get("/v2.1/os-services")
     assert response.status_code == 401
     assert response.json["unauthorized"]["code"] == 401

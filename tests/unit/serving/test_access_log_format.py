@@ -14,7 +14,7 @@ import types
 
 from gunicorn import config, glogging
 
-from volumesvc import wsgi
+from volumesvc.serving import bootstrap, server
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -28,14 +28,14 @@ def _unit_args():
 
 
 def test_the_unit_takes_its_settings_from_the_config_module():
-    assert _unit_args()[:2] == ["--config", "python:volumesvc.api.gunicorn_conf"]
+    assert _unit_args()[:2] == ["--config", "python:volumesvc.serving.gunicorn_conf"]
 
 
 def test_the_access_line_ends_with_the_request_id_and_the_duration():
     """The settings the unit's config module gives gunicorn, then the unit's own args."""
-    conf = wsgi.load_conf([])
+    conf = bootstrap.load_conf([])
     cfg = config.Config()
-    for name, value in wsgi.gunicorn_settings(conf).items():
+    for name, value in server.gunicorn_settings(conf).items():
         if name in cfg.settings:
             cfg.set(name, value)
     for name, value in vars(cfg.parser().parse_args(_unit_args())).items():

@@ -10,48 +10,23 @@ this API is built whole), by the WSGI middleware around everything but
 ``/healthcheck``, so refusals (401, 404, 406...) get their line too. What
 Flask knows and the middleware does not (the URL rule that matched, the
 negotiated microversion) is left in the WSGI environ by ``api/app.py``
-(:func:`note_route`, :func:`note_microversion`); observers (the metrics)
-get the same :class:`Record`.
+(``ENV_ROUTE``, ``ENV_MICROVERSION``); observers (the metrics) get the same
+:class:`Record`.
 """
 
 import dataclasses
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 
 from volumesvc import logsafe
-from volumesvc.api import auth, routes
+from volumesvc.api import app as api_app
+from volumesvc.api import auth
 
 LOG = logging.getLogger(__name__)
 
-ENV_ROUTE = "volumesvc.route"
-ENV_MICROVERSION = "volumesvc.microversion"
 # The route label of a request that matched no URL rule (404, 300 choices).
 UNMATCHED = "unmatched"
-
-
-_PLACEHOLDER = re.compile(r"<([^<>]+)>")
-
-
-def route_template(rule: str) -> str:
-    """The routing table's path of a Flask rule: ``/v2.1/servers/{server_id}``.
-
-    The ``/{project_id}`` variant of a path is the same route: one label for
-    both spellings of one URL.
-    """
-    scoped = routes.API_PREFIX + "/<project_id>"
-    if rule == scoped or rule.startswith(scoped + "/"):
-        rule = routes.API_PREFIX + rule[len(scoped):]
-    return _PLACEHOLDER.sub(r"{\1}", rule)
-
-
-def note_route(environ, rule: str) -> None:
-    environ[ENV_ROUTE] = route_template(rule)
-
-
-def note_microversion(environ, version) -> None:
-    environ[ENV_MICROVERSION] = str(version)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,9 +53,9 @@ def _record(environ, status_line: str, headers, seconds: float) -> Record:
     return Record(
         method=environ.get("REQUEST_METHOD", "-"),
         path=path + ("?" + query if query else ""),
-        route=environ.get(ENV_ROUTE, UNMATCHED),
+        route=environ.get(api_app.ENV_ROUTE, UNMATCHED),
         status=int(status_line.split(" ", 1)[0]) if status_line else 500,
-        microversion=environ.get(ENV_MICROVERSION, "-"),
+        microversion=environ.get(api_app.ENV_MICROVERSION, "-"),
         seconds=seconds,
         length=length,
         request_id=environ.get("openstack.request_id") or "-",

@@ -1,6 +1,6 @@
 """The memory bound of the thread worker: what it reads and when it retires the worker."""
 
-from volumesvc.api import gunicorn_workers as gw
+from volumesvc.serving import gunicorn_workers as gw
 
 
 def test_private_memory_is_clean_plus_dirty_private_pages(tmp_path):
@@ -114,12 +114,12 @@ def test_a_check_that_met_a_burst_is_retried_at_the_next_heartbeat(monkeypatch):
 
 
 def test_volumesvc_api_passes_the_bound_from_config():
-    from volumesvc import wsgi
     from volumesvc.conf import get_conf
+    from volumesvc.serving import server
 
     conf = get_conf(default_config_files=[])
-    worker = wsgi.gunicorn_settings(conf)["worker_class"]
-    assert worker.worker_private_memory_max == conf.api.worker_private_memory_max == 32
+    worker = server.gunicorn_settings(conf)["worker_class"]
+    assert worker.worker_private_memory_max == conf.wsgi.worker_private_memory_max == 32
     # the class the systemd unit's gunicorn command line names has the same default
     assert gw.ThreadWorker.worker_private_memory_max == 32
 

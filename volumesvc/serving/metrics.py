@@ -92,7 +92,7 @@ class Metrics:
             registry=self.registry)
 
     def observe(self, record) -> None:
-        """A :class:`volumesvc.api.requestlog.Record` into the latency histogram."""
+        """A :class:`volumesvc.serving.requestlog.Record` into the latency histogram."""
         self.request_duration.labels(
             route=record.route, method=record.method, status=str(record.status),
             microversion=record.microversion).observe(record.seconds)

@@ -8,8 +8,8 @@ the body. These workers let gunicorn decide the status and message as
 always, catch what it writes, and send the same status as JSON in Nova's
 fault shape instead, so every client sees one error format.
 
-Use them with ``--worker-class volumesvc.api.gunicorn_workers.ThreadWorker``
-(or ``SyncWorker``); ``volumesvc-api`` does (``wsgi.serve``).
+Use them with ``--worker-class volumesvc.serving.gunicorn_workers.ThreadWorker``
+(or ``SyncWorker``); ``volumesvc-api`` does (``server.serve``).
 
 The thread worker also keeps reads from queueing behind writes: see
 :class:`ThreadWorker`.
@@ -31,7 +31,8 @@ from functools import partial
 from gunicorn import util
 from gunicorn.workers import gthread, sync
 
-from volumesvc.api import errors, metrics
+from volumesvc.api import errors
+from volumesvc.serving import metrics
 
 _STATUS_LINE = re.compile(rb"^HTTP/1\.[01] (\d{3}) ([^\r\n]*)\r\n")
 # The message gunicorn puts after its heading (see gunicorn.util.write_error).
@@ -174,7 +175,7 @@ class _MemoryBound(_GthreadWorker):
         private = private_memory_mib()
         if private is not None and private > bound:
             self.log.info(
-                "Worker %s holds %.0f MiB of its own, over [api] "
+                "Worker %s holds %.0f MiB of its own, over [wsgi] "
                 "worker_private_memory_max %d: replacing it", os.getpid(), private, bound)
             self.alive = False
 
@@ -230,7 +231,7 @@ class ThreadWorker(_MemoryBound, _JSONFaults, gthread.ThreadWorker):
     """
 
     # What a gunicorn command line naming this class gets (without gunicorn_conf):
-    # the defaults of [api] read_threads and worker_private_memory_max.
+    # the defaults of [wsgi] read_threads and worker_private_memory_max.
     read_threads = 8
     worker_private_memory_max = 32
 

@@ -3,24 +3,25 @@
 import flask
 import pytest
 
-from volumesvc import wsgi
 from volumesvc.api import microversions as mv
 from volumesvc.api import versioned
+from volumesvc.serving import app as serving_app
+from volumesvc.serving import bootstrap, server
 
 
 def test_config_args_prefer_command_line(monkeypatch, tmp_path):
-    monkeypatch.setenv(wsgi.CONFIG_ENV, str(tmp_path / "missing.conf"))
-    assert wsgi._config_args(["-b", "x", "--config-file", "/a.conf"]) == [
+    monkeypatch.setenv(bootstrap.CONFIG_ENV, str(tmp_path / "missing.conf"))
+    assert bootstrap.config_args(["-b", "x", "--config-file", "/a.conf"]) == [
         "--config-file", "/a.conf"]
-    assert wsgi._config_args(["--config-file=/b.conf"]) == ["--config-file=/b.conf"]
-    assert wsgi._config_args([]) == []
+    assert bootstrap.config_args(["--config-file=/b.conf"]) == ["--config-file=/b.conf"]
+    assert bootstrap.config_args([]) == []
 
 
 def test_init_application_reads_env_config(monkeypatch, tmp_path):
     conf_file = tmp_path / "volumesvc.conf"
     conf_file.write_text("[api]\nauth_strategy = noauth2\n")
-    monkeypatch.setenv(wsgi.CONFIG_ENV, str(conf_file))
-    app = wsgi.init_application(wsgi.load_conf([]))
+    monkeypatch.setenv(bootstrap.CONFIG_ENV, str(conf_file))
+    app = serving_app.init_application(bootstrap.load_conf([]))
     assert app.extensions["volumesvc"].conf.api.auth_strategy == "noauth2"
     assert app.test_client().get("/").status_code == 200
 
@@ -64,13 +65,13 @@ def test_gunicorn_recycles_workers_as_configured():
     from volumesvc.conf import get_conf
 
     conf = get_conf(default_config_files=[])
-    settings = wsgi.gunicorn_settings(conf)
-    assert settings["max_requests"] == conf.api.max_requests > 0
-    assert 0 < settings["max_requests_jitter"] == conf.api.max_requests_jitter
+    settings = server.gunicorn_settings(conf)
+    assert settings["max_requests"] == conf.wsgi.max_requests > 0
+    assert 0 < settings["max_requests_jitter"] == conf.wsgi.max_requests_jitter
     assert settings["preload_app"] is True  # a recycled worker is a fork of the loaded app
-    conf.set_override("max_requests", 0, group="api")
-    conf.set_override("threads", 1, group="api")
-    settings = wsgi.gunicorn_settings(conf)
+    conf.set_override("max_requests", 0, group="wsgi")
+    conf.set_override("threads", 1, group="wsgi")
+    settings = server.gunicorn_settings(conf)
     assert settings["max_requests"] == 0
     assert settings["worker_class"].endswith("SyncWorker")
 
@@ -85,7 +86,7 @@ def test_gunicorn_trusts_forwarded_headers_only_from_the_named_proxies():
 
     def allowed():
         cfg = Config()
-        value = wsgi.gunicorn_settings(conf)["forwarded_allow_ips"]
+        value = server.gunicorn_settings(conf)["forwarded_allow_ips"]
         cfg.set("forwarded_allow_ips", value)  # gunicorn's own validation
         return cfg.forwarded_allow_ips
 
@@ -104,4 +105,20 @@ def test_a_malformed_trusted_proxy_is_refused_at_startup():
     conf.set_override("enable_proxy_headers_parsing", True, group="oslo_middleware")
     conf.set_override("trusted_proxies", ["192.0.2.10/24"], group="api")
     with pytest.raises(ValueError, match=r"\[api\] trusted_proxies"):
-        wsgi.gunicorn_settings(conf)
+        server.gunicorn_settings(conf)
+
+
+def test_server_options_written_under_api_still_configure_gunicorn(tmp_path):
+    """Configs from before [wsgi] held the server options name them under [api]."""
+    from volumesvc.conf import get_conf
+
+    path = tmp_path / "volumesvc.conf"
+    path.write_text("[api]\nworkers = 5\nthreads = 3\nkeepalive = 9\n"
+                    "[wsgi]\nthreads = 4\n")
+    conf = get_conf(["--config-file", str(path)], default_config_files=[])
+    settings = server.gunicorn_settings(conf)
+    assert (settings["workers"], settings["keepalive"]) == (5, 9)
+    # Where both groups set an option, [wsgi] wins.
+    assert settings["threads"] == 4
+    # [api] holds the REST API's options only.
+    assert "workers" not in conf.api and "listen_port" not in conf.api

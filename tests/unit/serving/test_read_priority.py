@@ -9,9 +9,9 @@ import socket
 
 import pytest
 
-from volumesvc import wsgi
-from volumesvc.api import gunicorn_workers as gw
 from volumesvc.conf import get_conf
+from volumesvc.serving import gunicorn_workers as gw
+from volumesvc.serving import server as gunicorn_server
 
 
 @pytest.fixture
@@ -52,9 +52,9 @@ def test_closed_connection_takes_the_ordinary_path(pair):
 
 def test_volumesvc_api_runs_the_worker_with_read_threads_from_config():
     conf = get_conf(default_config_files=[])
-    worker = wsgi.gunicorn_settings(conf)["worker_class"]
+    worker = gunicorn_server.gunicorn_settings(conf)["worker_class"]
     assert issubclass(worker, gw.ThreadWorker)
     # the class a gunicorn command line names carries the option's default
-    assert worker.read_threads == gw.ThreadWorker.read_threads == conf.api.read_threads == 8
-    conf.set_override("read_threads", 0, group="api")
-    assert wsgi.gunicorn_settings(conf)["worker_class"].read_threads == 0
+    assert worker.read_threads == gw.ThreadWorker.read_threads == conf.wsgi.read_threads == 8
+    conf.set_override("read_threads", 0, group="wsgi")
+    assert gunicorn_server.gunicorn_settings(conf)["worker_class"].read_threads == 0

@@ -1,6 +1,6 @@
-"""gunicorn's configuration from ``[api]``.
+"""gunicorn's configuration from ``[wsgi]``.
 
-Run as ``gunicorn --config python:volumesvc.api.gunicorn_conf``.
+Run as ``gunicorn --config python:volumesvc.serving.gunicorn_conf``.
 
 The systemd unit runs gunicorn with this module instead of repeating
 workers, threads, bind, keep-alive and timeouts on its command line, so the
@@ -10,17 +10,16 @@ the master, before it loads the application: the config file is
 for the application itself. Options on gunicorn's command line still win.
 """
 
-from volumesvc import wsgi
-from volumesvc.api import metrics
+from volumesvc.serving import bootstrap, metrics, server
 
-_conf = wsgi.load_conf([])
+_conf = bootstrap.load_conf([])
 # Before the application (and prometheus_client) is imported.
 metrics.prepare_multiprocess(_conf)
-globals().update(wsgi.gunicorn_settings(_conf))
-wsgi_app = "volumesvc.wsgi_app:application"
-wsgi.install_gunicorn_logsafe()
+globals().update(server.gunicorn_settings(_conf))
+wsgi_app = "volumesvc.serving.wsgi_app:application"
+server.install_gunicorn_logsafe()
 
 
-def when_ready(server):
+def when_ready(server_):
     """gunicorn hook: the preloaded app is in the master, no worker forked yet."""
-    wsgi.freeze_for_fork()
+    server.freeze_for_fork()

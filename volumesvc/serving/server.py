@@ -1,69 +1,23 @@
-"""WSGI entry points of volumesvc-api: for gunicorn/uwsgi, and a gunicorn runner.
+"""The gunicorn server of volumesvc-api: its settings from ``[wsgi]``, and a runner.
 
-``volumesvc.wsgi_app:application`` (uwsgi's ``--module``, any WSGI server)
-and ``gunicorn 'volumesvc.wsgi:init_application()'`` build the config from
-``--config-file`` / ``VOLUMESVC_CONFIG_FILE`` (default
-``/etc/volumesvc/volumesvc.conf``), set up oslo.log and give the app.
-:func:`serve` is what ``volumesvc-api`` calls; it runs the same app under
-gunicorn workers, never the werkzeug dev server. gunicorn's settings come
-from ``[api]`` (:func:`gunicorn_settings`), also for a gunicorn started with
-``--config python:volumesvc.api.gunicorn_conf``.
+:func:`serve` is what ``volumesvc-api`` calls; it runs the app of
+:func:`volumesvc.serving.app.init_application` under gunicorn workers, never
+the werkzeug dev server. gunicorn's settings come from ``[wsgi]``
+(:func:`gunicorn_settings`), also for a gunicorn started with ``--config
+python:volumesvc.serving.gunicorn_conf``.
 """
 
 import logging as std_logging
-import os
 import ssl
-import sys
-
-from oslo_log import log as logging
 
 from volumesvc import binaries, logsafe
 
-DEFAULT_CONFIG_FILE = "/etc/volumesvc/volumesvc.conf"
-CONFIG_ENV = "VOLUMESVC_CONFIG_FILE"
 # gunicorn's access line (its combined format) followed by the request id the
 # API answered with and the duration in seconds, so that an access line can be
 # matched with the API's request log line and with the conductor's and
 # compute's lines of the same request.
 ACCESS_LOG_FORMAT = ('%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" '
                      '%({x-openstack-request-id}o)s %(L)s')
-
-
-def _config_args(argv):
-    """Only our ``--config-file``/``--config-dir`` args: servers pass their own."""
-    args = []
-    it = iter(argv)
-    for arg in it:
-        if arg in ("--config-file", "--config-dir"):
-            args += [arg, next(it, "")]
-        elif arg.startswith(("--config-file=", "--config-dir=")):
-            args.append(arg)
-    if not args:
-        path = os.environ.get(CONFIG_ENV, DEFAULT_CONFIG_FILE)
-        if os.path.exists(path):
-            args = ["--config-file", path]
-    return args
-
-
-def load_conf(argv=None):
-    from volumesvc.conf import get_conf
-
-    argv = sys.argv[1:] if argv is None else argv
-    conf = get_conf(_config_args(argv), default_config_files=[], prog=binaries.API)
-    logging.setup(conf, "volumesvc")
-    # Everything this process logs may quote a client (paths, headers).
-    logsafe.install()
-    from volumesvc.cmd import common
-
-    common.limit_malloc_arenas(conf)
-    return conf
-
-
-def init_application(conf=None):
-    """Return the API WSGI application (build config first unless given)."""
-    from volumesvc.api.app import create_app
-
-    return create_app(conf if conf is not None else load_conf())
 
 
 def _preimport():
@@ -99,44 +53,44 @@ def freeze_for_fork():
 
 
 def gunicorn_settings(conf):
-    """The gunicorn settings ``volumesvc-api`` runs with, from ``[api]``.
+    """The gunicorn settings ``volumesvc-api`` runs with, from ``[wsgi]``.
 
     The app is loaded once in the master (``preload_app``) and the workers
     share its pages: about 170 MB less PSS with 4 workers
     (benchmarks/attach_storm.py --api-preload). Workers are replaced after
-    ``[api] max_requests`` (plus jitter) so that what a burst made them
+    ``[wsgi] max_requests`` (plus jitter) so that what a burst made them
     write is given back (see the option). gunicorn's control socket is off:
     its default path is shared by every gunicorn on the machine.
     Forwarded headers count only from ``[api] trusted_proxies``, and from
     nobody while proxy-header parsing is off (gunicorn's own default trusts
     loopback).
     """
-    from volumesvc.api.app import trusted_proxy_networks
+    from volumesvc.serving.app import trusted_proxy_networks
 
     settings = {
-        "bind": f"{conf.api.listen_host}:{conf.api.listen_port}",
-        "workers": conf.api.workers,
+        "bind": f"{conf.wsgi.listen_host}:{conf.wsgi.listen_port}",
+        "workers": conf.wsgi.workers,
         "proc_name": binaries.API,
         "preload_app": True,
         "control_socket_disable": True,
-        "max_requests": conf.api.max_requests,
-        "max_requests_jitter": conf.api.max_requests_jitter,
-        "timeout": conf.api.worker_timeout,
-        "graceful_timeout": conf.api.graceful_timeout,
-        "keepalive": conf.api.keepalive,
+        "max_requests": conf.wsgi.max_requests,
+        "max_requests_jitter": conf.wsgi.max_requests_jitter,
+        "timeout": conf.wsgi.worker_timeout,
+        "graceful_timeout": conf.wsgi.graceful_timeout,
+        "keepalive": conf.wsgi.keepalive,
         "forwarded_allow_ips": ",".join(str(n) for n in trusted_proxy_networks(conf)),
         "access_log_format": ACCESS_LOG_FORMAT,
     }
-    if conf.api.threads > 1:
-        from volumesvc.api import gunicorn_workers
+    if conf.wsgi.threads > 1:
+        from volumesvc.serving import gunicorn_workers
 
         settings.update(worker_class=gunicorn_workers.thread_worker(
-                            conf.api.read_threads, conf.api.worker_private_memory_max),
-                        threads=conf.api.threads)
+                            conf.wsgi.read_threads, conf.wsgi.worker_private_memory_max),
+                        threads=conf.wsgi.threads)
     else:
-        settings["worker_class"] = "volumesvc.api.gunicorn_workers.SyncWorker"
+        settings["worker_class"] = "volumesvc.serving.gunicorn_workers.SyncWorker"
     if conf.metrics.enabled:
-        from volumesvc.api import metrics
+        from volumesvc.serving import metrics
 
         settings["child_exit"] = metrics.child_exit
     settings.update(tls_settings(conf))
@@ -163,13 +117,15 @@ def tls_settings(conf) -> dict:
 
 
 def serve(conf):
-    """Run the API on ``[api] listen_host:listen_port`` with gunicorn workers."""
-    from volumesvc.api import metrics
+    """Run the API on ``[wsgi] listen_host:listen_port`` with gunicorn workers."""
+    from volumesvc.serving import metrics
 
     # Before the app (and prometheus_client) is loaded and workers fork.
     metrics.prepare_multiprocess(conf)
 
     from gunicorn.app.base import BaseApplication
+
+    from volumesvc.serving import app
 
     class _Server(BaseApplication):
         def load_config(self):
@@ -178,7 +134,7 @@ def serve(conf):
 
         def load(self):
             install_gunicorn_logsafe()
-            application = init_application(conf)
+            application = app.init_application(conf)
             freeze_for_fork()
             return application
 

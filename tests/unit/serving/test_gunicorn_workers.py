@@ -7,7 +7,7 @@ from gunicorn import config
 from gunicorn.glogging import Logger
 from gunicorn.http import errors as http_errors
 
-from volumesvc.api import gunicorn_workers
+from volumesvc.serving import gunicorn_workers
 
 
 class _Socket:

@@ -1,6 +1,6 @@
 """The gunicorn installed is one our workers were written against.
 
-``volumesvc.api.gunicorn_workers`` subclasses gunicorn's sync and gthread
+``volumesvc.serving.gunicorn_workers`` subclasses gunicorn's sync and gthread
 workers and uses parts of them gunicorn does not document: the gthread
 worker's pools, poller and connection queues, its connection objects'
 fields, and the methods it overrides (``enqueue_req`` above all: if gunicorn
@@ -25,7 +25,7 @@ from gunicorn.glogging import Logger
 from gunicorn.workers import gthread
 from packaging.requirements import Requirement
 
-from volumesvc.api import gunicorn_workers
+from volumesvc.serving import gunicorn_workers
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 SOURCE = pathlib.Path(gunicorn_workers.__file__)
