@@ -425,7 +425,7 @@ def parse_args(argv):
                    help="seconds the compute's driver (tests.fixtures.virt."
                         "SlowReserveDriver) takes to "
                         "reserve a device name")
-    p.add_argument("--workers", type=int, default=4, help="[api] workers (gunicorn sync)")
+    p.add_argument("--workers", type=int, default=4, help="[wsgi] workers (gunicorn)")
     p.add_argument("--microversions", default="2.100,2.101")
     p.add_argument("--client-timeout", type=float, default=600.0)
     p.add_argument("--storm-timeout", type=float, default=900.0,
@@ -443,7 +443,7 @@ def parse_args(argv):
                    help="experiment: run the API as gunicorn --preload (storm_preload_app.py) "
                         "instead of volumesvc-api")
     p.add_argument("--api-threads", type=int, default=8,
-                   help="[api] threads: threads per API worker (gthread; 1 = sync "
+                   help="[wsgi] threads: threads per API worker (gthread; 1 = sync "
                         "workers); volumesvc's default is 8")
     p.add_argument("--status-poll", action="store_true",
                    help="at 2.101 and later, also poll every server's os-volume_attachments "
@@ -454,12 +454,15 @@ def parse_args(argv):
                    help="lever off: run conductor, compute, Cinder and Glance at the API's "
                         "CPU priority (by default they run lower, as in volumesvc-aio)")
     p.add_argument("--api-max-requests", type=int, default=None, metavar="N",
-                   help="[api] max_requests (worker recycling; 0 = off); default: the "
+                   help="[wsgi] max_requests (worker recycling; 0 = off); default: the "
                         "product's")
     p.add_argument("--api-max-requests-jitter", type=int, default=None, metavar="N",
-                   help="[api] max_requests_jitter; default: the product's")
+                   help="[wsgi] max_requests_jitter; default: the product's")
     p.add_argument("--api-private-memory-max", type=int, default=None, metavar="MIB",
-                   help="[api] worker_private_memory_max (0 = off); default: the product's")
+                   help="[wsgi] worker_private_memory_max (0 = off); default: the product's")
+    p.add_argument("--api-read-threads", type=int, default=None, metavar="N",
+                   help="[wsgi] read_threads (0: one pool for every request, as gunicorn's "
+                        "gthread worker); default: the product's")
     p.add_argument("--keep-state", action="store_true", help="keep the state dir (logs)")
     p.add_argument("--metrics", action="store_true",
                    help="run with [metrics] enabled (off in the product's defaults) and "
@@ -473,7 +476,7 @@ def parse_args(argv):
 
 
 def _api_options(args):
-    """The [api] options given on the command line (the rest keep their defaults)."""
+    """The server options given on the command line (the rest keep their defaults)."""
     options = {}
     if args.api_max_requests is not None:
         options["max_requests"] = args.api_max_requests
@@ -481,6 +484,8 @@ def _api_options(args):
         options["max_requests_jitter"] = args.api_max_requests_jitter
     if args.api_private_memory_max is not None:
         options["worker_private_memory_max"] = args.api_private_memory_max
+    if args.api_read_threads is not None:
+        options["read_threads"] = args.api_read_threads
     return options
 
 

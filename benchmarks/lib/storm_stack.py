@@ -76,8 +76,11 @@ class Stack:
         # As the all-in-one does (allinone.priority): everything but the
         # API at a lower CPU priority; False runs all at the same one.
         self.cpu_priority = cpu_priority
-        # Extra [api] options (name -> value) over the product's defaults,
+        # Extra server options (name -> value) over the product's defaults,
         # e.g. {"max_requests": 0} to measure without worker recycling.
+        # NOTE: written under [api], the deprecated names of [wsgi]'s
+        # options, which both volumesvc before [wsgi] (an old --ref) and
+        # after read.
         self.api_options = dict(api_options or {})
         # Options ({section: {option: value}}) laid over the stack's own in
         # volumesvc.conf, by variants of the stack (control_plane.py).

@@ -37,7 +37,7 @@ def test_units_weigh_the_api_above_conductor_and_compute():
 
 def test_the_api_unit_takes_its_gunicorn_settings_from_the_api_options():
     # Recycling with jitter and preloading come from [api] through the config
-    # module (tests/functional/api/test_wsgi_servers.py prints them).
+    # module (tests/functional/serving/test_wsgi_servers.py prints them).
     command = _unit(binaries.API)["ExecStart"].split()
     assert command[command.index("--config") + 1] == "python:volumesvc.serving.gunicorn_conf"
     for repeated in ("--workers", "--threads", "--bind", "--max-requests", "--timeout"):

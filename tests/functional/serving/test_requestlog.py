@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from volumesvc.api import routes
 from volumesvc.serving import requestlog
 
 LINE = re.compile(
@@ -62,4 +63,4 @@ def test_health_probes_are_not_logged(stack, lines):
     ("/", "/"),
 ])
 def test_route_template(rule, route):
-    assert requestlog.route_template(rule) == route
+    assert routes.route_template(rule) == route
