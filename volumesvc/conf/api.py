@@ -1,6 +1,7 @@
-"""Options in [api]: the REST API (auth, validation, links, limits, middleware).
+"""Options in [api]: the REST API (auth, validation, links, limits).
 
-The server's options (socket, workers, threads, timeouts) are [wsgi]'s
+The options of the server around it (socket, TLS, workers, threads,
+timeouts, middleware, trusted proxies, the health probe) are [wsgi]'s
 (``conf/wsgi.py``).
 """
 
@@ -83,27 +84,6 @@ Related options:
 
 * ``glance_link_prefix``
 """),
-    cfg.ListOpt(
-        "trusted_proxies",
-        default=[],
-        help="""
-Addresses (``192.0.2.10``) or networks (``192.0.2.0/24``) of the proxies in
-front of volumesvc-api whose ``X-Forwarded-*`` and ``Forwarded`` headers
-are honoured when ``[oslo_middleware] enable_proxy_headers_parsing`` is on.
-
-Those headers set the scheme, host and prefix of every link the API
-returns, and any client can send them: they are read only on connections
-from these addresses, both by gunicorn (its ``forwarded_allow_ips``, which
-otherwise trusts loopback) and by oslo.middleware. With parsing off they are
-ignored from everyone, whatever this list says.
-
-Used by ``volumesvc-api`` and by gunicorn run with
-``--config python:volumesvc.serving.gunicorn_conf`` (the systemd unit).
-
-Related options:
-
-* ``[oslo_middleware] enable_proxy_headers_parsing``
-"""),
     cfg.StrOpt(
         "glance_link_prefix",
         help="Base URL that replaces scheme, host and port in image links; unset means as-is."),
@@ -119,39 +99,6 @@ may be unlimited): without it one request with a huge ``min_count`` would
 make the API build that many records in memory. As Nova does with its
 instance quota, a larger ``max_count`` is lowered to this value and a
 larger ``min_count`` is refused with 403.
-"""),
-    cfg.FloatOpt(
-        "healthcheck_timeout",
-        default=2.0,
-        min=0.1,
-        help="""
-Seconds ``GET /healthcheck`` waits for each dependency it checks (a
-``SELECT 1`` on the database, a connection to the message queue) before it
-reports that dependency unreachable.
-
-Keep it below the load balancer's probe timeout, so the probe gets a 503
-naming the dependency rather than no answer at all.
-
-Related options:
-
-* ``[healthcheck] backends``
-"""),
-    cfg.ListOpt(
-        "middleware",
-        default=["cors", "http_proxy_to_wsgi", "healthcheck", "metrics", "requestlog",
-                 "request_id", "profiler", "auth"],
-        help="""
-The WSGI middleware around the API, outermost first: the deployment's
-equivalent of a paste pipeline (doc/source/admin/middleware.rst).
-
-Entries: ``cors`` (oslo.middleware, ``[cors]`` options), ``http_proxy_to_wsgi``
-(oslo.middleware, only for ``[api] trusted_proxies``), ``healthcheck``,
-``metrics``, ``requestlog``, ``request_id``, ``profiler`` and ``auth``.
-``auth`` is required. Entries that read the caller (``request_id``,
-``profiler``, ``auth``) wrap only the ``/v2`` and ``/v2.1`` paths and always
-sit inside the others; the order within each kind is the order listed.
-Leaving an entry out switches it off (``metrics`` still needs ``[metrics]
-enabled``). An unknown entry stops the API from starting.
 """),
 ]
 
@@ -184,7 +131,7 @@ def register_opts(conf):
     # (off): any client can send X-Forwarded-*/Forwarded, and honouring them
     # would let it rewrite every link the API returns. Deployments behind a
     # proxy that sets (and strips client-sent) headers turn it on and name
-    # the proxy in [api] trusted_proxies.
+    # the proxy in [wsgi] trusted_proxies.
     # [keystone_authtoken] is read by keystonemiddleware from this ConfigOpts
     # (``oslo_config_config``); registering it here makes it settable in
     # tests and visible to the sample generator.

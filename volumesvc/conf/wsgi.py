@@ -1,4 +1,4 @@
-"""Options in [wsgi]: the API's server (gunicorn): socket, TLS, workers, timeouts.
+"""Options in [wsgi]: the API's server: socket, TLS, workers, timeouts, middleware.
 
 Read by ``volumesvc/serving/``. Until the first release these were ``[api]``
 options, and that group still sets them (``deprecated_group``), so existing
@@ -15,8 +15,9 @@ wsgi_group = cfg.OptGroup(
     help="""
 The server of ``volumesvc-api`` (gunicorn, also when started as ``gunicorn
 --config python:volumesvc.serving.gunicorn_conf``): where it listens, its
-TLS, its worker processes and threads and their timeouts. Leave the TLS
-options unset when a proxy in front of the API ends TLS
+TLS, its worker processes and threads and their timeouts, the WSGI
+middleware around the REST API and whose forwarded headers it believes.
+Leave the TLS options unset when a proxy in front of the API ends TLS
 (doc/source/install/tls.rst).
 """)
 
@@ -254,6 +255,62 @@ Keep systemd's ``TimeoutStopSec`` of the unit above it.
 Related options:
 
 * ``worker_timeout``, ``max_requests``
+"""),    cfg.ListOpt(
+        "trusted_proxies",
+        deprecated_name="trusted_proxies", deprecated_group="api",
+        default=[],
+        help="""
+Addresses (``192.0.2.10``) or networks (``192.0.2.0/24``) of the proxies in
+front of volumesvc-api whose ``X-Forwarded-*`` and ``Forwarded`` headers
+are honoured when ``[oslo_middleware] enable_proxy_headers_parsing`` is on.
+
+Those headers set the scheme, host and prefix of every link the API
+returns, and any client can send them: they are read only on connections
+from these addresses, both by gunicorn (its ``forwarded_allow_ips``, which
+otherwise trusts loopback) and by oslo.middleware. With parsing off they are
+ignored from everyone, whatever this list says.
+
+Used by ``volumesvc-api`` and by gunicorn run with
+``--config python:volumesvc.serving.gunicorn_conf`` (the systemd unit).
+
+Related options:
+
+* ``[oslo_middleware] enable_proxy_headers_parsing``
+"""),
+    cfg.FloatOpt(
+        "healthcheck_timeout",
+        deprecated_name="healthcheck_timeout", deprecated_group="api",
+        default=2.0,
+        min=0.1,
+        help="""
+Seconds ``GET /healthcheck`` waits for each dependency it checks (a
+``SELECT 1`` on the database, a connection to the message queue) before it
+reports that dependency unreachable.
+
+Keep it below the load balancer's probe timeout, so the probe gets a 503
+naming the dependency rather than no answer at all.
+
+Related options:
+
+* ``[healthcheck] backends``
+"""),
+    cfg.ListOpt(
+        "middleware",
+        deprecated_name="middleware", deprecated_group="api",
+        default=["cors", "http_proxy_to_wsgi", "healthcheck", "metrics", "requestlog",
+                 "request_id", "profiler", "auth"],
+        help="""
+The WSGI middleware around the API, outermost first: the deployment's
+equivalent of a paste pipeline (doc/source/admin/middleware.rst).
+
+Entries: ``cors`` (oslo.middleware, ``[cors]`` options), ``http_proxy_to_wsgi``
+(oslo.middleware, only for ``[wsgi] trusted_proxies``), ``healthcheck``,
+``metrics``, ``requestlog``, ``request_id``, ``profiler`` and ``auth``.
+``auth`` is required. Entries that read the caller (``request_id``,
+``profiler``, ``auth``) wrap only the ``/v2`` and ``/v2.1`` paths and always
+sit inside the others; the order within each kind is the order listed.
+Leaving an entry out switches it off (``metrics`` still needs ``[metrics]
+enabled``). An unknown entry stops the API from starting.
 """),    cfg.StrOpt(
         "ssl_cert_file",
         help="""

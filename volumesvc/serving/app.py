@@ -1,7 +1,7 @@
 """The API's WSGI application: the REST API inside its ordered middleware.
 
 ``create_app(conf, deps=...)`` builds the Flask app of ``volumesvc/api/``
-(``create_api``) and wraps it in the middleware ``[api] middleware`` lists,
+(``create_api``) and wraps it in the middleware ``[wsgi] middleware`` lists,
 from ``MIDDLEWARE``; :func:`init_application` is what a WSGI server calls
 (config from :mod:`volumesvc.serving.bootstrap` unless given).
 """
@@ -41,7 +41,7 @@ class _MiddlewareOnlyOnV2Paths:
 
 
 def trusted_proxy_networks(conf) -> tuple:
-    """``[api] trusted_proxies`` as networks; none while proxy-header parsing is off.
+    """``[wsgi] trusted_proxies`` as networks; none while proxy-header parsing is off.
 
     The one answer to "whose forwarded headers count", for gunicorn's
     ``forwarded_allow_ips`` (``server.gunicorn_settings``) and for
@@ -52,9 +52,9 @@ def trusted_proxy_networks(conf) -> tuple:
     if not conf.oslo_middleware.enable_proxy_headers_parsing:
         return ()
     try:
-        return tuple(ipaddress.ip_network(entry) for entry in conf.api.trusted_proxies)
+        return tuple(ipaddress.ip_network(entry) for entry in conf.wsgi.trusted_proxies)
     except ValueError as exc:
-        raise ValueError(f"[api] trusted_proxies: {exc}") from None
+        raise ValueError(f"[wsgi] trusted_proxies: {exc}") from None
 
 
 class _ProxyHeadersFromTrustedPeers:
@@ -71,7 +71,7 @@ class _ProxyHeadersFromTrustedPeers:
         self.networks = trusted_proxy_networks(conf)
         if conf.oslo_middleware.enable_proxy_headers_parsing and not self.networks:
             LOG.warning("[oslo_middleware] enable_proxy_headers_parsing is on but "
-                        "[api] trusted_proxies is empty: forwarded headers are ignored")
+                        "[wsgi] trusted_proxies is empty: forwarded headers are ignored")
 
     def _trusted(self, environ) -> bool:
         try:
@@ -85,7 +85,7 @@ class _ProxyHeadersFromTrustedPeers:
         return target(environ, start_response)
 
 
-# NOTE: every middleware [api] middleware can name, in its default order
+# NOTE: every middleware [wsgi] middleware can name, in its default order
 # (outermost first); each entry is (name, scope, factory(app, conf, owner)),
 # owner being the API's Flask app (api/app.py: its metrics, its enforcer).
 # cors answers a browser's preflight before anything asks for a token;
@@ -114,22 +114,22 @@ MIDDLEWARE = (
 
 
 def pipeline(conf) -> list:
-    """``[api] middleware`` as MIDDLEWARE entries, outermost first.
+    """``[wsgi] middleware`` as MIDDLEWARE entries, outermost first.
 
     Raises ValueError for an unknown or repeated entry and for a pipeline
     without ``auth`` (every request would be anonymous, so every /v2.1 route
     a 401: a configuration mistake, never a deployment).
     """
     known = {entry[0]: entry for entry in MIDDLEWARE}
-    names = list(conf.api.middleware)
+    names = list(conf.wsgi.middleware)
     unknown = [name for name in names if name not in known]
     if unknown:
-        raise ValueError(f"[api] middleware: unknown {', '.join(unknown)} "
+        raise ValueError(f"[wsgi] middleware: unknown {', '.join(unknown)} "
                          f"(known: {', '.join(known)})")
     if len(set(names)) != len(names):
-        raise ValueError("[api] middleware: an entry is listed twice")
+        raise ValueError("[wsgi] middleware: an entry is listed twice")
     if "auth" not in names:
-        raise ValueError("[api] middleware: auth is required")
+        raise ValueError("[wsgi] middleware: auth is required")
     return [known[name] for name in names]
 
 

@@ -126,7 +126,7 @@ def _first_line(text, limit=300):
 class DependenciesHealthcheck(pluginbase.HealthcheckBaseExtension):
     """The ``volumesvc`` backend: the database and the message queue reachable.
 
-    Each is checked on every probe with ``[api] healthcheck_timeout``: the
+    Each is checked on every probe with ``[wsgi] healthcheck_timeout``: the
     database with ``SELECT 1`` on an engine of its own, without a pool (so a
     probe never waits for connections the requests hold), the message queue by
     opening a connection through oslo.messaging's own transport, with its TLS
@@ -145,7 +145,7 @@ class DependenciesHealthcheck(pluginbase.HealthcheckBaseExtension):
                         _Probe("message queue", self._check_transport)]
 
     def healthcheck(self, server_port):
-        timeout = self.oslo_conf.api.healthcheck_timeout
+        timeout = self.oslo_conf.wsgi.healthcheck_timeout
         failed = [(p.name, why) for p in self._probes
                   if (why := p.run(timeout)) is not None]
         if not failed:

@@ -61,7 +61,7 @@ def gunicorn_settings(conf):
     ``[wsgi] max_requests`` (plus jitter) so that what a burst made them
     write is given back (see the option). gunicorn's control socket is off:
     its default path is shared by every gunicorn on the machine.
-    Forwarded headers count only from ``[api] trusted_proxies``, and from
+    Forwarded headers count only from ``[wsgi] trusted_proxies``, and from
     nobody while proxy-header parsing is off (gunicorn's own default trusts
     loopback).
     """

@@ -1,4 +1,4 @@
-"""``[api] middleware``: the API's WSGI pipeline from configuration, CORS included."""
+"""``[wsgi] middleware``: the API's WSGI pipeline from configuration, CORS included."""
 
 import pytest
 
@@ -49,7 +49,7 @@ def test_another_origin_gets_no_cors_headers(with_cors):
 
 def test_a_pipeline_without_cors_sends_no_cors_headers(tmp_path):
     s = _stack(tmp_path, **{"cors.allowed_origin": [ORIGIN],
-                            "api.middleware": ["request_id", "auth"]})
+                            "wsgi.middleware": ["request_id", "auth"]})
     try:
         response = s.client.get("/v2.1/servers", headers={"Origin": ORIGIN,
                                                           "X-Auth-Token": "u:p"})
@@ -70,6 +70,6 @@ def test_a_pipeline_without_cors_sends_no_cors_headers(tmp_path):
 ])
 def test_a_wrong_pipeline_is_refused_at_start(middleware, message):
     conf = get_conf(args=[], default_config_files=[])
-    conf.set_override("middleware", middleware, group="api")
+    conf.set_override("middleware", middleware, group="wsgi")
     with pytest.raises(ValueError, match=message):
         app_mod.pipeline(conf)

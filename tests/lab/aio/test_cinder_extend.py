@@ -3,7 +3,7 @@
 from volumesvc_aio import cinder
 
 PASTE = """[composite:openstack_volume_api_v3]
-use = call:cinder.api.middleware.auth:pipeline_factory
+use = call:cinder.wsgi.middleware.auth:pipeline_factory
 noauth = request_id faultwrap sizelimit noauth apiv3
 keystone = request_id faultwrap sizelimit authtoken keystonecontext apiv3
 
@@ -19,7 +19,7 @@ def test_the_filter_goes_just_before_apiv3_in_every_pipeline():
     assert "keystonecontext volumesvc_show_extend_new_size apiv3\n" in text
     assert "[filter:volumesvc_show_extend_new_size]\n" in text
     assert "extend_completion:show_extend_new_size_factory" in text
-    assert "use = call:cinder.api.middleware.auth:pipeline_factory\n" in text
+    assert "use = call:cinder.wsgi.middleware.auth:pipeline_factory\n" in text
 
 
 def test_extension_config_and_event_credentials(tmp_path):

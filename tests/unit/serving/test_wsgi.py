@@ -82,7 +82,7 @@ def test_gunicorn_trusts_forwarded_headers_only_from_the_named_proxies():
     from volumesvc.conf import get_conf
 
     conf = get_conf(default_config_files=[])
-    conf.set_override("trusted_proxies", ["192.0.2.10", "198.51.100.0/24"], group="api")
+    conf.set_override("trusted_proxies", ["192.0.2.10", "198.51.100.0/24"], group="wsgi")
 
     def allowed():
         cfg = Config()
@@ -94,7 +94,7 @@ def test_gunicorn_trusts_forwarded_headers_only_from_the_named_proxies():
     assert allowed() == []
     conf.set_override("enable_proxy_headers_parsing", True, group="oslo_middleware")
     assert allowed() == ["192.0.2.10/32", "198.51.100.0/24"]
-    conf.set_override("trusted_proxies", [], group="api")
+    conf.set_override("trusted_proxies", [], group="wsgi")
     assert allowed() == []
 
 
@@ -103,8 +103,8 @@ def test_a_malformed_trusted_proxy_is_refused_at_startup():
 
     conf = get_conf(default_config_files=[])
     conf.set_override("enable_proxy_headers_parsing", True, group="oslo_middleware")
-    conf.set_override("trusted_proxies", ["192.0.2.10/24"], group="api")
-    with pytest.raises(ValueError, match=r"\[api\] trusted_proxies"):
+    conf.set_override("trusted_proxies", ["192.0.2.10/24"], group="wsgi")
+    with pytest.raises(ValueError, match=r"\[wsgi\] trusted_proxies"):
         server.gunicorn_settings(conf)
 
 
