@@ -19,7 +19,7 @@ class Deps:
     rpcapi client; ``compute``: the compute rpcapi client, for the reads a
     compute answers alone (console output); ``cinder``/``glance``: the adapters of
     ``volumesvc.volume.cinder`` / ``volumesvc.image.glance``. The enforcer is
-    set by ``create_app``.
+    set by ``api.app.create_api``.
     """
 
     def __init__(self, conf, *, db=None, conductor=None, cinder=None, glance=None,
