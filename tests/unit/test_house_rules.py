@@ -64,8 +64,18 @@ def test_the_state_names_sit_below_the_services():
 
 def test_no_global_conf_in_api():
     pattern = re.compile(r"^\s*CONF\s*=\s*cfg\.CONF", re.M)
-    offenders = [str(p.relative_to(ROOT)) for p in _modules("api")
+    offenders = [str(p.relative_to(ROOT)) for p in _modules("api", "serving")
                  if pattern.search(p.read_text())]
+    assert offenders == []
+
+
+def test_the_rest_api_knows_nothing_of_what_serves_it():
+    """``serving/`` wraps ``api/``: the REST API never imports its server or middleware."""
+    offenders = [
+        str(path.relative_to(ROOT)) for path in _modules("api")
+        if any(name == "volumesvc.serving" or name.startswith("volumesvc.serving.")
+               for name in _imports(path))
+    ]
     assert offenders == []
 
 
