@@ -41,7 +41,7 @@ read -r -d '' CHECK_CONF <<'EOF' || true
 transport_url = rabbit://volumesvc:unused@rabbitmq.invalid:5672/
 [database]
 connection = sqlite:////var/lib/volumesvc/volumesvc.sqlite
-[api]
+[wsgi]
 listen_host = 0.0.0.0
 listen_port = 8774
 workers = 1
