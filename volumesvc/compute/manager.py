@@ -293,6 +293,11 @@ class ComputeManager:
         """Destroy the domain, release the volumes, then delete the record."""
         uuid = instance["uuid"]
         with self._lock(uuid):
+            if any(b.get("destination_type") == "volume" and b.get("attachment_id")
+                   and not b.get("connection_info") for b in bdms):
+                # Read before an attach's one report (after Cinder's
+                # attachment_complete): its connection is recorded now.
+                bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
             self.reporter.notify(context, instance, "delete", "start", bdms=bdms)
             try:
                 with self.reporter.event(context, uuid, "compute_terminate_instance"):
