@@ -104,10 +104,11 @@ def test_a_recovered_attach_with_nothing_to_do_is_skipped(compute, bdms):
 
 
 def test_a_duplicate_detach_is_skipped_but_a_new_request_is_not(compute):
-    compute.detach_volume(_ctx(), instance=INSTANCE, bdm=_bdm(), attachment_id="att-1")
-    compute.detach_volume(_ctx(), instance=INSTANCE, bdm=_bdm(), attachment_id="att-1",
+    attached = _bdm(connection_info="{}")
+    compute.detach_volume(_ctx(), instance=INSTANCE, bdm=attached, attachment_id="att-1")
+    compute.detach_volume(_ctx(), instance=INSTANCE, bdm=attached, attachment_id="att-1",
                           recovered=True)
-    compute.detach_volume(_ctx("req-2"), instance=INSTANCE, bdm=_bdm(),
+    compute.detach_volume(_ctx("req-2"), instance=INSTANCE, bdm=attached,
                           attachment_id="att-1")
     assert compute.attacher.done == [("detach", "bdm-1", "att-1")] * 2
 
