@@ -450,6 +450,11 @@ class ComputeManager:
         uuid = instance["uuid"]
         with self._lock(uuid):
             bdm = self._first_start(context, started_work.DETACH, uuid, bdm, recovered)
+            if bdm is not None and not recovered and not bdm.get("connection_info"):
+                # Accepted before the attach's one report (which comes after
+                # Cinder's attachment_complete): its connection is recorded now.
+                bdm = started_work.recovered_bdm(self.conductor, context,
+                                                 started_work.DETACH, uuid, bdm)
             if bdm is None:
                 return
             self.reporter.notify(context, instance, "volume_detach", "start",
