@@ -19,8 +19,8 @@ from volumesvc import binaries
 API, CONDUCTOR, COMPUTE = binaries.API, binaries.CONDUCTOR, binaries.COMPUTE
 CELLS = [
     Cell("boot-from-volume", COMPUTE, "spawn"),
-    Cell("attach-2.100", API, "get_device_name_for_instance"),
-    Cell("attach-2.101", CONDUCTOR, "get_device_name_for_instance"),
+    Cell("attach-2.100", API, "connect_volume"),
+    Cell("attach-2.101", CONDUCTOR, "connect_volume"),
     Cell("attach-2.101", COMPUTE, "attach_volume"),
     Cell("stop", COMPUTE, "power_off"),
     Cell("start", COMPUTE, "power_on"),

@@ -1,15 +1,17 @@
 """The host side of volume attach and detach.
 
-``reserve`` runs inside an RPC call from the conductor and must stay short;
 ``attach`` and ``detach`` run from casts and report through the DB (BDM,
-instance action events) and notifications. Each undoes its own work on
-failure so a BDM and a Cinder attachment always exist together or not at all.
+instance action events) and notifications. The conductor has already
+made the BDM (device name, Cinder attachment id) and checked the host's
+capabilities; an attach reports back to it once. Each undoes its own work
+on failure so a BDM and a Cinder attachment always exist together or not
+at all.
 
 The BDM's ``attach_status`` (API 2.106, ``attach_states``) moves with the
-work: ``attaching`` from the reservation, ``attached`` only once Cinder has
-completed the attachment and the disk is in the guest, ``error`` with the
-reason for a failed attach (the BDM is still deleted), ``attached`` with a
-fault after a failed detach.
+work: ``attaching`` from the conductor's insert, ``attached`` only once
+Cinder has completed the attachment and the disk is in the guest, ``error``
+with the reason for a failed attach (the BDM is still deleted), ``attached``
+with a fault after a failed detach.
 """
 
 from oslo_log import log as logging
@@ -38,29 +40,17 @@ class VolumeAttacher:
         # outage instead of undoing (or forgetting) the work.
         self.patience = outage.Patience(conf.compute.database_outage_wait)
 
-    def _set_status(self, context, bdm, values, expected=None, event=None):
-        """Persist a status transition (only from ``expected``, when given).
-
-        A failure to report never breaks the work. ``event`` (an
-        ``EventScope``): finish it Success in the same conductor call: one
-        round trip per attach less.
-        """
-        kwargs = {"expected_status": expected} if expected else {}
-        finish = event.success() if event is not None else None
-        if finish:
-            kwargs["finish_event"] = finish
+    def _set_status(self, context, bdm, values):
+        """Persist a status transition; a failure to report never breaks the work."""
         try:
             self.patience.call(f"record status {values.get('attach_status')}",
                                self.conductor.bdm_update, context, bdm_uuid=bdm["uuid"],
-                               values=values, **kwargs)
+                               values=values)
         except exception.NotFound:
-            pass  # the conductor finished the event before it answered
+            pass
         except Exception as exc:  # noqa: BLE001 - the status is a report, not the work
             LOG.warning("Could not record status %s of volume %s: %s",
                         values.get("attach_status"), bdm.get("volume_id"), exc)
-            return
-        if "finish_event" in kwargs:
-            event.reported = True
 
     def detach_failed(self, context, bdm, exc):
         """The detach did not happen: ``attached`` again, with the reason as the fault."""
@@ -90,32 +80,6 @@ class VolumeAttacher:
                 LOG.warning("Could not disconnect volume %s of %s: %s",
                             bdm.get("volume_id"), instance_uuid, exc)
 
-    def reserve(self, context, instance, *, volume_id, device, disk_bus, device_type, tag,
-                multiattach, delete_on_termination):
-        """Pick the next free device name and create the BDM (caller holds the lock)."""
-        caps = self.driver.capabilities
-        if tag and not caps.get("supports_tagged_attach_volume"):
-            raise exception.TaggedAttachmentNotSupported()
-        if multiattach and not caps.get("supports_multiattach"):
-            raise exception.MultiattachNotSupportedByVirtDriver(volume_id=volume_id)
-        bdms = self.conductor.bdm_list(context, instance_uuid=instance["uuid"])
-        if any(b.get("volume_id") == volume_id for b in bdms):
-            raise exception.VolumeAlreadyAttached(volume_id=volume_id,
-                                                  instance_uuids=instance["uuid"])
-        maximum = self.conf.compute.max_disk_devices_to_attach
-        if maximum >= 0 and len(boot_volumes.volume_bdms(bdms)) >= maximum:
-            raise exception.TooManyDiskDevices(maximum=maximum)
-        bus = disk_bus or virt_bd.DEFAULT_VOLUME_BUS
-        name = self.driver.get_device_name_for_instance(
-            instance, [b.get("device_name") for b in bdms if b.get("device_name")], bus)
-        values = {
-            "instance_uuid": instance["uuid"], "source_type": "volume",
-            "destination_type": "volume", "volume_id": volume_id, "device_name": name,
-            "disk_bus": bus, "device_type": device_type or "disk", "tag": tag,
-            "delete_on_termination": bool(delete_on_termination), "boot_index": None,
-            "attach_status": attach_states.ATTACHING}
-        return self.conductor.bdm_create(context, values=values)
-
     def attach(self, context, driver_instance, bdm, multiattach=None, resume=False,
                event=None):
         """Connect, attach LIVE|CONFIG, complete; undo everything on failure.
@@ -124,7 +88,7 @@ class VolumeAttacher:
         ask Cinder. ``resume``: finish an attach a dead compute left with the
         Cinder attachment ``attaching`` (updating it again is allowed by
         Cinder); a disk the domain already has is not attached twice.
-        ``event``: the caller's ``EventScope``, finished by the last report.
+        ``event``: the caller's ``EventScope``, finished by the one report.
         """
         attached = connected = False
         info = None
@@ -138,7 +102,6 @@ class VolumeAttacher:
                 multiattach = bool(self.cinder.get(context, bdm["volume_id"]).get("multiattach"))
             if multiattach:
                 info["multiattach"] = True
-            self.driver.check_multiattach(info)
             plan = encryption.prepare(context, cinder=self.cinder, keys=self.keys,
                                       driver=self.driver, connection_info=info)
             self.driver.connect_volume(info)
@@ -149,10 +112,8 @@ class VolumeAttacher:
                                           disk_bus=bdm.get("disk_bus"),
                                           device_type=bdm.get("device_type"))
             attached = True
-            self.patience.call(f"save the connection of volume {bdm['volume_id']}",
-                               self.conductor.bdm_update, context, bdm_uuid=bdm["uuid"],
-                               values={"connection_info": jsonutils.dumps(info)})
             self.cinder.attachment_complete(context, bdm["attachment_id"])
+            self._report_attached(context, bdm, info, event)
         except Exception as exc:
             # Whatever failed, the next attach asks the host for its connector
             # again rather than reuse one that may be why.
@@ -160,10 +121,25 @@ class VolumeAttacher:
             self._undo_attach(context, driver_instance, bdm, info, attached=attached,
                               connected=connected, failure=exc)
             raise
-        # Cinder says in-use and the domain has the disk: only now ``attached``
-        # (unless a detach was accepted meanwhile: it shows ``detaching``).
-        self._set_status(context, bdm, {"attach_status": attach_states.ATTACHED},
-                         expected=attach_states.ATTACHING, event=event)
+
+    def _report_attached(self, context, bdm, info, event):
+        """One conductor call: the connection, ``attached`` and the event's Success.
+
+        Cinder says in-use and the domain has the disk: only now
+        ``attached``, unless a detach was accepted meanwhile (it stays
+        ``detaching``; the connection is saved all the same, the detach
+        needs it). A database outage is waited out; a failure undoes the
+        attach, as nothing records it otherwise.
+        """
+        finish = event.success() if event is not None else None
+        kwargs = {"finish_event": finish} if finish else {}
+        self.patience.call(f"record the attached volume {bdm['volume_id']}",
+                           self.conductor.bdm_update, context, bdm_uuid=bdm["uuid"],
+                           values={"connection_info": jsonutils.dumps(info),
+                                   "attach_status": attach_states.ATTACHED},
+                           expected_status=attach_states.ATTACHING, **kwargs)
+        if finish:
+            event.reported = True
 
     def resume(self, context, driver_instance, bdm):
         """Finish an interrupted attach (see ``attach``); roll it back when that fails."""

@@ -375,24 +375,6 @@ class ComputeManager:
 
     # -- volume attachments ------------------------------------------------------
 
-    @messaging.expected_exceptions(exception.Invalid, exception.Forbidden,
-                                   exception.Conflict, exception.VirtDriverError,
-                                   exception.NotFound)
-    def reserve_block_device_name(self, context, *, instance, volume_id, device=None,
-                                  disk_bus=None, device_type=None, tag=None,
-                                  multiattach=False, delete_on_termination=False):
-        with self._lock(instance["uuid"]):
-            bdm = self.attacher.reserve(
-                context, instance, volume_id=volume_id, device=device, disk_bus=disk_bus,
-                device_type=device_type, tag=tag, multiattach=multiattach,
-                delete_on_termination=delete_on_termination)
-        # NOTE: if the conductor (or cinder-api) dies before the attach goes
-        # on, this check finds the reservation stale and rolls it back.
-        self.reconciler.watch(instance["uuid"],
-                              self._conf.compute.attachment_reservation_timeout + 1,
-                              bdm_uuid=bdm["uuid"])
-        return bdm
-
     def _first_start(self, context, kind, instance_uuid, bdm, recovered):
         """The BDM to work on, or None when this work was started before (caller holds
         the instance lock).
@@ -440,7 +422,6 @@ class ComputeManager:
                 self.reporter.notify(context, instance, "volume_attach", "error",
                                      bdms=[bdm], exc=exc)
                 return
-            self.reconciler.settled(bdm["uuid"])
             self.reporter.notify(context, instance, "volume_attach", "end",
                                  bdms=[bdm])
 

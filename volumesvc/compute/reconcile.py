@@ -14,10 +14,12 @@ What counts as dangling, for one server (always under its instance lock):
 * a Cinder attachment that claims the server but no BDM knows: deleted;
 * an attach that made no progress for ``[compute]
   attachment_reservation_timeout`` seconds: a BDM still without an
-  attachment id (the conductor died), a Cinder attachment still ``reserved``
-  (the attach cast was lost) or ``attaching`` (the compute died after giving
-  Cinder its connector). The last one is finished when the disk can still be
-  attached, everything else is rolled back;
+  attachment id (left by an older conductor that died), a Cinder attachment
+  still ``reserved`` (the attach cast was lost and the conductor's re-casts
+  did not get through) or ``attaching`` or ``attached`` without a
+  connection in the BDM (the compute died after giving Cinder its
+  connector, before its report). Those two are finished when the disk can
+  still be attached, everything else is rolled back;
 * a root volume (boot index 0) whose attachment is still ``reserved``
   without a connection, or ``attaching``: a rebuild released it for
   Cinder's reimage and failed, timed out or died before it had connected it
@@ -64,6 +66,9 @@ LOG = logging.getLogger(__name__)
 
 # Cinder attachment statuses of work in flight.
 IN_PROGRESS = frozenset({"reserved", "attaching", "detaching"})
+# Cinder attachment statuses that hold this compute's connector: an attach
+# interrupted there can still be finished.
+CONNECTED = frozenset({"attaching", "attached"})
 ACTION = "cleanup_volume_attachments"
 EVENT = "compute_reconcile_volume_attachments"
 
@@ -292,13 +297,15 @@ def plan(bdms, attachments, *, now, timeout, recovering=False) -> Plan:
             result.unlisted.append(bdm)
             continue
         status = attachment.get("status")
-        pending = status == "attaching" or (status == "reserved"
+        # NOTE: "attached" without a connection: the compute died between
+        # Cinder's attachment_complete and its one report to the conductor.
+        pending = status == "attaching" or (status in ("reserved", "attached")
                                             and not bdm.get("connection_info"))
         if not pending:
             result.attached.append((bdm, attachment))
         elif bdm.get("boot_index") == 0:
             result.released_roots.append((bdm, attachment))
-        elif (recovering and status == "attaching") or is_stale(bdm, now, timeout):
+        elif (recovering and status in CONNECTED) or is_stale(bdm, now, timeout):
             result.interrupted.append((bdm, attachment))
         else:
             result.busy.append(_busy(volume_id, attachment_id, f"attach in progress "
@@ -524,7 +531,7 @@ class _Run:
         volume_id, attachment_id = bdm["volume_id"], attachment["id"]
         entry = {"volume_id": volume_id, "attachment_id": attachment_id,
                  "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name")}
-        if attachment.get("status") == "attaching":
+        if attachment.get("status") in CONNECTED:
             # Cinder has our connector: the attach can still be finished.
             if self.dry_run:
                 self.report.finished.append(entry)

@@ -11,11 +11,12 @@ it at the right moments, each under the server's instance lock:
   left in the task of a workflow that died with the process (a swap, a
   rebuild) is handed to that workflow's ``recover`` (``interrupted``), which
   rolls it back or ends it, so the same pass finds it out of its task;
-* from a *watch*: every device reservation asks for a check of its server
-  once the reservation would be stale, so an attach abandoned by a dead
-  conductor or cinder-api is cleaned within
-  ``[compute] attachment_reservation_timeout`` without an operator, a
-  reboot or the (optional) periodic task.
+* from a *watch*: work of other services that the compute found in flight
+  when it started (or a recovery that could not reach the conductor) is
+  checked again once it would be stale, within ``[compute]
+  attachment_reservation_timeout``, without an operator, a reboot or the
+  (optional) periodic task. (An attach cast that never reached this
+  compute is the conductor's to watch: ``conductor/attach_watch.py``.)
 
 Every change is logged and recorded as an instance action event (on the
 ``reboot`` action, the operator's action, or a new
@@ -84,9 +85,7 @@ class ReconcileRunner:
         if metrics is not None:  # compute/metrics.py: counts, durations, removals
             self.reconciler.run = metrics.timed_reconcile(  # type: ignore[method-assign]
                 self.reconciler.run)
-        self._watch = []          # heap of (due monotonic, instance uuid, attempt, bdm uuid)
-        # Reservations whose attach completed here before their watch came due.
-        self._settled = set()
+        self._watch = []          # heap of (due monotonic, instance uuid, attempt)
         self._watch_cond = threading.Condition()
         self._watch_thread = None
         self._stopping = False
@@ -264,34 +263,18 @@ class ReconcileRunner:
     def _retry_delay(self):
         return self.conf.compute.attachment_reservation_timeout + 1
 
-    def watch(self, instance_uuid, delay, attempt=0, bdm_uuid=None):
-        """Reconcile ``instance_uuid`` (None: the whole host) in ``delay`` seconds.
-
-        ``bdm_uuid``: the watch is for that device reservation only; it is
-        dropped if ``settled(bdm_uuid)`` was called before it came due.
-        """
+    def watch(self, instance_uuid, delay, attempt=0):
+        """Reconcile ``instance_uuid`` (None: the whole host) in ``delay`` seconds."""
         with self._watch_cond:
             if self._stopping:
                 return
             heapq.heappush(self._watch, (time.monotonic() + delay, instance_uuid or "",
-                                         attempt, bdm_uuid or ""))
+                                         attempt))
             if self._watch_thread is None:
                 self._watch_thread = threading.Thread(
                     target=self._watch_loop, name="attachment-watch", daemon=True)
                 self._watch_thread.start()
             self._watch_cond.notify()
-
-    def settled(self, bdm_uuid):
-        """The attach of reservation ``bdm_uuid`` completed: its watch has nothing to do.
-
-        Why: every reservation's watch reconciled its server a reservation
-        timeout later (a conductor read, a BDM list and a Cinder listing per
-        attach, long after the storm). Only a completed attach settles it; a
-        failed one keeps its watch in case its own undo did not finish.
-        """
-        with self._watch_cond:
-            if any(entry[3] == bdm_uuid for entry in self._watch):
-                self._settled.add(bdm_uuid)
 
     def _rewatch(self, report, attempt):
         if attempt + 1 >= WATCH_ATTEMPTS:
@@ -308,10 +291,7 @@ class ReconcileRunner:
                     self._watch_cond.wait(timeout)
                 if self._stopping:
                     return
-                _due, uuid, attempt, bdm_uuid = heapq.heappop(self._watch)
-                if bdm_uuid and bdm_uuid in self._settled:
-                    self._settled.discard(bdm_uuid)
-                    continue
+                _due, uuid, attempt = heapq.heappop(self._watch)
             self._run_watch(uuid, attempt)
 
     def _run_watch(self, uuid, attempt):

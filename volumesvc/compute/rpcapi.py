@@ -5,9 +5,8 @@ manager imports ``VERSION`` so the two can never disagree; when and how:
 ``doc/source/contributor/versions.rst``):
 
 * 1.0 - First release: ping, build_and_run_instance, terminate_instance,
-        reboot_instance, reserve_block_device_name, attach_volume,
-        detach_volume, get_domain_xml, get_console_output,
-        external_instance_event, reconcile_volume_attachments,
+        reboot_instance, attach_volume, detach_volume, get_domain_xml,
+        get_console_output, external_instance_event, reconcile_volume_attachments,
         stop_instance, start_instance, shelve_instance,
         shelve_offload_instance, unshelve_instance, volume_snapshot_create,
         volume_snapshot_delete, swap_volume, rebuild_instance.
@@ -76,26 +75,12 @@ class ComputeAPI:
         self._prepare(host).cast(
             ctxt, "reboot_instance", instance=instance, reboot_type=reboot_type)
 
-    def reserve_block_device_name(self, ctxt, *, host, instance, volume_id, device=None,
-                                  disk_bus=None, device_type=None, tag=None,
-                                  multiattach=False, delete_on_termination=False):
-        """Call: pick the device name and create the BDM; returns the BDM dict.
-
-        A call with ``long_rpc_timeout`` and the call monitor (the compute
-        heartbeats while it waits for its per-instance lock), as Nova does.
-        """
-        cctxt = self._prepare(host, timeout=self._conf.long_rpc_timeout,
-                              call_monitor_timeout=self._conf.rpc_response_timeout)
-        return cctxt.call(ctxt, "reserve_block_device_name", instance=instance,
-                          volume_id=volume_id, device=device, disk_bus=disk_bus,
-                          device_type=device_type, tag=tag, multiattach=multiattach,
-                          delete_on_termination=delete_on_termination)
-
     def attach_volume(self, ctxt, *, host, instance, bdm, multiattach=None,
                       event_started=False, recovered=False):
         """Cast: connect the volume, attach the disk, complete the attachment.
 
-        ``multiattach``: the volume's flag as the caller read it (None: the
+        ``bdm``: made by the conductor, with its device name and Cinder
+        attachment id. ``multiattach``: the volume's flag as the caller read it (None: the
         compute asks Cinder). ``event_started``: the caller started
         ``compute_attach_volume`` already. ``recovered``: a re-run of an
         attach whose conductor died; the compute checks the BDM again before

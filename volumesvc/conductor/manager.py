@@ -10,7 +10,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from volumesvc import exception, periodic, servicegroup
-from volumesvc.conductor import rpcapi, volume_requests
+from volumesvc.conductor import attach_watch, rpcapi, volume_requests
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
@@ -62,8 +62,10 @@ class ConductorManager:
         self._compute = compute_rpcapi
         self._cinder = cinder
         self._up = servicegroup.UpCache(conf)
+        self._watch = attach_watch.AttachWatch(conf, db=db, compute_rpcapi=compute_rpcapi)
         self._requests = volume_requests.VolumeRequests(
-            conf, db=db, compute_rpcapi=compute_rpcapi, cinder=cinder, up_cache=self._up)
+            conf, db=db, compute_rpcapi=compute_rpcapi, cinder=cinder, up_cache=self._up,
+            watch=self._watch)
 
     # -- process lifecycle ---------------------------------------------------
 
@@ -73,6 +75,7 @@ class ConductorManager:
 
     def cleanup_host(self):
         self._requests.stop()
+        self._watch.stop()
 
     @periodic.periodic_task("conductor", "volume_request_recovery_interval")
     def _recover_volume_requests(self, context):
@@ -163,7 +166,7 @@ class ConductorManager:
             instance_uuid=instance_uuid, volume_id=volume_id, device=device,
             disk_bus=disk_bus, device_type=device_type, tag=tag,
             delete_on_termination=delete_on_termination, multiattach=multiattach,
-            read_only=read_only, up_cache=self._up)
+            read_only=read_only, up_cache=self._up, watch=self._watch)
         if request_uuid is None:
             return task.execute()
         return self._requests.run_cast(context, request_uuid, task.execute)

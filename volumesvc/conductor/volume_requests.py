@@ -60,12 +60,13 @@ _ATTACH_PARAMS = ("instance_uuid", "volume_id", "device", "disk_bus", "device_ty
 class VolumeRequests:
     """The requests of one conductor process (its manager owns one)."""
 
-    def __init__(self, conf, *, db, compute_rpcapi, cinder, up_cache=None):
+    def __init__(self, conf, *, db, compute_rpcapi, cinder, up_cache=None, watch=None):
         self.conf = conf
         self.db = db
         self.compute = compute_rpcapi
         self.cinder = cinder
         self.up_cache = up_cache
+        self.watch = watch
         self.host = conf.host
         # Claims made by this host before this moment are a dead process's.
         self.started_at = base.utcnow()
@@ -197,6 +198,7 @@ class VolumeRequests:
         return attach_task.AttachTask(
             self.conf, self.db, self.compute, self.cinder, context,
             up_cache=self.up_cache, recovered=True, since=request.created_at,
+            watch=self.watch,
             **{key: value for key, value in request.params.items() if key in _ATTACH_PARAMS})
 
     def rerun(self, request):

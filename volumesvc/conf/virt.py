@@ -21,7 +21,7 @@ Possible values:
   (``volumesvc.virt.fake``): no QEMU, for benchmarks and test deployments.
 * ``package.module:Class``: a driver class outside volumesvc (a
   ``ComputeDriver`` subclass), importable by the compute through
-  ``PYTHONPATH``; e.g. ``tests.fixtures.virt:SlowReserveDriver``.
+  ``PYTHONPATH``; e.g. ``tests.fixtures.virt:SlowAttachDriver``.
 
 Related options:
 

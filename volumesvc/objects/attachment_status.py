@@ -80,26 +80,47 @@ def forget_failed(db, context, instance_uuid, volume_id) -> int:
 
 
 def save_if(db, context, bdm_uuid, values: dict, expected_status):
-    """Save ``values`` only while the live BDM's status is ``expected_status``.
+    """Save the status in ``values`` only while the live BDM's status is ``expected_status``.
 
     Why: the compute reports ``attached`` after Cinder completed the
     attachment, and by then the API may already have accepted a detach
-    (``detaching``); that later write must not hide the detach. Returns the
-    BDM as it is after the attempt.
+    (``detaching``); that later write must not hide the detach. The other
+    values (the connection information the compute reports with
+    ``attached``) are saved in the same write whatever the status: the
+    accepted detach needs them to take the disk out of the guest. Returns
+    the BDM as it is after the attempt; a BDM that is gone raises
+    ``BDMNotFound`` when there was more than the status to save.
     """
     model = models.BlockDeviceMapping
     values = bdm_obj.stamp_fault(values)
     bdm_obj.check_values(values)
-    statement = (sa.update(model)
-                 .where(model.uuid == bdm_uuid, model.deleted == 0,
-                        model.attach_status == expected_status)
-                 .values(**values))
+    guarded = [(key, value) for key, value in values.items() if key in STATUS_FIELDS]
+    always = [(key, value) for key, value in values.items() if key not in STATUS_FIELDS]
+    live = (model.uuid == bdm_uuid, model.deleted == 0)
+    if not always:
+        statement = (sa.update(model).where(*live, model.attach_status == expected_status)
+                     .values(**values))
+    else:
+        # NOTE: attach_status is assigned last: MySQL evaluates the SET list
+        # from left to right, each CASE must still see the status as it was.
+        expected = model.attach_status == expected_status
+        guarded.sort(key=lambda item: item[0] == "attach_status")
+        assignments = always + [
+            (key, sa.case((expected, sa.null() if value is None else sa.literal(value)),
+                          else_=getattr(model, key)))
+            for key, value in guarded]
+        statement = sa.update(model).where(*live).ordered_values(
+            *[(getattr(model, key), value) for key, value in assignments])
     with db.writer(context) as session:
         row = bdm_obj.update_returning(session, statement)
         if row is NotImplemented:
-            session.execute(statement)
+            matched = session.execute(statement).rowcount
+            if always and not matched:
+                raise exception.BDMNotFound(id=bdm_uuid)
         elif row is not None:
             return bdm_obj.BlockDeviceMapping.from_model(row)
+        elif always:
+            raise exception.BDMNotFound(id=bdm_uuid)
     # Nothing matched (or no RETURNING): the BDM as it is, read on its own.
     return bdm_obj.get_by_uuid(db, context, bdm_uuid, read_deleted="yes")
 

@@ -101,6 +101,49 @@ def create(db, context, values: dict) -> BlockDeviceMapping:
         return BlockDeviceMapping.from_model(row)
 
 
+def create_for_attach(db, context, values: dict, *, device_name_for,
+                      max_volumes: int) -> BlockDeviceMapping:
+    """Insert the BDM of a volume being attached, naming its device, in one transaction.
+
+    Why one transaction under the instance row's lock (``FOR UPDATE``;
+    SQLite's writer transaction is exclusive already): the device name is
+    the next one free among the server's live BDMs, so two attaches to one
+    server at once would otherwise both take it. The same lock makes the
+    refusals exact: the volume already on the server
+    (``VolumeAlreadyAttached``) and ``max_volumes`` volume BDMs reached
+    (``TooManyDiskDevices``; negative: no limit).
+
+    ``device_name_for(used_names)`` picks the name (the virt layer's rule,
+    ``virt/block_device.py``); the row is written once, complete.
+    """
+    values = stamp_fault(dict(values))
+    _check_values(values)
+    values.setdefault("uuid", str(uuidlib.uuid4()))
+    instance_uuid, volume_id = values["instance_uuid"], values["volume_id"]
+    model = models.BlockDeviceMapping
+    with db.writer(context) as session:
+        locked = session.scalars(sa.select(models.Instance.id).where(
+            models.Instance.uuid == instance_uuid,
+            models.Instance.deleted == 0).with_for_update()).first()
+        if locked is None:
+            raise exception.InstanceNotFound(instance_id=instance_uuid)
+        live = session.execute(sa.select(model.volume_id, model.device_name,
+                                         model.destination_type).where(
+            model.instance_uuid == instance_uuid, model.deleted == 0)).all()
+        if any(row.volume_id == volume_id for row in live):
+            raise exception.VolumeAlreadyAttached(volume_id=volume_id,
+                                                  instance_uuids=instance_uuid)
+        volumes = sum(1 for row in live if row.destination_type == "volume")
+        if 0 <= max_volumes <= volumes:
+            raise exception.TooManyDiskDevices(maximum=max_volumes)
+        values["device_name"] = device_name_for(
+            [row.device_name for row in live if row.device_name])
+        row = model(**values)
+        session.add(row)
+        session.flush()
+        return BlockDeviceMapping.from_model(row)
+
+
 def get_by_uuid(db, context, bdm_uuid, read_deleted=None) -> BlockDeviceMapping:
     statement = _select(context, read_deleted).where(models.BlockDeviceMapping.uuid == bdm_uuid)
     with db.reader(context) as session:

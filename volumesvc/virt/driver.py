@@ -104,16 +104,6 @@ class ComputeDriver:
         raise NotImplementedError()
 
     # -- volumes ----------------------------------------------------------
-    def get_device_name_for_instance(self, instance, used_names, bus):
-        """The device name a volume being attached gets on ``bus``.
-
-        The compute calls this while it reserves the attachment (under the
-        instance lock, inside the conductor's RPC call), so it must stay
-        short. The requested device is only a hint, as with Nova's libvirt
-        driver: the name is the next free one on the bus.
-        """
-        return block_device.get_next_device_name(used_names, bus)
-
     def attach_volume(self, connection_info, instance, mountpoint, disk_bus=None,
                       device_type=None):
         raise NotImplementedError()

@@ -340,10 +340,12 @@ def test_a_detach_accepted_before_the_attach_reported_is_not_overwritten(deploye
 
 
 def test_an_attach_refused_before_a_device_was_reserved_is_an_error_entry(deployed):
-    """The conductor's refusal (here the compute's reserve) is kept too, with no device."""
+    """The conductor's refusal (here a capability the compute lacks) is kept too, with no device."""
     stack, server, http_ = deployed
     stack.computes["fn-compute"].manager.driver.capabilities[
         "supports_tagged_attach_volume"] = False
+    # The conductor reads the capabilities off the compute's service record.
+    stack.computes["fn-compute"].report_state()
     volume = _volume(stack)
     status, body = http_.request("POST", f"/servers/{server}/os-volume_attachments",
                                  {"volumeAttachment": {"volumeId": volume, "tag": "t"}},

@@ -74,6 +74,8 @@ def test_attach_from_2_101_is_a_cast_and_detach_completes(stack, server):
 def test_conductor_refusal_is_an_error_below_2_101_and_logged_from_2_101(stack, server):
     stack.computes["fn-compute"].manager.driver.capabilities[
         "supports_tagged_attach_volume"] = False
+    # The conductor reads the capabilities off the compute's service record.
+    stack.computes["fn-compute"].report_state()
     volume = stack.cinder.create(stack.context(), 1, "data", "")
     body = {"volumeAttachment": {"volumeId": volume["id"], "tag": "x"}}
     _, fault, _ = stack.api("POST", _path(server), body, version="2.100", token=TOKEN,

@@ -105,21 +105,18 @@ def test_an_accepted_attach_whose_cast_is_lost_still_attaches(stack, server, los
                what="shown attached (2.106)")
 
 
-def test_an_attach_whose_conductor_died_reserving_is_finished(stack, server, lose_casts):
-    """The dead conductor had claimed the request and the compute had reserved a device."""
+def test_an_attach_whose_conductor_died_after_the_cinder_attachment_is_finished(
+        stack, server, lose_casts):
+    """The dead conductor had claimed the request and made the Cinder attachment, no BDM."""
     lose_casts("attach_volume")
     volume_id = _volume(stack)
     _attach(stack, server, volume_id)
     (row,) = _rows(stack)
     ctx = stack.admin_context()
     request_obj.claim(stack.db, ctx, row.uuid, "conductor-that-died")
-    from volumesvc.objects import instance as instance_obj
-
-    instance = instance_obj.get_by_uuid(stack.db, ctx, server)
-    orphan = compute_rpcapi.ComputeAPI(stack.conf, stack.transport).reserve_block_device_name(
-        ctx, host="fn-compute", instance=instance.to_dict(), volume_id=volume_id)
+    orphan = stack.cinder.attachment_create(ctx, volume_id, server)
     bdm = _attached_once(stack, server, volume_id)
-    assert bdm.uuid != orphan["uuid"]
+    assert bdm.attachment_id != orphan["id"] and orphan["id"] not in stack.cinder.attachments
 
 
 def test_a_duplicate_delivery_attaches_once(stack, server, monkeypatch):

@@ -186,11 +186,12 @@ def test_an_attach_in_progress_is_not_touched_by_a_concurrent_cleanup(stack, ser
     stack.cinder.attachment_create = slow_create
     stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"])
     assert entered.wait(10)
-    # Reserved on the compute, no attachment id yet: in progress.
+    # Nothing of the attach exists yet (the conductor writes the BDM after
+    # the attachment): nothing to see, nothing touched.
     reports = stack.conductor_api().reconcile_volume_attachments(
         stack.admin_context(), instance_uuids=[server])
     assert reports[0]["removed_bdms"] == [] and reports[0]["deleted_attachments"] == []
-    assert [b["volume_id"] for b in reports[0]["busy"]] == [volume["id"]]
+    assert reports[0]["busy"] == []
     release.set()
     stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "in-use",
                what="in-use")
@@ -205,30 +206,49 @@ def quick_stack(tmp_path):
     s.stop()
 
 
-def _reservation(stack, name):
-    """A server with a device reserved for a new volume (an attach's first step)."""
+def _server(stack):
     server = stack.boot(stack.context(), ROOT)
-    instance = stack.wait_instance(server, "active")
-    ctx = stack.context()
-    volume = stack.cinder.create(ctx, 1, name, "")
-    bdm = stack.computes[HOST].manager.reserve_block_device_name(
-        ctx, instance=instance.to_dict(), volume_id=volume["id"])
-    return server, ctx, volume, bdm
+    stack.wait_instance(server, "active")
+    return server
 
 
-def test_an_abandoned_reservation_is_rolled_back_by_its_watch(quick_stack):
-    """The conductor died after the compute reserved the device (no attachment id)."""
+def _losing_the_first_attach_cast(monkeypatch):
+    """The conductor's first attach cast to the compute vanishes (taken by a compute
+    that died with it); returns the list of casts made."""
+    from volumesvc.compute import rpcapi as compute_rpcapi
+
+    real = compute_rpcapi.ComputeAPI.attach_volume
+    casts = []
+
+    def losing(self, ctxt, **kwargs):
+        casts.append(kwargs)
+        if len(casts) > 1:
+            real(self, ctxt, **kwargs)
+    monkeypatch.setattr(compute_rpcapi.ComputeAPI, "attach_volume", losing)
+    return casts
+
+
+def test_an_attach_whose_cast_was_lost_is_cast_again_by_the_conductor(quick_stack,
+                                                                      monkeypatch):
+    """The conductor named the device, made the attachment and cast the attach; the cast
+    never reached the compute. The conductor's watch casts it again once it would be
+    stale: the attach completes, once."""
     stack = quick_stack
-    server, ctx, volume, _ = _reservation(stack, "orphan")
-    assert volume["id"] in _volume_bdms(stack, server)
-    # Nobody goes on with the attach; the watch rolls the reservation back.
-    stack.wait(lambda: volume["id"] not in _volume_bdms(stack, server), timeout=10,
-               what="the stale reservation removed")
-    # The volume can be attached again.
+    server = _server(stack)
+    casts = _losing_the_first_attach_cast(monkeypatch)
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "cast-lost", "")
     stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"],
                                         wait=True)
-    stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "in-use",
-               what="in-use")
+    assert stack.cinder.get(ctx, volume["id"])["status"] == "reserved"
+    stack.wait(lambda: _volume_bdms(stack, server)[volume["id"]].attach_status == "attached",
+               timeout=15, what="attached after the second cast")
+    assert [c["recovered"] for c in casts] == [False, True]
+    assert stack.cinder.get(ctx, volume["id"])["status"] == "in-use"
+    bdm = _volume_bdms(stack, server)[volume["id"]]
+    assert bdm.connection_info
+    assert [a["id"] for a in stack.cinder.attachments.values()
+            if a["volume_id"] == volume["id"]] == [bdm.attachment_id]
 
 
 def test_a_reserved_attachment_left_by_a_failed_rollback_is_deleted(quick_stack):
@@ -263,26 +283,34 @@ def _interrupted_attach(stack, server):
     ctx = stack.context()
     volume = stack.cinder.create(ctx, 1, "interrupted", "")
     compute = stack.computes[HOST]
-    instance = compute.manager.conductor.instance_get(ctx, instance_uuid=server)
-    bdm = compute.manager.reserve_block_device_name(ctx, instance=instance,
-                                                    volume_id=volume["id"])
     attachment = stack.cinder.attachment_create(ctx, volume["id"], server)
-    bdm_obj.save(stack.db, ctx, bdm["uuid"], {"attachment_id": attachment["id"]})
+    bdm_obj.create(stack.db, ctx, {
+        "instance_uuid": server, "source_type": "volume", "destination_type": "volume",
+        "volume_id": volume["id"], "device_name": "/dev/sdb", "disk_bus": "scsi",
+        "attachment_id": attachment["id"], "attach_status": "attaching"})
     stack.cinder.attachment_update(ctx, attachment["id"],
                                    compute.manager.driver.get_volume_connector())
     assert stack.cinder.get(ctx, volume["id"])["status"] == "attaching"
     return volume["id"]
 
 
-def test_an_attach_whose_cast_died_with_its_compute_is_rolled_back_as_an_error(quick_stack):
-    """Regression (compute SIGKILLed mid-storm): the conductor had reserved the device,
-    created the Cinder attachment and cast the attach; the compute died with the cast.
-    The watch rolls it back after the timeout; a 2.106 client sees ``error`` and why,
-    not an accepted attach that vanished."""
+def test_an_attach_whose_casts_all_died_is_rolled_back_as_an_error(quick_stack, monkeypatch):
+    """Regression (compute SIGKILLed mid-storm): the attach was cast and every cast died
+    with its compute. The compute's reconciliation rolls it back once it is stale; a
+    2.106 client sees ``error`` and why, not an accepted attach that vanished."""
+    from volumesvc.compute import rpcapi as compute_rpcapi
+
     stack = quick_stack
-    server, ctx, volume, bdm = _reservation(stack, "cast-lost")
-    attachment = stack.cinder.attachment_create(ctx, volume["id"], server)
-    bdm_obj.save(stack.db, ctx, bdm["uuid"], {"attachment_id": attachment["id"]})
+    server = _server(stack)
+    monkeypatch.setattr(compute_rpcapi.ComputeAPI, "attach_volume",
+                        lambda self, ctxt, **kwargs: None)
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "cast-lost", "")
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"],
+                                        wait=True)
+    time.sleep(2.5)  # stale (reservation timeout 1 s)
+    monkeypatch.undo()
+    stack.conductor_api().reconcile_volume_attachments(ctx, instance_uuids=[server])
     stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "available"
                and volume["id"] not in _volume_bdms(stack, server),
                timeout=10, what="the abandoned attach rolled back")
@@ -290,7 +318,7 @@ def test_an_attach_whose_cast_died_with_its_compute_is_rolled_back_as_an_error(q
                             version="2.106")
     (entry,) = [a for a in shown["volumeAttachments"] if a["volumeId"] == volume["id"]]
     assert entry["status"] == "error", entry
-    assert "abandoned" in entry["fault"]["message"], entry
+    assert "no progress" in entry["fault"]["message"], entry
     # The volume can be attached again, and the error entry makes way for it.
     stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"],
                                         wait=True)
@@ -346,11 +374,12 @@ def test_all_servers_walks_every_host_with_progress_and_summary(stack, server, c
     assert body["summary"]["servers"] == 1 and body["summary"]["removed_bdms"] == 0
 
 
-def test_a_completed_attach_drops_its_reservation_watch(quick_stack):
-    """The watch is for abandoned reservations: a completed attach settles it (no reconcile)."""
+def test_a_completed_attach_costs_no_watch_run_and_no_second_cast(quick_stack, monkeypatch):
+    """The conductor's watch of a completed attach finds it done: no cast, no reconcile."""
+    from volumesvc.compute import rpcapi as compute_rpcapi
+
     stack = quick_stack
-    server = stack.boot(stack.context(), ROOT)
-    stack.wait_instance(server, "active")
+    server = _server(stack)
     ctx = stack.context()
     compute = stack.computes[HOST].manager
     runs = []
@@ -360,20 +389,20 @@ def test_a_completed_attach_drops_its_reservation_watch(quick_stack):
         runs.append(uuid)
         return real_run_watch(uuid, attempt)
     compute.reconciler._run_watch = counting
+    real_cast = compute_rpcapi.ComputeAPI.attach_volume
+    casts = []
+
+    def recording(self, ctxt, **kwargs):
+        casts.append(kwargs)
+        return real_cast(self, ctxt, **kwargs)
+    monkeypatch.setattr(compute_rpcapi.ComputeAPI, "attach_volume", recording)
     done = stack.cinder.create(ctx, 1, "done", "")
     stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=done["id"],
                                         wait=True)
     stack.wait(lambda: stack.cinder.get(ctx, done["id"])["status"] == "in-use", what="in-use")
-    # A reservation nobody went on with still gets its check (and is rolled back).
-    orphan = stack.cinder.create(ctx, 1, "orphan", "")
-    compute.reserve_block_device_name(
-        ctx, instance=stack.conductor_api().instance_get(ctx, instance_uuid=server),
-        volume_id=orphan["id"])
-    stack.wait(lambda: orphan["id"] not in _volume_bdms(stack, server), timeout=10,
-               what="the stale reservation removed")
-    time.sleep(2.5)  # past every watch's due time (reservation timeout 1 s + 1)
-    assert runs == [server]
-    assert done["id"] in _volume_bdms(stack, server) and not compute.reconciler._settled
+    time.sleep(2.5)  # past the watch's due time (reservation timeout 1 s + 1)
+    assert runs == [] and len(casts) == 1
+    assert done["id"] in _volume_bdms(stack, server)
 
 
 def _count_listings(stack, monkeypatch, server, error, *, watches_only=False):

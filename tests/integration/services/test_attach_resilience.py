@@ -13,7 +13,6 @@ import time
 import pytest
 
 import volumesvc_aio as harness
-from tests.fixtures import virt as virt_fixtures
 from tests.integration.conftest import bin_path
 from tests.integration.services.helpers import (
     bdm_volume_ids,
@@ -101,30 +100,42 @@ def test_compute_down_attach_is_refused_and_leaves_nothing(deployment, cinder_ap
 
 
 def test_conductor_stopped_while_its_attach_task_runs_finishes_it_first(
-        make_deployment, cinder_harness, cinder_api):
+        make_deployment, cinder_harness, cinder_api, pg_database_url):
     """Regression: a SIGTERM mid-attach left a BDM with no Cinder attachment.
 
-    The conductor stopped its persistence server together with its workflow
-    server, so the compute's ``bdm_create`` (made while the attach task
-    waited on the reservation) was answered only by the next conductor, to a
-    caller that was gone. The task now drains before persistence stops.
+    The task now drains before the conductor's servers stop (its workflow
+    server, then the persistence server the compute reports to). Here the
+    task is held between its Cinder attachment and its BDM: the test locks
+    the server's row, which the BDM's insert waits for.
     """
+    import threading
+
+    import sqlalchemy as sa
+
     dep = make_deployment(f"""
         [cinder]
         auth_strategy = noauth
         endpoint_override = {cinder_harness.url}
-        """, compute_driver="tests.fixtures.virt:SlowReserveDriver",
-        env={virt_fixtures.RESERVE_DELAY_ENV: "3"})
+        """)
     server_id, ctx, volume = server_and_volume(dep, cinder_api, "drain")
-
-    status, _ = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
-                            {"volumeAttachment": {"volumeId": volume["id"]}},
-                            version="2.101")
-    assert status == 202
-    time.sleep(1)  # the task now waits on the compute's (3 s) reservation
-    # ...which the slow driver really is in: nothing is attached yet.
-    assert cinder_api.get(ctx, volume["id"])["status"] != "in-use"
-    dep.stop("volumesvc-conductor")
+    engine = sa.create_engine(pg_database_url)
+    try:
+        with engine.connect() as held:
+            held.execute(sa.text("SELECT id FROM instances WHERE uuid = :uuid FOR UPDATE"),
+                         {"uuid": server_id})
+            status, _ = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
+                                    {"volumeAttachment": {"volumeId": volume["id"]}},
+                                    version="2.101")
+            assert status == 202
+            wait(lambda: [a["status"] for a in cinder_attachments(cinder_api, ctx, volume["id"])]
+                  == ["reserved"], "the Cinder attachment made")
+            stopping = threading.Thread(target=dep.stop, args=("volumesvc-conductor",))
+            stopping.start()
+            time.sleep(1)  # the SIGTERM is in, the task still waits on the row
+            held.rollback()
+            stopping.join(60)
+    finally:
+        engine.dispose()
     dep.spawn("volumesvc-conductor")
 
     wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use", "in-use")

@@ -255,25 +255,37 @@ def test_cinder_api_killed_while_the_attachment_create_is_in_flight(
          "the reserved attachment deleted", timeout=TIMEOUT + 30)
 
 
-def test_conductor_killed_while_the_compute_reserves_the_device(
-        make_deployment, cinder_harness, cinder_api, made):
-    dep = _deploy(make_deployment, cinder_harness,
-                  compute_driver="tests.fixtures.virt:SlowReserveDriver",
-                  env={virt_fixtures.RESERVE_DELAY_ENV: "3"})
+def test_conductor_killed_between_the_cinder_attachment_and_the_bdm(
+        make_deployment, cinder_harness, cinder_api, made, pg_database_url):
+    import sqlalchemy as sa
+
+    dep = _deploy(make_deployment, cinder_harness)
     server_id, ctx, volume = server_and_volume(dep, cinder_api, "kill-conductor")
     made.append(volume["id"])
-    _attach_async(dep, server_id, volume["id"])
-    time.sleep(1.5)  # the compute is inside its 3 s reservation
-    os.killpg(dep.children["volumesvc-conductor"].pid, signal.SIGKILL)
-    dep.children["volumesvc-conductor"].proc.wait(30)
+    engine = sa.create_engine(pg_database_url)
+    try:
+        with engine.connect() as held:
+            # The server's row locked: the conductor's BDM insert waits for it,
+            # with the Cinder attachment made.
+            held.execute(sa.text("SELECT id FROM instances WHERE uuid = :uuid FOR UPDATE"),
+                         {"uuid": server_id})
+            _attach_async(dep, server_id, volume["id"])
+            wait(lambda: [a["status"] for a in cinder_attachments(cinder_api, ctx, volume["id"])]
+                  == ["reserved"], "the Cinder attachment made", timeout=60)
+            os.killpg(dep.children["volumesvc-conductor"].pid, signal.SIGKILL)
+            dep.children["volumesvc-conductor"].proc.wait(30)
+            held.rollback()
+    finally:
+        engine.dispose()
     dep.spawn("volumesvc-conductor")
     # The conductor started again on the same host takes over the accepted
     # attach its predecessor claimed (volume_requests): the dead run's
-    # reservation is replaced and the attach completes, with no second POST.
+    # attachment, which no BDM knows, is deleted and the attach completes,
+    # with no second POST.
     wait(lambda: cinder_api.get(ctx, volume["id"])["status"] == "in-use",
-         "the accepted attach completed by the restarted conductor", timeout=90)
+          "the accepted attach completed by the restarted conductor", timeout=90)
     _attached_once(dep, cinder_api, ctx, server_id, volume["id"])
-    # The dead run's reservation watch comes due and finds nothing to undo.
+    # Past the conductor's watch of the cast: nothing to do, nothing undone.
     time.sleep(TIMEOUT + 5)
     _attached_once(dep, cinder_api, ctx, server_id, volume["id"])
     assert "Recovering the attach of volume " + volume["id"] in _conductor_log(dep)

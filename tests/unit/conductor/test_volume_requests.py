@@ -30,33 +30,27 @@ COMPUTE_HOST = "cmp-1"
 
 
 class RecordingCompute:
-    """Compute RPC client double: reserves like a compute, records every cast."""
+    """Compute RPC client double: records every cast (the conductor makes the BDMs)."""
 
     def __init__(self, db):
         self.db = db
         self.casts = []
-        self.reserves = 0
-        self.before_reserve = None  # called once before the next reservation
+        self.before_cast = None  # called once before the next cast
 
     def ping(self, ctxt, *, host, timeout=None):
         return {"host": host}
 
-    def reserve_block_device_name(self, ctxt, *, host, instance, volume_id, **kwargs):
-        hook, self.before_reserve = self.before_reserve, None
+    def _cast(self, name, kwargs):
+        hook, self.before_cast = self.before_cast, None
         if hook is not None:
             hook()
-        self.reserves += 1
-        if any(b.volume_id == volume_id for b in bdm_obj.list_by_instance(
-                self.db, ctxt, instance["uuid"])):
-            raise exception.VolumeAlreadyAttached(volume_id=volume_id,
-                                                  instance_uuids=instance["uuid"])
-        return _bdm(self.db, instance["uuid"], volume_id).to_dict()
+        self.casts.append((name, kwargs))
 
     def attach_volume(self, ctxt, **kwargs):
-        self.casts.append(("attach_volume", kwargs))
+        self._cast("attach_volume", kwargs)
 
     def detach_volume(self, ctxt, **kwargs):
-        self.casts.append(("detach_volume", kwargs))
+        self._cast("detach_volume", kwargs)
 
 
 def _bdm(db, instance_uuid, volume_id, **values):
@@ -237,7 +231,7 @@ def test_a_database_failure_a_compute_met_calling_back_counts_too():
 def test_a_lost_cast_is_run_after_the_grace_period_only(world):
     young = world.record()
     assert world.requests.recover(world.admin) == 0
-    assert world.compute.reserves == 0 and world.rows() == [young.uuid]
+    assert world.compute.casts == [] and world.rows() == [young.uuid]
     world.aged(young, 120)
     assert world.requests.recover(world.admin) == 1
     assert world.rows() == []
@@ -282,7 +276,7 @@ def test_a_recovery_logs_under_its_own_request_and_leaves_the_pass_context(world
     request_obj.claim(world.db, world.ctx, request.uuid, "dead-conductor")
     world.conductor_service("dead-conductor", up=False)
     seen = []
-    world.compute.before_reserve = lambda: seen.append(oslo_context.get_current())
+    world.compute.before_cast = lambda: seen.append(oslo_context.get_current())
     pass_context = vs_context.get_admin_context()
     pass_context.update_store()
     assert world.requests.recover(pass_context) == 1
@@ -373,9 +367,9 @@ def _rerun(world, request=None):
 def test_a_rerun_with_nothing_done_attaches(world):
     _rerun(world)
     (bdm,) = world.bdms()
-    assert world.compute.reserves == 1 and bdm.attachment_id
+    assert bdm.attachment_id and bdm.device_name == "/dev/sda"
     (cast,) = world.compute.casts
-    assert cast[1]["bdm"]["uuid"] == bdm.uuid and "recovered" not in cast[1]
+    assert cast[1]["bdm"]["uuid"] == bdm.uuid and cast[1]["recovered"] is False
 
 
 def test_a_rerun_replaces_the_dead_runs_reservation(world):
@@ -383,13 +377,11 @@ def test_a_rerun_replaces_the_dead_runs_reservation(world):
     _rerun(world)
     (bdm,) = world.bdms()
     assert bdm.uuid != orphan.uuid and bdm.attachment_id
-    assert world.compute.reserves == 1
+    assert len(world.compute.casts) == 1
 
 
 def test_a_rerun_deletes_the_attachment_its_first_run_never_recorded(world):
-    # The first run reserved the device and made the Cinder attachment, then
-    # died before saving the attachment's id in the BDM.
-    _bdm(world.db, world.instance.uuid, world.volume["id"])
+    # The first run made the Cinder attachment, then died before the BDM.
     unrecorded = world.cinder.attachment_create(world.ctx, world.volume["id"],
                                                 world.instance.uuid)
     other_server = world.server()
@@ -409,7 +401,6 @@ def test_an_admins_rerun_finds_the_unrecorded_attachment_in_the_servers_project(
     """An admin of project ``ops`` attached p1's volume: Cinder lists ``ops`` by default."""
     admin = vs_context.RequestContext(user_id="root", project_id="ops", roles=["admin"],
                                       is_admin=True, request_id="req-admin", overwrite=False)
-    _bdm(world.db, world.instance.uuid, world.volume["id"])
     unrecorded = world.cinder.attachment_create(world.ctx, world.volume["id"],
                                                 world.instance.uuid)
     params = {"instance_uuid": world.instance.uuid, "volume_id": world.volume["id"],
@@ -423,31 +414,12 @@ def test_an_admins_rerun_finds_the_unrecorded_attachment_in_the_servers_project(
     assert bdm.attachment_id in world.cinder.attachments
 
 
-def test_a_rerun_with_nothing_recorded_deletes_an_unrecorded_attachment_too(world):
-    # The compute's reservation watch already removed the dead run's BDM.
-    unrecorded = world.cinder.attachment_create(world.ctx, world.volume["id"],
-                                                world.instance.uuid)
-    _rerun(world)
-    (bdm,) = world.bdms()
-    assert bdm.attachment_id != unrecorded["id"]
-    assert list(world.cinder.attachments) == [bdm.attachment_id]
-
-
-def test_a_reservation_landing_after_the_rerun_looked_is_replaced(world):
-    world.compute.before_reserve = lambda: _bdm(world.db, world.instance.uuid,
-                                                world.volume["id"])
-    _rerun(world)
-    (bdm,) = world.bdms()
-    assert bdm.attachment_id and world.compute.reserves == 2
-
-
 def test_a_rerun_after_the_attachment_tells_the_compute_again(world):
     attachment = world.cinder.attachment_create(world.ctx, world.volume["id"],
                                                 world.instance.uuid)
     bdm = _bdm(world.db, world.instance.uuid, world.volume["id"],
                attachment_id=attachment["id"])
     _rerun(world)
-    assert world.compute.reserves == 0
     (cast,) = world.compute.casts
     assert cast[0] == "attach_volume" and cast[1]["recovered"] is True
     assert cast[1]["bdm"]["uuid"] == bdm.uuid
@@ -458,7 +430,7 @@ def test_a_rerun_of_a_done_attach_does_nothing(world):
     _bdm(world.db, world.instance.uuid, world.volume["id"], attachment_id="a-1",
          connection_info="{}")
     _rerun(world)
-    assert world.compute.reserves == 0 and world.compute.casts == []
+    assert world.compute.casts == []
 
 
 def test_an_offloaded_attach_rerun_completes_what_is_there(world):

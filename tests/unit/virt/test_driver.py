@@ -45,12 +45,6 @@ def test_a_driver_outside_the_package_is_loaded_by_path(conf, monkeypatch):
     assert type(drv) is virt_fixtures.SlowReserveDriver and drv.reserve_delay == 0.25
 
 
-def test_the_reservation_asks_the_driver_for_the_device_name(conf):
-    drv = fake.FakeDriver(conf)
-    assert drv.get_device_name_for_instance(
-        {"uuid": "u"}, ["/dev/sda", "/dev/sdb", "/dev/vda"], "scsi") == "/dev/sdc"
-
-
 def test_bad_cache_modes_fail_at_start(conf):
     conf.set_override("disk_cachemodes", ["file=fast"], group="libvirt")
     with pytest.raises(exception.ConfigInvalid):

@@ -1,19 +1,23 @@
-"""Attach: reserve a device on the compute, create the Cinder attachment, cast the attach.
+"""Attach: name the device, create the Cinder attachment and the BDM, cast the compute once.
 
 The same task serves every microversion: below 2.101 the API waits for it
-(an RPC call) and answers with the reserved device name; from 2.101 it is
-cast and the API has already answered 202. Either way a failure at any step
-removes exactly what the task made (the BDM, the Cinder attachment) and is
-recorded as an ``attach_volume`` instance action event with the reason, so a
-2.101 client that only sees a 202 can still find out why. From API 2.106 the
-reason also stays on a (deleted) ``error`` BDM that os-volume_attachments
-shows for ``[api] failed_attachment_ttl`` seconds.
+(an RPC call) and answers with the device name chosen here; from 2.101 it is
+cast and the API has already answered 202. The compute is told once (a
+cast) and reports once (``bdm_update``: connection, ``attached`` and its
+event); ``conductor/attach_watch.py`` casts again an attach that never
+reached it. Either way a failure at any step removes exactly what the task
+made (the Cinder attachment, the BDM) and is recorded as an
+``attach_volume`` instance action event with the reason, so a 2.101 client
+that only sees a 202 can still find out why. From API 2.106 the reason also
+stays on a (deleted) ``error`` BDM that os-volume_attachments shows for
+``[api] failed_attachment_ttl`` seconds.
 
 A request whose first conductor died is run again with ``recovered=True``
 (``conductor/volume_requests.py``): it goes on from what the dead run left
 (``conductor/tasks/resume.py``) instead of starting over.
 """
 
+import functools
 import traceback
 
 import oslo_messaging as messaging
@@ -27,6 +31,7 @@ from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
 from volumesvc.states import attach_states, vm_states
+from volumesvc.virt import block_device as virt_bd
 from volumesvc.volume import reserve
 
 LOG = logging.getLogger(__name__)
@@ -40,7 +45,7 @@ class AttachTask(base.TaskBase):
     def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid,
                  volume_id, device=None, disk_bus=None, device_type=None, tag=None,
                  delete_on_termination=False, multiattach=None, read_only=False,
-                 up_cache=None, recovered=False, since=None):
+                 up_cache=None, recovered=False, since=None, watch=None):
         super().__init__(context, instance_uuid)
         # The conductor's shared answers to "is this compute up?" (one per task
         # without one: no answer is reused).
@@ -56,11 +61,15 @@ class AttachTask(base.TaskBase):
                         "tag": tag, "delete_on_termination": bool(delete_on_termination)}
         self.bdm = None
         self.attachment_id = None
+        # Set once the Cinder attachment was asked for (it may exist unrecorded).
+        self.creating_attachment = False
         self.action_recorded = False
         self.compute_event_started = False
         # A re-run of an accepted request (``since``: when it was accepted).
         self.recovered = recovered
         self.since = since
+        # ``attach_watch.AttachWatch``: casts again an attach that did not arrive.
+        self.watch = watch
 
     def _record_action(self, host=None):
         """The ``attach_volume`` action; with ``host``, also the compute's event on it.
@@ -97,41 +106,82 @@ class AttachTask(base.TaskBase):
         if self.multiattach is None:
             self.multiattach = bool(self.cinder.get(self.context,
                                                     self.volume_id).get("multiattach"))
-        instance_dict = instance.to_dict()
-        # Step 1: the compute picks the device name and creates the BDM under
-        # its per-instance lock (a call: we need the name to go on).
-        self.bdm = self.compute.reserve_block_device_name(
-            self.context, host=instance.host, instance=instance_dict,
-            volume_id=self.volume_id, multiattach=self.multiattach, **self.request)
-        # Step 2: the Cinder attachment (no connector yet: volume "reserved").
+        self._check_capabilities(instance)
+        # Step 1: the Cinder attachment (no connector yet: volume "reserved").
         # A multiattach volume busy with another server's attach is retried.
-        self.reserve_attachment(instance,
-                                lambda **kw: reserve.attachment_create(self.conf, self.cinder,
-                                                                       self.context, **kw))
+        # Step 2: the BDM, written once (``make_bdm``): its device name,
+        # chosen under the instance row's lock so that concurrent attaches
+        # never share one, and the attachment id.
+        bus = self.request["disk_bus"] or virt_bd.DEFAULT_VOLUME_BUS
+        self.make_bdm(instance,
+                      lambda **kw: reserve.attachment_create(self.conf, self.cinder,
+                                                             self.context, **kw),
+                      device_name_for=functools.partial(virt_bd.get_next_device_name,
+                                                        bus=bus),
+                      disk_bus=bus, attach_status=attach_states.ATTACHING)
         # Step 3: the action, then the compute does the host side.
         self._record_action(host=instance.host)
-        self.compute.attach_volume(self.context, host=instance.host,
-                                   instance=instance_dict, bdm=self.bdm,
-                                   multiattach=self.multiattach,
-                                   event_started=self.compute_event_started)
+        self.cast(instance)
         return self.bdm
 
-    def reserve_attachment(self, instance, create):
-        """Create the Cinder attachment with ``create`` and record it on the BDM.
+    def cast(self, instance, recovered=False):
+        """Cast the attach of ``self.bdm`` to the server's compute, and watch that it arrives."""
+        self.compute.attach_volume(self.context, host=instance.host,
+                                   instance=instance.to_dict(), bdm=self.bdm,
+                                   multiattach=self.multiattach,
+                                   event_started=self.compute_event_started,
+                                   recovered=recovered)
+        if self.watch is not None:
+            self.watch.add(self.context, host=instance.host, bdm=self.bdm,
+                           multiattach=self.multiattach)
 
-        A read-only request (2.108) asks Cinder for mode ``ro``. The BDM is
-        read-only when asked or when Cinder made the attachment ``ro`` on its
-        own (the volume's read-only flag): every later attachment for this
-        BDM (shelve offload, swap) asks for ``ro`` again.
+    def _check_capabilities(self, instance):
+        """Refuse what the server's compute cannot do, before anything is made.
+
+        The compute publishes its driver's capabilities with every
+        heartbeat (its service record); this is the one place an attach
+        checks them.
         """
+        tag, multiattach = self.request["tag"], self.multiattach
+        if not (tag or multiattach):
+            return
+        try:
+            capabilities = service_obj.get_by_host_and_binary(
+                self.db, self.context, instance.host, binaries.COMPUTE).capabilities
+        except exception.NotFound:
+            capabilities = {}
+        if tag and not capabilities.get("supports_tagged_attach_volume"):
+            raise exception.TaggedAttachmentNotSupported()
+        if multiattach and not capabilities.get("supports_multiattach"):
+            raise exception.MultiattachNotSupportedByVirtDriver(volume_id=self.volume_id)
+
+    def make_bdm(self, instance, create, *, device_name_for, **values):
+        """Create the Cinder attachment with ``create``, then the BDM that records it.
+
+        The BDM is one insert (``bdm_obj.create_for_attach``) with its
+        device name and the attachment id; ``values`` add to (or replace)
+        the request's fields. A rollback deletes the attachment; a conductor
+        that dies in between leaves a ``reserved`` attachment no BDM knows,
+        which its re-run deletes (``resume.py``). A read-only request
+        (2.108) asks Cinder for mode ``ro``. The BDM is read-only when asked
+        or when Cinder made the attachment ``ro`` on its own (the volume's
+        read-only flag): every later attachment for this BDM (shelve
+        offload, swap) asks for ``ro`` again.
+        """
+        self.creating_attachment = True
         attachment = create(volume_id=self.volume_id, instance_uuid=instance.uuid,
                             mode="ro" if self.read_only else None)
         self.attachment_id = attachment["id"]
-        read_only = self.read_only or attachment.get("attach_mode") == "ro"
-        assert self.bdm is not None  # reserved before any attachment is made
-        self.bdm = bdm_obj.save(self.db, self.context, self.bdm["uuid"],
-                                {"attachment_id": self.attachment_id,
-                                 "read_only": read_only}).to_dict()
+        request = self.request
+        self.bdm = bdm_obj.create_for_attach(self.db, self.context, {
+            "instance_uuid": instance.uuid, "source_type": "volume",
+            "destination_type": "volume", "volume_id": self.volume_id,
+            "disk_bus": request["disk_bus"], "device_type": request["device_type"] or "disk",
+            "tag": request["tag"], "delete_on_termination": request["delete_on_termination"],
+            "boot_index": None, "attachment_id": self.attachment_id,
+            "read_only": self.read_only or attachment.get("attach_mode") == "ro", **values},
+            device_name_for=device_name_for,
+            max_volumes=self.conf.compute.max_disk_devices_to_attach).to_dict()
 
     def _check_host_up(self, instance):
         """Refuse soon when the compute is down, instead of waiting out the call.
@@ -166,6 +216,11 @@ class AttachTask(base.TaskBase):
                 self.cinder.attachment_delete(self.context.elevated(), self.attachment_id)
             except exception.VolumesvcException as err:
                 LOG.warning("Could not delete attachment %s: %s", self.attachment_id, err)
+        elif self.creating_attachment and self.watch is not None:
+            # Cinder may have made the attachment without telling us (its
+            # answer was lost): deleted once it would be stale, if no BDM
+            # claims it by then.
+            self.watch.release_later(self)
         message = exc.format_message() if isinstance(
             exc, exception.VolumesvcException) else str(exc)
         self._keep_failure(exc, message)

@@ -12,7 +12,6 @@ rollback and instance-action reporting apply at every microversion).
 from oslo_log import log as logging
 
 from volumesvc import exception
-from volumesvc.compute import volumes as boot_volumes
 from volumesvc.objects import block_device as bdm_obj
 
 LOG = logging.getLogger(__name__)
@@ -21,34 +20,26 @@ LOG = logging.getLogger(__name__)
 def attach(task, instance):
     """Run the offloaded attach for ``task`` (an ``AttachTask``); return the BDM dict.
 
-    The task's ``bdm``/``attachment_id`` are set as soon as each exists so
-    its rollback removes exactly what was made.
+    The task's ``attachment_id``/``bdm`` are set as soon as each exists so
+    its rollback removes exactly what was made. The BDM is written once,
+    with the attachment id, by the same locked insert as a hosted attach
+    (``AttachTask.make_bdm``; no device name: unshelve gives it one).
     """
     if instance.task_state is not None:
         # An unshelve (or delete) started after the API checked the state.
         raise exception.InstanceInvalidState(
             instance_uuid=instance.uuid, attr="task_state", state=instance.task_state,
             method="attach_volume")
-    bdms = [b.to_dict() for b in bdm_obj.list_by_instance(task.db, task.context,
-                                                          instance.uuid)]
-    if any(b.get("volume_id") == task.volume_id for b in bdms):
-        raise exception.VolumeAlreadyAttached(volume_id=task.volume_id,
-                                              instance_uuids=instance.uuid)
-    maximum = task.conf.compute.max_disk_devices_to_attach
-    if maximum >= 0 and len(boot_volumes.volume_bdms(bdms)) >= maximum:
-        raise exception.TooManyDiskDevices(maximum=maximum)
-    request = task.request
-    task.bdm = bdm_obj.create(task.db, task.context, {
-        "instance_uuid": instance.uuid, "source_type": "volume",
-        "destination_type": "volume", "volume_id": task.volume_id, "device_name": None,
-        "disk_bus": request["disk_bus"], "device_type": request["device_type"] or "disk",
-        "tag": request["tag"], "delete_on_termination": request["delete_on_termination"],
-        "boot_index": None}).to_dict()
-    task.reserve_attachment(
-        instance, lambda **kw: task.cinder.attachment_create(task.context, **kw))
+    task.make_bdm(instance, lambda **kw: task.cinder.attachment_create(task.context, **kw),
+                  device_name_for=_no_device)
     task.cinder.attachment_complete(task.context, task.attachment_id)
     task._record_action()
     return task.bdm
+
+
+def _no_device(used_names):
+    """An offloaded server has no guest to name a device in."""
+    return None
 
 
 def detach(cinder, db, context, bdm, attachment_id):

@@ -2,17 +2,17 @@
 
 A request is re-run (``conductor/volume_requests.py``) when nobody can say
 how far its first run got: the conductor may have died before it did
-anything, while the compute was reserving the device, after the Cinder
-attachment, or after its cast to the compute. The records say where it
-stopped, so each re-run looks before it acts:
+anything, after the Cinder attachment, after the BDM or after its cast to
+the compute. The records say where it stopped, so each re-run looks before
+it acts:
 
 attach (the live BDM of the volume on the server, made since the request):
 
-* none: nothing happened (or it was rolled back): run the attach;
-* no Cinder attachment id: the dead run's reservation. It is deleted (the
-  compute's reservation watch may have done so already) and the attach runs.
-  So is a ``reserved`` Cinder attachment of the volume on the server that no
-  BDM knows: the dead run made it and died before saving its id;
+* none: nothing happened (or it was rolled back): run the attach. A
+  ``reserved`` Cinder attachment of the volume on the server that no BDM
+  knows is deleted first: the dead run made it and died before its BDM;
+* a BDM without an attachment id (an attach writes both at once; such a
+  BDM was left by something else): deleted, and the attach runs;
 * an attachment id but no connection info: the compute was told, or was
   about to be: it is told again with ``recovered=True`` and skips the work
   if it has it already (``compute/started_work.py``);
@@ -43,9 +43,6 @@ LOG = logging.getLogger(__name__)
 # request (the API refused the attach if there was one), so this only keeps
 # a skewed clock from hiding the request's own BDM.
 CLOCK_SKEW = datetime.timedelta(seconds=60)
-# A re-run whose reservation meets the dead run's (still being made when the
-# re-run looked) looks again this many times.
-_LOOKS = 2
 
 
 def live_bdm(db, context, instance_uuid, volume_id, since=None):
@@ -72,51 +69,43 @@ def action_recorded(task) -> bool:
 
 def attach(task, instance):
     """Go on with ``task`` (an ``AttachTask``) from where its first run stopped."""
-    for look in range(_LOOKS):
-        bdm = live_bdm(task.db, task.context, instance.uuid, task.volume_id, task.since)
-        if bdm is not None and bdm.attachment_id:
-            return _finish(task, instance, bdm)
-        if bdm is not None:
-            LOG.info("Re-run attach of volume %s to %s: deleting the reservation %s of "
-                     "its first run", task.volume_id, instance.uuid, bdm.uuid)
-            try:
-                bdm_obj.destroy(task.db, task.context, bdm.uuid)
-            except exception.NotFound:
-                pass  # the compute's reservation watch was first
-        _release_dead_run_attachments(task, instance)
+    bdm = live_bdm(task.db, task.context, instance.uuid, task.volume_id, task.since)
+    if bdm is not None and bdm.attachment_id:
+        return _finish(task, instance, bdm)
+    if bdm is not None:
+        LOG.info("Re-run attach of volume %s to %s: deleting BDM %s, which has no Cinder "
+                 "attachment", task.volume_id, instance.uuid, bdm.uuid)
         try:
-            return task.run(instance)
-        except exception.VolumeAlreadyAttached:
-            # The dead run's reservation landed after we looked (the compute
-            # was still making it): look again, once.
-            if task.bdm is not None or look + 1 >= _LOOKS:
-                raise
-    raise AssertionError("unreachable")
+            bdm_obj.destroy(task.db, task.context, bdm.uuid)
+        except exception.NotFound:
+            pass  # the compute's reconciliation was first
+    release_unrecorded_attachments(task, instance.uuid)
+    return task.run(instance)
 
 
-def _release_dead_run_attachments(task, instance):
+def release_unrecorded_attachments(task, instance_uuid):
     """Delete the Cinder reservations of the volume on the server that no BDM knows.
 
     The first run may have died between creating the Cinder attachment and
-    saving its id in the BDM; the re-run makes an attachment of its own. Left
+    writing the BDM that holds its id; the re-run makes an attachment of its own. Left
     alone, the first would claim the server without a BDM until the
     compute's reconciliation removed it, ``[compute]
     attachment_reservation_timeout`` later. Only ``reserved`` attachments
     (no connector: no host has done anything with them) are deleted.
     """
     known = {b.attachment_id for b in bdm_obj.list_by_instance(task.db, task.context,
-                                                                instance.uuid)
+                                                                instance_uuid)
              if b.attachment_id}
     admin = task.context.elevated()
     # NOTE: all_tenants: an admin's request for another project's server has
     # the admin's project, not the volume's.
-    for attachment in task.cinder.attachment_get_all(admin, instance_id=instance.uuid,
+    for attachment in task.cinder.attachment_get_all(admin, instance_id=instance_uuid,
                                                      volume_id=task.volume_id,
                                                      all_tenants=True):
         if attachment.get("status") != "reserved" or attachment["id"] in known:
             continue
         LOG.info("Re-run attach of volume %s to %s: deleting attachment %s, which its "
-                 "first run made and never recorded", task.volume_id, instance.uuid,
+                 "first run made and never recorded", task.volume_id, instance_uuid,
                  attachment["id"])
         try:
             task.cinder.attachment_delete(admin, attachment["id"])
@@ -143,9 +132,7 @@ def _finish(task, instance, bdm):
              task.volume_id, instance.uuid, instance.host)
     task.attachment_id = bdm.attachment_id
     task._record_action(host=instance.host)
-    task.compute.attach_volume(task.context, host=instance.host, instance=instance.to_dict(),
-                               bdm=task.bdm, multiattach=task.multiattach,
-                               event_started=task.compute_event_started, recovered=True)
+    task.cast(instance, recovered=True)
     return task.bdm
 
 
