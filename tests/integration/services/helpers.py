@@ -12,9 +12,10 @@ def wait(predicate, what, timeout=90):
     return harness.wait_for(predicate, timeout, what=what, interval=0.5)
 
 
-def boot(dep):
+def boot(dep, name="att", timeout=90):
+    """An ACTIVE server on a blank 1 GiB root volume; returns its id."""
     status, body = dep.request("POST", "/servers", {"server": {
-        "name": "att", "flavorRef": "42", "networks": "none",
+        "name": name, "flavorRef": "42", "networks": "none",
         "block_device_mapping_v2": [{"source_type": "blank", "destination_type": "volume",
                                      "boot_index": 0, "volume_size": 1,
                                      "delete_on_termination": True}]}}, version="2.67")
@@ -27,7 +28,7 @@ def boot(dep):
             # pytest.fail is not an Exception, so wait_for does not swallow it.
             pytest.fail(f"server went ERROR: {show['server'].get('fault')}\n{dep.logs()}")
         return show["server"]["status"] == "ACTIVE"
-    wait(active, "server ACTIVE")
+    wait(active, "server ACTIVE", timeout)
     return server_id
 
 

@@ -20,6 +20,7 @@ import pytest
 import sqlalchemy as sa
 
 import volumesvc_aio as harness
+from tests.integration.services import helpers
 
 MANAGEMENT = "http://127.0.0.1:15672/api"
 # The target of a 2.101 attach (API → conductor → compute → conductor).
@@ -125,7 +126,7 @@ def test_a_2_101_attach_costs_three_requests_five_messages_and_two_bdm_writes(
         with engine.begin() as conn:
             conn.execute(sa.text(_TRIGGER))
         harness.wait_for(lambda: dep.compute_state() == "up", 120, what="compute up")
-        server_id = dep.boot("economy", timeout=120)
+        server_id = helpers.boot(dep, "economy", timeout=120)
         ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True,
                              roles=["admin"])
         volume = cinder_api.create(ctx, 1, f"economy-{uuid.uuid4().hex[:6]}", "")
