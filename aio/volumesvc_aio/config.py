@@ -104,8 +104,8 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
             # flavor says: place by flavor as if the host were far larger than it is.
             "cpu_allocation_ratio": "1000.0", "ram_allocation_ratio": "1000.0"},
         "database": {"connection": f"sqlite:///{state_dir}/volumesvc.sqlite"},
-        "api": {"failed_attachment_ttl": failed_attachment_ttl, "auth_strategy": "noauth2",
-                "listen_host": "127.0.0.1", "listen_port": api_port, "workers": api_workers},
+        "api": {"failed_attachment_ttl": failed_attachment_ttl, "auth_strategy": "noauth2"},
+        "wsgi": {"listen_host": "127.0.0.1", "listen_port": api_port, "workers": api_workers},
         # The starter image's guest boots in 96 MiB (doc/source/admin/guest-image.rst).
         "libvirt": {**libvirt, "virt_type": "qemu", "guest_memory_cap_mb": 128},
         "cinder": {"auth_strategy": "noauth", "endpoint_override": cinder_url},
