@@ -340,7 +340,7 @@ def test_a_detach_accepted_before_the_attach_reported_is_not_overwritten(deploye
 
 
 def test_an_attach_refused_before_a_device_was_reserved_is_an_error_entry(deployed):
-    """The conductor's refusal (here a capability the compute lacks) is kept too, with no device."""
+    """The conductor's refusal (a capability the compute lacks) is kept too, with no device."""
     stack, server, http_ = deployed
     stack.computes["fn-compute"].manager.driver.capabilities[
         "supports_tagged_attach_volume"] = False
