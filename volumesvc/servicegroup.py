@@ -1,15 +1,26 @@
-"""Whether a service is up: last heartbeat against ``service_down_time``."""
+"""Whether a service is up: last heartbeat against ``service_down_time``.
+
+The one rule for every service; a compute's whole view (up, version,
+capabilities) is ``objects/compute_host.py``, built on this rule.
+"""
 
 import datetime
-import time
 
 # The capability a compute reports its availability zone under (see
 # volumesvc/compute/manager.py); the heartbeat makes it the record's zone.
 ZONE_CAPABILITY = "availability_zone"
 
 
-def _utcnow():
+def utcnow():
+    """Now, as the naive UTC datetime the service records hold."""
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def naive_utc(moment):
+    """``moment`` as a naive UTC datetime (records read back from some drivers carry a zone)."""
+    if moment.tzinfo is not None:
+        return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return moment
 
 
 def last_heartbeat(service):
@@ -28,42 +39,5 @@ def is_up(conf, service, now=None) -> bool:
     seen = last_heartbeat(service)
     if seen is None:
         return False
-    if seen.tzinfo is not None:
-        seen = seen.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-    elapsed = ((now or _utcnow()) - seen).total_seconds()
+    elapsed = ((now or utcnow()) - naive_utc(seen)).total_seconds()
     return abs(elapsed) <= conf.service_down_time
-
-
-class UpCache:
-    """Recent "this service is up" answers, so a storm of attaches reads it once.
-
-    Why: the conductor checks the compute before each attach; at tens of
-    attaches a second that was one service-row read (and its object) per
-    attach for an answer that changes at most once per heartbeat. Only
-    *up* is remembered, for at most ``ttl`` seconds and never past the
-    moment the last heartbeat read would make it look down; anything else
-    (down, unknown, forced down meanwhile) is read again. One per process
-    owner (the conductor manager), never global.
-    """
-
-    def __init__(self, conf, ttl=1.0, clock=None):
-        self._conf = conf
-        self._ttl = ttl
-        self._clock = clock or time.monotonic
-        self._until = {}  # key -> monotonic deadline
-
-    def is_up(self, key, read):
-        """True when ``key``'s service is up; ``read()`` returns the service or None."""
-        now = self._clock()
-        if self._until.get(key, 0.0) > now:
-            return True
-        service = read()
-        if service is None or not is_up(self._conf, service):
-            self._until.pop(key, None)
-            return False
-        seen = last_heartbeat(service)
-        if seen.tzinfo is not None:
-            seen = seen.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        left = self._conf.service_down_time - (_utcnow() - seen).total_seconds()
-        self._until[key] = now + min(self._ttl, left)
-        return True

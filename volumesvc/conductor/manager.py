@@ -9,7 +9,7 @@ to the object functions.
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from volumesvc import exception, periodic, servicegroup
+from volumesvc import exception, periodic
 from volumesvc.conductor import attach_watch, rpcapi, volume_requests
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import build as build_task
@@ -21,7 +21,7 @@ from volumesvc.conductor.tasks import shelve as shelve_task
 from volumesvc.conductor.tasks import swap as swap_task
 from volumesvc.conductor.tasks import unshelve as unshelve_task
 from volumesvc.db import api as db_api
-from volumesvc.objects import attachment_status
+from volumesvc.objects import attachment_status, compute_host
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
@@ -61,7 +61,7 @@ class ConductorManager:
         self._db = db
         self._compute = compute_rpcapi
         self._cinder = cinder
-        self._up = servicegroup.UpCache(conf)
+        self._up = compute_host.UpCache(conf)
         self._watch = attach_watch.AttachWatch(conf, db=db, compute_rpcapi=compute_rpcapi)
         self._requests = volume_requests.VolumeRequests(
             conf, db=db, compute_rpcapi=compute_rpcapi, cinder=cinder, up_cache=self._up,

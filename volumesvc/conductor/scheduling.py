@@ -8,9 +8,9 @@ instance on a host (build today; unshelve "capability-aware like a boot").
 
 import dataclasses
 
-from volumesvc import binaries, exception, servicegroup
+from volumesvc import exception
+from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
-from volumesvc.objects import service as service_obj
 
 #: The capability a host needs for an instance with a multiattach volume.
 MULTIATTACH = "supports_multiattach"
@@ -68,22 +68,21 @@ def _no_room(caps, conf, used, requirements) -> str | None:
     return None
 
 
-def _refusal(service, conf, requirements) -> str | None:
-    """Why ``service`` cannot take the instance, or None when it can."""
-    if requirements.hosts is not None and service.host not in requirements.hosts:
+def _refusal(host, requirements) -> str | None:
+    """Why the compute ``host`` (a ``ComputeHost``) cannot take the instance, or None."""
+    if requirements.hosts is not None and host.host not in requirements.hosts:
         return "not a requested host"
-    if service.disabled:
+    if host.disabled:
         return "disabled"
-    if (service.version or 0) < requirements.min_version:
-        return f"service version {service.version} < {requirements.min_version}"
-    if not servicegroup.is_up(conf, service):
+    if host.version < requirements.min_version:
+        return f"service version {host.version} < {requirements.min_version}"
+    if not host.up:
         return "down"
-    caps = service.capabilities or {}
-    missing = [need for need in requirements.needs if not caps.get(need)]
+    missing = [need for need in requirements.needs if not host.supports(need)]
     if missing:
         return "lacks " + ", ".join(missing)
     zone = requirements.availability_zone
-    if zone and (service.availability_zone or "nova") != zone:
+    if zone and host.availability_zone != zone:
         return f"not in availability zone {zone}"
     return None
 
@@ -101,17 +100,17 @@ def pick_host(conf, db, context, requirements: Requirements, exclude=None) -> st
     :class:`NoValidHost` naming why each compute was left out, so the fault
     on the ERROR instance tells the operator what to fix.
     """
-    candidates, refused, services = [], [], {}
+    candidates, refused, hosts = [], [], {}
     exclude = exclude or {}
-    for service in service_obj.list_services(db, context, binary=binaries.COMPUTE):
-        reason = exclude.get(service.host) or _refusal(service, conf, requirements)
+    for view in compute_host.list_hosts(conf, db, context):
+        reason = exclude.get(view.host) or _refusal(view, requirements)
         if reason is None:
-            services[service.host] = service
+            hosts[view.host] = view
         else:
-            refused.append(f"{service.host}: {reason}")
-    used = instance_obj.flavor_totals_by_host(db, context, services)
-    for host, service in services.items():
-        reason = _no_room(service.capabilities or {}, conf, used[host], requirements)
+            refused.append(f"{view.host}: {reason}")
+    used = instance_obj.flavor_totals_by_host(db, context, hosts)
+    for host, view in hosts.items():
+        reason = _no_room(view.capabilities, conf, used[host], requirements)
         if reason is None:
             candidates.append(host)
         else:

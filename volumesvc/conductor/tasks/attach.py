@@ -23,13 +23,12 @@ import traceback
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from volumesvc import binaries, exception, servicegroup
+from volumesvc import exception
 from volumesvc.conductor.tasks import base, offloaded, resume
-from volumesvc.objects import attachment_status
+from volumesvc.objects import attachment_status, compute_host
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
-from volumesvc.objects import service as service_obj
 from volumesvc.states import attach_states, vm_states
 from volumesvc.virt import block_device as virt_bd
 from volumesvc.volume import reserve
@@ -49,7 +48,7 @@ class AttachTask(base.TaskBase):
         super().__init__(context, instance_uuid)
         # The conductor's shared answers to "is this compute up?" (one per task
         # without one: no answer is reused).
-        self.up_cache = up_cache or servicegroup.UpCache(conf)
+        self.up_cache = up_cache or compute_host.UpCache(conf)
         self.conf = conf
         self.db = db
         self.compute = compute_rpcapi
@@ -145,14 +144,11 @@ class AttachTask(base.TaskBase):
         tag, multiattach = self.request["tag"], self.multiattach
         if not (tag or multiattach):
             return
-        try:
-            capabilities = service_obj.get_by_host_and_binary(
-                self.db, self.context, instance.host, binaries.COMPUTE).capabilities
-        except exception.NotFound:
-            capabilities = {}
-        if tag and not capabilities.get("supports_tagged_attach_volume"):
+        host = compute_host.get(self.conf, self.db, self.context, instance.host,
+                                cache=self.up_cache)
+        if tag and not host.supports("supports_tagged_attach_volume"):
             raise exception.TaggedAttachmentNotSupported()
-        if multiattach and not capabilities.get("supports_multiattach"):
+        if multiattach and not host.supports("supports_multiattach"):
             raise exception.MultiattachNotSupportedByVirtDriver(volume_id=self.volume_id)
 
     def make_bdm(self, instance, create, *, device_name_for, **values):
@@ -192,16 +188,10 @@ class AttachTask(base.TaskBase):
         heartbeat through the conductor, so right after a conductor outage
         every compute looks down while it is fine (regression: queued
         2.101 attaches failed after a conductor restart). An *up* answer is
-        reused for up to a second (``servicegroup.UpCache``).
+        reused for up to a second (``compute_host.UpCache``).
         """
-        def read():
-            try:
-                return service_obj.get_by_host_and_binary(
-                    self.db, self.context, instance.host, binaries.COMPUTE)
-            except exception.NotFound:
-                return None
-
-        if self.up_cache.is_up((instance.host, binaries.COMPUTE), read):
+        if compute_host.get(self.conf, self.db, self.context, instance.host,
+                            cache=self.up_cache).up:
             return
         try:
             self.compute.ping(self.context, host=instance.host,

@@ -2,12 +2,12 @@
 
 from oslo_log import log as logging
 
-from volumesvc import binaries, exception, servicegroup
+from volumesvc import exception
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
-from volumesvc.objects import service as service_obj
 from volumesvc.states import vm_states
 from volumesvc.volume import cleanup
 
@@ -29,14 +29,6 @@ class DeleteTask(base.TaskBase):
         self.compute = compute_rpcapi
         self.cinder = cinder
 
-    def _host_is_up(self, host):
-        try:
-            service = service_obj.get_by_host_and_binary(
-                self.db, self.context, host, binaries.COMPUTE)
-        except exception.NotFound:
-            return False
-        return servicegroup.is_up(self.conf, service)
-
     def _execute(self):
         try:
             instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
@@ -44,7 +36,7 @@ class DeleteTask(base.TaskBase):
             return
         bdms = [b.to_dict() for b in bdm_obj.list_by_instance(self.db, self.context,
                                                               instance.uuid)]
-        if instance.host and self._host_is_up(instance.host):
+        if instance.host and compute_host.get(self.conf, self.db, self.context, instance.host).up:
             self.compute.terminate_instance(
                 self.context, host=instance.host, instance=instance.to_dict(), bdms=bdms)
             return

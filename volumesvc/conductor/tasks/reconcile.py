@@ -10,14 +10,11 @@ order asked.
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from volumesvc import binaries, exception, servicegroup
 from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
-from volumesvc.objects import service as service_obj
 
 LOG = logging.getLogger(__name__)
-
-COMPUTE_BINARY = binaries.COMPUTE
 
 
 def _skipped(instance_uuid, reason, dry_run):
@@ -37,14 +34,6 @@ class ReconcileTask:
         self.dry_run = dry_run
         self.attachments = attachments
         self.available_volume_ids = available_volume_ids
-
-    def _host_up(self, host):
-        try:
-            service = service_obj.get_by_host_and_binary(self.db, self.context, host,
-                                                         COMPUTE_BINARY)
-        except exception.NotFound:
-            return False
-        return servicegroup.is_up(self.conf, service)
 
     def execute(self):
         """One report dict per asked server, in the order asked."""
@@ -67,7 +56,7 @@ class ReconcileTask:
 
     def _on_host(self, host, instances):
         uuids = {i.uuid for i in instances}
-        if not self._host_up(host):
+        if not compute_host.get(self.conf, self.db, self.context, host).up:
             return [_skipped(u, f"compute host {host} is down", self.dry_run) for u in uuids]
         attachments = None
         payload = [i.to_dict() for i in instances]
