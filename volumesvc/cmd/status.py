@@ -5,7 +5,6 @@ import sys
 from oslo_config import cfg
 from oslo_upgradecheck import upgradecheck
 
-from volumesvc import binaries
 from volumesvc.cmd import common
 
 
@@ -40,12 +39,12 @@ class Checks(upgradecheck.UpgradeCommands):
         """Warn when computes are older than this code (features stay gated)."""
         from volumesvc import context, version
         from volumesvc.db import api as db_api
-        from volumesvc.objects import service as service_obj
+        from volumesvc.objects import compute_host
 
         db = db_api.Database(self.conf)
         ctx = context.get_admin_context()
         try:
-            computes = service_obj.list_services(db, ctx, binary=binaries.COMPUTE)
+            computes = compute_host.list_hosts(self.conf, db, ctx)
         except Exception as exc:  # noqa: BLE001 - no schema yet: report, do not crash
             return upgradecheck.Result(
                 upgradecheck.Code.FAILURE, f"Cannot read the service records: {exc}")
@@ -56,9 +55,9 @@ class Checks(upgradecheck.UpgradeCommands):
                 upgradecheck.Code.WARNING,
                 "No compute services are registered yet; nothing can be built.")
         def hosts_below(needed):
-            return sorted(s.host for s in computes if (s.version or 0) < needed)
+            return sorted(c.host for c in computes if c.version < needed)
 
-        minimum = min((s.version or 0) for s in computes)
+        minimum = min(c.version for c in computes)
         if minimum < version.SERVICE_VERSION:
             old = hosts_below(version.SERVICE_VERSION)
             gated = [f"{what} {', '.join(hosts)}" for needed, what in version.GATED_FEATURES

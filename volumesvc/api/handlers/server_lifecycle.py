@@ -16,16 +16,16 @@ the host a compute service's host.
 
 from oslo_log import log as logging
 
-from volumesvc import binaries, exception, quota
+from volumesvc import exception, quota
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import snapshot, states
 from volumesvc.api.policies import server_actions as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
-from volumesvc.objects import service as service_obj
 from volumesvc.states import task_states, vm_states
 
 LOG = logging.getLogger(__name__)
@@ -104,14 +104,14 @@ def _unshelve_target(req, instance, body):
         what = "a host" if host is not None else "an availability zone"
         raise exception.UnshelveInstanceInvalidState(
             instance_uuid=instance.uuid, what=what, state=instance.vm_state)
-    computes = service_obj.list_services(req.deps.db, req.context, binary=binaries.COMPUTE)
-    if zone is not None and zone not in {s.availability_zone or "nova" for s in computes}:
+    computes = compute_host.list_hosts(req.conf, req.deps.db, req.context)
+    if zone is not None and zone not in {c.availability_zone for c in computes}:
         raise exception.AvailabilityZoneNotFound()
     if host is not None:
-        service = next((s for s in computes if s.host == host), None)
-        if service is None:
+        target = next((c for c in computes if c.host == host), None)
+        if target is None:
             raise exception.ComputeHostNotFound(host=host)
-        if zone is not None and (service.availability_zone or "nova") != zone:
+        if zone is not None and target.availability_zone != zone:
             raise exception.UnshelveHostNotInAZ(host=host, availability_zone=zone)
     values = {"availability_zone": zone} if has_zone else {}
     return zone if has_zone else instance.availability_zone, host, values

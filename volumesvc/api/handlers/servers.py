@@ -13,7 +13,7 @@ import flask
 from oslo_db import exception as db_exc
 from oslo_utils import strutils
 
-from volumesvc import binaries, exception, servicegroup
+from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
 from volumesvc.api.handlers import server_metadata
@@ -25,12 +25,10 @@ from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
 from volumesvc.api.schemas import servers as schema
 from volumesvc.api.views import servers as views
-from volumesvc.api.views import services as service_views
 from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import compute_host, instance_action, instance_fault
 from volumesvc.objects import flavor as flavor_obj
 from volumesvc.objects import instance as instance_obj
-from volumesvc.objects import instance_action, instance_fault
-from volumesvc.objects import service as service_obj
 from volumesvc.states import task_states, vm_states
 
 _PASSWORD_CHARS = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
@@ -127,8 +125,8 @@ def _check_zone(req, zone):
     """400 unless some enabled compute is in the requested availability zone (as Nova)."""
     if not zone:
         return
-    computes = service_obj.list_services(req.deps.db, req.context, binary=binaries.COMPUTE)
-    if not any(service_views.zone_of(s) == zone for s in computes if not s.disabled):
+    computes = compute_host.list_hosts(req.conf, req.deps.db, req.context)
+    if not any(host.availability_zone == zone for host in computes if not host.disabled):
         raise errors.APIError(400, "The requested availability zone is not available",
                               errors.BAD_REQUEST)
 
@@ -145,8 +143,7 @@ def _requested_host(req, server):
     if host is None and node is None:
         return None
     authorize(req.context, policies.CREATE_REQUESTED_DESTINATION)
-    computes = {s.host for s in service_obj.list_services(req.deps.db, req.context,
-                                                          binary=binaries.COMPUTE)}
+    computes = {h.host for h in compute_host.list_hosts(req.conf, req.deps.db, req.context)}
     for name in (host, node):
         if name is not None and name not in computes:
             raise errors.APIError(400, f"Compute host {name} could not be found.",
@@ -394,18 +391,8 @@ class _HostStatus:
         return self.cache[host]
 
     def _lookup(self, host):
-        try:
-            service = service_obj.get_by_host_and_binary(
-                self.req.deps.db, self.req.context, host, binaries.COMPUTE)
-        except exception.NotFound:
-            return "UNKNOWN"
-        if service.forced_down:
-            return "DOWN"
-        if service.last_seen_up is None and service.updated_at is None:
-            return "UNKNOWN"
-        if servicegroup.is_up(self.req.conf, service):
-            return "MAINTENANCE" if service.disabled else "UP"
-        return "DOWN"
+        return compute_host.get(self.req.conf, self.req.deps.db, self.req.context,
+                                host).host_status
 
 
 def details(req, instances, *, show):
@@ -427,9 +414,8 @@ def details(req, instances, *, show):
 
 def _zones_of_hosts(req) -> dict:
     """host → the availability zone its compute reports (one query per request)."""
-    return {service.host: service_views.zone_of(service)
-            for service in service_obj.list_services(req.deps.db, req.context,
-                                                     binary=binaries.COMPUTE)}
+    return {host.host: host.availability_zone
+            for host in compute_host.list_hosts(req.conf, req.deps.db, req.context)}
 
 
 @validation.query_schema(schema.list_servers_query_v2_1, strict_from=mv.V2_75_STRICT_QUERY)
@@ -465,12 +451,8 @@ def _pinned_zone(req, instance, zone):
         return None
     current = None
     if instance.host:
-        try:
-            service = service_obj.get_by_host_and_binary(
-                req.deps.db, req.context, instance.host, binaries.COMPUTE)
-            current = service.availability_zone or "nova"
-        except exception.NotFound:
-            current = None
+        host = compute_host.get(req.conf, req.deps.db, req.context, instance.host)
+        current = host.availability_zone if host.registered else None
     if zone != current:
         raise errors.APIError(
             400, f"Server {instance.uuid} can only be pinned to the availability zone it is "

@@ -219,7 +219,7 @@ def create_volume_attachment(req, server_id):
         return {"volumeAttachment": views.attachment(req, existing, instance.uuid)}, 202
     logic.check_attach(ctx, version=req.version, instance=instance, volume=volume,
                        volume_bdms=volume_bdms, device=device, tag=tag)
-    logic.check_host_capabilities(deps.db, ctx, instance, volume)
+    logic.check_host_capabilities(req.conf, deps.db, ctx, instance, volume)
     read_only = attachment.get("read_only")
     logic.check_read_only(ctx, deps.cinder, volume, read_only)
     # NOTE: the multiattach flag travels with the request so neither the

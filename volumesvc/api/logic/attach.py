@@ -9,10 +9,10 @@ conductor's attach task; from 2.101 its failures are not HTTP errors.
 
 import re
 
-from volumesvc import binaries, exception, servicegroup
+from volumesvc import exception
 from volumesvc.api import microversions as mv
 from volumesvc.api.logic import states
-from volumesvc.objects import service as service_obj
+from volumesvc.objects import compute_host
 from volumesvc.states import vm_states
 from volumesvc.volume import cinder as cinder_versions
 
@@ -131,7 +131,7 @@ def check_read_only(ctx, cinder, volume, read_only):
             version=highest, minimum=cinder_versions.MV_ATTACHMENT_MODE)
 
 
-def check_host_capabilities(db, ctx, instance, volume):
+def check_host_capabilities(conf, db, ctx, instance, volume):
     """409 up front for a multiattach volume on a host that cannot share disks.
 
     Nova only finds out on the compute (400 below 2.101, an Error event
@@ -142,11 +142,8 @@ def check_host_capabilities(db, ctx, instance, volume):
     """
     if not volume.get("multiattach") or not instance.host:
         return
-    try:
-        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, binaries.COMPUTE)
-    except exception.NotFound:
-        return
-    if (service.capabilities or {}).get("supports_multiattach") is False:
+    host = compute_host.get(conf, db, ctx, instance.host)
+    if host.supports("supports_multiattach") is False:
         raise exception.MultiattachNotSupportedByHost(
             volume_id=volume["id"], instance_uuid=instance.uuid, host=instance.host)
 
@@ -164,11 +161,7 @@ def check_host_up(conf, db, ctx, instance):
     """
     if not instance.host:
         return
-    try:
-        service = service_obj.get_by_host_and_binary(db, ctx, instance.host, binaries.COMPUTE)
-    except exception.NotFound:
-        service = None
-    if service is None or not servicegroup.is_up(conf, service):
+    if not compute_host.get(conf, db, ctx, instance.host).up:
         raise exception.ComputeHostDown(host=instance.host, instance_uuid=instance.uuid)
 
 
