@@ -4,9 +4,9 @@ Every compute and conductor records ``SERVICE_VERSION`` in its service row.
 Version 1 is the first release's baseline. From here on, add a history
 entry (and so bump the number) whenever a compute learns something another
 service may rely on; a caller that needs it checks the minimum version of
-the computes first (``objects.service.get_minimum_version``, or
-``objects.service.get_version`` for one server's compute, or a scheduling
-requirement's ``min_version``), and names the feature and its
+the computes first (``objects.service.get_minimum_version``, or the
+``version`` of ``objects.compute_host.get`` for one server's compute, or a
+scheduling requirement's ``min_version``), and names the feature and its
 first version in ``GATED_FEATURES`` so that ``volumesvc-status upgrade
 check`` can say what stays off until the old hosts are upgraded. When and
 how: ``doc/source/contributor/versions.rst``.

@@ -137,18 +137,6 @@ def get_by_host_and_binary(db, context, host, binary) -> Service:
         return Service.from_model(row)
 
 
-def get_version(db, context, host, binary) -> int:
-    """The service version ``host``'s ``binary`` last reported; 0 when it has no record.
-
-    What the API compares with a feature's first version before it asks one
-    compute for something only newer computes do.
-    """
-    try:
-        return get_by_host_and_binary(db, context, host, binary).version or 0
-    except exception.NotFound:
-        return 0
-
-
 def update(db, context, service_uuid, **values) -> Service:
     """Change the operator-controlled fields (see ``UPDATABLE``)."""
     unknown = set(values) - UPDATABLE

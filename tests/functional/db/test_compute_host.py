@@ -50,3 +50,12 @@ def test_cache_answers_an_up_host_without_reading_until_the_ttl(db, ctx):
     assert not compute_host.get(CONF, db, ctx, "a", cache=cache).up  # read again
     service.update(db, ctx, record.uuid, forced_down=False)
     assert compute_host.get(CONF, db, ctx, "a", cache=cache).up  # down was not remembered
+
+
+def test_version_of_one_host(db, ctx):
+    """The per-server gate's reading: the host's last report, 0 without a live record."""
+    assert compute_host.get(CONF, db, ctx, "a").version == 0
+    gone = service.heartbeat(db, None, host="a", binary=COMPUTE, topic="compute", version=2)
+    assert compute_host.get(CONF, db, ctx, "a").version == 2
+    service.destroy(db, ctx, gone.uuid)
+    assert compute_host.get(CONF, db, ctx, "a") == compute_host.ComputeHost(host="a")

@@ -85,16 +85,6 @@ def test_minimum_version(db, ctx):
     assert service.get_minimum_version(db, ctx, "volumesvc-conductor") == 2
 
 
-def test_version_of_one_host(db, ctx):
-    """The per-server gate's reading: the host's last report, 0 without a live record."""
-    assert service.get_version(db, ctx, "a", COMPUTE) == 0
-    gone = _beat(db, host="a", version=2)
-    assert service.get_version(db, ctx, "a", COMPUTE) == 2
-    assert service.get_version(db, ctx, "a", "volumesvc-conductor") == 0
-    service.destroy(db, ctx, gone.uuid)
-    assert service.get_version(db, ctx, "a", COMPUTE) == 0
-
-
 def test_dict_round_trip(db):
     svc = _beat(db)
     values = svc.to_dict()
