@@ -2,6 +2,8 @@
 
 import types
 
+import sqlalchemy as sa
+
 from volumesvc.objects import compute_host, service
 
 COMPUTE = "volumesvc-compute"
@@ -59,3 +61,30 @@ def test_version_of_one_host(db, ctx):
     assert compute_host.get(CONF, db, ctx, "a").version == 2
     service.destroy(db, ctx, gone.uuid)
     assert compute_host.get(CONF, db, ctx, "a") == compute_host.ComputeHost(host="a")
+
+
+def test_a_storm_of_lookups_through_the_cache_reads_the_record_once_per_ttl(db, ctx):
+    """Why the conductor keeps the cache: tens of attaches a second, one row read a second."""
+    clock = [100.0]
+    cache = compute_host.UpCache(CONF, ttl=1.0, clock=lambda: clock[0])
+    _beat(db, "a", supports_multiattach=True)
+    reads = []
+
+    def count(conn, cursor, statement, *args):
+        if "FROM services" in statement:
+            reads.append(statement)
+
+    engine = db.get_engine()
+    sa.event.listen(engine, "before_cursor_execute", count)
+    try:
+        for _ in range(20):
+            view = compute_host.get(CONF, db, ctx, "a", cache=cache)
+            assert view.up and view.supports("supports_multiattach")
+        assert len(reads) == 1
+        clock[0] += 1.5
+        compute_host.get(CONF, db, ctx, "a", cache=cache)
+        assert len(reads) == 2
+        compute_host.get(CONF, db, ctx, "a")  # no cache: always read
+        assert len(reads) == 3
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", count)
