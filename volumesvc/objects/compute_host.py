@@ -19,6 +19,7 @@ from typing import Any
 from volumesvc import binaries, exception, servicegroup
 from volumesvc.objects import service as service_obj
 
+# The zone of a compute whose record names none (Nova's default zone).
 DEFAULT_ZONE = "nova"
 
 

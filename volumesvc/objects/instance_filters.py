@@ -28,8 +28,7 @@ import sqlalchemy as sa
 
 from volumesvc import binaries, exception
 from volumesvc.db import models
-
-DEFAULT_ZONE = "nova"
+from volumesvc.objects.compute_host import DEFAULT_ZONE
 
 
 @dataclasses.dataclass

@@ -8,9 +8,9 @@ as Nova does.
 from volumesvc import servicegroup
 from volumesvc.api import microversions as mv
 from volumesvc.api.representation import Field, Representation, attr
+from volumesvc.objects.compute_host import DEFAULT_ZONE
 
 INTERNAL_ZONE = "internal"
-DEFAULT_ZONE = "nova"
 _STR = {"type": "string"}
 _NULLABLE_STR = {"type": ["string", "null"]}
 
