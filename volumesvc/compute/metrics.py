@@ -76,23 +76,21 @@ class ComputeMetrics(common_metrics.ServiceMetrics):
     def timed_driver(self, driver):
         return common_metrics.Timed(driver, self.libvirt_calls, "libvirt")
 
-    def timed_reconcile(self, run):
-        """``Reconciler.run`` counting each reconciliation and what it removed."""
+    def reconciled(self, report, started: float) -> None:
+        """One reconciliation of one server ended with ``report`` (monotonic ``started``).
 
-        def timed(*args, **kwargs):
-            started = time.monotonic()
-            result = common_metrics.ERROR
-            try:
-                report, remaining = run(*args, **kwargs)
-                if not report.errors:
-                    result = common_metrics.SUCCESS
-                if not report.dry_run:
-                    for field, kind in REMOVAL_KINDS.items():
-                        if getattr(report, field):
-                            self.reconcile_removals.labels(kind=kind).inc(
-                                len(getattr(report, field)))
-                return report, remaining
-            finally:
-                self.operation_duration.labels(operation=RECONCILE, result=result).observe(
-                    time.monotonic() - started)
-        return timed
+        Called by the reconciler's entry point (``compute/reconcile_runner.py``)
+        after each server, so what is counted is visible where it runs.
+        """
+        result = common_metrics.SUCCESS if not report.errors else common_metrics.ERROR
+        if not report.dry_run:
+            for field, kind in REMOVAL_KINDS.items():
+                if getattr(report, field):
+                    self.reconcile_removals.labels(kind=kind).inc(len(getattr(report, field)))
+        self.operation_duration.labels(operation=RECONCILE, result=result).observe(
+            time.monotonic() - started)
+
+    def reconcile_failed(self, started: float) -> None:
+        """One reconciliation of one server raised (monotonic ``started``)."""
+        self.operation_duration.labels(operation=RECONCILE, result=common_metrics.ERROR).observe(
+            time.monotonic() - started)

@@ -82,9 +82,7 @@ class ReconcileRunner:
         self._driver_instance = driver_instance
         self.reconciler = reconcile.Reconciler(conf, driver=driver, conductor=conductor,
                                                cinder=cinder, attacher=attacher, keys=keys)
-        if metrics is not None:  # compute/metrics.py: counts, durations, removals
-            self.reconciler.run = metrics.timed_reconcile(  # type: ignore[method-assign]
-                self.reconciler.run)
+        self._metrics = metrics  # compute/metrics.py: counts, durations, removals
         self._watch = []          # heap of (due monotonic, instance uuid, attempt)
         self._watch_cond = threading.Condition()
         self._watch_thread = None
@@ -98,7 +96,7 @@ class ReconcileRunner:
         (doc/source/contributor/contract.rst §10), and any other error skips the cleanup with one.
         """
         try:
-            report, remaining = self.reconciler.run(
+            report, remaining = self._apply(
                 context, instance, self._driver_instance(instance),
                 view=self.reconciler.instance_view(context.elevated()), bdms=bdms)
         except Exception as exc:  # noqa: BLE001 - the reboot goes on
@@ -149,12 +147,25 @@ class ReconcileRunner:
                 return reconcile.Report(instance_uuid=uuid, dry_run=dry_run, reason=skip[0],
                                         skipped=skip[1])
             view = view or self.reconciler.instance_view(context.elevated())
-            report, _ = self.reconciler.run(context, instance, self._driver_instance(instance),
+            report, _ = self._apply(context, instance, self._driver_instance(instance),
                                             view=view, bdms=bdms, dry_run=dry_run,
                                             recovering=recovering)
         if not dry_run:
             self._record(context, report, action_exists=action_exists)
         return report
+
+    def _apply(self, context, instance, driver_instance, **kwargs):
+        """Reconcile one server (lock held); every path to ``Reconciler.run`` is measured here."""
+        started = time.monotonic()
+        try:
+            report, remaining = self.reconciler.run(context, instance, driver_instance, **kwargs)
+        except Exception:
+            if self._metrics is not None:
+                self._metrics.reconcile_failed(started)
+            raise
+        if self._metrics is not None:
+            self._metrics.reconciled(report, started)
+        return report, remaining
 
     def _record(self, context, report, *, action_exists):
         if not report.changed or report.dry_run:
