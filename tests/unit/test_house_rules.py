@@ -40,6 +40,27 @@ def test_compute_and_virt_never_import_the_database():
 
 
 
+def test_only_the_compute_reaches_into_the_compute():
+    """Other services and commands talk to a compute through its RPC client.
+
+    ``volumesvc-manage volume_attachment`` and the conductor's tasks once
+    imported the compute's reconciler for its report and Cinder views; what
+    both sides need sits below them (``volume/reconciliation.py``). Only the
+    compute's own process entry point builds its manager.
+    """
+    allowed = {"volumesvc.compute", "volumesvc.compute.rpcapi"}
+    own_entry_point = ROOT / "cmd" / "compute.py"
+    offenders = sorted(
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in ROOT.rglob("*.py")
+        if path != own_entry_point and (ROOT / "compute") not in path.parents
+        for name in _imports(path)
+        if name.startswith("volumesvc.compute.") and name not in allowed
+        and not name.startswith("volumesvc.compute.rpcapi.")
+    )
+    assert offenders == []
+
+
 def test_the_state_names_sit_below_the_services():
     """objects/ and quota.py spell states without importing a service package.
 

@@ -7,7 +7,7 @@ import pytest
 
 from volumesvc import exception
 from volumesvc.compute import reconcile
-from volumesvc.volume import cinder
+from volumesvc.volume import cinder, reconciliation
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, 0)
 OLD = (NOW - datetime.timedelta(seconds=700)).isoformat()
@@ -77,7 +77,7 @@ def test_unknown_age_is_never_stale():
 
 
 def test_snapshot_view_serves_many_servers_from_one_listing():
-    view = reconcile.SnapshotView([dict(_att("a1", "v1"), instance="s1"),
+    view = reconciliation.SnapshotView([dict(_att("a1", "v1"), instance="s1"),
                                    dict(_att("a2", "v2"), instance="s2")], ["v2"])
     assert [a["id"] for a in view.attachments("s2")] == ["a2"]
     assert view.attachments("s3") == []
@@ -97,18 +97,18 @@ def test_list_all_pages_until_a_short_page():
 
 
 @pytest.mark.parametrize("error,reason", [
-    (exception.CinderConnectionFailed(reason="refused"), reconcile.Reason.CINDER_UNAVAILABLE),
-    (exception.CinderAPIError(code=503, reason="busy"), reconcile.Reason.CINDER_UNAVAILABLE),
-    (exception.CinderAPIError(code=413, reason="limit"), reconcile.Reason.CINDER_REFUSED),
-    (exception.Forbidden(), reconcile.Reason.CINDER_REFUSED),
-    (oslo_messaging.MessagingTimeout("no conductor"), reconcile.Reason.CONDUCTOR_UNAVAILABLE),
-    (exception.InstanceNotFound(instance_id="x"), reconcile.Reason.NOT_FOUND),
-    (exception.VolumeNotFound(volume_id="v"), reconcile.Reason.FAILED),
-    (TypeError("a bug"), reconcile.Reason.BUG),
-    (KeyError("status"), reconcile.Reason.BUG)])
+    (exception.CinderConnectionFailed(reason="refused"), reconciliation.Reason.CINDER_UNAVAILABLE),
+    (exception.CinderAPIError(code=503, reason="busy"), reconciliation.Reason.CINDER_UNAVAILABLE),
+    (exception.CinderAPIError(code=413, reason="limit"), reconciliation.Reason.CINDER_REFUSED),
+    (exception.Forbidden(), reconciliation.Reason.CINDER_REFUSED),
+    (oslo_messaging.MessagingTimeout("no conductor"), reconciliation.Reason.CONDUCTOR_UNAVAILABLE),
+    (exception.InstanceNotFound(instance_id="x"), reconciliation.Reason.NOT_FOUND),
+    (exception.VolumeNotFound(volume_id="v"), reconciliation.Reason.FAILED),
+    (TypeError("a bug"), reconciliation.Reason.BUG),
+    (KeyError("status"), reconciliation.Reason.BUG)])
 def test_reason_of_an_exception_is_decided_by_its_class(error, reason):
-    assert reconcile.reason_of(error) is reason
-    report = reconcile.Report(instance_uuid="x", skipped=str(error), reason=reason)
-    assert report.retry == (reason in {reconcile.Reason.CINDER_UNAVAILABLE,
-                                       reconcile.Reason.CONDUCTOR_UNAVAILABLE})
+    assert reconciliation.reason_of(error) is reason
+    report = reconciliation.Report(instance_uuid="x", skipped=str(error), reason=reason)
+    assert report.retry == (reason in {reconciliation.Reason.CINDER_UNAVAILABLE,
+                                       reconciliation.Reason.CONDUCTOR_UNAVAILABLE})
     assert "reason" not in report.to_dict()  # stays on the compute: the RPC reply is unchanged

@@ -180,14 +180,14 @@ class VolumeAttachmentCommands:
 
     def _all_servers(self, args):
         from volumesvc import context
-        from volumesvc.compute import reconcile
         from volumesvc.objects import instance as instance_obj
+        from volumesvc.volume import reconciliation
 
         ctx = context.get_admin_context()
         with self._database() as db:
             instances = [(i.uuid, i.host) for i in instance_obj.list_instances(db, ctx)
                          if i.host]
-        snapshot = reconcile.SnapshotView.fetch(self._cinder_api(), ctx,
+        snapshot = reconciliation.SnapshotView.fetch(self._cinder_api(), ctx,
                                                 self.conf.cinder.list_page_size)
         batches = _batches(instances, max(1, args.batch_size))
         progress = _Progress(len(instances), enabled=sys.stderr.isatty() and not args.json)
@@ -263,13 +263,13 @@ def _summary_line(s):
 
 
 def _print_report(report):
-    from volumesvc.compute import reconcile
+    from volumesvc.volume import reconciliation
 
     uuid = report["instance_uuid"]
     if report["skipped"]:
         print(f"{uuid}: skipped: {report['skipped']}")
         return
-    lines = reconcile.Report(**report).summary().splitlines()
+    lines = reconciliation.Report(**report).summary().splitlines()
     lines += [f"left alone (in progress): volume {b['volume_id']}: {b['reason']}"
               for b in report["busy"]]
     lines += [f"error: {e}" for e in report["errors"]]

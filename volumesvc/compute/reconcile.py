@@ -40,19 +40,16 @@ can be in flight without a BDM. Only a listing taken before the lock (the
 periodic task, ``--all-servers``) keeps the age guard for attachments in
 progress: the attach may have started between the listing and the lock.
 
-The Cinder side comes from a *view*: :class:`InstanceView` lists one
+The Cinder side comes from a *view* (``volume/reconciliation.py``): ``InstanceView`` lists one
 server's attachments (reboot, operator cleanup of one server);
-:class:`SnapshotView` serves many servers from one paged listing of every
+``SnapshotView`` serves many servers from one paged listing of every
 attachment (periodic task, ``--all-servers``), and every removal it
 suggests is confirmed with a GET first, so a listing taken a little
 earlier can never remove something that exists now.
 """
 
 import dataclasses
-import enum
-import functools
 
-import oslo_messaging as messaging
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
@@ -60,7 +57,7 @@ from oslo_utils import timeutils
 from volumesvc import exception
 from volumesvc.compute import connections, rebuild
 from volumesvc.states import attach_states
-from volumesvc.volume import cinder as cinder_adapter
+from volumesvc.volume import reconciliation
 
 LOG = logging.getLogger(__name__)
 
@@ -71,161 +68,6 @@ IN_PROGRESS = frozenset({"reserved", "attaching", "detaching"})
 CONNECTED = frozenset({"attaching", "attached"})
 ACTION = "cleanup_volume_attachments"
 EVENT = "compute_reconcile_volume_attachments"
-
-
-class Reason(enum.StrEnum):
-    """Why a server was not (fully) reconciled: what decides whether to try again.
-
-    Decided from the exception's class, never from a message: a programming
-    error must not pass for Cinder being down and be retried for ever.
-    """
-
-    NOT_FOUND = "not_found"
-    NOT_LAUNCHED = "not_launched"
-    IN_TASK = "in_task"
-    OTHER_HOST = "other_host"
-    CINDER_UNAVAILABLE = "cinder_unavailable"   # no answer, or a 5xx
-    CINDER_REFUSED = "cinder_refused"           # a 4xx: asking again changes nothing
-    CONDUCTOR_UNAVAILABLE = "conductor_unavailable"
-    FAILED = "failed"                           # another error of ours (a VolumesvcException)
-    BUG = "bug"                                 # anything else: logged with its traceback
-
-
-# Reasons that go away on their own: a watch tries again later.
-RETRIED = frozenset({Reason.IN_TASK, Reason.CINDER_UNAVAILABLE,
-                     Reason.CONDUCTOR_UNAVAILABLE})
-
-
-def reason_of(exc) -> Reason:
-    """The :class:`Reason` for an exception raised while reconciling."""
-    if isinstance(exc, exception.CinderConnectionFailed):
-        return Reason.CINDER_UNAVAILABLE
-    if isinstance(exc, exception.CinderAPIError):
-        code = exc.code if isinstance(exc.code, int) else 500
-        return Reason.CINDER_UNAVAILABLE if code >= 500 else Reason.CINDER_REFUSED
-    if isinstance(exc, exception.Forbidden):
-        return Reason.CINDER_REFUSED
-    if isinstance(exc, (messaging.MessagingTimeout, messaging.MessageDeliveryFailure)):
-        return Reason.CONDUCTOR_UNAVAILABLE
-    if isinstance(exc, exception.InstanceNotFound):
-        return Reason.NOT_FOUND
-    if isinstance(exc, exception.VolumesvcException):
-        return Reason.FAILED
-    return Reason.BUG
-
-
-@dataclasses.dataclass
-class Report:
-    """What one reconciliation of one server found and did (JSON-able via to_dict).
-
-    ``reason`` says why it was skipped (a :class:`Reason`); it stays on the
-    compute (``to_dict`` leaves it out), ``skipped`` is the operator's text.
-    """
-
-    instance_uuid: str
-    dry_run: bool = False
-    removed_bdms: list = dataclasses.field(default_factory=list)
-    deleted_attachments: list = dataclasses.field(default_factory=list)
-    finished: list = dataclasses.field(default_factory=list)
-    rolled_back: list = dataclasses.field(default_factory=list)
-    busy: list = dataclasses.field(default_factory=list)
-    errors: list = dataclasses.field(default_factory=list)
-    skipped: str | None = None
-    reason: Reason | None = None
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.removed_bdms or self.deleted_attachments or self.finished
-                    or self.rolled_back)
-
-    @property
-    def retry(self) -> bool:
-        """Worth another pass later: work in progress, or a reason that goes away."""
-        return bool(self.busy) or self.reason in RETRIED
-
-    def to_dict(self) -> dict:
-        body = dataclasses.asdict(self)
-        del body["reason"]
-        return body
-
-    def summary(self) -> str:
-        """One line per change, for logs and instance action details."""
-        verb = "would " if self.dry_run else ""
-        lines = [f"{verb}remove BDM of volume {r['volume_id']} (attachment "
-                 f"{r['attachment_id']}): {r['reason']}" for r in self.removed_bdms]
-        lines += [f"{verb}delete Cinder attachment {a['attachment_id']} of volume "
-                  f"{a['volume_id']}: {a['reason']}" for a in self.deleted_attachments]
-        lines += [f"{verb}finish interrupted attach of volume {f['volume_id']}"
-                  for f in self.finished]
-        lines += [f"{verb}roll back attach of volume {r['volume_id']}: {r['reason']}"
-                  for r in self.rolled_back]
-        return "\n".join(lines)
-
-
-# -- the Cinder side -------------------------------------------------------------------
-
-
-class InstanceView:
-    """One server's attachments, listed when asked (``GET /attachments?instance_id=``).
-
-    Asked under the server's instance lock, so the listing is as fresh as
-    the BDMs: an attachment no BDM knows is not an attach in progress.
-    """
-
-    listed_under_lock = True
-
-    def __init__(self, cinder, context, page_size):
-        self._cinder = cinder
-        self._context = context
-        self._page_size = page_size
-
-    def attachments(self, instance_uuid):
-        page = functools.partial(self._cinder.attachment_list_page, self._context,
-                                 instance_id=instance_uuid)
-        return cinder_adapter.list_all(page, self._page_size)
-
-    def suspect_volume(self, volume_id) -> bool:
-        """Every volume is read (one GET per BDM): a server has few."""
-        return True
-
-
-class SnapshotView:
-    """Many servers from one listing of every attachment and every ``available`` volume.
-
-    Requests grow with pages of attachments, not with servers. A BDM is only
-    suspected (and then confirmed with a GET) when its attachment is missing
-    from the listing or its volume was listed ``available``. Listed before
-    any lock was taken: an attachment in progress without a BDM may belong
-    to an attach that began since, so it must be older than the timeout.
-    """
-
-    listed_under_lock = False
-
-    def __init__(self, attachments, available_volume_ids):
-        self._by_instance: dict[str | None, list[dict]] = {}
-        for attachment in attachments:
-            self._by_instance.setdefault(attachment.get("instance"), []).append(attachment)
-        self._available = frozenset(available_volume_ids)
-
-    @classmethod
-    def fetch(cls, cinder, context, page_size):
-        attachments = cinder_adapter.list_all(
-            functools.partial(cinder.attachment_list_page, context), page_size)
-        available = cinder_adapter.list_all(
-            functools.partial(cinder.volume_id_page, context, status="available"),
-            page_size, key=lambda volume_id: volume_id)
-        return cls(attachments, available)
-
-    def attachments(self, instance_uuid):
-        return list(self._by_instance.get(instance_uuid, ()))
-
-    def suspect_volume(self, volume_id) -> bool:
-        return volume_id in self._available
-
-    def for_instances(self, instance_uuids):
-        """(attachments, available ids) restricted to what these servers hold (RPC-sized)."""
-        attachments = [a for uuid in instance_uuids for a in self._by_instance.get(uuid, ())]
-        return attachments, sorted(self._available)
 
 
 # -- deciding (pure) ---------------------------------------------------------------------
@@ -347,7 +189,7 @@ class Reconciler:
         return self.conf.compute.attachment_reservation_timeout
 
     def instance_view(self, context):
-        return InstanceView(self.cinder, context, self.conf.cinder.list_page_size)
+        return reconciliation.InstanceView(self.cinder, context, self.conf.cinder.list_page_size)
 
     def run(self, context, instance, driver_instance, *, view, bdms=None, dry_run=False,
             recovering=False):
@@ -357,7 +199,7 @@ class Reconciler:
         other error is recorded per item in ``errors`` and the rest goes on.
         """
         uuid = instance["uuid"]
-        report = Report(instance_uuid=uuid, dry_run=dry_run)
+        report = reconciliation.Report(instance_uuid=uuid, dry_run=dry_run)
         if bdms is None:
             bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
         try:
@@ -366,7 +208,7 @@ class Reconciler:
                 exception.Forbidden) as exc:
             LOG.warning("Cinder could not list the attachments of %s; dangling volume "
                         "attachments were not reconciled: %s", uuid, exc)
-            report.reason = reason_of(exc)
+            report.reason = reconciliation.reason_of(exc)
             report.skipped = f"Cinder unreachable: {exc}"
             return report, bdms
         work = plan(bdms, attachments, now=timeutils.utcnow(), timeout=self.timeout,
@@ -377,7 +219,7 @@ class Reconciler:
             run.execute(work, view)
         except exception.CinderConnectionFailed as exc:
             LOG.warning("Cinder became unreachable while reconciling %s: %s", uuid, exc)
-            report.reason = Reason.CINDER_UNAVAILABLE
+            report.reason = reconciliation.Reason.CINDER_UNAVAILABLE
             report.errors.append(f"Cinder unreachable: {exc}")
         removed = {r["bdm_uuid"] for r in report.removed_bdms + report.rolled_back}
         remaining = bdms if dry_run else [b for b in bdms if b.get("uuid") not in removed]
@@ -436,7 +278,7 @@ class _Run:
             raise
         except Exception as exc:  # noqa: BLE001 - one item must not stop the others
             name = step.__name__.strip("_")
-            if reason_of(exc) is Reason.BUG:
+            if reconciliation.reason_of(exc) is reconciliation.Reason.BUG:
                 LOG.exception("Reconciling volume attachments of %s: %s failed", self.uuid,
                               name)
             else:

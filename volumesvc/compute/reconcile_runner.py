@@ -33,6 +33,7 @@ from volumesvc import context as vs_context
 from volumesvc import exception
 from volumesvc.compute import encryption, reconcile
 from volumesvc.states import vm_states
+from volumesvc.volume import reconciliation
 
 LOG = logging.getLogger(__name__)
 
@@ -46,20 +47,20 @@ WATCH_ATTEMPTS = 5
 def skip_reason(instance):
     """Why a server is not reconciled outside a reboot: (Reason, text), or None."""
     if instance.get("vm_state") in _NOT_LAUNCHED or not instance.get("launched_at"):
-        return reconcile.Reason.NOT_LAUNCHED, "server was never launched"
+        return reconciliation.Reason.NOT_LAUNCHED, "server was never launched"
     if instance.get("task_state"):
-        return reconcile.Reason.IN_TASK, f"server is in task {instance['task_state']}"
+        return reconciliation.Reason.IN_TASK, f"server is in task {instance['task_state']}"
     return None
 
 
 def log_failure(exc, message, *args):
-    """Log a pass that raised ``exc``; return its :class:`reconcile.Reason`.
+    """Log a pass that raised ``exc``; return its :class:`reconciliation.Reason`.
 
     A bug (no exception of ours, Cinder's or the bus's) is logged with its
     traceback: it will not go away by itself, so it is not retried either.
     """
-    reason = reconcile.reason_of(exc)
-    if reason is reconcile.Reason.BUG:
+    reason = reconciliation.reason_of(exc)
+    if reason is reconciliation.Reason.BUG:
         LOG.exception(message + ": %s", *args, exc)
     else:
         LOG.warning(message + ": %s", *args, exc)
@@ -118,7 +119,7 @@ class ReconcileRunner:
         if attachments is None:
             view = None
         else:
-            view = reconcile.SnapshotView(attachments, available_volume_ids or ())
+            view = reconciliation.SnapshotView(attachments, available_volume_ids or ())
         reports = []
         for instance in instances:
             reports.append(self._one(context, instance, dry_run=dry_run, view=view,
@@ -136,15 +137,15 @@ class ReconcileRunner:
                 try:
                     instance = self.conductor.instance_get(context, instance_uuid=uuid)
                 except exception.InstanceNotFound:
-                    return reconcile.Report(instance_uuid=uuid, dry_run=dry_run,
+                    return reconciliation.Report(instance_uuid=uuid, dry_run=dry_run,
                                             skipped="server not found",
-                                            reason=reconcile.Reason.NOT_FOUND)
+                                            reason=reconciliation.Reason.NOT_FOUND)
             skip = skip_reason(instance)
             if instance.get("host") != self.host:
-                skip = (reconcile.Reason.OTHER_HOST,
+                skip = (reconciliation.Reason.OTHER_HOST,
                         f"server is on host {instance.get('host')}")
             if skip:
-                return reconcile.Report(instance_uuid=uuid, dry_run=dry_run, reason=skip[0],
+                return reconciliation.Report(instance_uuid=uuid, dry_run=dry_run, reason=skip[0],
                                         skipped=skip[1])
             view = view or self.reconciler.instance_view(context.elevated())
             report, _ = self._apply(context, instance, self._driver_instance(instance),
@@ -200,7 +201,7 @@ class ReconcileRunner:
         except Exception as exc:  # noqa: BLE001 - try again once the conductor answers
             reason = log_failure(exc, "Could not list the servers of %s to recover "
                                  "interrupted volume attachments", self.host)
-            if reason in reconcile.RETRIED:
+            if reason in reconciliation.RETRIED:
                 LOG.info("Recovering the volume attachments of %s again in %ss",
                          self.host, self._retry_delay())
                 self.watch(None, self._retry_delay())
@@ -214,7 +215,7 @@ class ReconcileRunner:
             except Exception as exc:  # noqa: BLE001 - one server must not stop the others
                 reason = log_failure(exc, "Recovering the volume attachments of %s failed",
                                      instance["uuid"])
-                if reason in reconcile.RETRIED:
+                if reason in reconciliation.RETRIED:
                     self.watch(instance["uuid"], self._retry_delay())
                 continue
             self._rewatch(report, 0)
@@ -249,7 +250,7 @@ class ReconcileRunner:
         if not instances:
             return []
         try:
-            view = reconcile.SnapshotView.fetch(self.cinder, context,
+            view = reconciliation.SnapshotView.fetch(self.cinder, context,
                                                 self.conf.cinder.list_page_size)
         except (exception.CinderConnectionFailed, exception.CinderAPIError) as exc:
             LOG.warning("Cinder unreachable; periodic reconciliation of volume attachments "
@@ -313,7 +314,7 @@ class ReconcileRunner:
             report = self._one(vs_context.get_admin_context(), {"uuid": uuid})
         except Exception as exc:  # noqa: BLE001 - a watch must never kill its thread
             reason = log_failure(exc, "Reconciling the volume attachments of %s failed", uuid)
-            report = reconcile.Report(instance_uuid=uuid, skipped=f"{reason}: {exc}",
+            report = reconciliation.Report(instance_uuid=uuid, skipped=f"{reason}: {exc}",
                                       reason=reason)
         self._rewatch(report, attempt)
 
