@@ -63,19 +63,36 @@ class VolumeAttacher:
             context, cinder=self.cinder, conductor=self.conductor, driver=self.driver,
             host=self.conf.host, instance_uuid=instance_uuid, connection_info=info)
 
-    def disconnect_all(self, context, instance_uuid, bdms):
+    def _disconnect_released(self, context, instance_uuid, volume_id, info):
+        # NOTE: a live-only context: a deleted server's leftover attachment
+        # must not count as a user of the connection.
+        users = connections.other_users_on_host(context, self.cinder, self.conductor,
+                                                self.conf.host, instance_uuid, volume_id)
+        if users:
+            LOG.info("Keeping the host connection of volume %s of deleted server %s: "
+                     "used by %s", volume_id, instance_uuid, ", ".join(users))
+            return
+        self.driver.disconnect_volume(info)
+
+    def disconnect_all(self, context, instance_uuid, bdms, *, released=False):
         """Host side of a deleted server's volumes (after its domain is gone).
 
         A failure is logged, not raised: the server is being deleted and its
-        attachments are released regardless.
+        attachments are released regardless. ``released``: Cinder let go of
+        the volumes before the domain went (a local delete while this compute
+        looked down), so any of them, not only a multiattach one, may be
+        attached to another server here since; such a connection is kept.
         """
         for bdm in boot_volumes.volume_bdms(bdms):
             info = bdm.get("connection_info")
             info = jsonutils.loads(info) if isinstance(info, str) else info
-            if not info:
+            if not info or (released and not bdm.get("volume_id")):
                 continue
             try:
-                self._disconnect(context, instance_uuid, info)
+                if released:
+                    self._disconnect_released(context, instance_uuid, bdm["volume_id"], info)
+                else:
+                    self._disconnect(context, instance_uuid, info)
             except Exception as exc:  # noqa: BLE001 - the delete goes on
                 LOG.warning("Could not disconnect volume %s of %s: %s",
                             bdm.get("volume_id"), instance_uuid, exc)

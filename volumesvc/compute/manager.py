@@ -23,6 +23,7 @@ from volumesvc.compute import (
     running_deleted,
     snapshots,
     started_work,
+    teardown,
 )
 from volumesvc.compute import events as events_mod
 from volumesvc.compute import instances as compute_instances
@@ -100,7 +101,7 @@ class ComputeManager:
             keys=self.keys)
         self.reaper = running_deleted.RunningDeletedReaper(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
-            lock=self._lock)
+            attacher=self.attacher, lock=self._lock)
 
     def _dead_task(self, recover):
         """``recover`` for a server whose task this process was never asked for.
@@ -301,9 +302,9 @@ class ComputeManager:
             self.reporter.notify(context, instance, "delete", "start", bdms=bdms)
             try:
                 with self.reporter.event(context, uuid, "compute_terminate_instance"):
-                    self.driver.destroy(_driver_instance(instance),
-                                        boot_volumes.block_device_info(bdms))
-                    self.attacher.disconnect_all(context, uuid, bdms)
+                    teardown.destroy_on_host(context, driver=self.driver,
+                                             attacher=self.attacher, instance=instance,
+                                             bdms=bdms)
                     cleanup.release_instance(
                         self.cinder, context.elevated(), uuid, bdms,
                         timeout=self._conf.compute.volume_wait_timeout,

@@ -45,14 +45,13 @@ comes one poll interval after the start, as with Nova.
 import enum
 
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import context as vs_context
 from volumesvc import exception
-from volumesvc.compute import connections
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import reporter as compute_reporter
+from volumesvc.compute import teardown
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.virt import power_state
 
@@ -120,8 +119,10 @@ def _reading_deleted(context):
 class RunningDeletedReaper:
     """Finds and handles this host's domains of deleted servers (one per compute)."""
 
-    def __init__(self, conf, *, host, driver, conductor, cinder, lock):
+    def __init__(self, conf, *, host, driver, conductor, cinder, attacher, lock):
         self.conf = conf
+        #: the compute's VolumeAttacher: a reaped domain's volumes go as a delete's do
+        self.attacher = attacher
         self.host = host
         self.driver = driver
         self.conductor = conductor
@@ -228,7 +229,8 @@ class RunningDeletedReaper:
     def _reap(self, context, record):
         """Destroy and undefine the domain, then release what it held on this host.
 
-        What goes, in order:
+        What goes, in order, as in the compute's delete
+        (``compute/teardown.py``):
 
         * the domain: stopped (QEMU exits and lets go of every volume it had
           open, RBD images included) and undefined;
@@ -252,35 +254,16 @@ class RunningDeletedReaper:
         bdms = [b for b in self.conductor.bdm_list(_reading_deleted(context),
                                                    instance_uuid=uuid)
                 if deleted_with(b, record)]
+        volume_bdms = boot_volumes.volume_bdms(bdms)
         LOG.warning("Reaping the domain of server %s, deleted at %s, still running on %s "
                     "(%d volumes)", uuid, record.get("deleted_at"), self.host,
-                    len(boot_volumes.volume_bdms(bdms)))
-        self.driver.destroy(compute_instances.driver_instance(record),
-                            boot_volumes.block_device_info(bdms))
-        for bdm in boot_volumes.volume_bdms(bdms):
-            try:
-                self._disconnect(context, uuid, bdm)
-            except Exception as exc:  # noqa: BLE001 - the other volumes still go
-                LOG.warning("Could not disconnect volume %s of deleted server %s: %s",
-                            bdm.get("volume_id"), uuid, compute_reporter.message_of(exc))
+                    len(volume_bdms))
+        teardown.destroy_on_host(context, driver=self.driver, attacher=self.attacher,
+                                 instance=record, bdms=bdms, released=True)
+        for bdm in volume_bdms:
             if bdm.get("delete_on_termination"):
                 self._delete_volume(context, uuid, bdm.get("volume_id"))
         boot_volumes.remove_instance_dir(self.conf, uuid)
-
-    def _disconnect(self, context, uuid, bdm):
-        info = bdm.get("connection_info")
-        info = jsonutils.loads(info) if isinstance(info, str) else info
-        if not info or not bdm.get("volume_id"):
-            return
-        # NOTE: the live-only context: a deleted server's leftover attachment
-        # must not count as a user of the connection.
-        users = connections.other_users_on_host(context, self.cinder, self.conductor,
-                                                self.host, uuid, bdm["volume_id"])
-        if users:
-            LOG.info("Keeping the host connection of volume %s of deleted server %s: "
-                     "used by %s", bdm["volume_id"], uuid, ", ".join(users))
-            return
-        self.driver.disconnect_volume(info)
 
     def _delete_volume(self, context, uuid, volume_id):
         if not volume_id:

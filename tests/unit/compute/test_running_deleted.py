@@ -9,7 +9,7 @@ from oslo_utils import timeutils
 
 from volumesvc import context as vs_context
 from volumesvc import exception
-from volumesvc.compute import running_deleted
+from volumesvc.compute import attach, running_deleted
 from volumesvc.conf import get_conf
 from volumesvc.virt import power_state
 
@@ -112,9 +112,12 @@ def _reaper(records, domains, *, action="reap", timeout=0, bdms=(), volumes=None
     conf.set_override("state_path", "/nonexistent-state")
     conf.set_override("running_deleted_instance_action", action)
     conf.set_override("running_deleted_instance_timeout", timeout)
+    driver, conductor, cinder = _Driver(domains), _Conductor(records, bdms), _Cinder(volumes or {})
+    # The compute's own attacher: a reaped domain goes the way a delete's does.
+    attacher = attach.VolumeAttacher(conf, driver, conductor, cinder, keys=object())
     return running_deleted.RunningDeletedReaper(
-        conf, host=HOST, driver=_Driver(domains), conductor=_Conductor(records, bdms),
-        cinder=_Cinder(volumes or {}), lock=_Locks())
+        conf, host=HOST, driver=driver, conductor=conductor, cinder=cinder,
+        attacher=attacher, lock=_Locks())
 
 
 def _ctx():
@@ -242,6 +245,22 @@ def test_reap_keeps_a_connection_another_server_here_uses_and_an_attached_volume
                      bdms=bdms, volumes=volumes)
     reaper.run(_ctx())
     assert reaper.driver.calls == [("destroy", "gone", ["shared"])]
+    assert reaper.cinder.deleted == []
+
+
+def test_reap_keeps_the_connection_of_a_volume_attached_here_since_it_was_released():
+    """Not multiattach, yet in use here: the local delete released it, another server took it.
+
+    A delete's own disconnect asks Cinder only about multiattach volumes; a
+    reaped server's volumes were released while the domain still ran.
+    """
+    bdms = [_bdm("gone", "taken", deleted_at=LONG_AGO)]
+    volumes = {"taken": {"status": "in-use", "attachments": [{"server_id": "live"}]}}
+    reaper = _reaper([_record("gone", deleted_at=LONG_AGO), _record("live")],
+                     {"gone": power_state.RUNNING, "live": power_state.RUNNING},
+                     bdms=bdms, volumes=volumes)
+    assert reaper.run(_ctx()) == ["gone"]
+    assert reaper.driver.calls == [("destroy", "gone", ["taken"])]
     assert reaper.cinder.deleted == []
 
 
