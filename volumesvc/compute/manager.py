@@ -14,13 +14,13 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from volumesvc import context as vs_context
 from volumesvc import exception, keymgr, periodic, servicegroup
 from volumesvc.compute import attach as attach_mod
 from volumesvc.compute import (
     console_output,
     reconcile_runner,
     rpcapi,
-    running_deleted,
     snapshots,
     started_work,
     teardown,
@@ -99,9 +99,6 @@ class ComputeManager:
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
             driver_instance=_driver_instance, metrics=metrics, interrupted=interrupted,
             keys=self.keys)
-        self.reaper = running_deleted.RunningDeletedReaper(
-            conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
-            attacher=self.attacher, lock=self._lock)
 
     def _dead_task(self, recover):
         """``recover`` for a server whose task this process was never asked for.
@@ -131,7 +128,8 @@ class ComputeManager:
         (``compute/reconcile_runner.py``).
         """
         self.driver.init_host(self.host)
-        self.reconciler.recover_host(timeout=self._conf.report_interval)
+        self.reconciler.run(reconcile_runner.Occasion.START, vs_context.get_admin_context(),
+                            timeout=self._conf.report_interval)
 
     def cleanup_host(self):
         self.reconciler.stop()
@@ -335,7 +333,9 @@ class ComputeManager:
                                  expected=[requested])
                     bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
                     # Dangling attachments leave before the disks are rebuilt (contract §10).
-                    bdms = self.reconciler.for_reboot(context, instance, bdms)
+                    report, = self.reconciler.run(reconcile_runner.Occasion.REBOOT, context,
+                                                  [instance], bdms=bdms)
+                    bdms = report.remaining(bdms)
                     if hard:
                         bdms = boot_volumes.reconnect(self.driver, self.conductor, context,
                                                       bdms, self.keys)
@@ -478,7 +478,7 @@ class ComputeManager:
     @periodic.periodic_task("compute", "dangling_attachment_reconcile_interval")
     def _reconcile_dangling_attachments(self, context):
         """Reconcile this host's idle servers with Cinder (off unless configured)."""
-        self.reconciler.periodic(context)
+        self.reconciler.run(reconcile_runner.Occasion.PERIODIC, context)
 
     def reconcile_volume_attachments(self, context, *, instances, dry_run=False,
                                      attachments=None, available_volume_ids=None):
@@ -487,9 +487,10 @@ class ComputeManager:
         ``attachments``/``available_volume_ids``: a listing the caller made
         once for many servers (None: each server lists its own).
         """
-        return self.reconciler.reconcile(
-            context, instances, dry_run=dry_run, attachments=attachments,
-            available_volume_ids=available_volume_ids)
+        reports = self.reconciler.run(
+            reconcile_runner.Occasion.REQUEST, context, instances, dry_run=dry_run,
+            attachments=attachments, available_volume_ids=available_volume_ids)
+        return [report.to_dict() for report in reports]
 
     # -- domains of deleted servers ----------------------------------------------
 
@@ -500,7 +501,7 @@ class ComputeManager:
         A server deleted by the conductor while this compute only looked
         down leaves its domain running here (``compute/running_deleted.py``).
         """
-        self.reaper.run(context)
+        self.reconciler.run(reconcile_runner.Occasion.RUNNING_DELETED, context)
 
     # -- assisted volume snapshots ------------------------------------------
 

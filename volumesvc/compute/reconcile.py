@@ -221,8 +221,7 @@ class Reconciler:
             LOG.warning("Cinder became unreachable while reconciling %s: %s", uuid, exc)
             report.reason = reconciliation.Reason.CINDER_UNAVAILABLE
             report.errors.append(f"Cinder unreachable: {exc}")
-        removed = {r["bdm_uuid"] for r in report.removed_bdms + report.rolled_back}
-        remaining = bdms if dry_run else [b for b in bdms if b.get("uuid") not in removed]
+        remaining = report.remaining(bdms)
         if report.changed and not dry_run:
             LOG.info("Reconciled volume attachments of %s:\n%s", uuid, report.summary())
         return report, remaining

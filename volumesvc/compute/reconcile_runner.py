@@ -1,7 +1,10 @@
 """When the compute reconciles volume attachments, and how it reports it.
 
 ``compute/reconcile.py`` decides and acts for one server; this module runs
-it at the right moments, each under the server's instance lock:
+it at the right moments, through one entry point,
+``ReconcileRunner.run(occasion, context, servers)``, each server under its
+instance lock and through the same steps (read, skip, plan and apply,
+record); the occasions are:
 
 * inside a reboot (SOFT and HARD), before the block-device info is built;
 * on request (``volumesvc-manage volume_attachment cleanup``, through the
@@ -18,11 +21,16 @@ it at the right moments, each under the server's instance lock:
   (optional) periodic task. (An attach cast that never reached this
   compute is the conductor's to watch: ``conductor/attach_watch.py``.)
 
+The same entry point runs the check for domains of deleted servers
+(``compute/running_deleted.py``), which takes a reaped server apart with
+the delete's own steps (``compute/teardown.py``).
+
 Every change is logged and recorded as an instance action event (on the
 ``reboot`` action, the operator's action, or a new
 ``cleanup_volume_attachments`` action for work nobody asked for).
 """
 
+import enum
 import heapq
 import threading
 import time
@@ -31,7 +39,7 @@ from oslo_log import log as logging
 
 from volumesvc import context as vs_context
 from volumesvc import exception
-from volumesvc.compute import encryption, reconcile
+from volumesvc.compute import encryption, reconcile, running_deleted
 from volumesvc.states import vm_states
 from volumesvc.volume import reconciliation
 
@@ -67,8 +75,25 @@ def log_failure(exc, message, *args):
     return reason
 
 
+class Occasion(enum.StrEnum):
+    """Why the compute reconciles: the one argument that tells its entry points apart."""
+
+    REBOOT = "reboot"                    # inside a reboot; the caller holds the lock
+    REQUEST = "request"                  # volume_attachment cleanup, through the conductor
+    START = "start"                      # the compute starts: interrupted work of a dead process
+    WATCH = "watch"                      # a server (or the start) checked again later
+    PERIODIC = "periodic"                # [compute] dangling_attachment_reconcile_interval
+    RUNNING_DELETED = "running_deleted"  # domains of deleted servers (compute/running_deleted.py)
+
+
 class ReconcileRunner:
-    """The compute's entry points into the reconciliation (one per compute process)."""
+    """The compute's one entry point into recovery, :meth:`run` (one per compute process).
+
+    Each occasion chooses its servers and its Cinder view, then every server
+    goes through the same steps (:meth:`_one`): read under its lock, skip
+    what is not ours to touch, plan and apply (``compute/reconcile.py``,
+    measured by :meth:`_apply`), record what changed.
+    """
 
     def __init__(self, conf, *, host, driver, conductor, cinder, attacher, reporter,
                  lock, driver_instance, metrics=None, interrupted=None, keys=None):
@@ -83,51 +108,45 @@ class ReconcileRunner:
         self._driver_instance = driver_instance
         self.reconciler = reconcile.Reconciler(conf, driver=driver, conductor=conductor,
                                                cinder=cinder, attacher=attacher, keys=keys)
+        self.reaper = running_deleted.RunningDeletedReaper(
+            conf, host=host, driver=driver, conductor=conductor, cinder=cinder,
+            attacher=attacher, lock=lock)
         self._metrics = metrics  # compute/metrics.py: counts, durations, removals
         self._watch = []          # heap of (due monotonic, instance uuid, attempt)
         self._watch_cond = threading.Condition()
         self._watch_thread = None
         self._stopping = False
 
-    # -- reboot ---------------------------------------------------------------------
-    def for_reboot(self, context, instance, bdms):
-        """Reconcile inside a reboot (lock held by the caller); return the BDMs that remain.
+    def run(self, occasion, context, servers=(), **options) -> list:
+        """Reconcile for ``occasion``; one :class:`reconciliation.Report` per server.
 
-        Nothing here may fail the reboot: Cinder unreachable is a warning
-        (doc/source/contributor/contract.rst §10), and any other error skips the cleanup with one.
+        ``servers`` (instance dicts) for REBOOT, REQUEST and WATCH (uuids
+        only); START and PERIODIC take this host's, RUNNING_DELETED its
+        domains (and returns the uuids of the domains it acted on).
+        ``options``: REBOOT ``bdms``; REQUEST ``dry_run``, ``attachments``,
+        ``available_volume_ids``, ``action_exists``; START ``timeout``;
+        WATCH ``attempt`` (each server, or the start-up pass for an empty
+        uuid, runs with an admin context of its own).
         """
-        try:
-            report, remaining = self._apply(
-                context, instance, self._driver_instance(instance),
-                view=self.reconciler.instance_view(context.elevated()), bdms=bdms)
-        except Exception as exc:  # noqa: BLE001 - the reboot goes on
-            log_failure(exc, "Dangling volume attachment cleanup of %s failed; rebooting "
-                        "with the BDMs as they are", instance["uuid"])
-            return bdms
-        self._record(context, report, action_exists=True)
-        return remaining
+        occasion = Occasion(occasion)
+        if occasion is Occasion.REBOOT:
+            return [self._for_reboot(context, instance, options["bdms"])
+                    for instance in servers]
+        if occasion is Occasion.REQUEST:
+            return self._on_request(context, servers, **options)
+        if occasion is Occasion.START:
+            return self._recover_host(context, **options)
+        if occasion is Occasion.WATCH:
+            return [r for r in (self._run_watch(uuid, options.get("attempt", 0))
+                                for uuid in servers) if r is not None]
+        if occasion is Occasion.PERIODIC:
+            return self._periodic(context)
+        return self.reaper.run(context)
 
-    # -- on request ------------------------------------------------------------------
-    def reconcile(self, context, instances, *, dry_run=False, attachments=None,
-                  available_volume_ids=None, action_exists=False):
-        """Reconcile each server; one Cinder listing for all when ``attachments`` is given.
-
-        Returns one report dict per server. A server in a task (other than
-        one stuck for longer than the reservation timeout) is skipped, as
-        is one that never launched.
-        """
-        if attachments is None:
-            view = None
-        else:
-            view = reconciliation.SnapshotView(attachments, available_volume_ids or ())
-        reports = []
-        for instance in instances:
-            reports.append(self._one(context, instance, dry_run=dry_run, view=view,
-                                     action_exists=action_exists).to_dict())
-        return reports
-
+    # -- the steps of one server -----------------------------------------------------
     def _one(self, context, instance, *, dry_run=False, view=None, recovering=False,
              action_exists=False):
+        """Read, skip, plan and apply, record: one server, under its lock."""
         uuid = instance["uuid"]
         bdms = instance.get("bdms") if view is not None else None
         with self._lock(uuid):
@@ -138,35 +157,70 @@ class ReconcileRunner:
                     instance = self.conductor.instance_get(context, instance_uuid=uuid)
                 except exception.InstanceNotFound:
                     return reconciliation.Report(instance_uuid=uuid, dry_run=dry_run,
-                                            skipped="server not found",
-                                            reason=reconciliation.Reason.NOT_FOUND)
+                                                 skipped="server not found",
+                                                 reason=reconciliation.Reason.NOT_FOUND)
             skip = skip_reason(instance)
             if instance.get("host") != self.host:
                 skip = (reconciliation.Reason.OTHER_HOST,
                         f"server is on host {instance.get('host')}")
             if skip:
-                return reconciliation.Report(instance_uuid=uuid, dry_run=dry_run, reason=skip[0],
-                                        skipped=skip[1])
+                return reconciliation.Report(instance_uuid=uuid, dry_run=dry_run,
+                                             reason=skip[0], skipped=skip[1])
             view = view or self.reconciler.instance_view(context.elevated())
-            report, _ = self._apply(context, instance, self._driver_instance(instance),
-                                            view=view, bdms=bdms, dry_run=dry_run,
-                                            recovering=recovering)
+            report = self._apply(context, instance, view=view, bdms=bdms, dry_run=dry_run,
+                                 recovering=recovering)
         if not dry_run:
             self._record(context, report, action_exists=action_exists)
         return report
 
-    def _apply(self, context, instance, driver_instance, **kwargs):
-        """Reconcile one server (lock held); every path to ``Reconciler.run`` is measured here."""
+    # -- reboot ---------------------------------------------------------------------
+    def _for_reboot(self, context, instance, bdms):
+        """Inside a reboot (lock held by the caller): the skip and read steps are the reboot's.
+
+        Nothing here may fail the reboot: Cinder unreachable is a warning
+        (doc/source/contributor/contract.rst §10), and any other error skips
+        the cleanup with one (the report's ``remaining(bdms)`` is then all).
+        """
+        uuid = instance["uuid"]
+        try:
+            report = self._apply(context, instance,
+                                 view=self.reconciler.instance_view(context.elevated()),
+                                 bdms=bdms)
+        except Exception as exc:  # noqa: BLE001 - the reboot goes on
+            reason = log_failure(exc, "Dangling volume attachment cleanup of %s failed; "
+                                 "rebooting with the BDMs as they are", uuid)
+            return reconciliation.Report(instance_uuid=uuid, skipped=str(exc), reason=reason)
+        self._record(context, report, action_exists=True)
+        return report
+
+    # -- on request ------------------------------------------------------------------
+    def _on_request(self, context, instances, *, dry_run=False, attachments=None,
+                    available_volume_ids=None, action_exists=False):
+        """Each server asked for; one Cinder listing for all when ``attachments`` is given.
+
+        A server in a task (other than one stuck for longer than the
+        reservation timeout) is skipped, as is one that never launched.
+        """
+        if attachments is None:
+            view = None
+        else:
+            view = reconciliation.SnapshotView(attachments, available_volume_ids or ())
+        return [self._one(context, instance, dry_run=dry_run, view=view,
+                          action_exists=action_exists) for instance in instances]
+
+    def _apply(self, context, instance, **kwargs):
+        """Plan and apply for one server (lock held); measured here, whatever the occasion."""
         started = time.monotonic()
         try:
-            report, remaining = self.reconciler.run(context, instance, driver_instance, **kwargs)
+            report, _remaining = self.reconciler.run(
+                context, instance, self._driver_instance(instance), **kwargs)
         except Exception:
             if self._metrics is not None:
                 self._metrics.reconcile_failed(started)
             raise
         if self._metrics is not None:
             self._metrics.reconciled(report, started)
-        return report, remaining
+        return report
 
     def _record(self, context, report, *, action_exists):
         if not report.changed or report.dry_run:
@@ -184,8 +238,8 @@ class ReconcileRunner:
                              details=report.summary()[:4000])
 
     # -- compute start ----------------------------------------------------------------
-    def recover_host(self, timeout=None):
-        """Reconcile every server of this host (called before the RPC server starts).
+    def _recover_host(self, context, timeout=None):
+        """Every server of this host (called before the RPC server starts).
 
         An attach this compute was running when it died (Cinder attachment
         ``attaching``) is finished or rolled back now; younger work of other
@@ -194,7 +248,6 @@ class ReconcileRunner:
         starts anyway (nothing can send it work then) and retries from a
         watch.
         """
-        context = vs_context.get_admin_context()
         try:
             instances = self.conductor.instance_list_by_host(context, host=self.host,
                                                              timeout=timeout)
@@ -238,8 +291,8 @@ class ReconcileRunner:
                 recover(context, instance)
 
     # -- periodic -----------------------------------------------------------------------
-    def periodic(self, context):
-        """Reconcile this host's idle servers; one Cinder listing serves all of them.
+    def _periodic(self, context):
+        """This host's idle servers; one Cinder listing serves all of them.
 
         Servers in a task (or never launched) are left for their own
         workflow. Cinder unreachable: skipped with a warning until next time.
@@ -304,19 +357,22 @@ class ReconcileRunner:
                 if self._stopping:
                     return
                 _due, uuid, attempt = heapq.heappop(self._watch)
-            self._run_watch(uuid, attempt)
+            self.run(Occasion.WATCH, vs_context.get_admin_context(), [uuid], attempt=attempt)
 
     def _run_watch(self, uuid, attempt):
+        """One watch that came due: a server, or (no uuid) the start-up pass again."""
+        context = vs_context.get_admin_context()
         if not uuid:
-            self.recover_host()
-            return
+            self._recover_host(context)
+            return None
         try:
-            report = self._one(vs_context.get_admin_context(), {"uuid": uuid})
+            report = self._one(context, {"uuid": uuid})
         except Exception as exc:  # noqa: BLE001 - a watch must never kill its thread
             reason = log_failure(exc, "Reconciling the volume attachments of %s failed", uuid)
             report = reconciliation.Report(instance_uuid=uuid, skipped=f"{reason}: {exc}",
-                                      reason=reason)
+                                           reason=reason)
         self._rewatch(report, attempt)
+        return report
 
     def stop(self):
         with self._watch_cond:

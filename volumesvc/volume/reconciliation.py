@@ -87,6 +87,13 @@ class Report:
         """Worth another pass later: work in progress, or a reason that goes away."""
         return bool(self.busy) or self.reason in RETRIED
 
+    def remaining(self, bdms) -> list:
+        """``bdms`` without those this (real) reconciliation removed or rolled back."""
+        if self.dry_run:
+            return list(bdms)
+        removed = {r["bdm_uuid"] for r in self.removed_bdms + self.rolled_back}
+        return [b for b in bdms if b.get("uuid") not in removed]
+
     def to_dict(self) -> dict:
         body = dataclasses.asdict(self)
         del body["reason"]

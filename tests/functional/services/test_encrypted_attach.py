@@ -17,6 +17,7 @@ import pytest
 
 from tests.functional.stack import Stack
 from volumesvc import keymgr
+from volumesvc.compute import reconcile_runner
 from volumesvc.objects import instance as instance_obj
 from volumesvc.virt.libvirt import luks
 
@@ -257,11 +258,11 @@ def test_the_reconciliation_removes_secrets_no_server_here_uses(stack):
     assert set(_secrets(stack)) == {kept, orphan, theirs}
 
     runner = stack.computes["host-a"].manager.reconciler
-    runner.periodic(stack.admin_context())
+    runner.run(reconcile_runner.Occasion.PERIODIC, stack.admin_context())
     assert set(_secrets(stack)) == {kept, theirs}
 
     drv.attach_encryptor(info, LUKS, "qemu", key, keymgr.passphrase(key))
-    runner.recover_host(timeout=5)
+    runner.run(reconcile_runner.Occasion.START, stack.admin_context(), timeout=5)
     assert set(_secrets(stack)) == {kept, theirs}
 
 
@@ -320,10 +321,10 @@ def test_the_reconciliation_leaves_secrets_alone_while_a_server_swaps_a_volume(s
     instance_obj.save(stack.db, stack.admin_context(), server,
                       {"task_state": "swapping_volume"})
     runner = stack.computes["host-a"].manager.reconciler
-    runner.periodic(stack.admin_context())
+    runner.run(reconcile_runner.Occasion.PERIODIC, stack.admin_context())
     assert set(_secrets(stack)) == {copying}
     instance_obj.save(stack.db, stack.admin_context(), server, {"task_state": None})
-    runner.periodic(stack.admin_context())
+    runner.run(reconcile_runner.Occasion.PERIODIC, stack.admin_context())
     assert _secrets(stack) == {}
 
 
@@ -447,7 +448,8 @@ def test_a_swap_onto_a_larger_encrypted_volume_opens_it_with_its_own_secret(stac
     assert _disk(stack, server, old).find("source/encryption/secret").get(
         "uuid") == secret.UUIDString()
 
-    stack.computes["host-a"].manager.reconciler.periodic(stack.admin_context())
+    stack.computes["host-a"].manager.reconciler.run(
+        reconcile_runner.Occasion.PERIODIC, stack.admin_context())
     assert set(_secrets(stack)) == {target}
     _detach(stack, server, old)
     _wait_available(stack, old)

@@ -415,7 +415,7 @@ def _count_listings(stack, monkeypatch, server, error, *, watches_only=False):
     calls = []
 
     def listing(ctx, *, instance_id=None, **kwargs):
-        recovery = any(frame.name == "recover_host" for frame in traceback.extract_stack())
+        recovery = any(frame.name == "_recover_host" for frame in traceback.extract_stack())
         if instance_id == server and not (watches_only and recovery):
             calls.append(time.monotonic())
         raise error
