@@ -121,3 +121,23 @@ def test_a_taken_port_leaves_the_service_without_metrics_not_down():
         second.stop()
     finally:
         first.stop()
+
+
+def test_a_reboot_s_reconciliation_is_counted_like_an_operator_s(stack, server):
+    """Every occasion enters the reconciler through one measured step, a reboot's too.
+
+    Regression guard: the metrics once replaced ``Reconciler.run`` on the
+    instance; now the runner's one entry point takes them, whatever called it.
+    """
+    ctx = stack.admin_context()
+    volume_id = _attach_storm(stack, server)[0]
+    bdm = bdm_obj.get_by_volume_and_instance(stack.db, ctx, volume_id, server)
+    stack.cinder.attachment_delete(ctx, bdm.attachment_id)  # behind our back
+    stack.api("POST", f"/servers/{server}/action", {"reboot": {"type": "SOFT"}}, status=202)
+    stack.wait_instance(server, "active")
+    compute = _families(stack.computes[HOST])
+    operations = compute["volumesvc_compute_operation_duration_seconds"]
+    assert _count(operations, operation="reconcile", result="success") == 1
+    removals = compute["volumesvc_compute_reconcile_removals"].samples
+    assert [(s.labels, s.value) for s in removals if s.name.endswith("_total")] == [
+        ({"kind": "bdm"}, 1)]
