@@ -5,9 +5,10 @@ device or LVM is needed: BlueStore keeps its data in a plain file). The
 cluster lives entirely under ``state_dir``: ``ceph.conf``, the admin keyring,
 every daemon's data, sockets and logs. Every command is given ``-c
 <state_dir>/ceph.conf``, so a Ceph the machine itself may have in
-``/etc/ceph`` is never read or changed. Everything binds to 127.0.0.1 on free
-ports. The traps met on the way are in ``doc/source/contributor/dependencies.rst``
-("Ceph").
+``/etc/ceph`` is never read or changed. Everything binds to 127.0.0.1 (or the
+``address`` given: the cluster deployment's bridge, which its hosts' network
+namespaces reach) on free ports. The traps met on the way are in
+``doc/source/contributor/dependencies.rst`` ("Ceph").
 
 After :meth:`CephHarness.setup` the pools ``volumes`` and ``images`` are
 initialised for RBD and ``client.cinder`` / ``client.glance`` have keyrings
@@ -52,13 +53,13 @@ def _port_free(port, host="127.0.0.1"):
     return True
 
 
-def free_port_range(size, attempts=50):
+def free_port_range(size, attempts=50, host="127.0.0.1"):
     """``size`` consecutive free ports (first, last) for ``ms bind port min/max``."""
     for _ in range(attempts):
-        first = free_port()
-        if all(_port_free(p) for p in range(first, first + size)):
+        first = free_port(host)
+        if all(_port_free(p, host) for p in range(first, first + size)):
             return first, first + size - 1
-    raise RuntimeError(f"no {size} consecutive free TCP ports on 127.0.0.1")
+    raise RuntimeError(f"no {size} consecutive free TCP ports on {host}")
 
 
 class CephHarness(Harness):
@@ -68,12 +69,17 @@ class CephHarness(Harness):
         path short: admin sockets live under it (108-byte UNIX socket limit).
     :param osd_size: size of the OSD's sparse block file (bytes).
     :param pools: RBD pools to create and initialise.
+    :param address: where every daemon listens (and what Cinder's
+        connection info names as the monitor): loopback for one machine,
+        the bridge address when other network namespaces use the cluster.
     """
 
     LABEL = "Ceph"
     READY_TIMEOUT = 120.0
 
-    def __init__(self, state_dir, *, osd_size=8 * GiB, pools=POOLS, clients=None):
+    def __init__(self, state_dir, *, osd_size=8 * GiB, pools=POOLS, clients=None,
+                 address="127.0.0.1"):
+        self.address = address
         self.state_dir = os.path.abspath(state_dir)
         self.conf_path = os.path.join(self.state_dir, "ceph.conf")
         self.log_dir = os.path.join(self.state_dir, "log")
@@ -99,7 +105,7 @@ class CephHarness(Harness):
     @property
     def mon_hosts(self):
         """(hosts, ports) as Cinder's RBD driver puts them in connection_info (v1 port)."""
-        return ["127.0.0.1"], [str(self.mon_v1_port)]
+        return [self.address], [str(self.mon_v1_port)]
 
     def client_key(self, client):
         """The base64 cephx key of ``client.<client>``, read from its keyring."""
@@ -133,15 +139,20 @@ class CephHarness(Harness):
         """Install Debian's Ceph packages when missing (as root); returns what was installed."""
         return system.apt_install(PACKAGES)
 
+    def _mon_addrs(self):
+        """The monitor's v2 and v1 addresses, as ``mon host`` and the monmap take them."""
+        return (f"[v2:{self.address}:{self.mon_v2_port},"
+                f"v1:{self.address}:{self.mon_v1_port}]")
+
     def config_text(self, port_min, port_max):
         d = self.state_dir
-        mon_host = f"[v2:127.0.0.1:{self.mon_v2_port},v1:127.0.0.1:{self.mon_v1_port}]"
+        mon_host = self._mon_addrs()
         return "\n".join([
             "[global]",
             f"fsid = {self.fsid}",
             f"mon host = {mon_host}",
-            "public addr = 127.0.0.1",
-            "cluster addr = 127.0.0.1",
+            f"public addr = {self.address}",
+            f"cluster addr = {self.address}",
             "ms bind ipv6 = false",
             f"ms bind port min = {port_min}",
             f"ms bind port max = {port_max}",
@@ -206,8 +217,8 @@ class CephHarness(Harness):
         for path in (self.state_dir, self.log_dir, self.run_dir):
             os.makedirs(path, exist_ok=True)
         self.fsid = str(uuid.uuid4())
-        self.mon_v2_port, self.mon_v1_port = free_port(), free_port()
-        port_min, port_max = free_port_range(PORT_RANGE_SIZE)
+        self.mon_v2_port, self.mon_v1_port = free_port(self.address), free_port(self.address)
+        port_min, port_max = free_port_range(PORT_RANGE_SIZE, host=self.address)
         with open(self.conf_path, "w", encoding="utf-8") as f:
             f.write(self.config_text(port_min, port_max))
         mon_keyring = os.path.join(self.state_dir, "mon.keyring")
@@ -219,7 +230,7 @@ class CephHarness(Harness):
         self._tool("ceph-authtool", mon_keyring, "--import-keyring", self.admin_keyring)
         monmap = os.path.join(self.state_dir, "monmap")
         self._tool("monmaptool", "--create", "--fsid", self.fsid, "--addv", "a",
-                   f"[v2:127.0.0.1:{self.mon_v2_port},v1:127.0.0.1:{self.mon_v1_port}]",
+                   self._mon_addrs(),
                    monmap)
         self._tool("ceph-mon", "-c", self.conf_path, "--mkfs", "-i", "a",
                    "--monmap", monmap, "--keyring", mon_keyring)

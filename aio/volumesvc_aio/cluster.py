@@ -11,18 +11,26 @@ on loopback, this lays the services out the way
 * volumesvc's database on a server of its own (``--database``: PostgreSQL,
   the default, or MariaDB; its data directory in the state dir, another
   port), Cinder's and Glance's on a second PostgreSQL server;
-* Barbican, Glance and Cinder (the all-in-one's harnesses, bound to the bridge
-  address), Cinder calling back through the load balancer;
+* Keystone (``--auth keystone``, the default): every API validates tokens,
+  and volumesvc sends service tokens to Cinder and Barbican, as the
+  all-in-one does;
+* a one-node Ceph whose monitor and OSD listen on the bridge address, so
+  every host opens the same RBD volumes;
+* Barbican, Glance (images on RBD) and Cinder (backends ``rbd``, the default
+  type, and ``file``, each with a ``-luks`` type), the all-in-one's harnesses
+  bound to the bridge address, Cinder calling back through the load balancer;
 * two conductors, two API nodes (each its own gunicorn) behind HAProxy,
   which health-checks ``/healthcheck``;
-* three computes, each in its own network namespace with its own address,
-  ``my_ip`` and embedded QEMU root, reaching everything over the bridge
-  (``--compute-driver fake``: the same processes on the fake driver, no
-  guests, for storms of more servers than the machine could run).
+* three computes, each in its own network namespace with its own address
+  and ``my_ip``, and its own libvirt daemon there (own sockets, state and
+  host UUID, listening on TCP on the host's address for its peers: what a
+  live migration between two hosts needs), reaching everything over the
+  bridge. ``--compute-driver fake``: the same processes on the fake driver,
+  no guests, no libvirt daemons and no Ceph (the file backend), for storms
+  of more servers than the machine could run.
 
-Authentication is noauth2 (token ``user:project``), as the integration
-tier's other suites use. ``stop`` (or Ctrl-C/SIGTERM of ``start``) stops
-every process, the QEMU guests, and deletes the namespaces and links; it
+``stop`` (or Ctrl-C/SIGTERM of ``start``) stops every process, the QEMU
+guests and the libvirt daemons, and deletes the namespaces and links; it
 also cleans what a SIGKILLed run left behind.
 """
 
@@ -37,17 +45,19 @@ import time
 
 import volumesvc_aio as harness_util
 from volumesvc import binaries
-from volumesvc_aio import cluster_db, haproxy, netns, rabbit
+from volumesvc_aio import cluster_db, haproxy, netns, rabbit, system
 from volumesvc_aio import config as aio_config
 from volumesvc_aio.cluster_config import (
     ClusterBarbican,
     ClusterCinder,
     ClusterGlance,
+    ClusterKeystone,
     write_api_config,
     write_cluster_config,
     write_compute_config,
     write_conductor_config,
 )
+from volumesvc_aio.cmd import _secret_uuid
 
 DEFAULT_STATE_DIR = "/var/lib/volumesvc-cluster"
 # Fixed ports on the bridge address (the machine's own services keep
@@ -60,12 +70,14 @@ API_PORTS = (18781, 18782)
 VOLUME_PORT = 18776
 IMAGE_PORT = 19292
 KEY_MANAGER_PORT = 19311
+IDENTITY_PORT = 15000
 RABBIT_PORTS = (5701, 5702, 5703)
 PG_PORT = 5442
 SERVICES_PG_PORT = 5443
 MARIADB_PORT = 3316
 DATABASES = ("postgresql", "mariadb")
 COMPUTE_DRIVERS = ("libvirt", "fake")
+AUTHS = ("keystone", "noauth2")
 
 
 class Cluster:
@@ -76,9 +88,12 @@ class Cluster:
 
     def __init__(self, state_dir=DEFAULT_STATE_DIR, *, computes=3, apis=2, conductors=2,
                  prefix="vsc", subnet=netns.DEFAULT_SUBNET, database="postgresql",
-                 compute_driver="libvirt", port_offset=0, log=print):
+                 compute_driver="libvirt", port_offset=0, auth="keystone", log=print):
         if compute_driver not in COMPUTE_DRIVERS:
             raise ValueError(f"unknown compute driver {compute_driver!r}")
+        if auth not in AUTHS:
+            raise ValueError(f"unknown auth {auth!r}")
+        self.auth = auth
         self.state_dir = os.path.abspath(state_dir)
         self.database = database
         self.compute_driver = compute_driver
@@ -113,6 +128,11 @@ class Cluster:
         self.cinder = None
         self.glance = None
         self.barbican = None
+        self.keystone = None
+        # Real guests need a hypervisor per host and storage every host opens.
+        self.ceph = None
+        self.libvirtds = {}
+        self.rbd = None
         self._log_fn = log
         self._started = time.monotonic()
 
@@ -164,8 +184,6 @@ class Cluster:
 
     # -- start -----------------------------------------------------------------
     def start(self, ready_timeout=600.0):
-        from volumesvc_aio import system
-
         fresh = not os.path.exists(os.path.join(self.state_dir, "volumesvc.conf"))
         os.makedirs(os.path.join(self.state_dir, "logs"), exist_ok=True)
         system.ensure_system()
@@ -174,13 +192,69 @@ class Cluster:
         self.net.setup_bridge()
         for index, host in enumerate(self.hosts, 1):
             self.net.add_host(host, index)
+        if self.compute_driver == "libvirt":
+            self._start_hypervisors_and_storage(fresh, ready_timeout)
         self._start_databases(fresh)
         transport_url = self._start_rabbit()
+        if self.auth == "keystone":
+            self._start_keystone(ready_timeout)
         self._start_image_and_volume(transport_url, fresh, ready_timeout)
         self._start_volumesvc(transport_url, ready_timeout)
         self.log("uploading the starter image")
-        aio_config.ensure_image(self.glance.url, self.state_dir, log=self.log)
+        aio_config.ensure_image(self.glance.url, self.state_dir, log=self.log,
+                                token=self.keystone.token() if self.keystone else None)
         return self
+
+    def _start_hypervisors_and_storage(self, fresh, timeout):
+        """A libvirt daemon in each host's namespace and a Ceph on the bridge (about 30 s)."""
+        from volumesvc_aio import ceph, libvirtd
+
+        system.apt_install(ceph.PACKAGES)
+        self.log("libvirt daemons (one per host) and Ceph on the bridge address")
+        for host in self.hosts:
+            ns, address = self.net.hosts[host]
+            daemon = libvirtd.LibvirtDaemon(
+                os.path.join(self.state_dir, "libvirtd", host),
+                host=libvirtd.HostLayout(namespace=ns, address=address, host_uuid=(
+                    libvirtd.HostLayout.uuid_for(self.state_dir, host))))
+            daemon.die_with_parent = True
+            daemon.configure()
+            daemon.start()
+            self.libvirtds[host] = daemon
+        self.ceph = ceph.CephHarness(os.path.join(self.state_dir, "ceph"), address=self.address)
+        self.ceph.die_with_parent = True
+        if fresh:
+            self.ceph.configure()
+        self.ceph.start()
+        self.ceph.wait_ready(timeout)
+        for daemon in self.libvirtds.values():
+            daemon.wait_ready(timeout)
+        self.rbd = {"user": "cinder", "secret_uuid": _secret_uuid(self.state_dir),
+                    "keyring": self.ceph.keyring("cinder")}
+
+    def _start_keystone(self, timeout):
+        """Keystone on the bridge, provisioned with users, projects and the catalog."""
+        self.log("Keystone (the first run installs it from PyPI)")
+        self.keystone = ClusterKeystone(os.path.join(self.state_dir, "keystone"),
+                                        address=self.address,
+                                        port=IDENTITY_PORT + self.port_offset)
+        self.keystone.die_with_parent = True
+        self.harnesses.append(self.keystone)
+        self.keystone.setup(timeout)
+        volume_url = f"http://{self.address}:{VOLUME_PORT + self.port_offset}/v3"
+        self.keystone.provision({
+            "compute": ("nova", f"{self.lb_url}/v2.1"),
+            "image": ("glance", f"http://{self.address}:{IMAGE_PORT + self.port_offset}"),
+            "volumev3": ("cinderv3", volume_url),
+            "block-storage": ("cinder", volume_url),
+            "key-manager": ("barbican",
+                            f"http://{self.address}:{KEY_MANAGER_PORT + self.port_offset}"),
+        })
+        self.keystone.write_clouds_yaml(os.path.join(self.state_dir, "clouds.yaml"))
+
+    def token(self):
+        """An admin token for the deployment's APIs (noauth2: ``admin:admin``)."""
+        return self.keystone.token() if self.keystone is not None else "admin:admin"
 
     def _start_databases(self, fresh):
         self.log(f"{self.database} on {self.address}:{self.db_server.port} (volumesvc), "
@@ -220,10 +294,10 @@ class Cluster:
         self.log("Barbican, Glance and Cinder (the first run installs them from PyPI)")
         self.barbican = ClusterBarbican(
             os.path.join(self.state_dir, "barbican"), address=self.address,
-            port=KEY_MANAGER_PORT + self.port_offset)
+            port=KEY_MANAGER_PORT + self.port_offset, keystone=self.keystone)
         self.glance = ClusterGlance(
             os.path.join(self.state_dir, "glance"), address=self.address,
-            port=IMAGE_PORT + self.port_offset,
+            port=IMAGE_PORT + self.port_offset, keystone=self.keystone, ceph=self.ceph,
             database_connection=self.services_db.create_database("glance", fresh=fresh))
         self.cinder = ClusterCinder(
             os.path.join(self.state_dir, "cinder"), address=self.address,
@@ -232,7 +306,8 @@ class Cluster:
             database_connection=self.services_db.url("cinder"),
             nova_endpoint=f"{self.lb_url}/v2.1", glance_url=None, extend_completion=True,
             default_quotas={"volumes": -1, "gigabytes": -1, "snapshots": -1},
-            key_manager_url=self.barbican.url)
+            key_manager_url=self.barbican.url, keystone=self.keystone, ceph=self.ceph,
+            rbd_secret_uuid=self.rbd["secret_uuid"] if self.rbd else None)
         self.cinder.glance_url = self.glance.url
         for service in (self.barbican, self.glance, self.cinder):
             service.die_with_parent = True
@@ -250,7 +325,7 @@ class Cluster:
             self.conf_path, state_dir=self.state_dir, transport_url=transport_url["volumesvc"],
             database_url=self.db_server.url("volumesvc"), cinder_url=self.cinder.url,
             glance_url=self.glance.url, subnet=str(self.net.subnet),
-            key_manager_url=self.barbican.url)
+            key_manager_url=self.barbican.url, keystone=self.keystone, rbd=self.rbd)
         subprocess.run(self._service_argv("volumesvc-manage", self.conf_path) + ["db", "sync"],
                        check=True, stdout=subprocess.DEVNULL, timeout=300)
         for name in self.conductor_names:
@@ -260,7 +335,8 @@ class Cluster:
             name = f"compute-{index}"
             self.extra_confs[name] = write_compute_config(
                 self.state_dir, host=host, my_ip=self.net.hosts[host][1],
-                compute_driver=self.compute_driver)
+                compute_driver=self.compute_driver,
+                connection_uri=self.libvirtds[host].uri if host in self.libvirtds else None)
             self._spawn(name, self.argv_of(name))
         backends = []
         for name, port in zip(self.api_names, self.api_ports, strict=True):
@@ -290,30 +366,51 @@ class Cluster:
         return [f"volumesvc-cluster: ready compute={self.lb_url}/v2.1 "
                 f"volume={self.cinder.url} image={self.glance.url}",
                 f"volumesvc-cluster: database={self.database} "
-                f"({self.db_server.url('volumesvc')}) compute_driver={self.compute_driver}",
+                f"({self.db_server.url('volumesvc')}) compute_driver={self.compute_driver} "
+                f"auth={self.auth}"
+                + (f" identity={self.keystone.url} clouds.yaml={self.state_dir}/clouds.yaml"
+                   if self.keystone else ""),
+                *([f"volumesvc-cluster: ceph conf={self.ceph.conf_path} (mon on "
+                   f"{self.address}); libvirt per host: "
+                   + " ".join(f"{h}={d.uri} (peers: {d.host.tcp_uri})"
+                              for h, d in self.libvirtds.items())] if self.ceph else []),
                 f"volumesvc-cluster: config={self.conf_path} logs={self.state_dir}/logs "
                 f"computes={','.join(self.hosts)} (namespaces {self.net.prefix}-*)"]
 
     # -- stop ------------------------------------------------------------------
     def stop(self):
-        """volumesvc first, then guests, Cinder/Glance, HAProxy, RabbitMQ, databases, network."""
+        """volumesvc first, then guests and libvirt daemons, the services, Ceph, HAProxy,
+        RabbitMQ, databases, network."""
         first = [p for n, p in self.procs.items()
                  if n.startswith(("api-", "conductor-", "compute-", "haproxy"))]
         harness_util.stop_all([p.stop for p in first], timeout=60)
+        # A host's daemon destroys its guests before it stops.
+        harness_util.stop_all([d.stop for d in self.libvirtds.values()], timeout=90)
         harness_util.stop_qemu_guests(self.state_dir + "/")
         harness_util.stop_all([h.stop for h in self.harnesses], timeout=60)
+        if self.ceph is not None:
+            self.ceph.stop()
         rest = [p for p in self.procs.values() if p not in first]
         harness_util.stop_all([lambda p=p: p.stop(timeout=60) for p in rest], timeout=90)
         self.procs = {}
         self.harnesses = []
+        self.libvirtds = {}
+        self.ceph = None
         cleanup(self.state_dir, self.net)
 
 
 def cleanup(state_dir, net):
-    """Stop whatever still names ``state_dir`` (a killed run's leftovers), drop the network."""
+    """Stop what a killed run left, drop the network.
+
+    That is whatever names ``state_dir`` and every process in one of the
+    deployment's namespaces: the libvirt daemons and their QEMU guests name
+    only the paths of their private mount namespaces, which go away (with
+    their bind mounts) once the last of those processes is gone.
+    """
     me = os.getpid()
     for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 5.0)):
-        pids = [p for p in harness_util.pids_naming(state_dir.rstrip("/") + "/")
+        pids = [p for p in {*harness_util.pids_naming(state_dir.rstrip("/") + "/"),
+                            *net.pids()}
                 if p != me and p != os.getppid()]
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
@@ -342,6 +439,9 @@ def _parse_args(argv):
     parser.add_argument("--compute-driver", choices=COMPUTE_DRIVERS, default="libvirt",
                         help="fake: computes without QEMU guests, for storms larger than "
                              "the machine can run guests for")
+    parser.add_argument("--auth", choices=AUTHS, default="keystone",
+                        help="keystone: a Keystone on the bridge validates every token, "
+                             "services send service tokens; noauth2: token user:project")
     parser.add_argument("--port-offset", type=int, default=0,
                         help="added to every port of the deployment, for a second one "
                              "beside it (with another --prefix, --subnet and --state-dir)")
@@ -363,7 +463,7 @@ def main(argv=None):
     cluster = Cluster(args.state_dir, computes=args.computes, prefix=args.prefix,
                       subnet=args.subnet, database=args.database,
                       compute_driver=args.compute_driver, port_offset=args.port_offset,
-                      log=lambda m: print(m, flush=True))
+                      auth=args.auth, log=lambda m: print(m, flush=True))
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
     try:
         cluster.start(args.ready_timeout)

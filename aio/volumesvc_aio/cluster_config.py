@@ -2,8 +2,10 @@
 
 One ``volumesvc.conf`` every node reads (as an operator would copy to each
 machine), plus a small file per API node (its listen address) and per
-compute (host name, ``my_ip``, its own QEMU root). Every address is the
-bridge's or a namespace's: nothing points at loopback.
+compute (host name, ``my_ip``, its own libvirt daemon or QEMU root). Every
+address is the bridge's or a namespace's: nothing points at loopback.
+Authentication is written the all-in-one's way (``volumesvc_aio.config``):
+noauth first, switched to Keystone with service tokens when one is given.
 """
 
 import os
@@ -12,13 +14,20 @@ from volumesvc_aio import barbican as barbican_mod
 from volumesvc_aio import cinder as cinder_mod
 from volumesvc_aio import config as aio_config
 from volumesvc_aio import glance as glance_mod
+from volumesvc_aio import keystone as keystone_mod
 
 
 def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder_url,
-                         glance_url, subnet, key_manager_url=None, overrides=None):
+                         glance_url, subnet, key_manager_url=None, overrides=None,
+                         keystone=None, rbd=None):
     """The shared file: RabbitMQ cluster with quorum queues, the database, Cinder, Glance.
 
     ``key_manager_url``: the Barbican that keeps encrypted volumes' keys.
+    ``keystone``: a started Keystone harness: the API validates tokens, the
+    adapters authenticate as the ``volumesvc`` user and send a service token
+    to Cinder and Barbican (noauth2 without it).
+    ``rbd`` (``{"user": ..., "secret_uuid": ..., "keyring": ...}``): every
+    compute defines the Ceph secret in its libvirt daemon at start.
     ``overrides``: ``{section: {option: value}}`` laid over the rest (a benchmark's).
     """
     for sub in ("locks", "logs"):
@@ -51,8 +60,13 @@ def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder
         "oslo_concurrency": {"lock_path": f"{state_dir}/locks"},
         "healthcheck": {"detailed": True, "allowed_source_ranges": subnet},
     }
+    if rbd is not None:
+        sections["libvirt"].update(rbd_user=rbd["user"], rbd_secret_uuid=rbd["secret_uuid"],
+                                   rbd_keyring=rbd["keyring"])
     if key_manager_url is not None:
-        sections.update(aio_config.key_manager_sections(key_manager_url))
+        sections.update(aio_config.key_manager_sections(key_manager_url, keystone))
+    if keystone is not None:
+        sections = aio_config._with_keystone(sections, keystone)
     # The transport URL and the database URL (with its password) are in it.
     return aio_config.write_config_file(
         path, aio_config.merge_config(sections, overrides or {}), private=True)
@@ -72,20 +86,25 @@ def write_api_config(state_dir, *, name, address, port):
         "healthcheck": {"disable_by_file_path": f"{state_dir}/{name}-healthcheck-disable"}})
 
 
-def write_compute_config(state_dir, *, host, my_ip, compute_driver="libvirt"):
-    """One compute: its host name, address (what Cinder gets in the connector), QEMU root.
+def write_compute_config(state_dir, *, host, my_ip, compute_driver="libvirt",
+                         connection_uri=None):
+    """One compute: its host name, address (what Cinder gets in the connector), libvirt.
 
+    ``connection_uri``: the host's own libvirt daemon; without it an
+    embedded QEMU root of its own.
     ``compute_driver = fake`` keeps the compute's process, namespace,
     address and RPC but starts no guest: what a storm of a thousand servers
     on a machine of two cores needs (the driver logic is libvirt's, on a
     libvirt double).
     """
-    root = os.path.join(state_dir, f"libvirt-{host}")
-    os.makedirs(root, exist_ok=True)
+    if connection_uri is None:
+        root = os.path.join(state_dir, f"libvirt-{host}")
+        os.makedirs(root, exist_ok=True)
+        connection_uri = f"qemu:///embed?root={root}"
     driver = None if compute_driver == "libvirt" else compute_driver
     return aio_config.write_config_file(os.path.join(state_dir, f"compute-{host}.conf"), {
         "DEFAULT": {"host": host, "my_ip": my_ip, "compute_driver": driver},
-        "libvirt": {"connection_uri": f"qemu:///embed?root={root}"}})
+        "libvirt": {"connection_uri": connection_uri}})
 
 
 class ClusterCinder(cinder_mod.CinderHarness):
@@ -143,3 +162,12 @@ class ClusterGlance(_OnBridge, glance_mod.GlanceHarness):
 
 class ClusterBarbican(_OnBridge, barbican_mod.BarbicanHarness):
     """The all-in-one's Barbican on the bridge address, where the computes' namespaces reach it."""
+
+
+class ClusterKeystone(_OnBridge, keystone_mod.KeystoneHarness):
+    """The all-in-one's Keystone on the bridge address: the computes get service tokens there."""
+
+    @property
+    def url(self):
+        """The identity v3 endpoint on the bridge (``auth_url`` of every client)."""
+        return f"http://{self.address}:{self.port}/v3"

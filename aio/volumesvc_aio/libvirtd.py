@@ -10,6 +10,12 @@ daemon that was already running is shared machine infrastructure and is left
 alone. The traps are in ``doc/source/contributor/dependencies.rst`` ("libvirt
 daemon").
 
+The cluster deployment gives each emulated host a daemon of its own instead
+(``host=`` a :class:`HostLayout`): started inside the host's network
+namespace with its own directories bind-mounted over libvirt's system paths,
+its own host UUID and a TCP listener on the host's address, so that two hosts
+are two libvirt daemons that can reach each other as migration peers.
+
 Several all-in-ones (and test sessions) on one machine share the one system
 daemon. Each holds a shared lock on :data:`USERS_LOCK` while it uses it, and
 the daemons volumesvc started stop only when the last user lets go: the first
@@ -18,6 +24,7 @@ computes lost their hypervisor mid-run.
 """
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -26,6 +33,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 
 from volumesvc_aio import Harness, ProcessGroup, stop_all, system, wait_for
 
@@ -103,28 +111,94 @@ def ensure_qemu_conf(path=QEMU_CONF):
     return True
 
 
+# libvirt's system directories a host's daemon gets its own copy of, by the
+# name of the copy under the host's state dir. /etc/libvirt holds the domain
+# and secret definitions as well as qemu.conf.
+HOST_MOUNTS = (("etc", "/etc/libvirt"), ("run", RUN_DIR), ("lib", "/var/lib/libvirt"),
+               ("cache", "/var/cache/libvirt"), ("log", "/var/log/libvirt"))
+# libvirtd's TCP port (its default) on the host's own address.
+TCP_PORT = 16509
+
+
+@dataclasses.dataclass(frozen=True)
+class HostLayout:
+    """Where and as what one emulated host's libvirt daemon runs.
+
+    :param namespace: the host's network namespace; the daemon, its virtlogd
+        and its QEMU processes run there, in a mount namespace of their own
+        (``ip netns exec`` makes one) where the directories of
+        :data:`HOST_MOUNTS` under ``state_dir`` replace libvirt's system ones.
+        Nothing of it is visible from outside, and it goes away with the last
+        process, so no mount is ever left behind.
+    :param address: the host's address: libvirtd listens there on TCP
+        (no authentication: the address is on a private bridge only) and QEMU
+        takes incoming migrations there.
+    :param host_uuid: what the daemon reports as its host UUID; libvirt
+        refuses to migrate between two daemons reporting the same one.
+    """
+
+    namespace: str
+    address: str
+    host_uuid: str
+
+    @staticmethod
+    def uuid_for(state_dir, host):
+        """A host UUID of its own for ``host``, the same on every start of one deployment."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"file://{state_dir}#{host}"))
+
+    @property
+    def tcp_uri(self):
+        """How another host's daemon (or a client in another namespace) reaches this one."""
+        return f"qemu+tcp://{self.address}/system"
+
+
 class LibvirtDaemon(Harness):
     """libvirtd + virtlogd for ``qemu:///system``, started only if none runs.
 
     :param state_dir: our libvirtd.conf and the daemons' logs. The daemons'
         sockets and state stay in their system places (``/run/libvirt``,
         ``/var/lib/libvirt``): that is what ``qemu:///system`` means.
+    :param host: a :class:`HostLayout`: instead, this host's own daemon, which
+        this object always starts and stops and shares with no one; its
+        sockets, state, logs and configuration all live under ``state_dir``.
     """
 
     LABEL = "libvirtd"
     READY_TIMEOUT = 60.0
-    uri = SYSTEM_URI
 
-    def __init__(self, state_dir):
+    def __init__(self, state_dir, *, host=None):
         self.state_dir = os.path.abspath(state_dir)
+        self.host = host
         self.log_dir = os.path.join(self.state_dir, "log")
         self.config_file = os.path.join(self.state_dir, "libvirtd.conf")
+        if host is not None:
+            self.config_file = os.path.join(self._own("etc"), "libvirtd.conf")
         self.processes = []
-        # NOTE: kept for the harness interface, but the daemons never die
-        # with their starter: other users may still need them. After a
-        # SIGKILL of the starter they stay until the last user stops.
+        # NOTE: the shared daemons never die with their starter: other users
+        # may still need them (after a SIGKILL of the starter they stay until
+        # the last user stops). A host's own daemon follows this flag.
         self.die_with_parent = False
         self._users_fd = None
+
+    def _own(self, name):
+        """This host's copy of one of libvirt's system directories (:data:`HOST_MOUNTS`)."""
+        return os.path.join(self.state_dir, name)
+
+    @property
+    def socket(self):
+        """libvirtd's read-write UNIX socket."""
+        return os.path.join(self._own("run"), "libvirt-sock") if self.host else LIBVIRTD_SOCKET
+
+    @property
+    def uri(self):
+        """The URI a compute on this host connects with (``[libvirt] connection_uri``).
+
+        A host's own daemon is reached through its socket's real path,
+        which is the same from every namespace.
+        """
+        if self.host is None:
+            return SYSTEM_URI
+        return f"qemu+unix:///system?socket={self.socket}"
 
     @property
     def started_here(self) -> bool:
@@ -137,10 +211,48 @@ class LibvirtDaemon(Harness):
 
     def configure(self):
         os.makedirs(self.log_dir, exist_ok=True)
+        if self.host is not None:
+            self._configure_host()
+            return
         with open(self.config_file, "w", encoding="utf-8") as f:
             # Everything else keeps libvirt's defaults (UNIX sockets only).
             f.write("# Written by volumesvc_aio.libvirtd\nlisten_tcp = 0\nlisten_tls = 0\n")
             f.write(SOCKET_ACCESS)
+
+    def _configure_host(self):
+        """libvirtd.conf and qemu.conf of a host's own daemon, in its own /etc/libvirt."""
+        for name, _ in HOST_MOUNTS:
+            os.makedirs(self._own(name), exist_ok=True)
+        host = self.host
+        with open(self.config_file, "w", encoding="utf-8") as f:
+            f.write("\n".join([
+                "# Written by volumesvc_aio.libvirtd for one emulated host",
+                "listen_tls = 0", "listen_tcp = 1", f'listen_addr = "{host.address}"',
+                f'tcp_port = "{TCP_PORT}"',
+                # NOTE: no authentication: only the deployment's private
+                # bridge reaches this address.
+                'auth_tcp = "none"',
+                f'host_uuid = "{host.host_uuid}"', ""]))
+        with open(os.path.join(self._own("etc"), "qemu.conf"), "w", encoding="utf-8") as f:
+            f.write("\n".join([
+                "# Written by volumesvc_aio.libvirtd for one emulated host",
+                *QEMU_CONF_LINES,
+                # Incoming migrations listen on the host's address (any port
+                # of QEMU's default range), and the source is told that address
+                # rather than this machine's host name.
+                f'migration_address = "{host.address}"',
+                f'migration_host = "{host.address}"', ""]))
+
+    def _host_argv(self):
+        """The command that runs virtlogd and libvirtd in the host's namespaces."""
+        mounts = " && ".join(f"mount --bind {self._own(name)} {target}"
+                             for name, target in HOST_MOUNTS)
+        # NOTE: pid files in the host's own run directory: both daemons
+        # otherwise lock /run/<daemon>.pid, which every host shares.
+        script = (f"{mounts} && {{ virtlogd -p {RUN_DIR}/virtlogd.pid & }} && "
+                  f"exec libvirtd --listen -p {RUN_DIR}/libvirtd.pid "
+                  f"--config {self.config_file}")
+        return ["ip", "netns", "exec", self.host.namespace, "sh", "-c", script]
 
     def _start(self, name, argv, sock):
         if socket_answers(sock):
@@ -160,6 +272,9 @@ class LibvirtDaemon(Harness):
         """
         for path in SYSTEM_DIRS:
             os.makedirs(path, exist_ok=True)
+        if self.host is not None:
+            self._start_host()
+            return
         if self._users_fd is None:
             self._users_fd = os.open(USERS_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             fcntl.flock(self._users_fd, fcntl.LOCK_SH)
@@ -170,8 +285,24 @@ class LibvirtDaemon(Harness):
         self._start("virtlogd", ["virtlogd"], VIRTLOGD_SOCKET)
         self._start("libvirtd", ["libvirtd", "--config", self.config_file], LIBVIRTD_SOCKET)
 
+    def _start_host(self):
+        if self.processes:
+            return
+        # NOTE: the log of both daemons (stderr); QEMU's own logs are in
+        # <state_dir>/log/qemu, the host's /var/log/libvirt/qemu.
+        proc = ProcessGroup("libvirtd", self._host_argv(),
+                            os.path.join(self.log_dir, "daemons.log"), cwd=self.state_dir,
+                            die_with_parent=self.die_with_parent)
+        self.processes.append(proc.start())
+        wait_for(lambda: all(socket_answers(os.path.join(self._own("run"), sock))
+                             for sock in ("libvirt-sock", "virtlogd-sock")),
+                 self.READY_TIMEOUT, interval=0.2, what=f"libvirtd in {self.host.namespace}",
+                 children=[proc], on_fail=self._logs)
+
     def stop(self):
         """Let go of the daemon; the last user stops the daemons volumesvc started.
+
+        A host's own daemon is stopped at once, its guests first.
 
         The daemons of another all-in-one that was SIGKILLed are stopped here
         too when this is the last user (their process groups are recorded in
@@ -179,6 +310,11 @@ class LibvirtDaemon(Harness):
         """
         fd, self._users_fd = self._users_fd, None
         procs, self.processes = self.processes, []
+        if self.host is not None:
+            if procs:
+                self.destroy_domains()
+            stop_all([p.stop for p in procs])
+            return
         if fd is None:
             return
         try:
@@ -193,6 +329,16 @@ class LibvirtDaemon(Harness):
                     _stop_group(pgid)
         finally:
             os.close(fd)
+
+    def destroy_domains(self, timeout=60):
+        """Destroy and undefine every domain of a host's own daemon (it serves no one else)."""
+        virsh = ["virsh", "-c", self.uri]
+        listed = subprocess.run([*virsh, "list", "--all", "--uuid"], capture_output=True,
+                                text=True, timeout=timeout, check=False)
+        for domain in listed.stdout.split():
+            for step in ("destroy", "undefine"):
+                subprocess.run([*virsh, step, domain], capture_output=True, timeout=timeout,
+                               check=False)
 
     def _answers(self):
         result = subprocess.run(["virsh", "-c", self.uri, "version"], capture_output=True,

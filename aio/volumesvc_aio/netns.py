@@ -80,6 +80,14 @@ class Network:
         """``argv`` run inside ``host``'s namespace."""
         return ["ip", "netns", "exec", self.namespace(host), *argv]
 
+    def pids(self):
+        """Every process in one of this deployment's namespaces (a killed run's too)."""
+        found = set()
+        for ns in namespaces():
+            if ns.startswith(f"{self.prefix}-"):
+                found |= {int(pid) for pid in _ip("netns", "pids", ns, check=False).stdout.split()}
+        return found
+
     def teardown(self):
         """Delete every namespace and link with this prefix (also those of a killed run)."""
         for ns in namespaces():

@@ -1,11 +1,13 @@
 """One cluster deployment (``volumesvc_aio.cluster``) for the cluster tier.
 
-Computes in network namespaces, two API nodes behind HAProxy, two
-conductors, a 3-node RabbitMQ cluster and a PostgreSQL of its own; every
-request of these tests goes through the load balancer. ``test_mariadb_tier``
+Computes in network namespaces, each with its own libvirt daemon, two API
+nodes behind HAProxy, two conductors, a 3-node RabbitMQ cluster, a
+PostgreSQL of its own, Keystone and a Ceph on the bridge; every request of
+these tests goes through the load balancer with a Keystone token. ``test_mariadb_tier``
 brings up a second deployment with volumesvc's database on MariaDB, after
 this one has stopped. The fixture stops
-everything and checks that no namespace, link or QEMU guest is left.
+everything and checks that no namespace, link, libvirt daemon, Ceph daemon or
+QEMU guest is left.
 """
 
 import contextlib
@@ -21,11 +23,12 @@ import uuid
 
 import pytest
 
-from volumesvc_aio import netns, qemu_pids
+from volumesvc_aio import netns, pids_naming, qemu_pids
 from volumesvc_aio.cluster import Cluster
 
-TOKEN = "admin:admin"
 TIMEOUT = 240
+# Keystone's tokens live an hour; the tests take a new one well before.
+TOKEN_MAX_AGE = 1200
 
 
 # The deployments of this tier that are up: at most one at a time (see
@@ -75,10 +78,35 @@ def deployment(state_dir, prefix, **options):
         cluster.stop()
         if cluster in _running:
             _running.remove(cluster)
-    left = [ns for ns in netns.namespaces() if ns.startswith(f"{prefix}-")]
-    assert left == [], f"namespaces left after stop: {left}"
-    assert qemu_pids(state_dir + "/") == []
+    assert leftovers(state_dir, prefix) == {}
     shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def processes_mounting(path):
+    """PIDs of processes with a mount (in whatever mount namespace they are) of ``path``."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError), open(f"/proc/{entry}/mountinfo") as f:
+            if path in f.read():
+                found.append(int(entry))
+    return found
+
+
+def leftovers(state_dir, prefix):
+    """What a stopped deployment left on the machine, by kind (nothing: ``{}``)."""
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
+                           timeout=30, check=True).stdout
+    found = {
+        "namespaces": [ns for ns in netns.namespaces() if ns.startswith(f"{prefix}-")],
+        "links": [line.split(":")[1].strip() for line in links.splitlines()
+                  if line.split(":")[1].strip().startswith(f"{prefix}-")],
+        "qemu": qemu_pids(state_dir + "/"),
+        "processes": pids_naming(state_dir + "/"),
+        # The bind mounts of the hosts' libvirt daemons live as long as a
+        # process of their mount namespace does.
+        "mounts": processes_mounting(state_dir),
+    }
+    return {kind: what for kind, what in found.items() if what}
 
 
 @pytest.fixture(scope="package")
@@ -91,11 +119,11 @@ def cluster():
         yield up
 
 
-def http(method, url, body=None, headers=None, timeout=120):
+def http(method, url, body=None, headers=None, timeout=120, *, token):
     """(status, parsed body or None); a connection that fails gives (None, reason)."""
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, method=method, headers={
-        "X-Auth-Token": TOKEN, "Content-Type": "application/json",
+        "X-Auth-Token": token, "Content-Type": "application/json",
         "Accept": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
@@ -112,21 +140,30 @@ def http(method, url, body=None, headers=None, timeout=120):
 
 
 class Api:
-    """The compute API through the load balancer and Cinder, both admin (noauth)."""
+    """The compute API through the load balancer, Cinder and Glance, as the admin."""
 
     def __init__(self, cluster):
         self.cluster = cluster
         self.compute = f"{cluster.lb_url}/v2.1"
         self.volume = cluster.cinder.url
         self._image_id = None
+        self._token = (None, 0.0)
+
+    def token(self):
+        """The admin's token: Keystone's, renewed before it expires (noauth2: admin:admin)."""
+        token, taken = self._token
+        if token is None or time.monotonic() - taken > TOKEN_MAX_AGE:
+            self._token = (self.cluster.token(), time.monotonic())
+        return self._token[0]
 
     def nova(self, method, path, body=None, version="2.1", timeout=120):
         return http(method, self.compute + path, body,
-                    {"OpenStack-API-Version": f"compute {version}"}, timeout)
+                    {"OpenStack-API-Version": f"compute {version}"}, timeout,
+                    token=self.token())
 
     def cinder(self, method, path, body=None, version="3.67"):
         return http(method, self.volume + path, body,
-                    {"OpenStack-API-Version": f"volume {version}"})
+                    {"OpenStack-API-Version": f"volume {version}"}, token=self.token())
 
     def create_volume(self, name, size=1, **extra):
         status, body = self.cinder("POST", "/volumes",
@@ -149,13 +186,15 @@ class Api:
             bdm["volume_type"] = volume_type
         server = {"name": name, "flavorRef": "42", "networks": "none",
                   "block_device_mapping_v2": [bdm]}
+        if host is not None:
+            server["host"] = host  # 2.74
         return self.nova("POST", "/servers", {"server": server}, version=version)
 
     def image_id(self):
         """The starter image, looked up once (Glance's database may be the one restarted)."""
         if self._image_id is None:
             status, body = http("GET", f"{self.cluster.glance.url}/v2/images"
-                                       "?name=volumesvc-tiny-raw")
+                                       "?name=volumesvc-tiny-raw", token=self.token())
             assert status == 200, body
             self._image_id = body["images"][0]["id"]
         return self._image_id
