@@ -347,9 +347,10 @@ def run(args, argv):
     if subprocess.run(["git", "status", "--porcelain", "volumesvc"], capture_output=True,
                       text=True, check=False).stdout.strip():
         commit += " + uncommitted changes in volumesvc/"
+    # noauth2: the storm client (benchmarks/lib/storm_client.py) sends user:project tokens.
     cluster = cluster_mod.Cluster(state_dir, computes=args.computes, prefix="vscb",
                                   subnet="10.251.3.0/24", database=args.database,
-                                  compute_driver=args.compute_driver, log=log)
+                                  compute_driver=args.compute_driver, auth="noauth2", log=log)
     runs = []
     if args.reservation_timeout is not None:
         _set_reservation_timeout(args.reservation_timeout)

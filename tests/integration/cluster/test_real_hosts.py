@@ -135,6 +135,31 @@ def test_a_host_reaches_its_peers_daemon_over_the_bridge(cluster, rbd_servers):
     assert caps.findtext("./host/uuid") == peer.host_uuid
 
 
+def test_a_guest_moves_live_between_two_hosts_daemons(cluster, tmp_path):
+    """What a live migration of the product will ask libvirt for, done by hand.
+
+    A bare guest of the test's own (not a server: the product is not told)
+    goes from host A's daemon to host B's, peer to peer over the bridge.
+    """
+    a, b = (cluster.libvirtds[h] for h in cluster.hosts[:2])
+    name = f"vs-move-{uuid.uuid4().hex[:8]}"
+    xml = tmp_path / "domain.xml"
+    xml.write_text(
+        f"<domain type='qemu'><name>{name}</name><memory unit='MiB'>64</memory>"
+        "<vcpu>1</vcpu><os><type arch='x86_64' machine='pc'>hvm</type></os>"
+        "<features><acpi/></features><devices>"
+        "<emulator>/usr/bin/qemu-system-x86_64</emulator></devices></domain>")
+    _virsh(a.uri, "create", str(xml))
+    try:
+        _virsh(a.uri, "migrate", "--live", "--p2p", name, b.host.tcp_uri)
+        assert name in _virsh(b.uri, "list", "--name").split()
+        assert name not in _virsh(a.uri, "list", "--all", "--name").split()
+    finally:
+        for daemon in (a, b):
+            subprocess.run(["virsh", "-c", daemon.uri, "destroy", name], capture_output=True,
+                           timeout=VIRSH_TIMEOUT, check=False)
+
+
 def test_stop_cleans_what_a_killed_start_left(tmp_path):
     """A host's daemon left running (its starter SIGKILLed) goes with ``stop``'s cleanup,
     and with it its namespace, links and private mounts."""

@@ -72,3 +72,61 @@ def test_socket_answers_only_when_listening(tmp_path):
         server.bind(path)
         server.listen()
         assert libvirtd.socket_answers(path)
+
+
+def test_ceph_on_another_address_names_it_everywhere(tmp_path):
+    """The cluster's Ceph: every host's namespace reaches the monitor on the bridge."""
+    harness = ceph.CephHarness(str(tmp_path / "c"), address="10.251.7.1")
+    harness.fsid, harness.mon_v2_port, harness.mon_v1_port = "F", 13300, 16789
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(harness.config_text(16800, 16839))
+    assert parser["global"]["mon host"] == "[v2:10.251.7.1:13300,v1:10.251.7.1:16789]"
+    assert parser["global"]["public addr"] == parser["global"]["cluster addr"] == "10.251.7.1"
+    assert harness.mon_hosts == (["10.251.7.1"], ["16789"])
+
+
+def _host_daemon(tmp_path, host="h1", address="10.251.7.11"):
+    layout = libvirtd.HostLayout(namespace=f"vsx-{host}", address=address,
+                                 host_uuid=libvirtd.HostLayout.uuid_for(str(tmp_path), host))
+    return libvirtd.LibvirtDaemon(str(tmp_path / "libvirtd" / host), host=layout)
+
+
+def _libvirt_conf(path):
+    """libvirt's ``key = value`` files as a dict (values unquoted)."""
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines()
+             if "=" in line and not line.startswith("#"))
+    return {k.strip(): v.strip().strip('"') for k, v in pairs}
+
+
+def test_a_hosts_daemon_has_its_own_uuid_listener_and_directories(tmp_path):
+    one, two = _host_daemon(tmp_path), _host_daemon(tmp_path, "h2", "10.251.7.12")
+    for daemon in (one, two):
+        daemon.configure()
+    conf = _libvirt_conf(tmp_path / "libvirtd" / "h1" / "etc" / "libvirtd.conf")
+    assert conf["host_uuid"] == one.host.host_uuid != two.host.host_uuid
+    # The same UUID on the next start of the same deployment.
+    assert one.host.host_uuid == libvirtd.HostLayout.uuid_for(str(tmp_path), "h1")
+    assert (conf["listen_tcp"], conf["listen_addr"], conf["auth_tcp"]) == (
+        "1", "10.251.7.11", "none")
+    qemu = _libvirt_conf(tmp_path / "libvirtd" / "h1" / "etc" / "qemu.conf")
+    assert qemu["migration_address"] == qemu["migration_host"] == "10.251.7.11"
+    assert (qemu["user"], qemu["group"]) == ("root", "root")
+    assert one.uri == ("qemu+unix:///system?socket="
+                       f"{tmp_path}/libvirtd/h1/run/libvirt-sock") != two.uri
+    assert one.host.tcp_uri == "qemu+tcp://10.251.7.11/system"
+
+
+def test_a_hosts_daemon_runs_in_its_namespace_over_its_own_directories(tmp_path):
+    daemon = _host_daemon(tmp_path)
+    argv = daemon._host_argv()
+    assert argv[:4] == ["ip", "netns", "exec", "vsx-h1"]
+    script = argv[-1]
+    own = f"{tmp_path}/libvirtd/h1"
+    for name, target in libvirtd.HOST_MOUNTS:
+        assert f"mount --bind {own}/{name} {target}" in script
+    # Each daemon's pid file in its own run directory, not the shared /run.
+    assert "virtlogd -p /run/libvirt/virtlogd.pid" in script
+    assert script.endswith(f"exec libvirtd --listen -p /run/libvirt/libvirtd.pid "
+                           f"--config {own}/etc/libvirtd.conf")
+    # The machine's shared daemon keeps its system URI.
+    assert libvirtd.LibvirtDaemon(str(tmp_path / "shared")).uri == "qemu:///system"

@@ -184,3 +184,54 @@ def test_fake_compute_driver_is_set_per_compute(tmp_path):
                                                     my_ip="10.251.7.12"))
     # libvirt is the shared file's driver: the compute's own file leaves it alone.
     assert "compute_driver" not in real["DEFAULT"]
+
+
+def test_shared_config_with_keystone_sends_service_tokens_and_defines_the_ceph_secret(
+        tmp_path):
+    # The harness's sections need no running Keystone (its password is made on first use).
+    identity = cluster_config.ClusterKeystone(str(tmp_path / "keystone"), address="10.251.7.1",
+                                              port=15000)
+    path = cluster_config.write_cluster_config(
+        str(tmp_path / "volumesvc.conf"), state_dir=str(tmp_path), transport_url="rabbit://",
+        database_url="sqlite://", cinder_url="http://10.251.7.1:18776/v3",
+        glance_url="http://10.251.7.1:19292", subnet="10.251.7.0/24",
+        key_manager_url="http://10.251.7.1:19311", keystone=identity,
+        rbd={"user": "cinder", "secret_uuid": "U", "keyring": "/k"})
+    conf = _ini(path)
+    assert conf["api"]["auth_strategy"] == "keystone"
+    assert conf["cinder"]["auth_strategy"] == conf["glance"]["auth_strategy"] == "keystone"
+    assert conf["cinder"]["username"] == "volumesvc"
+    assert conf["service_user"]["send_service_user_token"] == "true"
+    assert conf["barbican"]["send_service_user_token"] == "true"
+    assert conf["keystone_authtoken"]["auth_url"] == "http://10.251.7.1:15000/v3"
+    assert conf["keystone_authtoken"]["service_token_roles_required"] == "true"
+    assert (conf["libvirt"]["rbd_user"], conf["libvirt"]["rbd_secret_uuid"],
+            conf["libvirt"]["rbd_keyring"]) == ("cinder", "U", "/k")
+    # Without Keystone: noauth, and no service token to send.
+    plain = _ini(cluster_config.write_cluster_config(
+        str(tmp_path / "plain.conf"), state_dir=str(tmp_path), transport_url="rabbit://",
+        database_url="sqlite://", cinder_url="c", glance_url="g", subnet="10.251.7.0/24"))
+    assert plain["api"]["auth_strategy"] == "noauth2"
+    assert plain["service_user"]["send_service_user_token"] == "false"
+
+
+def test_a_compute_connects_to_its_hosts_daemon(tmp_path):
+    uri = "qemu+unix:///system?socket=/s/c1/run/libvirt-sock"
+    conf = _ini(cluster_config.write_compute_config(str(tmp_path), host="c1",
+                                                    my_ip="10.251.7.11", connection_uri=uri))
+    assert conf["libvirt"]["connection_uri"] == uri
+    assert not (tmp_path / "libvirt-c1").exists()
+
+
+def test_cluster_keystone_is_on_the_bridge(tmp_path):
+    identity = cluster_config.ClusterKeystone(str(tmp_path), address="10.251.7.1", port=15000)
+    assert identity.url == "http://10.251.7.1:15000/v3"
+    ((_, argv),) = identity._commands()
+    assert "10.251.7.1:15000" in argv and not any("127.0.0.1" in a for a in argv)
+
+
+def test_auth_option_defaults_to_keystone():
+    assert cluster._parse_args([]).auth == "keystone"
+    assert cluster._parse_args(["--auth", "noauth2"]).auth == "noauth2"
+    with pytest.raises(ValueError, match="unknown auth"):
+        cluster.Cluster("/tmp/x", auth="none")
