@@ -78,6 +78,15 @@ def test_every_api_wants_a_keystone_token(api, cluster):
         assert status == 200, (url, body)
 
 
+def test_volume_types_name_the_rbd_backend_by_default(api):
+    status, body = api.cinder("GET", "/types")
+    assert status == 200, body
+    names = {t["name"] for t in body["volume_types"]}
+    assert {"rbd", "rbd-luks", "file"} <= names, names
+    status, body = api.cinder("GET", "/types/default")
+    assert status == 200 and body["volume_type"]["name"] == "rbd", body
+
+
 def test_each_compute_uses_its_own_daemon(api, cluster, rbd_servers):
     for host, (server_id, _) in rbd_servers.items():
         daemon = cluster.libvirtds[host]
