@@ -402,14 +402,16 @@ class Cluster:
 def cleanup(state_dir, net):
     """Stop what a killed run left, drop the network.
 
-    That is whatever names ``state_dir`` and every process in one of the
-    deployment's namespaces: the libvirt daemons and their QEMU guests name
+    That is whatever names ``state_dir`` on its command line or in its
+    environment (the RabbitMQ nodes are configured through theirs), and every
+    process in one of the deployment's namespaces: the libvirt daemons and their QEMU guests name
     only the paths of their private mount namespaces, which go away (with
     their bind mounts) once the last of those processes is gone.
     """
     me = os.getpid()
+    root = state_dir.rstrip("/") + "/"
     for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 5.0)):
-        pids = [p for p in {*harness_util.pids_naming(state_dir.rstrip("/") + "/"),
+        pids = [p for p in {*harness_util.pids_naming(root), *pids_with_environment_naming(root),
                             *net.pids()}
                 if p != me and p != os.getppid()]
         for pid in pids:
@@ -420,6 +422,26 @@ def cleanup(state_dir, net):
             pids = [p for p in pids if os.path.exists(f"/proc/{p}")]
             time.sleep(0.5)
     net.teardown()
+
+
+def pids_with_environment_naming(root):
+    """PIDs of processes with an environment variable whose value names files under ``root``.
+
+    A shell's ``PWD`` and ``OLDPWD`` do not count: an operator's terminal in
+    the state directory is not the deployment's.
+    """
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if any(value.startswith(root) for name, _, value in
+               (var.partition("=") for var in environ.split("\0"))
+               if name not in ("PWD", "OLDPWD")):
+            found.append(int(entry))
+    return found
 
 
 def _parse_args(argv):

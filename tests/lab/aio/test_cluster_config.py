@@ -8,6 +8,7 @@ configuration and the transport URL without starting anything.
 
 import configparser
 import json
+import subprocess
 
 import pytest
 
@@ -235,3 +236,20 @@ def test_auth_option_defaults_to_keystone():
     assert cluster._parse_args(["--auth", "noauth2"]).auth == "noauth2"
     with pytest.raises(ValueError, match="unknown auth"):
         cluster.Cluster("/tmp/x", auth="none")
+
+
+def test_stop_finds_the_processes_a_killed_run_configured_through_their_environment(
+        tmp_path):
+    """Regression: after a SIGKILL of ``start`` the RabbitMQ nodes, which name the state
+    dir only in their environment (RABBITMQ_CONFIG_FILE...), outlived ``stop``."""
+    root = f"{tmp_path}/"
+    node = subprocess.Popen(["sleep", "60"], env={"RABBITMQ_CONFIG_FILE": f"{root}n1/r.conf"})
+    shell = subprocess.Popen(["sleep", "60"], env={"PWD": root, "OLDPWD": root})
+    try:
+        found = cluster.pids_with_environment_naming(root)
+        assert node.pid in found
+        assert shell.pid not in found
+    finally:
+        for proc in (node, shell):
+            proc.kill()
+            proc.wait(10)
