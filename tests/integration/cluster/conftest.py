@@ -24,7 +24,7 @@ import uuid
 import pytest
 
 from volumesvc_aio import netns, pids_naming, qemu_pids
-from volumesvc_aio.cluster import Cluster
+from volumesvc_aio.cluster import Cluster, pids_with_environment_naming
 
 TIMEOUT = 240
 # Keystone's tokens live an hour; the tests take a new one well before.
@@ -101,7 +101,8 @@ def leftovers(state_dir, prefix):
         "links": [line.split(":")[1].strip() for line in links.splitlines()
                   if line.split(":")[1].strip().startswith(f"{prefix}-")],
         "qemu": qemu_pids(state_dir + "/"),
-        "processes": pids_naming(state_dir + "/"),
+        "processes": sorted({*pids_naming(state_dir + "/"),
+                             *pids_with_environment_naming(state_dir + "/")}),
         # The bind mounts of the hosts' libvirt daemons live as long as a
         # process of their mount namespace does.
         "mounts": processes_mounting(state_dir),
