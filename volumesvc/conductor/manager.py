@@ -14,7 +14,8 @@ from volumesvc.conductor import attach_watch, rpcapi, volume_requests
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
-from volumesvc.conductor.tasks import offloaded, power
+from volumesvc.conductor.tasks import detach as detach_task
+from volumesvc.conductor.tasks import power
 from volumesvc.conductor.tasks import rebuild as rebuild_task
 from volumesvc.conductor.tasks import reconcile as reconcile_task
 from volumesvc.conductor.tasks import shelve as shelve_task
@@ -173,24 +174,13 @@ class ConductorManager:
 
     def detach_volume(self, context, *, instance_uuid, volume_id, attachment_id,
                       request_uuid=None):
-        """Cast from the API; ``request_uuid``: its record, claimed first."""
+        """Cast from the API: ``conductor/tasks/detach.py``; ``request_uuid``: its record."""
+        task = detach_task.DetachTask(self._db, self._compute, self._cinder, context,
+                                      instance_uuid=instance_uuid, volume_id=volume_id,
+                                      attachment_id=attachment_id)
         if request_uuid is None:
-            return self._detach(context, instance_uuid, volume_id, attachment_id)
-        return self._requests.run_cast(
-            context, request_uuid,
-            lambda: self._detach(context, instance_uuid, volume_id, attachment_id))
-
-    def _detach(self, context, instance_uuid, volume_id, attachment_id):
-        instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
-        bdm = bdm_obj.get_by_volume_and_instance(self._db, context, volume_id, instance_uuid)
-        if not instance.host:
-            # Shelved-offloaded: no domain, only Cinder and the BDM.
-            offloaded.detach(self._cinder, self._db, context, bdm,
-                             attachment_id or bdm.attachment_id)
-            return
-        self._compute.detach_volume(context, host=instance.host, instance=instance.to_dict(),
-                                    bdm=bdm.to_dict(),
-                                    attachment_id=attachment_id or bdm.attachment_id)
+            return task.execute()
+        return self._requests.run_cast(context, request_uuid, task.execute)
 
     def swap_volume(self, context, *, instance_uuid, old_volume_id, new_volume_id):
         """Cast from the API: ``conductor/tasks/swap.py``."""

@@ -36,13 +36,11 @@ from volumesvc import binaries, exception, servicegroup
 from volumesvc import context as vs_context
 from volumesvc.common.outage import database_down
 from volumesvc.conductor.tasks import attach as attach_task
+from volumesvc.conductor.tasks import detach as detach_task
 from volumesvc.conductor.tasks import resume
-from volumesvc.objects import attachment_status, base
-from volumesvc.objects import instance as instance_obj
-from volumesvc.objects import instance_action as action_obj
+from volumesvc.objects import base
 from volumesvc.objects import service as service_obj
 from volumesvc.objects import volume_request as request_obj
-from volumesvc.states import attach_states
 
 LOG = logging.getLogger(__name__)
 
@@ -51,7 +49,6 @@ BATCH = 50
 # Seconds between the start of a conductor and its first recovery pass:
 # its RPC servers start right after ``init_host``.
 STARTUP_DELAY = 2.0
-DETACH_EVENT = "conductor_detach_volume"
 # What a stored attach request may hand the task (the API's cast kwargs).
 _ATTACH_PARAMS = ("instance_uuid", "volume_id", "device", "disk_bus", "device_type", "tag",
                   "delete_on_termination", "multiattach", "read_only")
@@ -207,12 +204,13 @@ class VolumeRequests:
         if request.kind == request_obj.ATTACH:
             self._attach_task(request, context).execute()
             return
-        try:
-            instance = instance_obj.get_by_uuid(self.db, context, request.instance_uuid)
-        except exception.InstanceNotFound:
-            return  # deleted meanwhile: its volumes went with it
-        resume.detach(self.db, self.compute, self.cinder, context, instance,
-                      request.volume_id, request.params.get("attachment_id"))
+        self._detach_task(request, context).execute()
+
+    def _detach_task(self, request, context):
+        return detach_task.DetachTask(
+            self.db, self.compute, self.cinder, context, instance_uuid=request.instance_uuid,
+            volume_id=request.volume_id, attachment_id=request.params.get("attachment_id"),
+            recovered=True)
 
     def give_up(self, request):
         """Record a request that kept losing its conductor as failed (and undo it)."""
@@ -225,7 +223,7 @@ class VolumeRequests:
         if request.kind == request_obj.ATTACH:
             self._give_up_attach(request, context, exc)
         else:
-            self._give_up_detach(request, context, exc)
+            self._detach_task(request, context).give_up(exc)
 
     def _give_up_attach(self, request, context, exc):
         bdm = resume.live_bdm(self.db, context, request.instance_uuid, request.volume_id,
@@ -236,28 +234,3 @@ class VolumeRequests:
         if bdm is not None:
             task.bdm, task.attachment_id = bdm.to_dict(), bdm.attachment_id
         task.rollback(exc)
-
-    def _give_up_detach(self, request, context, exc):
-        message = exc.format_message()
-        bdm = resume.live_bdm(self.db, context, request.instance_uuid, request.volume_id)
-        if bdm is None:
-            return  # it got done after all
-        try:
-            instance = instance_obj.get_by_uuid(self.db, context, request.instance_uuid)
-        except exception.InstanceNotFound:
-            return
-        if instance.host:
-            try:
-                self.cinder.roll_detaching(context, request.volume_id)
-            except Exception as err:  # noqa: BLE001 - the BDM is put back anyway
-                LOG.warning("roll_detaching %s failed: %s", request.volume_id, err)
-        attachment_status.save_if(self.db, context, bdm.uuid, attach_states.fault_values(
-            attach_states.ATTACHED, 500, message), attach_states.DETACHING)
-        try:
-            action_obj.event_start(self.db, context, request.instance_uuid,
-                                   context.request_id, DETACH_EVENT)
-            action_obj.event_finish(self.db, context, request.instance_uuid,
-                                    context.request_id, DETACH_EVENT, result="Error",
-                                    details=message)
-        except exception.NotFound:
-            pass

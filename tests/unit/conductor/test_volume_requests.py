@@ -9,6 +9,7 @@ import datetime
 
 import pytest
 import sqlalchemy as sa
+from oslo_db import exception as db_exc
 
 from tests.fixtures import database as db_fixtures
 from tests.fixtures.cinder import FakeCinder
@@ -16,6 +17,7 @@ from volumesvc import binaries, exception, version
 from volumesvc import context as vs_context
 from volumesvc.conductor import volume_requests
 from volumesvc.conductor.tasks import attach as attach_task
+from volumesvc.conductor.tasks import detach as detach_task
 from volumesvc.conf import get_conf
 from volumesvc.db import models
 from volumesvc.objects import attachment_status
@@ -172,8 +174,6 @@ def test_a_failed_task_forgets_its_request_too(world):
 
 
 def test_a_task_that_met_the_database_down_is_run_again_by_the_next_pass(world):
-    from oslo_db import exception as db_exc
-
     request = world.record()
 
     def database_gone():
@@ -336,7 +336,8 @@ def test_an_attach_that_keeps_losing_its_conductor_is_given_up(world):
     assert [(e.event, e.result) for e in events] == [(attach_task.EVENT, "Error")]
 
 
-def test_a_detach_that_keeps_losing_its_conductor_puts_the_volume_back(world):
+def _detaching(world):
+    """The world's volume attached, then accepted for detach as the API leaves it."""
     attachment = world.cinder.attachment_create(world.ctx, world.volume["id"],
                                                 world.instance.uuid)
     world.cinder.attachment_complete(world.ctx, attachment["id"])
@@ -347,14 +348,31 @@ def test_a_detach_that_keeps_losing_its_conductor_puts_the_volume_back(world):
     action_obj.action_start(world.db, world.ctx, world.instance.uuid, "detach_volume",
                             "req-attach", "u1", "p1")
     request = world.record(request_obj.DETACH, attachment_id=attachment["id"])
-    request_obj.claim(world.db, world.ctx, request.uuid, "dead-conductor")
-    world.set_row(request, attempts=3)
-    assert world.requests.recover(world.admin) == 1
+    task = detach_task.DetachTask(world.db, world.compute, world.cinder, world.ctx,
+                                  instance_uuid=world.instance.uuid,
+                                  volume_id=world.volume["id"],
+                                  attachment_id=attachment["id"])
+    return bdm, request, task
+
+
+def _assert_put_back(world, bdm, reason):
+    """The detach undone: settled, volume in-use, BDM attached with ``reason``, Error event."""
     assert world.rows() == [] and world.compute.casts == []
     assert world.cinder.get(world.ctx, world.volume["id"])["status"] == "in-use"
     (kept,) = world.bdms()
     assert kept.uuid == bdm.uuid and kept.attach_status == attach_states.ATTACHED
-    assert kept.fault_code == 500 and "given up" in kept.fault_message
+    assert kept.fault_code == 500 and reason in kept.fault_message
+    events = action_obj.get_action(world.db, world.admin, world.instance.uuid,
+                                   "req-attach").events
+    assert [(e.event, e.result) for e in events] == [(detach_task.EVENT, "Error")]
+
+
+def test_a_detach_that_keeps_losing_its_conductor_puts_the_volume_back(world):
+    bdm, request, _ = _detaching(world)
+    request_obj.claim(world.db, world.ctx, request.uuid, "dead-conductor")
+    world.set_row(request, attempts=3)
+    assert world.requests.recover(world.admin) == 1
+    _assert_put_back(world, bdm, "given up")
 
 
 # -- re-running an attach from where it stopped -------------------------------------------------
@@ -484,6 +502,42 @@ def test_an_offloaded_detach_rerun_finishes_here(world):
     _rerun(world, request)
     assert world.bdms(offloaded) == [] and world.cinder.attachments == {}
     assert world.compute.casts == []
+
+
+def test_a_detach_cast_tells_the_compute_once_and_settles(world):
+    bdm, request, task = _detaching(world)
+    world.requests.run_cast(world.ctx, request.uuid, task.execute)
+    (cast,) = world.compute.casts
+    assert cast[0] == "detach_volume" and cast[1]["recovered"] is False
+    assert cast[1]["bdm"]["uuid"] == bdm.uuid
+    assert world.rows() == []
+
+
+def _detach_meeting(world, error):
+    """A detach cast run while casting to the compute raises ``error``."""
+    bdm, request, task = _detaching(world)
+
+    def fail():
+        raise error
+
+    world.compute.before_cast = fail
+    with pytest.raises(type(error)):
+        world.requests.run_cast(world.ctx, request.uuid, task.execute)
+    return bdm, request
+
+
+def test_a_detach_whose_cast_failed_puts_the_volume_back(world):
+    """Regression: the BDM stayed ``detaching`` (and the volume too) for ever."""
+    bdm, _ = _detach_meeting(world, exception.VolumesvcException("the bus refused the cast"))
+    _assert_put_back(world, bdm, "refused the cast")
+
+
+def test_a_detach_that_met_the_database_down_is_left_for_its_rerun(world):
+    _, request = _detach_meeting(world, db_exc.DBConnectionError("gone"))
+    (kept,) = world.bdms()
+    assert kept.attach_status == attach_states.DETACHING and kept.fault_code is None
+    assert world.cinder.get(world.ctx, world.volume["id"])["status"] == "detaching"
+    assert world.rows() == [request.uuid]
 
 
 def test_a_rerun_for_a_deleted_server_is_settled(world):

@@ -1,10 +1,10 @@
-"""Attach and detach for a shelved-offloaded server: Cinder and the BDM, no compute.
+"""Attach for a shelved-offloaded server: Cinder and the BDM, no compute.
 
 An offloaded server has no host and no domain, so there is nothing to
 connect: attach records a BDM without a device name and a Cinder attachment
 without a connector, completed (the volume shows ``in-use``, as Nova leaves
-it); unshelve connects it with the rest. Detach deletes the attachment and
-the BDM. Both run in the conductor (doc/source/contributor/contract.rst §3.2 has Nova doing it in
+it); unshelve connects it with the rest (its detach: ``DetachTask``). It
+runs in the conductor (doc/source/contributor/contract.rst §3.2 has Nova doing it in
 the API; here every attach goes through the conductor's task, so the same
 rollback and instance-action reporting apply at every microversion).
 """
@@ -12,7 +12,6 @@ rollback and instance-action reporting apply at every microversion).
 from oslo_log import log as logging
 
 from volumesvc import exception
-from volumesvc.objects import block_device as bdm_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -40,17 +39,3 @@ def attach(task, instance):
 def _no_device(used_names):
     """An offloaded server has no guest to name a device in."""
     return None
-
-
-def detach(cinder, db, context, bdm, attachment_id):
-    """Delete the Cinder attachment, then the BDM; a failure rolls ``detaching`` back."""
-    try:
-        if attachment_id:
-            cinder.attachment_delete(context.elevated(), attachment_id)
-    except Exception:
-        try:
-            cinder.roll_detaching(context, bdm.volume_id)
-        except Exception as exc:  # noqa: BLE001
-            LOG.warning("roll_detaching %s failed: %s", bdm.volume_id, exc)
-        raise
-    bdm_obj.destroy(db, context, bdm.uuid)

@@ -1,4 +1,4 @@
-"""Re-running an accepted attach or detach whose first conductor died.
+"""Re-running an accepted attach whose first conductor died.
 
 A request is re-run (``conductor/volume_requests.py``) when nobody can say
 how far its first run got: the conductor may have died before it did
@@ -21,9 +21,7 @@ attach (the live BDM of the volume on the server, made since the request):
 A shelved-offloaded server has no compute: its BDM with an attachment id
 only needs the attachment completed, again if need be.
 
-detach: the BDM gone means done; otherwise the compute is told again
-(``recovered=True``), or, for a shelved-offloaded server, the attachment
-and the BDM are deleted here again.
+A detach's re-run is ``DetachTask``'s own (``conductor/tasks/detach.py``).
 """
 
 import datetime
@@ -31,7 +29,6 @@ import datetime
 from oslo_log import log as logging
 
 from volumesvc import exception
-from volumesvc.conductor.tasks import offloaded
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.states import vm_states
@@ -134,20 +131,3 @@ def _finish(task, instance, bdm):
     task._record_action(host=instance.host)
     task.cast(instance, recovered=True)
     return task.bdm
-
-
-def detach(db, compute_rpcapi, cinder, context, instance, volume_id, attachment_id):
-    """Go on with a detach of ``volume_id`` from ``instance`` whose conductor died."""
-    bdm = live_bdm(db, context, instance.uuid, volume_id)
-    if bdm is None:
-        LOG.info("Re-run detach of volume %s from %s: already done", volume_id,
-                 instance.uuid)
-        return
-    if not instance.host:
-        # Cinder ignores the delete of an attachment it no longer has.
-        offloaded.detach(cinder, db, context, bdm, attachment_id or bdm.attachment_id)
-        return
-    compute_rpcapi.detach_volume(context, host=instance.host, instance=instance.to_dict(),
-                                 bdm=bdm.to_dict(),
-                                 attachment_id=attachment_id or bdm.attachment_id,
-                                 recovered=True)
