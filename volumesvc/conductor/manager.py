@@ -12,6 +12,7 @@ from oslo_log import log as logging
 from volumesvc import exception, periodic
 from volumesvc.conductor import attach_watch, rpcapi, volume_requests
 from volumesvc.conductor.tasks import attach as attach_task
+from volumesvc.conductor.tasks import base as task_base
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
 from volumesvc.conductor.tasks import detach as detach_task
@@ -64,9 +65,9 @@ class ConductorManager:
         self._cinder = cinder
         self._up = compute_host.UpCache(conf)
         self._watch = attach_watch.AttachWatch(conf, db=db, compute_rpcapi=compute_rpcapi)
-        self._requests = volume_requests.VolumeRequests(
-            conf, db=db, compute_rpcapi=compute_rpcapi, cinder=cinder, up_cache=self._up,
-            watch=self._watch)
+        self._deps = task_base.TaskDeps(conf, db, compute_rpcapi, cinder, up_cache=self._up,
+                                        watch=self._watch)
+        self._requests = volume_requests.VolumeRequests(self._deps)
 
     # -- process lifecycle ---------------------------------------------------
 
@@ -95,14 +96,11 @@ class ConductorManager:
 
     def build_instances(self, context, *, instance_uuids, request_spec):
         for instance_uuid in instance_uuids:
-            build_task.BuildTask(
-                self._conf, self._db, self._compute, context,
-                instance_uuid=instance_uuid, request_spec=request_spec).execute()
+            build_task.BuildTask(self._deps, context, instance_uuid=instance_uuid,
+                                 request_spec=request_spec).execute()
 
     def delete_instance(self, context, *, instance_uuid):
-        delete_task.DeleteTask(
-            self._conf, self._db, self._compute, self._cinder, context,
-            instance_uuid=instance_uuid).execute()
+        delete_task.DeleteTask(self._deps, context, instance_uuid=instance_uuid).execute()
 
     def reboot_instance(self, context, *, instance_uuid, reboot_type):
         instance = instance_obj.get_by_uuid(self._db, context, instance_uuid)
@@ -117,29 +115,29 @@ class ConductorManager:
     # -- stop/start, shelve/offload/unshelve --------------------------
 
     def stop_instance(self, context, *, instance_uuid):
-        power.stop(self._db, self._compute, context, instance_uuid)
+        power.StopTask(self._deps, context, instance_uuid=instance_uuid).execute()
 
     def start_instance(self, context, *, instance_uuid):
-        power.start(self._db, self._compute, context, instance_uuid)
+        power.StartTask(self._deps, context, instance_uuid=instance_uuid).execute()
 
     def shelve_instance(self, context, *, instance_uuid):
-        shelve_task.shelve(self._conf, self._db, self._compute, context, instance_uuid)
+        shelve_task.ShelveTask(self._deps, context, instance_uuid=instance_uuid).execute()
 
     def shelve_offload_instance(self, context, *, instance_uuid):
-        shelve_task.shelve_offload(self._db, self._compute, context, instance_uuid)
+        shelve_task.ShelveOffloadTask(self._deps, context,
+                                      instance_uuid=instance_uuid).execute()
 
     def unshelve_instance(self, context, *, instance_uuid, availability_zone=None, host=None):
         unshelve_task.UnshelveTask(
-            self._conf, self._db, self._compute, self._cinder, context,
-            instance_uuid=instance_uuid, availability_zone=availability_zone,
-            host=host).execute()
+            self._deps, context, instance_uuid=instance_uuid,
+            availability_zone=availability_zone, host=host).execute()
 
     def rebuild_instance(self, context, *, instance_uuid, image_ref, reimage,
                          preserve_ephemeral=False):
         """Cast from the API: ``conductor/tasks/rebuild.py``."""
-        rebuild_task.rebuild(self._db, self._compute, context, instance_uuid,
-                             image_ref=image_ref, reimage=reimage,
-                             preserve_ephemeral=preserve_ephemeral)
+        rebuild_task.RebuildTask(self._deps, context, instance_uuid=instance_uuid,
+                                 image_ref=image_ref, reimage=reimage,
+                                 preserve_ephemeral=preserve_ephemeral).execute()
 
     @periodic.periodic_task(None, "shelved_poll_interval")
     def _offload_shelved_instances(self, context):
@@ -163,11 +161,10 @@ class ConductorManager:
         ``read_only``: a read-only attachment (API 2.108).
         """
         task = attach_task.AttachTask(
-            self._conf, self._db, self._compute, self._cinder, context,
-            instance_uuid=instance_uuid, volume_id=volume_id, device=device,
-            disk_bus=disk_bus, device_type=device_type, tag=tag,
+            self._deps, context, instance_uuid=instance_uuid, volume_id=volume_id,
+            device=device, disk_bus=disk_bus, device_type=device_type, tag=tag,
             delete_on_termination=delete_on_termination, multiattach=multiattach,
-            read_only=read_only, up_cache=self._up, watch=self._watch)
+            read_only=read_only)
         if request_uuid is None:
             return task.execute()
         return self._requests.run_cast(context, request_uuid, task.execute)
@@ -175,17 +172,16 @@ class ConductorManager:
     def detach_volume(self, context, *, instance_uuid, volume_id, attachment_id,
                       request_uuid=None):
         """Cast from the API: ``conductor/tasks/detach.py``; ``request_uuid``: its record."""
-        task = detach_task.DetachTask(self._db, self._compute, self._cinder, context,
-                                      instance_uuid=instance_uuid, volume_id=volume_id,
-                                      attachment_id=attachment_id)
+        task = detach_task.DetachTask(self._deps, context, instance_uuid=instance_uuid,
+                                      volume_id=volume_id, attachment_id=attachment_id)
         if request_uuid is None:
             return task.execute()
         return self._requests.run_cast(context, request_uuid, task.execute)
 
     def swap_volume(self, context, *, instance_uuid, old_volume_id, new_volume_id):
         """Cast from the API: ``conductor/tasks/swap.py``."""
-        swap_task.SwapTask(self._conf, self._db, self._compute, self._cinder, context,
-                           instance_uuid=instance_uuid, old_volume_id=old_volume_id,
+        swap_task.SwapTask(self._deps, context, instance_uuid=instance_uuid,
+                           old_volume_id=old_volume_id,
                            new_volume_id=new_volume_id).execute()
 
     # -- external events -----------------------------------------------

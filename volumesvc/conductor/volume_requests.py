@@ -57,14 +57,14 @@ _ATTACH_PARAMS = ("instance_uuid", "volume_id", "device", "disk_bus", "device_ty
 class VolumeRequests:
     """The requests of one conductor process (its manager owns one)."""
 
-    def __init__(self, conf, *, db, compute_rpcapi, cinder, up_cache=None, watch=None):
-        self.conf = conf
-        self.db = db
-        self.compute = compute_rpcapi
-        self.cinder = cinder
-        self.up_cache = up_cache
-        self.watch = watch
-        self.host = conf.host
+    def __init__(self, deps):
+        """``deps``: the conductor's ``TaskDeps``, which the tasks it re-runs are built with."""
+        self.deps = deps
+        self.conf = deps.conf
+        self.db = deps.db
+        self.compute = deps.compute
+        self.cinder = deps.cinder
+        self.host = deps.conf.host
         # Claims made by this host before this moment are a dead process's.
         self.started_at = base.utcnow()
         # Requests this process claimed whose outcome may be unrecorded (the
@@ -193,9 +193,7 @@ class VolumeRequests:
 
     def _attach_task(self, request, context):
         return attach_task.AttachTask(
-            self.conf, self.db, self.compute, self.cinder, context,
-            up_cache=self.up_cache, recovered=True, since=request.created_at,
-            watch=self.watch,
+            self.deps, context, recovered=True, since=request.created_at,
             **{key: value for key, value in request.params.items() if key in _ATTACH_PARAMS})
 
     def rerun(self, request):
@@ -208,7 +206,7 @@ class VolumeRequests:
 
     def _detach_task(self, request, context):
         return detach_task.DetachTask(
-            self.db, self.compute, self.cinder, context, instance_uuid=request.instance_uuid,
+            self.deps, context, instance_uuid=request.instance_uuid,
             volume_id=request.volume_id, attachment_id=request.params.get("attachment_id"),
             recovered=True)
 
@@ -232,5 +230,5 @@ class VolumeRequests:
             return  # it got done after all
         task = self._attach_task(request, context)
         if bdm is not None:
-            task.bdm, task.attachment_id = bdm.to_dict(), bdm.attachment_id
+            task.adopt(bdm)
         task.rollback(exc)

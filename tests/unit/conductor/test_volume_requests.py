@@ -17,6 +17,7 @@ from volumesvc import binaries, exception, version
 from volumesvc import context as vs_context
 from volumesvc.conductor import volume_requests
 from volumesvc.conductor.tasks import attach as attach_task
+from volumesvc.conductor.tasks import base as task_base
 from volumesvc.conductor.tasks import detach as detach_task
 from volumesvc.conf import get_conf
 from volumesvc.db import models
@@ -71,8 +72,8 @@ class World:
         self.db = db_fixtures.sqlite_database(self.conf, str(tmp_path / "db"))
         self.cinder = FakeCinder(volume_dir=str(tmp_path / "volumes"))
         self.compute = RecordingCompute(self.db)
-        self.requests = volume_requests.VolumeRequests(
-            self.conf, db=self.db, compute_rpcapi=self.compute, cinder=self.cinder)
+        self.requests = volume_requests.VolumeRequests(task_base.TaskDeps(
+            self.conf, self.db, self.compute, self.cinder))
         self.admin = vs_context.get_admin_context()
         self.ctx = vs_context.RequestContext(user_id="u1", project_id="p1", roles=["member"],
                                              request_id="req-attach", overwrite=False)
@@ -348,7 +349,7 @@ def _detaching(world):
     action_obj.action_start(world.db, world.ctx, world.instance.uuid, "detach_volume",
                             "req-attach", "u1", "p1")
     request = world.record(request_obj.DETACH, attachment_id=attachment["id"])
-    task = detach_task.DetachTask(world.db, world.compute, world.cinder, world.ctx,
+    task = detach_task.DetachTask(world.requests.deps, world.ctx,
                                   instance_uuid=world.instance.uuid,
                                   volume_id=world.volume["id"],
                                   attachment_id=attachment["id"])

@@ -41,18 +41,13 @@ COMPUTE_EVENT = "compute_attach_volume"
 
 
 class AttachTask(base.TaskBase):
-    def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid,
-                 volume_id, device=None, disk_bus=None, device_type=None, tag=None,
-                 delete_on_termination=False, multiattach=None, read_only=False,
-                 up_cache=None, recovered=False, since=None, watch=None):
-        super().__init__(context, instance_uuid)
+    def __init__(self, deps, context, *, instance_uuid, volume_id, device=None,
+                 disk_bus=None, device_type=None, tag=None, delete_on_termination=False,
+                 multiattach=None, read_only=False, recovered=False, since=None):
+        super().__init__(deps, context, instance_uuid=instance_uuid)
         # The conductor's shared answers to "is this compute up?" (one per task
         # without one: no answer is reused).
-        self.up_cache = up_cache or compute_host.UpCache(conf)
-        self.conf = conf
-        self.db = db
-        self.compute = compute_rpcapi
-        self.cinder = cinder
+        self.up_cache = deps.up_cache or compute_host.UpCache(deps.conf)
         self.volume_id = volume_id
         self.multiattach = multiattach
         self.read_only = bool(read_only)
@@ -68,9 +63,17 @@ class AttachTask(base.TaskBase):
         self.recovered = recovered
         self.since = since
         # ``attach_watch.AttachWatch``: casts again an attach that did not arrive.
-        self.watch = watch
+        self.watch = deps.watch
 
-    def _record_action(self, host=None):
+    def adopt(self, bdm):
+        """Go on with ``bdm`` (a BDM object), made by an earlier run of this request.
+
+        It and its Cinder attachment become this task's: a rollback removes them.
+        """
+        self.bdm = bdm.to_dict()
+        self.attachment_id = bdm.attachment_id
+
+    def record_action(self, host=None):
         """The ``attach_volume`` action; with ``host``, also the compute's event on it.
 
         Starting ``compute_attach_volume`` here saves the
@@ -119,7 +122,7 @@ class AttachTask(base.TaskBase):
                                                         bus=bus),
                       disk_bus=bus, attach_status=attach_states.ATTACHING)
         # Step 3: the action, then the compute does the host side.
-        self._record_action(host=instance.host)
+        self.record_action(host=instance.host)
         self.cast(instance)
         return self.bdm
 
@@ -216,7 +219,7 @@ class AttachTask(base.TaskBase):
         self._keep_failure(exc, message)
         try:
             if not self.action_recorded:
-                self._record_action()
+                self.record_action()
             if self.compute_event_started:
                 # The cast never left: the compute's event will not be finished there.
                 action_obj.event_finish(

@@ -1,6 +1,8 @@
 """Conductor tasks: one multi-step workflow per class, with its undo."""
 
+import dataclasses
 import traceback
+from typing import Any
 
 from oslo_log import log as logging
 from oslo_utils import excutils
@@ -13,14 +15,40 @@ from volumesvc.objects import instance_fault as fault_obj
 LOG = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(frozen=True)
+class TaskDeps:
+    """The conductor's clients every task is built with (the manager holds one).
+
+    One object instead of four to six positional parameters per task: a task's
+    own parameters are then only its request's fields.
+    ``up_cache``: the conductor's shared answers to "is this compute up?";
+    ``watch``: ``attach_watch.AttachWatch``, which casts again an attach that
+    did not arrive.
+    """
+
+    conf: Any
+    db: Any
+    compute: Any
+    cinder: Any = None
+    up_cache: Any = None
+    watch: Any = None
+
+
 class TaskBase:
     """``execute()`` runs ``_execute()``; on any failure ``rollback()`` runs first.
 
-    Subclasses record what they made as they go so ``rollback`` undoes
-    exactly that (no half-made attachments, no lost records).
+    Every task is built as ``Task(deps, context, instance_uuid=..., <its
+    request's fields>)``. Subclasses record what they made as they go so
+    ``rollback`` undoes exactly that (no half-made attachments, no lost
+    records). What another module needs of a task is a public method of it.
     """
 
-    def __init__(self, context, instance_uuid):
+    def __init__(self, deps, context, *, instance_uuid):
+        self.deps = deps
+        self.conf = deps.conf
+        self.db = deps.db
+        self.compute = deps.compute
+        self.cinder = deps.cinder
         self.context = context
         self.instance_uuid = instance_uuid
 

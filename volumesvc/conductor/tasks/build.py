@@ -16,11 +16,8 @@ LOG = logging.getLogger(__name__)
 class BuildTask(base.TaskBase):
     """Schedule one instance and cast ``build_and_run_instance`` to its host."""
 
-    def __init__(self, conf, db, compute_rpcapi, context, *, instance_uuid, request_spec):
-        super().__init__(context, instance_uuid)
-        self.conf = conf
-        self.db = db
-        self.compute = compute_rpcapi
+    def __init__(self, deps, context, *, instance_uuid, request_spec):
+        super().__init__(deps, context, instance_uuid=instance_uuid)
         self.request_spec = request_spec or {}
 
     def _execute(self):

@@ -22,12 +22,8 @@ class DeleteTask(base.TaskBase):
     volumes are released from here so nothing leaks.
     """
 
-    def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid):
-        super().__init__(context, instance_uuid)
-        self.conf = conf
-        self.db = db
-        self.compute = compute_rpcapi
-        self.cinder = cinder
+    def __init__(self, deps, context, *, instance_uuid):
+        super().__init__(deps, context, instance_uuid=instance_uuid)
 
     def _execute(self):
         try:

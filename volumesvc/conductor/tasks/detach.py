@@ -38,12 +38,9 @@ EVENT = "conductor_detach_volume"
 
 
 class DetachTask(base.TaskBase):
-    def __init__(self, db, compute_rpcapi, cinder, context, *, instance_uuid, volume_id,
-                 attachment_id=None, recovered=False):
-        super().__init__(context, instance_uuid)
-        self.db = db
-        self.compute = compute_rpcapi
-        self.cinder = cinder
+    def __init__(self, deps, context, *, instance_uuid, volume_id, attachment_id=None,
+                 recovered=False):
+        super().__init__(deps, context, instance_uuid=instance_uuid)
         self.volume_id = volume_id
         # The Cinder attachment the API chose to delete (None: the BDM's).
         self.attachment_id = attachment_id

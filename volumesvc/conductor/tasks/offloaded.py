@@ -32,7 +32,7 @@ def attach(task, instance):
     task.make_bdm(instance, lambda **kw: task.cinder.attachment_create(task.context, **kw),
                   device_name_for=_no_device)
     task.cinder.attachment_complete(task.context, task.attachment_id)
-    task._record_action()
+    task.record_action()
     return task.bdm
 
 

@@ -46,11 +46,30 @@ def cast_to_host(db, context, instance_uuid, send, *, event, **kwargs):
     return instance
 
 
-def stop(db, compute_rpcapi, context, instance_uuid):
-    return cast_to_host(db, context, instance_uuid, compute_rpcapi.stop_instance,
-                        event="conductor_stop_instance")
+class CastTask(base.TaskBase):
+    """A task that is one cast to the server's compute (``cast_to_host``).
+
+    Subclasses name the compute RPC ``method``, the ``event`` recorded when
+    it cannot be sent, and the cast's own arguments (``cast_kwargs``).
+    """
+
+    method = ""
+    event = ""
+
+    def cast_kwargs(self):
+        return {}
+
+    def _execute(self):
+        return cast_to_host(self.db, self.context, self.instance_uuid,
+                            getattr(self.compute, self.method), event=self.event,
+                            **self.cast_kwargs())
 
 
-def start(db, compute_rpcapi, context, instance_uuid):
-    return cast_to_host(db, context, instance_uuid, compute_rpcapi.start_instance,
-                        event="conductor_start_instance")
+class StopTask(CastTask):
+    method = "stop_instance"
+    event = "conductor_stop_instance"
+
+
+class StartTask(CastTask):
+    method = "start_instance"
+    event = "conductor_start_instance"

@@ -12,8 +12,17 @@ from volumesvc.conductor.tasks import power
 EVENT = "conductor_rebuild_server"
 
 
-def rebuild(db, compute_rpcapi, context, instance_uuid, *, image_ref, reimage,
-            preserve_ephemeral=False):
-    return power.cast_to_host(db, context, instance_uuid, compute_rpcapi.rebuild_instance,
-                              event=EVENT, image_ref=image_ref, reimage=reimage,
-                              preserve_ephemeral=preserve_ephemeral)
+class RebuildTask(power.CastTask):
+    method = "rebuild_instance"
+    event = EVENT
+
+    def __init__(self, deps, context, *, instance_uuid, image_ref, reimage,
+                 preserve_ephemeral=False):
+        super().__init__(deps, context, instance_uuid=instance_uuid)
+        self.image_ref = image_ref
+        self.reimage = reimage
+        self.preserve_ephemeral = preserve_ephemeral
+
+    def cast_kwargs(self):
+        return {"image_ref": self.image_ref, "reimage": self.reimage,
+                "preserve_ephemeral": self.preserve_ephemeral}

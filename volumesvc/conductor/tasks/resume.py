@@ -111,23 +111,21 @@ def release_unrecorded_attachments(task, instance_uuid):
 
 
 def _finish(task, instance, bdm):
-    task.bdm = bdm.to_dict()
+    task.adopt(bdm)
     if bdm.connection_info:
         LOG.info("Re-run attach of volume %s to %s: already attached", task.volume_id,
                  instance.uuid)
         return task.bdm
     if instance.vm_state == vm_states.SHELVED_OFFLOADED:
         # Completing again is harmless; the action may be the only thing missing.
-        task.attachment_id = bdm.attachment_id
         task.cinder.attachment_complete(task.context, bdm.attachment_id)
-        task._record_action()
+        task.record_action()
         return task.bdm
     if not instance.host:
         raise exception.InstanceInvalidState(
             instance_uuid=instance.uuid, attr="host", state=None, method="attach_volume")
     LOG.info("Re-run attach of volume %s to %s: telling compute %s again",
              task.volume_id, instance.uuid, instance.host)
-    task.attachment_id = bdm.attachment_id
-    task._record_action(host=instance.host)
+    task.record_action(host=instance.host)
     task.cast(instance, recovered=True)
     return task.bdm

@@ -19,16 +19,17 @@ from volumesvc.states import task_states, vm_states
 LOG = logging.getLogger(__name__)
 
 
-def shelve(conf, db, compute_rpcapi, context, instance_uuid):
-    return power.cast_to_host(db, context, instance_uuid, compute_rpcapi.shelve_instance,
-                              event="conductor_shelve_instance",
-                              offload=conf.shelved_offload_time == 0)
+class ShelveTask(power.CastTask):
+    method = "shelve_instance"
+    event = "conductor_shelve_instance"
+
+    def cast_kwargs(self):
+        return {"offload": self.conf.shelved_offload_time == 0}
 
 
-def shelve_offload(db, compute_rpcapi, context, instance_uuid):
-    return power.cast_to_host(db, context, instance_uuid,
-                              compute_rpcapi.shelve_offload_instance,
-                              event="conductor_shelve_offload_instance")
+class ShelveOffloadTask(power.CastTask):
+    method = "shelve_offload_instance"
+    event = "conductor_shelve_offload_instance"
 
 
 def offload_expired(conf, db, compute_rpcapi, context):

@@ -27,13 +27,8 @@ COMPUTE_EVENT = "compute_swap_volume"
 
 
 class SwapTask(base.TaskBase):
-    def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid,
-                 old_volume_id, new_volume_id):
-        super().__init__(context, instance_uuid)
-        self.conf = conf
-        self.db = db
-        self.compute = compute_rpcapi
-        self.cinder = cinder
+    def __init__(self, deps, context, *, instance_uuid, old_volume_id, new_volume_id):
+        super().__init__(deps, context, instance_uuid=instance_uuid)
         self.old_volume_id = old_volume_id
         self.new_volume_id = new_volume_id
         self.attachment_id = None

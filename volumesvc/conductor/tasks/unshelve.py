@@ -27,13 +27,8 @@ EVENT = "conductor_unshelve_instance"
 
 
 class UnshelveTask(base.TaskBase):
-    def __init__(self, conf, db, compute_rpcapi, cinder, context, *, instance_uuid,
-                 availability_zone=None, host=None):
-        super().__init__(context, instance_uuid)
-        self.conf = conf
-        self.db = db
-        self.compute = compute_rpcapi
-        self.cinder = cinder
+    def __init__(self, deps, context, *, instance_uuid, availability_zone=None, host=None):
+        super().__init__(deps, context, instance_uuid=instance_uuid)
         self.availability_zone = availability_zone
         self.host = host
         self.placed = False  # host saved on an offloaded instance
