@@ -541,6 +541,31 @@ def test_a_detach_that_met_the_database_down_is_left_for_its_rerun(world):
     assert world.rows() == [request.uuid]
 
 
+def test_an_offloaded_detach_cinder_refused_keeps_the_bdm_and_says_why(world, monkeypatch):
+    offloaded = world.server(host=None, vm_state="shelved_offloaded")
+    attachment = world.cinder.attachment_create(world.ctx, world.volume_of(offloaded),
+                                                offloaded.uuid)
+    bdm = _bdm(world.db, offloaded.uuid, world.volume_of(offloaded),
+               attachment_id=attachment["id"], attach_status=attach_states.ATTACHED)
+    action_obj.action_start(world.db, world.ctx, offloaded.uuid, "detach_volume",
+                            "req-attach", "u1", "p1")
+
+    def refused(ctxt, attachment_id):
+        raise exception.CinderConnectionFailed(reason="refused")
+
+    monkeypatch.setattr(world.cinder, "attachment_delete", refused)
+    task = detach_task.DetachTask(world.requests.deps, world.ctx, instance_uuid=offloaded.uuid,
+                                  volume_id=world.volume_of(offloaded),
+                                  attachment_id=attachment["id"])
+    with pytest.raises(exception.CinderConnectionFailed):
+        task.execute()
+    (kept,) = world.bdms(offloaded)
+    assert kept.uuid == bdm.uuid and kept.attach_status == attach_states.ATTACHED
+    events = action_obj.get_action(world.db, world.admin, offloaded.uuid, "req-attach").events
+    assert [(e.event, e.result) for e in events] == [(detach_task.EVENT, "Error")]
+    assert "refused" in events[0].details
+
+
 def test_a_rerun_for_a_deleted_server_is_settled(world):
     request = world.record()
     request_obj.claim(world.db, world.ctx, request.uuid, "dead-conductor")
