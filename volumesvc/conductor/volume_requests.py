@@ -37,7 +37,6 @@ from volumesvc import context as vs_context
 from volumesvc.common.outage import database_down
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import detach as detach_task
-from volumesvc.conductor.tasks import resume
 from volumesvc.objects import base
 from volumesvc.objects import service as service_obj
 from volumesvc.objects import volume_request as request_obj
@@ -191,20 +190,18 @@ class VolumeRequests:
         self._settle(context, claimed.uuid, retry=retry)
         return True
 
-    def _attach_task(self, request, context):
-        return attach_task.AttachTask(
-            self.deps, context, recovered=True, since=request.created_at,
-            **{key: value for key, value in request.params.items() if key in _ATTACH_PARAMS})
-
     def rerun(self, request):
         """Run a claimed request again, from where its first run stopped."""
         context = request.request_context()
-        if request.kind == request_obj.ATTACH:
-            self._attach_task(request, context).execute()
-            return
-        self._detach_task(request, context).execute()
+        self._task(request, context).execute()
 
-    def _detach_task(self, request, context):
+    def _task(self, request, context):
+        """The request's task, as a re-run (``recovered=True``)."""
+        if request.kind == request_obj.ATTACH:
+            return attach_task.AttachTask(
+                self.deps, context, recovered=True, since=request.created_at,
+                **{key: value for key, value in request.params.items()
+                   if key in _ATTACH_PARAMS})
         return detach_task.DetachTask(
             self.deps, context, instance_uuid=request.instance_uuid,
             volume_id=request.volume_id, attachment_id=request.params.get("attachment_id"),
@@ -218,17 +215,4 @@ class VolumeRequests:
         LOG.error("Giving up the %s of volume %s to server %s (request %s): %s",
                   request.kind, request.volume_id, request.instance_uuid, request.uuid,
                   exc.format_message())
-        if request.kind == request_obj.ATTACH:
-            self._give_up_attach(request, context, exc)
-        else:
-            self._detach_task(request, context).give_up(exc)
-
-    def _give_up_attach(self, request, context, exc):
-        bdm = resume.live_bdm(self.db, context, request.instance_uuid, request.volume_id,
-                              request.created_at)
-        if bdm is not None and bdm.connection_info:
-            return  # it got done after all
-        task = self._attach_task(request, context)
-        if bdm is not None:
-            task.adopt(bdm)
-        task.rollback(exc)
+        self._task(request, context).give_up(exc)

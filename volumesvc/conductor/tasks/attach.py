@@ -203,6 +203,20 @@ class AttachTask(base.TaskBase):
             raise exception.ComputeHostDown(
                 host=instance.host, instance_uuid=instance.uuid) from None
 
+    def give_up(self, exc):
+        """The request kept losing its conductor: undo what its runs made, with ``exc``.
+
+        Nothing is undone when the attach got done after all (the BDM has
+        its connection).
+        """
+        bdm = resume.live_bdm(self.db, self.context, self.instance_uuid, self.volume_id,
+                              self.since)
+        if bdm is not None and bdm.connection_info:
+            return
+        if bdm is not None:
+            self.adopt(bdm)
+        self.rollback(exc)
+
     def rollback(self, exc):
         if self.attachment_id:
             try:
