@@ -18,8 +18,9 @@ watched too: once it would be stale, a ``reserved`` attachment of the
 volume on the server that no BDM knows is deleted
 (``resume.release_unrecorded_attachments``), so the volume does not stay
 ``reserved``. Cinder is often still away at that moment (the same outage
-that lost the answer): a release that finds it unreachable or answering
-5xx is tried again, up to ``ATTEMPTS`` times in all, before the compute's
+that lost the answer): a release that meets a failure that goes away on
+its own (``outage.classify``: Cinder unreachable or answering 5xx, the
+database down) is tried again, up to ``ATTEMPTS`` times in all, before the compute's
 reconciliation is left to find the attachment.
 
 The watches live in the conductor's memory. A conductor that dies with
@@ -36,6 +37,7 @@ import time
 from oslo_log import log as logging
 
 from volumesvc import exception
+from volumesvc.common import outage
 from volumesvc.conductor.tasks import resume
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -72,17 +74,16 @@ class AttachWatch:
         """Run one due release; True when done, False when left for a later try."""
         try:
             resume.release_unrecorded_attachments(task, task.instance_uuid)
-        except (exception.CinderConnectionFailed, exception.CinderAPIError) as exc:
-            if isinstance(exc, exception.CinderAPIError) and not (
-                    isinstance(exc.code, int) and exc.code >= 500):
+        except Exception as exc:
+            if outage.classify(exc) not in outage.RETRYABLE:
                 raise
             if attempt >= ATTEMPTS:
                 LOG.warning("Could not release the unrecorded attachment of volume %s on %s "
                             "after %d tries (%s); the compute's reconciliation removes it",
                             task.volume_id, task.instance_uuid, attempt, exc)
             else:
-                LOG.info("Cinder unavailable releasing the unrecorded attachment of volume "
-                         "%s on %s (%s); trying again later", task.volume_id,
+                LOG.info("Could not release the unrecorded attachment of volume %s on %s "
+                         "yet (%s); trying again later", task.volume_id,
                          task.instance_uuid, exc)
                 self.release_later(task, attempt + 1)
             return False
