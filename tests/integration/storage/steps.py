@@ -96,6 +96,29 @@ def detach(aio, server_id, volume_id):
     assert status == 202, body
 
 
+def detach_story(aio, server_id, volume_id):
+    """What the deployment says of a detach that the guest never saw: its failure message.
+
+    The server's list of attachments (2.106, with their status), the last
+    instance action with its events, and the all-in-one's log lines that name
+    the volume at WARNING or above.
+    """
+    _, listed, _ = compute_http(aio, "GET", f"/servers/{server_id}/os-volume_attachments",
+                                version="2.106")
+    _, actions, _ = compute_http(aio, "GET", f"/servers/{server_id}/os-instance-actions",
+                                 version="2.84")
+    last = (actions.get("instanceActions") or [{}])[0] if isinstance(actions, dict) else actions
+    events = None
+    if isinstance(last, dict) and last.get("request_id"):
+        _, events, _ = compute_http(
+            aio, "GET", f"/servers/{server_id}/os-instance-actions/{last['request_id']}",
+            version="2.84")
+    logged = [line for line in log_text(aio, "logs/volumesvc-*.log").splitlines()
+              if volume_id in line and (" WARNING " in line or " ERROR " in line)]
+    return (f"attachments: {json.dumps(listed)}\nlast action: {json.dumps(events or last)}\n"
+            "logged:\n" + "\n".join(line[:600] for line in logged[-20:]))
+
+
 def new_volume(cinder, created, volume_type, size=1):
     volume = cinder.volumes.create(size, name=unique("rbd-data"), volume_type=volume_type)
     created["volumes"].append(volume.id)

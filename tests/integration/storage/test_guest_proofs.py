@@ -63,6 +63,7 @@ from tests.integration.storage.steps import (
     boot_guests,
     cinder_log_lines,
     detach,
+    detach_story,
     log_text,
     retype_in_use,
     wait_migration,
@@ -176,7 +177,14 @@ def _detach_everywhere(aio, cinder, created, volume_id, server_ids):
     """Detach from each server in turn (the guest says the disk is gone), then delete."""
     for server_id in server_ids:
         detach(aio, server_id, volume_id)
-        wait_line(aio, server_id, rf"VSGUEST gone name=\S+ serial={volume_id}", SEEN_TIMEOUT)
+        try:
+            wait_line(aio, server_id, rf"VSGUEST gone name=\S+ serial={volume_id}", SEEN_TIMEOUT)
+        except AssertionError as exc:
+            try:
+                story = detach_story(aio, server_id, volume_id)
+            except Exception as why:  # the story is extra: never hide the failure itself
+                story = f"(no story of the detach: {why!r})"
+            raise AssertionError(f"{exc}\n{story}") from None
         wait_until(lambda s=server_id: s not in [
             a["server_id"] for a in cinder.volumes.get(volume_id).attachments],
             f"the attachment of {server_id} gone", timeout=SEEN_TIMEOUT)
