@@ -1,6 +1,8 @@
 """House rules that keep the code base in the shape the style guide asks for."""
 
 import ast
+import importlib
+import inspect
 import pathlib
 import re
 import subprocess
@@ -10,6 +12,7 @@ import pytest
 
 import volumesvc
 from tests.fixtures import product_rules
+from volumesvc.conductor.tasks import base as task_base
 
 ROOT = pathlib.Path(volumesvc.__file__).parent
 
@@ -82,6 +85,29 @@ def test_the_state_names_sit_below_the_services():
     services = ("volumesvc.compute", "volumesvc.conductor", "volumesvc.api")
     assert [name for name in loaded
             if any(name == s or name.startswith(s + ".") for s in services)] == []
+
+def test_every_conductor_task_has_one_shape():
+    """``Task(deps, context, *, <its request's fields>)`` on ``TaskBase``.
+
+    Tasks once came in three shapes (some took the conductor's clients one
+    by one, the reconcile task stood apart from the base class); one shape
+    lets the manager build every task the same way.
+    """
+    offenders = []
+    for path in _modules("conductor/tasks"):
+        module = importlib.import_module(f"volumesvc.conductor.tasks.{path.stem}")
+        for name, cls in vars(module).items():
+            if not (inspect.isclass(cls) and cls.__module__ == module.__name__
+                    and name.endswith("Task")):
+                continue
+            params = list(inspect.signature(cls.__init__).parameters.values())
+            if not issubclass(cls, task_base.TaskBase):
+                offenders.append(f"{name}: not a TaskBase")
+            elif [p.name for p in params[:3]] != ["self", "deps", "context"] or any(
+                    p.kind is not inspect.Parameter.KEYWORD_ONLY for p in params[3:]):
+                offenders.append(f"{name}: {[p.name for p in params]}")
+    assert offenders == []
+
 
 def test_no_global_conf_in_api():
     pattern = re.compile(r"^\s*CONF\s*=\s*cfg\.CONF", re.M)

@@ -49,6 +49,7 @@ earlier can never remove something that exists now.
 """
 
 import dataclasses
+from typing import Any
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
@@ -174,7 +175,12 @@ def _connection_info(bdm):
 
 
 class Reconciler:
-    """Runs the reconciliation of one server; the caller holds its instance lock."""
+    """Runs the reconciliation of one server; the caller holds its instance lock.
+
+    It holds only the compute's clients; :meth:`run` reads and plans, then
+    hands one :class:`Pass` to the steps (:func:`apply` and the functions
+    it calls), which record what they do in the pass's report.
+    """
 
     def __init__(self, conf, *, driver, conductor, cinder, attacher, keys=None):
         self.conf = conf
@@ -214,9 +220,13 @@ class Reconciler:
         work = plan(bdms, attachments, now=timeutils.utcnow(), timeout=self.timeout,
                     recovering=recovering)
         report.busy.extend(work.busy)
-        run = _Run(self, context, instance, driver_instance, report, dry_run)
+        steps = Pass(context=context, admin=context.elevated(), uuid=uuid,
+                     driver_instance=driver_instance, report=report, dry_run=dry_run,
+                     timeout=self.timeout, host=self.conf.host, driver=self.driver,
+                     conductor=self.conductor, cinder=self.cinder, attacher=self.attacher,
+                     keys=self.keys)
         try:
-            run.execute(work, view)
+            apply(steps, work, view)
         except exception.CinderConnectionFailed as exc:
             LOG.warning("Cinder became unreachable while reconciling %s: %s", uuid, exc)
             report.reason = reconciliation.Reason.CINDER_UNAVAILABLE
@@ -227,226 +237,260 @@ class Reconciler:
         return report, remaining
 
 
-class _Run:
-    """One pass over one server's plan (keeps the step methods short)."""
+@dataclasses.dataclass(frozen=True)
+class Pass:
+    """What every step of one pass over one server needs, passed to each explicitly.
 
-    def __init__(self, reconciler, context, instance, driver_instance, report, dry_run):
-        self.r = reconciler
-        self.context = context
-        self.admin = context.elevated()
-        self.uuid = instance["uuid"]
-        self.driver_instance = driver_instance
-        self.report = report
-        self.dry_run = dry_run
+    Why a frozen record and plain functions: each step reads the same few
+    things (who to ask, which server, whether to change anything) and
+    writes only to ``report``, the pass's one output; nothing else carries
+    state from one step to the next, so a step can be read (and tested) on
+    its own.
+    """
 
-    def execute(self, work, view):
-        orphans = list(work.orphans)
-        stale_volumes = {bdm["volume_id"] for bdm in work.stale_reservations}
-        for bdm in work.stale_reservations:
-            self._safely(self._remove_bdm, bdm, f"reservation without a Cinder attachment "
-                                                f"for more than {self.r.timeout}s", True)
-        for bdm in work.unlisted:
-            self._safely(self._check_unlisted, bdm)
-        for bdm, attachment in work.attached:
-            if view.suspect_volume(bdm["volume_id"]) and self._safely(self._volume_gone, bdm):
-                orphans.append(attachment)
-        for bdm, attachment in work.interrupted:
-            self._safely(self._interrupted, bdm, attachment)
-        for bdm, attachment in work.released_roots:
-            self._safely(self._reconnect_root, bdm, attachment)
-        for attachment in work.orphans_in_progress:
-            if view.listed_under_lock or attachment.get("volume_id") in stale_volumes or \
-                    self._safely(self._stale_volume, attachment):
-                orphans.append(attachment)
-            else:
-                self.report.busy.append(_busy(attachment.get("volume_id"), attachment["id"],
-                                              f"Cinder attachment {attachment.get('status')}"
-                                              " without a BDM, younger than the timeout"))
-        for attachment in orphans:
-            self._safely(self._delete_attachment, attachment,
-                         "claims the server but no BDM knows it")
+    context: Any
+    admin: Any            # ``context.elevated()``: Cinder reads and deletes
+    uuid: str
+    driver_instance: Any
+    report: reconciliation.Report
+    dry_run: bool
+    timeout: int          # [compute] attachment_reservation_timeout
+    host: str
+    driver: Any
+    conductor: Any
+    cinder: Any
+    attacher: Any
+    keys: Any
 
-    def _safely(self, step, *args):
-        """Run one step; a Cinder or conductor error is reported and the pass goes on.
 
-        Cinder unreachable ends the pass (every further step would fail too).
-        """
+def apply(p: Pass, work: Plan, view) -> None:
+    """Take every step ``work`` asks for, recording each in ``p.report``.
+
+    Cinder unreachable ends the pass (raised); any other failure of one
+    item is recorded in ``errors`` and the others go on.
+    """
+    orphans = list(work.orphans)
+    stale_volumes = {bdm["volume_id"] for bdm in work.stale_reservations}
+    for bdm in work.stale_reservations:
+        _safely(p, _remove_bdm, bdm, f"reservation without a Cinder attachment "
+                                     f"for more than {p.timeout}s", True)
+    for bdm in work.unlisted:
+        _safely(p, _check_unlisted, bdm)
+    for bdm, attachment in work.attached:
+        if view.suspect_volume(bdm["volume_id"]) and _safely(p, _volume_gone, bdm):
+            orphans.append(attachment)
+    for bdm, attachment in work.interrupted:
+        _safely(p, _interrupted, bdm, attachment)
+    for bdm, attachment in work.released_roots:
+        _safely(p, _reconnect_root, bdm, attachment)
+    for attachment in work.orphans_in_progress:
+        if view.listed_under_lock or attachment.get("volume_id") in stale_volumes or \
+                _safely(p, _stale_volume, attachment):
+            orphans.append(attachment)
+        else:
+            p.report.busy.append(_busy(attachment.get("volume_id"), attachment["id"],
+                                       f"Cinder attachment {attachment.get('status')}"
+                                       " without a BDM, younger than the timeout"))
+    for attachment in orphans:
+        _safely(p, _delete_attachment, attachment, "claims the server but no BDM knows it")
+
+
+def _safely(p: Pass, step, *args):
+    """Run one step; a Cinder or conductor error is reported and the pass goes on.
+
+    Cinder unreachable ends the pass (every further step would fail too).
+    The step's name (without underscores) prefixes its entry in ``errors``.
+    """
+    try:
+        return step(p, *args)
+    except exception.CinderConnectionFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one item must not stop the others
+        name = step.__name__.strip("_")
+        if reconciliation.reason_of(exc) is reconciliation.Reason.BUG:
+            LOG.exception("Reconciling volume attachments of %s: %s failed", p.uuid, name)
+        else:
+            LOG.warning("Reconciling volume attachments of %s: %s failed: %s", p.uuid,
+                        name, exc)
+        p.report.errors.append(f"{name}: {exc}")
+        return None
+
+
+# -- BDM side -------------------------------------------------------------------------
+
+
+def _check_unlisted(p: Pass, bdm):
+    try:
+        p.cinder.attachment_get(p.admin, bdm["attachment_id"])
+    except exception.VolumeAttachmentNotFound:
+        _remove_bdm(p, bdm, "its Cinder attachment no longer exists")
+    # Found: the listing was older than the attachment; nothing dangles.
+
+
+def _volume_gone(p: Pass, bdm) -> bool:
+    """Remove the BDM when Cinder says its volume is gone or ``available``."""
+    try:
+        volume = p.cinder.get(p.admin, bdm["volume_id"])
+    except exception.VolumeNotFound:
+        _remove_bdm(p, bdm, "its volume no longer exists")
+        return True
+    if volume.get("status") == "available":
+        _remove_bdm(p, bdm, "its volume is available in Cinder")
+        return True
+    return False
+
+
+def _remove_bdm(p: Pass, bdm, reason, failed_attach=False):
+    entry = {"volume_id": bdm["volume_id"], "attachment_id": bdm.get("attachment_id"),
+             "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name"),
+             "reason": reason}
+    p.report.removed_bdms.append(entry)
+    if p.dry_run:
+        return
+    LOG.info("Removing dangling volume attachment of server %s: volume %s, attachment "
+             "%s (%s)", p.uuid, bdm["volume_id"], bdm.get("attachment_id"), reason)
+    _detach_disk(p, bdm)
+    _forget(p, bdm, reason if failed_attach else None)
+
+
+def _forget(p: Pass, bdm, failed_attach=None):
+    """Delete the BDM; for an attach that never finished, keep it as its ``error``.
+
+    ``failed_attach``: why the attach was given up. An accepted (2.101)
+    attach rolled back here would otherwise leave no trace a client can
+    see (regression: a compute SIGKILLed mid-storm, its attaches' casts
+    lost with it, rolled back after the timeout with nothing at 2.106).
+    """
+    values = None
+    if failed_attach:
+        values = attach_states.fault_values(
+            attach_states.ERROR, 500, f"The attach was abandoned and rolled back: "
+                                      f"{failed_attach}. Attach the volume again.")
+    try:
+        p.conductor.bdm_destroy(p.context, bdm_uuid=bdm["uuid"], values=values)
+    except exception.NotFound:
+        pass
+
+
+def _detach_disk(p: Pass, bdm):
+    """The running domain loses the disk too (a SOFT reboot keeps live devices).
+
+    Then the host side goes as a detach's would: the connection and an
+    encrypted volume's libvirt secret or dm-crypt mapping. Without it the
+    secret of a volume whose attachment an operator deleted in Cinder
+    stayed on the host until a later periodic pass noticed it. A disk the
+    domain may still hold keeps its connection (the guest may use it).
+    """
+    info = _connection_info(bdm)
+    if not info:
+        return
+    try:
+        p.driver.detach_volume(info, p.driver_instance, bdm.get("device_name"))
+    except exception.InstanceNotFound:
+        pass
+    except Exception as exc:  # noqa: BLE001 - the record goes anyway; a HARD reboot drops it
+        LOG.warning("Could not detach the disk of volume %s from %s: %s",
+                    bdm["volume_id"], p.uuid, exc)
+        p.report.errors.append(f"detach of {bdm['volume_id']} from the domain: {exc}")
+        return
+    try:
+        connections.disconnect(p.context, cinder=p.cinder, conductor=p.conductor,
+                               driver=p.driver, host=p.host, instance_uuid=p.uuid,
+                               connection_info=info)
+    except Exception as exc:  # noqa: BLE001 - the periodic pass drops a secret left behind
+        LOG.warning("Could not disconnect volume %s from this host: %s",
+                    bdm["volume_id"], exc)
+        p.report.errors.append(f"disconnect of {bdm['volume_id']}: {exc}")
+
+
+# -- interrupted attaches ---------------------------------------------------------------
+
+
+def _interrupted(p: Pass, bdm, attachment):
+    volume_id, attachment_id = bdm["volume_id"], attachment["id"]
+    entry = {"volume_id": volume_id, "attachment_id": attachment_id,
+             "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name")}
+    if attachment.get("status") in CONNECTED:
+        # Cinder has our connector: the attach can still be finished.
+        if p.dry_run:
+            p.report.finished.append(entry)
+            return
         try:
-            return step(*args)
-        except exception.CinderConnectionFailed:
-            raise
-        except Exception as exc:  # noqa: BLE001 - one item must not stop the others
-            name = step.__name__.strip("_")
-            if reconciliation.reason_of(exc) is reconciliation.Reason.BUG:
-                LOG.exception("Reconciling volume attachments of %s: %s failed", self.uuid,
-                              name)
-            else:
-                LOG.warning("Reconciling volume attachments of %s: %s failed: %s", self.uuid,
-                            name, exc)
-            self.report.errors.append(f"{name}: {exc}")
-            return None
-
-    # -- BDM side -----------------------------------------------------------------
-    def _check_unlisted(self, bdm):
-        try:
-            self.r.cinder.attachment_get(self.admin, bdm["attachment_id"])
-        except exception.VolumeAttachmentNotFound:
-            self._remove_bdm(bdm, "its Cinder attachment no longer exists")
-        # Found: the listing was older than the attachment; nothing dangles.
-
-    def _volume_gone(self, bdm) -> bool:
-        """Remove the BDM when Cinder says its volume is gone or ``available``."""
-        try:
-            volume = self.r.cinder.get(self.admin, bdm["volume_id"])
-        except exception.VolumeNotFound:
-            self._remove_bdm(bdm, "its volume no longer exists")
-            return True
-        if volume.get("status") == "available":
-            self._remove_bdm(bdm, "its volume is available in Cinder")
-            return True
-        return False
-
-    def _remove_bdm(self, bdm, reason, failed_attach=False):
-        entry = {"volume_id": bdm["volume_id"], "attachment_id": bdm.get("attachment_id"),
-                 "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name"),
-                 "reason": reason}
-        self.report.removed_bdms.append(entry)
-        if self.dry_run:
+            p.attacher.resume(p.context, p.driver_instance, bdm)
+        except Exception as exc:  # noqa: BLE001 - resume undid everything itself
+            LOG.warning("Interrupted attach of volume %s to %s could not be finished "
+                        "and was rolled back: %s", volume_id, p.uuid, exc)
+            p.report.rolled_back.append(dict(
+                entry, reason=f"interrupted attach could not be finished: {exc}"))
             return
-        LOG.info("Removing dangling volume attachment of server %s: volume %s, attachment "
-                 "%s (%s)", self.uuid, bdm["volume_id"], bdm.get("attachment_id"), reason)
-        self._detach_disk(bdm)
-        self._forget(bdm, reason if failed_attach else None)
+        LOG.info("Finished the interrupted attach of volume %s to %s (attachment %s)",
+                 volume_id, p.uuid, attachment_id)
+        p.report.finished.append(entry)
+        return
+    reason = (f"attach made no progress for more than {p.timeout}s "
+              f"(Cinder attachment {attachment.get('status')})")
+    if not p.dry_run:
+        LOG.info("Rolling back the abandoned attach of volume %s to %s (attachment %s)",
+                 volume_id, p.uuid, attachment_id)
+        _detach_disk(p, bdm)
+        p.cinder.attachment_delete(p.admin, attachment_id)
+        _forget(p, bdm, reason)
+    p.report.rolled_back.append(dict(entry, reason=reason))
 
-    def _forget(self, bdm, failed_attach=None):
-        """Delete the BDM; for an attach that never finished, keep it as its ``error``.
 
-        ``failed_attach``: why the attach was given up. An accepted (2.101)
-        attach rolled back here would otherwise leave no trace a client can
-        see (regression: a compute SIGKILLed mid-storm, its attaches' casts
-        lost with it, rolled back after the timeout with nothing at 2.106).
-        """
-        values = None
-        if failed_attach:
-            values = attach_states.fault_values(
-                attach_states.ERROR, 500, f"The attach was abandoned and rolled back: "
-                                          f"{failed_attach}. Attach the volume again.")
-        try:
-            self.r.conductor.bdm_destroy(self.context, bdm_uuid=bdm["uuid"], values=values)
-        except exception.NotFound:
-            pass
+# -- a root volume a rebuild released ---------------------------------------------------
 
-    def _detach_disk(self, bdm):
-        """The running domain loses the disk too (a SOFT reboot keeps live devices).
 
-        Then the host side goes as a detach's would: the connection and an
-        encrypted volume's libvirt secret or dm-crypt mapping. Without it the
-        secret of a volume whose attachment an operator deleted in Cinder
-        stayed on the host until a later periodic pass noticed it. A disk the
-        domain may still hold keeps its connection (the guest may use it).
-        """
-        info = _connection_info(bdm)
-        if not info:
-            return
-        try:
-            self.r.driver.detach_volume(info, self.driver_instance, bdm.get("device_name"))
-        except exception.InstanceNotFound:
-            pass
-        except Exception as exc:  # noqa: BLE001 - the record goes anyway; a HARD reboot drops it
-            LOG.warning("Could not detach the disk of volume %s from %s: %s",
-                        bdm["volume_id"], self.uuid, exc)
-            self.report.errors.append(f"detach of {bdm['volume_id']} from the domain: {exc}")
-            return
-        try:
-            connections.disconnect(self.context, cinder=self.r.cinder,
-                                   conductor=self.r.conductor, driver=self.r.driver,
-                                   host=self.r.conf.host, instance_uuid=self.uuid,
-                                   connection_info=info)
-        except Exception as exc:  # noqa: BLE001 - the periodic pass drops a secret left behind
-            LOG.warning("Could not disconnect volume %s from this host: %s",
-                        bdm["volume_id"], exc)
-            self.report.errors.append(f"disconnect of {bdm['volume_id']}: {exc}")
+def _reconnect_root(p: Pass, bdm, attachment):
+    volume_id = bdm["volume_id"]
+    entry = {"volume_id": volume_id, "attachment_id": attachment["id"],
+             "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name")}
+    status = p.cinder.get(p.admin, volume_id).get("status") or ""
+    if status == "downloading":
+        p.report.busy.append(_busy(volume_id, attachment["id"],
+                                   "root volume released by a rebuild, still being "
+                                   "reimaged by Cinder"))
+        return
+    if "error" in status:
+        LOG.warning("Root volume %s of %s is %s in Cinder; its attachment %s is left "
+                    "as it is", volume_id, p.uuid, status, attachment["id"])
+        return
+    if p.dry_run:
+        p.report.finished.append(entry)
+        return
+    rebuild.connect_root(p.context, bdm, driver=p.driver, cinder=p.cinder,
+                         conductor=p.conductor, keys=p.keys)
+    p.cinder.attachment_complete(p.context, attachment["id"])
+    LOG.info("Connected root volume %s of %s again after an unfinished rebuild "
+             "(attachment %s)", volume_id, p.uuid, attachment["id"])
+    p.report.finished.append(entry)
 
-    # -- interrupted attaches -------------------------------------------------------
-    def _interrupted(self, bdm, attachment):
-        volume_id, attachment_id = bdm["volume_id"], attachment["id"]
-        entry = {"volume_id": volume_id, "attachment_id": attachment_id,
-                 "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name")}
-        if attachment.get("status") in CONNECTED:
-            # Cinder has our connector: the attach can still be finished.
-            if self.dry_run:
-                self.report.finished.append(entry)
-                return
-            try:
-                self.r.attacher.resume(self.context, self.driver_instance, bdm)
-            except Exception as exc:  # noqa: BLE001 - resume undid everything itself
-                LOG.warning("Interrupted attach of volume %s to %s could not be finished "
-                            "and was rolled back: %s", volume_id, self.uuid, exc)
-                self.report.rolled_back.append(dict(
-                    entry, reason=f"interrupted attach could not be finished: {exc}"))
-                return
-            LOG.info("Finished the interrupted attach of volume %s to %s (attachment %s)",
-                     volume_id, self.uuid, attachment_id)
-            self.report.finished.append(entry)
-            return
-        reason = (f"attach made no progress for more than {self.r.timeout}s "
-                  f"(Cinder attachment {attachment.get('status')})")
-        if not self.dry_run:
-            LOG.info("Rolling back the abandoned attach of volume %s to %s (attachment %s)",
-                     volume_id, self.uuid, attachment_id)
-            self._detach_disk(bdm)
-            self.r.cinder.attachment_delete(self.admin, attachment_id)
-            self._forget(bdm, reason)
-        self.report.rolled_back.append(dict(entry, reason=reason))
 
-    # -- a root volume a rebuild released -----------------------------------------
-    def _reconnect_root(self, bdm, attachment):
-        volume_id = bdm["volume_id"]
-        entry = {"volume_id": volume_id, "attachment_id": attachment["id"],
-                 "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name")}
-        status = self.r.cinder.get(self.admin, volume_id).get("status") or ""
-        if status == "downloading":
-            self.report.busy.append(_busy(volume_id, attachment["id"],
-                                          "root volume released by a rebuild, still being "
-                                          "reimaged by Cinder"))
-            return
-        if "error" in status:
-            LOG.warning("Root volume %s of %s is %s in Cinder; its attachment %s is left "
-                        "as it is", volume_id, self.uuid, status, attachment["id"])
-            return
-        if self.dry_run:
-            self.report.finished.append(entry)
-            return
-        rebuild.connect_root(self.context, bdm, driver=self.r.driver, cinder=self.r.cinder,
-                             conductor=self.r.conductor, keys=self.r.keys)
-        self.r.cinder.attachment_complete(self.context, attachment["id"])
-        LOG.info("Connected root volume %s of %s again after an unfinished rebuild "
-                 "(attachment %s)", volume_id, self.uuid, attachment["id"])
-        self.report.finished.append(entry)
+# -- Cinder side ------------------------------------------------------------------------
 
-    # -- Cinder side ------------------------------------------------------------------
-    def _stale_volume(self, attachment) -> bool:
-        """An in-progress attachment without a BDM counts once its volume stopped changing."""
-        try:
-            volume = self.r.cinder.get(self.admin, attachment["volume_id"])
-        except exception.VolumeNotFound:
-            return True
-        return is_stale(volume, timeutils.utcnow(), self.r.timeout)
 
-    def _delete_attachment(self, attachment, reason):
-        entry = {"attachment_id": attachment["id"], "volume_id": attachment.get("volume_id"),
-                 "status": attachment.get("status"), "reason": reason}
-        if any(d["attachment_id"] == attachment["id"]
-               for d in self.report.deleted_attachments):
-            return
-        self.report.deleted_attachments.append(entry)
-        if self.dry_run:
-            return
-        LOG.info("Deleting Cinder attachment %s (status %s) of volume %s that claims server "
-                 "%s: %s", attachment["id"], attachment.get("status"),
-                 attachment.get("volume_id"), self.uuid, reason)
-        try:
-            self.r.cinder.attachment_delete(self.admin, attachment["id"])
-        except Exception:
-            self.report.deleted_attachments.remove(entry)
-            raise
+def _stale_volume(p: Pass, attachment) -> bool:
+    """An in-progress attachment without a BDM counts once its volume stopped changing."""
+    try:
+        volume = p.cinder.get(p.admin, attachment["volume_id"])
+    except exception.VolumeNotFound:
+        return True
+    return is_stale(volume, timeutils.utcnow(), p.timeout)
+
+
+def _delete_attachment(p: Pass, attachment, reason):
+    entry = {"attachment_id": attachment["id"], "volume_id": attachment.get("volume_id"),
+             "status": attachment.get("status"), "reason": reason}
+    if any(d["attachment_id"] == attachment["id"] for d in p.report.deleted_attachments):
+        return
+    p.report.deleted_attachments.append(entry)
+    if p.dry_run:
+        return
+    LOG.info("Deleting Cinder attachment %s (status %s) of volume %s that claims server "
+             "%s: %s", attachment["id"], attachment.get("status"),
+             attachment.get("volume_id"), p.uuid, reason)
+    try:
+        p.cinder.attachment_delete(p.admin, attachment["id"])
+    except Exception:
+        p.report.deleted_attachments.remove(entry)
+        raise

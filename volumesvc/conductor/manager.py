@@ -207,7 +207,7 @@ class ConductorManager:
     def reconcile_volume_attachments(self, context, *, instance_uuids, dry_run=False,
                                      attachments=None, available_volume_ids=None):
         return reconcile_task.ReconcileTask(
-            self._conf, self._db, self._compute, context, instance_uuids=instance_uuids,
+            self._deps, context, instance_uuids=instance_uuids,
             dry_run=dry_run, attachments=attachments,
             available_volume_ids=available_volume_ids).execute()
 

@@ -10,6 +10,7 @@ order asked.
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
@@ -23,19 +24,24 @@ def _skipped(instance_uuid, reason, dry_run):
             "errors": [], "skipped": reason}
 
 
-class ReconcileTask:
-    def __init__(self, conf, db, compute_rpcapi, context, *, instance_uuids, dry_run=False,
-                 attachments=None, available_volume_ids=None):
-        self.conf = conf
-        self.db = db
-        self.compute = compute_rpcapi
-        self.context = context
+class ReconcileTask(base.TaskBase):
+    """Route each asked server to its compute; one report per server, in the order asked.
+
+    Built as every task is, ``ReconcileTask(deps, context, instance_uuids=...,
+    <the request's fields>)``. It serves a list of servers rather than one,
+    so its ``instance_uuid`` is None. Nothing here changes a record: there is
+    nothing to roll back (``TaskBase.rollback``'s default).
+    """
+
+    def __init__(self, deps, context, *, instance_uuids, dry_run=False, attachments=None,
+                 available_volume_ids=None):
+        super().__init__(deps, context, instance_uuid=None)
         self.instance_uuids = list(instance_uuids)
         self.dry_run = dry_run
         self.attachments = attachments
         self.available_volume_ids = available_volume_ids
 
-    def execute(self):
+    def _execute(self):
         """One report dict per asked server, in the order asked."""
         found = {i.uuid: i for i in instance_obj.list_instances(
             self.db, self.context, uuids=self.instance_uuids)}
@@ -56,7 +62,10 @@ class ReconcileTask:
 
     def _on_host(self, host, instances):
         uuids = {i.uuid for i in instances}
-        if not compute_host.get(self.conf, self.db, self.context, host).up:
+        # NOTE: the conductor's one answer to "is this compute up?" (an up
+        # view read moments ago is reused, as for an attach).
+        if not compute_host.get(self.conf, self.db, self.context, host,
+                                cache=self.deps.up_cache).up:
             return [_skipped(u, f"compute host {host} is down", self.dry_run) for u in uuids]
         attachments = None
         payload = [i.to_dict() for i in instances]

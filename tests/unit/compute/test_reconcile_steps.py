@@ -1,0 +1,137 @@
+"""The steps of one reconciliation pass, run as plain functions on a ``Pass``.
+
+Doubles stand in for Cinder, the conductor and the driver (the functional
+tier runs the real ones): what is checked is which step runs, what it asks
+and what the report says.
+"""
+
+import pytest
+
+from volumesvc import context as vs_context
+from volumesvc import exception
+from volumesvc.compute import reconcile
+from volumesvc.states import attach_states
+from volumesvc.volume import reconciliation
+
+
+class RecordingCinder:
+    """Answers reads from ``attachments``/``volumes``; records every write."""
+
+    def __init__(self, attachments=(), volumes=(), fail=None):
+        self.attachments = {a["id"]: a for a in attachments}
+        self.volumes = {v["id"]: v for v in volumes}
+        self.fail = dict(fail or {})  # method -> exception
+        self.writes = []
+
+    def _maybe_fail(self, method):
+        if method in self.fail:
+            raise self.fail[method]
+
+    def attachment_get(self, ctxt, attachment_id):
+        self._maybe_fail("attachment_get")
+        if attachment_id not in self.attachments:
+            raise exception.VolumeAttachmentNotFound(attachment_id=attachment_id)
+        return self.attachments[attachment_id]
+
+    def get(self, ctxt, volume_id):
+        self._maybe_fail("get")
+        if volume_id not in self.volumes:
+            raise exception.VolumeNotFound(volume_id=volume_id)
+        return self.volumes[volume_id]
+
+    def attachment_delete(self, ctxt, attachment_id):
+        self._maybe_fail("attachment_delete")
+        self.writes.append(("attachment_delete", attachment_id))
+
+
+class RecordingConductor:
+    def __init__(self):
+        self.destroyed = []
+
+    def bdm_destroy(self, ctxt, *, bdm_uuid, values=None):
+        self.destroyed.append((bdm_uuid, values))
+
+
+class View:
+    """A Cinder view double: every listed volume may have changed since the listing."""
+
+    listed_under_lock = True
+
+    def suspect_volume(self, volume_id):
+        return True
+
+
+def _pass(cinder, *, dry_run=False):
+    ctxt = vs_context.get_admin_context()
+    return reconcile.Pass(
+        context=ctxt, admin=ctxt, uuid="server-1", driver_instance=None,
+        report=reconciliation.Report(instance_uuid="server-1", dry_run=dry_run),
+        dry_run=dry_run, timeout=600, host="cmp-1", driver=None,
+        conductor=RecordingConductor(), cinder=cinder, attacher=None, keys=None)
+
+
+def _bdm(volume_id, attachment_id):
+    # No connection_info: nothing for the driver to detach.
+    return {"uuid": f"bdm-{volume_id}", "volume_id": volume_id,
+            "attachment_id": attachment_id, "device_name": "/dev/vdb"}
+
+
+def _work(**lists):
+    return reconcile.Plan(**lists)
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_dry_run_reports_what_a_real_run_does(dry_run):
+    cinder = RecordingCinder(volumes=[{"id": "v-kept", "status": "in-use"}])
+    p = _pass(cinder, dry_run=dry_run)
+    orphan = {"id": "a-orphan", "volume_id": "v-orphan", "status": "attached"}
+
+    reconcile.apply(p, _work(unlisted=[_bdm("v-gone", "a-gone")],
+                             attached=[(_bdm("v-kept", "a-kept"), {"id": "a-kept"})],
+                             orphans=[orphan]), View())
+
+    assert [e["volume_id"] for e in p.report.removed_bdms] == ["v-gone"]
+    assert [e["attachment_id"] for e in p.report.deleted_attachments] == ["a-orphan"]
+    assert p.report.errors == []
+    if dry_run:
+        assert cinder.writes == [] and p.conductor.destroyed == []
+    else:
+        assert cinder.writes == [("attachment_delete", "a-orphan")]
+        assert p.conductor.destroyed == [("bdm-v-gone", None)]
+
+
+def test_a_failed_step_is_reported_by_name_and_the_others_go_on():
+    refused = exception.CinderAPIError(code=403, reason="policy")
+    cinder = RecordingCinder(fail={"attachment_get": refused})
+    p = _pass(cinder)
+    orphan = {"id": "a-orphan", "volume_id": "v-orphan", "status": "attached"}
+
+    reconcile.apply(p, _work(unlisted=[_bdm("v-1", "a-1")], orphans=[orphan]), View())
+
+    assert p.report.errors == [f"check_unlisted: {refused}"]
+    assert p.report.removed_bdms == []
+    assert cinder.writes == [("attachment_delete", "a-orphan")]
+
+
+def test_cinder_unreachable_ends_the_pass():
+    down = exception.CinderConnectionFailed(reason="no route")
+    cinder = RecordingCinder(fail={"attachment_get": down})
+    p = _pass(cinder)
+    orphan = {"id": "a-orphan", "volume_id": "v-orphan", "status": "attached"}
+
+    with pytest.raises(exception.CinderConnectionFailed):
+        reconcile.apply(p, _work(unlisted=[_bdm("v-1", "a-1")], orphans=[orphan]), View())
+    assert cinder.writes == []
+
+
+def test_a_stale_reservation_is_kept_as_the_attachs_error():
+    p = _pass(RecordingCinder())
+
+    reconcile.apply(p, _work(stale_reservations=[_bdm("v-1", None)]), View())
+
+    (entry,) = p.report.removed_bdms
+    assert entry["reason"] == "reservation without a Cinder attachment for more than 600s"
+    ((bdm_uuid, values),) = p.conductor.destroyed
+    assert bdm_uuid == "bdm-v-1"
+    assert values["attach_status"] == attach_states.ERROR
+    assert values["fault_code"] == 500
