@@ -155,3 +155,18 @@ def test_a_gate_that_checks_no_vm_state_stays_unchecked(version):
     assert attach.gate_vm_states(mv.parse(version), gate) is states.ANY
     shelved_out = attach.gate_vm_states(mv.parse("2.19"), states.ATTACH)
     assert not shelved_out & states.SHELVED_STATES
+
+
+@pytest.mark.parametrize("asked, same", [
+    ({}, False),  # no tag is not the tag "data"
+    ({"tag": "data"}, True),
+    ({"tag": "data", "device": "/dev/vdb", "delete_on_termination": False}, True),
+    ({"tag": "data", "read_only": False}, True),
+    ({"tag": "data", "device": "/dev/vdc"}, False),
+    ({"tag": "data", "delete_on_termination": True}, False),
+    ({"tag": "data", "read_only": True}, False),
+])
+def test_a_repeat_of_an_owed_attach_asks_for_what_it_asked(asked, same):
+    pending = {"instance_uuid": "s", "volume_id": "v", "device": "/dev/vdb", "tag": "data",
+               "delete_on_termination": False, "multiattach": False}
+    assert attach.same_request(pending, **asked) is same
