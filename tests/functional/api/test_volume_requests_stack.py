@@ -182,23 +182,31 @@ def _post_at_once(stack, path, body, version, count):
         return list(pool.map(post, range(count)))
 
 
-def test_concurrent_identical_attaches_at_2_107_attach_once(stack, server):
+@pytest.mark.parametrize("hint", [{}, {"device": "/dev/vdb"}], ids=["no-hint", "device-hint"])
+def test_concurrent_identical_attaches_at_2_107_attach_once(stack, server, hint):
     """Regression: of 20 identical 2.107 attaches sent at once, those that passed the
     API's checks before any had its BDM were each cast as an attach of its own (8 here)
     and all but one failed in the conductor, each an ``attach_volume`` action in Error.
 
     Each answer is now the one a retry gets: 202, with no body while the accepted
-    attach has not made its attachment yet, then with that attachment.
+    attach has not made its attachment yet, then with that attachment. With a device
+    hint (which the compute does not follow: the disk is named ``/dev/sdb``) the
+    requests that came after the attachment was made were the 400, as was every later
+    retry of that body: the hint is now compared with what the attach asked for too.
     """
     volume_id = _volume(stack)
-    answers = _post_at_once(stack, _path(server), {"volumeAttachment": {
-        "volumeId": volume_id, "tag": "data"}}, "2.107", 20)
+    answers = _post_at_once(stack, _path(server), {"volumeAttachment": dict(
+        hint, volumeId=volume_id, tag="data")}, "2.107", 20)
     assert [status for status, _ in answers] == [202] * 20, answers
     for _, body in answers:
         assert body is None or (body["volumeAttachment"]["volumeId"],
                                 body["volumeAttachment"]["tag"]) == (volume_id, "data"), body
     bdm = _attached_once(stack, server, volume_id)
     assert bdm.tag == "data"
+    # A retry of the same body after the attach is answered with the attachment.
+    _, retried, _ = stack.api("POST", _path(server), {"volumeAttachment": dict(
+        hint, volumeId=volume_id, tag="data")}, version="2.107", token=TOKEN, status=202)
+    assert retried["volumeAttachment"]["device"] == bdm.device_name
     assert _shown_status(stack, server, volume_id) == "attached"
     _, listed, _ = stack.api("GET", _path(server), version="2.106", token=TOKEN, status=200)
     assert [a["status"] for a in listed["volumeAttachments"]

@@ -170,3 +170,15 @@ def test_a_repeat_of_an_owed_attach_asks_for_what_it_asked(asked, same):
     pending = {"instance_uuid": "s", "volume_id": "v", "device": "/dev/vdb", "tag": "data",
                "delete_on_termination": False, "multiattach": False}
     assert attach.same_request(pending, **asked) is same
+
+
+@pytest.mark.parametrize("device, same", [
+    (None, True), ("/dev/sdb", True), ("/dev/vdb", True), ("/dev/vdc", False)])
+def test_a_retry_may_name_the_device_its_attach_asked_for(device, same):
+    """The compute named the disk /dev/sdb; the attach had asked for /dev/vdb."""
+    server = types.SimpleNamespace(uuid="s")
+    bdm = types.SimpleNamespace(instance_uuid="s", device_name="/dev/sdb", tag=None,
+                                delete_on_termination=False, read_only=False,
+                                requested_device="/dev/vdb")
+    found = attach.same_attachment(server, [bdm], device=device)
+    assert (found is bdm) is same

@@ -88,11 +88,16 @@ def same_attachment(instance, volume_bdms, *, device=None, tag=None,
     same volume, and the same device hint, tag and flag if it gave any: a
     ``device`` or ``delete_on_termination`` that is given must equal the
     attachment's, and the ``tag`` must be the attachment's (none for none).
+    The device may also be the one the attach asked for
+    (``requested_device``): the compute names the disk itself, so a retry
+    of a request with a hint repeats a name the attachment need not have.
     Anything else is a different request and keeps Nova's 400.
     """
     for bdm in volume_bdms:
         if bdm.instance_uuid != instance.uuid:
             continue
+        if device is not None and device == bdm.requested_device:
+            device = None  # the hint the attach was asked with: nothing else to compare
         same = _same(dict(device=bdm.device_name, tag=bdm.tag,
                           delete_on_termination=bool(bdm.delete_on_termination),
                           read_only=bool(bdm.read_only)),
