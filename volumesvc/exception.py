@@ -355,6 +355,14 @@ class VolumeAlreadyAttached(Invalid):
     msg_fmt = "volume %(volume_id)s is already attached to instances: %(instance_uuids)s"
 
 
+class VolumeAttachPending(VolumeAlreadyAttached):
+    """An accepted attach of the volume to the server is not done yet.
+
+    Its ``kwargs["pending"]`` are that request's cast keyword arguments, so
+    that an API can tell a repeat of it (2.107) from another request.
+    """
+
+
 class TaggedAttachmentNotSupported(Invalid):
     msg_fmt = ("Tagged volume attachment is not supported for this instance's "
                "compute host.")

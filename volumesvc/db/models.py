@@ -205,6 +205,9 @@ class BlockDeviceMapping(Base, TimestampMixin, SoftDeleteMixin):
     # API 2.108: the guest has the volume read-only (the Cinder attachment's
     # mode is ``ro``); every new attachment for this BDM asks for it again.
     read_only: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
+    # API 2.107: the device the attach request named, a hint the compute may
+    # not have followed; a retry naming it again is the same request.
+    requested_device: Mapped[str | None] = mapped_column(sa.String(255))
 
 
 class InstanceAction(Base, TimestampMixin):

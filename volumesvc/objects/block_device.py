@@ -47,6 +47,7 @@ class BlockDeviceMapping(base.DictMixin):
     fault_message: str | None = None
     fault_at: datetime.datetime | None = None
     read_only: bool = False
+    requested_device: str | None = None
     created_at: datetime.datetime | None = None
     updated_at: datetime.datetime | None = None
     deleted_at: datetime.datetime | None = None

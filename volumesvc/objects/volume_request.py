@@ -15,6 +15,7 @@ import uuid as uuidlib
 import sqlalchemy as sa
 
 from volumesvc import context as vs_context
+from volumesvc import exception
 from volumesvc.db import models
 from volumesvc.objects import base
 
@@ -63,13 +64,59 @@ def create(db, context, *, kind, instance_uuid, volume_id, params) -> VolumeRequ
     if kind not in KINDS:
         raise ValueError(f"volume request kind must be one of {KINDS}, not {kind!r}")
     with db.writer(context) as session:
-        row = models.VolumeRequest(
-            uuid=str(uuidlib.uuid4()), kind=kind, instance_uuid=instance_uuid,
-            volume_id=volume_id, params=dict(params), context=stored_context(context),
-            created_at=base.utcnow(), attempts=0)
+        row = _row(context, kind, instance_uuid, volume_id, params)
         session.add(row)
         session.flush()
         return VolumeRequest.from_model(row)
+
+
+def create_attach(db, context, *, instance_uuid, volume_id, params) -> VolumeRequest:
+    """Record an accepted attach, unless the server has or is getting the volume already.
+
+    Raises ``VolumeAttachPending`` (with that request's params) while an
+    accepted attach of the volume to the server is owed, and
+    ``VolumeAlreadyAttached`` when the server has a live BDM of it.
+
+    Why under the instance row's lock: the conductor writes an attach's BDM
+    under that same lock (``block_device.create_for_attach``), and an attach's
+    row lives from before its cast until after its BDM is written (or its
+    rollback), so the check and the insert see one of the three states and
+    no other: nothing (a new attach), the owed request, or the BDM. Without
+    it, identical attaches sent at once each passed the API's checks, each
+    was cast, and all but one failed in the conductor after asking Cinder for
+    an attachment of their own.
+    """
+    bdm = models.BlockDeviceMapping
+    model = models.VolumeRequest
+    with db.writer(context) as session:
+        locked = session.scalars(sa.select(models.Instance.id).where(
+            models.Instance.uuid == instance_uuid,
+            models.Instance.deleted == 0).with_for_update()).first()
+        if locked is None:
+            raise exception.InstanceNotFound(instance_id=instance_uuid)
+        pending = session.scalars(sa.select(model).where(
+            model.kind == ATTACH, model.instance_uuid == instance_uuid,
+            model.volume_id == volume_id).order_by(model.id)).first()
+        if pending is not None:
+            raise exception.VolumeAttachPending(volume_id=volume_id,
+                                                instance_uuids=instance_uuid,
+                                                pending=dict(pending.params or {}))
+        if session.scalars(sa.select(bdm.id).where(
+                bdm.instance_uuid == instance_uuid, bdm.volume_id == volume_id,
+                bdm.deleted == 0)).first() is not None:
+            raise exception.VolumeAlreadyAttached(volume_id=volume_id,
+                                                  instance_uuids=instance_uuid)
+        row = _row(context, ATTACH, instance_uuid, volume_id, params)
+        session.add(row)
+        session.flush()
+        return VolumeRequest.from_model(row)
+
+
+def _row(context, kind, instance_uuid, volume_id, params):
+    return models.VolumeRequest(
+        uuid=str(uuidlib.uuid4()), kind=kind, instance_uuid=instance_uuid,
+        volume_id=volume_id, params=dict(params), context=stored_context(context),
+        created_at=base.utcnow(), attempts=0)
 
 
 def get_by_uuid(db, context, request_uuid) -> VolumeRequest | None:

@@ -8,11 +8,13 @@ host whose conductor service is gone.
 """
 
 import datetime
+import threading
+from concurrent import futures
 
 import pytest
 import sqlalchemy as sa
 
-from tests.functional.stack import Stack
+from tests.functional.stack import BLANK_ROOT, Stack
 from volumesvc.compute import rpcapi as compute_rpcapi
 from volumesvc.conductor import rpcapi as conductor_rpcapi
 from volumesvc.db import models
@@ -163,6 +165,115 @@ def test_below_2_101_nothing_is_recorded(stack, server):
     volume_id = _volume(stack)
     assert _attach(stack, server, volume_id, version="2.100")[0] == 200
     assert _rows(stack) == []
+
+
+def _post_at_once(stack, path, body, version, count):
+    """``count`` threads POST ``body`` together, each with its own client; their answers."""
+    start = threading.Barrier(count)
+
+    def post(_):
+        client = stack.app.test_client()
+        start.wait()
+        resp = client.post(f"/v2.1{path}", json=body, headers={
+            "X-Auth-Token": TOKEN, "OpenStack-API-Version": f"compute {version}"})
+        return resp.status_code, resp.json if resp.data else None
+
+    with futures.ThreadPoolExecutor(count) as pool:
+        return list(pool.map(post, range(count)))
+
+
+@pytest.mark.parametrize("hint", [{}, {"device": "/dev/vdb"}], ids=["no-hint", "device-hint"])
+def test_concurrent_identical_attaches_at_2_107_attach_once(stack, server, hint):
+    """Regression: of 20 identical 2.107 attaches sent at once, those that passed the
+    API's checks before any had its BDM were each cast as an attach of its own (8 here)
+    and all but one failed in the conductor, each an ``attach_volume`` action in Error.
+
+    Each answer is now the one a retry gets: 202, with no body while the accepted
+    attach has not made its attachment yet, then with that attachment. With a device
+    hint (which the compute does not follow: the disk is named ``/dev/sdb``) the
+    requests that came after the attachment was made were the 400, as was every later
+    retry of that body: the hint is now compared with what the attach asked for too.
+    """
+    volume_id = _volume(stack)
+    answers = _post_at_once(stack, _path(server), {"volumeAttachment": dict(
+        hint, volumeId=volume_id, tag="data")}, "2.107", 20)
+    assert [status for status, _ in answers] == [202] * 20, answers
+    for _, body in answers:
+        assert body is None or (body["volumeAttachment"]["volumeId"],
+                                body["volumeAttachment"]["tag"]) == (volume_id, "data"), body
+    bdm = _attached_once(stack, server, volume_id)
+    assert bdm.tag == "data"
+    # A retry of the same body after the attach is answered with the attachment.
+    _, retried, _ = stack.api("POST", _path(server), {"volumeAttachment": dict(
+        hint, volumeId=volume_id, tag="data")}, version="2.107", token=TOKEN, status=202)
+    assert retried["volumeAttachment"]["device"] == bdm.device_name
+    assert _shown_status(stack, server, volume_id) == "attached"
+    _, listed, _ = stack.api("GET", _path(server), version="2.106", token=TOKEN, status=200)
+    assert [a["status"] for a in listed["volumeAttachments"]
+            if a["volumeId"] == volume_id] == ["attached"]
+    _, actions, _ = stack.api("GET", f"/servers/{server}/os-instance-actions", token=TOKEN,
+                              status=200)
+    (attach,) = [a for a in actions["instanceActions"] if a["action"] == "attach_volume"]
+
+    def finished_events():
+        _, action, _ = stack.api(
+            "GET", f"/servers/{server}/os-instance-actions/{attach['request_id']}",
+            status=200)
+        events = [(e["event"], e["result"]) for e in action["instanceAction"]["events"]]
+        return events if all(result for _, result in events) else None
+    assert stack.wait(finished_events, what="the attach's events finished") == [
+        ("compute_attach_volume", "Success")]
+    assert "fault" not in stack.server(server)
+
+
+def test_concurrent_identical_attaches_below_2_107_attach_once(stack, server):
+    """Below 2.107 the others get the 400 a retry gets, instead of failing in the conductor."""
+    volume_id = _volume(stack)
+    answers = _post_at_once(stack, _path(server), {"volumeAttachment": {
+        "volumeId": volume_id}}, "2.106", 20)
+    assert sorted(status for status, _ in answers) == [202] + [400] * 19, answers
+    for status, body in answers:
+        assert status == 202 or body["badRequest"]["message"] == (
+            f"volume {volume_id} is already attached to instances: {server}"), body
+    _attached_once(stack, server, volume_id)
+    _, actions, _ = stack.api("GET", f"/servers/{server}/os-instance-actions", token=TOKEN,
+                              status=200)
+    assert [a["action"] for a in actions["instanceActions"]].count("attach_volume") == 1
+
+
+def test_an_owed_attach_is_repeated_not_run_again(tmp_path, lose_casts):
+    """While an accepted attach is owed (its cast lost here) a repeat at 2.107 is that
+    attach; a request that differs, or the repeat below 2.107, is the 400."""
+    stack = Stack(tmp_path, conf_overrides={
+        ("conductor", "volume_request_recovery_interval"): 1,
+        ("conductor", "volume_request_grace"): 5})
+    try:
+        server = stack.boot(stack.context(), BLANK_ROOT)
+        stack.wait_instance(server, "active")
+        lose_casts("attach_volume")
+        volume_id = _volume(stack)
+        body = {"volumeAttachment": {"volumeId": volume_id, "tag": "data"}}
+        assert stack.api("POST", _path(server), body, version="2.107", token=TOKEN)[:2] == (
+            202, None)
+        assert stack.api("POST", _path(server), body, version="2.107", token=TOKEN)[:2] == (
+            202, None)
+        for other, version in (({"volumeId": volume_id}, "2.107"),
+                               ({"volumeId": volume_id, "tag": "data",
+                                 "delete_on_termination": True}, "2.107"),
+                               (body["volumeAttachment"], "2.106")):
+            status, fault, _ = stack.api("POST", _path(server), {"volumeAttachment": other},
+                                         version=version, token=TOKEN)
+            assert (status, fault["badRequest"]["message"]) == (
+                400, f"volume {volume_id} is already attached to instances: {server}")
+        (row,) = _rows(stack)
+        assert row.params["tag"] == "data"
+        assert _attached_once(stack, server, volume_id).tag == "data"
+        _, shown, _ = stack.api("POST", _path(server), body, version="2.107", token=TOKEN,
+                                status=202)
+        assert shown["volumeAttachment"]["status"] == "attached"
+    finally:
+        stack.stop()
+
 
 
 

@@ -229,6 +229,24 @@ class MigrationHooks:
         connection.execute(sa.text("DELETE FROM tags"))
         connection.execute(sa.text("DELETE FROM instances"))
 
+    def _pre_upgrade_239eb3cadaca(self, connection):
+        """A BDM written before the requested device was kept: it has none."""
+        self._old_bdm(connection, "107")
+
+    def _check_239eb3cadaca(self, connection, data):
+        assert connection.execute(sa.text(
+            "SELECT requested_device FROM block_device_mappings WHERE uuid = 'b-107'"
+        )).scalar() is None
+        connection.execute(sa.text(
+            "UPDATE block_device_mappings SET requested_device = '/dev/vdb' "
+            "WHERE uuid = 'b-107'"))
+        # The archive's twin has the column too (doc/source/contributor/architecture.rst).
+        shadow = {c["name"] for c in sa.inspect(connection).get_columns(
+            "shadow_block_device_mappings")}
+        assert "requested_device" in shadow
+        connection.execute(sa.text("DELETE FROM block_device_mappings"))
+        connection.execute(sa.text("DELETE FROM instances"))
+
 
 @pytest.mark.parametrize("backend", conftest.BACKEND_PARAMS)
 def test_walk_versions(backend, tmp_path):

@@ -1,11 +1,15 @@
 """volume_requests rows on every backend: the claim's compare and swap and what is owed."""
 
 import datetime
+import threading
 
 import pytest
 
 from volumesvc import context as vs_context
+from volumesvc import exception
+from volumesvc.db import api as db_api
 from volumesvc.db import models
+from volumesvc.objects import block_device, instance
 from volumesvc.objects import volume_request as request_obj
 
 PARAMS = {"instance_uuid": "i-1", "volume_id": "v-1", "tag": "t", "multiattach": False}
@@ -101,3 +105,57 @@ def test_what_is_owed(db, ctx):
     assert len(request_obj.list_recoverable(db, ctx, grace=1, dead_hosts={"dead-host"},
                                             host="me", started_at=started_at,
                                             limit=2)) == 2
+
+
+def _create_attach(db, ctx, server, volume_id="v-1", **params):
+    return request_obj.create_attach(
+        db, ctx, instance_uuid=server, volume_id=volume_id,
+        params=dict(PARAMS, instance_uuid=server, volume_id=volume_id, **params))
+
+
+def test_one_owed_attach_per_volume_and_server(db, ctx):
+    server = instance.create(db, ctx, {"project_id": "p1", "vm_state": "active"}).uuid
+    owed = _create_attach(db, ctx, server, tag="first")
+    with pytest.raises(exception.VolumeAttachPending) as pending:
+        _create_attach(db, ctx, server, tag="second")
+    assert pending.value.kwargs["pending"]["tag"] == "first"
+    # Another volume, or the same volume once the request has settled, is recorded.
+    _create_attach(db, ctx, server, volume_id="v-2")
+    request_obj.delete(db, ctx, owed.uuid)
+    block_device.create(db, ctx, {"instance_uuid": server, "source_type": "volume",
+                                  "destination_type": "volume", "volume_id": "v-1"})
+    with pytest.raises(exception.VolumeAlreadyAttached) as attached:
+        _create_attach(db, ctx, server)
+    assert not isinstance(attached.value, exception.VolumeAttachPending)
+    instance.destroy(db, ctx, server)
+    with pytest.raises(exception.InstanceNotFound):
+        _create_attach(db, ctx, server, volume_id="v-3")
+
+
+def test_identical_attaches_at_once_record_one_request(db, ctx):
+    """Eight at once, each on its own engine (as API workers in separate processes)."""
+    server = instance.create(db, ctx, {"project_id": "p1", "vm_state": "active"}).uuid
+    databases = [db] + [db_api.Database(db.conf) for _ in range(7)]
+    barrier = threading.Barrier(len(databases))
+    outcomes = []
+
+    def record(database):
+        barrier.wait()
+        try:
+            _create_attach(database, ctx, server)
+            outcomes.append("recorded")
+        except exception.VolumeAttachPending:
+            outcomes.append("pending")
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            outcomes.append(repr(exc))
+
+    try:
+        threads = [threading.Thread(target=record, args=(d,)) for d in databases]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        for database in databases[1:]:
+            database.dispose()
+    assert sorted(outcomes) == ["pending"] * 7 + ["recorded"]

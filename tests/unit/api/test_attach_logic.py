@@ -155,3 +155,30 @@ def test_a_gate_that_checks_no_vm_state_stays_unchecked(version):
     assert attach.gate_vm_states(mv.parse(version), gate) is states.ANY
     shelved_out = attach.gate_vm_states(mv.parse("2.19"), states.ATTACH)
     assert not shelved_out & states.SHELVED_STATES
+
+
+@pytest.mark.parametrize("asked, same", [
+    ({}, False),  # no tag is not the tag "data"
+    ({"tag": "data"}, True),
+    ({"tag": "data", "device": "/dev/vdb", "delete_on_termination": False}, True),
+    ({"tag": "data", "read_only": False}, True),
+    ({"tag": "data", "device": "/dev/vdc"}, False),
+    ({"tag": "data", "delete_on_termination": True}, False),
+    ({"tag": "data", "read_only": True}, False),
+])
+def test_a_repeat_of_an_owed_attach_asks_for_what_it_asked(asked, same):
+    pending = {"instance_uuid": "s", "volume_id": "v", "device": "/dev/vdb", "tag": "data",
+               "delete_on_termination": False, "multiattach": False}
+    assert attach.same_request(pending, **asked) is same
+
+
+@pytest.mark.parametrize("device, same", [
+    (None, True), ("/dev/sdb", True), ("/dev/vdb", True), ("/dev/vdc", False)])
+def test_a_retry_may_name_the_device_its_attach_asked_for(device, same):
+    """The compute named the disk /dev/sdb; the attach had asked for /dev/vdb."""
+    server = types.SimpleNamespace(uuid="s")
+    bdm = types.SimpleNamespace(instance_uuid="s", device_name="/dev/sdb", tag=None,
+                                delete_on_termination=False, read_only=False,
+                                requested_device="/dev/vdb")
+    found = attach.same_attachment(server, [bdm], device=device)
+    assert (found is bdm) is same

@@ -165,16 +165,54 @@ def _forget_request(req, request_uuid):
 
 # --- attach ----------------------------------------------------------------------------------
 
+def _asked(attachment) -> dict:
+    """What an attach body asks for that tells a retry from another request (2.107)."""
+    flag = attachment.get("delete_on_termination")
+    return dict(device=attachment.get("device"), tag=attachment.get("tag"),
+                delete_on_termination=None if flag is None else strutils.bool_from_string(
+                    flag, strict=True), read_only=attachment.get("read_only"))
+
+
 def _retried_attach(req, instance, volume_bdms, attachment):
     """From 2.107, the live attachment a retried attach asks for again, else None."""
     if not req.is_at_least(mv.V2_107_IDEMPOTENT_ATTACH):
         return None
-    flag = attachment.get("delete_on_termination")
-    bdm = logic.same_attachment(
-        instance, volume_bdms, device=attachment.get("device"), tag=attachment.get("tag"),
-        delete_on_termination=None if flag is None else strutils.bool_from_string(
-            flag, strict=True), read_only=attachment.get("read_only"))
+    bdm = logic.same_attachment(instance, volume_bdms, **_asked(attachment))
     return bdm if bdm is not None and _visible(req, bdm) else None
+
+
+def _record_attach(req, kwargs):
+    """Record an accepted attach (``_record_request``), one per volume and server at a time.
+
+    ``VolumeAlreadyAttached`` when the server got the volume since the
+    checks, ``VolumeAttachPending`` while another accepted attach of it is
+    owed (``volume_request.create_attach``): identical attaches sent at
+    once all passed the checks, and only one of them may be cast.
+    """
+    return request_obj.create_attach(req.deps.db, req.context,
+                                     instance_uuid=kwargs["instance_uuid"],
+                                     volume_id=kwargs["volume_id"], params=kwargs).uuid
+
+
+def _raced_attach(req, instance, attachment, refusal):
+    """The answer to an attach that lost the race to record it (``_record_attach``).
+
+    Below 2.107 the ``refusal``, the 400 a retry gets. From 2.107 the answer a
+    retry gets when it asks for what the winner asked for: the attachment
+    once the winner made it, else the winner's own empty 202 (its attach is
+    under way, and this one is that attach); another request keeps the 400.
+    """
+    if not req.is_at_least(mv.V2_107_IDEMPOTENT_ATTACH):
+        raise refusal
+    if isinstance(refusal, exception.VolumeAttachPending):
+        if logic.same_request(refusal.kwargs["pending"], **_asked(attachment)):
+            return None, 202
+        raise refusal
+    volume_bdms = bdm_obj.list_by_volume(req.deps.db, req.context, refusal.kwargs["volume_id"])
+    existing = _retried_attach(req, instance, volume_bdms, attachment)
+    if existing is None:
+        raise refusal
+    return {"volumeAttachment": views.attachment(req, existing, instance.uuid)}, 202
 
 
 def _created_response():
@@ -200,6 +238,11 @@ def create_volume_attachment(req, server_id):
     From 2.107 a volume already attached to this server as asked answers
     202 with that attachment (its GET body) instead of the 400, before the
     state gates: nothing changes, so nothing needs the server's state.
+    From 2.101 one accepted attach of a volume to a server is owed at a
+    time (``_record_attach``): a repeat sent while it is owed is the 400
+    below 2.107 and from 2.107, when it asks the same, that attach (202,
+    no body until it has made its attachment), so identical attaches sent
+    at once make one attach and fail none.
     From 2.108 ``read_only``: true makes a read-only attachment (409 when
     Cinder is older than volume API 3.54 or the server's compute cannot, 503
     when the conductor cannot); false for a volume with Cinder's read-only
@@ -231,7 +274,10 @@ def create_volume_attachment(req, server_id):
     if read_only:
         kwargs["read_only"] = True
     if req.is_at_least(mv.V2_101_ASYNC_ATTACH):
-        request_uuid = _record_request(req, request_obj.ATTACH, kwargs)
+        try:
+            request_uuid = _record_attach(req, kwargs)
+        except exception.VolumeAlreadyAttached as refusal:
+            return _raced_attach(req, instance, attachment, refusal)
         try:
             deps.conductor.attach_volume(ctx, wait=False, request_uuid=request_uuid, **kwargs)
         except Exception:

@@ -88,22 +88,51 @@ def same_attachment(instance, volume_bdms, *, device=None, tag=None,
     same volume, and the same device hint, tag and flag if it gave any: a
     ``device`` or ``delete_on_termination`` that is given must equal the
     attachment's, and the ``tag`` must be the attachment's (none for none).
+    The device may also be the one the attach asked for
+    (``requested_device``): the compute names the disk itself, so a retry
+    of a request with a hint repeats a name the attachment need not have.
     Anything else is a different request and keeps Nova's 400.
     """
     for bdm in volume_bdms:
         if bdm.instance_uuid != instance.uuid:
             continue
-        if device is not None and device != bdm.device_name:
-            return None
-        if tag != bdm.tag:
-            return None
-        if (delete_on_termination is not None
-                and delete_on_termination != bool(bdm.delete_on_termination)):
-            return None
-        if read_only is not None and read_only != bool(bdm.read_only):
-            return None
-        return bdm
+        if device is not None and device == bdm.requested_device:
+            device = None  # the hint the attach was asked with: nothing else to compare
+        same = _same(dict(device=bdm.device_name, tag=bdm.tag,
+                          delete_on_termination=bool(bdm.delete_on_termination),
+                          read_only=bool(bdm.read_only)),
+                     device=device, tag=tag, delete_on_termination=delete_on_termination,
+                     read_only=read_only)
+        return bdm if same else None
     return None
+
+
+def same_request(pending: dict, *, device=None, tag=None, delete_on_termination=None,
+                 read_only=None) -> bool:
+    """Does this attach repeat ``pending``, an accepted attach not done yet? (2.107)
+
+    ``pending``: that request's cast keyword arguments. The rule of
+    ``same_attachment``, against what that request asked for: identical
+    attaches sent at once are one attach and its retries, whichever of
+    them was recorded first.
+    """
+    return _same(dict(device=pending.get("device"), tag=pending.get("tag"),
+                      delete_on_termination=bool(pending.get("delete_on_termination")),
+                      read_only=bool(pending.get("read_only"))),
+                 device=device, tag=tag, delete_on_termination=delete_on_termination,
+                 read_only=read_only)
+
+
+def _same(have: dict, *, device, tag, delete_on_termination, read_only) -> bool:
+    """``have`` (device, tag, delete_on_termination, read_only) is what was asked."""
+    if device is not None and device != have["device"]:
+        return False
+    if tag != have["tag"]:
+        return False
+    if delete_on_termination is not None and delete_on_termination != have[
+            "delete_on_termination"]:
+        return False
+    return read_only is None or read_only == have["read_only"]
 
 
 def cinder_read_only(volume) -> bool:

@@ -178,6 +178,7 @@ class AttachTask(base.TaskBase):
             "disk_bus": request["disk_bus"], "device_type": request["device_type"] or "disk",
             "tag": request["tag"], "delete_on_termination": request["delete_on_termination"],
             "boot_index": None, "attachment_id": self.attachment_id,
+            "requested_device": request["device"],
             "read_only": self.read_only or attachment.get("attach_mode") == "ro", **values},
             device_name_for=device_name_for,
             max_volumes=self.conf.compute.max_disk_devices_to_attach).to_dict()
