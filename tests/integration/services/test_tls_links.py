@@ -80,7 +80,7 @@ def _plain_http_refused(deployment):
         return None
 
 
-def assert_plain_links_refused(deployment, rabbit_node, postgres):
+def _assert_plain_links_refused(deployment, rabbit_node, postgres):
     assert deployment.api.startswith("https://")
     assert _plain_http_refused(deployment) is None
     # The default trust store does not know the test's CA: the context the
@@ -89,9 +89,14 @@ def assert_plain_links_refused(deployment, rabbit_node, postgres):
         urllib.request.urlopen(f"{deployment.api}/", timeout=10,
                                context=ssl.create_default_context())
     assert isinstance(raised.value.reason, ssl.SSLCertVerificationError), raised.value
-    # AMQP without TLS on the broker's only listener.
-    plain_amqp = amqp.Connection(host=f"{rabbit_node.address}:{rabbit_node.port}",
-                                 userid="guest", password="guest", connect_timeout=5)
+    # The broker's only listener: AMQP over TLS with the CA works, plain
+    # AMQP does not.
+    broker = {"host": f"{rabbit_node.address}:{rabbit_node.port}", "userid": "guest",
+              "password": "guest", "connect_timeout": 5}
+    with amqp.Connection(**broker, ssl={"ca_certs": rabbit_node.authority.ca_file,
+                                        "cert_reqs": ssl.CERT_REQUIRED}) as over_tls:
+        assert over_tls.connected
+    plain_amqp = amqp.Connection(**broker)
     with pytest.raises(Exception):  # noqa: B017 - whatever the broken handshake raises
         plain_amqp.connect()
     plain_amqp.collect()
@@ -105,7 +110,7 @@ def test_boot_attach_detach_with_every_link_on_tls(
         make_deployment, tls_authority, tls_rabbit, tls_postgres, cinder_harness, cinder_api):
     dep = make_deployment(_tls_ini(tls_authority, cinder_url=cinder_harness.url),
                           api_ca_file=tls_authority.ca_file)
-    assert_plain_links_refused(dep, tls_rabbit, tls_postgres)
+    _assert_plain_links_refused(dep, tls_rabbit, tls_postgres)
 
     # The compute reports over RPC to the conductor, which writes the database.
     server_id, ctx, volume = server_and_volume(dep, cinder_api, "tls-links")
@@ -128,7 +133,7 @@ def test_healthcheck_follows_the_tls_broker(make_deployment, tls_authority, tls_
                                             tls_postgres):
     dep = make_deployment(_tls_ini(tls_authority), start=("volumesvc-api",),
                           api_ca_file=tls_authority.ca_file)
-    assert_plain_links_refused(dep, tls_rabbit, tls_postgres)
+    _assert_plain_links_refused(dep, tls_rabbit, tls_postgres)
     status, reasons = _health(dep)
     assert status == 200 and set(reasons) == {"OK"}, reasons
 
