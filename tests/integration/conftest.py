@@ -16,6 +16,12 @@ from tests.fixtures.deployment import (  # noqa: F401 - fixtures; the tests impo
     pg_database_url,
     rabbit_vhost,
 )
+from tests.fixtures.tls_services import (  # noqa: F401 - fixtures
+    tls_authority,
+    tls_postgres,
+    tls_rabbit,
+    tls_state_dir,
+)
 from tests.integration.fixtures_openstack import (  # noqa: F401 - fixtures
     cinder_api,
     cinder_conf,
