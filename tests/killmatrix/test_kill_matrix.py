@@ -22,6 +22,8 @@ CELLS = [
     Cell("attach-2.100", API, "connect_volume"),
     Cell("attach-2.101", CONDUCTOR, "connect_volume"),
     Cell("attach-2.101", COMPUTE, "attach_volume"),
+    Cell("detach-2.101", COMPUTE, "detach_volume"),
+    Cell("extend-2.105", COMPUTE, "extend_volume"),
     Cell("stop", COMPUTE, "power_off"),
     Cell("start", COMPUTE, "power_on"),
 ]
