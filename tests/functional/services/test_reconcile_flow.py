@@ -497,6 +497,35 @@ def test_all_servers_keeps_the_age_guard_for_a_young_reserved_attachment(stack, 
     assert stack.cinder.get(stack.admin_context(), volume_id)["status"] == "reserved"
 
 
+def test_a_detach_whose_cast_was_lost_is_finished_once_it_is_stale(quick_stack, monkeypatch):
+    """A detach cast that no compute ran (taken by a compute that died with it, the
+    compute not restarted since): the reconciliation finishes it after the
+    reservation timeout; a dry run says it would, and leaves it."""
+    from volumesvc.compute import rpcapi as compute_rpcapi
+
+    stack = quick_stack
+    server = _server(stack)
+    volume_id, _bdm = _attach(stack, server)
+    monkeypatch.setattr(compute_rpcapi.ComputeAPI, "detach_volume",
+                        lambda self, ctxt, **kwargs: None)
+    stack.api("DELETE", f"/servers/{server}/os-volume_attachments/{volume_id}",
+              version="2.101", status=202)
+    time.sleep(2.5)  # stale (reservation timeout 1 s)
+    monkeypatch.undo()
+    ctx = stack.admin_context()
+    assert stack.cinder.get(ctx, volume_id)["status"] == "detaching"
+    (dry,) = stack.conductor_api().reconcile_volume_attachments(
+        ctx, instance_uuids=[server], dry_run=True)
+    assert [(f["volume_id"], f["work"]) for f in dry["finished"]] == [(volume_id, "detach")]
+    assert stack.cinder.get(ctx, volume_id)["status"] == "detaching"
+    (report,) = stack.conductor_api().reconcile_volume_attachments(ctx,
+                                                                   instance_uuids=[server])
+    assert [f["volume_id"] for f in report["finished"]] == [volume_id]
+    assert stack.cinder.get(ctx, volume_id)["status"] == "available"
+    assert volume_id not in _volume_bdms(stack, server)
+    assert f"<serial>{volume_id}</serial>" not in _xml(stack, server)
+
+
 class _Killed(BaseException):
     """The compute process dying: no handler of the step runs any more."""
 
