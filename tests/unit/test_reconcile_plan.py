@@ -56,6 +56,35 @@ def test_pending_attaches_wait_for_the_timeout_unless_the_compute_restarted():
     assert [b["volume_id"] for b, _ in _plan(old, atts).interrupted] == ["v1", "v2"]
 
 
+def test_a_detach_is_interrupted_once_the_compute_restarted_or_it_went_stale():
+    """Regression: a detach whose compute died in it stayed ``detaching`` for ever."""
+    bdms = [dict(_bdm("v1", "a1"), attach_status="detaching"),
+            dict(_bdm("v2", "a2"), attach_status="attached")]
+    atts = [_att("a1", "v1"), _att("a2", "v2")]
+    live = _plan(bdms, atts)
+    assert [b["volume_id"] for b, _ in live.attached] == ["v1", "v2"]
+    assert live.interrupted_detaches == []
+    recovering = _plan(bdms, atts, recovering=True)
+    assert [(b["volume_id"], a["id"]) for b, a in recovering.interrupted_detaches] == \
+        [("v1", "a1")]
+    assert [b["volume_id"] for b, _ in recovering.attached] == ["v2"]
+    old = [dict(b, created_at=OLD) for b in bdms]
+    assert [b["volume_id"] for b, _ in _plan(old, atts).interrupted_detaches] == ["v1"]
+
+
+def test_a_finished_detach_leaves_the_remaining_bdms_and_a_failed_one_does_not():
+    report = reconciliation.Report(instance_uuid="i")
+    report.finished.append({"volume_id": "v1", "bdm_uuid": "b1", "work": "detach"})
+    report.finished.append({"volume_id": "v2", "bdm_uuid": "b2"})
+    report.rolled_back.append({"volume_id": "v3", "bdm_uuid": "b3", "work": "detach",
+                               "reason": "r"})
+    report.rolled_back.append({"volume_id": "v4", "bdm_uuid": "b4", "reason": "r"})
+    bdms = [{"uuid": f"b{i}"} for i in range(1, 5)]
+    assert [b["uuid"] for b in report.remaining(bdms)] == ["b2", "b3"]
+    assert "finish interrupted detach of volume v1" in report.summary()
+    assert "roll back detach of volume v3: r" in report.summary()
+
+
 def test_a_root_volume_a_rebuild_released_is_never_taken_for_an_abandoned_attach():
     root = dict(_bdm("v1", "a1", updated=OLD, connected=False), boot_index=0)
     data = dict(_bdm("v2", "a2", updated=OLD, connected=False), boot_index=None)

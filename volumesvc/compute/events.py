@@ -11,7 +11,11 @@ exits, and the manager stays a thin RPC surface (doc/source/contributor/contract
   the volume's metadata; grow the guest disk to it and tell Cinder how it went
   with ``os-extend_volume_completion`` (``error`` false or true). Cinder then
   commits the size (``in-use``) or rolls back (``error_extending``). Any
-  other volume status keeps the 2.51 flow.
+  other volume status keeps the 2.51 flow. The event is a cast: one that
+  died with this compute's process left Cinder waiting in ``extending``
+  for ever, so the compute's start-up pass (``compute/reconcile_runner.py``)
+  finishes every extend still waiting for one of its servers
+  (:meth:`ExternalEvents.resume_extend`), or completes it with error.
 * ``power-update`` (2.76): the power state changed outside volumesvc; the
   instance record follows it.
 * ``volume-reimaged`` (2.93): Cinder finished (or failed) the os-reimage a
@@ -174,6 +178,29 @@ class ExternalEvents:
                             "ignored", volume_id, uuid)
                 return
             self._extend_legacy(context, driver_instance, bdm, volume)
+
+    def resume_extend(self, context, instance, driver_instance, volume_id) -> bool:
+        """Finish an extend Cinder still waits for; False when it waits for nothing.
+
+        Only a volume ``extending`` *with* its ``extend_new_size`` waits for
+        a compute: without it Cinder is still at its own part (or extends by
+        itself), and its event, if any, is still to come. The outcome is
+        Cinder's completion either way: the guest grown and the size
+        committed, or ``error=True`` with why logged and raised. An event
+        that arrives later finds the volume no longer ``extending`` and only
+        resizes to the committed size again (the 2.51 flow), which changes
+        nothing.
+        """
+        volume = self.cinder.get(context, volume_id)
+        if volume.get("status") != EXTENDING or \
+                EXTEND_NEW_SIZE not in (volume.get("metadata") or {}):
+            return False
+        LOG.warning("Volume %s of instance %s waits in %s for a compute to complete its "
+                    "extend (the volume-extended event was lost with an earlier process); "
+                    "completing it now", volume_id, instance["uuid"], EXTENDING)
+        self._extend_and_complete(context, driver_instance,
+                                  self._bdm(context, instance["uuid"], volume_id), volume)
+        return True
 
     def _bdm(self, context, instance_uuid, volume_id):
         for bdm in self.conductor.bdm_list(context, instance_uuid=instance_uuid):

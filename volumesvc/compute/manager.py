@@ -98,7 +98,7 @@ class ComputeManager:
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
             driver_instance=_driver_instance, metrics=metrics, interrupted=interrupted,
-            keys=self.keys)
+            keys=self.keys, extender=self.events)
 
     def _dead_task(self, recover):
         """``recover`` for a server whose task this process was never asked for.
@@ -432,9 +432,12 @@ class ComputeManager:
         uuid = instance["uuid"]
         with self._lock(uuid):
             bdm = self._first_start(context, started_work.DETACH, uuid, bdm, recovered)
-            if bdm is not None and not recovered and not bdm.get("connection_info"):
-                # Accepted before the attach's one report (which comes after
-                # Cinder's attachment_complete): its connection is recorded now.
+            if bdm is not None and not recovered:
+                # Read again: a detach accepted before the attach's one report
+                # (which comes after Cinder's attachment_complete) has its
+                # connection recorded now, and one cast while this compute was
+                # down may have been finished by its start-up pass already
+                # (compute/reconcile.py), its BDM gone.
                 bdm = started_work.recovered_bdm(self.conductor, context,
                                                  started_work.DETACH, uuid, bdm)
             if bdm is None:

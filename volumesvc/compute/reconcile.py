@@ -28,7 +28,14 @@ What counts as dangling, for one server (always under its instance lock):
   connected here and completed, so the volume is ``in-use`` and the server
   can be rebuilt, rebooted or deleted. While Cinder still reimages it
   (``downloading``) it is left for later; a volume Cinder put in an error
-  status is left as it is.
+  status is left as it is;
+* a detach that made no progress (a BDM still ``detaching`` with its
+  Cinder attachment, found when the compute starts or after the same
+  timeout): the detach cast went with a compute that died in it, and
+  nothing else would ever run it again (the volume stayed ``detaching``
+  and every further detach was refused). It is finished as the user asked,
+  by the detach's own steps; if they fail, the volume is ``in-use`` again
+  and the BDM ``attached`` with the reason, as after any failed detach.
 
 Work younger than the timeout is never touched: that is an attach in
 progress. Only the per-instance lock makes the BDM list and the Cinder
@@ -101,6 +108,7 @@ class Plan:
     unlisted: list = dataclasses.field(default_factory=list)             # bdms
     attached: list = dataclasses.field(default_factory=list)             # (bdm, att)
     interrupted: list = dataclasses.field(default_factory=list)          # (bdm, att)
+    interrupted_detaches: list = dataclasses.field(default_factory=list)  # (bdm, att)
     released_roots: list = dataclasses.field(default_factory=list)       # (bdm, att)
     orphans: list = dataclasses.field(default_factory=list)              # atts
     orphans_in_progress: list = dataclasses.field(default_factory=list)  # atts
@@ -116,7 +124,8 @@ def plan(bdms, attachments, *, now, timeout, recovering=False) -> Plan:
 
     ``recovering``: the compute just started, so an ``attaching`` attachment
     of its own cannot be in progress any more (only this compute's attach
-    gives Cinder a connector, and that attach died with the process).
+    gives Cinder a connector, and that attach died with the process), nor
+    can a BDM's detach (only this compute detaches a server it hosts).
     """
     result = Plan()
     listed = {a["id"]: a for a in attachments}
@@ -145,7 +154,11 @@ def plan(bdms, attachments, *, now, timeout, recovering=False) -> Plan:
         pending = status == "attaching" or (status in ("reserved", "attached")
                                             and not bdm.get("connection_info"))
         if not pending:
-            result.attached.append((bdm, attachment))
+            if bdm.get("attach_status") == attach_states.DETACHING and (
+                    recovering or is_stale(bdm, now, timeout)):
+                result.interrupted_detaches.append((bdm, attachment))
+            else:
+                result.attached.append((bdm, attachment))
         elif bdm.get("boot_index") == 0:
             result.released_roots.append((bdm, attachment))
         elif (recovering and status in CONNECTED) or is_stale(bdm, now, timeout):
@@ -281,6 +294,8 @@ def apply(p: Pass, work: Plan, view) -> None:
             orphans.append(attachment)
     for bdm, attachment in work.interrupted:
         _safely(p, _interrupted, bdm, attachment)
+    for bdm, attachment in work.interrupted_detaches:
+        _safely(p, _interrupted_detach, bdm, attachment)
     for bdm, attachment in work.released_roots:
         _safely(p, _reconnect_root, bdm, attachment)
     for attachment in work.orphans_in_progress:
@@ -436,6 +451,42 @@ def _interrupted(p: Pass, bdm, attachment):
         p.cinder.attachment_delete(p.admin, attachment_id)
         _forget(p, bdm, reason)
     p.report.rolled_back.append(dict(entry, reason=reason))
+
+
+# -- interrupted detaches ---------------------------------------------------------------
+
+
+def _interrupted_detach(p: Pass, bdm, attachment):
+    """Finish a detach whose compute died in it (see the module docstring).
+
+    The BDM is read again first: a listing taken before the lock may be
+    older than a detach that finished since. Cinder unreachable keeps the
+    BDM ``detaching`` for a later pass (the error ends this one).
+    """
+    volume_id, attachment_id = bdm["volume_id"], attachment["id"]
+    entry = {"volume_id": volume_id, "attachment_id": attachment_id,
+             "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name"), "work": "detach"}
+    if p.dry_run:
+        p.report.finished.append(entry)
+        return
+    current = next((b for b in p.conductor.bdm_list(p.context, instance_uuid=p.uuid)
+                    if b.get("uuid") == bdm.get("uuid")), None)
+    if current is None or current.get("attach_status") != attach_states.DETACHING:
+        return
+    LOG.info("Finishing the interrupted detach of volume %s from %s (attachment %s)",
+             volume_id, p.uuid, attachment_id)
+    try:
+        p.attacher.detach(p.context, p.driver_instance, current, attachment_id)
+    except exception.CinderConnectionFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - detach() gave Cinder its volume back
+        LOG.warning("Interrupted detach of volume %s from %s could not be finished: %s",
+                    volume_id, p.uuid, exc)
+        p.attacher.detach_failed(p.context, current, exc)
+        p.report.rolled_back.append(dict(
+            entry, reason=f"interrupted detach could not be finished: {exc}"))
+        return
+    p.report.finished.append(entry)
 
 
 # -- a root volume a rebuild released ---------------------------------------------------

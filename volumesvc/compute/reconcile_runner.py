@@ -13,7 +13,11 @@ record); the occasions are:
   was running when it died are finished or rolled back, and first a server
   left in the task of a workflow that died with the process (a swap, a
   rebuild) is handed to that workflow's ``recover`` (``interrupted``), which
-  rolls it back or ends it, so the same pass finds it out of its task;
+  rolls it back or ends it, so the same pass finds it out of its task,
+  and an extend Cinder still waits for (its ``volume-extended`` cast died
+  with the process) is finished or completed with error
+  (``ExternalEvents.resume_extend``); a detach the process died in is
+  finished like an interrupted attach (``compute/reconcile.py``);
 * from a *watch*: work of other services that the compute found in flight
   when it started (or a recovery that could not reach the conductor) is
   checked again once it would be stale, within ``[compute]
@@ -31,6 +35,7 @@ Every change is logged and recorded as an instance action event (on the
 """
 
 import enum
+import functools
 import heapq
 import threading
 import time
@@ -41,6 +46,7 @@ from volumesvc import context as vs_context
 from volumesvc import exception
 from volumesvc.compute import encryption, reconcile, running_deleted
 from volumesvc.states import vm_states
+from volumesvc.volume import cinder as cinder_adapter
 from volumesvc.volume import reconciliation
 
 LOG = logging.getLogger(__name__)
@@ -96,8 +102,11 @@ class ReconcileRunner:
     """
 
     def __init__(self, conf, *, host, driver, conductor, cinder, attacher, reporter,
-                 lock, driver_instance, metrics=None, interrupted=None, keys=None):
+                 lock, driver_instance, metrics=None, interrupted=None, keys=None,
+                 extender=None):
         self.conf = conf
+        #: ``compute/events.py``'s ExternalEvents: finishes extends a dead process left
+        self._extender = extender
         #: task state -> recover(context, instance): ends what a dead process left
         self._interrupted = dict(interrupted or {})
         self.host = host
@@ -261,9 +270,12 @@ class ReconcileRunner:
             return []
         reports = []
         self._forget_orphaned_secrets(context, instances)
+        extending = self._extending_volumes(context) if instances else set()
         for instance in instances:
             try:
                 self._end_interrupted(context, instance)
+                if extending:
+                    self._finish_extends(context, instance, extending)
                 report = self._one(context, instance, recovering=True)
             except Exception as exc:  # noqa: BLE001 - one server must not stop the others
                 reason = log_failure(exc, "Recovering the volume attachments of %s failed",
@@ -289,6 +301,48 @@ class ReconcileRunner:
             recover = self._interrupted.get(instance.get("task_state"))
             if recover is not None and instance.get("host") == self.host:
                 recover(context, instance)
+
+    def _extending_volumes(self, context):
+        """Ids of the volumes Cinder keeps ``extending``, every project (one paged listing).
+
+        Cinder unreachable: none now, and the start-up pass runs again from
+        a watch, as when no conductor answered.
+        """
+        if self._extender is None:
+            return set()
+        try:
+            return set(cinder_adapter.list_all(
+                functools.partial(self.cinder.volume_id_page, context.elevated(),
+                                  status="extending"),
+                self.conf.cinder.list_page_size, key=lambda volume_id: volume_id))
+        except Exception as exc:  # noqa: BLE001 - the attachments are recovered anyway
+            reason = log_failure(exc, "Could not list the volumes Cinder keeps extending "
+                                 "for %s", self.host)
+            if reason in reconciliation.RETRIED:
+                self.watch(None, self._retry_delay())
+            return set()
+
+    def _finish_extends(self, context, instance, extending):
+        """Each of the server's volumes in ``extending`` whose extend waits for this compute.
+
+        Under the instance lock, as the ``volume-extended`` event would
+        have run. A failure is logged (the extend was completed with error
+        when it could be); one that may go away (Cinder unreachable) runs
+        the start-up pass again later.
+        """
+        uuid = instance["uuid"]
+        with self._lock(uuid):
+            volume_ids = {b.get("volume_id") for b in self.conductor.bdm_list(
+                context, instance_uuid=uuid)} & extending
+            for volume_id in sorted(volume_ids):
+                try:
+                    self._extender.resume_extend(context, instance,
+                                                 self._driver_instance(instance), volume_id)
+                except Exception as exc:  # noqa: BLE001 - the other volumes go on
+                    reason = log_failure(exc, "Finishing the interrupted extend of volume "
+                                         "%s of %s failed", volume_id, uuid)
+                    if reason in reconciliation.RETRIED:
+                        self.watch(None, self._retry_delay())
 
     # -- periodic -----------------------------------------------------------------------
     def _periodic(self, context):

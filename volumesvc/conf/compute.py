@@ -118,7 +118,10 @@ attach (a BDM without a Cinder attachment id, a Cinder attachment still
 ``reserved`` or ``attaching``) counts as abandoned: a conductor, compute or
 cinder-api died during the attach. The compute then rolls it back (or
 finishes it, when Cinder already has the connector) instead of leaving the
-volume ``reserved`` forever. Younger work is never touched by the dangling
+volume ``reserved`` forever. A detach still under way after as long (its
+BDM ``detaching``, its Cinder attachment still there) counts as abandoned
+likewise and is finished; a compute that starts finishes the detaches it
+died in at once. Younger work is never touched by the dangling
 attachment reconciliation, with one exception: a Cinder attachment that
 claims the server and that no BDM knows, found while the server's instance
 lock is held (SOFT and HARD reboot, ``volumesvc-manage volume_attachment

@@ -91,7 +91,10 @@ class Report:
         """``bdms`` without those this (real) reconciliation removed or rolled back."""
         if self.dry_run:
             return list(bdms)
-        removed = {r["bdm_uuid"] for r in self.removed_bdms + self.rolled_back}
+        # A rolled-back attach loses its BDM, and so does a finished detach.
+        gone = self.removed_bdms + [r for r in self.rolled_back if r.get("work") != "detach"]
+        gone += [f for f in self.finished if f.get("work") == "detach"]
+        removed = {r["bdm_uuid"] for r in gone}
         return [b for b in bdms if b.get("uuid") not in removed]
 
     def to_dict(self) -> dict:
@@ -106,10 +109,10 @@ class Report:
                  f"{r['attachment_id']}): {r['reason']}" for r in self.removed_bdms]
         lines += [f"{verb}delete Cinder attachment {a['attachment_id']} of volume "
                   f"{a['volume_id']}: {a['reason']}" for a in self.deleted_attachments]
-        lines += [f"{verb}finish interrupted attach of volume {f['volume_id']}"
-                  for f in self.finished]
-        lines += [f"{verb}roll back attach of volume {r['volume_id']}: {r['reason']}"
-                  for r in self.rolled_back]
+        lines += [f"{verb}finish interrupted {f.get('work', 'attach')} of volume "
+                  f"{f['volume_id']}" for f in self.finished]
+        lines += [f"{verb}roll back {r.get('work', 'attach')} of volume {r['volume_id']}: "
+                  f"{r['reason']}" for r in self.rolled_back]
         return "\n".join(lines)
 
 

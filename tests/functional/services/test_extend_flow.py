@@ -181,3 +181,79 @@ def test_driver_without_extend_completes_with_error(tmp_path):
 
 
 
+
+
+class _Killed(BaseException):
+    """The compute process dying: no handler of the step runs any more."""
+
+
+def _compute_dies_in_the_extend(stack, server, monkeypatch):
+    """A 2.105 extend whose compute dies in the resize; the compute is started again.
+
+    Returns the volume and the request id of the event that died.
+    """
+    volume_id = _attached_volume(stack, server)
+    driver = stack.computes[HOST].manager.driver
+    entered = []
+
+    def die(*args, **kwargs):
+        entered.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, "extend_volume", die)
+    stack.cinder.hold_extend = True
+    stack.cinder.extend(stack.context(), volume_id, 2)
+    _post_event(stack, server, volume_id, "2.105")
+    stack.wait(lambda: entered, what="the compute in extend_volume")
+    monkeypatch.undo()
+    assert stack.cinder.get(None, volume_id)["status"] == "extending"
+    return volume_id, driver
+
+
+def test_compute_start_finishes_an_extend_whose_event_died_with_it(stack, server,
+                                                                   monkeypatch):
+    """Regression (kill matrix, extend-2.105 with the compute killed in extend_volume):
+    the volume-extended cast died with the compute and Cinder waited in ``extending``
+    for ever. The compute started again grows the guest and completes the extend."""
+    volume_id, driver = _compute_dies_in_the_extend(stack, server, monkeypatch)
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST, driver=driver)  # the domain outlived the agent
+
+    volume = stack.cinder.get(None, volume_id)
+    assert (volume["status"], volume["size"]) == ("in-use", 2)
+    assert ("extend_volume_completion", (volume_id, False)) in stack.cinder.calls
+    assert _guest_capacity(stack, server, volume_id) == 2 * GiB
+    assert _file_size(stack, volume_id) == 2 * GiB
+    assert _bdm_size(stack, server, volume_id) == 2
+    # A second extend goes through as ever.
+    stack.cinder.extend(stack.context(), volume_id, 3)
+    _, request_id = _post_event(stack, server, volume_id, "2.105")
+    assert _extend_action(stack, server, request_id).result == "Success"
+    assert stack.cinder.get(None, volume_id)["size"] == 3
+
+
+def test_compute_start_ends_an_extend_it_cannot_finish_with_an_error_completion(
+        stack, server, monkeypatch):
+    """The disk is gone when the compute is back: Cinder is told (error), not left waiting."""
+    volume_id, driver = _compute_dies_in_the_extend(stack, server, monkeypatch)
+    guest = driver.host.get_guest(server)
+    guest.detach_device(guest.find_disk(serial=volume_id).xml, live=True, persistent=True)
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST, driver=driver)
+
+    volume = stack.cinder.get(None, volume_id)
+    assert (volume["status"], volume["size"]) == ("error_extending", 1)
+    assert ("extend_volume_completion", (volume_id, True)) in stack.cinder.calls
+
+
+def test_compute_start_leaves_an_extend_cinder_has_not_handed_over(stack, server):
+    """``extending`` without extend_new_size: Cinder is still at its part; its event comes."""
+    volume_id = _attached_volume(stack, server)
+    stack.cinder.hold_extend = True
+    stack.cinder.extend(stack.context(), volume_id, 2)
+    stack.cinder.show_metadata(volume_id, "extend_new_size", None)
+    old = stack.computes.pop(HOST)
+    old.stop()
+    stack.add_compute(HOST, driver=old.manager.driver)
+
+    assert stack.cinder.get(None, volume_id)["status"] == "extending"
+    assert not [c for c in stack.cinder.calls if c[0] == "extend_volume_completion"]

@@ -495,3 +495,81 @@ def test_all_servers_keeps_the_age_guard_for_a_young_reserved_attachment(stack, 
     assert _commands(stack).cleanup(_Args(all_servers=True)) == 0
     assert stray_id in stack.cinder.attachments
     assert stack.cinder.get(stack.admin_context(), volume_id)["status"] == "reserved"
+
+
+def test_a_detach_whose_cast_was_lost_is_finished_once_it_is_stale(quick_stack, monkeypatch):
+    """A detach cast that no compute ran (taken by a compute that died with it, the
+    compute not restarted since): the reconciliation finishes it after the
+    reservation timeout; a dry run says it would, and leaves it."""
+    from volumesvc.compute import rpcapi as compute_rpcapi
+
+    stack = quick_stack
+    server = _server(stack)
+    volume_id, _bdm = _attach(stack, server)
+    monkeypatch.setattr(compute_rpcapi.ComputeAPI, "detach_volume",
+                        lambda self, ctxt, **kwargs: None)
+    stack.api("DELETE", f"/servers/{server}/os-volume_attachments/{volume_id}",
+              version="2.101", status=202)
+    time.sleep(2.5)  # stale (reservation timeout 1 s)
+    monkeypatch.undo()
+    ctx = stack.admin_context()
+    assert stack.cinder.get(ctx, volume_id)["status"] == "detaching"
+    (dry,) = stack.conductor_api().reconcile_volume_attachments(
+        ctx, instance_uuids=[server], dry_run=True)
+    assert [(f["volume_id"], f["work"]) for f in dry["finished"]] == [(volume_id, "detach")]
+    assert stack.cinder.get(ctx, volume_id)["status"] == "detaching"
+    (report,) = stack.conductor_api().reconcile_volume_attachments(ctx,
+                                                                   instance_uuids=[server])
+    assert [f["volume_id"] for f in report["finished"]] == [volume_id]
+    assert stack.cinder.get(ctx, volume_id)["status"] == "available"
+    assert volume_id not in _volume_bdms(stack, server)
+    assert f"<serial>{volume_id}</serial>" not in _xml(stack, server)
+
+
+class _Killed(BaseException):
+    """The compute process dying: no handler of the step runs any more."""
+
+
+def test_compute_start_finishes_a_detach_it_died_in(stack, server, monkeypatch):
+    """Regression (kill matrix, detach-2.101 with the compute killed in detach_volume):
+    the detach cast died with the compute, the volume stayed ``detaching`` and the BDM
+    attached for ever, and a second detach was refused. The compute started again
+    finishes the detach the user asked for; a cast of the same detach arriving after
+    that finds nothing to do."""
+    volume_id, _bdm = _attach(stack, server)
+    old = stack.computes[HOST]
+    driver = old.manager.driver
+    entered = []
+
+    def die(*args, **kwargs):
+        entered.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, "detach_volume", die)
+    stack.api("DELETE", f"/servers/{server}/os-volume_attachments/{volume_id}",
+              version="2.101", status=202)
+    stack.wait(lambda: entered, what="the compute in detach_volume")
+    monkeypatch.undo()
+    ctx = stack.admin_context()
+    assert stack.cinder.get(ctx, volume_id)["status"] == "detaching"
+    assert _volume_bdms(stack, server)[volume_id].attach_status == "detaching"
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST, driver=driver)  # the domain outlived the agent
+
+    assert stack.cinder.get(ctx, volume_id)["status"] == "available"
+    assert volume_id not in _volume_bdms(stack, server)
+    assert f"<serial>{volume_id}</serial>" not in _xml(stack, server)
+    assert [a for a in stack.cinder.attachments.values() if a["volume_id"] == volume_id] == []
+    # The same detach cast again (it was queued while the compute was down): nothing to do.
+    calls = len(stack.cinder.calls)
+    instance = stack.conductor_api().instance_get(ctx, instance_uuid=server)
+    stack.computes[HOST].manager.detach_volume(ctx, instance=instance, bdm=_bdm.to_dict(),
+                                               attachment_id=_bdm.attachment_id)
+    assert [c[0] for c in stack.cinder.calls[calls:]] == []
+    # A second attach and detach of the volume work.
+    stack.conductor_api().attach_volume(stack.context(), instance_uuid=server,
+                                        volume_id=volume_id, wait=True)
+    stack.wait(lambda: stack.cinder.get(ctx, volume_id)["status"] == "in-use", what="in-use")
+    stack.api("DELETE", f"/servers/{server}/os-volume_attachments/{volume_id}",
+              version="2.101", status=202)
+    stack.wait(lambda: stack.cinder.get(ctx, volume_id)["status"] == "available"
+               and volume_id not in _volume_bdms(stack, server), what="detached again")

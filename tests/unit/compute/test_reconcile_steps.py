@@ -5,6 +5,8 @@ tier runs the real ones): what is checked is which step runs, what it asks
 and what the report says.
 """
 
+import dataclasses
+
 import pytest
 
 from volumesvc import context as vs_context
@@ -135,3 +137,86 @@ def test_a_stale_reservation_is_kept_as_the_attachs_error():
     assert bdm_uuid == "bdm-v-1"
     assert values["attach_status"] == attach_states.ERROR
     assert values["fault_code"] == 500
+
+
+class DetachingConductor(RecordingConductor):
+    """Knows the server's BDMs as they are now (read again by the detach step)."""
+
+    def __init__(self, bdms):
+        super().__init__()
+        self.bdms = bdms
+
+    def bdm_list(self, ctxt, *, instance_uuid):
+        return list(self.bdms)
+
+
+class RecordingAttacher:
+    def __init__(self, fail=None):
+        self.fail = fail
+        self.calls = []
+
+    def detach(self, context, driver_instance, bdm, attachment_id):
+        self.calls.append(("detach", bdm["uuid"], attachment_id))
+        if self.fail is not None:
+            raise self.fail
+
+    def detach_failed(self, context, bdm, exc):
+        self.calls.append(("detach_failed", bdm["uuid"], str(exc)))
+
+
+def _detach_pass(bdms, attacher, dry_run=False):
+    p = _pass(RecordingCinder(), dry_run=dry_run)
+    return dataclasses.replace(p, conductor=DetachingConductor(bdms), attacher=attacher)
+
+
+def _detaching(volume_id, attachment_id):
+    return dict(_bdm(volume_id, attachment_id), attach_status=attach_states.DETACHING)
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_an_interrupted_detach_is_finished_by_the_detach_itself(dry_run):
+    bdm = _detaching("v-1", "a-1")
+    attacher = RecordingAttacher()
+    p = _detach_pass([bdm], attacher, dry_run)
+
+    reconcile.apply(p, _work(interrupted_detaches=[(bdm, {"id": "a-1"})]), View())
+
+    assert [(e["volume_id"], e["work"]) for e in p.report.finished] == [("v-1", "detach")]
+    assert attacher.calls == ([] if dry_run else [("detach", "bdm-v-1", "a-1")])
+    assert "finish interrupted detach of volume v-1" in p.report.summary()
+
+
+@pytest.mark.parametrize("now", [[], [dict(_bdm("v-1", "a-1"),
+                                           attach_status=attach_states.ATTACHED)]],
+                         ids=["gone", "attached-again"])
+def test_a_detach_that_settled_since_the_listing_is_left_alone(now):
+    attacher = RecordingAttacher()
+    p = _detach_pass(now, attacher)
+
+    reconcile.apply(p, _work(interrupted_detaches=[(_detaching("v-1", "a-1"),
+                                                    {"id": "a-1"})]), View())
+
+    assert attacher.calls == [] and not p.report.changed
+
+
+def test_a_detach_that_cannot_be_finished_puts_the_bdm_back_with_the_reason():
+    bdm = _detaching("v-1", "a-1")
+    attacher = RecordingAttacher(fail=exception.CinderAPIError(code=500, reason="boom"))
+    p = _detach_pass([bdm], attacher)
+
+    reconcile.apply(p, _work(interrupted_detaches=[(bdm, {"id": "a-1"})]), View())
+
+    assert [c[0] for c in attacher.calls] == ["detach", "detach_failed"]
+    (entry,) = p.report.rolled_back
+    assert entry["work"] == "detach" and "boom" in entry["reason"]
+    assert p.report.remaining([bdm]) == [bdm]  # the BDM stays, attached again
+
+
+def test_a_detach_cinder_cannot_answer_stays_detaching_for_a_later_pass():
+    bdm = _detaching("v-1", "a-1")
+    attacher = RecordingAttacher(fail=exception.CinderConnectionFailed(reason="no route"))
+    p = _detach_pass([bdm], attacher)
+
+    with pytest.raises(exception.CinderConnectionFailed):
+        reconcile.apply(p, _work(interrupted_detaches=[(bdm, {"id": "a-1"})]), View())
+    assert [c[0] for c in attacher.calls] == ["detach"]

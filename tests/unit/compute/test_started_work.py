@@ -105,6 +105,7 @@ def test_a_recovered_attach_with_nothing_to_do_is_skipped(compute, bdms):
 
 def test_a_duplicate_detach_is_skipped_but_a_new_request_is_not(compute):
     attached = _bdm(connection_info="{}")
+    compute.conductor.bdms = [attached]
     compute.detach_volume(_ctx(), instance=INSTANCE, bdm=attached, attachment_id="att-1")
     compute.detach_volume(_ctx(), instance=INSTANCE, bdm=attached, attachment_id="att-1",
                           recovered=True)
@@ -121,3 +122,11 @@ def test_a_recovered_detach_of_a_gone_bdm_is_skipped(compute):
     compute.detach_volume(_ctx(), instance=INSTANCE, bdm=_bdm(), attachment_id="att-1",
                           recovered=True)
     assert compute.attacher.done == [("detach", "bdm-1", "att-1")]
+
+
+def test_a_detach_whose_bdm_is_gone_is_skipped(compute):
+    """A detach cast while the compute was down, which its start-up pass finished first."""
+    compute.detach_volume(_ctx(), instance=INSTANCE, bdm=_bdm(connection_info="{}"),
+                          attachment_id="att-1")
+    assert compute.attacher.done == []
+    assert compute.conductor.reads == 1
