@@ -21,6 +21,14 @@ a hard reboot, a stop/start and a shelve/offload/unshelve each bring back a
 guest that reads both marks, with one libvirt secret per volume (none while
 offloaded).
 
+The second server's guest proves the moves and sizes of encrypted data:
+a plain volume retyped in use (``--migration-policy on-demand``) to
+``<backend>-luks`` and back, each move a Cinder migration and a swap of
+the live disk, keeps the guest's mark (read again from the new disk),
+and in between the backend holds a LUKS header and no mark; an attached
+encrypted volume extended from 1 to 2 GiB shows the guest 2 GiB less its
+LUKS header, on a backend exactly 2 GiB.
+
 Cinder 29 refuses to create a volume both multiattach and encrypted, so
 none can be shared; the test pins that limit. An encrypted volume whose provider
 QEMU cannot open (``plain``) is refused with a 400 fault and stays
@@ -42,15 +50,20 @@ from tests.integration.clients.helpers import (
     wait_volume,
     wait_volume_gone,
 )
-from tests.integration.guest.agent import wait_line, wait_read, wait_written
+from tests.integration.guest.agent import last_round, wait_line, wait_read, wait_written
 from tests.integration.storage.proofs import rbd_image, scan_rbd
 from tests.integration.storage.steps import (
     SEEN_TIMEOUT,
     attach,
     attach_until_listed,
+    backend_of,
     boot_guests,
     detach,
+    log_text,
+    rbd,
+    retype_in_use,
     volume_file,
+    wait_migration,
 )
 from volumesvc_aio import ceph as ceph_mod
 from volumesvc_aio import cinder as cinder_mod
@@ -290,3 +303,178 @@ def test_an_offloaded_server_leaves_no_secret_and_its_unshelved_guest_reads_its_
     _action(aio, first.id, {"unshelve": None})
     _reads_every_mark_again(aio, nova, first)
 
+
+
+# -- a plain volume swapped onto an encrypted one and back; an encrypted volume extended --------
+
+GiB = 1 << 30
+SECTOR = 512
+# Where a LUKS1 header says its payload starts (in 512-byte sectors, big-endian).
+LUKS_PAYLOAD_OFFSET_AT = 104
+
+
+def _retype_until_moved(aio, cinder, server_id, volume_id, new_type):
+    """``cinder retype --migration-policy on-demand`` until Cinder's migration succeeds.
+
+    Tried again only when QEMU's key-derivation benchmark failed the new
+    encrypted volume's creation (Cinder's log says so); any other failure
+    fails. Returns the id of the migration's temporary volume (None if
+    it was never seen), once the volume is listed on the server again.
+    """
+    for attempt in range(1, BOOT_TRIES + 1):
+        flakes = _pbkdf_flakes(aio)
+        target = retype_in_use(cinder, volume_id, new_type)
+        try:
+            wait_migration(aio, cinder, volume_id, "success")
+            break
+        except (AssertionError, pytest.fail.Exception) as exc:
+            if attempt == BOOT_TRIES or _pbkdf_flakes(aio) == flakes:
+                raise AssertionError(f"{exc}\n{_migration_story(aio, volume_id, target)}") \
+                    from exc
+    # Cinder records ``success`` before it moves the new volume's attachment
+    # under the volume's id (migrate_volume_completion).
+    wait_until(lambda: (lambda v: v.volume_type == new_type and v.status == "in-use"
+                        and [a["server_id"] for a in v.attachments] == [server_id])(
+                            cinder.volumes.get(volume_id)),
+               f"{volume_id} in-use on {server_id} as {new_type}", timeout=SEEN_TIMEOUT)
+    return target
+
+
+def _migration_story(aio, volume_id, target):
+    """Why a migration failed: the error lines of Cinder's and the computes' logs naming it."""
+    names = [v for v in (volume_id, target) if v]
+    lines = [line[:800] for line in (log_text(aio, "cinder/log/*.log")
+                                     + log_text(aio, "logs/volumesvc-*.log")).splitlines()
+             if any(n in line for n in names) and (" ERROR " in line or " WARNING " in line)]
+    errors = [line[:800] for line in log_text(aio, "cinder/log/cinder-volume.log").splitlines()
+              if " ERROR " in line]
+    return ("naming the volumes:\n" + "\n".join(lines[-30:])
+            + "\ncinder-volume errors:\n" + "\n".join(errors[-30:]))
+
+
+def _reads_after_the_next_round(aio, guest, volume_id, change):
+    """``change()`` alters the guest's set of disks: the agent reads every disk again."""
+    before = last_round(aio, guest.id, guest.boot)
+    change()
+    wait_read(aio, guest.id, volume_id, guest.marks[volume_id], SEEN_TIMEOUT,
+              boot=guest.boot, min_round=before + 1)
+
+
+@pytest.mark.parametrize("backend", ["rbd", "file"])
+def test_a_retype_in_use_to_an_encrypted_type_and_back_keeps_what_the_guest_wrote(
+        aio, cinder, created, guests, backend):
+    """Plain → ``<backend>-luks`` → plain, each a Cinder migration and a swap of the live disk.
+
+    Cinder creates the encrypted target with a new key and asks for the
+    swap; QEMU's block copy writes the guest's data through the target's
+    LUKS layer, so the backend holds only ciphertext, and the guest reads
+    its mark from the new disk (a disk attached, then detached, makes the
+    agent drop its page cache and read every disk again). Back to the
+    plain type, the mark is in the clear on the backend again, the guest
+    still reads it, and once the volume is gone no libvirt secret is left
+    of it or of either temporary volume.
+    """
+    _, second = guests
+    encrypted_type = backend + cinder_mod.ENCRYPTED_TYPE_SUFFIX
+    volume = _new_volume(cinder, created, backend)
+    assert not volume.encrypted
+    attach_until_listed(aio, cinder, second.id, volume.id)
+    second.marks[volume.id] = mark = wait_written(aio, second.id, volume.id, SEEN_TIMEOUT)
+    assert mark.encode() in _raw_bytes(aio, cinder, volume.id, backend)
+
+    to_encrypted = _retype_until_moved(aio, cinder, second.id, volume.id, encrypted_type)
+    moved = cinder.volumes.get(volume.id)
+    assert moved.encrypted and backend_of(cinder, volume.id) == backend
+    raw = _raw_bytes(aio, cinder, volume.id, backend)
+    assert raw[:6] == LUKS_MAGIC
+    assert mark.encode() not in raw and b"VSMARK" not in raw
+    probe = _new_volume(cinder, created, "rbd")
+    _reads_after_the_next_round(
+        aio, second, volume.id,
+        lambda: attach_until_listed(aio, cinder, second.id, probe.id))
+
+    to_plain = _retype_until_moved(aio, cinder, second.id, volume.id, backend)
+    assert not cinder.volumes.get(volume.id).encrypted
+    raw = _raw_bytes(aio, cinder, volume.id, backend)
+    assert raw[:6] != LUKS_MAGIC and mark.encode() in raw
+
+    def detach_probe():
+        detach(aio, second.id, probe.id)
+        wait_line(aio, second.id, rf"VSGUEST gone name=\S+ serial={probe.id}", SEEN_TIMEOUT)
+    _reads_after_the_next_round(aio, second, volume.id, detach_probe)
+
+    del second.marks[volume.id]
+    _detach_and_delete(aio, cinder, created, volume.id, [second.id])
+    leftover = {v: _volume_secrets(v) for v in (volume.id, to_encrypted, to_plain) if v}
+    assert leftover == {v: [] for v in leftover}
+
+
+def _luks_header_bytes(aio, cinder, volume_id, backend):
+    """Bytes the volume's LUKS1 header takes before the payload, read from the backend."""
+    if backend == "file":
+        with open(volume_file(aio, cinder, volume_id), "rb") as f:
+            head = f.read(LUKS_PAYLOAD_OFFSET_AT + 4)
+    else:
+        conf = os.path.join(aio.state_dir, "ceph", "ceph.conf")
+        proc = subprocess.Popen(["rbd", "-c", conf, "--id", "admin", "export",
+                                 rbd_image(cinder, volume_id), "-"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=ceph_mod.clean_env())
+        try:
+            head = proc.stdout.read(LUKS_PAYLOAD_OFFSET_AT + 4)
+        finally:
+            proc.kill()
+            proc.wait(30)
+    assert head[:6] == LUKS_MAGIC, head[:16]
+    return int.from_bytes(head[LUKS_PAYLOAD_OFFSET_AT:], "big") * SECTOR
+
+
+def _backend_bytes(aio, cinder, volume_id, backend):
+    """The size of what the backend holds for the volume: its file, or its RBD image."""
+    if backend == "file":
+        return os.path.getsize(volume_file(aio, cinder, volume_id))
+    return rbd(aio, "info", rbd_image(cinder, volume_id))["size"]
+
+
+@pytest.mark.parametrize("backend", ["rbd", "file"])
+def test_an_extend_of_an_attached_encrypted_volume_shows_the_guest_its_new_payload(
+        aio, cinder, created, guests, backend):
+    """1 → 2 GiB: the guest's disk becomes the grown volume less its LUKS header.
+
+    Cinder makes a new encrypted volume a LUKS container whose payload is
+    its whole size (the header on top); grown, the volume is the size
+    Cinder gives it and the guest sees that less the header, as Nova's
+    guests do (``rbd``: Cinder grows the image, 2.51; ``file``: the compute
+    grows the file through QEMU, 2.105). The backend is no bigger than the
+    new size, still starts with a LUKS header and holds no mark in the
+    clear, and the guest reads its mark from the grown disk.
+    """
+    _, second = guests
+    volume = _new_volume(cinder, created, backend + cinder_mod.ENCRYPTED_TYPE_SUFFIX, aio)
+    attach_until_listed(aio, cinder, second.id, volume.id)
+    wait_line(aio, second.id,
+              rf"VSGUEST disk name=\S+ serial={volume.id} size={GiB // SECTOR} ro=0",
+              SEEN_TIMEOUT)
+    second.marks[volume.id] = mark = wait_written(aio, second.id, volume.id, SEEN_TIMEOUT)
+    before = last_round(aio, second.id, second.boot)
+
+    cinder.volumes.extend(volume.id, 2)
+    wait_until(lambda: (lambda v: (v.status, v.size) == ("in-use", 2))(
+        cinder.volumes.get(volume.id)), "the volume in-use at 2 GiB", timeout=SEEN_TIMEOUT)
+    header = _luks_header_bytes(aio, cinder, volume.id, backend)
+    payload = 2 * GiB - header
+    wait_line(aio, second.id,
+              rf"VSGUEST disk name=\S+ serial={volume.id} size={payload // SECTOR} ro=0",
+              SEEN_TIMEOUT)
+    assert _backend_bytes(aio, cinder, volume.id, backend) == 2 * GiB
+    # ``file``: Cinder left the file as it was and the compute grew it (2.105).
+    completion = f"Volume {volume.id} waits in 'extending' for server {second.id}"
+    assert (completion in log_text(aio, "cinder/log/*.log")) == (backend == "file")
+    wait_read(aio, second.id, volume.id, mark, SEEN_TIMEOUT, boot=second.boot,
+              min_round=before + 1)
+    raw = _raw_bytes(aio, cinder, volume.id, backend)
+    assert raw[:6] == LUKS_MAGIC and mark.encode() not in raw
+
+    del second.marks[volume.id]
+    _detach_and_delete(aio, cinder, created, volume.id, [second.id])
+    assert _volume_secrets(volume.id) == []

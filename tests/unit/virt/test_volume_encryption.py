@@ -182,6 +182,52 @@ def test_native_luks_needs_the_secret_api(driver, make_volume):
     assert driver.volume_secret_ids() == []
 
 
+def _luks1_file(info, header, payload):
+    """Make the volume's file a LUKS1 container: its header (what QEMU reads of it), then
+    ``payload`` bytes, as qemu-img writes one (the header on top of the size)."""
+    path = info["data"]["device_path"]
+    head = bytearray(108)
+    head[:6] = b"LUKS\xba\xbe"
+    head[6:8] = (1).to_bytes(2, "big")
+    head[104:108] = (header // 512).to_bytes(4, "big")
+    with open(path, "r+b") as f:
+        f.write(head)
+    os.truncate(path, header + payload)
+
+
+def test_an_encrypted_file_the_compute_grows_itself_gets_the_new_size_less_its_header(
+        system_conf, driver, instance, make_volume):
+    """A 2.105 extend: Cinder left the file its old size, only QEMU may grow it.
+
+    The payload read from the file is still the old one; the guest is given
+    the new size less the header (as Nova does), not refused as "not grown",
+    and the size returned (what Cinder's size is checked against) counts
+    the header.
+    """
+    gib, header = 1 << 30, 2 << 20
+    info = make_volume(encrypted=True)
+    _luks1_file(info, header, gib)
+    driver.spawn(instance, None)
+    _open(driver, info)
+    driver.attach_volume(info, instance, "/dev/sdb")
+
+    assert driver.extend_volume(info, instance, 2 * gib) == 2 * gib
+
+
+def test_an_encrypted_volume_that_did_not_grow_is_refused(system_conf, driver, instance,
+                                                          make_volume):
+    """Asked for the size it already has (its header on top), the disk is left as it is."""
+    gib, header = 1 << 30, 2 << 20
+    info = make_volume(encrypted=True)
+    _luks1_file(info, header, gib)
+    driver.spawn(instance, None)
+    _open(driver, info)
+    driver.attach_volume(info, instance, "/dev/sdb")
+
+    with pytest.raises(exception.VirtDriverError, match="has not grown"):
+        driver.extend_volume(info, instance, gib)
+
+
 # -- os-brick's encryptors on host block devices ------------------------------------------
 
 class FakeCryptsetup:

@@ -521,6 +521,11 @@ class LibvirtDriver(driver.ComputeDriver):
             # (luks_payload.py; Cinder's layouts put the header inside the
             # size or on top of it), and the size returned counts the header.
             header, size = luks_payload.layout(self.conf, disk, connection_info)
+            # A volume the compute grows itself (Cinder left it
+            # ``extending``, 2.105: only QEMU may grow a file it holds) is
+            # still its old size here: the guest is given the new size less
+            # the header, as Nova does, and QEMU grows the volume to it.
+            size = max(size, new_size - header)
         if active:
             if disk.encrypted and size <= guest.block_capacity(disk.target_dev):
                 raise exception.VirtDriverError(
