@@ -357,7 +357,7 @@ def run(args, argv):
     try:
         cluster.start()
         client = PagedClient(f"{cluster.lb_url}/v2.1", cluster.cinder.url,
-                             args.client_timeout)
+                             args.client_timeout, ssl_context=cluster.ssl_context())
         status, body = client._do("GET", f"{cluster.glance.url}/v2/images?name="
                                   "volumesvc-tiny-raw", None, {}, 30)
         check(status, body, (200,), "image list")

@@ -143,11 +143,15 @@ def free_port(host="127.0.0.1") -> int:
     raise RuntimeError(f"no free TCP port on {host} in {first}-{low - 1}")
 
 
-def http_json(url, headers=None, timeout=5.0):
-    """GET ``url`` → (status, parsed JSON or None). Connection errors give (None, None)."""
+def http_json(url, headers=None, timeout=5.0, context=None):
+    """GET ``url`` → (status, parsed JSON or None). Connection errors give (None, None).
+
+    ``context``: the SSL context an ``https`` URL's server is verified with
+    (a deployment's own CA).
+    """
     request = urllib.request.Request(url, headers=headers or {})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
             status, body = response.status, response.read()
     except urllib.error.HTTPError as e:
         status, body = e.code, e.read()

@@ -21,6 +21,19 @@ on loopback, this lays the services out the way
   bound to the bridge address, Cinder calling back through the load balancer;
 * two conductors, two API nodes (each its own gunicorn) behind HAProxy,
   which health-checks ``/healthcheck``;
+* TLS on every link of volumesvc's: the start makes a CA in the state dir
+  (``tls/ca.pem``, ``volumesvc_aio.tls``); the RabbitMQ nodes have a TLS
+  listener only, volumesvc's PostgreSQL takes ``hostssl`` connections only,
+  the API nodes serve HTTPS and HAProxy ends the clients' TLS and
+  re-encrypts to them; every client (volumesvc's services, Cinder, the
+  tests) verifies the servers against that CA. Keystone, Glance, Barbican,
+  Cinder's API and the services' PostgreSQL stay on plain HTTP/TCP in the
+  private subnet;
+* volumesvc's services (API nodes, conductors, computes) run as the
+  ``volumesvc`` system user, as the units run them (a member of the
+  ``libvirt`` group, which the hosts' daemons give their socket to); only
+  the computes' privsep daemons are root, started through sudo with one
+  rule per context and compute (``/etc/sudoers.d/volumesvc-cluster-<prefix>``);
 * three computes, each in its own network namespace with its own address
   and ``my_ip``, and its own libvirt daemon there (own sockets, state and
   host UUID, listening on TCP on the host's address for its peers: what a
@@ -38,20 +51,24 @@ import argparse
 import contextlib
 import os
 import secrets
+import shlex
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
 
 import volumesvc_aio as harness_util
 from volumesvc import binaries
-from volumesvc_aio import cluster_db, haproxy, netns, rabbit, system
+from volumesvc_aio import cluster_db, haproxy, netns, rabbit, system, tls
 from volumesvc_aio import config as aio_config
 from volumesvc_aio.cluster_config import (
     ClusterBarbican,
     ClusterCinder,
     ClusterGlance,
     ClusterKeystone,
+    compute_config_path,
     write_api_config,
     write_cluster_config,
     write_compute_config,
@@ -78,6 +95,12 @@ MARIADB_PORT = 3316
 DATABASES = ("postgresql", "mariadb")
 COMPUTE_DRIVERS = ("libvirt", "fake")
 AUTHS = ("keystone", "noauth2")
+SUDOERS_DIR = "/etc/sudoers.d"
+
+
+def sudoers_path(prefix):
+    """The sudoers drop-in of the deployment named by ``prefix`` (no dot: sudo would skip it)."""
+    return os.path.join(SUDOERS_DIR, f"volumesvc-cluster-{prefix}")
 
 
 class Cluster:
@@ -124,7 +147,15 @@ class Cluster:
             name="postgresql-services")
         self.conf_path = os.path.join(self.state_dir, "volumesvc.conf")
         self.extra_confs = {}
-        self.lb_url = f"http://{self.address}:{self.lb_port}"
+        self.lb_url = f"https://{self.address}:{self.lb_port}"
+        # The deployment's CA (made by start) and the API's certificate.
+        self.authority = None
+        self.api_tls = None
+        #: The user volumesvc's services run as; what it alone may read
+        #: (the API's key, the Ceph keyring) is copied for it here.
+        self.service_user = system.SERVICE_USER
+        self.service_dir = os.path.join(self.state_dir, "volumesvc-files")
+        self.sudoers = sudoers_path(prefix)
         self.cinder = None
         self.glance = None
         self.barbican = None
@@ -152,11 +183,50 @@ class Cluster:
         return child
 
     def _service_argv(self, binary, *confs):
+        """``binary`` with ``confs``, as the services' user.
+
+        ``--pdeathsig`` again after the user change, which clears the one
+        the process group was started with. Run with :meth:`_service_env`.
+        """
         exe = os.path.join(os.path.dirname(sys.executable), binary)
-        argv = [exe if os.path.exists(exe) else binary]
+        argv = ["setpriv", f"--reuid={self.service_user}", f"--regid={self.service_user}",
+                "--init-groups", "--pdeathsig", "TERM", exe if os.path.exists(exe) else binary]
         for conf in confs:
             argv += ["--config-file", conf]
         return argv
+
+    def _service_env(self):
+        """The services' environment: ours, with ``HOME`` the user's directory.
+
+        Not root's: libpq looks there for a client certificate and fails on
+        a directory it may not enter.
+        """
+        return dict(os.environ, HOME=self.service_dir)
+
+    def _privsep_helper(self, host):
+        """The command a compute on ``host`` starts its privsep daemons with (sudo's rule).
+
+        The daemon runs the compute's code: its Python, its configuration
+        files and, when set, its ``PYTHONPATH`` (sudo clears the environment).
+        """
+        argv = [sys.executable, "-m", "oslo_privsep.daemon", "--config-file", self.conf_path,
+                "--config-file", compute_config_path(self.state_dir, host)]
+        if os.environ.get("PYTHONPATH"):
+            argv = ["/usr/bin/env", f"PYTHONPATH={os.environ['PYTHONPATH']}", *argv]
+        return shlex.join(argv)
+
+    def _make_service_dir(self):
+        os.makedirs(self.service_dir, mode=0o700, exist_ok=True)
+        shutil.chown(self.service_dir, self.service_user, self.service_user)
+
+    def _for_service_user(self, path):
+        """A copy of ``path`` in the service user's directory, readable by it (only)."""
+        self._make_service_dir()
+        copy = os.path.join(self.service_dir, os.path.basename(path))
+        shutil.copyfile(path, copy)
+        os.chmod(copy, 0o600)
+        shutil.chown(copy, self.service_user, self.service_user)
+        return copy
 
     def argv_of(self, name):
         """The command line of a volumesvc process of the deployment, by name."""
@@ -187,7 +257,10 @@ class Cluster:
         fresh = not os.path.exists(os.path.join(self.state_dir, "volumesvc.conf"))
         os.makedirs(os.path.join(self.state_dir, "logs"), exist_ok=True)
         system.ensure_system()
+        system.ensure_service_user(self.service_user)
+        self._make_service_dir()
         system.apt_install(["haproxy"])
+        self._make_authority()
         self.log("network: bridge and one namespace per compute")
         self.net.setup_bridge()
         for index, host in enumerate(self.hosts, 1):
@@ -204,6 +277,31 @@ class Cluster:
         aio_config.ensure_image(self.glance.url, self.state_dir, log=self.log,
                                 token=self.keystone.token() if self.keystone else None)
         return self
+
+    def _make_authority(self):
+        """A new CA in the state dir, handed to the servers that speak TLS.
+
+        Every start makes its own: each server's certificate is issued again
+        when it is configured, so no certificate outlives its CA.
+        """
+        directory = os.path.join(self.state_dir, "tls")
+        # The CA's certificate is for everyone; the keys in it are root's.
+        os.makedirs(directory, mode=0o755, exist_ok=True)
+        self.authority = tls.Authority(directory, name="volumesvc-cluster CA", days=30)
+        for node in self.rabbit_nodes:
+            node.authority = self.authority
+        if isinstance(self.db_server, cluster_db.PostgresServer):
+            self.db_server.authority = self.authority
+        self.api_tls = self.authority.issue("volumesvc-api", ip=self.address)
+
+    @property
+    def ca_file(self):
+        """The CA file every client of the deployment's TLS links verifies against."""
+        return self.authority.ca_file if self.authority is not None else None
+
+    def ssl_context(self):
+        """An SSL context that trusts the deployment's CA only (for its HTTPS API)."""
+        return ssl.create_default_context(cafile=self.ca_file)
 
     def _start_hypervisors_and_storage(self, fresh, timeout):
         """A libvirt daemon in each host's namespace and a Ceph on the bridge (about 30 s)."""
@@ -230,7 +328,7 @@ class Cluster:
         for daemon in self.libvirtds.values():
             daemon.wait_ready(timeout)
         self.rbd = {"user": "cinder", "secret_uuid": _secret_uuid(self.state_dir),
-                    "keyring": self.ceph.keyring("cinder")}
+                    "keyring": self._for_service_user(self.ceph.keyring("cinder"))}
 
     def _start_keystone(self, timeout):
         """Keystone on the bridge, provisioned with users, projects and the catalog."""
@@ -303,7 +401,7 @@ class Cluster:
             os.path.join(self.state_dir, "cinder"), address=self.address,
             port=VOLUME_PORT + self.port_offset,
             transport_url=transport_url["cinder"],
-            database_connection=self.services_db.url("cinder"),
+            database_connection=self.services_db.url("cinder"), ca_file=self.ca_file,
             nova_endpoint=f"{self.lb_url}/v2.1", glance_url=None, extend_completion=True,
             default_quotas={"volumes": -1, "gigabytes": -1, "snapshots": -1},
             key_manager_url=self.barbican.url, keystone=self.keystone, ceph=self.ceph,
@@ -325,27 +423,43 @@ class Cluster:
             self.conf_path, state_dir=self.state_dir, transport_url=transport_url["volumesvc"],
             database_url=self.db_server.url("volumesvc"), cinder_url=self.cinder.url,
             glance_url=self.glance.url, subnet=str(self.net.subnet),
-            key_manager_url=self.barbican.url, keystone=self.keystone, rbd=self.rbd)
+            key_manager_url=self.barbican.url, keystone=self.keystone, rbd=self.rbd,
+            ca_file=self.ca_file)
+        # What the services write: lock files, the instances' directories.
+        for sub in ("locks", "instances"):
+            os.makedirs(os.path.join(self.state_dir, sub), exist_ok=True)
+            shutil.chown(os.path.join(self.state_dir, sub), self.service_user,
+                         self.service_user)
+        shutil.chown(self.conf_path, self.service_user, self.service_user)
+        system.write_sudoers(self.sudoers, "".join(
+            system.privsep_sudoers(self.service_user, self._privsep_helper(host))
+            for host in self.hosts))
         subprocess.run(self._service_argv("volumesvc-manage", self.conf_path) + ["db", "sync"],
-                       check=True, stdout=subprocess.DEVNULL, timeout=300)
+                       check=True, stdout=subprocess.DEVNULL, timeout=300, cwd="/",
+                       env=self._service_env())
         for name in self.conductor_names:
             self.extra_confs[name] = write_conductor_config(self.state_dir, name=name)
-            self._spawn(name, self.argv_of(name))
+            self._spawn(name, self.argv_of(name), env=self._service_env())
         for index, host in enumerate(self.hosts, 1):
             name = f"compute-{index}"
             self.extra_confs[name] = write_compute_config(
                 self.state_dir, host=host, my_ip=self.net.hosts[host][1],
                 compute_driver=self.compute_driver,
-                connection_uri=self.libvirtds[host].uri if host in self.libvirtds else None)
-            self._spawn(name, self.argv_of(name))
+                connection_uri=self.libvirtds[host].uri if host in self.libvirtds else None,
+                privsep_helper=f"sudo {self._privsep_helper(host)}")
+            self._spawn(name, self.argv_of(name), env=self._service_env())
         backends = []
+        api_tls = [self._for_service_user(path) for path in self.api_tls]
         for name, port in zip(self.api_names, self.api_ports, strict=True):
             self.extra_confs[name] = write_api_config(self.state_dir, name=name,
-                                                      address=self.address, port=port)
-            self._spawn(name, self.argv_of(name))
+                                                      address=self.address, port=port,
+                                                      tls=api_tls)
+            self._spawn(name, self.argv_of(name), env=self._service_env())
             backends.append((name, f"{self.address}:{port}"))
+        pem = tls.bundle(os.path.join(self.state_dir, "tls", "haproxy.pem"), *self.api_tls)
         cfg = haproxy.write_config(os.path.join(self.state_dir, "haproxy.cfg"),
-                                   bind=f"{self.address}:{self.lb_port}", backends=backends)
+                                   bind=f"{self.address}:{self.lb_port}", backends=backends,
+                                   tls=(pem, self.ca_file))
         self._spawn("haproxy", haproxy.argv(cfg))
         children = list(self.procs.values())
         harness_util.wait_for(self.api_nodes_healthy, timeout, what="both API nodes healthy",
@@ -357,10 +471,12 @@ class Cluster:
     # -- state -----------------------------------------------------------------
     def api_nodes_healthy(self):
         """True when every API node answers 200 on /healthcheck and the LB serves."""
-        if not all(harness_util.http_json(f"http://{self.address}:{p}/healthcheck")[0] == 200
+        context = self.ssl_context()
+        if not all(harness_util.http_json(f"https://{self.address}:{p}/healthcheck",
+                                          context=context)[0] == 200
                    for p in self.api_ports):
             return False
-        return harness_util.http_json(f"{self.lb_url}/")[0] == 200
+        return harness_util.http_json(f"{self.lb_url}/", context=context)[0] == 200
 
     def ready_lines(self):
         return [f"volumesvc-cluster: ready compute={self.lb_url}/v2.1 "
@@ -374,6 +490,8 @@ class Cluster:
                    f"{self.address}); libvirt per host: "
                    + " ".join(f"{h}={d.uri} (peers: {d.host.tcp_uri})"
                               for h, d in self.libvirtds.items())] if self.ceph else []),
+                f"volumesvc-cluster: TLS to RabbitMQ, volumesvc's database and the API, "
+                f"verified against ca={self.ca_file}",
                 f"volumesvc-cluster: config={self.conf_path} logs={self.state_dir}/logs "
                 f"computes={','.join(self.hosts)} (namespaces {self.net.prefix}-*)"]
 
@@ -422,6 +540,8 @@ def cleanup(state_dir, net):
             pids = [p for p in pids if os.path.exists(f"/proc/{p}")]
             time.sleep(0.5)
     net.teardown()
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(sudoers_path(net.prefix))
 
 
 def pids_with_environment_naming(root):

@@ -19,7 +19,7 @@ from volumesvc_aio import keystone as keystone_mod
 
 def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder_url,
                          glance_url, subnet, key_manager_url=None, overrides=None,
-                         keystone=None, rbd=None):
+                         keystone=None, rbd=None, ca_file=None):
     """The shared file: RabbitMQ cluster with quorum queues, the database, Cinder, Glance.
 
     ``key_manager_url``: the Barbican that keeps encrypted volumes' keys.
@@ -29,6 +29,8 @@ def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder
     ``rbd`` (``{"user": ..., "secret_uuid": ..., "keyring": ...}``): every
     compute defines the Ceph secret in its libvirt daemon at start.
     ``overrides``: ``{section: {option: value}}`` laid over the rest (a benchmark's).
+    ``ca_file``: the deployment's CA; RabbitMQ is reached over TLS verified
+    against it (the database URL carries its own TLS parameters).
     """
     for sub in ("locks", "logs"):
         os.makedirs(os.path.join(state_dir, sub), exist_ok=True)
@@ -60,6 +62,8 @@ def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder
         "oslo_concurrency": {"lock_path": f"{state_dir}/locks"},
         "healthcheck": {"detailed": True, "allowed_source_ranges": subnet},
     }
+    if ca_file is not None:
+        sections["oslo_messaging_rabbit"].update(ssl=True, ssl_ca_file=ca_file)
     if rbd is not None:
         sections["libvirt"].update(rbd_user=rbd["user"], rbd_secret_uuid=rbd["secret_uuid"],
                                    rbd_keyring=rbd["keyring"])
@@ -78,16 +82,27 @@ def write_conductor_config(state_dir, *, name):
                                         {"DEFAULT": {"host": name}})
 
 
-def write_api_config(state_dir, *, name, address, port):
-    """One API node: its host name, where its gunicorn listens, its own drain file."""
-    return aio_config.write_config_file(os.path.join(state_dir, f"{name}.conf"), {
+def write_api_config(state_dir, *, name, address, port, tls=None):
+    """One API node: its host name, where its gunicorn listens, its own drain file.
+
+    ``tls``: (certificate file, key file): the node serves HTTPS only.
+    """
+    sections = {
         "DEFAULT": {"host": name},
         "api": {"listen_host": address, "listen_port": port},
-        "healthcheck": {"disable_by_file_path": f"{state_dir}/{name}-healthcheck-disable"}})
+        "healthcheck": {"disable_by_file_path": f"{state_dir}/{name}-healthcheck-disable"}}
+    if tls is not None:
+        sections["wsgi"] = {"ssl_cert_file": tls[0], "ssl_key_file": tls[1]}
+    return aio_config.write_config_file(os.path.join(state_dir, f"{name}.conf"), sections)
+
+
+def compute_config_path(state_dir, host):
+    """Where :func:`write_compute_config` writes ``host``'s file."""
+    return os.path.join(state_dir, f"compute-{host}.conf")
 
 
 def write_compute_config(state_dir, *, host, my_ip, compute_driver="libvirt",
-                         connection_uri=None):
+                         connection_uri=None, privsep_helper=None):
     """One compute: its host name, address (what Cinder gets in the connector), libvirt.
 
     ``connection_uri``: the host's own libvirt daemon; without it an
@@ -96,22 +111,33 @@ def write_compute_config(state_dir, *, host, my_ip, compute_driver="libvirt",
     address and RPC but starts no guest: what a storm of a thousand servers
     on a machine of two cores needs (the driver logic is libvirt's, on a
     libvirt double).
+    ``privsep_helper``: the command (with its ``sudo``) that starts the
+    compute's privsep daemons as root, the one the sudoers rules name.
     """
     if connection_uri is None:
         root = os.path.join(state_dir, f"libvirt-{host}")
         os.makedirs(root, exist_ok=True)
         connection_uri = f"qemu:///embed?root={root}"
     driver = None if compute_driver == "libvirt" else compute_driver
-    return aio_config.write_config_file(os.path.join(state_dir, f"compute-{host}.conf"), {
-        "DEFAULT": {"host": host, "my_ip": my_ip, "compute_driver": driver},
-        "libvirt": {"connection_uri": connection_uri}})
+    sections = {"DEFAULT": {"host": host, "my_ip": my_ip, "compute_driver": driver},
+                "libvirt": {"connection_uri": connection_uri}}
+    if privsep_helper is not None:
+        for group in ("privsep_osbrick", "privsep_volumesvc"):
+            sections[group] = {"helper_command": privsep_helper}
+    return aio_config.write_config_file(compute_config_path(state_dir, host), sections)
 
 
 class ClusterCinder(cinder_mod.CinderHarness):
-    """The all-in-one's Cinder, listening on the bridge address instead of loopback."""
+    """The all-in-one's Cinder, listening on the bridge address instead of loopback.
 
-    def __init__(self, state_dir, *, address, **kwargs):
+    ``ca_file``: the deployment's CA: Cinder reaches RabbitMQ over TLS and
+    the compute API (volume events, extend completion) over HTTPS, both
+    verified against it.
+    """
+
+    def __init__(self, state_dir, *, address, ca_file=None, **kwargs):
         self.address = address
+        self.ca_file = ca_file
         super().__init__(state_dir, **kwargs)
 
     @property
@@ -128,12 +154,17 @@ class ClusterCinder(cinder_mod.CinderHarness):
         replicated over the cluster, as a deployment with a RabbitMQ cluster
         configures every OpenStack service.
         """
-        return (super().config_text()
+        text = (super().config_text()
                 .replace("my_ip = 127.0.0.1", f"my_ip = {self.address}")
                 .replace("osapi_volume_listen = 127.0.0.1",
                          f"osapi_volume_listen = {self.address}")
                 + "\n[oslo_messaging_rabbit]\nrabbit_quorum_queue = true\n"
                 "heartbeat_timeout_threshold = 15\n")
+        if self.ca_file is not None:
+            # oslo.config merges a section named twice in one file.
+            text += (f"ssl = true\nssl_ca_file = {self.ca_file}\n"
+                     f"\n[nova]\ncafile = {self.ca_file}\n")
+        return text
 
 
 class _OnBridge:

@@ -12,6 +12,7 @@ import glob
 import ipaddress
 import os
 import subprocess
+import urllib.parse
 
 
 def _bindir():
@@ -37,35 +38,63 @@ class _Server:
 
 
 class PostgresServer(_Server):
-    """``initdb`` once, then ``postgres`` in the foreground as user postgres."""
+    """``initdb`` once, then ``postgres`` in the foreground as user postgres.
+
+    ``authority`` (a :class:`volumesvc_aio.tls.Authority`): ``ssl = on``
+    with a certificate of that CA, and ``hostssl`` the only TCP entry of
+    ``pg_hba.conf``, so a client without TLS is refused; the URLs then ask
+    libpq to verify the server (``sslmode=verify-full`` with the CA).
+    """
 
     NAME = "postgresql"
 
+    def __init__(self, *args, authority=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.authority = authority
+        self.tls_files = None
+
     def url(self, database):
-        return f"postgresql+psycopg2://postgres@{self.address}:{self.port}/{database}"
+        url = f"postgresql+psycopg2://postgres@{self.address}:{self.port}/{database}"
+        if self.authority is None:
+            return url
+        query = urllib.parse.urlencode({"sslmode": "verify-full",
+                                        "sslrootcert": self.authority.ca_file})
+        return f"{url}?{query}"
 
     def _as_postgres(self, argv):
         return ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", *argv]
 
     def configure(self):
-        if os.path.exists(os.path.join(self.data_dir, "PG_VERSION")):
-            return
-        os.makedirs(self.data_dir, exist_ok=True)
-        subprocess.run(["chown", "postgres:postgres", self.data_dir], check=True)
-        subprocess.run(self._as_postgres([os.path.join(_bindir(), "initdb"), "-D",
-                                          self.data_dir, "-U", "postgres", "--auth=trust",
-                                          "-E", "UTF8"]),
-                       check=True, capture_output=True, timeout=300, cwd="/")
+        if not os.path.exists(os.path.join(self.data_dir, "PG_VERSION")):
+            os.makedirs(self.data_dir, exist_ok=True)
+            subprocess.run(["chown", "postgres:postgres", self.data_dir], check=True)
+            subprocess.run(self._as_postgres([os.path.join(_bindir(), "initdb"), "-D",
+                                              self.data_dir, "-U", "postgres", "--auth=trust",
+                                              "-E", "UTF8"]),
+                           check=True, capture_output=True, timeout=300, cwd="/")
+        # Every start: a restarted deployment has a new CA.
+        entry = "host"
+        if self.authority is not None:
+            from volumesvc_aio import tls
+
+            cert, key = self.authority.issue(self.name, ip=self.address)
+            self.tls_files = tls.own_copy("postgres", os.path.join(self.data_dir, "tls"),
+                                          cert, key)
+            entry = "hostssl"
         with open(os.path.join(self.data_dir, "pg_hba.conf"), "w") as f:
-            f.write(f"local all all trust\nhost all all {self.subnet} trust\n")
+            f.write(f"local all all trust\n{entry} all all {self.subnet} trust\n")
 
     def argv(self):
+        ssl = []
+        if self.tls_files is not None:
+            cert, key = self.tls_files
+            ssl = ["-c", "ssl=on", "-c", f"ssl_cert_file={cert}", "-c", f"ssl_key_file={key}"]
         return self._as_postgres([
             os.path.join(_bindir(), "postgres"), "-D", self.data_dir, "-p", str(self.port),
             "-c", f"listen_addresses={self.address}",
             "-c", f"unix_socket_directories={self.data_dir}",
             "-c", f"max_connections={self.max_connections}",
-            "-c", "fsync=off", "-c", "synchronous_commit=off"])
+            "-c", "fsync=off", "-c", "synchronous_commit=off", *ssl])
 
     def create_database(self, name, *, fresh=False):
         import sqlalchemy as sa

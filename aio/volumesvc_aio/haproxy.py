@@ -5,6 +5,11 @@ a node out after two failed checks, so a killed API node or one drained
 with its disable file stops getting requests within about two seconds;
 requests already sent to a node that dies fail with the connection (the
 client sees a 502/503 or a reset, never a silent loss).
+
+With ``tls``, HAProxy ends the clients' TLS and opens its own to each node,
+verifying the node's certificate against the deployment's CA: the requests
+stay HTTP inside HAProxy (its JSON error pages, ``X-Forwarded-For``,
+health checks on ``/healthcheck``) and are encrypted on both links.
 """
 
 import os
@@ -37,11 +42,21 @@ def _error_files(directory):
     return "\n".join(lines)
 
 
-def write_config(path, *, bind, backends, check_interval_ms=1000):
-    """``haproxy.cfg`` balancing ``bind`` (host:port) over ``backends`` [(name, host:port)]."""
+def write_config(path, *, bind, backends, check_interval_ms=1000, tls=None):
+    """``haproxy.cfg`` balancing ``bind`` (host:port) over ``backends`` [(name, host:port)].
+
+    ``tls``: (the PEM file with HAProxy's certificate and key, the CA file
+    the nodes' certificates are checked against): HTTPS on ``bind`` and to
+    every node.
+    """
     errors = _error_files(os.path.join(os.path.dirname(path), "haproxy-errors"))
+    to_node = listen = ""
+    if tls is not None:
+        pem, ca_file = tls
+        listen = f" ssl crt {pem}"
+        to_node = f" ssl verify required ca-file {ca_file}"
     servers = "\n".join(
-        f"    server {name} {address} check inter {check_interval_ms} fall 2 rise 2"
+        f"    server {name} {address}{to_node} check inter {check_interval_ms} fall 2 rise 2"
         for name, address in backends)
     text = textwrap.dedent("""\
         global
@@ -58,7 +73,7 @@ def write_config(path, *, bind, backends, check_interval_ms=1000):
         """) + errors + textwrap.dedent(f"""
 
         frontend volumesvc_api
-            bind {bind}
+            bind {bind}{listen}
             default_backend volumesvc_api_nodes
 
         backend volumesvc_api_nodes

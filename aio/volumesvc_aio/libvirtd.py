@@ -232,7 +232,9 @@ class LibvirtDaemon(Harness):
                 # NOTE: no authentication: only the deployment's private
                 # bridge reaches this address.
                 'auth_tcp = "none"',
-                f'host_uuid = "{host.host_uuid}"', ""]))
+                f'host_uuid = "{host.host_uuid}"',
+                # The host's compute runs as the services' user, in the group.
+                SOCKET_ACCESS]))
         with open(os.path.join(self._own("etc"), "qemu.conf"), "w", encoding="utf-8") as f:
             f.write("\n".join([
                 "# Written by volumesvc_aio.libvirtd for one emulated host",

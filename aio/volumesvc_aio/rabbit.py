@@ -105,13 +105,20 @@ class ClusterNode:
     node (5672, ``/etc/rabbitmq``) nor its plugins are touched. The node
     runs in the foreground of its own process group: stopping that group is
     stopping the node (a fault the cluster tests inject).
+
+    ``authority`` (a :class:`volumesvc_aio.tls.Authority`): the node's only
+    AMQP listener is TLS on ``address:port``, with a certificate of that
+    CA; no plain listener at all, so no client can fall back to one. The
+    nodes' clustering (Erlang distribution, ``rabbitmqctl``) is local to
+    this machine and stays as it is.
     """
 
-    def __init__(self, state_dir, name, address, port):
+    def __init__(self, state_dir, name, address, port, authority=None):
         self.dir = os.path.join(state_dir, name)
         self.nodename = f"{name}@localhost"
         self.address = address
         self.port = port
+        self.authority = authority
 
     def env(self):
         env = _env()
@@ -126,6 +133,10 @@ class ClusterNode:
             "RABBITMQ_PID_FILE": os.path.join(self.dir, "rabbit.pid"),
         })
         env.pop("RABBITMQ_NODE_IP_ADDRESS", None)
+        if self.authority is not None:
+            # The listeners come from the configuration file only: the port
+            # variable would add a plain one.
+            env.pop("RABBITMQ_NODE_PORT", None)
         # The Erlang cookie every node of the machine shares (rabbitmq's home).
         env["HOME"] = "/var/lib/rabbitmq"
         return env
@@ -135,12 +146,26 @@ class ClusterNode:
         for sub in ("mnesia", "log"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         with open(os.path.join(self.dir, "rabbitmq.conf"), "w") as f:
-            f.write(f"listeners.tcp.1 = {self.address}:{self.port}\n"
-                    "loopback_users = none\n"
+            f.write(self._listener_config() + "loopback_users = none\n"
                     "cluster_partition_handling = pause_minority\n")
         with open(os.path.join(self.dir, "enabled_plugins"), "w") as f:
             f.write("[].\n")
         subprocess.run(["chown", "-R", "rabbitmq:rabbitmq", self.dir], check=True)
+
+    def _listener_config(self):
+        if self.authority is None:
+            return f"listeners.tcp.1 = {self.address}:{self.port}\n"
+        from volumesvc_aio import tls
+
+        cert, key = self.authority.issue(self.nodename.split("@")[0], ip=self.address)
+        ca, cert, key = tls.own_copy("rabbitmq", os.path.join(self.dir, "tls"),
+                                     self.authority.ca_file, cert, key)
+        # Clients authenticate with their password, as over plain AMQP.
+        return ("listeners.tcp = none\n"
+                f"listeners.ssl.default = {self.address}:{self.port}\n"
+                f"ssl_options.cacertfile = {ca}\nssl_options.certfile = {cert}\n"
+                f"ssl_options.keyfile = {key}\nssl_options.verify = verify_none\n"
+                "ssl_options.fail_if_no_peer_cert = false\n")
 
     def argv(self):
         """The server as user rabbitmq, in the caller's process group.

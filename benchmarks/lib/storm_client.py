@@ -29,18 +29,24 @@ PSS_SETTLE = (gunicorn_workers.MEMORY_QUIET_SECONDS + gunicorn_workers.MEMORY_CH
 
 
 class Client:
-    def __init__(self, api_url, cinder_url, timeout):
+    def __init__(self, api_url, cinder_url, timeout, ssl_context=None):
         self.api_url = api_url
         self.cinder_url = cinder_url
         self.timeout = timeout
+        # What an https API is verified with (the cluster deployment's CA).
+        self.ssl_context = ssl_context
         # Seconds one Cinder volume list may take (volume_statuses). The all-in-one's
         # single cinder-api worker can take longer under an RBD storm (aio_storage).
         self.list_timeout = 60
 
     @staticmethod
-    def _do(method, url, body, headers, timeout):
+    def _do(method, url, body, headers, timeout, context=None):
         parts = urllib.parse.urlsplit(url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        if parts.scheme == "https":
+            conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout,
+                                               context=context)
+        else:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
         headers = {"X-Auth-Token": TOKEN, "Accept": "application/json", **headers}
         data = None
         if body is not None:
@@ -61,7 +67,7 @@ class Client:
     def api(self, method, path, body=None, version="2.1", timeout=None):
         return self._do(method, self.api_url + path, body,
                         {"OpenStack-API-Version": f"compute {version}"},
-                        timeout or self.timeout)
+                        timeout or self.timeout, self.ssl_context)
 
     def cinder(self, method, path, body=None, timeout=None):
         return self._do(method, self.cinder_url + path, body,

@@ -120,14 +120,18 @@ def cluster():
         yield up
 
 
-def http(method, url, body=None, headers=None, timeout=120, *, token):
-    """(status, parsed body or None); a connection that fails gives (None, reason)."""
+def http(method, url, body=None, headers=None, timeout=120, *, token, context=None):
+    """(status, parsed body or None); a connection that fails gives (None, reason).
+
+    ``context``: what an ``https`` URL's server is verified with (the
+    deployment's CA: ``Cluster.ssl_context``).
+    """
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, method=method, headers={
         "X-Auth-Token": token, "Content-Type": "application/json",
         "Accept": "application/json", **(headers or {})})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
             raw = resp.read()
             return resp.status, json.loads(raw) if raw else None
     except urllib.error.HTTPError as exc:
@@ -147,6 +151,7 @@ class Api:
         self.cluster = cluster
         self.compute = f"{cluster.lb_url}/v2.1"
         self.volume = cluster.cinder.url
+        self.tls = cluster.ssl_context()
         self._image_id = None
         self._token = (None, 0.0)
 
@@ -160,7 +165,7 @@ class Api:
     def nova(self, method, path, body=None, version="2.1", timeout=120):
         return http(method, self.compute + path, body,
                     {"OpenStack-API-Version": f"compute {version}"}, timeout,
-                    token=self.token())
+                    token=self.token(), context=self.tls)
 
     def cinder(self, method, path, body=None, version="3.67"):
         return http(method, self.volume + path, body,

@@ -72,9 +72,9 @@ def test_every_api_wants_a_keystone_token(api, cluster):
     assert cluster.keystone is not None
     for url in (f"{api.compute}/servers", f"{api.volume}/volumes",
                 f"{cluster.glance.url}/v2/images"):
-        status, _ = http("GET", url, token="admin:admin")
+        status, _ = http("GET", url, token="admin:admin", context=api.tls)
         assert status == 401, url
-        status, body = http("GET", url, token=api.token())
+        status, body = http("GET", url, token=api.token(), context=api.tls)
         assert status == 200, (url, body)
 
 

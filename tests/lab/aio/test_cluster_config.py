@@ -8,6 +8,7 @@ configuration and the transport URL without starting anything.
 
 import configparser
 import json
+import os
 import subprocess
 
 import pytest
@@ -158,8 +159,8 @@ def test_port_offset_moves_every_port_and_the_database(tmp_path):
     def ports(c):
         return {c.lb_port, *c.api_ports, c.db_server.port, c.services_db.port,
                 *(n.port for n in c.rabbit_nodes), *(n.port + 20000 for n in c.rabbit_nodes)}
-    assert base.lb_url == "http://10.251.8.1:18774"
-    assert moved.lb_url == "http://10.251.9.1:18874"
+    assert base.lb_url == "https://10.251.8.1:18774"
+    assert moved.lb_url == "https://10.251.9.1:18874"
     assert ports(base).isdisjoint(ports(moved))
     assert isinstance(base.db_server, cluster_db.PostgresServer)
     assert moved.db_server.name == "mariadb"
@@ -253,3 +254,92 @@ def test_stop_finds_the_processes_a_killed_run_configured_through_their_environm
         for proc in (node, shell):
             proc.kill()
             proc.wait(10)
+
+
+def test_tls_configuration_of_every_link(tmp_path):
+    """RabbitMQ with a TLS listener only, PostgreSQL hostssl only, HAProxy re-encrypting,
+    API nodes on HTTPS, volumesvc and Cinder verifying against the deployment's CA."""
+    from volumesvc_aio import tls
+
+    (tmp_path / "ca").mkdir()
+    authority = tls.Authority(tmp_path / "ca", days=30)
+    node = rabbit.ClusterNode(str(tmp_path), "n1", "10.251.7.1", 5701, authority=authority)
+    assert "RABBITMQ_NODE_PORT" not in node.env()
+    node.configure()
+    conf = (tmp_path / "n1" / "rabbitmq.conf").read_text()
+    assert "listeners.tcp = none\n" in conf
+    assert "listeners.ssl.default = 10.251.7.1:5701\n" in conf
+
+    server = cluster_db.PostgresServer(str(tmp_path), "10.251.7.1", 5442, "10.251.7.0/24",
+                                       authority=authority)
+    assert server.url("volumesvc").endswith(
+        f"/volumesvc?sslmode=verify-full&sslrootcert={authority.ca_file.replace('/', '%2F')}")
+
+    shared = _ini(cluster_config.write_cluster_config(
+        str(tmp_path / "volumesvc.conf"), state_dir=str(tmp_path), transport_url="rabbit://",
+        database_url="sqlite://", cinder_url="http://10.251.7.1:18776/v3",
+        glance_url="http://10.251.7.1:19292", subnet="10.251.7.0/24",
+        ca_file=authority.ca_file))
+    assert shared["oslo_messaging_rabbit"]["ssl"] == "true"
+    assert shared["oslo_messaging_rabbit"]["ssl_ca_file"] == authority.ca_file
+
+    cert, key = authority.issue("api", ip="10.251.7.1")
+    api = _ini(cluster_config.write_api_config(str(tmp_path), name="api-1",
+                                               address="10.251.7.1", port=18781,
+                                               tls=(cert, key)))
+    assert (api["wsgi"]["ssl_cert_file"], api["wsgi"]["ssl_key_file"]) == (cert, key)
+
+    pem = tls.bundle(str(tmp_path / "haproxy.pem"), cert, key)
+    haproxy.write_config(str(tmp_path / "haproxy.cfg"), bind="10.251.7.1:18774",
+                         backends=[("api-1", "10.251.7.1:18781")],
+                         tls=(pem, authority.ca_file))
+    text = (tmp_path / "haproxy.cfg").read_text()
+    assert f"bind 10.251.7.1:18774 ssl crt {pem}\n" in text
+    assert (f"server api-1 10.251.7.1:18781 ssl verify required ca-file "
+            f"{authority.ca_file} check") in text
+
+    cinder = cluster_config.ClusterCinder(
+        str(tmp_path / "cinder"), address="10.251.7.1", port=18776,
+        transport_url="rabbit://", database_connection="sqlite://",
+        nova_endpoint="https://10.251.7.1:18774/v2.1", ca_file=authority.ca_file)
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.read_string(cinder.config_text())
+    assert parser["nova"]["cafile"] == authority.ca_file
+    assert parser["nova"]["endpoint"] == "https://10.251.7.1:18774/v2.1"
+    assert parser["oslo_messaging_rabbit"]["ssl_ca_file"] == authority.ca_file
+
+
+def test_certificates_verify_against_the_authority(tmp_path):
+    import ssl
+
+    from volumesvc_aio import tls
+
+    authority = tls.Authority(tmp_path, days=30)
+    cert, key = authority.issue("api", ip="10.251.7.1")
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert, key)
+    client = ssl.create_default_context(cafile=authority.ca_file)
+    assert client.verify_mode == ssl.CERT_REQUIRED
+    assert os.stat(key).st_mode & 0o777 == 0o600
+
+
+def test_services_run_as_the_service_user_and_privsep_through_sudo(tmp_path):
+    from volumesvc_aio import system
+
+    c = cluster.Cluster(str(tmp_path), prefix="vsx", subnet="10.251.7.0/24")
+    c.extra_confs["conductor-1"] = str(tmp_path / "conductor-1.conf")
+    argv = c.argv_of("conductor-1")
+    assert argv[:6] == ["setpriv", f"--reuid={system.SERVICE_USER}",
+                        f"--regid={system.SERVICE_USER}", "--init-groups", "--pdeathsig",
+                        "TERM"]
+    assert c._service_env()["HOME"] == c.service_dir
+    helper = c._privsep_helper("vsx-compute-1")
+    assert f"--config-file {tmp_path}/compute-vsx-compute-1.conf" in helper
+    compute = _ini(cluster_config.write_compute_config(
+        str(tmp_path), host="vsx-compute-1", my_ip="10.251.7.11",
+        privsep_helper=f"sudo {helper}"))
+    assert compute["privsep_osbrick"]["helper_command"] == f"sudo {helper}"
+    assert compute["privsep_volumesvc"]["helper_command"] == f"sudo {helper}"
+    rules = system.privsep_sudoers(system.SERVICE_USER, helper)
+    assert rules.count("NOPASSWD:") == len(system.PRIVSEP_CONTEXTS)
+    assert cluster.sudoers_path("vsx") == "/etc/sudoers.d/volumesvc-cluster-vsx"
