@@ -1,4 +1,4 @@
-"""volumesvc-manage: operator commands (database, services, volume attachments).
+"""volumesvc-manage: operator commands (database, services, volume attachments, units).
 
 ``volumesvc-manage [--config-file F] <category> <action> [args]``. Exit codes
 follow nova-manage: 0 success, 1 error, higher numbers per command.
@@ -9,7 +9,7 @@ import sys
 
 from oslo_config import cfg
 
-from volumesvc.cmd import common, manage_archive, manage_attachments
+from volumesvc.cmd import common, manage_archive, manage_attachments, manage_systemd
 
 
 class DbCommands:
@@ -136,7 +136,8 @@ def _cell(value):
 
 
 CATEGORIES = {"db": DbCommands, "service": ServiceCommands, "server": ServerCommands,
-              "volume_attachment": manage_attachments.VolumeAttachmentCommands}
+              "volume_attachment": manage_attachments.VolumeAttachmentCommands,
+              "systemd": manage_systemd.SystemdCommands}
 
 
 def _add_parsers(subparsers):
@@ -161,6 +162,7 @@ def _add_parsers(subparsers):
     dom.add_argument("server_id")
 
     manage_attachments.add_parsers(subparsers)
+    manage_systemd.add_parsers(subparsers)
 
 
 def main(argv=None):
