@@ -108,7 +108,9 @@ def test_conductor_stopped_while_its_attach_task_runs_finishes_it_first(
     The task now drains before the conductor's servers stop (its workflow
     server, then the persistence server the compute reports to). Here the
     task is held between its Cinder attachment and its BDM: the test locks
-    the server's row, which the BDM's insert waits for.
+    the BDM table against writes (PostgreSQL's EXCLUSIVE mode), which the
+    BDM's insert waits for. Not the server's row: the API takes that lock
+    too, to record the accepted attach, and would wait before the cast.
     """
     import threading
 
@@ -123,8 +125,7 @@ def test_conductor_stopped_while_its_attach_task_runs_finishes_it_first(
     engine = sa.create_engine(pg_database_url)
     try:
         with engine.connect() as held:
-            held.execute(sa.text("SELECT id FROM instances WHERE uuid = :uuid FOR UPDATE"),
-                         {"uuid": server_id})
+            held.execute(sa.text("LOCK TABLE block_device_mappings IN EXCLUSIVE MODE"))
             status, _ = dep.request("POST", f"/servers/{server_id}/os-volume_attachments",
                                     {"volumeAttachment": {"volumeId": volume["id"]}},
                                     version="2.101")

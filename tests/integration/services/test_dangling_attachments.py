@@ -265,10 +265,10 @@ def test_conductor_killed_between_the_cinder_attachment_and_the_bdm(
     engine = sa.create_engine(pg_database_url)
     try:
         with engine.connect() as held:
-            # The server's row locked: the conductor's BDM insert waits for it,
-            # with the Cinder attachment made.
-            held.execute(sa.text("SELECT id FROM instances WHERE uuid = :uuid FOR UPDATE"),
-                         {"uuid": server_id})
+            # The BDM table locked against writes: the conductor's BDM insert
+            # waits for it, with the Cinder attachment made. (Not the server's
+            # row: the API locks it too, to record the accepted attach.)
+            held.execute(sa.text("LOCK TABLE block_device_mappings IN EXCLUSIVE MODE"))
             _attach_async(dep, server_id, volume["id"])
             wait(lambda: [a["status"] for a in cinder_attachments(cinder_api, ctx, volume["id"])]
                   == ["reserved"], "the Cinder attachment made", timeout=60)
