@@ -21,9 +21,9 @@ import urllib.request
 import pytest
 
 from tests.fixtures import database as db_fixtures
-from tests.fixtures import process, tls
+from tests.fixtures import process
 from volumesvc.conf import get_conf
-from volumesvc_aio import free_port, wait_for
+from volumesvc_aio import free_port, tls, wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
