@@ -193,7 +193,8 @@ main() {
     [ "$status" = 401 ] || { log "GET /v2.1/servers without a token answered $status, not 401"; exit 1; }
     user=$("${engine[@]}" exec "$run_id-api" id -un)
     [ "$user" = volumesvc ] || { log "the API runs as $user, not volumesvc"; exit 1; }
-    log "passed: db sync, versions document (200), /v2.1/servers without a token (401)," \
+    log "passed: db sync, the compute's privsep daemon through sudo, versions document (200)," \
+        "/v2.1/servers without a token (401)," \
         "API as user $user ($(( $(date +%s) - started )) s in all)"
 }
 
