@@ -3,7 +3,9 @@
 # prove it serves: `volumesvc-manage db sync` into a SQLite file on a volume,
 # then the API container on that volume, asked from this machine over a
 # published loopback port for the versions document (200) and for
-# /v2.1/servers without a token (401 from keystonemiddleware).
+# /v2.1/servers without a token (401 from keystonemiddleware); and the
+# compute's privsep daemon, started from volumesvc through the image's sudo
+# rule, reading a root-only file.
 #
 #   tools/container-check.sh
 #
@@ -32,6 +34,27 @@ LOCAL_BASE=localhost/volumesvc-base:bookworm
 IMAGE=${VOLUMESVC_IMAGE:-localhost/volumesvc:latest}
 
 log() { printf 'container-check: %s\n' "$*" >&2; }
+
+# Run in the image as volumesvc: volumesvc's privsep context, set up as the
+# compute sets it up, reads a console log only root may read (as libvirt
+# leaves a guest's), which volumesvc itself may not open.
+CONSOLE_LOG=/var/lib/volumesvc/privsep-check/console.log
+read -r -d '' PRIVSEP_CHECK <<EOF || true
+import getpass
+from volumesvc import conf, privsep
+from volumesvc.privsep import files
+assert getpass.getuser() == "volumesvc", getpass.getuser()
+try:
+    open("$CONSOLE_LOG").close()
+    raise SystemExit("volumesvc may read $CONSOLE_LOG itself: nothing is proved")
+except PermissionError:
+    pass
+settings = conf.get_conf(default_config_files=["/etc/volumesvc/volumesvc.conf"])
+privsep.setup(settings)
+data, _ = files.privileged_read_tail("$CONSOLE_LOG", 64)
+assert data == b"root only\n", data
+print("volumesvc root-only read ok")
+EOF
 
 # A configuration as an operator mounts it: read-only, one file. Keystone is
 # never reached: a request without a token is refused before that, and the
@@ -133,6 +156,19 @@ main() {
             || { log "the $program entry point does not run"; exit 1; }
     done
 
+    # The compute's privileged work as the compute does it: volumesvc's privsep
+    # daemon started through the image's sudo rule (a privileged container, as
+    # the compute's is), reading a file only root may read.
+    log "a privsep daemon started as root through sudo, from volumesvc"
+    "${engine[@]}" run --rm --network none --user root "${limits[@]}" "${mounts[@]}" \
+        --entrypoint /bin/sh "$IMAGE" -c \
+        "install -d -m 0700 ${CONSOLE_LOG%/*} && echo 'root only' >$CONSOLE_LOG && chmod 0600 $CONSOLE_LOG"
+    shadow=$("${engine[@]}" run --rm --network none --privileged "${limits[@]}" "${mounts[@]}" \
+        --entrypoint /opt/volumesvc/bin/python3 "$IMAGE" -c "$PRIVSEP_CHECK") \
+        || { log "the compute's privsep daemon did not start through sudo"; exit 1; }
+    [ "$shadow" = "volumesvc root-only read ok" ] \
+        || { log "privsep check answered: $shadow"; exit 1; }
+
     # A free loopback port on this machine for the published API.
     port=""
     for _ in $(seq 1 50); do
@@ -157,7 +193,8 @@ main() {
     [ "$status" = 401 ] || { log "GET /v2.1/servers without a token answered $status, not 401"; exit 1; }
     user=$("${engine[@]}" exec "$run_id-api" id -un)
     [ "$user" = volumesvc ] || { log "the API runs as $user, not volumesvc"; exit 1; }
-    log "passed: db sync, versions document (200), /v2.1/servers without a token (401)," \
+    log "passed: db sync, the compute's privsep daemon through sudo, versions document (200)," \
+        "/v2.1/servers without a token (401)," \
         "API as user $user ($(( $(date +%s) - started )) s in all)"
 }
 
