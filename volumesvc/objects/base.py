@@ -147,3 +147,18 @@ def keyset_after(model, marker_row, sort_desc: bool = True):
                       sa.and_(model.created_at == created, model.id < ident))
     return sa.or_(model.created_at > created,
                   sa.and_(model.created_at == created, model.id > ident))
+
+
+def lock_live_instance(session, instance_uuid) -> int:
+    """Lock the live instance row ``FOR UPDATE``; its id, else ``InstanceNotFound``.
+
+    The lock that orders a server's volume writes: the attach a request
+    records and the BDM the conductor writes for it both check, then write,
+    under it (SQLite's writer transaction is exclusive already).
+    """
+    locked = session.scalars(sa.select(models.Instance.id).where(
+        models.Instance.uuid == instance_uuid,
+        models.Instance.deleted == 0).with_for_update()).first()
+    if locked is None:
+        raise exception.InstanceNotFound(instance_id=instance_uuid)
+    return locked

@@ -123,11 +123,7 @@ def create_for_attach(db, context, values: dict, *, device_name_for,
     instance_uuid, volume_id = values["instance_uuid"], values["volume_id"]
     model = models.BlockDeviceMapping
     with db.writer(context) as session:
-        locked = session.scalars(sa.select(models.Instance.id).where(
-            models.Instance.uuid == instance_uuid,
-            models.Instance.deleted == 0).with_for_update()).first()
-        if locked is None:
-            raise exception.InstanceNotFound(instance_id=instance_uuid)
+        base.lock_live_instance(session, instance_uuid)
         live = session.execute(sa.select(model.volume_id, model.device_name,
                                          model.destination_type).where(
             model.instance_uuid == instance_uuid, model.deleted == 0)).all()

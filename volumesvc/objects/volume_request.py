@@ -89,11 +89,7 @@ def create_attach(db, context, *, instance_uuid, volume_id, params) -> VolumeReq
     bdm = models.BlockDeviceMapping
     model = models.VolumeRequest
     with db.writer(context) as session:
-        locked = session.scalars(sa.select(models.Instance.id).where(
-            models.Instance.uuid == instance_uuid,
-            models.Instance.deleted == 0).with_for_update()).first()
-        if locked is None:
-            raise exception.InstanceNotFound(instance_id=instance_uuid)
+        base.lock_live_instance(session, instance_uuid)
         pending = session.scalars(sa.select(model).where(
             model.kind == ATTACH, model.instance_uuid == instance_uuid,
             model.volume_id == volume_id).order_by(model.id)).first()
