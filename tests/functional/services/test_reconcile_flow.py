@@ -506,12 +506,16 @@ def test_a_detach_whose_cast_was_lost_is_finished_once_it_is_stale(quick_stack, 
     stack = quick_stack
     server = _server(stack)
     volume_id, _bdm = _attach(stack, server)
+    lost = threading.Event()
     monkeypatch.setattr(compute_rpcapi.ComputeAPI, "detach_volume",
-                        lambda self, ctxt, **kwargs: None)
+                        lambda self, ctxt, **kwargs: lost.set())
     stack.api("DELETE", f"/servers/{server}/os-volume_attachments/{volume_id}",
               version="2.101", status=202)
-    time.sleep(2.5)  # stale (reservation timeout 1 s)
+    # NOTE: the conductor's cast runs when it runs: on a loaded host it came after
+    # the sleep below, so the real compute got the detach (CI, 2026-12-05).
+    assert lost.wait(30), "the conductor never cast the detach"
     monkeypatch.undo()
+    time.sleep(2.5)  # stale (reservation timeout 1 s)
     ctx = stack.admin_context()
     assert stack.cinder.get(ctx, volume_id)["status"] == "detaching"
     (dry,) = stack.conductor_api().reconcile_volume_attachments(
