@@ -517,3 +517,30 @@ class EncryptedSwapNotSupported(Invalid):
                "os-brick (dm-crypt): swapping it (Cinder's migration or retype of an in-use "
                "volume) is not supported; volumes QEMU decrypts can be swapped")
     code = 400
+
+
+class MigrationNotFound(NotFound):
+    msg_fmt = "Migration %(migration_id)s could not be found."
+
+
+class MigrationNotFoundForInstance(NotFound):
+    msg_fmt = "Migration %(migration_id)s not found for instance %(instance_id)s"
+
+
+class InvalidMigrationState(Conflict):
+    """409, as Nova's: the migration is not in a state the action accepts."""
+
+    msg_fmt = ("Migration %(migration_id)s state of instance %(instance_uuid)s is "
+               "%(state)s. Cannot %(method)s while the migration is in this state.")
+
+
+class MigrationPreCheckError(Invalid):
+    msg_fmt = "Migration pre-check error: %(reason)s"
+
+
+class LiveMigrationFailed(VolumesvcException):
+    msg_fmt = "Live migration of instance %(instance_uuid)s failed: %(reason)s"
+
+
+class LiveMigrationAborted(LiveMigrationFailed):
+    msg_fmt = "Live migration of instance %(instance_uuid)s was aborted: %(reason)s"

@@ -10,6 +10,10 @@ manager imports ``VERSION`` so the two can never disagree; when and how:
         stop_instance, start_instance, shelve_instance,
         shelve_offload_instance, unshelve_instance, volume_snapshot_create,
         volume_snapshot_delete, swap_volume, rebuild_instance.
+* 1.1 - Live migration: live_migration (cast to the source),
+        pre_live_migration, rollback_live_migration_at_destination and
+        post_live_migration_at_destination (calls to the destination),
+        live_migration_control (cast to the source: abort, force-complete).
 """
 
 import oslo_messaging as messaging
@@ -17,7 +21,8 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "compute"
-VERSION = "1.0"
+VERSION = "1.1"
+LIVE_MIGRATION_VERSION = "1.1"
 # ``auto_version_cap`` not given (None is a resolved cap: send the newest).
 AUTO_UNRESOLVED = object()
 
@@ -199,3 +204,54 @@ class ComputeAPI:
         self._prepare(host).cast(
             ctxt, "rebuild_instance", instance=instance, image_ref=image_ref,
             reimage=reimage, preserve_ephemeral=preserve_ephemeral)
+
+    # -- live migration (compute/live_migration.py) --------------------------
+
+    def live_migration(self, ctxt, *, host, instance, migration):
+        """Cast to the source: move the running server to ``migration['dest_compute']``.
+
+        The source compute owns the move from here: the destination's
+        attachments and connections, libvirt's migration, and the switch
+        of the records or the rollback.
+        """
+        self._prepare(host, version=LIVE_MIGRATION_VERSION).cast(
+            ctxt, "live_migration", instance=instance, migration=migration)
+
+    def pre_live_migration(self, ctxt, *, host, instance, bdms, migration, timeout=None):
+        """Call the destination: connect the volumes of ``bdms`` (each with the
+        destination's attachment id) and prepare the guest's files; returns what
+        the source needs (``volumes``: volume id → connection info, the URI to
+        migrate to, the console log path)."""
+        cctxt = self._prepare(host, version=LIVE_MIGRATION_VERSION,
+                              timeout=timeout or self._conf.long_rpc_timeout,
+                              call_monitor_timeout=self._conf.rpc_response_timeout)
+        return cctxt.call(ctxt, "pre_live_migration", instance=instance, bdms=bdms,
+                          migration=migration)
+
+    def rollback_live_migration_at_destination(self, ctxt, *, host, instance, volumes,
+                                               timeout=None):
+        """Call the destination: drop the guest if it arrived, disconnect ``volumes``
+        (volume id → connection info) and their secrets."""
+        cctxt = self._prepare(host, version=LIVE_MIGRATION_VERSION,
+                              timeout=timeout or self._conf.long_rpc_timeout,
+                              call_monitor_timeout=self._conf.rpc_response_timeout)
+        return cctxt.call(ctxt, "rollback_live_migration_at_destination",
+                          instance=instance, volumes=volumes)
+
+    def post_live_migration_at_destination(self, ctxt, *, host, instance, timeout=None):
+        """Call the destination: the guest is its now (resumed if it was paused
+        to complete the move); returns its power state."""
+        cctxt = self._prepare(host, version=LIVE_MIGRATION_VERSION,
+                              timeout=timeout or self._conf.long_rpc_timeout,
+                              call_monitor_timeout=self._conf.rpc_response_timeout)
+        return cctxt.call(ctxt, "post_live_migration_at_destination", instance=instance)
+
+    def live_migration_control(self, ctxt, *, host, instance_uuid, migration_id, request):
+        """Cast to the source: ``request`` (``abort``/``force-complete``) for a running move.
+
+        The request is in the migration's row already; this only wakes the
+        source's monitor sooner than its next read of the row.
+        """
+        self._prepare(host, version=LIVE_MIGRATION_VERSION).cast(
+            ctxt, "live_migration_control", instance_uuid=instance_uuid,
+            migration_id=migration_id, request=request)

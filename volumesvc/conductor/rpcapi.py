@@ -18,6 +18,9 @@ manager imports ``VERSION`` so the two can never disagree; when and how:
         instance_list_by_host, bdm_list, bdm_create, bdm_update (with
         ``expected_status`` and ``finish_event``), bdm_destroy, action_start,
         action_event_start, action_event_finish, instance_fault_create.
+* 1.1 - Live migration. API → conductor: live_migrate_instance. Compute →
+        conductor (persistence): migration_get, migration_update,
+        migration_add_dest_attachment, live_migration_switch.
 """
 
 import oslo_messaging as messaging
@@ -25,7 +28,8 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.0"
+VERSION = "1.1"
+LIVE_MIGRATION_VERSION = "1.1"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -202,6 +206,18 @@ class ConductorAPI:
         self._client.prepare().cast(
             ctxt, "external_instance_event", instance_uuid=instance_uuid, events=events)
 
+    def live_migrate_instance(self, ctxt, *, instance_uuid, migration_id, host=None,
+                              force=False):
+        """Cast: check or choose the destination, then hand the move to the source.
+
+        ``host``: the destination the admin named (None: the scheduler
+        chooses); ``force`` (2.30–2.67): a named host is taken without
+        checking its room.
+        """
+        self._client.prepare(version=LIVE_MIGRATION_VERSION).cast(
+            ctxt, "live_migrate_instance", instance_uuid=instance_uuid,
+            migration_id=migration_id, host=host, force=force)
+
     # -- operators → conductor --------------------------------------------------
 
     def reconcile_volume_attachments(self, ctxt, *, instance_uuids, dry_run=False,
@@ -307,3 +323,31 @@ class ConductorAPI:
 # Exceptions a caller can expect across the bus (re-raised as the same class).
 RemoteError = messaging.RemoteError
 MessagingTimeout = messaging.MessagingTimeout
+
+    # -- compute → conductor: live migration records --------------------------
+
+    def migration_get(self, ctxt, *, migration_id):
+        """Call: the migration as a dict (MigrationNotFound if gone)."""
+        return self._call(ctxt, "migration_get", version=LIVE_MIGRATION_VERSION,
+                          migration_id=migration_id)
+
+    def migration_update(self, ctxt, *, migration_id, values, expected_status=None):
+        """Call: save ``values``; with ``expected_status`` only from those statuses
+        (InvalidMigrationState otherwise)."""
+        return self._call(ctxt, "migration_update", version=LIVE_MIGRATION_VERSION,
+                          migration_id=migration_id, values=values,
+                          expected_status=expected_status)
+
+    def migration_add_dest_attachment(self, ctxt, *, migration_id, volume_id, attachment_id):
+        """Call: record (None: forget) the destination's attachment of a volume."""
+        return self._call(ctxt, "migration_add_dest_attachment",
+                          version=LIVE_MIGRATION_VERSION, migration_id=migration_id,
+                          volume_id=volume_id, attachment_id=attachment_id)
+
+    def live_migration_switch(self, ctxt, *, migration_id, bdms):
+        """Call: the server is on the destination: in one transaction its host and
+        node become the destination's, each BDM of ``bdms`` (uuid → attachment id
+        and connection info) takes the destination's attachment, the task ends
+        and the migration is ``post-migrating``. Returns the old BDM values."""
+        return self._call(ctxt, "live_migration_switch", version=LIVE_MIGRATION_VERSION,
+                          migration_id=migration_id, bdms=bdms)

@@ -210,6 +210,50 @@ class BlockDeviceMapping(Base, TimestampMixin, SoftDeleteMixin):
     requested_device: Mapped[str | None] = mapped_column(sa.String(255))
 
 
+class Migration(Base, TimestampMixin):
+    """One move of a server between hosts (live migration first), as Nova records it.
+
+    What ``os-migrations`` and ``servers/{id}/migrations`` show, and what a
+    move that a process died in is resumed or undone from: the destination's
+    Cinder attachments are kept here (``dest_attachments``, volume id →
+    attachment id) from the moment each is made until the move has settled,
+    so no attachment of the destination is ever known only to Cinder.
+    Archived with its server (the foreign key).
+    """
+
+    __tablename__ = "migrations"
+    __table_args__ = (
+        sa.UniqueConstraint("uuid"),
+        sa.Index("migrations_instance_uuid_status_idx", "instance_uuid", "status"),
+        sa.Index("migrations_status_updated_at_idx", "status", "updated_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    uuid: Mapped[str] = mapped_column(sa.String(36))
+    instance_uuid: Mapped[str] = mapped_column(sa.String(36), sa.ForeignKey("instances.uuid"))
+    migration_type: Mapped[str] = mapped_column(sa.String(32))
+    status: Mapped[str] = mapped_column(sa.String(32))
+    source_compute: Mapped[str | None] = mapped_column(sa.String(255))
+    source_node: Mapped[str | None] = mapped_column(sa.String(255))
+    dest_compute: Mapped[str | None] = mapped_column(sa.String(255))
+    dest_node: Mapped[str | None] = mapped_column(sa.String(255))
+    dest_host: Mapped[str | None] = mapped_column(sa.String(255))
+    old_instance_type_id: Mapped[int | None]
+    new_instance_type_id: Mapped[int | None]
+    memory_total: Mapped[int | None] = mapped_column(sa.BigInteger)
+    memory_processed: Mapped[int | None] = mapped_column(sa.BigInteger)
+    memory_remaining: Mapped[int | None] = mapped_column(sa.BigInteger)
+    disk_total: Mapped[int | None] = mapped_column(sa.BigInteger)
+    disk_processed: Mapped[int | None] = mapped_column(sa.BigInteger)
+    disk_remaining: Mapped[int | None] = mapped_column(sa.BigInteger)
+    user_id: Mapped[str | None] = mapped_column(sa.String(255))
+    project_id: Mapped[str | None] = mapped_column(sa.String(255))
+    # What the user asked of a running move (``abort``, ``force-complete``):
+    # the source compute's monitor reads it between two progress reports.
+    requested: Mapped[str | None] = mapped_column(sa.String(32))
+    dest_attachments: Mapped[dict | None] = mapped_column(JSONEncoded)
+
+
 class InstanceAction(Base, TimestampMixin):
     __tablename__ = "instance_actions"
     __table_args__ = (

@@ -1,0 +1,172 @@
+"""Migrations: the record of each move of a server between hosts.
+
+A live migration's row goes ``accepted`` (the API) → ``queued`` (a conductor
+took it) → ``preparing`` (the source compute makes the destination's
+attachments and has the destination connect them) → ``running`` (libvirt
+moves the guest) → ``post-migrating`` (the server is on the destination;
+the source's side is let go) → ``completed``. It ends ``error`` when the
+move failed and the server stayed where it was, ``cancelled`` when the user
+aborted it. The destination's Cinder attachments are recorded here one by
+one as they are made (``add_dest_attachment``), so whoever ends the move —
+the source compute, or its next start after a SIGKILL — knows exactly
+which to keep or delete.
+"""
+
+import dataclasses
+import datetime
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+from volumesvc import exception
+from volumesvc.db import models
+from volumesvc.objects import base
+
+LIVE_MIGRATION = "live-migration"
+TYPES = (LIVE_MIGRATION, "migration", "resize", "evacuation")
+
+ACCEPTED = "accepted"
+QUEUED = "queued"
+PREPARING = "preparing"
+RUNNING = "running"
+POST_MIGRATING = "post-migrating"
+COMPLETED = "completed"
+ERROR = "error"
+FAILED = "failed"
+CANCELLED = "cancelled"
+
+#: A live migration not yet settled: ``servers/{id}/migrations`` lists these.
+IN_PROGRESS = (ACCEPTED, QUEUED, PREPARING, RUNNING, POST_MIGRATING)
+#: Statuses an abort (2.24) is accepted in, as Nova's (before post-migrating).
+ABORTABLE = (ACCEPTED, QUEUED, PREPARING, RUNNING)
+
+ABORT = "abort"
+FORCE_COMPLETE = "force-complete"
+
+
+@dataclasses.dataclass
+class Migration(base.DictMixin):
+    id: int | None = None
+    uuid: str | None = None
+    instance_uuid: str = ""
+    migration_type: str = LIVE_MIGRATION
+    status: str = ACCEPTED
+    source_compute: str | None = None
+    source_node: str | None = None
+    dest_compute: str | None = None
+    dest_node: str | None = None
+    dest_host: str | None = None
+    old_instance_type_id: int | None = None
+    new_instance_type_id: int | None = None
+    memory_total: int | None = None
+    memory_processed: int | None = None
+    memory_remaining: int | None = None
+    disk_total: int | None = None
+    disk_processed: int | None = None
+    disk_remaining: int | None = None
+    user_id: str | None = None
+    project_id: str | None = None
+    requested: str | None = None
+    dest_attachments: dict = dataclasses.field(default_factory=dict)
+    created_at: datetime.datetime | None = None
+    updated_at: datetime.datetime | None = None
+
+    @classmethod
+    def from_model(cls, row, **extra):
+        return super().from_model(row, dest_attachments=dict(row.dest_attachments or {}),
+                                  **extra)
+
+    @property
+    def in_progress(self) -> bool:
+        return self.status in IN_PROGRESS
+
+
+def create(db, context, *, instance_uuid, migration_type=LIVE_MIGRATION, status=ACCEPTED,
+           **values) -> Migration:
+    with db.writer(context) as session:
+        row = models.Migration(uuid=str(uuidlib.uuid4()), instance_uuid=instance_uuid,
+                               migration_type=migration_type, status=status,
+                               user_id=context.user_id, project_id=context.project_id,
+                               **values)
+        session.add(row)
+        session.flush()
+        return Migration.from_model(row)
+
+
+def _row(session, migration_id, *, lock=False):
+    statement = sa.select(models.Migration).where(models.Migration.id == migration_id)
+    if lock:
+        statement = statement.with_for_update()
+    row = session.scalars(statement).first()
+    if row is None:
+        raise exception.MigrationNotFound(migration_id=migration_id)
+    return row
+
+
+def get(db, context, migration_id) -> Migration:
+    with db.reader(context) as session:
+        return Migration.from_model(_row(session, migration_id))
+
+
+def get_for_instance(db, context, migration_id, instance_uuid) -> Migration:
+    """The migration ``migration_id`` of that server (404 naming both otherwise)."""
+    with db.reader(context) as session:
+        row = session.scalars(sa.select(models.Migration).where(
+            models.Migration.id == migration_id,
+            models.Migration.instance_uuid == instance_uuid)).first()
+        if row is None:
+            raise exception.MigrationNotFoundForInstance(migration_id=migration_id,
+                                                         instance_id=instance_uuid)
+        return Migration.from_model(row)
+
+
+def save(db, context, migration_id, values, *, expected_status=None) -> Migration:
+    """Write ``values``; with ``expected_status`` only from one of those statuses.
+
+    Raises ``InvalidMigrationState`` when the row left the expected
+    statuses (a compare and swap under the row's lock).
+    """
+    with db.writer(context) as session:
+        row = _row(session, migration_id, lock=True)
+        if expected_status is not None and row.status not in expected_status:
+            raise exception.InvalidMigrationState(
+                migration_id=migration_id, instance_uuid=row.instance_uuid,
+                state=row.status, method=f"set it {values.get('status', 'changed')}")
+        for key, value in values.items():
+            setattr(row, key, value)
+        row.updated_at = base.utcnow()
+        session.flush()
+        return Migration.from_model(row)
+
+
+def add_dest_attachment(db, context, migration_id, volume_id, attachment_id) -> Migration:
+    """Record one destination attachment (None forgets the volume's)."""
+    with db.writer(context) as session:
+        row = _row(session, migration_id, lock=True)
+        attachments = dict(row.dest_attachments or {})
+        if attachment_id is None:
+            attachments.pop(volume_id, None)
+        else:
+            attachments[volume_id] = attachment_id
+        row.dest_attachments = attachments
+        row.updated_at = base.utcnow()
+        session.flush()
+        return Migration.from_model(row)
+
+
+def in_progress_for_instance(db, context, instance_uuid,
+                             migration_type=LIVE_MIGRATION) -> list[Migration]:
+    """The server's unsettled moves of that type, oldest first."""
+    with db.reader(context) as session:
+        rows = session.scalars(sa.select(models.Migration).where(
+            models.Migration.instance_uuid == instance_uuid,
+            models.Migration.migration_type == migration_type,
+            models.Migration.status.in_(IN_PROGRESS)).order_by(models.Migration.id))
+        return [Migration.from_model(row) for row in rows]
+
+
+def list_for_instance(db, context, instance_uuid) -> list[Migration]:
+    with db.reader(context) as session:
+        rows = session.scalars(sa.select(models.Migration).where(
+            models.Migration.instance_uuid == instance_uuid).order_by(models.Migration.id))
+        return [Migration.from_model(row) for row in rows]
