@@ -15,14 +15,18 @@ how: ``doc/source/contributor/versions.rst``.
 SERVICE_VERSION_HISTORY = (
     # 1: the first release: compute RPC 1.0 and conductor RPC 1.0.
     {"compute_rpc": "1.0", "conductor_rpc": "1.0"},
+    # 2: live migration: compute RPC 1.1 and conductor RPC 1.1.
+    {"compute_rpc": "1.1", "conductor_rpc": "1.1"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
 
 # (first compute service version, what stays off on hosts below it) for each
 # feature a caller gates on the computes' service version; the upgrade check
-# names the hosts each one waits for. None yet: every compute of the first
-# release has every feature.
-GATED_FEATURES: tuple[tuple[int, str], ...] = ()
+# names the hosts each one waits for.
+LIVE_MIGRATION_VERSION = 2
+GATED_FEATURES: tuple[tuple[int, str], ...] = (
+    (LIVE_MIGRATION_VERSION, "live migration (to or from the host)"),
+)
 
 RELEASE = "0.1.0"

@@ -10,6 +10,7 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
     from volumesvc import rpc, service, virt
     from volumesvc.compute import manager
     from volumesvc.compute import metrics as compute_metrics
+    from volumesvc.compute import rpcapi as compute_rpcapi
     from volumesvc.conductor import rpcapi as conductor_rpcapi
 
     owns_transport = transport is None
@@ -34,7 +35,10 @@ def build_service(conf, transport=None, *, driver=None, cinder=None, notifier=No
     mgr = manager.ComputeManager(
         conf, driver=metrics.timed_driver(driver or virt.load_driver(conf)),
         conductor=conductor, cinder=metrics.timed_cinder(cinder), notifier=notifier,
-        glance=glance, metrics=metrics, keys=keys)
+        glance=glance, metrics=metrics, keys=keys,
+        # NOTE: a compute has no database to read the computes' versions from
+        # (``auto``): the conductor only sends a move to hosts new enough for it.
+        peers=compute_rpcapi.ComputeAPI(conf, transport, auto_version_cap=None))
 
     def heartbeat(ctx, **values):
         conductor.service_update(ctx, **values)

@@ -28,6 +28,7 @@ from volumesvc.compute import (
 from volumesvc.compute import events as events_mod
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import lifecycle as lifecycle_mod
+from volumesvc.compute import live_migration as live_migration_mod
 from volumesvc.compute import rebuild as rebuild_mod
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import swap as swap_mod
@@ -55,7 +56,7 @@ class ComputeManager:
     target = messaging.Target(version=rpcapi.VERSION)
 
     def __init__(self, conf, *, driver, conductor, cinder, notifier, glance=None,
-                 metrics=None, keys=None):
+                 metrics=None, keys=None, peers=None):
         self._conf = conf
         self.host = conf.host
         self.driver = driver
@@ -80,6 +81,9 @@ class ComputeManager:
         # Attaches and detaches started by this process (replays of recovered requests).
         self.started = started_work.StartedWork()
         self.rebuilder = rebuild_mod.Rebuilder(self.lifecycle, self.waiters)
+        #: live migration; ``peers``: the compute rpcapi, to reach other hosts
+        self.migrator = live_migration_mod.LiveMigrator(conf, driver, conductor, cinder, peers,
+                                                        self.reporter, keys=self.keys)
         limit = conf.compute.max_concurrent_builds
         self._build_slots = (threading.BoundedSemaphore(limit) if limit
                              else contextlib.nullcontext())
@@ -164,7 +168,9 @@ class ComputeManager:
         return console_output.tail_text(output, tail_length)
 
     def _lock(self, instance_uuid):
-        return lockutils.lock(f"instance-{instance_uuid}")
+        # NOTE: the host in the name: a live migration's source holds its lock
+        # while the destination takes its own, and tests run both in one process.
+        return lockutils.lock(f"{self.host}-instance-{instance_uuid}")
 
     def _update(self, context, instance_uuid, values, expected=None):
         return compute_instances.update_instance(self.conductor, context, instance_uuid, values,
@@ -541,3 +547,29 @@ class ComputeManager:
         with self._lock(instance["uuid"]):
             self.rebuilder.rebuild(context, instance, image_ref=image_ref, reimage=reimage,
                                    preserve_ephemeral=preserve_ephemeral)
+
+    # -- live migration (compute/live_migration.py) ----------------------------
+
+    def live_migration(self, context, *, instance, migration):
+        with self._lock(instance["uuid"]):
+            self._own_task(instance)
+            self.migrator.migrate(context, instance, migration)
+
+    def live_migration_control(self, context, *, instance_uuid, migration_id, request):
+        # NOTE: no instance lock: the move this is for holds it.
+        self.migrator.control(migration_id, request)
+
+    @messaging.expected_exceptions(exception.VolumesvcException)
+    def pre_live_migration(self, context, *, instance, bdms, migration):
+        with self._lock(instance["uuid"]):
+            return self.migrator.pre_live_migration(context, instance, bdms, migration)
+
+    def rollback_live_migration_at_destination(self, context, *, instance, volumes,
+                                               source_instance_dir=None):
+        with self._lock(instance["uuid"]):
+            self.migrator.rollback_at_destination(context, instance, volumes,
+                                                  source_instance_dir=source_instance_dir)
+
+    def post_live_migration_at_destination(self, context, *, instance):
+        with self._lock(instance["uuid"]):
+            return self.migrator.post_at_destination(context, instance)

@@ -229,14 +229,16 @@ class ComputeAPI:
                           migration=migration)
 
     def rollback_live_migration_at_destination(self, ctxt, *, host, instance, volumes,
-                                               timeout=None):
+                                               source_instance_dir=None, timeout=None):
         """Call the destination: drop the guest if it arrived, disconnect ``volumes``
-        (volume id → connection info) and their secrets."""
+        (volume id → connection info) and their secrets, remove the guest's files
+        (unless they are at ``source_instance_dir``, the source's own)."""
         cctxt = self._prepare(host, version=LIVE_MIGRATION_VERSION,
                               timeout=timeout or self._conf.long_rpc_timeout,
                               call_monitor_timeout=self._conf.rpc_response_timeout)
         return cctxt.call(ctxt, "rollback_live_migration_at_destination",
-                          instance=instance, volumes=volumes)
+                          instance=instance, volumes=volumes,
+                          source_instance_dir=source_instance_dir)
 
     def post_live_migration_at_destination(self, ctxt, *, host, instance, timeout=None):
         """Call the destination: the guest is its now (resumed if it was paused

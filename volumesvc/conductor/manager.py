@@ -16,6 +16,7 @@ from volumesvc.conductor.tasks import base as task_base
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
 from volumesvc.conductor.tasks import detach as detach_task
+from volumesvc.conductor.tasks import live_migrate as live_migrate_task
 from volumesvc.conductor.tasks import power
 from volumesvc.conductor.tasks import rebuild as rebuild_task
 from volumesvc.conductor.tasks import reconcile as reconcile_task
@@ -28,6 +29,7 @@ from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import instance_fault as fault_obj
+from volumesvc.objects import migration as migration_obj
 from volumesvc.objects import service as service_obj
 from volumesvc.volume import snapshots as volume_snapshots
 
@@ -41,7 +43,7 @@ _ATTACH_EXPECTED = _EXPECTED + (exception.Forbidden, exception.Conflict,
                                 exception.VirtDriverError)
 
 
-def _persists(func):
+def _persists(func, *, also=()):
     """A write a compute asks for: run again when the database picks it as a deadlock victim.
 
     Each such method is one transaction of its own, rolled back whole when
@@ -50,7 +52,12 @@ def _persists(func):
     rollback would end a build or attach in error although running the write
     again is all the database asks for.
     """
-    return messaging.expected_exceptions(*_EXPECTED)(db_api.retry_on_deadlock(func))
+    return messaging.expected_exceptions(*_EXPECTED, *also)(db_api.retry_on_deadlock(func))
+
+
+def _persists_migration(func):
+    """``_persists``, with a migration's state conflict raised to the compute as itself."""
+    return _persists(func, also=(exception.InvalidMigrationState,))
 
 
 class ConductorManager:
@@ -177,6 +184,12 @@ class ConductorManager:
         if request_uuid is None:
             return task.execute()
         return self._requests.run_cast(context, request_uuid, task.execute)
+
+    def live_migrate_instance(self, context, *, instance_uuid, migration_id, host=None,
+                              force=False):
+        live_migrate_task.LiveMigrateTask(self._deps, context, instance_uuid=instance_uuid,
+                                          migration_id=migration_id, host=host,
+                                          force=force).execute()
 
     def swap_volume(self, context, *, instance_uuid, old_volume_id, new_volume_id):
         """Cast from the API: ``conductor/tasks/swap.py``."""
@@ -309,6 +322,27 @@ class ConductorManager:
                               host=None):
         fault_obj.create(self._db, context, instance_uuid=instance_uuid, code=code,
                          message=message, details=details, host=host)
+
+    # -- compute → conductor: live migration records --------------------------
+
+    @_persists_migration
+    def migration_get(self, context, *, migration_id):
+        return migration_obj.get(self._db, context, migration_id).to_dict()
+
+    @_persists_migration
+    def migration_update(self, context, *, migration_id, values, expected_status=None):
+        return migration_obj.save(self._db, context, migration_id, values,
+                                  expected_status=expected_status).to_dict()
+
+    @_persists_migration
+    def migration_add_dest_attachment(self, context, *, migration_id, volume_id,
+                                      attachment_id):
+        return migration_obj.add_dest_attachment(self._db, context, migration_id, volume_id,
+                                                 attachment_id).to_dict()
+
+    @_persists_migration
+    def live_migration_switch(self, context, *, migration_id, bdms):
+        return migration_obj.switch_host(self._db, context, migration_id, bdms).to_dict()
 
 
 _DATETIME_FIELDS = ("launched_at", "terminated_at")

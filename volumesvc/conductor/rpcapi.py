@@ -320,10 +320,6 @@ class ConductorAPI:
                           action=action, request_id=request_id)
 
 
-# Exceptions a caller can expect across the bus (re-raised as the same class).
-RemoteError = messaging.RemoteError
-MessagingTimeout = messaging.MessagingTimeout
-
     # -- compute → conductor: live migration records --------------------------
 
     def migration_get(self, ctxt, *, migration_id):
@@ -351,3 +347,8 @@ MessagingTimeout = messaging.MessagingTimeout
         and the migration is ``post-migrating``. Returns the old BDM values."""
         return self._call(ctxt, "live_migration_switch", version=LIVE_MIGRATION_VERSION,
                           migration_id=migration_id, bdms=bdms)
+
+
+# Exceptions a caller can expect across the bus (re-raised as the same class).
+RemoteError = messaging.RemoteError
+MessagingTimeout = messaging.MessagingTimeout

@@ -206,6 +206,44 @@ seconds. Ignored for embedded connections. 0 disables keepalive.
         min=1,
         help="Unanswered keepalive messages before a remote connection is closed."),
     cfg.StrOpt(
+        "live_migration_uri",
+        default="qemu+tcp://%s/system",
+        help="""
+The libvirt URI the source's daemon reaches the destination's daemon at to
+live-migrate a guest (peer to peer), with ``%s`` standing for the
+destination's ``live_migration_inbound_addr``. Each compute reports its own
+(the destination's setting is the one used). The default needs libvirtd
+listening on TCP on that address; use ``qemu+tls://%s/system`` where the
+hosts' daemons have certificates.
+
+Related options:
+
+* ``live_migration_inbound_addr``
+"""),
+    cfg.StrOpt(
+        "live_migration_inbound_addr",
+        help="""
+The address other hosts reach this host at for live migration: its libvirt
+daemon and the incoming QEMU migration stream. Unset: ``[DEFAULT] my_ip``.
+"""),
+    cfg.IntOpt(
+        "live_migration_bandwidth",
+        default=0,
+        min=0,
+        help="""
+Most MiB/s a live migration's memory copy may use; 0 leaves it to QEMU
+(as fast as it can).
+"""),
+    cfg.IntOpt(
+        "live_migration_completion_timeout",
+        default=800,
+        min=0,
+        help="""
+Seconds a live migration may run before it is aborted (the server keeps
+running on the source and the migration ends ``error``); 0 never aborts.
+As Nova's option of the same name, but an absolute time, not per GiB.
+"""),
+    cfg.StrOpt(
         "rbd_keyring",
         help="""
 Ceph keyring file holding the cephx key of ``client.<rbd_user>``. When set

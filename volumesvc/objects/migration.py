@@ -170,3 +170,32 @@ def list_for_instance(db, context, instance_uuid) -> list[Migration]:
         rows = session.scalars(sa.select(models.Migration).where(
             models.Migration.instance_uuid == instance_uuid).order_by(models.Migration.id))
         return [Migration.from_model(row) for row in rows]
+
+
+def switch_host(db, context, migration_id, bdms) -> Migration:
+    """The live-migrated server is on the destination: say so everywhere at once.
+
+    One transaction: the server's host and node become the migration's
+    destination and its ``migrating`` task ends, each BDM named in ``bdms``
+    (uuid → ``{"attachment_id", "connection_info"}``) takes the destination's
+    attachment and connection, and the migration is ``post-migrating``. A
+    reader never sees the server on one host with the other's attachments.
+    Raises ``InvalidMigrationState`` unless the migration is ``running``.
+    """
+    # Imported here: instance and block_device import nothing of this module,
+    # and this is the one function that writes them together.
+    from volumesvc.objects import block_device as bdm_obj
+    from volumesvc.objects import instance as instance_obj
+    from volumesvc.states import task_states
+
+    with db.writer(context):
+        migration = save(db, context, migration_id, {"status": POST_MIGRATING},
+                         expected_status=[RUNNING])
+        instance_obj.save(db, context, migration.instance_uuid, {
+            "host": migration.dest_compute, "node": migration.dest_node,
+            "task_state": None}, expected_task_state=[task_states.MIGRATING])
+        for bdm_uuid, values in bdms.items():
+            bdm_obj.save(db, context, bdm_uuid, {
+                "attachment_id": values["attachment_id"],
+                "connection_info": values["connection_info"]})
+        return migration

@@ -196,6 +196,30 @@ class ComputeDriver:
     def forget_volume_secret(self, volume_id):
         """Remove a volume's decryption secret the reconciliation found orphaned."""
 
+    # -- live migration --------------------------------------------------------
+    def live_migration_target(self):
+        """How a source reaches this host to migrate a guest here (``uri``...)."""
+        raise exception.MigrationPreCheckError(
+            reason=f"the {type(self).__name__} compute driver cannot live-migrate")
+
+    def pre_live_migration(self, instance, block_device_info):
+        """Destination: prepare the arriving guest's files; returns the target dict."""
+        raise NotImplementedError()
+
+    def live_migration(self, instance, target, volumes, on_progress):
+        """Source: move the running guest; True when it was paused to complete."""
+        raise NotImplementedError()
+
+    def post_live_migration_at_destination(self, instance, resume):
+        """Destination: the guest arrived; returns its power state."""
+        raise NotImplementedError()
+
+    def post_live_migration_at_source(self, instance):
+        """Source: forget what is left of the guest that left."""
+
+    def rollback_live_migration_at_destination(self, instance):
+        """Destination: no domain of the server may stay after a failed move."""
+
     # -- shared checks ------------------------------------------------------
     def check_multiattach(self, connection_info):
         """Refuse a multiattach volume when this driver lacks the capability."""

@@ -67,6 +67,19 @@ VIR_ERR_OPERATION_INVALID = 55
 VIR_ERR_DEVICE_MISSING = 99
 VIR_ERR_BLOCK_COPY_ACTIVE = 83
 VIR_ERR_NO_SECRET = 66
+VIR_ERR_OPERATION_ABORTED = 78
+VIR_DOMAIN_XML_SECURE = 1
+VIR_DOMAIN_XML_MIGRATABLE = 8
+VIR_MIGRATE_LIVE = 1
+VIR_MIGRATE_PEER2PEER = 2
+VIR_MIGRATE_PERSIST_DEST = 8
+VIR_MIGRATE_UNDEFINE_SOURCE = 16
+VIR_MIGRATE_PARAM_URI = "migrate_uri"
+VIR_MIGRATE_PARAM_DEST_XML = "destination_xml"
+VIR_MIGRATE_PARAM_PERSIST_XML = "persistent_xml"
+VIR_MIGRATE_PARAM_BANDWIDTH = "bandwidth"
+VIR_DOMAIN_JOB_NONE = 0
+VIR_DOMAIN_JOB_UNBOUNDED = 2
 
 
 class libvirtError(Exception):  # noqa: N801 - the binding's name
@@ -80,6 +93,11 @@ class libvirtError(Exception):  # noqa: N801 - the binding's name
     def get_error_message(self):
         return str(self)
 
+
+# "fake+migrate://<host>" -> (FakeLibvirt, connection URI): the other hosts'
+# daemons a live migration reaches, as the network reaches them; the
+# FakeDriver of each compute adds its own.
+_MIGRATION_TARGETS: dict[str, tuple] = {}
 
 # path -> {(domain uuid, target dev): shareable}: QEMU's image locks.
 _LOCKS: dict[str, dict[tuple[str, str], bool]] = {}
@@ -220,6 +238,15 @@ def _disks(root):
     return _devices(root).findall("disk")
 
 
+def _note_console(root, line):
+    """Append ``line`` to the domain's console log (what its guest would print)."""
+    serial = _devices(root).find("serial")
+    log = serial.find("log") if serial is not None else None
+    if log is not None and log.get("file"):
+        with open(log.get("file"), "ab") as f:
+            f.write(f"{line}\r\n".encode())
+
+
 def _alias(disk):
     alias = disk.find("alias")
     return alias.get("name") if alias is not None else None
@@ -340,6 +367,74 @@ class FakeDomain:
     def resume(self):
         self._require_active()
         self._state = VIR_DOMAIN_RUNNING
+        return 0
+
+    # -- live migration -----------------------------------------------------------
+    def migrateToURI3(self, duri, params, flags=0):  # noqa: N802
+        """Move the running domain to the fake daemon ``duri`` names.
+
+        Takes ``FakeLibvirt.migration_seconds`` (the job reports progress
+        meanwhile and ``abortJob`` ends it), then fails with
+        ``migration_error`` when a test set one. The destination gets the
+        domain as ``destination_xml`` defines it, in the state it had here;
+        its console log gets a line saying so.
+        """
+        self._require_active()
+        module = self._conn._module
+        target = _MIGRATION_TARGETS.get(duri)
+        if target is None:
+            raise libvirtError(f"unable to connect to server at '{duri}': Connection refused",
+                               VIR_ERR_SYSTEM_ERROR)
+        job = self._job = {"abort": threading.Event(), "total": 64 << 20, "processed": 0}
+        try:
+            seconds = module.migration_seconds if module else 0
+            deadline = time.monotonic() + seconds
+            while True:
+                left = deadline - time.monotonic()
+                job["processed"] = int(job["total"] * (1 - max(left, 0) / seconds)) \
+                    if seconds else job["total"]
+                if job["abort"].is_set():
+                    raise libvirtError("operation aborted: migration out job: canceled by "
+                                       "client", VIR_ERR_OPERATION_ABORTED)
+                if left <= 0:
+                    break
+                job["abort"].wait(min(left, 0.02))
+            if module is not None and module.migration_error:
+                raise libvirtError(module.migration_error, VIR_ERR_OPERATION_FAILED)
+            dest_module, dest_uri = target
+            dest_conn = dest_module.open(dest_uri)
+            xml = params[VIR_MIGRATE_PARAM_DEST_XML]
+            arrived = dest_conn.defineXML(params.get(VIR_MIGRATE_PARAM_PERSIST_XML, xml))
+            live = ET.fromstring(xml)
+            uuid = self.UUIDString()
+            for disk in _disks(self._live):
+                _unlock_disk(uuid, disk)
+            for disk in _disks(live):
+                _lock_disk(uuid, disk)
+            arrived._live, arrived._state = live, self._state
+            arrived._id = next(dest_conn.ids)
+            _note_console(live, f"fake guest: arrived from {self._conn.uri}")
+            self._live, self._state, self._id = None, VIR_DOMAIN_SHUTOFF, -1
+            if flags & VIR_MIGRATE_UNDEFINE_SOURCE:
+                self._conn.domains.pop(uuid, None)
+        finally:
+            self._job = None
+        return 0
+
+    def jobStats(self, flags=0):  # noqa: N802
+        job = getattr(self, "_job", None)
+        if job is None:
+            return {"type": VIR_DOMAIN_JOB_NONE}
+        return {"type": VIR_DOMAIN_JOB_UNBOUNDED, "memory_total": job["total"],
+                "memory_processed": job["processed"],
+                "memory_remaining": job["total"] - job["processed"]}
+
+    def abortJob(self):  # noqa: N802
+        job = getattr(self, "_job", None)
+        if job is None:
+            raise libvirtError("Requested operation is not valid: no job is active on the "
+                               "domain", VIR_ERR_OPERATION_INVALID)
+        job["abort"].set()
         return 0
 
     # -- devices --------------------------------------------------------------
@@ -743,6 +838,10 @@ class FakeLibvirt:
         self._hosts = {}
         # (memory MiB, CPUs) of virConnectGetInfo; the FakeDriver sets them from [virt].
         self.host_info = (65536, 32)
+        # How long a live migration from this host takes, and the error it
+        # then fails with (None: it succeeds): knobs for tests.
+        self.migration_seconds = 0.0
+        self.migration_error = None
 
     def __getattr__(self, name):
         if name.startswith("VIR_"):
@@ -782,6 +881,15 @@ class FakeDriver(libvirt_driver.LibvirtDriver):
         #: instance uuid -> (ISO path, {file: bytes}) of the last config drive
         #: made for it: what the guest would read, without mounting the ISO.
         self.config_drives = {}
+
+        _MIGRATION_TARGETS[self._migration_uri()] = (self.libvirt,
+                                                    conf.libvirt.connection_uri)
+
+    def _migration_uri(self):
+        return f"fake+migrate://{self.conf.host}"
+
+    def live_migration_target(self):
+        return {"uri": self._migration_uri()}
 
     def made_config_drive(self, instance, iso_path, files):
         self.config_drives[instance["uuid"]] = (iso_path, dict(files))

@@ -21,6 +21,7 @@ from volumesvc.api.handlers import (
     console_output,
     server_admin_actions,
     server_lifecycle,
+    server_live_migrate,
     server_rebuild,
 )
 from volumesvc.api.logic import snapshot, states
@@ -41,7 +42,7 @@ LOG = logging.getLogger(__name__)
 # "no such action", so a client knows the name is right).
 NOVA_ONLY_ACTIONS = frozenset({
     "resize", "confirmResize", "revertResize",
-    "changePassword", "createBackup", "os-migrateLive", "migrate", "evacuate", "pause",
+    "changePassword", "createBackup", "migrate", "evacuate", "pause",
     "unpause", "suspend", "resume",
     "rescue", "unrescue", "injectNetworkInfo", "resetNetwork",
     "addSecurityGroup", "removeSecurityGroup", "addFixedIp", "removeFixedIp",
@@ -124,7 +125,7 @@ def _create_image(req, server_id, body):
 
 _ACTIONS = {"reboot": _reboot, "createImage": _create_image, **server_lifecycle.ACTIONS,
             **server_admin_actions.ACTIONS, **server_rebuild.ACTIONS,
-            **console_output.ACTIONS}
+            **console_output.ACTIONS, **server_live_migrate.ACTIONS}
 
 
 @validation.windows(validation.schema, schema.REQUEST_WINDOWS)

@@ -24,6 +24,7 @@ from volumesvc.virt.libvirt import (
     encryption,
     luks,
     luks_payload,
+    migration,
     snapshots,
     swap,
     volume,
@@ -490,6 +491,81 @@ class LibvirtDriver(driver.ComputeDriver):
 
     def forget_volume_secret(self, volume_id):
         luks.undefine(self._host.get_connection(), self.libvirt, volume_id)
+
+    # -- live migration (migration.py) ------------------------------------------
+    def live_migration_target(self):
+        """How a source reaches this host to migrate a guest here."""
+        address = self.libvirt_conf.live_migration_inbound_addr or self.conf.my_ip
+        return {"uri": self.libvirt_conf.live_migration_uri % address,
+                "migrate_uri": f"tcp://{address}"}
+
+    def pre_live_migration(self, instance, block_device_info):
+        """On the destination: the files the arriving guest uses; what the source needs.
+
+        The instance directory with the console log, and a config drive
+        written here as a build would write it. A stopped leftover
+        definition of the server (a move that died here) is dropped; a
+        running one is refused.
+        """
+        leftover = self._host.find_guest(instance["uuid"])
+        if leftover is not None:
+            if leftover.is_active():
+                raise exception.InstanceExists(name=domain_name(instance))
+            leftover.undefine()
+        domain = self._build_domain(instance, block_device_info)  # writes the config drive
+        target = dict(self.live_migration_target(), console_log=domain.console.log_path,
+                      instance_dir=instance_path.instance_dir(self.conf, instance["uuid"]))
+        if instance.get("config_drive"):
+            target["config_drive"] = config_drive.path(self.conf, instance["uuid"])
+        return target
+
+    def live_migration(self, instance, target, volumes, on_progress):
+        """On the source: move the running guest to ``target`` (``pre_live_migration``'s).
+
+        ``volumes``: volume id → the destination's connection info. Returns
+        True when the guest was paused to complete (force-complete); raises
+        ``LiveMigrationFailed``/``LiveMigrationAborted`` with the guest
+        still running here.
+        """
+        guest = self._host.get_guest(instance["uuid"])
+        if not guest.is_active():
+            raise exception.InstanceInvalidState(
+                instance_uuid=instance["uuid"], attr="power_state", state="shutdown",
+                method="live migration")
+        disks = {}
+        for volume_id, info in volumes.items():
+            disk = guest.find_disk(alias=config.volume_alias(volume_id), serial=volume_id)
+            if disk is None:
+                LOG.warning("Volume %s of %s has no disk to migrate", volume_id,
+                            instance["uuid"])
+                continue
+            disks[volume_id] = self.volume_drivers.get_config(
+                info, disk.target_dev, disk_bus=disk.target_bus).to_xml()
+        xml = migration.destination_xml(guest.migratable_xml(), disks,
+                                        console_log=target.get("console_log"),
+                                        config_drive=target.get("config_drive"))
+        params = migration.params(self.libvirt, xml, migrate_uri=target.get("migrate_uri"),
+                                  bandwidth_mib=self.libvirt_conf.live_migration_bandwidth)
+        return migration.run(self.libvirt, guest, target["uri"], params,
+                             timeout=self.libvirt_conf.live_migration_completion_timeout,
+                             on_progress=on_progress)
+
+    def post_live_migration_at_destination(self, instance, resume):
+        """The guest arrived: resume it if it was paused to complete; its power state."""
+        guest = self._host.get_guest(instance["uuid"])
+        if resume and guest.get_power_state() == power_state.PAUSED:
+            guest.resume()
+        return guest.get_power_state()
+
+    def post_live_migration_at_source(self, instance):
+        """The guest left: drop a definition libvirt kept here (it undefines it itself)."""
+        guest = self._host.find_guest(instance["uuid"])
+        if guest is not None and not guest.is_active():
+            guest.undefine()
+
+    def rollback_live_migration_at_destination(self, instance):
+        """The move failed: no domain of the server may stay here."""
+        self.destroy(instance)
 
     def extend_volume(self, connection_info, instance, requested_size_bytes):
         """Make the guest see the new size; return the volume size its disk now fills.

@@ -166,3 +166,29 @@ class Guest:
     def block_job_cancel(self, target_dev):
         """End the disk's block job without a pivot: the disk stays where it was."""
         self._domain.blockJobAbort(target_dev, 0)
+
+    # -- live migration (migration.py) --------------------------------------
+    def migratable_xml(self):
+        """The live definition as a destination may take it (no host-only details)."""
+        return self._domain.XMLDesc(self.libvirt.VIR_DOMAIN_XML_MIGRATABLE
+                                    | self.libvirt.VIR_DOMAIN_XML_SECURE)
+
+    def migrate(self, uri, params, flags):
+        """libvirt's migrateToURI3: returns once the guest runs on ``uri``'s host."""
+        self._domain.migrateToURI3(uri, params, flags)
+
+    def job_stats(self) -> dict:
+        """The running job's statistics (empty when none runs)."""
+        try:
+            return dict(self._domain.jobStats())
+        except self.libvirt.libvirtError:
+            return {}
+
+    def abort_job(self):
+        self._domain.abortJob()
+
+    def pause(self):
+        self._domain.suspend()
+
+    def resume(self):
+        self._domain.resume()

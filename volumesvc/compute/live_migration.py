@@ -1,0 +1,319 @@
+"""Live migration, the computes' part: the source owns the move, the destination helps.
+
+The source compute (cast ``live_migration``, under the instance lock, the
+server in task ``migrating``):
+
+1. makes a second Cinder attachment of each volume for the server (no
+   connector yet), recording each in the migration row as soon as Cinder
+   answers (``preparing``);
+2. calls the destination's ``pre_live_migration``: it gives Cinder its own
+   connector for each of those attachments, connects the volumes (an
+   encrypted one with its key, the libvirt secret defined there), and
+   writes the guest's files (console log directory, config drive);
+3. has libvirt move the running guest (``running``), reporting progress
+   into the migration row and acting on an abort or force-complete
+   (``virt/libvirt/migration.py``);
+4. once the guest runs on the destination, switches the records in one
+   transaction (server's host, each BDM's attachment and connection, task
+   ended, ``post-migrating``), then lets the destination resume a paused
+   guest, completes the new attachments, deletes the old ones, disconnects
+   the volumes here (a multiattach volume stays connected while another
+   server here uses it) and ends ``completed``.
+
+Any failure before the guest left (including an abort) is rolled back:
+the destination drops what it connected and any domain, the new
+attachments are deleted, the server keeps running here, untouched, out of
+its task, and the migration ends ``error`` (``cancelled`` for an abort).
+After the guest left, only forward: what fails then is logged and left
+to the dangling-attachment reconciliation, which finds an attachment no
+BDM names.
+
+A source that dies mid-move leaves the server in task ``migrating``;
+:meth:`LiveMigrator.recover` settles it when that compute starts: forward
+when the guest runs on the destination, back otherwise.
+"""
+
+import threading
+import time
+
+from oslo_log import log as logging
+from oslo_serialization import jsonutils
+
+from volumesvc import exception
+from volumesvc.compute import connections, encryption
+from volumesvc.compute import instances as compute_instances
+from volumesvc.compute import volumes as boot_volumes
+from volumesvc.objects import migration as migration_obj
+from volumesvc.states import task_states
+from volumesvc.virt import block_device as virt_bd
+from volumesvc.virt.instance_path import instance_dir, remove_instance_dir
+
+LOG = logging.getLogger(__name__)
+
+EVENT = "compute_live_migration"
+DEST_EVENT = "compute_pre_live_migration"
+# Seconds between two progress writes (and reads of what the user asked).
+PROGRESS_INTERVAL = 2.0
+
+
+def _loads(info):
+    return jsonutils.loads(info) if isinstance(info, str) else (info or {})
+
+
+class _Control:
+    """What the user asked of one running move (set by the control cast)."""
+
+    def __init__(self):
+        self.request = None
+        self.wake = threading.Event()
+
+
+class LiveMigrator:
+    """One per compute process: the source's and the destination's steps."""
+
+    def __init__(self, conf, driver, conductor, cinder, peers, reporter, *, keys):
+        self.conf = conf
+        self.host = conf.host
+        self.driver = driver
+        self.conductor = conductor
+        self.cinder = cinder
+        self.peers = peers  # the compute rpcapi, to reach the destination
+        self.reporter = reporter
+        self.keys = keys
+        self._controls = {}  # migration id -> _Control
+
+    # -- the source ------------------------------------------------------------
+
+    def control(self, migration_id, request):
+        """The user's abort/force-complete for a move this process runs (else nothing)."""
+        control = self._controls.get(migration_id)
+        if control is not None:
+            control.request = request
+            control.wake.set()
+
+    def _save(self, context, migration, values, expected=None):
+        return self.conductor.migration_update(
+            context, migration_id=migration["id"], values=values, expected_status=expected)
+
+    def migrate(self, context, instance, migration):
+        """Run the move (the source's steps above); the outcome is in the records."""
+        uuid = instance["uuid"]
+        control = self._controls[migration["id"]] = _Control()
+        try:
+            with self.reporter.event(context, uuid, EVENT):
+                self._migrate(context, instance, migration, control)
+        except Exception as exc:  # noqa: BLE001 - reported in the records
+            LOG.warning("Live migration %s of %s failed: %s", migration["uuid"], uuid, exc)
+        finally:
+            self._controls.pop(migration["id"], None)
+
+    def _migrate(self, context, instance, migration, control):
+        uuid = instance["uuid"]
+        migration = self._save(context, migration, {"status": migration_obj.PREPARING},
+                               expected=[migration_obj.QUEUED])
+        bdms = boot_volumes.volume_bdms(self.conductor.bdm_list(context, instance_uuid=uuid))
+        made = {}
+        volumes = {}
+        try:
+            self._check_request(migration, control)
+            admin = context.elevated()
+            for bdm in bdms:
+                attachment = self.cinder.attachment_create(
+                    admin, bdm["volume_id"], uuid, mode=virt_bd.attach_mode(bdm))
+                made[bdm["volume_id"]] = attachment["id"]
+                migration = self.conductor.migration_add_dest_attachment(
+                    context, migration_id=migration["id"], volume_id=bdm["volume_id"],
+                    attachment_id=attachment["id"])
+            dest_bdms = [dict(b, attachment_id=made[b["volume_id"]]) for b in bdms]
+            target = self.peers.pre_live_migration(
+                context, host=migration["dest_compute"], instance=instance, bdms=dest_bdms,
+                migration=migration)
+            volumes = target.pop("volumes")
+            migration = self._save(context, migration, {"status": migration_obj.RUNNING},
+                                   expected=[migration_obj.PREPARING])
+            self._check_request(migration, control)
+            self.driver.live_migration(
+                compute_instances.driver_instance(instance), target, volumes,
+                self._progress(context, migration, control))
+        except Exception as exc:
+            self._rollback(context, instance, migration, made, volumes, exc)
+            raise
+        self._finish(context, instance, migration, bdms, made, volumes, target)
+
+    def _check_request(self, migration, control):
+        if control.request == migration_obj.ABORT or \
+                migration.get("requested") == migration_obj.ABORT:
+            raise exception.LiveMigrationAborted(instance_uuid=migration["instance_uuid"],
+                                                 reason="the user aborted it")
+
+    def _progress(self, context, migration, control):
+        """The driver's callback: write progress now and then, answer the user's request."""
+        state = {"written": 0.0, "request": None}
+
+        def on_progress(fields):
+            if control.request:
+                return control.request
+            now = time.monotonic()
+            if now - state["written"] >= PROGRESS_INTERVAL:
+                state["written"] = now
+                try:
+                    row = self._save(context, migration, fields)
+                    state["request"] = row.get("requested")
+                except Exception as exc:  # noqa: BLE001 - progress is best effort
+                    LOG.debug("Progress of migration %s not saved: %s", migration["id"], exc)
+            return state["request"]
+        return on_progress
+
+    def _rollback(self, context, instance, migration, made, volumes, exc):
+        """The guest still runs here: undo the destination's side and end the task."""
+        uuid = instance["uuid"]
+        dest = migration.get("dest_compute")
+        try:
+            self.peers.rollback_live_migration_at_destination(
+                context, host=dest, instance=instance, volumes=volumes,
+                source_instance_dir=instance_dir(self.conf, uuid))
+        except Exception as err:  # noqa: BLE001 - the attachments go anyway
+            LOG.warning("Rolling back live migration %s on %s failed: %s (its start "
+                        "drops what is left)", migration["uuid"], dest, err)
+        admin = context.elevated()
+        for volume_id, attachment_id in made.items():
+            try:
+                self.cinder.attachment_delete(admin, attachment_id)
+                self.conductor.migration_add_dest_attachment(
+                    context, migration_id=migration["id"], volume_id=volume_id,
+                    attachment_id=None)
+            except exception.VolumeAttachmentNotFound:
+                pass
+            except Exception as err:  # noqa: BLE001 - the reconciliation deletes it
+                LOG.warning("Could not delete attachment %s of the failed migration: %s",
+                            attachment_id, err)
+        # The server first: a client that sees the migration ended sees it free.
+        compute_instances.update_instance(self.conductor, context, uuid, {"task_state": None},
+                                          expected=task_states.MIGRATING)
+        aborted = isinstance(exc, exception.LiveMigrationAborted)
+        self._save(context, migration, {"status": migration_obj.CANCELLED if aborted
+                                        else migration_obj.ERROR})
+
+    def _finish(self, context, instance, migration, bdms, made, volumes, target):
+        """The guest runs on the destination: records first, then let go of this side."""
+        uuid = instance["uuid"]
+        switched = {b["uuid"]: {"attachment_id": made[b["volume_id"]],
+                                "connection_info": jsonutils.dumps(volumes[b["volume_id"]])}
+                    for b in bdms if b["volume_id"] in volumes}
+        migration = self.conductor.live_migration_switch(
+            context, migration_id=migration["id"], bdms=switched)
+        LOG.info("Instance %s now runs on %s", uuid, migration["dest_compute"])
+        self._after_switch(context, instance, migration, bdms, made, target)
+
+    def _after_switch(self, context, instance, migration, bdms, made, target):
+        uuid = instance["uuid"]
+        try:
+            self.peers.post_live_migration_at_destination(
+                context, host=migration["dest_compute"], instance=instance)
+        except Exception as exc:  # noqa: BLE001 - the guest is there either way
+            LOG.warning("The destination %s of %s did not confirm the guest: %s",
+                        migration["dest_compute"], uuid, exc)
+        admin = context.elevated()
+        for attachment_id in made.values():
+            try:
+                self.cinder.attachment_complete(admin, attachment_id)
+            except Exception as exc:  # noqa: BLE001
+                LOG.warning("Completing attachment %s failed: %s", attachment_id, exc)
+        self._release_source(context, uuid, bdms)
+        self.driver.post_live_migration_at_source(compute_instances.driver_instance(instance))
+        if target.get("instance_dir") != instance_dir(self.conf, uuid):
+            remove_instance_dir(self.conf, uuid)
+        self._save(context, migration, {"status": migration_obj.COMPLETED, "requested": None})
+
+    def _release_source(self, context, uuid, bdms):
+        """Disconnect each volume here and delete its old attachment (errors logged only)."""
+        admin = context.elevated()
+        for bdm in bdms:
+            info = _loads(bdm.get("connection_info"))
+            try:
+                if info:
+                    connections.disconnect(context, cinder=self.cinder,
+                                           conductor=self.conductor, driver=self.driver,
+                                           host=self.host, instance_uuid=uuid,
+                                           connection_info=info)
+            except Exception as exc:  # noqa: BLE001
+                LOG.warning("Could not disconnect volume %s of %s from %s: %s",
+                            bdm["volume_id"], uuid, self.host, exc)
+            if bdm.get("attachment_id"):
+                try:
+                    self.cinder.attachment_delete(admin, bdm["attachment_id"])
+                except exception.VolumeAttachmentNotFound:
+                    pass
+                except Exception as exc:  # noqa: BLE001 - the reconciliation deletes it
+                    LOG.warning("Could not delete the old attachment %s of %s: %s",
+                                bdm["attachment_id"], uuid, exc)
+
+    # -- the destination ---------------------------------------------------------
+
+    def pre_live_migration(self, context, instance, bdms, migration):
+        """Connect each volume here with its new attachment; the target for the source.
+
+        Returns ``pre_live_migration`` of the driver plus ``volumes`` (volume
+        id → this host's connection info). A failure disconnects what was
+        connected here before it raises; the source deletes the attachments.
+        """
+        uuid = instance["uuid"]
+        connector = self.driver.get_volume_connector()
+        volumes = {}
+        mappings = []
+        try:
+            with self.reporter.event(context, uuid, DEST_EVENT):
+                for bdm in bdms:
+                    info = self.cinder.attachment_update(
+                        context.elevated(), bdm["attachment_id"], connector,
+                        mountpoint=bdm.get("device_name"))
+                    info["serial"] = bdm["volume_id"]
+                    virt_bd.keep_read_only(info, bdm)
+                    if _loads(bdm.get("connection_info")).get("multiattach"):
+                        info["multiattach"] = True
+                    self.driver.check_multiattach(info)
+                    plan = encryption.prepare(context, cinder=self.cinder, keys=self.keys,
+                                              driver=self.driver, connection_info=info)
+                    self.driver.connect_volume(info)
+                    volumes[bdm["volume_id"]] = info
+                    encryption.open_volume(self.driver, info, plan)
+                    mappings.append(dict(bdm, connection_info=info))
+                target = self.driver.pre_live_migration(
+                    compute_instances.driver_instance(instance),
+                    boot_volumes.block_device_info(mappings))
+        except Exception:
+            self._disconnect_all(context, uuid, volumes)
+            raise
+        target["volumes"] = volumes
+        return target
+
+    def _disconnect_all(self, context, uuid, volumes):
+        for volume_id, info in volumes.items():
+            try:
+                connections.disconnect(context, cinder=self.cinder, conductor=self.conductor,
+                                       driver=self.driver, host=self.host,
+                                       instance_uuid=uuid, connection_info=info)
+            except Exception as exc:  # noqa: BLE001 - the next one too
+                LOG.warning("Could not disconnect volume %s of %s here: %s", volume_id,
+                            uuid, exc)
+
+    def rollback_at_destination(self, context, instance, volumes, source_instance_dir=None):
+        """The move failed: no domain of the server here, none of its volumes connected.
+
+        The guest's files written here go too, unless they are the source's
+        own (hosts sharing one instances directory).
+        """
+        uuid = instance["uuid"]
+        self.driver.rollback_live_migration_at_destination(
+            compute_instances.driver_instance(instance))
+        self._disconnect_all(context, uuid, volumes or {})
+        if source_instance_dir != instance_dir(self.conf, uuid):
+            remove_instance_dir(self.conf, uuid)
+
+    def post_at_destination(self, context, instance):
+        """The guest is this host's: resume it if the source paused it to complete."""
+        state = self.driver.post_live_migration_at_destination(
+            compute_instances.driver_instance(instance), resume=True)
+        compute_instances.update_instance(self.conductor, context, instance["uuid"],
+                                          {"power_state": state})
+        return state
