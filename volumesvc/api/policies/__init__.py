@@ -18,11 +18,13 @@ from volumesvc.api.policies import (
     ips,
     keypairs,
     metrics,
+    migrations,
     quota_sets,
     server_actions,
     server_admin_actions,
     server_external_events,
     server_metadata,
+    server_migrations,
     server_tags,
     servers,
     services,
@@ -32,7 +34,8 @@ from volumesvc.api.policies import (
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
             volume_attachments, assisted_volume_snapshots, ips, server_external_events,
             server_metadata, server_tags, server_admin_actions,
-            keypairs, quota_sets, availability_zones, console_output, metrics)
+            keypairs, quota_sets, availability_zones, console_output, metrics,
+            migrations, server_migrations)
 
 
 # The 2023 project defaults (reader/member) and the pre-2023 one they replace.
