@@ -21,10 +21,12 @@ from volumesvc.api.handlers import (
     instance_actions,
     ips,
     keypairs,
+    migrations,
     quota_sets,
     server_actions,
     server_external_events,
     server_metadata,
+    server_migrations,
     server_tags,
     servers,
     services,
@@ -86,6 +88,18 @@ ROUTES = {
     "/v2.1/servers/<server_id>/os-instance-actions/<request_id>": {
         "GET": instance_actions.show_instance_action,
     },
+    # In-progress live migrations of a server: list and show (2.23), abort
+    # (2.24), force-complete (2.22); 404 below those versions.
+    "/v2.1/servers/<server_id>/migrations": {
+        "GET": server_migrations.list_server_migrations,
+    },
+    "/v2.1/servers/<server_id>/migrations/<migration_id>": {
+        "GET": server_migrations.show_server_migration,
+        "DELETE": server_migrations.delete_server_migration,
+    },
+    "/v2.1/servers/<server_id>/migrations/<migration_id>/action": {
+        "POST": server_migrations.run_server_migration_action,
+    },
     # Addresses by network (always none: volumesvc does no networking).
     "/v2.1/servers/<server_id>/ips": {"GET": ips.list_ips},
     "/v2.1/servers/<server_id>/ips/<network_label>": {"GET": ips.show_ips},
@@ -110,6 +124,8 @@ ROUTES = {
     "/v2.1/os-assisted-volume-snapshots/<snapshot_id>": {
         "DELETE": assisted_volume_snapshots.delete_assisted_volume_snapshot,
     },
+    # The moves of every server (admin).
+    "/v2.1/os-migrations": {"GET": migrations.list_migrations},
     # Flavors.
     "/v2.1/flavors": {"GET": flavors.list_flavors, "POST": flavors.create_flavor},
     "/v2.1/flavors/detail": {"GET": flavors.list_flavors_detail},

@@ -12,6 +12,7 @@ import pytest
 from tests.functional.stack import BLANK_ROOT
 from volumesvc.api import errors, routes
 from volumesvc.api import microversions as mv
+from volumesvc.objects import migration as migration_obj
 
 LISTS = mv.V2_75_STRICT_QUERY
 ALL = mv.V2_102_STRICT_QUERY_ALL
@@ -29,6 +30,8 @@ STRICT_FROM = {
     SERVER: ALL,
     f"{SERVER}/os-instance-actions": mv.V2_58_ACTION_PAGING,
     f"{SERVER}/os-instance-actions/<request_id>": ALL,
+    f"{SERVER}/migrations": ALL,
+    f"{SERVER}/migrations/<migration_id>": ALL,
     f"{SERVER}/ips": ALL,
     f"{SERVER}/ips/<network_label>": ALL,
     f"{SERVER}/os-volume_attachments": LISTS,
@@ -50,6 +53,8 @@ STRICT_FROM = {
     "/v2.1/os-quota-sets/<tenant_id>/detail": LISTS,
     "/v2.1/os-availability-zone": ALL,
     "/v2.1/os-availability-zone/detail": ALL,
+    # Nova's 2.59 schema of the migration list is strict.
+    "/v2.1/os-migrations": mv.V2_59_MIGRATION_PAGING,
 }
 UNKNOWN = "colour"
 # An admin in a project whose id may appear in a URL (hex).
@@ -64,7 +69,7 @@ def test_the_table_covers_every_get_route():
 
 @pytest.fixture
 def world(stack):
-    """Placeholder values that name real things: a server with a volume and an action."""
+    """Placeholder values that name real things: a server with a volume, an action, a migration."""
     server_id = stack.api("POST", "/servers", {"server": {
         "name": "s", "flavorRef": "1", "block_device_mapping_v2": BLANK_ROOT}},
         status=202)[1]["server"]["id"]
@@ -81,7 +86,9 @@ def world(stack):
     stack.api("POST", "/flavors", {"flavor": {"name": "f", "id": "spec", "ram": 1,
                                               "vcpus": 1, "disk": 1}}, status=200)
     stack.api("POST", "/os-keypairs", {"keypair": {"name": "kp"}}, status=200)
-    return {"server_id": server_id, "volume_id": volume_id,
+    migration = migration_obj.create(stack.db, stack.admin_context(), instance_uuid=server_id,
+                                     status=migration_obj.RUNNING)
+    return {"server_id": server_id, "volume_id": volume_id, "migration_id": str(migration.id),
             "request_id": actions[0]["request_id"], "network_label": "private",
             "keypair_name": "kp", "tenant_id": PROJECT,
             "flavor_id": "spec", "key": "hw:cpu_policy", "tag": "blue"}

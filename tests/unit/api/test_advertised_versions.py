@@ -42,6 +42,7 @@ from volumesvc.api.logic import server_filters
 from volumesvc.api.views import flavors as flavor_views
 from volumesvc.api.views import instance_actions as action_views
 from volumesvc.api.views import keypairs as keypair_views
+from volumesvc.api.views import migrations as migration_views
 from volumesvc.api.views import servers as server_views
 from volumesvc.api.views import services as service_views
 from volumesvc.api.views import volume_attachments as attachment_views
@@ -65,6 +66,8 @@ ACTION_REP = action_views.ACTION
 EVENT_REP = action_views.EVENT
 ATTACHMENT_REP = attachment_views.ATTACHMENT
 KEYPAIR_REP = keypair_views.KEYPAIR
+MIGRATION_REP = migration_views.MIGRATION
+SERVER_MIGRATION_REP = migration_views.SERVER_MIGRATION
 
 
 def _handler(method, path):
@@ -265,6 +268,8 @@ QUOTA_VIEWS = "volumesvc/api/views/quota_sets.py"
 QUOTA_SCHEMAS = "volumesvc/api/schemas/quota_sets.py"
 CONSOLES = SERVER + "/remote-consoles"
 MIGRATIONS = SERVER + "/migrations"
+MIGRATION = MIGRATIONS + "/<migration_id>"
+OS_MIGRATIONS = "/v2.1/os-migrations"
 GROUPS = "/v2.1/os-server-groups"
 HYPERVISORS = "/v2.1/os-hypervisors"
 EVENTS_MODULE = "volumesvc/api/schemas/server_external_events.py"
@@ -296,9 +301,10 @@ EVIDENCE = {
              BodyKey("POST", ACTION, "rebuild.description")],
     "2.20": [Branches("volumesvc/api/logic/attach.py", "V2_20_SHELVED_VOLUMES")],
     "2.21": [Branches("volumesvc/api/handlers/instance_actions.py", "V2_21_DELETED_ACTIONS")],
-    "2.22": [Absent(MIGRATIONS)],
-    "2.23": [Absent("/v2.1/os-migrations")],
-    "2.24": [Absent(MIGRATIONS)],
+    "2.22": [Starts("POST", MIGRATION + "/action")],
+    "2.23": [Row(MIGRATION_REP, "migration_type"), Row(MIGRATION_REP, "links"),
+             Starts("GET", MIGRATIONS), Starts("GET", MIGRATION)],
+    "2.24": [Starts("DELETE", MIGRATION)],
     "2.25": [NoAction("os-migrateLive")],
     "2.26": [Row(SERVER_REP, "tags"), Starts("GET", SERVER + "/tags"),
              Starts("PUT", SERVER + "/tags/<tag>"),
@@ -338,7 +344,8 @@ EVIDENCE = {
     "2.56": [NoAction("migrate")],
     "2.57": [BodyKey("POST", ACTION, "rebuild.user_data"), Starts("POST", ACTION)],
     "2.58": [Row(ACTION_REP, "updated_at"), Starts("GET", INSTANCE_ACTIONS)],
-    "2.59": [Absent("/v2.1/os-migrations")],
+    "2.59": [Row(MIGRATION_REP, "uuid"), Row(SERVER_MIGRATION_REP, "uuid"),
+             Starts("GET", OS_MIGRATIONS), Strict(OS_MIGRATIONS)],
     "2.60": [Branches("volumesvc/api/logic/attach.py", "V2_60_MULTIATTACH"),
              Branches("volumesvc/api/logic/bdm.py", "V2_60_MULTIATTACH")],
     "2.61": [Row(FLAVOR_REP, "extra_specs")],
@@ -346,9 +353,10 @@ EVIDENCE = {
     "2.63": [Row(SERVER_REP, "trusted_image_certificates"),
              BodyKey("POST", ACTION, "rebuild.trusted_image_certificates")],
     "2.64": [Absent(GROUPS)],
-    "2.65": [Absent(MIGRATIONS)],
+    "2.65": [Branches("volumesvc/api/handlers/server_migrations.py", "V2_65_ABORT_QUEUED")],
     "2.66": [Starts("GET", INSTANCE_ACTIONS), Branches(SERVER_FILTERS, "V2_66_CHANGES_BEFORE"),
-             QueryKey(SERVERS, "changes-before")],
+             QueryKey(SERVERS, "changes-before"), Starts("GET", OS_MIGRATIONS),
+             QueryKey(OS_MIGRATIONS, "changes-before")],
     "2.67": [BodyKey("POST", SERVERS, "server.block_device_mapping_v2[].volume_type")],
     "2.68": [NoAction("evacuate"), NoAction("os-migrateLive")],
     "2.69": [NoEffect()],
@@ -364,7 +372,8 @@ EVIDENCE = {
     "2.78": [Absent(SERVER + "/topology")],
     "2.79": [Row(ATTACHMENT_REP, "delete_on_termination"),
              BodyKey("POST", ATTACHMENTS, "volumeAttachment.delete_on_termination")],
-    "2.80": [Absent("/v2.1/os-migrations")],
+    "2.80": [Row(MIGRATION_REP, "user_id"), Row(SERVER_MIGRATION_REP, "project_id"),
+             Starts("GET", OS_MIGRATIONS), QueryKey(OS_MIGRATIONS, "user_id")],
     "2.81": [Absent("/v2.1/os-aggregates")],
     "2.82": [Starts("POST", EVENTS)],
     "2.83": [Branches(SERVER_FILTERS, "V2_83_USER_FILTERS"),

@@ -93,6 +93,11 @@ GATES = {
                         must_have_launched=False),
     "delete_tags": Gate("delete tags", TAGS_VM_STATES, ANY, check_lock=False,
                         must_have_launched=False),
+    # Nova's live_migrate_force_complete and live_migrate_abort (2.22, 2.24).
+    "force_complete": Gate("force_complete", frozenset({vm_states.ACTIVE}),
+                           frozenset({task_states.MIGRATING})),
+    "abort_live_migration": Gate("abort live migration", ANY,
+                                 frozenset({task_states.MIGRATING})),
 }
 
 ATTACH = GATES["attach_volume"]
@@ -112,6 +117,8 @@ UPDATE_METADATA = GATES["update_metadata"]
 DELETE_METADATA = GATES["delete_metadata"]
 UPDATE_TAGS = GATES["update_tags"]
 DELETE_TAGS = GATES["delete_tags"]
+FORCE_COMPLETE = GATES["force_complete"]
+ABORT_LIVE_MIGRATION = GATES["abort_live_migration"]
 
 
 def _attr(instance, name):

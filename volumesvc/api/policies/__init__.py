@@ -18,12 +18,14 @@ from volumesvc.api.policies import (
     ips,
     keypairs,
     metrics,
+    migrations,
     quota_sets,
     server_actions,
     server_admin_actions,
     server_external_events,
     server_live_migrate,
     server_metadata,
+    server_migrations,
     server_tags,
     servers,
     services,
@@ -33,7 +35,8 @@ from volumesvc.api.policies import (
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
             volume_attachments, assisted_volume_snapshots, ips, server_external_events,
             server_metadata, server_tags, server_admin_actions, server_live_migrate,
-            keypairs, quota_sets, availability_zones, console_output, metrics)
+            keypairs, quota_sets, availability_zones, console_output, metrics,
+            migrations, server_migrations)
 
 
 # The 2023 project defaults (reader/member) and the pre-2023 one they replace.
