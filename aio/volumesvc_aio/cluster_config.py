@@ -119,7 +119,10 @@ def write_compute_config(state_dir, *, host, my_ip, compute_driver="libvirt",
         os.makedirs(root, exist_ok=True)
         connection_uri = f"qemu:///embed?root={root}"
     driver = None if compute_driver == "libvirt" else compute_driver
-    sections = {"DEFAULT": {"host": host, "my_ip": my_ip, "compute_driver": driver},
+    # Each host its own instances directory, as separate machines have: a
+    # live migration writes the arriving guest's files in the destination's.
+    sections = {"DEFAULT": {"host": host, "my_ip": my_ip, "compute_driver": driver,
+                            "instances_path": os.path.join(state_dir, "instances", host)},
                 "libvirt": {"connection_uri": connection_uri}}
     if privsep_helper is not None:
         for group in ("privsep_osbrick", "privsep_volumesvc"):

@@ -30,6 +30,14 @@ Related options:
 Directory where volumesvc keeps its state: the SQLite database of the
 single-machine setup, the embedded libvirt root and lock files.
 """),
+    cfg.StrOpt(
+        "instances_path",
+        help="""
+Directory of the servers' files on a compute host (a directory per server:
+console log, config drive, an image-backed server's root disk). Unset:
+``instances`` under ``state_path``. Each host's own: a live migration
+writes the arriving server's files in the destination's.
+"""),
     cfg.BoolOpt(
         "force_config_drive",
         default=False,

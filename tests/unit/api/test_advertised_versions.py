@@ -275,6 +275,8 @@ HYPERVISORS = "/v2.1/os-hypervisors"
 EVENTS_MODULE = "volumesvc/api/schemas/server_external_events.py"
 SERVER_FILTERS = "volumesvc/api/logic/server_filters.py"
 
+LIVE_MIGRATE = "volumesvc/api/handlers/server_live_migrate.py"
+
 EVIDENCE = {
     "2.1": [Row(SERVER_REP, "id")],
     "2.2": [Row(KEYPAIR_REP, "type"), Starts("POST", KEYPAIRS)],
@@ -305,18 +307,18 @@ EVIDENCE = {
     "2.23": [Row(MIGRATION_REP, "migration_type"), Row(MIGRATION_REP, "links"),
              Starts("GET", MIGRATIONS), Starts("GET", MIGRATION)],
     "2.24": [Starts("DELETE", MIGRATION)],
-    "2.25": [NoAction("os-migrateLive")],
+    "2.25": [Branches(LIVE_MIGRATE, "V2_25_BLOCK_MIGRATION_AUTO")],
     "2.26": [Row(SERVER_REP, "tags"), Starts("GET", SERVER + "/tags"),
              Starts("PUT", SERVER + "/tags/<tag>"),
              Branches("volumesvc/api/handlers/servers.py", "V2_26_TAGS")],
     "2.27": [NoEffect()],
     "2.28": [Absent(HYPERVISORS)],
     "2.29": [NoAction("evacuate")],
-    "2.30": [NoAction("os-migrateLive")],
+    "2.30": [Branches(LIVE_MIGRATE, "V2_30_LIVE_MIGRATE_FORCE")],
     "2.31": [Absent("/v2.1/os-console-auth-tokens")],
     "2.32": [BodyKey("POST", SERVERS, "server.block_device_mapping_v2[].tag")],
     "2.33": [Absent(HYPERVISORS), Starts("POST", SERVERS)],
-    "2.34": [NoAction("os-migrateLive")],
+    "2.34": [NoEffect()],
     "2.35": [Starts("GET", KEYPAIRS)],
     "2.36": [Branches(QUOTA_VIEWS, "V2_36_NO_PROXY_APIS"),
              Branches(QUOTA_SCHEMAS, "V2_36_NO_PROXY_APIS"), Absent("/v2.1/os-networks"),
@@ -358,7 +360,7 @@ EVIDENCE = {
              QueryKey(SERVERS, "changes-before"), Starts("GET", OS_MIGRATIONS),
              QueryKey(OS_MIGRATIONS, "changes-before")],
     "2.67": [BodyKey("POST", SERVERS, "server.block_device_mapping_v2[].volume_type")],
-    "2.68": [NoAction("evacuate"), NoAction("os-migrateLive")],
+    "2.68": [NoAction("evacuate"), Branches(LIVE_MIGRATE, "V2_68_NO_FORCE")],
     "2.69": [NoEffect()],
     "2.70": [Row(ATTACHMENT_REP, "tag")],
     "2.71": [Row(SERVER_REP, "server_groups")],
