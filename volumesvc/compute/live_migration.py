@@ -129,7 +129,8 @@ class LiveMigrator:
                 context, host=migration["dest_compute"], instance=instance, bdms=dest_bdms,
                 migration=migration)
             volumes = target.pop("volumes")
-            migration = self._save(context, migration, {"status": migration_obj.RUNNING},
+            migration = self._save(context, migration, {"status": migration_obj.RUNNING,
+                                                        "dest_connections": volumes},
                                    expected=[migration_obj.PREPARING])
             self._check_request(migration, control)
             self.driver.live_migration(
@@ -221,7 +222,10 @@ class LiveMigrator:
                 LOG.warning("Completing attachment %s failed: %s", attachment_id, exc)
         self._release_source(context, uuid, bdms)
         self.driver.post_live_migration_at_source(compute_instances.driver_instance(instance))
-        if target.get("instance_dir") != instance_dir(self.conf, uuid):
+        # NOTE: only when the destination said where its files are: hosts
+        # sharing one instances directory share the guest's files too.
+        if target.get("instance_dir") and target["instance_dir"] != instance_dir(self.conf,
+                                                                                 uuid):
             remove_instance_dir(self.conf, uuid)
         self._save(context, migration, {"status": migration_obj.COMPLETED, "requested": None})
 
@@ -317,3 +321,106 @@ class LiveMigrator:
         compute_instances.update_instance(self.conductor, context, instance["uuid"],
                                           {"power_state": state})
         return state
+
+    # -- a source that died mid-move ------------------------------------------------
+
+    def recover(self, context, instance):
+        """Settle the move of a server left ``migrating`` by a dead process of this compute.
+
+        Called when the compute starts (instance lock held). Before the
+        guest could have left (``accepted``, ``queued``, ``preparing``) the
+        move is undone: a cast still queued for this compute then finds the
+        migration ended and does nothing. While it ran (``running``) the
+        libvirt job may have gone on without us: once it has ended, a guest
+        still running here means undo, a guest running on the destination
+        means finish forward (records switched, this side let go), and a
+        guest on neither host ends the server in ERROR with a fault.
+        """
+        uuid = instance["uuid"]
+        migrations = self.conductor.migration_list_in_progress(context, instance_uuid=uuid)
+        migration = migrations[-1] if migrations else None
+        if migration is None:
+            LOG.warning("Instance %s was migrating with no migration in progress; "
+                        "ending its task", uuid)
+            compute_instances.update_instance(self.conductor, context, uuid,
+                                              {"task_state": None},
+                                              expected=task_states.MIGRATING)
+            return
+        LOG.warning("Instance %s was live-migrating (%s, migration %s) when this compute "
+                    "stopped; settling it", uuid, migration["status"], migration["uuid"])
+        where = self._where(context, instance, migration)
+        volumes = migration.get("dest_connections") or {}
+        made = migration.get("dest_attachments") or {}
+        if where == "here":
+            exc = exception.LiveMigrationFailed(
+                instance_uuid=uuid, reason=f"the compute {self.host} stopped during it")
+            self._rollback(context, instance, migration, made, volumes, exc)
+        elif where == "there":
+            bdms = boot_volumes.volume_bdms(self.conductor.bdm_list(context,
+                                                                    instance_uuid=uuid))
+            self._finish(context, instance, migration, bdms, made, volumes, {})
+        else:
+            self._lost(context, instance, migration, made)
+
+    def _where(self, context, instance, migration):
+        """"here", "there" (the destination runs the guest) or None (neither does)."""
+        driver_instance = compute_instances.driver_instance(instance)
+        if migration["status"] == migration_obj.RUNNING:
+            self.driver.wait_for_migration_job(
+                driver_instance, self.conf.libvirt.live_migration_completion_timeout or None)
+        if self.driver.runs_guest(driver_instance):
+            return "here"
+        if migration["status"] != migration_obj.RUNNING or not migration.get("dest_compute"):
+            return None
+        xml = self.peers.get_domain_xml(context, host=migration["dest_compute"],
+                                        instance_uuid=instance["uuid"])
+        return "there" if xml else None
+
+    def _lost(self, context, instance, migration, made):
+        """The guest runs nowhere: the server is ERROR (on the source) with a fault."""
+        uuid = instance["uuid"]
+        message = (f"the guest of {uuid} runs neither on {self.host} nor on "
+                   f"{migration.get('dest_compute')} after its live migration was "
+                   "interrupted")
+        LOG.error("%s", message)
+        exc = exception.LiveMigrationFailed(instance_uuid=uuid, reason=message)
+        self._rollback(context, instance, migration, made,
+                       migration.get("dest_connections") or {}, exc)
+        compute_instances.update_instance(self.conductor, context, uuid,
+                                          {"vm_state": "error"})
+        self.conductor.instance_fault_create(context, instance_uuid=uuid, code=500,
+                                             message=message[:255], host=self.host)
+
+    def recover_switched(self, context):
+        """Finish the moves whose records were switched when this compute (the source) died.
+
+        The server is the destination's already (not in this compute's
+        list any more): its new attachments are completed, the ones no BDM
+        names (the source's) deleted, and the migration ``completed``.
+        """
+        try:
+            migrations = self.conductor.migration_list_in_progress(
+                context, source_compute=self.host, statuses=[migration_obj.POST_MIGRATING])
+        except Exception as exc:  # noqa: BLE001 - the next start tries again
+            LOG.warning("Could not list the moves left post-migrating on %s: %s",
+                        self.host, exc)
+            return
+        admin = context.elevated()
+        for migration in migrations:
+            uuid = migration["instance_uuid"]
+            try:
+                for attachment_id in (migration.get("dest_attachments") or {}).values():
+                    self.cinder.attachment_complete(admin, attachment_id)
+                named = {b.get("attachment_id") for b in
+                         self.conductor.bdm_list(context, instance_uuid=uuid)}
+                for attachment in self.cinder.attachment_get_all(admin, instance_id=uuid,
+                                                                 all_tenants=True):
+                    if attachment["id"] not in named:
+                        self.cinder.attachment_delete(admin, attachment["id"])
+                self._save(context, migration, {"status": migration_obj.COMPLETED,
+                                                "requested": None})
+                LOG.info("Finished live migration %s of %s after a restart",
+                         migration["uuid"], uuid)
+            except Exception as exc:  # noqa: BLE001 - one move must not stop the others
+                LOG.warning("Finishing live migration %s of %s failed: %s",
+                            migration["uuid"], uuid, exc)

@@ -97,7 +97,8 @@ class ComputeManager:
                        task_states.POWERING_OFF: self.lifecycle.stop,
                        task_states.POWERING_ON: self.lifecycle.start,
                        task_states.SHELVING: self._shelve_again,
-                       task_states.SHELVING_OFFLOADING: self.lifecycle.offload}
+                       task_states.SHELVING_OFFLOADING: self.lifecycle.offload,
+                       task_states.MIGRATING: self._dead_task(self.migrator.recover)}
         self.reconciler = reconcile_runner.ReconcileRunner(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
@@ -132,8 +133,10 @@ class ComputeManager:
         (``compute/reconcile_runner.py``).
         """
         self.driver.init_host(self.host)
-        self.reconciler.run(reconcile_runner.Occasion.START, vs_context.get_admin_context(),
+        context = vs_context.get_admin_context()
+        self.reconciler.run(reconcile_runner.Occasion.START, context,
                             timeout=self._conf.report_interval)
+        self.migrator.recover_switched(context)
 
     def cleanup_host(self):
         self.reconciler.stop()

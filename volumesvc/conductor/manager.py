@@ -91,6 +91,11 @@ class ConductorManager:
         """Re-run accepted attaches/detaches no live conductor owns (``volume_requests.py``)."""
         self._requests.recover(context)
 
+    @periodic.periodic_task("conductor", "volume_request_recovery_interval")
+    def _expire_unstarted_live_migrations(self, context):
+        """End live migrations whose conductor died before the source took them."""
+        live_migrate_task.expire_unstarted(self._conf, self._db, context)
+
     # -- heartbeats ----------------------------------------------------------
 
     def service_update(self, context, *, host, binary, topic, version, capabilities):
@@ -328,6 +333,13 @@ class ConductorManager:
     @_persists_migration
     def migration_get(self, context, *, migration_id):
         return migration_obj.get(self._db, context, migration_id).to_dict()
+
+    @_persists_migration
+    def migration_list_in_progress(self, context, *, instance_uuid=None, source_compute=None,
+                                   statuses=None):
+        return [m.to_dict() for m in migration_obj.list_in_progress(
+            self._db, context, instance_uuid=instance_uuid, source_compute=source_compute,
+            statuses=statuses or migration_obj.IN_PROGRESS)]
 
     @_persists_migration
     def migration_update(self, context, *, migration_id, values, expected_status=None):

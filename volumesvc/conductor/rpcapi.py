@@ -19,7 +19,8 @@ manager imports ``VERSION`` so the two can never disagree; when and how:
         ``expected_status`` and ``finish_event``), bdm_destroy, action_start,
         action_event_start, action_event_finish, instance_fault_create.
 * 1.1 - Live migration. API → conductor: live_migrate_instance. Compute →
-        conductor (persistence): migration_get, migration_update,
+        conductor (persistence): migration_get, migration_list_in_progress,
+        migration_update,
         migration_add_dest_attachment, live_migration_switch.
 """
 
@@ -326,6 +327,13 @@ class ConductorAPI:
         """Call: the migration as a dict (MigrationNotFound if gone)."""
         return self._call(ctxt, "migration_get", version=LIVE_MIGRATION_VERSION,
                           migration_id=migration_id)
+
+    def migration_list_in_progress(self, ctxt, *, instance_uuid=None, source_compute=None,
+                                   statuses=None):
+        """Call: unsettled live migrations (dicts) of a server or from a host."""
+        return self._call(ctxt, "migration_list_in_progress", version=LIVE_MIGRATION_VERSION,
+                          instance_uuid=instance_uuid, source_compute=source_compute,
+                          statuses=statuses)
 
     def migration_update(self, ctxt, *, migration_id, values, expected_status=None):
         """Call: save ``values``; with ``expected_status`` only from those statuses

@@ -66,6 +66,18 @@ Related options:
 * ``volume_request_recovery_interval``
 """),
     cfg.IntOpt(
+        "live_migration_start_timeout",
+        default=300,
+        min=1,
+        help="""
+Seconds a live migration may stay ``accepted`` or ``queued`` (no source
+compute took it yet) before the conductors end it ``error`` and give the
+server back its ``ACTIVE`` state with no task: the conductor that took the
+request died before it reached the source, or the cast was lost. Checked
+every ``volume_request_recovery_interval`` seconds. Keep it above the time
+a busy source compute may take to get to a queued move.
+"""),
+    cfg.IntOpt(
         "volume_request_max_attempts",
         default=3,
         min=1,

@@ -252,6 +252,9 @@ class Migration(Base, TimestampMixin):
     # the source compute's monitor reads it between two progress reports.
     requested: Mapped[str | None] = mapped_column(sa.String(32))
     dest_attachments: Mapped[dict | None] = mapped_column(JSONEncoded)
+    # volume id → the destination's connection info, once it connected them:
+    # what a move resumed after a SIGKILL finishes or undoes with.
+    dest_connections: Mapped[dict | None] = mapped_column(JSONEncoded)
 
 
 class InstanceAction(Base, TimestampMixin):

@@ -68,13 +68,14 @@ class Migration(base.DictMixin):
     project_id: str | None = None
     requested: str | None = None
     dest_attachments: dict = dataclasses.field(default_factory=dict)
+    dest_connections: dict = dataclasses.field(default_factory=dict)
     created_at: datetime.datetime | None = None
     updated_at: datetime.datetime | None = None
 
     @classmethod
     def from_model(cls, row, **extra):
         return super().from_model(row, dest_attachments=dict(row.dest_attachments or {}),
-                                  **extra)
+                                  dest_connections=dict(row.dest_connections or {}), **extra)
 
     @property
     def in_progress(self) -> bool:
@@ -199,3 +200,28 @@ def switch_host(db, context, migration_id, bdms) -> Migration:
                 "attachment_id": values["attachment_id"],
                 "connection_info": values["connection_info"]})
         return migration
+
+
+def list_in_progress(db, context, *, instance_uuid=None, source_compute=None,
+                     statuses=IN_PROGRESS) -> list[Migration]:
+    """Live migrations in ``statuses``, of one server or from one host, oldest first."""
+    model = models.Migration
+    statement = sa.select(model).where(model.migration_type == LIVE_MIGRATION,
+                                       model.status.in_(statuses)).order_by(model.id)
+    if instance_uuid is not None:
+        statement = statement.where(model.instance_uuid == instance_uuid)
+    if source_compute is not None:
+        statement = statement.where(model.source_compute == source_compute)
+    with db.reader(context) as session:
+        return [Migration.from_model(row) for row in session.scalars(statement)]
+
+
+def unstarted_before(db, context, cutoff) -> list[Migration]:
+    """Live migrations still ``accepted``/``queued`` with no change since ``cutoff``."""
+    model = models.Migration
+    changed = sa.func.coalesce(model.updated_at, model.created_at)
+    with db.reader(context) as session:
+        rows = session.scalars(sa.select(model).where(
+            model.migration_type == LIVE_MIGRATION, model.status.in_((ACCEPTED, QUEUED)),
+            changed < cutoff).order_by(model.id))
+        return [Migration.from_model(row) for row in rows]

@@ -220,6 +220,13 @@ class ComputeDriver:
     def rollback_live_migration_at_destination(self, instance):
         """Destination: no domain of the server may stay after a failed move."""
 
+    def runs_guest(self, instance):
+        """Whether the server's guest runs (or is paused) on this host."""
+        return False
+
+    def wait_for_migration_job(self, instance, timeout):
+        """Wait (at most ``timeout`` s, None: no bound) for a migration job of the guest to end."""
+
     # -- shared checks ------------------------------------------------------
     def check_multiattach(self, connection_info):
         """Refuse a multiattach volume when this driver lacks the capability."""

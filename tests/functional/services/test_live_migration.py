@@ -276,3 +276,120 @@ def test_no_other_host_is_refused_after_the_answer(stack):
     instance = instance_obj.get_by_uuid(stack.db, ctx, server)
     assert (instance.host, instance.task_state) == (SRC, None)
     assert _events(stack, server) == {"conductor_live_migrate_instance": "Error"}
+
+
+class _Killed(BaseException):
+    """The compute process dying: no handler of the step runs any more."""
+
+
+def _restart(stack, host):
+    driver = stack.computes[host].manager.driver
+    stack.computes.pop(host).stop()
+    stack.add_compute(host, driver=driver)  # the domains outlived the agent
+
+
+def _only_bdm_attachments(stack, server):
+    named = {b.attachment_id for b in bdm_obj.list_by_instance(stack.db, stack.admin_context(),
+                                                               server)}
+    assert set(_attachments(stack, server)) == named
+    return named
+
+
+def test_a_source_killed_before_the_guest_left_undoes_the_move(stack, monkeypatch):
+    server = _boot(stack)
+    _attach(stack, server)
+    before = _attachments(stack, server)
+    driver = stack.computes[SRC].manager.driver
+    entered = []
+
+    def die(*args, **kwargs):
+        entered.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, "live_migration", die)
+    _migrate(stack, server)
+    stack.wait(lambda: entered, what="the source in live_migration")
+    monkeypatch.undo()
+    assert len(_attachments(stack, server)) == 2 * len(before)  # the destination's made
+    _restart(stack, SRC)
+    migration = _migration(stack, server)
+    assert migration.status == "error", migration
+    instance = instance_obj.get_by_uuid(stack.db, stack.admin_context(), server)
+    assert (instance.host, instance.task_state, instance.vm_state) == (SRC, None, "active")
+    assert _attachments(stack, server) == before
+    assert server in _domains(stack, SRC) and server not in _domains(stack, DST)
+    # And the move works afterwards.
+    _migrate(stack, server)
+    stack.wait(lambda: _migration_statuses(stack, server) == ["error", "completed"],
+               what="the second move")
+
+
+def _migration_statuses(stack, server):
+    return [m.status for m in migration_obj.list_for_instance(stack.db, stack.admin_context(),
+                                                              server)]
+
+
+def test_a_source_killed_after_the_guest_left_finishes_the_move(stack, monkeypatch):
+    server = _boot(stack)
+    _attach(stack, server)
+    before = _attachments(stack, server)
+    driver = stack.computes[SRC].manager.driver
+    real = driver.live_migration
+    moved = []
+
+    def move_then_die(*args, **kwargs):
+        real(*args, **kwargs)
+        moved.append(True)
+        raise _Killed()
+    monkeypatch.setattr(driver, "live_migration", move_then_die)
+    _migrate(stack, server)
+    stack.wait(lambda: moved, what="the guest on the destination")
+    monkeypatch.undo()
+    assert server in _domains(stack, DST)
+    assert instance_obj.get_by_uuid(stack.db, stack.admin_context(), server).host == SRC
+    _restart(stack, SRC)
+    assert _migration(stack, server).status == "completed"
+    instance = instance_obj.get_by_uuid(stack.db, stack.admin_context(), server)
+    assert (instance.host, instance.task_state) == (DST, None)
+    named = _only_bdm_attachments(stack, server)
+    assert not named & set(before) and set(_attachments(stack, server).values()) == {DST}
+
+
+def test_a_source_killed_after_the_switch_completes_at_its_start(stack, monkeypatch):
+    server = _boot(stack)
+    _attach(stack, server)
+    before = _attachments(stack, server)
+    migrator = stack.computes[SRC].manager.migrator
+    switched = []
+
+    def die(*args, **kwargs):
+        switched.append(True)
+        raise _Killed()
+    monkeypatch.setattr(migrator, "_after_switch", die)
+    _migrate(stack, server)
+    stack.wait(lambda: switched, what="the records switched")
+    monkeypatch.undo()
+    assert _migration(stack, server).status == "post-migrating"
+    _restart(stack, SRC)
+    assert _migration(stack, server).status == "completed"
+    named = _only_bdm_attachments(stack, server)
+    assert not named & set(before)
+    for attachment_id in named:
+        assert stack.cinder.attachments[attachment_id]["status"] == "attached"
+
+
+def test_a_move_no_source_took_is_ended_by_the_conductors(stack):
+
+    from volumesvc.conductor.tasks import live_migrate
+
+    server = _boot(stack)
+    ctx = stack.admin_context()
+    instance_obj.save(stack.db, ctx, server, {"task_state": "migrating"})
+    migration = migration_obj.create(stack.db, ctx, instance_uuid=server, status="queued",
+                                     source_compute=SRC)
+    assert live_migrate.expire_unstarted(stack.conf, stack.db, ctx) == []
+    stack.conf.set_override("live_migration_start_timeout", 1, group="conductor")
+    time.sleep(1.2)
+    assert live_migrate.expire_unstarted(stack.conf, stack.db, ctx) == [migration.id]
+    assert _migration(stack, server).status == "error"
+    instance = instance_obj.get_by_uuid(stack.db, ctx, server)
+    assert (instance.host, instance.task_state, instance.vm_state) == (SRC, None, "active")

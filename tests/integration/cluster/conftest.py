@@ -10,6 +10,7 @@ everything and checks that no namespace, link, libvirt daemon, Ceph daemon or
 QEMU guest is left.
 """
 
+import base64
 import contextlib
 import json
 import os
@@ -181,7 +182,8 @@ class Api:
         status, body = self.cinder("GET", f"/volumes/{volume_id}")
         return body["volume"] if status == 200 else None
 
-    def boot(self, name, *, volume_type=None, version="2.67", image=False, host=None):
+    def boot(self, name, *, volume_type=None, version="2.67", image=False, host=None,
+             user_data=None):
         bdm = {"boot_index": 0, "destination_type": "volume", "volume_size": 1,
                "delete_on_termination": True}
         if image:
@@ -194,6 +196,9 @@ class Api:
                   "block_device_mapping_v2": [bdm]}
         if host is not None:
             server["host"] = host  # 2.74
+        if user_data is not None:  # a script the real guest runs, from its config drive
+            server.update(user_data=base64.b64encode(user_data.encode()).decode(),
+                          config_drive=True)
         return self.nova("POST", "/servers", {"server": server}, version=version)
 
     def image_id(self):

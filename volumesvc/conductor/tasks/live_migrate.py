@@ -17,6 +17,8 @@ migration ``error``, a fault and an Error ``conductor_live_migrate_instance``
 event saying why. Nothing was made yet, so nothing is undone.
 """
 
+import datetime
+
 from oslo_log import log as logging
 
 from volumesvc import exception, version
@@ -25,6 +27,7 @@ from volumesvc.conductor.tasks import base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_fault as fault_obj
 from volumesvc.objects import migration as migration_obj
 from volumesvc.states import task_states
 
@@ -130,3 +133,34 @@ class LiveMigrateTask(base.TaskBase):
             return super().execute()
         except Exception:  # noqa: BLE001
             return None
+
+
+def expire_unstarted(conf, db, context):
+    """End the live migrations no source took in time (``live_migration_start_timeout``).
+
+    A compare and swap on the migration's status: a source that takes the
+    move meanwhile (``queued`` → ``preparing``) wins, and the move goes on.
+    Returns the ended migrations' ids.
+    """
+    cutoff = migration_obj.models.utcnow() - datetime.timedelta(
+        seconds=conf.conductor.live_migration_start_timeout)
+    ended = []
+    for migration in migration_obj.unstarted_before(db, context, cutoff):
+        try:
+            migration_obj.save(db, context, migration.id, {"status": migration_obj.ERROR},
+                               expected_status=[migration_obj.ACCEPTED,
+                                                migration_obj.QUEUED])
+        except exception.InvalidMigrationState:
+            continue
+        try:
+            instance_obj.save(db, context, migration.instance_uuid, {"task_state": None},
+                              expected_task_state=[task_states.MIGRATING])
+            fault_obj.create(db, context, instance_uuid=migration.instance_uuid, code=500,
+                             message="Live migration not started within "
+                                     f"{conf.conductor.live_migration_start_timeout} s")
+        except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
+            pass
+        LOG.warning("Live migration %s of %s was not started in time; ended",
+                    migration.uuid, migration.instance_uuid)
+        ended.append(migration.id)
+    return ended

@@ -567,6 +567,21 @@ class LibvirtDriver(driver.ComputeDriver):
         """The move failed: no domain of the server may stay here."""
         self.destroy(instance)
 
+    def runs_guest(self, instance):
+        guest = self._host.find_guest(instance["uuid"])
+        return guest is not None and guest.is_active()
+
+    def wait_for_migration_job(self, instance, timeout):
+        """libvirtd goes on with a peer-to-peer migration whose client died: wait for it."""
+        guest = self._host.find_guest(instance["uuid"])
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while guest is not None and guest.job_stats().get("type", 0) != 0:
+            if deadline is not None and time.monotonic() >= deadline:
+                LOG.warning("Aborting the migration job of %s left running", guest.uuid)
+                guest.abort_job()
+                deadline = None
+            time.sleep(migration.POLL)
+
     def extend_volume(self, connection_info, instance, requested_size_bytes):
         """Make the guest see the new size; return the volume size its disk now fills.
 

@@ -44,6 +44,7 @@ def _columns(shadow):
           for kind in ("memory", "disk") for what in ("total", "processed", "remaining")],
         string("user_id"), string("project_id"), string("requested", 32),
         sa.Column("dest_attachments", sa.Text(), nullable=True),
+        sa.Column("dest_connections", sa.Text(), nullable=True),
     ]
 
 

@@ -1,0 +1,162 @@
+"""Live migration between two of the cluster's hosts, witnessed by the real guest.
+
+The server boots the real guest from an ``rbd`` volume on one host with a
+second ``rbd`` volume attached; its user_data prints a counter once a
+second. It is live-migrated to another host through the API. The guest
+must never restart (its counter goes on from where it was), every volume's
+one Cinder attachment must name the destination, Ceph must see the images
+opened from the destination only, and the source's daemon must have no
+domain of it left. The second test does the same with a multiattach
+volume also attached to a server that stays on the source.
+"""
+
+import json
+import re
+import uuid
+
+import pytest
+
+from tests.integration.cluster.conftest import wait_active, wait_until
+from tests.integration.cluster.test_real_hosts import _console, _domains
+
+COUNTER = """#!/bin/sh
+i=0
+while :; do
+    i=$((i + 1))
+    echo "VSGUEST counter=$i"
+    sleep 1
+done
+"""
+_COUNT = re.compile(r"VSGUEST counter=(\d+)")
+TIMEOUT = 600
+
+
+def _name(what):
+    return f"lm-{what}-{uuid.uuid4().hex[:6]}"
+
+
+def _counts(api, server_id):
+    return [int(n) for n in _COUNT.findall(_console(api, server_id))]
+
+
+def _watchers(cluster, volume_id):
+    status = json.loads(cluster.ceph.cmd("rbd", "status", f"volumes/volume-{volume_id}",
+                                         "--format", "json"))
+    return sorted(w["address"].split(":")[0] for w in status["watchers"])
+
+
+def _attached(api, server_id, volume_id):
+    return any(a["volumeId"] == volume_id and a.get("attachment_status", "attached")
+               == "attached" for a in api.attachments(server_id))
+
+
+def _attach_new(api, cluster, server_id, name, volume_type=None):
+    extra = {"volume_type": volume_type} if volume_type else {}
+    volume_id = api.create_volume(name, **extra)
+    wait_until(lambda: api.volume_status(volume_id)["status"] == "available", "available")
+    status, body = api.attach(server_id, volume_id, version="2.101")
+    assert status == 202, body
+    wait_until(lambda: _attached(api, server_id, volume_id), f"{name} attached",
+               cluster=cluster)
+    return volume_id
+
+
+def _boot_counter(api, cluster, host):
+    status, body = api.boot(_name("guest"), volume_type="rbd", image=True, version="2.74",
+                            host=host, user_data=COUNTER)
+    assert status == 202, body
+    server_id = body["server"]["id"]
+    server = wait_active(api, server_id, cluster)
+    assert server["OS-EXT-SRV-ATTR:host"] == host
+    wait_until(lambda: len(_counts(api, server_id)) >= 3, "the guest's counter",
+               timeout=TIMEOUT, cluster=cluster)
+    return server_id, server["os-extended-volumes:volumes_attached"][0]["id"]
+
+
+def _live_migrate(api, cluster, server_id, dest):
+    status, body = api.nova("POST", f"/servers/{server_id}/action",
+                            {"os-migrateLive": {"host": dest, "block_migration": "auto"}},
+                            version="2.68")
+    assert status == 202, body
+
+    def settled():
+        status, body = api.nova("GET", f"/os-migrations?instance_uuid={server_id}",
+                                version="2.80")
+        assert status == 200, body
+        (migration,) = body["migrations"]
+        return migration if migration["status"] in ("completed", "error", "cancelled") \
+            else None
+    migration = wait_until(settled, "the live migration to settle", timeout=TIMEOUT,
+                           cluster=cluster)
+    assert migration["status"] == "completed", migration
+    assert (migration["source_compute"], migration["dest_compute"]) == (
+        cluster.hosts[0], dest)
+    return migration
+
+
+def _volume_hosts(api, volume_id):
+    """{server id: host name} of the volume's Cinder attachments."""
+    return {a["server_id"]: a.get("host_name")
+            for a in api.volume_status(volume_id)["attachments"]}
+
+
+@pytest.fixture
+def hosts(cluster):
+    return cluster.hosts[0], cluster.hosts[1]
+
+
+def test_a_running_guest_moves_with_its_rbd_volumes(api, cluster, hosts):
+    source, dest = hosts
+    server_id, root_id = _boot_counter(api, cluster, source)
+    data_id = _attach_new(api, cluster, server_id, _name("data"), volume_type="rbd")
+    try:
+        before = max(_counts(api, server_id))
+        _live_migrate(api, cluster, server_id, dest)
+        server = api.server(server_id)
+        assert server["status"] == "ACTIVE" and server["OS-EXT-SRV-ATTR:host"] == dest
+        # The guest never restarted: the destination's console goes on counting
+        # from where it was, and keeps counting.
+        wait_until(lambda: len(_counts(api, server_id)) >= 3, "counting on the destination",
+                   timeout=TIMEOUT, cluster=cluster)
+        after = _counts(api, server_id)
+        assert min(after) > 1 and max(after) >= before, (before, after)
+        assert "VSGUEST ready" not in _console(api, server_id)
+        # One attachment per volume, the destination's.
+        dest_address = cluster.libvirtds[dest].host.address
+        for volume_id in (root_id, data_id):
+            assert _volume_hosts(api, volume_id) == {server_id: dest}, volume_id
+            assert _watchers(cluster, volume_id) == [dest_address], volume_id
+        assert server_id in _domains(cluster.libvirtds[dest].uri)
+        assert server_id not in _domains(cluster.libvirtds[source].uri)
+        assert {a["volumeId"] for a in api.attachments(server_id)} == {root_id, data_id}
+    finally:
+        api.delete_server(server_id)
+
+
+def test_a_shared_volume_moves_and_the_other_server_keeps_it(api, cluster, hosts):
+    source, dest = hosts
+    status, body = api.cinder("POST", "/types", {"volume_type": {
+        "name": _name("multi"), "extra_specs": {"multiattach": "<is> True"}}})
+    assert status == 200, body
+    shared_type = body["volume_type"]["id"]
+    moving, _ = _boot_counter(api, cluster, source)
+    staying, _ = _boot_counter(api, cluster, source)
+    try:
+        shared = _attach_new(api, cluster, moving, _name("shared"), volume_type=shared_type)
+        status, body = api.attach(staying, shared, version="2.101")
+        assert status == 202, body
+        wait_until(lambda: _attached(api, staying, shared), "shared on both",
+                   cluster=cluster)
+        kept = [a for a in api.cinder_attachments(shared) if a["instance"] == staying]
+        _live_migrate(api, cluster, moving, dest)
+        assert _volume_hosts(api, shared) == {moving: dest, staying: source}
+        assert [a for a in api.cinder_attachments(shared) if a["instance"] == staying] == kept
+        addresses = {cluster.libvirtds[h].host.address for h in (source, dest)}
+        assert set(_watchers(cluster, shared)) == addresses
+        assert moving not in _domains(cluster.libvirtds[source].uri)
+        assert staying in _domains(cluster.libvirtds[source].uri)
+        wait_until(lambda: _counts(api, moving) and min(_counts(api, moving)) > 1,
+                   "the moved guest counting on", timeout=TIMEOUT, cluster=cluster)
+    finally:
+        api.delete_server(moving)
+        api.delete_server(staying)
