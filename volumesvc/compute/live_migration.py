@@ -149,20 +149,20 @@ class LiveMigrator:
 
     def _progress(self, context, migration, control):
         """The driver's callback: write progress now and then, answer the user's request."""
-        state = {"written": 0.0, "request": None}
+        written = [0.0]
+        requested: list = [None]
 
         def on_progress(fields):
             if control.request:
                 return control.request
             now = time.monotonic()
-            if now - state["written"] >= PROGRESS_INTERVAL:
-                state["written"] = now
+            if now - written[0] >= PROGRESS_INTERVAL:
+                written[0] = now
                 try:
-                    row = self._save(context, migration, fields)
-                    state["request"] = row.get("requested")
+                    requested[0] = self._save(context, migration, fields).get("requested")
                 except Exception as exc:  # noqa: BLE001 - progress is best effort
                     LOG.debug("Progress of migration %s not saved: %s", migration["id"], exc)
-            return state["request"]
+            return requested[0]
         return on_progress
 
     def _rollback(self, context, instance, migration, made, volumes, exc):

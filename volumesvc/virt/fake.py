@@ -259,7 +259,18 @@ def _matches(disk, wanted):
     return disk.find("target").get("dev") == wanted.find("target").get("dev")
 
 
+class _MigrationJob:
+    """A live migration the fake runs: its progress and its abort."""
+
+    def __init__(self):
+        self.abort = threading.Event()
+        self.total = 64 << 20
+        self.processed = 0
+
+
 class FakeDomain:
+    _job: _MigrationJob | None = None
+
     def __init__(self, conn, root):
         self._conn = conn
         self._persistent = root
@@ -385,20 +396,20 @@ class FakeDomain:
         if target is None:
             raise libvirtError(f"unable to connect to server at '{duri}': Connection refused",
                                VIR_ERR_SYSTEM_ERROR)
-        job = self._job = {"abort": threading.Event(), "total": 64 << 20, "processed": 0}
+        job = self._job = _MigrationJob()
         try:
             seconds = module.migration_seconds if module else 0
             deadline = time.monotonic() + seconds
             while True:
                 left = deadline - time.monotonic()
-                job["processed"] = int(job["total"] * (1 - max(left, 0) / seconds)) \
-                    if seconds else job["total"]
-                if job["abort"].is_set():
+                job.processed = int(job.total * (1 - max(left, 0) / seconds)) \
+                    if seconds else job.total
+                if job.abort.is_set():
                     raise libvirtError("operation aborted: migration out job: canceled by "
                                        "client", VIR_ERR_OPERATION_ABORTED)
                 if left <= 0:
                     break
-                job["abort"].wait(min(left, 0.02))
+                job.abort.wait(min(left, 0.02))
             if module is not None and module.migration_error:
                 raise libvirtError(module.migration_error, VIR_ERR_OPERATION_FAILED)
             dest_module, dest_uri = target
@@ -422,19 +433,19 @@ class FakeDomain:
         return 0
 
     def jobStats(self, flags=0):  # noqa: N802
-        job = getattr(self, "_job", None)
+        job = self._job
         if job is None:
             return {"type": VIR_DOMAIN_JOB_NONE}
-        return {"type": VIR_DOMAIN_JOB_UNBOUNDED, "memory_total": job["total"],
-                "memory_processed": job["processed"],
-                "memory_remaining": job["total"] - job["processed"]}
+        return {"type": VIR_DOMAIN_JOB_UNBOUNDED, "memory_total": job.total,
+                "memory_processed": job.processed,
+                "memory_remaining": job.total - job.processed}
 
     def abortJob(self):  # noqa: N802
-        job = getattr(self, "_job", None)
+        job = self._job
         if job is None:
             raise libvirtError("Requested operation is not valid: no job is active on the "
                                "domain", VIR_ERR_OPERATION_INVALID)
-        job["abort"].set()
+        job.abort.set()
         return 0
 
     # -- devices --------------------------------------------------------------

@@ -47,7 +47,7 @@ class LiveMigrateTask(base.TaskBase):
         return exception.MigrationPreCheckError(reason=reason)
 
     def _check_disks(self, bdms):
-        needs = []
+        needs: list[str] = []
         for bdm in bdms:
             if bdm.destination_type == "local" and bdm.boot_index == 0:
                 raise self._precheck(

@@ -46,6 +46,8 @@ def destination_xml(xml, disks, *, console_log=None, config_drive=None):
     """
     root = ET.fromstring(xml)
     devices = root.find("devices")
+    if devices is None:
+        return xml
     for index, disk in enumerate(list(devices)):
         if disk.tag != "disk":
             continue
