@@ -43,8 +43,8 @@ from volumesvc import exception
 from volumesvc.compute import connections, encryption
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import volumes as boot_volumes
-from volumesvc.objects import migration as migration_obj
-from volumesvc.states import task_states
+from volumesvc.states import migration_states
+from volumesvc.states import task_states, vm_states
 from volumesvc.virt import block_device as virt_bd
 from volumesvc.virt.instance_path import instance_dir, remove_instance_dir
 
@@ -109,8 +109,8 @@ class LiveMigrator:
 
     def _migrate(self, context, instance, migration, control):
         uuid = instance["uuid"]
-        migration = self._save(context, migration, {"status": migration_obj.PREPARING},
-                               expected=[migration_obj.QUEUED])
+        migration = self._save(context, migration, {"status": migration_states.PREPARING},
+                               expected=[migration_states.QUEUED])
         bdms = boot_volumes.volume_bdms(self.conductor.bdm_list(context, instance_uuid=uuid))
         made = {}
         volumes = {}
@@ -129,9 +129,9 @@ class LiveMigrator:
                 context, host=migration["dest_compute"], instance=instance, bdms=dest_bdms,
                 migration=migration)
             volumes = target.pop("volumes")
-            migration = self._save(context, migration, {"status": migration_obj.RUNNING,
+            migration = self._save(context, migration, {"status": migration_states.RUNNING,
                                                         "dest_connections": volumes},
-                                   expected=[migration_obj.PREPARING])
+                                   expected=[migration_states.PREPARING])
             self._check_request(migration, control)
             self.driver.live_migration(
                 compute_instances.driver_instance(instance), target, volumes,
@@ -142,8 +142,8 @@ class LiveMigrator:
         self._finish(context, instance, migration, bdms, made, volumes, target)
 
     def _check_request(self, migration, control):
-        if control.request == migration_obj.ABORT or \
-                migration.get("requested") == migration_obj.ABORT:
+        if control.request == migration_states.ABORT or \
+                migration.get("requested") == migration_states.ABORT:
             raise exception.LiveMigrationAborted(instance_uuid=migration["instance_uuid"],
                                                  reason="the user aborted it")
 
@@ -192,8 +192,8 @@ class LiveMigrator:
         compute_instances.update_instance(self.conductor, context, uuid, {"task_state": None},
                                           expected=task_states.MIGRATING)
         aborted = isinstance(exc, exception.LiveMigrationAborted)
-        self._save(context, migration, {"status": migration_obj.CANCELLED if aborted
-                                        else migration_obj.ERROR})
+        self._save(context, migration, {"status": migration_states.CANCELLED if aborted
+                                        else migration_states.ERROR})
 
     def _finish(self, context, instance, migration, bdms, made, volumes, target):
         """The guest runs on the destination: records first, then let go of this side."""
@@ -227,7 +227,7 @@ class LiveMigrator:
         if target.get("instance_dir") and target["instance_dir"] != instance_dir(self.conf,
                                                                                  uuid):
             remove_instance_dir(self.conf, uuid)
-        self._save(context, migration, {"status": migration_obj.COMPLETED, "requested": None})
+        self._save(context, migration, {"status": migration_states.COMPLETED, "requested": None})
 
     def _release_source(self, context, uuid, bdms):
         """Disconnect each volume here and delete its old attachment (errors logged only)."""
@@ -365,12 +365,12 @@ class LiveMigrator:
     def _where(self, context, instance, migration):
         """"here", "there" (the destination runs the guest) or None (neither does)."""
         driver_instance = compute_instances.driver_instance(instance)
-        if migration["status"] == migration_obj.RUNNING:
+        if migration["status"] == migration_states.RUNNING:
             self.driver.wait_for_migration_job(
                 driver_instance, self.conf.libvirt.live_migration_completion_timeout or None)
         if self.driver.runs_guest(driver_instance):
             return "here"
-        if migration["status"] != migration_obj.RUNNING or not migration.get("dest_compute"):
+        if migration["status"] != migration_states.RUNNING or not migration.get("dest_compute"):
             return None
         xml = self.peers.get_domain_xml(context, host=migration["dest_compute"],
                                         instance_uuid=instance["uuid"])
@@ -387,7 +387,7 @@ class LiveMigrator:
         self._rollback(context, instance, migration, made,
                        migration.get("dest_connections") or {}, exc)
         compute_instances.update_instance(self.conductor, context, uuid,
-                                          {"vm_state": "error"})
+                                          {"vm_state": vm_states.ERROR})
         self.conductor.instance_fault_create(context, instance_uuid=uuid, code=500,
                                              message=message[:255], host=self.host)
 
@@ -400,7 +400,7 @@ class LiveMigrator:
         """
         try:
             migrations = self.conductor.migration_list_in_progress(
-                context, source_compute=self.host, statuses=[migration_obj.POST_MIGRATING])
+                context, source_compute=self.host, statuses=[migration_states.POST_MIGRATING])
         except Exception as exc:  # noqa: BLE001 - the next start tries again
             LOG.warning("Could not list the moves left post-migrating on %s: %s",
                         self.host, exc)
@@ -417,7 +417,7 @@ class LiveMigrator:
                                                                  all_tenants=True):
                     if attachment["id"] not in named:
                         self.cinder.attachment_delete(admin, attachment["id"])
-                self._save(context, migration, {"status": migration_obj.COMPLETED,
+                self._save(context, migration, {"status": migration_states.COMPLETED,
                                                 "requested": None})
                 LOG.info("Finished live migration %s of %s after a restart",
                          migration["uuid"], uuid)

@@ -22,6 +22,8 @@ from volumesvc import exception, rpc
 
 TOPIC = "compute"
 VERSION = "1.1"
+# What a method of the first release is sent as (a newer method names its own).
+BASE_VERSION = "1.0"
 LIVE_MIGRATION_VERSION = "1.1"
 # ``auto_version_cap`` not given (None is a resolved cap: send the newest).
 AUTO_UNRESOLVED = object()
@@ -48,9 +50,9 @@ class ComputeAPI:
                 raise ValueError("[upgrade_levels] compute = auto needs the database")
             cap = auto_version_cap
         self._client = rpc.get_client(
-            transport, conf.compute.topic, version=VERSION, version_cap=cap)
+            transport, conf.compute.topic, version=BASE_VERSION, version_cap=cap)
 
-    def _prepare(self, host, version=VERSION, **kwargs):
+    def _prepare(self, host, version=BASE_VERSION, **kwargs):
         """A call context for ``host``; a method newer than 1.0 passes its ``version``.
 
         ``[upgrade_levels] compute`` caps what may be sent: a message above

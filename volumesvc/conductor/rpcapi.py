@@ -30,6 +30,8 @@ from volumesvc import exception, rpc
 
 TOPIC = "conductor"
 VERSION = "1.1"
+# What a method of the first release is sent as (a newer method names its own).
+BASE_VERSION = "1.0"
 LIVE_MIGRATION_VERSION = "1.1"
 PERSISTENCE_SUFFIX = "_persistence"
 
@@ -51,10 +53,10 @@ class ConductorAPI:
     def __init__(self, conf, transport):
         self._conf = conf
         self._client = rpc.get_client(
-            transport, conf.conductor.topic, version=VERSION,
+            transport, conf.conductor.topic, version=BASE_VERSION,
             version_cap=conf.upgrade_levels.conductor)
         self._persistence = rpc.get_client(
-            transport, persistence_topic(conf), version=VERSION,
+            transport, persistence_topic(conf), version=BASE_VERSION,
             version_cap=conf.upgrade_levels.conductor)
 
     def service_update(self, ctxt, *, host, binary, topic, version, capabilities,
@@ -253,7 +255,7 @@ class ConductorAPI:
 
     # -- compute → conductor: persistence (calls, short timeouts) ------------
 
-    def _call(self, ctxt, method, *, version=VERSION, timeout=None, **kwargs):
+    def _call(self, ctxt, method, *, version=BASE_VERSION, timeout=None, **kwargs):
         """Call ``method`` on the persistence topic (a newer method passes its ``version``)."""
         cctxt = self._persistence.prepare(
             version=version, timeout=timeout or self._conf.rpc_response_timeout)

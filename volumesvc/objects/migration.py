@@ -21,27 +21,25 @@ import sqlalchemy as sa
 from volumesvc import exception
 from volumesvc.db import models
 from volumesvc.objects import base
+from volumesvc.states import migration_states
 
-LIVE_MIGRATION = "live-migration"
-TYPES = (LIVE_MIGRATION, "migration", "resize", "evacuation")
-
-ACCEPTED = "accepted"
-QUEUED = "queued"
-PREPARING = "preparing"
-RUNNING = "running"
-POST_MIGRATING = "post-migrating"
-COMPLETED = "completed"
-ERROR = "error"
-FAILED = "failed"
-CANCELLED = "cancelled"
-
-#: A live migration not yet settled: ``servers/{id}/migrations`` lists these.
-IN_PROGRESS = (ACCEPTED, QUEUED, PREPARING, RUNNING, POST_MIGRATING)
-#: Statuses an abort (2.24) is accepted in, as Nova's (before post-migrating).
-ABORTABLE = (ACCEPTED, QUEUED, PREPARING, RUNNING)
-
-ABORT = "abort"
-FORCE_COMPLETE = "force-complete"
+# The statuses live with the other state vocabularies (the computes use them
+# too); re-exported here for the database side's callers.
+LIVE_MIGRATION = migration_states.LIVE_MIGRATION
+TYPES = migration_states.TYPES
+ACCEPTED = migration_states.ACCEPTED
+QUEUED = migration_states.QUEUED
+PREPARING = migration_states.PREPARING
+RUNNING = migration_states.RUNNING
+POST_MIGRATING = migration_states.POST_MIGRATING
+COMPLETED = migration_states.COMPLETED
+ERROR = migration_states.ERROR
+FAILED = migration_states.FAILED
+CANCELLED = migration_states.CANCELLED
+IN_PROGRESS = migration_states.IN_PROGRESS
+ABORTABLE = migration_states.ABORTABLE
+ABORT = migration_states.ABORT
+FORCE_COMPLETE = migration_states.FORCE_COMPLETE
 
 
 @dataclasses.dataclass

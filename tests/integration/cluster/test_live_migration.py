@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from tests.integration.cluster.conftest import wait_active, wait_until
+from tests.integration.cluster.conftest import log_lines, wait_active, wait_until
 from tests.integration.cluster.test_real_hosts import _console, _domains
 
 COUNTER = """#!/bin/sh
@@ -88,10 +88,24 @@ def _live_migrate(api, cluster, server_id, dest):
             else None
     migration = wait_until(settled, "the live migration to settle", timeout=TIMEOUT,
                            cluster=cluster)
-    assert migration["status"] == "completed", migration
+    assert migration["status"] == "completed", (migration, _why(api, cluster, server_id))
     assert (migration["source_compute"], migration["dest_compute"]) == (
         cluster.hosts[0], dest)
     return migration
+
+
+def _why(api, cluster, server_id):
+    """The live-migration action's events (with tracebacks) and the log lines naming it."""
+    status, body = api.nova("GET", f"/servers/{server_id}/os-instance-actions",
+                            version="2.84")
+    events = []
+    for action in body.get("instanceActions", []) if status == 200 else []:
+        if action["action"] == "live-migration":
+            status, detail = api.nova(
+                "GET", f"/servers/{server_id}/os-instance-actions/{action['request_id']}",
+                version="2.84")
+            events = detail.get("instanceAction", {}).get("events", [])
+    return {"events": events, "logs": log_lines(cluster, [server_id])}
 
 
 def _volume_hosts(api, volume_id):

@@ -1,0 +1,32 @@
+"""The statuses of a migration row and what a user may ask of a running one.
+
+A live migration goes ``accepted`` (the API) → ``queued`` (a conductor took
+it) → ``preparing`` (the source makes the destination's attachments) →
+``running`` (libvirt moves the guest) → ``post-migrating`` (the server is
+the destination's) → ``completed``; it ends ``error`` when it failed and the
+server stayed where it was, ``cancelled`` when the user aborted it. Here, not
+in ``objects/``, because the computes (which never import the database
+layer) read and write them too.
+"""
+
+LIVE_MIGRATION = "live-migration"
+TYPES = (LIVE_MIGRATION, "migration", "resize", "evacuation")
+
+ACCEPTED = "accepted"
+QUEUED = "queued"
+PREPARING = "preparing"
+RUNNING = "running"
+POST_MIGRATING = "post-migrating"
+COMPLETED = "completed"
+ERROR = "error"
+FAILED = "failed"
+CANCELLED = "cancelled"
+
+#: A live migration not yet settled: ``servers/{id}/migrations`` lists these.
+IN_PROGRESS = (ACCEPTED, QUEUED, PREPARING, RUNNING, POST_MIGRATING)
+#: Statuses an abort (2.24) is accepted in, as Nova's (before post-migrating).
+ABORTABLE = (ACCEPTED, QUEUED, PREPARING, RUNNING)
+
+#: What the user asked of a running move (the row's ``requested``).
+ABORT = "abort"
+FORCE_COMPLETE = "force-complete"
