@@ -3,17 +3,16 @@
 The source compute (cast ``live_migration``, under the instance lock, the
 server in task ``migrating``):
 
-1. makes a second Cinder attachment of each volume for the server (no
-   connector yet), recording each in the migration row as soon as Cinder
-   answers (``preparing``);
-2. calls the destination's ``pre_live_migration``: it gives Cinder its own
-   connector for each of those attachments, connects the volumes (an
-   encrypted one with its key, the libvirt secret defined there), and
-   writes the guest's files (console log directory, config drive);
-3. has libvirt move the running guest (``running``), reporting progress
+1. calls the destination's ``pre_live_migration`` (``preparing``): it makes
+   a second Cinder attachment of each volume for the server with its own
+   connector, recording each in the migration row as soon as Cinder
+   answers, connects the volumes (an encrypted one with its key, the
+   libvirt secret defined there), and writes the guest's files (console
+   log directory, config drive);
+2. has libvirt move the running guest (``running``), reporting progress
    into the migration row and acting on an abort or force-complete
    (``virt/libvirt/migration.py``);
-4. once the guest runs on the destination, switches the records in one
+3. once the guest runs on the destination, switches the records in one
    transaction (server's host, each BDM's attachment and connection, task
    ended, ``post-migrating``), then lets the destination resume a paused
    guest, completes the new attachments, deletes the old ones, disconnects
@@ -43,8 +42,7 @@ from volumesvc import exception
 from volumesvc.compute import connections, encryption
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import volumes as boot_volumes
-from volumesvc.states import migration_states
-from volumesvc.states import task_states, vm_states
+from volumesvc.states import migration_states, task_states, vm_states
 from volumesvc.virt import block_device as virt_bd
 from volumesvc.virt.instance_path import instance_dir, remove_instance_dir
 
@@ -112,23 +110,15 @@ class LiveMigrator:
         migration = self._save(context, migration, {"status": migration_states.PREPARING},
                                expected=[migration_states.QUEUED])
         bdms = boot_volumes.volume_bdms(self.conductor.bdm_list(context, instance_uuid=uuid))
-        made = {}
-        volumes = {}
+        made: dict = {}
+        volumes: dict = {}
         try:
             self._check_request(migration, control)
-            admin = context.elevated()
-            for bdm in bdms:
-                attachment = self.cinder.attachment_create(
-                    admin, bdm["volume_id"], uuid, mode=virt_bd.attach_mode(bdm))
-                made[bdm["volume_id"]] = attachment["id"]
-                migration = self.conductor.migration_add_dest_attachment(
-                    context, migration_id=migration["id"], volume_id=bdm["volume_id"],
-                    attachment_id=attachment["id"])
-            dest_bdms = [dict(b, attachment_id=made[b["volume_id"]]) for b in bdms]
             target = self.peers.pre_live_migration(
-                context, host=migration["dest_compute"], instance=instance, bdms=dest_bdms,
+                context, host=migration["dest_compute"], instance=instance, bdms=bdms,
                 migration=migration)
             volumes = target.pop("volumes")
+            made = target.pop("attachments")
             migration = self._save(context, migration, {"status": migration_states.RUNNING,
                                                         "dest_connections": volumes},
                                    expected=[migration_states.PREPARING])
@@ -177,6 +167,13 @@ class LiveMigrator:
             LOG.warning("Rolling back live migration %s on %s failed: %s (its start "
                         "drops what is left)", migration["uuid"], dest, err)
         admin = context.elevated()
+        if not made:
+            # The destination died while it made them: the row has each one.
+            try:
+                made = self.conductor.migration_get(
+                    context, migration_id=migration["id"]).get("dest_attachments") or {}
+            except Exception as err:  # noqa: BLE001 - the reconciliation deletes them
+                LOG.warning("Could not read migration %s: %s", migration["id"], err)
         for volume_id, attachment_id in made.items():
             try:
                 self.cinder.attachment_delete(admin, attachment_id)
@@ -255,23 +252,37 @@ class LiveMigrator:
     # -- the destination ---------------------------------------------------------
 
     def pre_live_migration(self, context, instance, bdms, migration):
-        """Connect each volume here with its new attachment; the target for the source.
+        """Attach and connect each volume here; the target for the source.
 
+        Each volume gets a Cinder attachment for the server made with this
+        host's connector (``attachment_create`` with the connector: Cinder
+        refuses to connect a second attachment of a volume that is not
+        multiattach by ``attachment_update``, its migration path is this
+        one), recorded in the migration row as soon as Cinder answers.
         Returns ``pre_live_migration`` of the driver plus ``volumes`` (volume
-        id → this host's connection info). A failure disconnects what was
-        connected here before it raises; the source deletes the attachments.
+        id → this host's connection info) and ``attachments`` (volume id →
+        attachment id). A failure disconnects and deletes what was made here
+        before it raises.
         """
         uuid = instance["uuid"]
+        admin = context.elevated()
         connector = self.driver.get_volume_connector()
-        volumes = {}
+        volumes: dict = {}
+        made: dict = {}
         mappings = []
         try:
             with self.reporter.event(context, uuid, DEST_EVENT):
                 for bdm in bdms:
-                    info = self.cinder.attachment_update(
-                        context.elevated(), bdm["attachment_id"], connector,
-                        mountpoint=bdm.get("device_name"))
-                    info["serial"] = bdm["volume_id"]
+                    volume_id = bdm["volume_id"]
+                    attachment = self.cinder.attachment_create(
+                        admin, volume_id, uuid, connector=connector,
+                        mountpoint=bdm.get("device_name"), mode=virt_bd.attach_mode(bdm))
+                    made[volume_id] = attachment["id"]
+                    self.conductor.migration_add_dest_attachment(
+                        context, migration_id=migration["id"], volume_id=volume_id,
+                        attachment_id=attachment["id"])
+                    info = dict(attachment.get("connection_info") or {})
+                    info["serial"] = volume_id
                     virt_bd.keep_read_only(info, bdm)
                     if _loads(bdm.get("connection_info")).get("multiattach"):
                         info["multiattach"] = True
@@ -279,7 +290,7 @@ class LiveMigrator:
                     plan = encryption.prepare(context, cinder=self.cinder, keys=self.keys,
                                               driver=self.driver, connection_info=info)
                     self.driver.connect_volume(info)
-                    volumes[bdm["volume_id"]] = info
+                    volumes[volume_id] = info
                     encryption.open_volume(self.driver, info, plan)
                     mappings.append(dict(bdm, connection_info=info))
                 target = self.driver.pre_live_migration(
@@ -287,8 +298,17 @@ class LiveMigrator:
                     boot_volumes.block_device_info(mappings))
         except Exception:
             self._disconnect_all(context, uuid, volumes)
+            for volume_id, attachment_id in made.items():
+                try:
+                    self.cinder.attachment_delete(admin, attachment_id)
+                    self.conductor.migration_add_dest_attachment(
+                        context, migration_id=migration["id"], volume_id=volume_id,
+                        attachment_id=None)
+                except Exception as exc:  # noqa: BLE001 - the reconciliation deletes it
+                    LOG.warning("Could not delete attachment %s made here: %s",
+                                attachment_id, exc)
             raise
-        target["volumes"] = volumes
+        target.update(volumes=volumes, attachments=made)
         return target
 
     def _disconnect_all(self, context, uuid, volumes):

@@ -220,9 +220,10 @@ class ComputeAPI:
             ctxt, "live_migration", instance=instance, migration=migration)
 
     def pre_live_migration(self, ctxt, *, host, instance, bdms, migration, timeout=None):
-        """Call the destination: connect the volumes of ``bdms`` (each with the
-        destination's attachment id) and prepare the guest's files; returns what
-        the source needs (``volumes``: volume id → connection info, the URI to
+        """Call the destination: attach (a Cinder attachment with its connector,
+        recorded in ``migration``) and connect the volumes of ``bdms``, and prepare
+        the guest's files; returns what the source needs (``volumes``: volume id →
+        connection info, ``attachments``: volume id → attachment id, the URI to
         migrate to, the console log path)."""
         cctxt = self._prepare(host, version=LIVE_MIGRATION_VERSION,
                               timeout=timeout or self._conf.long_rpc_timeout,

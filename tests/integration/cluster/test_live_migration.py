@@ -88,7 +88,9 @@ def _live_migrate(api, cluster, server_id, dest):
             else None
     migration = wait_until(settled, "the live migration to settle", timeout=TIMEOUT,
                            cluster=cluster)
-    assert migration["status"] == "completed", (migration, _why(api, cluster, server_id))
+    if migration["status"] != "completed":
+        pytest.fail(f"live migration {migration['status']}: {json.dumps(migration)}\n"
+                    f"{_why(api, cluster, server_id)}", pytrace=False)
     assert (migration["source_compute"], migration["dest_compute"]) == (
         cluster.hosts[0], dest)
     return migration
@@ -105,7 +107,7 @@ def _why(api, cluster, server_id):
                 "GET", f"/servers/{server_id}/os-instance-actions/{action['request_id']}",
                 version="2.84")
             events = detail.get("instanceAction", {}).get("events", [])
-    return {"events": events, "logs": log_lines(cluster, [server_id])}
+    return json.dumps(events, indent=1) + "\n" + log_lines(cluster, [server_id])
 
 
 def _volume_hosts(api, volume_id):
@@ -174,3 +176,72 @@ def test_a_shared_volume_moves_and_the_other_server_keeps_it(api, cluster, hosts
     finally:
         api.delete_server(moving)
         api.delete_server(staying)
+
+
+def _migration_status(api, server_id):
+    status, body = api.nova("GET", f"/os-migrations?instance_uuid={server_id}",
+                            version="2.80")
+    assert status == 200, body
+    return body["migrations"][0]["status"] if body["migrations"] else None
+
+
+def test_the_source_compute_sigkilled_mid_move_settles_it_at_its_start(api, cluster,
+                                                                        hosts):
+    """SIGKILL of the source compute while libvirt moves the guest (slowed to 2 MiB/s).
+
+    The compute started again waits for a migration job libvirtd still runs,
+    then finishes the move if the guest is on the destination or undoes it
+    if it is still here: no operator, one attachment per volume (of the host
+    the guest runs on), the audit clean, the guest never restarted.
+    """
+    from tests.integration.cluster.conftest import audit
+    from tests.integration.cluster.storm import AUDITED
+
+    source, dest = hosts
+    compute = f"compute-{cluster.hosts.index(source) + 1}"
+    server_id, root_id = _boot_counter(api, cluster, source)
+    data_id = _attach_new(api, cluster, server_id, _name("data"), volume_type="rbd")
+    try:
+        # The domain's own migration speed: what the move uses when the
+        # compute sets none ([libvirt] live_migration_bandwidth = 0).
+        _virsh_speed(cluster, source, server_id, 2)
+        status, body = api.nova("POST", f"/servers/{server_id}/action",
+                                {"os-migrateLive": {"host": dest,
+                                                    "block_migration": "auto"}},
+                                version="2.68")
+        assert status == 202, body
+        wait_until(lambda: _migration_status(api, server_id) == "running",
+                   "the move running", timeout=TIMEOUT, cluster=cluster)
+        cluster.kill(compute)
+        cluster.respawn(compute)
+        wait_until(lambda: _migration_status(api, server_id) in ("completed", "error"),
+                   "the move settled by the restarted compute", timeout=TIMEOUT,
+                   cluster=cluster)
+        # Forward when libvirtd finished the move without its client, back
+        # when it gave up: either way the server runs on one host with
+        # exactly that host's attachments, and nothing on the other.
+        settled = _migration_status(api, server_id)
+        here, gone = (dest, source) if settled == "completed" else (source, dest)
+        print(f"live-migration-kill: the move ended {settled}; the guest is on {here}")
+        server = api.server(server_id)
+        assert (server["status"], server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:task_state"]
+                ) == ("ACTIVE", here, None), _why(api, cluster, server_id)
+        for volume_id in (root_id, data_id):
+            assert _volume_hosts(api, volume_id) == {server_id: here}, volume_id
+        assert server_id not in _domains(cluster.libvirtds[gone].uri)
+        assert server_id in _domains(cluster.libvirtds[here].uri)
+        wait_until(lambda: _counts(api, server_id) and min(_counts(api, server_id)) > 1,
+                   "the guest counting on", timeout=TIMEOUT, cluster=cluster)
+        summary = audit(cluster)["summary"]
+        assert {k: summary[k] for k in AUDITED} == dict.fromkeys(AUDITED, 0), summary
+    finally:
+        api.delete_server(server_id)
+
+
+def _virsh_speed(cluster, host, server_id, mib_per_s):
+    import subprocess
+
+    result = subprocess.run(["virsh", "-c", cluster.libvirtds[host].uri, "migrate-setspeed",
+                             server_id, str(mib_per_s)], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
