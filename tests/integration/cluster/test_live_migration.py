@@ -152,7 +152,8 @@ def test_a_running_guest_moves_with_its_rbd_volumes(api, cluster, hosts):
 def test_a_shared_volume_moves_and_the_other_server_keeps_it(api, cluster, hosts):
     source, dest = hosts
     status, body = api.cinder("POST", "/types", {"volume_type": {
-        "name": _name("multi"), "extra_specs": {"multiattach": "<is> True"}}})
+        "name": _name("multi"), "extra_specs": {"multiattach": "<is> True",
+                                                "volume_backend_name": "rbd"}}})
     assert status == 200, body
     shared_type = body["volume_type"]["id"]
     moving, _ = _boot_counter(api, cluster, source)
