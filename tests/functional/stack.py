@@ -177,8 +177,11 @@ class Stack:
 
     # -- direct rows (for tests of the conductor/compute side alone) ------------
 
-    def boot(self, ctx, bdms, needs=(), flavorid="42"):
-        """Create an instance with ``bdms`` as the API would, cast the build, return uuid."""
+    def boot(self, ctx, bdms, needs=(), flavorid="42", host=None):
+        """Create an instance with ``bdms`` as the API would, cast the build, return uuid.
+
+        ``host``: the compute to build it on (as 2.74's ``host``), else the scheduler's.
+        """
         from volumesvc.objects import block_device as bdm_obj
         from volumesvc.objects import flavor as flavor_obj
         from volumesvc.objects import instance as instance_obj
@@ -193,8 +196,9 @@ class Stack:
             bdm_obj.create(self.db, ctx, dict(values, instance_uuid=inst.uuid))
         action_obj.action_start(self.db, ctx, inst.uuid, "create", ctx.request_id,
                                 ctx.user_id, ctx.project_id)
+        spec = {"needs": list(needs), **({"requested_host": host} if host else {})}
         self.conductor_api().build_instances(ctx, instance_uuids=[inst.uuid],
-                                             request_spec={"needs": list(needs)})
+                                             request_spec=spec)
         return inst.uuid
 
     def populate_attached_servers(self, count, *, host="fn-compute"):

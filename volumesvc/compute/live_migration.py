@@ -166,7 +166,6 @@ class LiveMigrator:
         except Exception as err:  # noqa: BLE001 - the attachments go anyway
             LOG.warning("Rolling back live migration %s on %s failed: %s (its start "
                         "drops what is left)", migration["uuid"], dest, err)
-        admin = context.elevated()
         if not made:
             # The destination died while it made them: the row has each one.
             try:
@@ -174,23 +173,33 @@ class LiveMigrator:
                     context, migration_id=migration["id"]).get("dest_attachments") or {}
             except Exception as err:  # noqa: BLE001 - the reconciliation deletes them
                 LOG.warning("Could not read migration %s: %s", migration["id"], err)
-        for volume_id, attachment_id in made.items():
-            try:
-                self.cinder.attachment_delete(admin, attachment_id)
-                self.conductor.migration_add_dest_attachment(
-                    context, migration_id=migration["id"], volume_id=volume_id,
-                    attachment_id=None)
-            except exception.VolumeAttachmentNotFound:
-                pass
-            except Exception as err:  # noqa: BLE001 - the reconciliation deletes it
-                LOG.warning("Could not delete attachment %s of the failed migration: %s",
-                            attachment_id, err)
+        self._delete_dest_attachments(context, migration, made)
         # The server first: a client that sees the migration ended sees it free.
         compute_instances.update_instance(self.conductor, context, uuid, {"task_state": None},
                                           expected=task_states.MIGRATING)
         aborted = isinstance(exc, exception.LiveMigrationAborted)
         self._save(context, migration, {"status": migration_states.CANCELLED if aborted
                                         else migration_states.ERROR})
+
+    def _delete_dest_attachments(self, context, migration, made):
+        """Delete the destination's attachments ``made`` and forget them in the row.
+
+        One that cannot be deleted now stays recorded; the reconciliation
+        deletes it once the server is out of its task (no BDM names it).
+        """
+        admin = context.elevated()
+        for volume_id, attachment_id in made.items():
+            try:
+                try:
+                    self.cinder.attachment_delete(admin, attachment_id)
+                except exception.VolumeAttachmentNotFound:
+                    pass
+                self.conductor.migration_add_dest_attachment(
+                    context, migration_id=migration["id"], volume_id=volume_id,
+                    attachment_id=None)
+            except Exception as exc:  # noqa: BLE001 - the next one too
+                LOG.warning("Could not delete attachment %s of the failed migration: %s",
+                            attachment_id, exc)
 
     def _finish(self, context, instance, migration, bdms, made, volumes, target):
         """The guest runs on the destination: records first, then let go of this side."""
@@ -298,15 +307,7 @@ class LiveMigrator:
                     boot_volumes.block_device_info(mappings))
         except Exception:
             self._disconnect_all(context, uuid, volumes)
-            for volume_id, attachment_id in made.items():
-                try:
-                    self.cinder.attachment_delete(admin, attachment_id)
-                    self.conductor.migration_add_dest_attachment(
-                        context, migration_id=migration["id"], volume_id=volume_id,
-                        attachment_id=None)
-                except Exception as exc:  # noqa: BLE001 - the reconciliation deletes it
-                    LOG.warning("Could not delete attachment %s made here: %s",
-                                attachment_id, exc)
+            self._delete_dest_attachments(context, migration, made)
             raise
         target.update(volumes=volumes, attachments=made)
         return target

@@ -11,7 +11,6 @@ import pytest
 
 from tests.functional.stack import BLANK_ROOT, Stack
 from volumesvc.objects import block_device as bdm_obj
-from volumesvc.objects import flavor as flavor_obj
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import migration as migration_obj
@@ -28,21 +27,10 @@ def stack(tmp_path):
 
 
 def _boot(stack, host=SRC, bdms=BLANK_ROOT):
-    ctx = stack.context()
-    flavor = flavor_obj.get_by_flavorid(stack.db, ctx, "42")
-    inst = instance_obj.create(stack.db, ctx, {
-        "project_id": ctx.project_id, "user_id": ctx.user_id, "display_name": "lm",
-        "vm_state": "building", "task_state": "scheduling", "power_state": 0,
-        "flavor": flavor.instance_copy()})
-    for values in bdms:
-        bdm_obj.create(stack.db, ctx, dict(values, instance_uuid=inst.uuid))
-    action_obj.action_start(stack.db, ctx, inst.uuid, "create", ctx.request_id,
-                            ctx.user_id, ctx.project_id)
-    stack.conductor_api().build_instances(ctx, instance_uuids=[inst.uuid],
-                                          request_spec={"requested_host": host})
-    stack.wait_instance(inst.uuid, "active")
-    assert instance_obj.get_by_uuid(stack.db, ctx, inst.uuid).host == host
-    return inst.uuid
+    uuid = stack.boot(stack.context(), bdms, host=host)
+    stack.wait_instance(uuid, "active")
+    assert instance_obj.get_by_uuid(stack.db, stack.admin_context(), uuid).host == host
+    return uuid
 
 
 def _attach(stack, server):
