@@ -303,6 +303,11 @@ class FakeDomain:
         return [self._state, mem, mem, int(self._persistent.find("vcpu").text), 0]
 
     def isActive(self):  # noqa: N802
+        # NOTE: as libvirt: the handle of a domain that is gone (undefined
+        # while stopped, migrated away) answers "Domain not found".
+        if self._live is None and self._conn.domains.get(self.UUIDString()) is not self:
+            raise libvirtError(f"Domain not found: no domain with matching uuid "
+                               f"'{self.UUIDString()}'", VIR_ERR_NO_DOMAIN)
         return int(self._live is not None)
 
     def _require_active(self):

@@ -127,3 +127,16 @@ def test_params_name_the_destination_address_and_bandwidth():
                               bandwidth_mib=100)
     assert params == {"destination_xml": "<domain/>", "persistent_xml": "<domain/>",
                       "migrate_uri": "tcp://10.0.0.9", "bandwidth": 100}
+
+
+def test_a_guest_that_left_while_it_was_looked_at_does_not_run_here(driver, instance,
+                                                                   monkeypatch):
+    """Regression (cluster, source compute SIGKILLed mid-move): libvirtd finished the
+    migration while the restarted compute waited, the domain it had found was gone,
+    and ``isActive`` raised "Domain not found" instead of saying it runs elsewhere."""
+    driver.spawn(instance, {"root_device_name": None, "block_device_mapping": []})
+    found = driver.host.find_guest(instance["uuid"])
+    assert driver.runs_guest(instance)
+    driver.destroy(instance)  # stopped and undefined: what a finished move leaves
+    monkeypatch.setattr(driver.host, "find_guest", lambda uuid: found)
+    assert driver.runs_guest(instance) is False

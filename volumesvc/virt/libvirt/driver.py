@@ -568,8 +568,15 @@ class LibvirtDriver(driver.ComputeDriver):
         self.destroy(instance)
 
     def runs_guest(self, instance):
+        """Running or paused here; a domain that goes away meanwhile (a migration
+        libvirtd just finished) does not."""
         guest = self._host.find_guest(instance["uuid"])
-        return guest is not None and guest.is_active()
+        try:
+            return guest is not None and guest.is_active()
+        except self.libvirt.libvirtError as exc:
+            if exc.get_error_code() == self.libvirt.VIR_ERR_NO_DOMAIN:
+                return False
+            raise
 
     def wait_for_migration_job(self, instance, timeout):
         """libvirtd goes on with a peer-to-peer migration whose client died: wait for it."""
