@@ -259,3 +259,37 @@ def _virsh_speed(cluster, host, server_id, mib_per_s):
                              server_id, str(mib_per_s)], capture_output=True, text=True,
                             timeout=60, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def _volume_secrets(cluster, host):
+    """Volume ids of the libvirt secrets (usage ``volume``) on ``host``'s daemon."""
+    import subprocess
+
+    result = subprocess.run(["virsh", "-c", cluster.libvirtds[host].uri, "secret-list"],
+                            capture_output=True, text=True, timeout=60, check=True)
+    return set(re.findall(r"volume\s+(\S+)", result.stdout))
+
+
+def test_an_encrypted_volume_moves_with_its_secret(api, cluster, hosts):
+    """An ``rbd-luks`` volume QEMU decrypts: its secret is defined on the destination
+    before the guest arrives and is gone from the source after; the guest keeps its
+    disk (no disk line goes away) and keeps counting."""
+    source, dest = hosts
+    server_id, _root = _boot_counter(api, cluster, source)
+    try:
+        luks_id = _attach_new(api, cluster, server_id, _name("luks"), volume_type="rbd-luks")
+        wait_until(lambda: re.search(rf"VSGUEST disk name=\S+ serial={luks_id[:20]}",
+                                     _console(api, server_id)),
+                   "the guest seeing the encrypted volume", timeout=TIMEOUT, cluster=cluster)
+        assert luks_id in _volume_secrets(cluster, source)
+        _live_migrate(api, cluster, server_id, dest)
+        assert luks_id in _volume_secrets(cluster, dest)
+        assert luks_id not in _volume_secrets(cluster, source)
+        assert _volume_hosts(api, luks_id) == {server_id: dest}
+        wait_until(lambda: len(_counts(api, server_id)) >= 3, "counting on the destination",
+                   timeout=TIMEOUT, cluster=cluster)
+        console = _console(api, server_id)
+        assert "VSGUEST gone" not in console and "Kernel panic" not in console
+        assert min(_counts(api, server_id)) > 1
+    finally:
+        api.delete_server(server_id)
