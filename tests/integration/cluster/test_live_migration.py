@@ -237,30 +237,6 @@ def test_the_source_compute_sigkilled_mid_move_settles_it_at_its_start(api, clus
         api.delete_server(server_id)
 
 
-def test_a_slow_move_keeps_the_guest_running(api, cluster, hosts):
-    """The same move at 2 MiB/s with nothing killed: the guest must survive it."""
-    source, dest = hosts
-    server_id, _root = _boot_counter(api, cluster, source)
-    try:
-        _virsh_speed(cluster, source, server_id, 2)
-        _live_migrate(api, cluster, server_id, dest)
-        wait_until(lambda: _counts(api, server_id) and min(_counts(api, server_id)) > 1,
-                   "the guest counting on after a slow move", timeout=TIMEOUT,
-                   cluster=cluster)
-        assert "Kernel panic" not in _console(api, server_id)
-    finally:
-        api.delete_server(server_id)
-
-
-def _virsh_speed(cluster, host, server_id, mib_per_s):
-    import subprocess
-
-    result = subprocess.run(["virsh", "-c", cluster.libvirtds[host].uri, "migrate-setspeed",
-                             server_id, str(mib_per_s)], capture_output=True, text=True,
-                            timeout=60, check=False)
-    assert result.returncode == 0, result.stderr
-
-
 def _volume_secrets(cluster, host):
     """Volume ids of the libvirt secrets (usage ``volume``) on ``host``'s daemon."""
     import subprocess
