@@ -99,26 +99,28 @@ def test_status_names_each_setting_to_change(deployment, capsys):
 
 def test_status_names_the_computes_a_newer_service_version_waits_for(
         deployment, capsys, monkeypatch):
-    """Synthetic: the code at service version 2, a feature gated on it, one old compute."""
+    """Synthetic: the code one service version newer, a feature gated on it, one old compute."""
     write, beat = deployment
     path = write(SEVERAL_MACHINES)
+    old, new = version.SERVICE_VERSION, version.SERVICE_VERSION + 1
     beat("ctl1", binaries.CONDUCTOR)
     beat("cpu1", binaries.COMPUTE)
     code, details = upgrade_check(path, capsys)
     assert code == 0, details
 
     monkeypatch.setattr(version, "SERVICE_VERSION_HISTORY", version.SERVICE_VERSION_HISTORY + (
-        {"compute_rpc": "1.1", "conductor_rpc": "1.1"},))
-    monkeypatch.setattr(version, "SERVICE_VERSION", 2)
-    monkeypatch.setattr(version, "GATED_FEATURES", ((2, "the newer feature for servers on"),))
-    beat("cpu2", binaries.COMPUTE, 2)  # upgraded: heartbeats version 2
+        {"compute_rpc": "1.9", "conductor_rpc": "1.9"},))
+    monkeypatch.setattr(version, "SERVICE_VERSION", new)
+    monkeypatch.setattr(version, "GATED_FEATURES", ((new, "the newer feature for servers on"),))
+    beat("cpu2", binaries.COMPUTE, new)  # upgraded: heartbeats the new version
     code, details = upgrade_check(path, capsys)
     assert code == 1, details
-    assert "Compute services at version 1 (this code is 2) on hosts: cpu1." in details, details
+    assert f"Compute services at version {old} (this code is {new}) on hosts: cpu1." \
+        in details, details
     assert "the newer feature for servers on cpu1." in details, details
     assert "cpu2" not in details, details
 
-    beat("cpu1", binaries.COMPUTE, 2)  # upgraded too
+    beat("cpu1", binaries.COMPUTE, new)  # upgraded too
     code, details = upgrade_check(path, capsys)
     assert code == 0, details
 
