@@ -51,6 +51,14 @@ class Requirements:
                    memory_mb=int(flavor.get("memory_mb") or 0))
 
 
+def volume_needs(cinder, context, bdms) -> list[str]:
+    """The capabilities a host needs for the server's volumes (multiattach), from Cinder."""
+    for bdm in bdms:
+        if bdm.volume_id and cinder.get(context, bdm.volume_id).get("multiattach"):
+            return [MULTIATTACH]
+    return []
+
+
 def _no_room(caps, conf, used, requirements) -> str | None:
     """Why a host reporting ``caps`` and holding ``used`` has no room, or None when it has.
 

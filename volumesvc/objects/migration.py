@@ -153,17 +153,6 @@ def add_dest_attachment(db, context, migration_id, volume_id, attachment_id) -> 
         return Migration.from_model(row)
 
 
-def in_progress_for_instance(db, context, instance_uuid,
-                             migration_type=LIVE_MIGRATION) -> list[Migration]:
-    """The server's unsettled moves of that type, oldest first."""
-    with db.reader(context) as session:
-        rows = session.scalars(sa.select(models.Migration).where(
-            models.Migration.instance_uuid == instance_uuid,
-            models.Migration.migration_type == migration_type,
-            models.Migration.status.in_(IN_PROGRESS)).order_by(models.Migration.id))
-        return [Migration.from_model(row) for row in rows]
-
-
 def list_for_instance(db, context, instance_uuid) -> list[Migration]:
     with db.reader(context) as session:
         rows = session.scalars(sa.select(models.Migration).where(

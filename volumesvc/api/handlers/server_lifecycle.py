@@ -31,7 +31,7 @@ from volumesvc.states import task_states, vm_states
 LOG = logging.getLogger(__name__)
 
 
-def _begin(req, instance, gate, task_state, action, values=None):
+def begin(req, instance, gate, task_state, action, values=None):
     """Compare-and-swap the first task_state, then record the instance action."""
     ctx, db = req.context, req.deps.db
     try:
@@ -54,7 +54,7 @@ def _gated(req, server_id, rule, gate):
 def stop(req, server_id, body):
     """os-stop → 202. 404; 409 lock/state (active or error, no task)."""
     instance = _gated(req, server_id, policies.STOP, states.STOP)
-    _begin(req, instance, states.STOP, task_states.POWERING_OFF, "stop")
+    begin(req, instance, states.STOP, task_states.POWERING_OFF, "stop")
     req.deps.conductor.stop_instance(req.context, instance_uuid=instance.uuid)
     return None, 202
 
@@ -62,7 +62,7 @@ def stop(req, server_id, body):
 def start(req, server_id, body):
     """os-start → 202. 404; 409 lock/state (stopped, no task)."""
     instance = _gated(req, server_id, policies.START, states.START)
-    _begin(req, instance, states.START, task_states.POWERING_ON, "start")
+    begin(req, instance, states.START, task_states.POWERING_ON, "start")
     req.deps.conductor.start_instance(req.context, instance_uuid=instance.uuid)
     return None, 202
 
@@ -73,7 +73,7 @@ def shelve(req, server_id, body):
     bdms = bdm_obj.list_by_instance(req.deps.db, req.context, instance.uuid)
     if not snapshot.is_volume_backed(instance, bdms):
         raise exception.ShelveNotSupported(instance_uuid=instance.uuid)
-    _begin(req, instance, states.SHELVE, task_states.SHELVING, "shelve")
+    begin(req, instance, states.SHELVE, task_states.SHELVING, "shelve")
     req.deps.conductor.shelve_instance(req.context, instance_uuid=instance.uuid)
     return None, 202
 
@@ -81,7 +81,7 @@ def shelve(req, server_id, body):
 def shelve_offload(req, server_id, body):
     """shelveOffload → 202 (admin). 404; 409 lock/state (shelved, no task)."""
     instance = _gated(req, server_id, policies.SHELVE_OFFLOAD, states.SHELVE_OFFLOAD)
-    _begin(req, instance, states.SHELVE_OFFLOAD, task_states.SHELVING_OFFLOADING,
+    begin(req, instance, states.SHELVE_OFFLOAD, task_states.SHELVING_OFFLOADING,
            "shelveOffload")
     req.deps.conductor.shelve_offload_instance(req.context, instance_uuid=instance.uuid)
     return None, 202
@@ -126,7 +126,7 @@ def unshelve(req, server_id, body):
     quota.ensure_lock_row(req.deps.db, req.context, instance.project_id)
     with req.deps.db.writer(req.context):
         quota.check_unshelve(req.deps.db, req.context, req.conf, instance)
-        _begin(req, instance, states.UNSHELVE, task_states.UNSHELVING, "unshelve", values)
+        begin(req, instance, states.UNSHELVE, task_states.UNSHELVING, "unshelve", values)
     req.deps.conductor.unshelve_instance(req.context, instance_uuid=instance.uuid,
                                          availability_zone=zone, host=host)
     return None, 202

@@ -19,6 +19,7 @@ from oslo_utils import strutils
 from volumesvc import exception
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
+from volumesvc.api.handlers import server_lifecycle
 from volumesvc.api.logic import states
 from volumesvc.api.policies import server_live_migrate as policies
 from volumesvc.api.policy import authorize
@@ -27,7 +28,6 @@ from volumesvc.api.schemas import server_live_migrate as schema
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
-from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import migration as migration_obj
 from volumesvc.states import task_states, vm_states
 
@@ -80,14 +80,7 @@ def _migrate_live(req, server_id, body):
     force = strutils.bool_from_string(body.get("force", False), strict=True)
     states.check_gate(ctx, instance, GATE)
     _check_request(req, instance, host, block)
-    try:
-        instance_obj.save(db, ctx, instance.uuid, {"task_state": task_states.MIGRATING},
-                          expected_task_state=[None])
-    except exception.UnexpectedTaskStateError as exc:
-        current = instance_obj.get_by_uuid(db, ctx, instance.uuid)
-        raise states.invalid_state(current, GATE.action, "task_state") from exc
-    action_obj.action_start(db, ctx, instance.uuid, ACTION, ctx.request_id, ctx.user_id,
-                            ctx.project_id)
+    server_lifecycle.begin(req, instance, GATE, task_states.MIGRATING, ACTION)
     migration = migration_obj.create(
         db, ctx, instance_uuid=instance.uuid, source_compute=instance.host,
         source_node=instance.node or instance.host, dest_compute=host, dest_node=host,

@@ -97,8 +97,8 @@ def _request(req, instance, migration, request, allowed, method):
 def list_server_migrations(req, server_id):
     """GET /servers/{id}/migrations → 200 ``{"migrations": [...]}`` (oldest first)."""
     instance = _instance(req, server_id, policies.INDEX)
-    migrations = migration_obj.in_progress_for_instance(req.deps.db, req.context,
-                                                        instance.uuid)
+    migrations = migration_obj.list_in_progress(req.deps.db, req.context,
+                                                instance_uuid=instance.uuid)
     return {"migrations": [views.server_migration(req, m) for m in migrations]}, 200
 
 

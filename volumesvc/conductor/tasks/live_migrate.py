@@ -24,6 +24,7 @@ from oslo_log import log as logging
 from volumesvc import exception, version
 from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import base
+from volumesvc.objects import base as objects_base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
@@ -47,17 +48,12 @@ class LiveMigrateTask(base.TaskBase):
         return exception.MigrationPreCheckError(reason=reason)
 
     def _check_disks(self, bdms):
-        needs: list[str] = []
-        for bdm in bdms:
-            if bdm.destination_type == "local" and bdm.boot_index == 0:
-                raise self._precheck(
-                    f"server {self.instance_uuid} has a local root disk: only servers "
-                    "whose disks are all Cinder volumes can be live-migrated (no block "
-                    "migration)")
-            if bdm.volume_id and bdm.destination_type == "volume" and not needs and \
-                    self.cinder.get(self.context, bdm.volume_id).get("multiattach"):
-                needs.append(scheduling.MULTIATTACH)
-        return needs
+        if any(b.destination_type == "local" and b.boot_index == 0 for b in bdms):
+            raise self._precheck(
+                f"server {self.instance_uuid} has a local root disk: only servers "
+                "whose disks are all Cinder volumes can be live-migrated (no block "
+                "migration)")
+        return scheduling.volume_needs(self.cinder, self.context, bdms)
 
     def _destination(self, instance, needs):
         flavor = instance.flavor or {}
@@ -142,7 +138,7 @@ def expire_unstarted(conf, db, context):
     move meanwhile (``queued`` → ``preparing``) wins, and the move goes on.
     Returns the ended migrations' ids.
     """
-    cutoff = migration_obj.models.utcnow() - datetime.timedelta(
+    cutoff = objects_base.utcnow() - datetime.timedelta(
         seconds=conf.conductor.live_migration_start_timeout)
     ended = []
     for migration in migration_obj.unstarted_before(db, context, cutoff):

@@ -33,13 +33,6 @@ class UnshelveTask(base.TaskBase):
         self.host = host
         self.placed = False  # host saved on an offloaded instance
 
-    def _needs(self, bdms):
-        for bdm in bdms:
-            if bdm.volume_id and self.cinder.get(self.context, bdm.volume_id).get(
-                    "multiattach"):
-                return [scheduling.MULTIATTACH]
-        return []
-
     def _execute(self):
         try:
             instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
@@ -50,7 +43,7 @@ class UnshelveTask(base.TaskBase):
         host = instance.host
         if instance.vm_state != vm_states.SHELVED or not host:
             requirements = scheduling.Requirements(
-                needs=tuple(self._needs(bdms)),
+                needs=tuple(scheduling.volume_needs(self.cinder, self.context, bdms)),
                 availability_zone=self.availability_zone,
                 hosts=(self.host,) if self.host else None,
                 vcpus=int((instance.flavor or {}).get("vcpus") or 0),
