@@ -30,6 +30,7 @@ import time
 import uuid as uuidlib
 import xml.etree.ElementTree as ET
 
+from volumesvc.virt import fake_migration, fake_secrets
 from volumesvc.virt.libvirt import driver as libvirt_driver
 
 # Only the constants the driver reads; values match libvirt's.
@@ -70,16 +71,12 @@ VIR_ERR_NO_SECRET = 66
 VIR_ERR_OPERATION_ABORTED = 78
 VIR_DOMAIN_XML_SECURE = 1
 VIR_DOMAIN_XML_MIGRATABLE = 8
-VIR_MIGRATE_LIVE = 1
-VIR_MIGRATE_PEER2PEER = 2
-VIR_MIGRATE_PERSIST_DEST = 8
-VIR_MIGRATE_UNDEFINE_SOURCE = 16
-VIR_MIGRATE_PARAM_URI = "migrate_uri"
-VIR_MIGRATE_PARAM_DEST_XML = "destination_xml"
-VIR_MIGRATE_PARAM_PERSIST_XML = "persistent_xml"
-VIR_MIGRATE_PARAM_BANDWIDTH = "bandwidth"
-VIR_DOMAIN_JOB_NONE = 0
-VIR_DOMAIN_JOB_UNBOUNDED = 2
+
+
+# The migration and secret constants live beside their code; the binding has
+# every constant at the top level.
+globals().update({name: value for module in (fake_migration, fake_secrets)
+                  for name, value in vars(module).items() if name.startswith("VIR_")})
 
 
 class libvirtError(Exception):  # noqa: N801 - the binding's name
@@ -93,11 +90,6 @@ class libvirtError(Exception):  # noqa: N801 - the binding's name
     def get_error_message(self):
         return str(self)
 
-
-# "fake+migrate://<host>" -> (FakeLibvirt, connection URI): the other hosts'
-# daemons a live migration reaches, as the network reaches them; the
-# FakeDriver of each compute adds its own.
-_MIGRATION_TARGETS: dict[str, tuple] = {}
 
 # path -> {(domain uuid, target dev): shareable}: QEMU's image locks.
 _LOCKS: dict[str, dict[tuple[str, str], bool]] = {}
@@ -210,6 +202,12 @@ def _boot_disk(root):
     return min(ordered, key=lambda item: item[0])[1] if ordered else None
 
 
+def _console_log(root):
+    """The file the domain's first serial port logs to, or None."""
+    log = _devices(root).find("serial/log")
+    return log.get("file") if log is not None else None
+
+
 def _write_console(root):
     """What QEMU's serial log gets at start: a fixed text naming the boot disk.
 
@@ -217,9 +215,8 @@ def _write_console(root):
     it names what the firmware booted from (target and serial) or says that
     nothing was bootable, as SeaBIOS does on the real serial console.
     """
-    serial = _devices(root).find("serial")
-    log = serial.find("log") if serial is not None else None
-    if log is None or not log.get("file"):
+    path = _console_log(root)
+    if not path:
         return
     boot = _boot_disk(root)
     lines = [f"fake firmware: starting {root.findtext('name')} ({root.findtext('uuid')})"]
@@ -229,8 +226,9 @@ def _write_console(root):
         lines += [f"Booting from Hard Disk {boot.find('target').get('dev')} "
                   f"(serial {boot.findtext('serial')})...",
                   "fake guest: kernel started on ttyS0", "fake guest: ready"]
+    log = _devices(root).find("serial/log")
     mode = "ab" if log.get("append") == "on" else "wb"
-    with open(log.get("file"), mode) as f:
+    with open(path, mode) as f:
         f.write("".join(f"{line}\r\n" for line in lines).encode())
 
 
@@ -240,10 +238,9 @@ def _disks(root):
 
 def _note_console(root, line):
     """Append ``line`` to the domain's console log (what its guest would print)."""
-    serial = _devices(root).find("serial")
-    log = serial.find("log") if serial is not None else None
-    if log is not None and log.get("file"):
-        with open(log.get("file"), "ab") as f:
+    path = _console_log(root)
+    if path:
+        with open(path, "ab") as f:
             f.write(f"{line}\r\n".encode())
 
 
@@ -259,18 +256,7 @@ def _matches(disk, wanted):
     return disk.find("target").get("dev") == wanted.find("target").get("dev")
 
 
-class _MigrationJob:
-    """A live migration the fake runs: its progress and its abort."""
-
-    def __init__(self):
-        self.abort = threading.Event()
-        self.total = 64 << 20
-        self.processed = 0
-
-
-class FakeDomain:
-    _job: _MigrationJob | None = None
-
+class FakeDomain(fake_migration.MigratingDomain):
     def __init__(self, conn, root):
         self._conn = conn
         self._persistent = root
@@ -383,74 +369,6 @@ class FakeDomain:
     def resume(self):
         self._require_active()
         self._state = VIR_DOMAIN_RUNNING
-        return 0
-
-    # -- live migration -----------------------------------------------------------
-    def migrateToURI3(self, duri, params, flags=0):  # noqa: N802
-        """Move the running domain to the fake daemon ``duri`` names.
-
-        Takes ``FakeLibvirt.migration_seconds`` (the job reports progress
-        meanwhile and ``abortJob`` ends it), then fails with
-        ``migration_error`` when a test set one. The destination gets the
-        domain as ``destination_xml`` defines it, in the state it had here;
-        its console log gets a line saying so.
-        """
-        self._require_active()
-        module = self._conn._module
-        target = _MIGRATION_TARGETS.get(duri)
-        if target is None:
-            raise libvirtError(f"unable to connect to server at '{duri}': Connection refused",
-                               VIR_ERR_SYSTEM_ERROR)
-        job = self._job = _MigrationJob()
-        try:
-            seconds = module.migration_seconds if module else 0
-            deadline = time.monotonic() + seconds
-            while True:
-                left = deadline - time.monotonic()
-                job.processed = int(job.total * (1 - max(left, 0) / seconds)) \
-                    if seconds else job.total
-                if job.abort.is_set():
-                    raise libvirtError("operation aborted: migration out job: canceled by "
-                                       "client", VIR_ERR_OPERATION_ABORTED)
-                if left <= 0:
-                    break
-                job.abort.wait(min(left, 0.02))
-            if module is not None and module.migration_error:
-                raise libvirtError(module.migration_error, VIR_ERR_OPERATION_FAILED)
-            dest_module, dest_uri = target
-            dest_conn = dest_module.open(dest_uri)
-            xml = params[VIR_MIGRATE_PARAM_DEST_XML]
-            arrived = dest_conn.defineXML(params.get(VIR_MIGRATE_PARAM_PERSIST_XML, xml))
-            live = ET.fromstring(xml)
-            uuid = self.UUIDString()
-            for disk in _disks(self._live):
-                _unlock_disk(uuid, disk)
-            for disk in _disks(live):
-                _lock_disk(uuid, disk)
-            arrived._live, arrived._state = live, self._state
-            arrived._id = next(dest_conn.ids)
-            _note_console(live, f"fake guest: arrived from {self._conn.uri}")
-            self._live, self._state, self._id = None, VIR_DOMAIN_SHUTOFF, -1
-            if flags & VIR_MIGRATE_UNDEFINE_SOURCE:
-                self._conn.domains.pop(uuid, None)
-        finally:
-            self._job = None
-        return 0
-
-    def jobStats(self, flags=0):  # noqa: N802
-        job = self._job
-        if job is None:
-            return {"type": VIR_DOMAIN_JOB_NONE}
-        return {"type": VIR_DOMAIN_JOB_UNBOUNDED, "memory_total": job.total,
-                "memory_processed": job.processed,
-                "memory_remaining": job.total - job.processed}
-
-    def abortJob(self):  # noqa: N802
-        job = self._job
-        if job is None:
-            raise libvirtError("Requested operation is not valid: no job is active on the "
-                               "domain", VIR_ERR_OPERATION_INVALID)
-        job.abort.set()
         return 0
 
     # -- devices --------------------------------------------------------------
@@ -650,7 +568,7 @@ class FakeDomain:
         return [size, size, size]
 
 
-class FakeConnection:
+class FakeConnection(fake_secrets.SecretTable):
     def __init__(self, state, uri, module=None):
         self._state = state
         self.uri = uri
@@ -753,93 +671,6 @@ class FakeConnection:
         self._check()
         return list(self.domains.values())
 
-    # -- secrets: libvirtd's secret driver; the embedded driver has none ------
-    def _secrets(self):
-        self._check()
-        if "/embed" in self.uri:
-            raise libvirtError("this function is not supported by the connection driver: "
-                               "virSecretLookupByUUIDString", VIR_ERR_NO_SUPPORT)
-        return self._state["secrets"]
-
-    def secretLookupByUUIDString(self, uuid):  # noqa: N802
-        try:
-            return self._secrets()[uuid]
-        except KeyError:
-            raise libvirtError(f"Secret not found: no secret with matching uuid '{uuid}'",
-                               VIR_ERR_NO_SECRET) from None
-
-    def secretDefineXML(self, xml, flags=0):  # noqa: N802
-        secrets = self._secrets()
-        root = ET.fromstring(xml)
-        uuid = root.findtext("uuid") or str(uuidlib.uuid4())
-        usage_type = _required(root, "usage").get("type")
-        # The usage id: a volume secret names its volume, the others a name.
-        usage = (usage_type, root.findtext("usage/volume" if usage_type == "volume"
-                                           else "usage/name"))
-        for other in secrets.values():
-            if other.usage == usage and other.UUIDString() != uuid:
-                raise libvirtError(f"operation failed: a secret with UUID "
-                                   f"{other.UUIDString()} already defined for use with "
-                                   f"{usage[1]}", VIR_ERR_OPERATION_FAILED)
-        secret = secrets.get(uuid)
-        if secret is None:
-            secret = secrets[uuid] = FakeSecret(secrets, uuid)
-        secret.xml, secret.usage = xml, usage
-        return secret
-
-    def secretLookupByUsage(self, usage_type, usage_id):  # noqa: N802
-        name = _SECRET_USAGE_NAMES.get(usage_type)
-        for secret in list(self._secrets().values()):
-            if secret.usage == (name, usage_id):
-                return secret
-        raise libvirtError(f"Secret not found: no secret with matching usage '{usage_id}'",
-                           VIR_ERR_NO_SECRET)
-
-    def listAllSecrets(self, flags=0):  # noqa: N802
-        return list(self._secrets().values())
-
-
-VIR_SECRET_USAGE_TYPE_VOLUME = 1
-VIR_SECRET_USAGE_TYPE_CEPH = 2
-_SECRET_USAGE_NAMES = {VIR_SECRET_USAGE_TYPE_VOLUME: "volume",
-                       VIR_SECRET_USAGE_TYPE_CEPH: "ceph"}
-
-
-class FakeSecret:
-    """A defined libvirt secret; ``value`` is what QEMU would be handed."""
-
-    def __init__(self, table, uuid):
-        self._table = table
-        self._uuid = uuid
-        self.xml = ""
-        self.usage = (None, None)
-        self.value = None
-
-    def UUIDString(self):  # noqa: N802
-        return self._uuid
-
-    def XMLDesc(self, flags=0):  # noqa: N802
-        return self.xml
-
-    def usageType(self):  # noqa: N802
-        for number, name in _SECRET_USAGE_NAMES.items():
-            if name == self.usage[0]:
-                return number
-        return 0
-
-    def usageID(self):  # noqa: N802
-        return self.usage[1]
-
-    def setValue(self, value, flags=0):  # noqa: N802
-        if not isinstance(value, bytes):
-            raise TypeError("secret value must be bytes")
-        self.value = value
-        return 0
-
-    def undefine(self):
-        self._table.pop(self._uuid, None)
-        return 0
-
 
 class FakeLibvirt:
     """Module-like object: constants, ``libvirtError``, ``open`` and event hooks.
@@ -898,8 +729,8 @@ class FakeDriver(libvirt_driver.LibvirtDriver):
         #: made for it: what the guest would read, without mounting the ISO.
         self.config_drives = {}
 
-        _MIGRATION_TARGETS[self._migration_uri()] = (self.libvirt,
-                                                    conf.libvirt.connection_uri)
+        fake_migration.TARGETS[self._migration_uri()] = (self.libvirt,
+                                                         conf.libvirt.connection_uri)
 
     def _migration_uri(self):
         return f"fake+migrate://{self.conf.host}"
