@@ -25,6 +25,7 @@ and slow-host doubles for tests live in ``tests/fixtures/virt.py``.
 import copy
 import itertools
 import os
+import sys
 import threading
 import time
 import uuid as uuidlib
@@ -670,6 +671,11 @@ class FakeConnection(fake_secrets.SecretTable):
     def listAllDomains(self, flags=0):  # noqa: N802
         self._check()
         return list(self.domains.values())
+
+
+# The mixins of the two classes reach this module's errors and helpers here
+# (they cannot import it: it imports them).
+FakeDomain._binding = FakeConnection._binding = sys.modules[__name__]
 
 
 class FakeLibvirt:

@@ -43,6 +43,8 @@ class MigratingDomain:
     """``migrateToURI3``, ``jobStats`` and ``abortJob`` of a ``FakeDomain``."""
 
     _job: _MigrationJob | None = None
+    #: the fake binding's module (its errors and disk helpers), set by it
+    _binding: Any = None
 
     def migrateToURI3(self: Any, duri, params, flags=0):  # noqa: N802
         """Move the running domain to the fake daemon ``duri`` names.
@@ -50,8 +52,7 @@ class MigratingDomain:
         The destination gets the domain as ``destination_xml`` defines it, in
         the state it had here; its console log gets a line saying so.
         """
-        from volumesvc.virt import fake  # the domain's own module, which imports this one
-
+        fake = self._binding
         self._require_active()
         module = self._conn._module
         target = TARGETS.get(duri)
@@ -107,8 +108,7 @@ class MigratingDomain:
                 "memory_remaining": job.total - job.processed}
 
     def abortJob(self):  # noqa: N802
-        from volumesvc.virt import fake
-
+        fake = self._binding
         job = self._job
         if job is None:
             raise fake.libvirtError("Requested operation is not valid: no job is active on "

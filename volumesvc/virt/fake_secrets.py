@@ -10,43 +10,42 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 
-def _fake():
-    """The fake binding's module (errors, XML helpers); it imports this one."""
-    from volumesvc.virt import fake
-
-    return fake
-
-
 class SecretTable:
     """The secret calls of a connection, on its daemon's ``secrets`` table."""
 
+    #: the fake binding's module (its errors and XML helpers), set by it
+    _binding: Any = None
+
     def _secrets(self: Any):
+        fake = self._binding
         self._check()
         if "/embed" in self.uri:
-            raise _fake().libvirtError("this function is not supported by the connection driver: "
-                               "virSecretLookupByUUIDString", _fake().VIR_ERR_NO_SUPPORT)
+            raise fake.libvirtError("this function is not supported by the connection driver: "
+                               "virSecretLookupByUUIDString", fake.VIR_ERR_NO_SUPPORT)
         return self._state["secrets"]
 
     def secretLookupByUUIDString(self, uuid):  # noqa: N802
+        fake = self._binding
         try:
             return self._secrets()[uuid]
         except KeyError:
-            raise _fake().libvirtError(f"Secret not found: no secret with matching uuid '{uuid}'",
-                               _fake().VIR_ERR_NO_SECRET) from None
+            raise fake.libvirtError(f"Secret not found: no secret with matching uuid '{uuid}'",
+                               fake.VIR_ERR_NO_SECRET) from None
 
     def secretDefineXML(self, xml, flags=0):  # noqa: N802
+        fake = self._binding
         secrets = self._secrets()
         root = ET.fromstring(xml)
         uuid = root.findtext("uuid") or str(uuidlib.uuid4())
-        usage_type = _fake()._required(root, "usage").get("type")
+        usage_type = fake._required(root, "usage").get("type")
         # The usage id: a volume secret names its volume, the others a name.
         usage = (usage_type, root.findtext("usage/volume" if usage_type == "volume"
                                            else "usage/name"))
         for other in secrets.values():
             if other.usage == usage and other.UUIDString() != uuid:
-                raise _fake().libvirtError(f"operation failed: a secret with UUID "
+                raise fake.libvirtError(f"operation failed: a secret with UUID "
                                    f"{other.UUIDString()} already defined for use with "
-                                   f"{usage[1]}", _fake().VIR_ERR_OPERATION_FAILED)
+                                   f"{usage[1]}", fake.VIR_ERR_OPERATION_FAILED)
         secret = secrets.get(uuid)
         if secret is None:
             secret = secrets[uuid] = FakeSecret(secrets, uuid)
@@ -54,12 +53,13 @@ class SecretTable:
         return secret
 
     def secretLookupByUsage(self, usage_type, usage_id):  # noqa: N802
+        fake = self._binding
         name = _SECRET_USAGE_NAMES.get(usage_type)
         for secret in list(self._secrets().values()):
             if secret.usage == (name, usage_id):
                 return secret
-        raise _fake().libvirtError(f"Secret not found: no secret with matching usage '{usage_id}'",
-                           _fake().VIR_ERR_NO_SECRET)
+        raise fake.libvirtError(f"Secret not found: no secret with matching usage '{usage_id}'",
+                           fake.VIR_ERR_NO_SECRET)
 
     def listAllSecrets(self, flags=0):  # noqa: N802
         return list(self._secrets().values())
