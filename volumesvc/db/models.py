@@ -255,6 +255,13 @@ class Migration(Base, TimestampMixin):
     # volume id → the destination's connection info, once it connected them:
     # what a move resumed after a SIGKILL finishes or undoes with.
     dest_connections: Mapped[dict | None] = mapped_column(JSONEncoded)
+    # A resize's flavors as the server had them (revert and confirm need
+    # them even when a flavor was deleted meanwhile).
+    old_flavor: Mapped[dict | None] = mapped_column(JSONEncoded)
+    new_flavor: Mapped[dict | None] = mapped_column(JSONEncoded)
+    # volume id → the source's connection info, for the host to drop when it
+    # is back (an evacuation: the BDMs name the new host's by then).
+    source_connections: Mapped[dict | None] = mapped_column(JSONEncoded)
 
 
 class InstanceAction(Base, TimestampMixin):

@@ -67,13 +67,18 @@ class Migration(base.DictMixin):
     requested: str | None = None
     dest_attachments: dict = dataclasses.field(default_factory=dict)
     dest_connections: dict = dataclasses.field(default_factory=dict)
+    old_flavor: dict | None = None
+    new_flavor: dict | None = None
+    source_connections: dict = dataclasses.field(default_factory=dict)
     created_at: datetime.datetime | None = None
     updated_at: datetime.datetime | None = None
 
     @classmethod
     def from_model(cls, row, **extra):
         return super().from_model(row, dest_attachments=dict(row.dest_attachments or {}),
-                                  dest_connections=dict(row.dest_connections or {}), **extra)
+                                  dest_connections=dict(row.dest_connections or {}),
+                                  source_connections=dict(row.source_connections or {}),
+                                  **extra)
 
     @property
     def in_progress(self) -> bool:
