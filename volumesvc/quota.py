@@ -239,3 +239,24 @@ def check_unshelve(db, context, conf, instance) -> None:
         lock_project(session, instance.project_id)
         allowed_instances(session, conf, instance.project_id, instance.user_id, sizes, 1, 1,
                           resources=("cores", "ram"), keystone=keystone)
+
+
+def check_resize(db, context, conf, instance, old_flavor, new_flavor) -> None:
+    """TooManyInstances when going from ``old_flavor`` to ``new_flavor`` would pass a limit.
+
+    As Nova: only a growth is counted (a resize to a smaller flavor, or
+    the revert of a resize to a bigger one, frees room and is never
+    refused), and only the difference: the server already counts its
+    flavor. Called before a resize and before a revert (the other way).
+    """
+    sizes = types.SimpleNamespace(
+        vcpus=max(int(new_flavor.get("vcpus") or 0) - int(old_flavor.get("vcpus") or 0), 0),
+        memory_mb=max(int(new_flavor.get("memory_mb") or 0)
+                      - int(old_flavor.get("memory_mb") or 0), 0))
+    if not sizes.vcpus and not sizes.memory_mb:
+        return
+    keystone = keystone_limits(conf, instance.project_id)
+    with db.writer(context) as session:
+        lock_project(session, instance.project_id)
+        allowed_instances(session, conf, instance.project_id, instance.user_id, sizes, 1, 1,
+                          resources=("cores", "ram"), keystone=keystone)

@@ -38,8 +38,7 @@ from oslo_serialization import jsonutils
 
 from volumesvc import exception
 from volumesvc.compute import reporter as compute_reporter
-from volumesvc.states import vm_states
-from volumesvc.virt import power_state
+from volumesvc.states import power_state, vm_states
 
 LOG = logging.getLogger(__name__)
 

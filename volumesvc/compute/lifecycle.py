@@ -34,9 +34,8 @@ from volumesvc.compute import connections
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import volumes as boot_volumes
-from volumesvc.states import task_states, vm_states
+from volumesvc.states import power_state, task_states, vm_states
 from volumesvc.virt import block_device as virt_bd
-from volumesvc.virt import power_state
 
 LOG = logging.getLogger(__name__)
 

@@ -33,8 +33,8 @@ from volumesvc.compute import rebuild as rebuild_mod
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import swap as swap_mod
 from volumesvc.compute import volumes as boot_volumes
-from volumesvc.states import task_states, vm_states
-from volumesvc.virt import configdrive, power_state
+from volumesvc.states import power_state, task_states, vm_states
+from volumesvc.virt import configdrive
 from volumesvc.volume import cleanup
 
 # The tasks of a build on this compute (``build_and_run_instance``).

@@ -53,7 +53,7 @@ from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import teardown
 from volumesvc.compute import volumes as boot_volumes
-from volumesvc.virt import power_state
+from volumesvc.states import power_state
 
 LOG = logging.getLogger(__name__)
 

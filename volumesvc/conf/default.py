@@ -169,6 +169,39 @@ Related options:
 
 * ``shelved_offload_time`` (the task offloads nothing unless it is positive)
 """),
+    cfg.BoolOpt(
+        "allow_resize_to_same_host",
+        default=False,
+        help="""
+Whether a resize may choose the server's own host as its destination.
+
+As Nova: off by default, so a resize always moves the server; turn it on
+for a deployment with a single compute. A cold migration (``migrate``)
+never stays on its host.
+"""),
+    cfg.IntOpt(
+        "resize_confirm_window",
+        default=0,
+        min=0,
+        help="""
+Seconds after which a resized or cold-migrated server that nobody
+confirmed or reverted is confirmed by itself (0: never).
+
+The conductor looks for such servers every ``resize_confirm_poll_interval``
+seconds. Until the confirm the server holds room on both hosts.
+
+Related options:
+
+* ``resize_confirm_poll_interval``
+"""),
+    cfg.IntOpt(
+        "resize_confirm_poll_interval",
+        default=60,
+        min=0,
+        help="""
+Seconds between two runs of the conductor task that confirms the resizes
+older than ``resize_confirm_window``; 0 turns the task off.
+"""),
     cfg.StrOpt(
         "running_deleted_instance_action",
         default="reap",

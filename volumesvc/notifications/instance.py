@@ -8,7 +8,7 @@ ramdisk ids.
 """
 
 from volumesvc.notifications import base
-from volumesvc.virt import power_state
+from volumesvc.states import power_state
 
 _VOLUME_ACTIONS = {"volume_attach", "volume_detach"}
 _SWAP = "volume_swap"

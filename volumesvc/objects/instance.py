@@ -15,6 +15,7 @@ from volumesvc.db import api as db_api
 from volumesvc.db import models
 from volumesvc.objects import base, instance_filters
 from volumesvc.objects import tag as tag_obj
+from volumesvc.states import migration_states
 
 UNSET = base.UNSET
 
@@ -330,7 +331,46 @@ def _flavor_totals(session, hosts, locking=False) -> dict:
     for host, flavor in session.execute(statement):
         for key in ("vcpus", "memory_mb"):
             totals[host][key] += int((flavor or {}).get(key) or 0)
+    for host, flavor in _held_by_cold_moves(session, totals):
+        for key in ("vcpus", "memory_mb"):
+            totals[host][key] += int((flavor or {}).get(key) or 0)
     return totals
+
+
+# A cold move's destination before the server is there.
+_BEFORE_SWITCH = (migration_states.PRE_MIGRATING, migration_states.MIGRATING,
+                  migration_states.POST_MIGRATING)
+
+
+def _held_by_cold_moves(session, totals):
+    """(host, flavor) of the room unsettled cold moves hold on the host the server is not on.
+
+    As Nova's allocations: until a resize is confirmed or reverted the
+    server holds its old flavor on the source and its new one on the
+    destination (both on one host for a resize to the same host), so
+    neither can be given away meanwhile.
+    """
+    migration = models.Migration
+    instance = models.Instance
+    rows = session.execute(sa.select(
+        migration.source_compute, migration.dest_compute, migration.old_flavor,
+        migration.new_flavor, migration.status, instance.host).join(
+        instance, instance.uuid == migration.instance_uuid).where(
+        instance.deleted == 0, migration.migration_type.in_(migration_states.COLD_TYPES),
+        migration.status.in_(migration_states.COLD_UNSETTLED),
+        sa.or_(migration.source_compute.in_(list(totals)),
+               migration.dest_compute.in_(list(totals)))))
+    for source, dest, old, new, status, host in rows:
+        if not dest:
+            continue
+        if source == dest:
+            other, flavor = dest, (new if status in _BEFORE_SWITCH else old)
+        elif host == source:
+            other, flavor = dest, new
+        else:
+            other, flavor = source, old
+        if other in totals:
+            yield other, flavor
 
 
 # MariaDB/Galera: two claims on different hosts can deadlock in InnoDB's gap

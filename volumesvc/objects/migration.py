@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from volumesvc import exception
 from volumesvc.db import models
 from volumesvc.objects import base
-from volumesvc.states import migration_states
+from volumesvc.states import migration_states, power_state, vm_states
 
 # The statuses live with the other state vocabularies (the computes use them
 # too); re-exported here for the database side's callers.
@@ -40,6 +40,16 @@ IN_PROGRESS = migration_states.IN_PROGRESS
 ABORTABLE = migration_states.ABORTABLE
 ABORT = migration_states.ABORT
 FORCE_COMPLETE = migration_states.FORCE_COMPLETE
+MIGRATION = migration_states.MIGRATION
+RESIZE = migration_states.RESIZE
+COLD_TYPES = migration_states.COLD_TYPES
+PRE_MIGRATING = migration_states.PRE_MIGRATING
+MIGRATING = migration_states.MIGRATING
+FINISHED = migration_states.FINISHED
+CONFIRMED = migration_states.CONFIRMED
+REVERTING = migration_states.REVERTING
+REVERTED = migration_states.REVERTED
+COLD_UNSETTLED = migration_states.COLD_UNSETTLED
 
 
 @dataclasses.dataclass
@@ -209,11 +219,97 @@ def list_in_progress(db, context, *, instance_uuid=None, source_compute=None,
 
 
 def unstarted_before(db, context, cutoff) -> list[Migration]:
-    """Live migrations still ``accepted``/``queued`` with no change since ``cutoff``."""
+    """Moves no host took yet with no change since ``cutoff``: live migrations
+    still ``accepted``/``queued``, cold ones still ``pre-migrating``."""
     model = models.Migration
     changed = sa.func.coalesce(model.updated_at, model.created_at)
     with db.reader(context) as session:
         rows = session.scalars(sa.select(model).where(
-            model.migration_type == LIVE_MIGRATION, model.status.in_((ACCEPTED, QUEUED)),
+            sa.or_(sa.and_(model.migration_type == LIVE_MIGRATION,
+                           model.status.in_((ACCEPTED, QUEUED))),
+                   sa.and_(model.migration_type.in_(COLD_TYPES),
+                           model.status == PRE_MIGRATING)),
             changed < cutoff).order_by(model.id))
         return [Migration.from_model(row) for row in rows]
+
+
+def settle(db, context, migration_id, *, expected_status, status, instance_values,
+           expected_task_state, expected_vm_state=None) -> Migration:
+    """One step of a cold move: the migration's status and the server's record together.
+
+    One transaction, each write a compare and swap: the migration must be
+    in ``expected_status`` (``InvalidMigrationState`` otherwise) and the
+    server in ``expected_task_state`` (``UnexpectedTaskStateError``), and in
+    ``expected_vm_state`` when given (``InstanceInvalidState``). A reader never
+    sees a server on one host with the other host's flavor, nor a
+    ``finished`` resize whose server is not yet ``RESIZED``.
+    """
+    # Imported here: instance imports nothing of this module, and the
+    # settling functions are the ones that write both.
+    from volumesvc.objects import instance as instance_obj
+
+    with db.writer(context):
+        migration = save(db, context, migration_id, {"status": status},
+                         expected_status=expected_status)
+        if expected_vm_state is not None:
+            current = instance_obj.get_by_uuid(db, context, migration.instance_uuid)
+            if current.vm_state not in expected_vm_state:
+                raise exception.InstanceInvalidState(
+                    instance_uuid=current.uuid, attr="vm_state", state=current.vm_state,
+                    method=f"set the migration {status}")
+        instance_obj.save(db, context, migration.instance_uuid, instance_values,
+                          expected_task_state=expected_task_state)
+        return migration
+
+
+def cold_for_host(db, context, *, source_compute=None, dest_compute=None,
+                  statuses=COLD_UNSETTLED) -> list[Migration]:
+    """Cold migrations and resizes in ``statuses`` from or to one host, oldest first."""
+    model = models.Migration
+    statement = sa.select(model).where(model.migration_type.in_(COLD_TYPES),
+                                       model.status.in_(statuses)).order_by(model.id)
+    if source_compute is not None:
+        statement = statement.where(model.source_compute == source_compute)
+    if dest_compute is not None:
+        statement = statement.where(model.dest_compute == dest_compute)
+    with db.reader(context) as session:
+        return [Migration.from_model(row) for row in session.scalars(statement)]
+
+
+def latest_cold(db, context, instance_uuid, statuses) -> Migration | None:
+    """The server's newest cold migration or resize in ``statuses`` (None: none is)."""
+    model = models.Migration
+    with db.reader(context) as session:
+        row = session.scalars(sa.select(model).where(
+            model.instance_uuid == instance_uuid, model.migration_type.in_(COLD_TYPES),
+            model.status.in_(statuses)).order_by(model.id.desc())).first()
+        return Migration.from_model(row) if row is not None else None
+
+
+def finished_before(db, context, cutoff) -> list[Migration]:
+    """Cold moves ``finished`` (awaiting a confirm) with no change since ``cutoff``."""
+    model = models.Migration
+    changed = sa.func.coalesce(model.updated_at, model.created_at)
+    with db.reader(context) as session:
+        rows = session.scalars(sa.select(model).where(
+            model.migration_type.in_(COLD_TYPES), model.status == FINISHED,
+            changed < cutoff).order_by(model.id))
+        return [Migration.from_model(row) for row in rows]
+
+
+def confirm(db, context, migration_id) -> Migration:
+    """Confirm a ``finished`` cold move: ``confirmed``, the server ``ACTIVE`` (or
+    ``STOPPED`` when its guest is off) with no task, in one transaction.
+
+    Raises ``InvalidMigrationState`` when it is no longer ``finished`` (a
+    revert or another confirm came first).
+    """
+    from volumesvc.objects import instance as instance_obj
+
+    migration = get(db, context, migration_id)
+    current = instance_obj.get_by_uuid(db, context, migration.instance_uuid)
+    running = current.power_state == power_state.RUNNING
+    return settle(db, context, migration_id, expected_status=[FINISHED], status=CONFIRMED,
+                  instance_values={"vm_state": vm_states.ACTIVE if running
+                                   else vm_states.STOPPED, "task_state": None},
+                  expected_task_state=[None], expected_vm_state=[vm_states.RESIZED])

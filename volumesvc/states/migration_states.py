@@ -10,7 +10,11 @@ layer) read and write them too.
 """
 
 LIVE_MIGRATION = "live-migration"
-TYPES = (LIVE_MIGRATION, "migration", "resize", "evacuation")
+MIGRATION = "migration"
+RESIZE = "resize"
+TYPES = (LIVE_MIGRATION, MIGRATION, RESIZE, "evacuation")
+#: The moves that stop the guest and start it again elsewhere (or resized).
+COLD_TYPES = (MIGRATION, RESIZE)
 
 ACCEPTED = "accepted"
 QUEUED = "queued"
@@ -30,3 +34,21 @@ ABORTABLE = (ACCEPTED, QUEUED, PREPARING, RUNNING)
 #: What the user asked of a running move (the row's ``requested``).
 ABORT = "abort"
 FORCE_COMPLETE = "force-complete"
+
+# A cold migration or resize goes ``pre-migrating`` (the API; the conductor
+# picks the destination) → ``migrating`` (the source stops the guest and
+# disconnects its volumes) → ``post-migrating`` (the destination connects
+# them and starts the guest) → ``finished`` (the server is ``RESIZED`` on the
+# destination), then ``confirmed`` or ``reverting`` → ``reverted`` (back on
+# the source with its old flavor). ``error`` when it failed and the server
+# was put back on the source.
+PRE_MIGRATING = "pre-migrating"
+MIGRATING = "migrating"
+FINISHED = "finished"
+CONFIRMED = "confirmed"
+REVERTING = "reverting"
+REVERTED = "reverted"
+
+#: A cold move not settled: its server holds room on both hosts (as Nova's
+#: allocations do until the confirm or the revert).
+COLD_UNSETTLED = (PRE_MIGRATING, MIGRATING, POST_MIGRATING, FINISHED, REVERTING)

@@ -83,7 +83,7 @@ class ComputeDriver:
         raise NotImplementedError()
 
     def get_info(self, instance):
-        """Return the instance's power state (volumesvc.virt.power_state)."""
+        """Return the instance's power state (volumesvc.states.power_state)."""
         raise NotImplementedError()
 
     def spawn(self, instance, block_device_info):

@@ -18,7 +18,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tests.integration.virt.luks_guest import console_text
-from volumesvc.virt import configdrive, instance_path, power_state
+from volumesvc.states import power_state
+from volumesvc.virt import configdrive, instance_path
 from volumesvc_aio import guest_image
 
 pytestmark = pytest.mark.integration

@@ -25,7 +25,8 @@ import pytest
 
 from tests import polling
 from volumesvc import exception
-from volumesvc.virt import instance_path, power_state
+from volumesvc.states import power_state
+from volumesvc.virt import instance_path
 from volumesvc_aio import guest_image
 
 pytestmark = pytest.mark.integration

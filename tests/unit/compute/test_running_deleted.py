@@ -11,7 +11,7 @@ from volumesvc import context as vs_context
 from volumesvc import exception
 from volumesvc.compute import attach, running_deleted
 from volumesvc.conf import get_conf
-from volumesvc.virt import power_state
+from volumesvc.states import power_state
 
 HOST = "cmp"
 # The reaper reads the clock itself; an hour leaves room for a slow run.

@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from volumesvc import exception
-from volumesvc.virt import fake, power_state
+from volumesvc.states import power_state
+from volumesvc.virt import fake
 from volumesvc.virt.libvirt import config
 
 

@@ -26,6 +26,7 @@ from volumesvc.api.policies import (
     server_live_migrate,
     server_metadata,
     server_migrations,
+    server_resize,
     server_tags,
     servers,
     services,
@@ -36,7 +37,7 @@ _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
             volume_attachments, assisted_volume_snapshots, ips, server_external_events,
             server_metadata, server_tags, server_admin_actions, server_live_migrate,
             keypairs, quota_sets, availability_zones, console_output, metrics,
-            migrations, server_migrations)
+            migrations, server_migrations, server_resize)
 
 
 # The 2023 project defaults (reader/member) and the pre-2023 one they replace.

@@ -16,7 +16,8 @@ from oslo_log import log as logging
 
 from volumesvc import exception, privsep
 from volumesvc.privsep import files as privsep_files
-from volumesvc.virt import block_device, configdrive, driver, instance_path, power_state
+from volumesvc.states import power_state
+from volumesvc.virt import block_device, configdrive, driver, instance_path
 from volumesvc.virt.libvirt import (
     config,
     config_drive,

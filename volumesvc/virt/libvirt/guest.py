@@ -10,7 +10,7 @@ import time
 from oslo_log import log as logging
 
 from volumesvc import exception
-from volumesvc.virt import power_state
+from volumesvc.states import power_state
 from volumesvc.virt.libvirt import config
 
 LOG = logging.getLogger(__name__)
