@@ -31,6 +31,7 @@ from volumesvc.compute import lifecycle as lifecycle_mod
 from volumesvc.compute import live_migration as live_migration_mod
 from volumesvc.compute import rebuild as rebuild_mod
 from volumesvc.compute import reporter as compute_reporter
+from volumesvc.compute import resize as resize_mod
 from volumesvc.compute import swap as swap_mod
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.states import power_state, task_states, vm_states
@@ -84,6 +85,11 @@ class ComputeManager:
         #: live migration; ``peers``: the compute rpcapi, to reach other hosts
         self.migrator = live_migration_mod.LiveMigrator(conf, driver, conductor, cinder, peers,
                                                         self.reporter, keys=self.keys)
+        #: cold migration and resize
+        self.resizer = resize_mod.Resizer(conf, driver=driver, conductor=conductor,
+                                          cinder=cinder, peers=peers, reporter=self.reporter,
+                                          lifecycle=self.lifecycle, glance=glance,
+                                          keys=self.keys)
         limit = conf.compute.max_concurrent_builds
         self._build_slots = (threading.BoundedSemaphore(limit) if limit
                              else contextlib.nullcontext())
@@ -98,7 +104,9 @@ class ComputeManager:
                        task_states.POWERING_ON: self.lifecycle.start,
                        task_states.SHELVING: self._shelve_again,
                        task_states.SHELVING_OFFLOADING: self.lifecycle.offload,
-                       task_states.MIGRATING: self._dead_task(self.migrator.recover)}
+                       task_states.MIGRATING: self._dead_task(self.migrator.recover),
+                       **dict.fromkeys(resize_mod.TASKS,
+                                       self._dead_task(self.resizer.recover))}
         self.reconciler = reconcile_runner.ReconcileRunner(
             conf, host=self.host, driver=driver, conductor=conductor, cinder=cinder,
             attacher=self.attacher, reporter=self.reporter, lock=self._lock,
@@ -137,6 +145,7 @@ class ComputeManager:
         self.reconciler.run(reconcile_runner.Occasion.START, context,
                             timeout=self._conf.report_interval)
         self.migrator.recover_switched(context)
+        self.resizer.recover_destination(context, self._lock)
 
     def cleanup_host(self):
         self.reconciler.stop()
@@ -576,3 +585,29 @@ class ComputeManager:
     def post_live_migration_at_destination(self, context, *, instance):
         with self._lock(instance["uuid"]):
             return self.migrator.post_at_destination(context, instance)
+
+    # -- cold migration and resize (compute/resize.py) -------------------------
+
+    def resize_instance(self, context, *, instance, migration):
+        with self._lock(instance["uuid"]):
+            self._own_task(instance)
+            self.resizer.resize_instance(context, instance, migration)
+
+    def finish_resize(self, context, *, instance, migration):
+        with self._lock(instance["uuid"]):
+            self._own_task(instance)
+            self.resizer.finish_resize(context, instance, migration)
+
+    def revert_resize(self, context, *, instance, migration):
+        with self._lock(instance["uuid"]):
+            self._own_task(instance)
+            self.resizer.revert_resize(context, instance, migration)
+
+    def finish_revert_resize(self, context, *, instance, migration, outcome):
+        with self._lock(instance["uuid"]):
+            self._own_task(instance)
+            self.resizer.put_back(context, instance["uuid"], migration, outcome=outcome)
+
+    def confirm_resize(self, context, *, instance, migration):
+        with self._lock(instance["uuid"]):
+            self.resizer.confirm_resize(context, instance, migration)

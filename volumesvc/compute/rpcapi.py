@@ -14,6 +14,9 @@ manager imports ``VERSION`` so the two can never disagree; when and how:
         pre_live_migration, rollback_live_migration_at_destination and
         post_live_migration_at_destination (calls to the destination),
         live_migration_control (cast to the source: abort, force-complete).
+* 1.2 - Cold migration and resize (casts): resize_instance (to the source),
+        finish_resize and revert_resize (to the destination),
+        finish_revert_resize and confirm_resize (to the source).
 """
 
 import oslo_messaging as messaging
@@ -21,10 +24,11 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "compute"
-VERSION = "1.1"
+VERSION = "1.2"
 # What a method of the first release is sent as (a newer method names its own).
 BASE_VERSION = "1.0"
 LIVE_MIGRATION_VERSION = "1.1"
+RESIZE_VERSION = "1.2"
 # ``auto_version_cap`` not given (None is a resolved cap: send the newest).
 AUTO_UNRESOLVED = object()
 
@@ -260,3 +264,37 @@ class ComputeAPI:
         self._prepare(host, version=LIVE_MIGRATION_VERSION).cast(
             ctxt, "live_migration_control", instance_uuid=instance_uuid,
             migration_id=migration_id, request=request)
+
+    # -- cold migration and resize (compute/resize.py) --------------------------
+
+    def _resize_cast(self, ctxt, host, method, **kwargs):
+        self._prepare(host, version=RESIZE_VERSION).cast(ctxt, method, **kwargs)
+
+    def resize_instance(self, ctxt, *, host, instance, migration):
+        """Cast to the source: stop the guest, disconnect its volumes, then cast
+        the destination's ``finish_resize``."""
+        self._resize_cast(ctxt, host, "resize_instance", instance=instance,
+                          migration=migration)
+
+    def finish_resize(self, ctxt, *, host, instance, migration):
+        """Cast to the destination: connect the volumes, start the guest with the new
+        flavor, make the server ``RESIZED`` there (or hand it back on failure)."""
+        self._resize_cast(ctxt, host, "finish_resize", instance=instance,
+                          migration=migration)
+
+    def revert_resize(self, ctxt, *, host, instance, migration):
+        """Cast to the destination: release the server and hand it back to the source."""
+        self._resize_cast(ctxt, host, "revert_resize", instance=instance,
+                          migration=migration)
+
+    def finish_revert_resize(self, ctxt, *, host, instance, migration, outcome):
+        """Cast to the source: start the server again with its old flavor; the
+        migration ends ``outcome`` (``reverted``, or ``error`` after a failed move)."""
+        self._resize_cast(ctxt, host, "finish_revert_resize", instance=instance,
+                          migration=migration, outcome=outcome)
+
+    def confirm_resize(self, ctxt, *, host, instance, migration):
+        """Cast to the source: the move was confirmed; remove the server's files there."""
+        self._resize_cast(ctxt, host, "confirm_resize", instance=instance,
+                          migration=migration)
+

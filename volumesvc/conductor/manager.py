@@ -20,6 +20,7 @@ from volumesvc.conductor.tasks import live_migrate as live_migrate_task
 from volumesvc.conductor.tasks import power
 from volumesvc.conductor.tasks import rebuild as rebuild_task
 from volumesvc.conductor.tasks import reconcile as reconcile_task
+from volumesvc.conductor.tasks import resize as resize_task
 from volumesvc.conductor.tasks import shelve as shelve_task
 from volumesvc.conductor.tasks import swap as swap_task
 from volumesvc.conductor.tasks import unshelve as unshelve_task
@@ -95,6 +96,11 @@ class ConductorManager:
     def _expire_unstarted_live_migrations(self, context):
         """End live migrations whose conductor died before the source took them."""
         live_migrate_task.expire_unstarted(self._conf, self._db, context)
+
+    @periodic.periodic_task(None, "resize_confirm_poll_interval")
+    def _confirm_expired_resizes(self, context):
+        """Confirm resizes nobody confirmed within ``[DEFAULT] resize_confirm_window``."""
+        resize_task.confirm_expired(self._deps, context)
 
     # -- heartbeats ----------------------------------------------------------
 
@@ -195,6 +201,17 @@ class ConductorManager:
         live_migrate_task.LiveMigrateTask(self._deps, context, instance_uuid=instance_uuid,
                                           migration_id=migration_id, host=host,
                                           force=force).execute()
+
+    def resize_instance(self, context, *, instance_uuid, migration_id, host=None):
+        """Cast from the API: ``conductor/tasks/resize.py``."""
+        resize_task.ResizeTask(self._deps, context, instance_uuid=instance_uuid,
+                               migration_id=migration_id, host=host).execute()
+
+    def confirm_resize(self, context, *, instance_uuid, migration_id):
+        resize_task.cleanup_source(self._deps, context, instance_uuid, migration_id)
+
+    def revert_resize(self, context, *, instance_uuid, migration_id):
+        resize_task.revert(self._deps, context, instance_uuid, migration_id)
 
     def swap_volume(self, context, *, instance_uuid, old_volume_id, new_volume_id):
         """Cast from the API: ``conductor/tasks/swap.py``."""
@@ -355,6 +372,23 @@ class ConductorManager:
     @_persists_migration
     def live_migration_switch(self, context, *, migration_id, bdms):
         return migration_obj.switch_host(self._db, context, migration_id, bdms).to_dict()
+
+    # -- compute → conductor: cold move records --------------------------------
+
+    @_persists_migration
+    def migration_settle(self, context, *, migration_id, expected_status, status,
+                         instance_values, expected_task_state):
+        return migration_obj.settle(
+            self._db, context, migration_id, expected_status=expected_status, status=status,
+            instance_values=instance_values,
+            expected_task_state=expected_task_state).to_dict()
+
+    @_persists_migration
+    def migration_list_cold(self, context, *, instance_uuid=None, source_compute=None,
+                            dest_compute=None, statuses=None):
+        return [m.to_dict() for m in migration_obj.list_cold(
+            self._db, context, instance_uuid=instance_uuid, source_compute=source_compute,
+            dest_compute=dest_compute, statuses=statuses or migration_obj.COLD_UNSETTLED)]
 
 
 _DATETIME_FIELDS = ("launched_at", "terminated_at")

@@ -22,6 +22,9 @@ manager imports ``VERSION`` so the two can never disagree; when and how:
         conductor (persistence): migration_get, migration_list_in_progress,
         migration_update,
         migration_add_dest_attachment, live_migration_switch.
+* 1.2 - Cold migration and resize. API → conductor: resize_instance,
+        confirm_resize, revert_resize. Compute → conductor (persistence):
+        migration_settle, migration_list_cold.
 """
 
 import oslo_messaging as messaging
@@ -29,10 +32,11 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.1"
+VERSION = "1.2"
 # What a method of the first release is sent as (a newer method names its own).
 BASE_VERSION = "1.0"
 LIVE_MIGRATION_VERSION = "1.1"
+RESIZE_VERSION = "1.2"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -221,6 +225,23 @@ class ConductorAPI:
             ctxt, "live_migrate_instance", instance_uuid=instance_uuid,
             migration_id=migration_id, host=host, force=force)
 
+    def resize_instance(self, ctxt, *, instance_uuid, migration_id, host=None):
+        """Cast: choose (or check ``host``, 2.56) the destination of a resize or
+        cold migration, then hand the move to the source compute."""
+        self._client.prepare(version=RESIZE_VERSION).cast(
+            ctxt, "resize_instance", instance_uuid=instance_uuid,
+            migration_id=migration_id, host=host)
+
+    def confirm_resize(self, ctxt, *, instance_uuid, migration_id):
+        """Cast: the (already recorded) confirm; the source removes the server's files."""
+        self._client.prepare(version=RESIZE_VERSION).cast(
+            ctxt, "confirm_resize", instance_uuid=instance_uuid, migration_id=migration_id)
+
+    def revert_resize(self, ctxt, *, instance_uuid, migration_id):
+        """Cast: move a ``RESIZED`` server back to its source with its old flavor."""
+        self._client.prepare(version=RESIZE_VERSION).cast(
+            ctxt, "revert_resize", instance_uuid=instance_uuid, migration_id=migration_id)
+
     # -- operators → conductor --------------------------------------------------
 
     def reconcile_volume_attachments(self, ctxt, *, instance_uuids, dry_run=False,
@@ -358,6 +379,24 @@ class ConductorAPI:
         return self._call(ctxt, "live_migration_switch", version=LIVE_MIGRATION_VERSION,
                           migration_id=migration_id, bdms=bdms)
 
+
+    # -- compute → conductor: cold move records ---------------------------------
+
+    def migration_settle(self, ctxt, *, migration_id, expected_status, status,
+                         instance_values, expected_task_state):
+        """Call: one step of a cold move, the migration's status and the server's
+        record in one transaction, each a compare and swap."""
+        return self._call(ctxt, "migration_settle", version=RESIZE_VERSION,
+                          migration_id=migration_id, expected_status=expected_status,
+                          status=status, instance_values=instance_values,
+                          expected_task_state=expected_task_state)
+
+    def migration_list_cold(self, ctxt, *, instance_uuid=None, source_compute=None,
+                            dest_compute=None, statuses=None):
+        """Call: cold moves (dicts) of a server, or from or to a host, oldest first."""
+        return self._call(ctxt, "migration_list_cold", version=RESIZE_VERSION,
+                          instance_uuid=instance_uuid, source_compute=source_compute,
+                          dest_compute=dest_compute, statuses=statuses)
 
 # Exceptions a caller can expect across the bus (re-raised as the same class).
 RemoteError = messaging.RemoteError

@@ -70,9 +70,10 @@ Related options:
         default=300,
         min=1,
         help="""
-Seconds a live migration may stay ``accepted`` or ``queued`` (no source
-compute took it yet) before the conductors end it ``error`` and give the
-server back its ``ACTIVE`` state with no task: the conductor that took the
+Seconds a live migration may stay ``accepted`` or ``queued``, and a resize
+or cold migration ``pre-migrating`` (no source compute took it yet), before
+the conductors end it ``error`` and give the server back its state with no
+task: the conductor that took the
 request died before it reached the source, or the cast was lost. Checked
 every ``volume_request_recovery_interval`` seconds. Keep it above the time
 a busy source compute may take to get to a queued move.

@@ -262,12 +262,15 @@ def settle(db, context, migration_id, *, expected_status, status, instance_value
         return migration
 
 
-def cold_for_host(db, context, *, source_compute=None, dest_compute=None,
-                  statuses=COLD_UNSETTLED) -> list[Migration]:
-    """Cold migrations and resizes in ``statuses`` from or to one host, oldest first."""
+def list_cold(db, context, *, instance_uuid=None, source_compute=None, dest_compute=None,
+              statuses=COLD_UNSETTLED) -> list[Migration]:
+    """Cold migrations and resizes in ``statuses`` of one server or from or to one host,
+    oldest first."""
     model = models.Migration
     statement = sa.select(model).where(model.migration_type.in_(COLD_TYPES),
                                        model.status.in_(statuses)).order_by(model.id)
+    if instance_uuid is not None:
+        statement = statement.where(model.instance_uuid == instance_uuid)
     if source_compute is not None:
         statement = statement.where(model.source_compute == source_compute)
     if dest_compute is not None:

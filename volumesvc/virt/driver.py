@@ -89,6 +89,11 @@ class ComputeDriver:
     def spawn(self, instance, block_device_info):
         raise NotImplementedError()
 
+    def define(self, instance, block_device_info):
+        """Define the guest with the disks of ``block_device_info`` without starting it
+        (a stopped server that moved: it stays off, and ``start`` starts it)."""
+        raise NotImplementedError()
+
     def destroy(self, instance, block_device_info=None):
         raise NotImplementedError()
 

@@ -23,6 +23,7 @@ from volumesvc.api.handlers import (
     server_lifecycle,
     server_live_migrate,
     server_rebuild,
+    server_resize,
 )
 from volumesvc.api.logic import snapshot, states
 from volumesvc.api.policies import server_actions as policies
@@ -41,8 +42,7 @@ LOG = logging.getLogger(__name__)
 # Server actions Nova has and volumesvc does not serve (a clear 400, not
 # "no such action", so a client knows the name is right).
 NOVA_ONLY_ACTIONS = frozenset({
-    "resize", "confirmResize", "revertResize",
-    "changePassword", "createBackup", "migrate", "evacuate", "pause",
+    "changePassword", "createBackup", "evacuate", "pause",
     "unpause", "suspend", "resume",
     "rescue", "unrescue", "injectNetworkInfo", "resetNetwork",
     "addSecurityGroup", "removeSecurityGroup", "addFixedIp", "removeFixedIp",
@@ -125,7 +125,7 @@ def _create_image(req, server_id, body):
 
 _ACTIONS = {"reboot": _reboot, "createImage": _create_image, **server_lifecycle.ACTIONS,
             **server_admin_actions.ACTIONS, **server_rebuild.ACTIONS,
-            **console_output.ACTIONS, **server_live_migrate.ACTIONS}
+            **console_output.ACTIONS, **server_live_migrate.ACTIONS, **server_resize.ACTIONS}
 
 
 @validation.windows(validation.schema, schema.REQUEST_WINDOWS)

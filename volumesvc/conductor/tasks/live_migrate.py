@@ -132,7 +132,8 @@ class LiveMigrateTask(base.TaskBase):
 
 
 def expire_unstarted(conf, db, context):
-    """End the live migrations no source took in time (``live_migration_start_timeout``).
+    """End the moves no source took in time (``live_migration_start_timeout``): live
+    migrations, and resizes and cold migrations still ``pre-migrating``.
 
     A compare and swap on the migration's status: a source that takes the
     move meanwhile (``queued`` → ``preparing``) wins, and the move goes on.
@@ -145,14 +146,18 @@ def expire_unstarted(conf, db, context):
         try:
             migration_obj.save(db, context, migration.id, {"status": migration_obj.ERROR},
                                expected_status=[migration_obj.ACCEPTED,
-                                                migration_obj.QUEUED])
+                                                migration_obj.QUEUED,
+                                                migration_obj.PRE_MIGRATING])
         except exception.InvalidMigrationState:
             continue
+        live = migration.migration_type == migration_obj.LIVE_MIGRATION
         try:
             instance_obj.save(db, context, migration.instance_uuid, {"task_state": None},
-                              expected_task_state=[task_states.MIGRATING])
+                              expected_task_state=[task_states.MIGRATING if live
+                                                   else task_states.RESIZE_PREP])
             fault_obj.create(db, context, instance_uuid=migration.instance_uuid, code=500,
-                             message="Live migration not started within "
+                             message=f"{'Live migration' if live else 'Resize'} not "
+                                     "started within "
                                      f"{conf.conductor.live_migration_start_timeout} s")
         except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
             pass

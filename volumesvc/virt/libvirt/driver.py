@@ -191,6 +191,17 @@ class LibvirtDriver(driver.ComputeDriver):
             self.destroy(instance, block_device_info)
             raise
 
+    def define(self, instance, block_device_info):
+        for bdm in block_device.get_bdms(block_device_info):
+            self.check_multiattach(bdm["connection_info"])
+        if self._host.find_guest(instance["uuid"]) is not None:
+            raise exception.InstanceExists(name=domain_name(instance))
+        xml = self._build_domain(instance, block_device_info).to_xml()
+        try:
+            self._host.define_guest(xml)
+        except self.libvirt.libvirtError as exc:
+            raise self._libvirt_error(exc, "defining the domain failed") from exc
+
     def destroy(self, instance, block_device_info=None):
         guest = self._host.find_guest(instance["uuid"])
         if guest is None:

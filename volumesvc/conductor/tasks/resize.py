@@ -1,0 +1,167 @@
+"""Cold migration and resize, the conductor's part: the destination, then the source.
+
+The API has set the server's task ``resize_prep``, recorded the action and
+made the migration row (``pre-migrating``, with the server's old and new
+flavors). Here the destination is checked or chosen as for any placement
+(``scheduling.pick_host``): up, enabled, new enough to take part
+(``version.RESIZE_VERSION``), every capability the server's volumes need,
+and room for the new flavor (unsettled cold moves already hold room on
+both of their hosts, so two resizes cannot take the same room). The
+server's own host is left out unless the move is a resize and
+``[DEFAULT] allow_resize_to_same_host`` is set, as in Nova; a cold
+migration always moves. Then the source compute owns the move
+(``compute/resize.py``).
+
+A refusal leaves the server where and as it was: no task, the migration
+``error``, a fault and an Error ``conductor_migrate_server`` event.
+
+Also here: the confirm's last step (the source removes the server's
+files; the records were written by the API or by :func:`confirm_expired`)
+and the revert's cast to the server's current (destination) compute.
+"""
+
+import datetime
+
+from oslo_log import log as logging
+
+from volumesvc import exception, version
+from volumesvc.conductor import scheduling
+from volumesvc.conductor.tasks import base
+from volumesvc.objects import base as objects_base
+from volumesvc.objects import block_device as bdm_obj
+from volumesvc.objects import compute_host
+from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import migration as migration_obj
+from volumesvc.states import task_states
+
+LOG = logging.getLogger(__name__)
+
+EVENT = "conductor_migrate_server"
+
+
+class ResizeTask(base.TaskBase):
+    def __init__(self, deps, context, *, instance_uuid, migration_id, host=None):
+        super().__init__(deps, context, instance_uuid=instance_uuid)
+        self.migration_id = migration_id
+        self.host = host
+
+    def _destination(self, instance, migration, needs):
+        flavor = migration.new_flavor or instance.flavor or {}
+        same_host = (migration.migration_type == migration_obj.RESIZE
+                     and self.conf.allow_resize_to_same_host and not self.host)
+        requirements = scheduling.Requirements(
+            needs=tuple(needs), hosts=(self.host,) if self.host else None,
+            min_version=version.RESIZE_VERSION,
+            vcpus=int(flavor.get("vcpus") or 0), memory_mb=int(flavor.get("memory_mb") or 0))
+        exclude = {} if same_host else {instance.host: "the server's own host"}
+        try:
+            return scheduling.pick_host(self.conf, self.db, self.context, requirements,
+                                        exclude=exclude)
+        except scheduling.NoValidHost as exc:
+            if self.host:
+                raise exception.MigrationPreCheckError(
+                    reason=f"host {self.host} cannot take server {instance.uuid}: "
+                           f"{exc.format_message()}") from exc
+            raise
+
+    def _execute(self):
+        migration = migration_obj.get(self.db, self.context, self.migration_id)
+        instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
+        if instance.task_state != task_states.RESIZE_PREP or not instance.host:
+            raise exception.InstanceInvalidState(
+                instance_uuid=instance.uuid, attr="task_state", state=instance.task_state,
+                method="resize")
+        source = compute_host.get(self.conf, self.db, self.context, instance.host,
+                                  cache=self.deps.up_cache)
+        if not source.up:
+            raise exception.MigrationPreCheckError(
+                reason=f"the server's compute {instance.host} is down")
+        if source.version < version.RESIZE_VERSION:
+            raise exception.MigrationPreCheckError(
+                reason=f"the server's compute {instance.host} is too old to resize or "
+                       f"migrate (service version {source.version} < "
+                       f"{version.RESIZE_VERSION})")
+        bdms = bdm_obj.list_by_instance(self.db, self.context, instance.uuid)
+        dest = self._destination(instance, migration,
+                                 scheduling.volume_needs(self.cinder, self.context, bdms))
+        migration = migration_obj.save(self.db, self.context, migration.id, {
+            "dest_compute": dest, "dest_node": dest, "dest_host": dest},
+            expected_status=[migration_obj.PRE_MIGRATING])
+        LOG.info("%s %s of %s: %s -> %s", migration.migration_type.capitalize(),
+                 migration.uuid, instance.uuid, instance.host, dest)
+        self.compute.resize_instance(self.context, host=instance.host,
+                                     instance=instance.to_dict(),
+                                     migration=migration.to_dict())
+        return dest
+
+    def rollback(self, exc):
+        """No task (the server first), then the migration ``error``."""
+        try:
+            instance_obj.save(self.db, self.context, self.instance_uuid, {"task_state": None},
+                              expected_task_state=[task_states.RESIZE_PREP])
+        except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
+            pass
+        else:
+            base.fail_instance(self.db, self.context, self.instance_uuid, exc, {},
+                               event=EVENT)
+        try:
+            migration_obj.save(self.db, self.context, self.migration_id,
+                               {"status": migration_obj.ERROR},
+                               expected_status=[migration_obj.PRE_MIGRATING])
+        except exception.VolumesvcException as err:
+            LOG.warning("Migration %s not set to error: %s", self.migration_id, err)
+        LOG.warning("Resize or migration of %s refused: %s", self.instance_uuid,
+                    base.message_of(exc))
+
+    def execute(self):
+        # NOTE: a cast has nobody to raise to; the failure is in the records.
+        try:
+            return super().execute()
+        except Exception:  # noqa: BLE001
+            return None
+
+
+def cleanup_source(deps, context, instance_uuid, migration_id):
+    """After a confirm: the source removes what the server left there (best effort)."""
+    migration = migration_obj.get(deps.db, context, migration_id)
+    try:
+        instance = instance_obj.get_by_uuid(deps.db, context, instance_uuid)
+    except exception.InstanceNotFound:
+        return
+    if migration.source_compute and migration.source_compute != migration.dest_compute:
+        deps.compute.confirm_resize(context, host=migration.source_compute,
+                                    instance=instance.to_dict(),
+                                    migration=migration.to_dict())
+
+
+def revert(deps, context, instance_uuid, migration_id):
+    """Cast the revert to the server's current (destination) compute."""
+    migration = migration_obj.get(deps.db, context, migration_id)
+    instance = instance_obj.get_by_uuid(deps.db, context, instance_uuid)
+    deps.compute.revert_resize(context, host=instance.host, instance=instance.to_dict(),
+                               migration=migration.to_dict())
+
+
+def confirm_expired(deps, context):
+    """Confirm the moves ``finished`` for longer than ``resize_confirm_window`` (Nova's
+    automatic confirmation); 0 turns it off. Returns the confirmed migrations' ids."""
+    window = deps.conf.resize_confirm_window
+    if not window:
+        return []
+    cutoff = objects_base.utcnow() - datetime.timedelta(seconds=window)
+    confirmed = []
+    for migration in migration_obj.finished_before(deps.db, context, cutoff):
+        try:
+            migration_obj.confirm(deps.db, context, migration.id)
+        except (exception.InvalidMigrationState, exception.UnexpectedTaskStateError,
+                exception.InstanceInvalidState, exception.InstanceNotFound) as exc:
+            LOG.info("Migration %s not confirmed by itself: %s", migration.uuid, exc)
+            continue
+        LOG.info("Confirmed %s %s of %s after %s s", migration.migration_type,
+                 migration.uuid, migration.instance_uuid, window)
+        confirmed.append(migration.id)
+        try:
+            cleanup_source(deps, context, migration.instance_uuid, migration.id)
+        except Exception as exc:  # noqa: BLE001 - the files stay, the confirm stands
+            LOG.warning("Source of migration %s not told: %s", migration.uuid, exc)
+    return confirmed
