@@ -9,6 +9,8 @@ in ``objects/``, because the computes (which never import the database
 layer) read and write them too.
 """
 
+from volumesvc.states import task_states
+
 LIVE_MIGRATION = "live-migration"
 MIGRATION = "migration"
 RESIZE = "resize"
@@ -43,7 +45,8 @@ FORCE_COMPLETE = "force-complete"
 # the source with its old flavor). ``error`` when it failed and the server
 # was put back on the source.
 PRE_MIGRATING = "pre-migrating"
-MIGRATING = "migrating"
+# Nova spells this status as the live migration's task state.
+MIGRATING = task_states.MIGRATING
 FINISHED = "finished"
 CONFIRMED = "confirmed"
 REVERTING = "reverting"

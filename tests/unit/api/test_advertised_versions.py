@@ -343,7 +343,7 @@ EVIDENCE = {
     "2.53": [Row(SERVICE_REP, "id"), Starts("PUT", "/v2.1/os-services/<service_id>")],
     "2.54": [BodyKey("POST", ACTION, "rebuild.key_name"), Starts("POST", ACTION)],
     "2.55": [Row(FLAVOR_REP, "description")],
-    "2.56": [NoAction("migrate")],
+    "2.56": [Branches("volumesvc/api/handlers/server_resize.py", "V2_56_MIGRATE_HOST")],
     "2.57": [BodyKey("POST", ACTION, "rebuild.user_data"), Starts("POST", ACTION)],
     "2.58": [Row(ACTION_REP, "updated_at"), Starts("GET", INSTANCE_ACTIONS)],
     "2.59": [Row(MIGRATION_REP, "uuid"), Row(SERVER_MIGRATION_REP, "uuid"),
