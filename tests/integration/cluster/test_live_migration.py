@@ -17,7 +17,10 @@ import uuid
 import pytest
 
 from tests.integration.cluster.conftest import log_lines, wait_active, wait_until
-from tests.integration.cluster.test_real_hosts import _console, _domains
+from tests.integration.cluster.guests import console as _console
+from tests.integration.cluster.guests import domains as _domains
+from tests.integration.cluster.guests import volume_hosts as _volume_hosts
+from tests.integration.cluster.guests import watchers as _watchers
 
 COUNTER = """#!/bin/sh
 i=0
@@ -37,12 +40,6 @@ def _name(what):
 
 def _counts(api, server_id):
     return [int(n) for n in _COUNT.findall(_console(api, server_id))]
-
-
-def _watchers(cluster, volume_id):
-    status = json.loads(cluster.ceph.cmd("rbd", "status", f"volumes/volume-{volume_id}",
-                                         "--format", "json"))
-    return sorted(w["address"].split(":")[0] for w in status["watchers"])
 
 
 def _attached(api, server_id, volume_id):
@@ -108,12 +105,6 @@ def _why(api, cluster, server_id):
                 version="2.84")
             events = detail.get("instanceAction", {}).get("events", [])
     return json.dumps(events, indent=1) + "\n" + log_lines(cluster, [server_id])
-
-
-def _volume_hosts(api, volume_id):
-    """{server id: host name} of the volume's Cinder attachments."""
-    return {a["server_id"]: a.get("host_name")
-            for a in api.volume_status(volume_id)["attachments"]}
 
 
 @pytest.fixture

@@ -19,31 +19,12 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tests.integration.cluster.conftest import http, leftovers, wait_active, wait_until
+from tests.integration.cluster.guests import VIRSH_TIMEOUT
+from tests.integration.cluster.guests import console as _console
+from tests.integration.cluster.guests import domains as _domains
+from tests.integration.cluster.guests import virsh as _virsh
 from volumesvc_aio import cluster as cluster_mod
 from volumesvc_aio import libvirtd, netns
-
-VIRSH_TIMEOUT = 120
-
-
-def _virsh(uri, *args, namespace=None):
-    argv = ["virsh", "-c", uri, *args]
-    if namespace is not None:
-        argv = ["ip", "netns", "exec", namespace, *argv]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=VIRSH_TIMEOUT,
-                            check=False)
-    assert result.returncode == 0, f"{' '.join(argv)}: {result.stderr}"
-    return result.stdout
-
-
-def _domains(uri, **kwargs):
-    return set(_virsh(uri, "list", "--uuid", **kwargs).split())
-
-
-def _console(api, server_id):
-    status, body = api.nova("POST", f"/servers/{server_id}/action",
-                            {"os-getConsoleOutput": {}})
-    assert status == 200, body
-    return body["output"].replace("\r", "")
 
 
 @pytest.fixture(scope="module")
