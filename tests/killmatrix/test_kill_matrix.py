@@ -26,6 +26,8 @@ CELLS = [
     Cell("extend-2.105", COMPUTE, "extend_volume"),
     Cell("stop", COMPUTE, "power_off"),
     Cell("start", COMPUTE, "power_on"),
+    Cell("resize", COMPUTE, "disconnect_volume"),
+    Cell("resize", COMPUTE, "spawn"),
 ]
 
 

@@ -157,12 +157,17 @@ class BootVolumes:
         """Download the image into the instance directory as its raw root disk.
 
         The file is grown (sparse) to the flavor's root disk size, like a
-        local root disk of Nova's libvirt driver with raw images.
+        local root disk of Nova's libvirt driver with raw images. A disk
+        already there (a resize on the server's own host) is kept, and only
+        grown to the new flavor's size.
         """
         directory = instance_dir(self.conf, self.instance["uuid"])
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, "disk")
-        self.glance.download(self.context, bdm["image_id"], path)
+        if not os.path.exists(path):
+            # NOTE: a disk that exists is the server's own (a resize on its
+            # host defines the domain again): only its size may change.
+            self.glance.download(self.context, bdm["image_id"], path)
         root_gb = (self.instance.get("flavor") or {}).get("root_gb") or 0
         if os.path.getsize(path) < root_gb << 30:
             os.truncate(path, root_gb << 30)

@@ -353,3 +353,47 @@ def test_room_is_held_on_both_hosts_until_the_confirm(stack):
     stack.api("POST", f"/servers/{server}/action", {"confirmResize": None}, status=204)
     totals = instance_obj.flavor_totals_by_host(stack.db, stack.admin_context(), [SRC, DST])
     assert totals[SRC] == {"vcpus": 0, "memory_mb": 0}
+
+
+def test_an_image_backed_server_is_resized_on_its_host_with_its_disk(tmp_path):
+    """Its root disk is a file on the host: kept (what the guest wrote stays) and grown."""
+    import os
+
+    stack = Stack(tmp_path, hosts=(SRC, DST),
+                  conf_overrides={(None, "allow_resize_to_same_host"): True})
+    try:
+        ctx = stack.context()
+        image = stack.glance.create(ctx, name="tiny", owner="p1", data=b"\0" * 4096)
+        server = stack.boot(ctx, [{"source_type": "image", "destination_type": "local",
+                                   "boot_index": 0, "image_id": image["id"],
+                                   "delete_on_termination": True}], host=SRC)
+        stack.wait_instance(server, "active")
+        path = f"{stack.conf.state_path}/instances/{server}/disk"
+        with open(path, "r+b") as disk:  # what the guest wrote
+            disk.write(b"GUEST-DATA")
+        _action(stack, server, {"migrate": None}, status=400)
+        answer = _action(stack, server, {"resize": {"flavorRef": "42"}}, status=400)[1]
+        assert "must change flavor" in str(answer)
+        migration = _resize_and_wait(stack, server, flavor="2")  # 20 GB root disk
+        assert (migration.status, migration.dest_compute) == ("finished", SRC)
+        with open(path, "rb") as disk:
+            assert disk.read(10) == b"GUEST-DATA"
+        assert os.path.getsize(path) == 20 << 30
+        stack.api("POST", f"/servers/{server}/action", {"confirmResize": None}, status=204)
+        assert _instance(stack, server).vm_state == "active"
+        answer = _action(stack, server, {"resize": {"flavorRef": "1"}}, status=400)[1]
+        assert "smaller root disk" in str(answer)
+    finally:
+        stack.stop()
+
+
+def test_an_image_backed_server_is_not_resized_unless_its_host_may_be_kept(stack):
+    ctx = stack.context()
+    image = stack.glance.create(ctx, name="tiny", owner="p1", data=b"\0" * 4096)
+    server = stack.boot(ctx, [{"source_type": "image", "destination_type": "local",
+                               "boot_index": 0, "image_id": image["id"],
+                               "delete_on_termination": True}], host=SRC)
+    stack.wait_instance(server, "active")
+    answer = _action(stack, server, {"resize": {"flavorRef": TINY}}, status=400)[1]
+    assert "allow_resize_to_same_host" in str(answer)
+    assert _migrations(stack, server) == []

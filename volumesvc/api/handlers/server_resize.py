@@ -10,8 +10,10 @@ stays) or reverts (back to the old host and flavor), or
 What the API can tell at once is answered at once, with Nova's messages: a
 flavor that does not exist or is the server's own, a host that is not a
 compute or is the server's own (``migrate`` at 2.56), a server whose root
-disk is not a volume (only volume-backed servers move: an image-backed
-root disk would have to be copied), a resize past the project's cores or
+disk is not a volume (its disk is a file on its host, which volumesvc does
+not copy: such a server is only resized on its own host, when
+``[DEFAULT] allow_resize_to_same_host`` allows it, and never to a smaller
+disk), a resize past the project's cores or
 ram quota (403; only the growth counts), the wrong state (409). Then the
 first task (``resize_prep``) is taken with a compare and swap, the action
 and the migration row (``pre-migrating``, with both flavors as the server
@@ -27,7 +29,7 @@ from volumesvc import exception, quota
 from volumesvc.api import errors, validation
 from volumesvc.api import microversions as mv
 from volumesvc.api.handlers import server_lifecycle
-from volumesvc.api.logic import snapshot, states
+from volumesvc.api.logic import states
 from volumesvc.api.policies import server_resize as policies
 from volumesvc.api.policy import authorize
 from volumesvc.api.request import get_instance
@@ -52,11 +54,27 @@ def _bad(message):
     return errors.APIError(400, message, errors.BAD_REQUEST)
 
 
-def _check_volume_backed(req, instance):
+def _volume_backed(req, instance):
+    """No local root disk (the live migration's test: the BDMs, not the image ref)."""
     bdms = bdm_obj.list_by_instance(req.deps.db, req.context, instance.uuid)
-    if not snapshot.is_volume_backed(instance, bdms):
-        raise _bad(f"Server {instance.uuid} boots from an image: only servers whose root "
-                   "disk is a Cinder volume can be resized or migrated here.")
+    return not any(b.destination_type == "local" and b.boot_index == 0 for b in bdms)
+
+
+def _check_image_backed_resize(req, instance, new_flavor):
+    """An image-backed server is resized only on its own host, never to a smaller disk.
+
+    Its root disk is a file in the host's instance directory, which
+    volumesvc does not copy between hosts; on its own host the file stays
+    and is grown to the new flavor's root disk.
+    """
+    if not req.deps.conf.allow_resize_to_same_host:
+        raise _bad(f"Server {instance.uuid} boots from an image: its root disk stays on "
+                   "its host, so it can only be resized there, which this deployment "
+                   "does not allow ([DEFAULT] allow_resize_to_same_host).")
+    if int(new_flavor.get("root_gb") or 0) < int((instance.flavor or {}).get("root_gb")
+                                                  or 0):
+        raise _bad("Resizing an image-backed server to a smaller root disk is not "
+                   "allowed.")
 
 
 def _start(req, instance, gate, action, migration_type, new_flavor, new_flavor_id,
@@ -96,8 +114,9 @@ def _resize(req, server_id, body):
         raise _bad("Unable to find specified flavor.") from exc
     if str((instance.flavor or {}).get("flavorid")) == flavor.flavorid:
         raise _bad("When resizing, instances must change flavor!")
-    _check_volume_backed(req, instance)
     new_flavor = flavor.instance_copy()
+    if not _volume_backed(req, instance):
+        _check_image_backed_resize(req, instance, new_flavor)
     quota.check_resize(db, ctx, req.deps.conf, instance, instance.flavor or {}, new_flavor)
     return _start(req, instance, RESIZE, "resize", migration_obj.RESIZE, new_flavor,
                   flavor.id)
@@ -121,7 +140,9 @@ def _migrate(req, server_id, body):
         if host == instance.host:
             raise _bad(f"Unable to migrate instance ({instance.uuid}) to current host "
                        f"({host}).")
-    _check_volume_backed(req, instance)
+    if not _volume_backed(req, instance):
+        raise _bad(f"Server {instance.uuid} boots from an image: only servers whose root "
+                   "disk is a Cinder volume can be migrated here.")
     return _start(req, instance, MIGRATE, "migrate", migration_obj.MIGRATION,
                   instance.flavor, instance.flavor_id, host=host)
 

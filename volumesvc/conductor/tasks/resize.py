@@ -9,7 +9,8 @@ and room for the new flavor (unsettled cold moves already hold room on
 both of their hosts, so two resizes cannot take the same room). The
 server's own host is left out unless the move is a resize and
 ``[DEFAULT] allow_resize_to_same_host`` is set, as in Nova; a cold
-migration always moves. Then the source compute owns the move
+migration always moves. An image-backed server (its root disk a file on
+its host) is resized on its own host only. Then the source compute owns the move
 (``compute/resize.py``).
 
 A refusal leaves the server where and as it was: no task, the migration
@@ -45,12 +46,17 @@ class ResizeTask(base.TaskBase):
         self.migration_id = migration_id
         self.host = host
 
-    def _destination(self, instance, migration, needs):
+    def _destination(self, instance, migration, needs, local_root):
         flavor = migration.new_flavor or instance.flavor or {}
         same_host = (migration.migration_type == migration_obj.RESIZE
                      and self.conf.allow_resize_to_same_host and not self.host)
+        if local_root and not same_host:
+            raise exception.MigrationPreCheckError(
+                reason=f"server {instance.uuid} boots from an image: its root disk "
+                       "stays on its host, so it is only resized there")
+        hosts = (instance.host,) if local_root else (self.host,) if self.host else None
         requirements = scheduling.Requirements(
-            needs=tuple(needs), hosts=(self.host,) if self.host else None,
+            needs=tuple(needs), hosts=hosts,
             min_version=version.RESIZE_VERSION,
             vcpus=int(flavor.get("vcpus") or 0), memory_mb=int(flavor.get("memory_mb") or 0))
         exclude = {} if same_host else {instance.host: "the server's own host"}
@@ -82,8 +88,10 @@ class ResizeTask(base.TaskBase):
                        f"migrate (service version {source.version} < "
                        f"{version.RESIZE_VERSION})")
         bdms = bdm_obj.list_by_instance(self.db, self.context, instance.uuid)
+        local_root = any(b.destination_type == "local" and b.boot_index == 0 for b in bdms)
         dest = self._destination(instance, migration,
-                                 scheduling.volume_needs(self.cinder, self.context, bdms))
+                                 scheduling.volume_needs(self.cinder, self.context, bdms),
+                                 local_root)
         migration = migration_obj.save(self.db, self.context, migration.id, {
             "dest_compute": dest, "dest_node": dest, "dest_host": dest},
             expected_status=[migration_obj.PRE_MIGRATING])
