@@ -102,7 +102,9 @@ def write_config(state_dir, *, transport_url, api_port, api_workers, host,
             "instance_name_template": f"aio{api_port}-instance-%08x",
             # Every guest gets at most guest_memory_cap_mb (below) whatever its
             # flavor says: place by flavor as if the host were far larger than it is.
-            "cpu_allocation_ratio": "1000.0", "ram_allocation_ratio": "1000.0"},
+            "cpu_allocation_ratio": "1000.0", "ram_allocation_ratio": "1000.0",
+            # One compute: a resize stays on it, as on a single-node devstack.
+            "allow_resize_to_same_host": True},
         "database": {"connection": f"sqlite:///{state_dir}/volumesvc.sqlite"},
         "api": {"failed_attachment_ttl": failed_attachment_ttl, "auth_strategy": "noauth2"},
         "wsgi": {"listen_host": "127.0.0.1", "listen_port": api_port, "workers": api_workers},

@@ -53,7 +53,8 @@ COMPUTE_FEATURES = {
     "swap_volume": True,
     "shelve": True,
     "shelve_migrate": False,
-    "resize": False,
+    # The all-in-one has one compute: a resize stays on it (its config allows it).
+    "resize": True,
     "cold_migration": False,
     "live_migration": False,
     "pause": False,

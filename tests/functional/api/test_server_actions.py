@@ -131,8 +131,8 @@ def test_concurrent_reboot_loses_the_compare_and_swap(env, monkeypatch):
     ({}, None),
     ({"os-reboot": {"type": "SOFT"}}, "There is no such action: os-reboot"),
     ({"pause": None}, "The 'pause' server action is not supported by this service."),
-    ({"resize": {"flavorRef": "1"}},
-     "The 'resize' server action is not supported by this service."),
+    ({"changePassword": {"adminPass": "x"}},
+     "The 'changePassword' server action is not supported by this service."),
 ], ids=lambda value: None if isinstance(value, dict) else "msg")
 # NOTE: gabbi's pytest plugin takes any test id containing ':' for one of
 # its own, so the messages must not become ids.
