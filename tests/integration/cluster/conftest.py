@@ -238,13 +238,13 @@ def api(cluster):
     return Api(cluster)
 
 
-def wait_until(predicate, what, timeout=TIMEOUT, cluster=None):
+def wait_until(predicate, what, timeout=TIMEOUT, cluster=None, interval=1.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         result = predicate()
         if result:
             return result
-        time.sleep(1)
+        time.sleep(interval)
     logs = cluster_logs(cluster) if cluster is not None else ""
     raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{logs}")
 

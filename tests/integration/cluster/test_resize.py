@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from tests.integration.cluster.conftest import log_lines, wait_active, wait_until
-from tests.integration.cluster.guests import console, domains, volume_hosts, watchers
+from tests.integration.cluster.guests import console, domains, virsh, volume_hosts, watchers
 
 TIMEOUT = 600
 _WROTE = re.compile(r"VSGUEST-TEST wrote (VSMARK-[0-9a-f-]{36})")
@@ -155,5 +155,86 @@ def test_cold_migration_then_revert_brings_the_guest_back(api, cluster, hosts):
                    cluster=cluster)
         assert _FOUND.findall(console(api, server_id)) == [mark]
         _only_on(api, cluster, server_id, (root_id, data_id), source, dest)
+    finally:
+        api.delete_server(server_id)
+
+
+def _migration_status(api, server_id):
+    status, body = api.nova("GET", f"/os-migrations?instance_uuid={server_id}",
+                            version="2.80")
+    assert status == 200, body
+    return body["migrations"][0]["status"] if body["migrations"] else None
+
+
+@pytest.mark.parametrize("killed, during", [("source", "migrating"),
+                                            ("destination", "post-migrating")])
+def test_a_compute_sigkilled_mid_resize_goes_on_at_its_start(api, cluster, hosts, killed,
+                                                              during):
+    """SIGKILL of the source while it lets go, or of the destination while it starts
+    the guest: the compute started again goes on with the move, with no operator.
+    The server ends ``VERIFY_RESIZE`` on the destination with one attachment per
+    volume (the destination's), the audit clean, and the guest finds its data."""
+    from tests.integration.cluster.conftest import audit
+    from tests.integration.cluster.storm import AUDITED
+
+    source, dest = hosts
+    victim = source if killed == "source" else dest
+    compute = f"compute-{cluster.hosts.index(victim) + 1}"
+    server_id, root_id, data_id, mark = _boot_with_data(api, cluster, source)
+    try:
+        status, body = api.nova("POST", f"/servers/{server_id}/action",
+                                {"resize": {"flavorRef": "1"}})
+        assert status == 202, body
+        wait_until(lambda: _migration_status(api, server_id) in (during, "finished"),
+                   f"the resize {during}", timeout=TIMEOUT, interval=0.05)
+        reached = _migration_status(api, server_id)
+        cluster.kill(compute)
+        cluster.respawn(compute)
+        print(f"resize-kill: {killed} killed with the migration {reached}")
+        wait_until(lambda: _migration_status(api, server_id) in ("finished", "error"),
+                   "the resize settled", timeout=TIMEOUT, cluster=cluster)
+        assert _migration_status(api, server_id) == "finished", log_lines(cluster,
+                                                                          [server_id])
+        server = api.server(server_id)
+        assert (server["status"], server["OS-EXT-SRV-ATTR:host"]) == ("VERIFY_RESIZE", dest)
+        _booted_again_with(api, cluster, server_id, mark)
+        _only_on(api, cluster, server_id, (root_id, data_id), dest, source)
+        summary = audit(cluster)["summary"]
+        assert {k: summary[k] for k in AUDITED} == dict.fromkeys(AUDITED, 0), summary
+    finally:
+        api.delete_server(server_id)
+
+
+def _volume_secrets(cluster, host):
+    """Volume ids of the libvirt secrets (usage ``volume``) on ``host``'s daemon."""
+    return set(re.findall(r"volume\s+(\S+)",
+                          virsh(cluster.libvirtds[host].uri, "secret-list")))
+
+
+def test_an_encrypted_volume_follows_a_resize_and_its_revert(api, cluster, hosts):
+    """An ``rbd-luks`` volume QEMU decrypts: its secret is on the host the server is
+    on, and only there, after the resize and after the revert."""
+    source, dest = hosts
+    server_id, _root, _data, _mark = _boot_with_data(api, cluster, source)
+    try:
+        luks_id = api.create_volume(_name("luks"), volume_type="rbd-luks")
+        wait_until(lambda: api.volume_status(luks_id)["status"] == "available", "available")
+        status, body = api.attach(server_id, luks_id, version="2.101")
+        assert status == 202, body
+        wait_until(lambda: _attached(api, server_id, luks_id), "the luks volume attached",
+                   cluster=cluster)
+        assert luks_id in _volume_secrets(cluster, source)
+        _move(api, cluster, server_id, "resize", {"flavorRef": "1"}, "2.1", "finished")
+        assert luks_id in _volume_secrets(cluster, dest)
+        assert luks_id not in _volume_secrets(cluster, source)
+        assert volume_hosts(api, luks_id) == {server_id: dest}
+        wait_until(lambda: re.search(rf"VSGUEST disk name=\S+ serial={luks_id[:20]}",
+                                     console(api, server_id)),
+                   "the guest seeing the encrypted volume on the destination",
+                   timeout=TIMEOUT, cluster=cluster)
+        _move(api, cluster, server_id, "revertResize", None, "2.1", "reverted")
+        assert luks_id in _volume_secrets(cluster, source)
+        assert luks_id not in _volume_secrets(cluster, dest)
+        assert volume_hosts(api, luks_id) == {server_id: source}
     finally:
         api.delete_server(server_id)
