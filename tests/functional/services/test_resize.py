@@ -397,3 +397,15 @@ def test_an_image_backed_server_is_not_resized_unless_its_host_may_be_kept(stack
     answer = _action(stack, server, {"resize": {"flavorRef": TINY}}, status=400)[1]
     assert "allow_resize_to_same_host" in str(answer)
     assert _migrations(stack, server) == []
+
+
+def test_deleting_a_resized_server_confirms_its_move(stack):
+    server = _boot(stack)
+    data = _attach(stack, server)
+    assert _resize_and_wait(stack, server).status == "finished"
+    stack.api("DELETE", f"/servers/{server}", status=204)
+    stack.wait_for_server_gone(server)
+    assert _migrations(stack, server)[-1].status == "confirmed"
+    assert server not in _domains(stack, DST) | _domains(stack, SRC)
+    assert _attachments(stack, server) == {}
+    assert stack.cinder.get(stack.admin_context(), data)["status"] == "available"

@@ -4,10 +4,12 @@ from oslo_log import log as logging
 
 from volumesvc import exception
 from volumesvc.conductor.tasks import base
+from volumesvc.conductor.tasks import resize as resize_task
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_action as action_obj
+from volumesvc.objects import migration as migration_obj
 from volumesvc.states import vm_states
 from volumesvc.volume import cleanup
 
@@ -32,6 +34,8 @@ class DeleteTask(base.TaskBase):
             return
         bdms = [b.to_dict() for b in bdm_obj.list_by_instance(self.db, self.context,
                                                               instance.uuid)]
+        if instance.vm_state == vm_states.RESIZED:
+            self._confirm_resize(instance)
         if instance.host and compute_host.get(self.conf, self.db, self.context, instance.host).up:
             self.compute.terminate_instance(
                 self.context, host=instance.host, instance=instance.to_dict(), bdms=bdms)
@@ -56,6 +60,26 @@ class DeleteTask(base.TaskBase):
                                          self.context.request_id)
             except exception.NotFound:
                 pass
+
+    def _confirm_resize(self, instance):
+        """A server deleted in ``VERIFY_RESIZE``: its move is confirmed first, as Nova's.
+
+        The migration does not stay ``finished`` for ever (holding room on
+        its source in the scheduler's count), and the source removes what
+        the server left there.
+        """
+        migration = migration_obj.latest_cold(self.db, self.context, instance.uuid,
+                                              [migration_obj.FINISHED])
+        if migration is None:
+            return
+        try:
+            migration_obj.save(self.db, self.context, migration.id,
+                               {"status": migration_obj.CONFIRMED},
+                               expected_status=[migration_obj.FINISHED])
+            resize_task.cleanup_source(self.deps, self.context, instance.uuid, migration.id)
+        except Exception as exc:  # noqa: BLE001 - the delete goes on
+            LOG.warning("Could not confirm migration %s of deleted server %s: %s",
+                        migration.uuid, instance.uuid, exc)
 
     def execute(self):
         try:
