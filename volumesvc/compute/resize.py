@@ -157,6 +157,7 @@ class Resizer:
                 exception.InstanceNotFound) as exc:
             LOG.info("Cold move %s of %s not started: %s", migration["uuid"], uuid, exc)
             return
+        self.reporter.notify(context, instance, "resize", "start")
         try:
             with self.reporter.event(context, uuid, "compute_resize_instance"):
                 bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
@@ -172,8 +173,10 @@ class Resizer:
             LOG.warning("Cold move %s of %s failed on the source: %s", migration["uuid"],
                         uuid, exc)
             self.reporter.fault(context, uuid, exc)
+            self.reporter.notify(context, instance, "resize", "error", exc=exc)
             self.put_back(context, uuid, migration, outcome=migration_states.ERROR)
             return
+        self.reporter.notify(context, instance, "resize", "end")
         self.peers.finish_resize(context, host=migration["dest_compute"],
                                  instance=instance, migration=migration)
 
@@ -194,6 +197,9 @@ class Resizer:
                      uuid)
             return
         old_flavor = migration.get("old_flavor") or instance.get("flavor")
+        reverting = outcome == migration_states.REVERTED
+        if reverting:
+            self.reporter.notify(context, instance, "resize_revert", "start")
         try:
             with self.reporter.event(context, uuid, "compute_finish_revert_resize"):
                 bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
@@ -215,6 +221,9 @@ class Resizer:
         except Exception as exc:  # noqa: BLE001
             self._fail(context, uuid, migration, exc)
             return
+        if reverting:
+            self.reporter.notify(context, dict(instance, flavor=old_flavor), "resize_revert",
+                                 "end")
         LOG.info("Instance %s runs on %s again with its old flavor (%s)", uuid, self.host,
                  outcome)
 
@@ -226,8 +235,10 @@ class Resizer:
         current = self._instance(context, uuid)
         if current is not None and current.get("host") == self.host:
             return  # back here (never confirmed after all)
+        self.reporter.notify(context, instance, "resize_confirm", "start")
         self.driver.destroy(compute_instances.driver_instance(instance))
         remove_instance_dir(self.conf, uuid)
+        self.reporter.notify(context, instance, "resize_confirm", "end")
 
     # -- the destination ---------------------------------------------------------
 
@@ -251,6 +262,7 @@ class Resizer:
         migration = self._migration(context, migration["id"])
         new_flavor = migration.get("new_flavor") or instance.get("flavor")
         target = dict(instance, flavor=new_flavor)
+        self.reporter.notify(context, target, "resize_finish", "start")
         try:
             with self.reporter.event(context, uuid, "compute_finish_resize"):
                 if again:
@@ -267,8 +279,10 @@ class Resizer:
             LOG.warning("Cold move %s of %s failed on the destination: %s",
                         migration["uuid"], uuid, exc)
             self.reporter.fault(context, uuid, exc)
+            self.reporter.notify(context, target, "resize_finish", "error", exc=exc)
             self._give_back(context, target, migration)
             return
+        self.reporter.notify(context, dict(target, **values), "resize_finish", "end")
         LOG.info("Instance %s now runs on %s (cold move %s finished)", uuid, self.host,
                  migration["uuid"])
 

@@ -102,6 +102,10 @@ def test_resize_moves_the_server_and_its_volumes_then_confirm_keeps_it(stack):
     assert not set(attachments) & set(before)
     body = stack.server(server, version="2.47")
     assert body["status"] == "VERIFY_RESIZE" and body["flavor"]["original_name"] == "m1.tiny"
+    for name in ("resize.start", "resize.end", "resize_finish.start", "resize_finish.end"):
+        stack.wait(lambda name=name: stack.notifier.of(f"instance.{name}"), what=name)
+    finished = stack.notifier.of("instance.resize_finish.end")[-1]
+    assert finished["nova_object.data"]["flavor"]["nova_object.data"]["memory_mb"] == 512
 
     stack.api("POST", f"/servers/{server}/action", {"confirmResize": None}, status=204)
     assert _migrations(stack, server)[-1].status == "confirmed"
@@ -121,6 +125,7 @@ def test_revert_puts_the_server_back_with_its_old_flavor(stack):
     instance = _instance(stack, server)
     assert (instance.host, instance.vm_state, instance.task_state) == (SRC, "active", None)
     assert instance.flavor["flavorid"] == NANO
+    stack.wait(lambda: stack.notifier.of("instance.resize_revert.end"), what="revert.end")
     assert server in _domains(stack, SRC) and server not in _domains(stack, DST)
     xml = stack.computes[SRC].manager.driver.get_domain_xml({"uuid": server})
     assert f"<memory unit=\"KiB\">{instance.flavor['memory_mb'] * 1024}</memory>" in xml
