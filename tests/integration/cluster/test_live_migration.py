@@ -260,3 +260,57 @@ def test_an_encrypted_volume_moves_with_its_secret(api, cluster, hosts):
         assert min(_counts(api, server_id)) > 1
     finally:
         api.delete_server(server_id)
+
+
+@pytest.mark.parametrize("during", ["preparing", "running"])
+def test_the_destination_compute_sigkilled_mid_move_leaves_one_home(api, cluster, hosts,
+                                                                     during):
+    """SIGKILL of the destination compute while it connects the volumes
+    (``preparing``) or while libvirt moves the guest (``running``).
+
+    The source owns the move: a destination that stops answering is rolled
+    back from the migration's records (its attachments deleted), a guest
+    that libvirt moved anyway is finished. Either way, once the destination
+    compute is started again: the server runs on one host with exactly that
+    host's attachment per volume, no domain on the other, the audit clean.
+    """
+    from tests.integration.cluster.conftest import audit
+    from tests.integration.cluster.storm import AUDITED
+
+    source, dest = hosts
+    compute = f"compute-{cluster.hosts.index(dest) + 1}"
+    server_id, root_id = _boot_counter(api, cluster, source)
+    data_id = _attach_new(api, cluster, server_id, _name("data"), volume_type="rbd")
+    try:
+        status, body = api.nova("POST", f"/servers/{server_id}/action",
+                                {"os-migrateLive": {"host": dest,
+                                                    "block_migration": "auto"}},
+                                version="2.68")
+        assert status == 202, body
+        wait_until(lambda: _migration_status(api, server_id) in (
+            during, "running", "post-migrating", "completed", "error"),
+            f"the move {during}", timeout=TIMEOUT, interval=0.05)
+        reached = _migration_status(api, server_id)
+        cluster.kill(compute)
+        cluster.respawn(compute)
+        print(f"live-migration-dest-kill: killed with the move {reached}")
+        wait_until(lambda: _migration_status(api, server_id) in ("completed", "error"),
+                   "the move settled", timeout=TIMEOUT, cluster=cluster)
+        settled = _migration_status(api, server_id)
+        here, gone = (dest, source) if settled == "completed" else (source, dest)
+        print(f"live-migration-dest-kill: the move ended {settled}; the guest is on {here}")
+        server = api.server(server_id)
+        assert (server["status"], server["OS-EXT-SRV-ATTR:host"],
+                server["OS-EXT-STS:task_state"]) == ("ACTIVE", here, None), \
+            _why(api, cluster, server_id)
+        for volume_id in (root_id, data_id):
+            assert _volume_hosts(api, volume_id) == {server_id: here}, volume_id
+        wait_until(lambda: server_id not in _domains(cluster.libvirtds[gone].uri),
+                   "no domain left on the other host", timeout=120, cluster=cluster)
+        assert server_id in _domains(cluster.libvirtds[here].uri)
+        wait_until(lambda: _counts(api, server_id) and min(_counts(api, server_id)) > 1,
+                   "the guest counting on", timeout=TIMEOUT, cluster=cluster)
+        summary = audit(cluster)["summary"]
+        assert {k: summary[k] for k in AUDITED} == dict.fromkeys(AUDITED, 0), summary
+    finally:
+        api.delete_server(server_id)
