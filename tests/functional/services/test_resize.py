@@ -414,3 +414,25 @@ def test_deleting_a_resized_server_confirms_its_move(stack):
     assert server not in _domains(stack, DST) | _domains(stack, SRC)
     assert _attachments(stack, server) == {}
     assert stack.cinder.get(stack.admin_context(), data)["status"] == "available"
+
+
+def test_a_shared_volume_keeps_the_other_servers_attachment(stack):
+    server = _boot(stack)
+    other = _boot(stack)
+    stack.cinder.create_volume_type("multi", {"multiattach": "<is> True"})
+    shared = stack.cinder.create(stack.context(), 1, "shared", "", volume_type="multi")
+    for s in (server, other):
+        stack.attach_volume(s, shared["id"])
+    stack.wait(lambda: len(stack.cinder.get(stack.admin_context(), shared["id"])
+                           .get("attachments") or []) == 2, what="two attachments")
+    kept = _attachments(stack, other)
+    assert _resize_and_wait(stack, server).status == "finished"
+    assert _attachments(stack, other) == kept
+    _one_attachment_per_volume_on(stack, server, DST)
+    assert other in _domains(stack, SRC) and server in _domains(stack, DST)
+    xml = stack.computes[SRC].manager.driver.get_domain_xml({"uuid": other})
+    assert f"<serial>{shared['id']}</serial>" in xml
+    _action(stack, server, {"revertResize": None})
+    assert _settled(stack, server, ("reverted", "error")).status == "reverted"
+    assert _attachments(stack, other) == kept
+    _one_attachment_per_volume_on(stack, server, SRC)
