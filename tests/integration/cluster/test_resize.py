@@ -223,7 +223,12 @@ def test_an_encrypted_volume_follows_a_resize_and_its_revert(api, cluster, hosts
         assert status == 202, body
         wait_until(lambda: _attached(api, server_id, luks_id), "the luks volume attached",
                    cluster=cluster)
-        assert luks_id in _volume_secrets(cluster, source)
+        wait_until(lambda: re.search(rf"VSGUEST disk name=\S+ serial={luks_id[:20]}",
+                                     console(api, server_id)),
+                   "the guest seeing the encrypted volume", timeout=TIMEOUT, cluster=cluster)
+        assert luks_id in _volume_secrets(cluster, source), (
+            virsh(cluster.libvirtds[source].uri, "secret-list"),
+            log_lines(cluster, [server_id, luks_id]))
         _move(api, cluster, server_id, "resize", {"flavorRef": "1"}, "2.1", "finished")
         assert luks_id in _volume_secrets(cluster, dest)
         assert luks_id not in _volume_secrets(cluster, source)
