@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from tests.functional import moves
 from tests.functional.stack import BLANK_ROOT, Stack
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -17,6 +18,11 @@ from volumesvc.objects import migration as migration_obj
 from volumesvc.objects import service as service_obj
 
 SRC, DST = "lm-src", "lm-dst"
+_Killed = moves.Killed
+_restart = moves.restart
+_domains = moves.domains
+_attachments = moves.attachments
+_attach = moves.attach_new
 
 
 @pytest.fixture
@@ -33,17 +39,8 @@ def _boot(stack, host=SRC, bdms=BLANK_ROOT):
     return uuid
 
 
-def _attach(stack, server):
-    ctx = stack.context()
-    volume = stack.cinder.create(ctx, 1, "data", "")
-    stack.attach_volume(server, volume["id"])
-    stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "in-use",
-               what="in-use")
-    return volume["id"]
 
 
-def _domains(stack, host):
-    return set(stack.computes[host].manager.driver.list_instance_uuids())
 
 
 def _libvirt(stack, host):
@@ -80,10 +77,6 @@ def _events(stack, server):
     return stack.wait(finished, what="the live-migration action's events")
 
 
-def _attachments(stack, server):
-    """{attachment id: host its connector named} of the server, as Cinder has them."""
-    return {a["id"]: a.get("host") or (a.get("connector") or {}).get("host")
-            for a in stack.cinder.attachments.values() if a["instance"] == server}
 
 
 def test_a_server_moves_with_its_volumes(stack):
@@ -266,14 +259,8 @@ def test_no_other_host_is_refused_after_the_answer(stack):
     assert _events(stack, server) == {"conductor_live_migrate_instance": "Error"}
 
 
-class _Killed(BaseException):
-    """The compute process dying: no handler of the step runs any more."""
 
 
-def _restart(stack, host):
-    driver = stack.computes[host].manager.driver
-    stack.computes.pop(host).stop()
-    stack.add_compute(host, driver=driver)  # the domains outlived the agent
 
 
 def _only_bdm_attachments(stack, server):

@@ -7,6 +7,7 @@ attachment was given.
 
 import pytest
 
+from tests.functional import moves
 from tests.functional.stack import BLANK_ROOT, Stack
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -15,6 +16,11 @@ from volumesvc.objects import service as service_obj
 from volumesvc.states import power_state
 
 SRC, DST = "rs-src", "rs-dst"
+_Killed = moves.Killed
+_restart = moves.restart
+_domains = moves.domains
+_attachments = moves.attachments
+_attach = moves.attach_new
 NANO, TINY = "42", "1"
 
 
@@ -31,21 +37,12 @@ def _boot(stack, host=SRC, bdms=BLANK_ROOT):
     return uuid
 
 
-def _attach(stack, server):
-    ctx = stack.context()
-    volume = stack.cinder.create(ctx, 1, "data", "")
-    stack.attach_volume(server, volume["id"])
-    stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "in-use",
-               what="in-use")
-    return volume["id"]
 
 
 def _instance(stack, server):
     return instance_obj.get_by_uuid(stack.db, stack.admin_context(), server)
 
 
-def _domains(stack, host):
-    return set(stack.computes[host].manager.driver.list_instance_uuids())
 
 
 def _action(stack, server, body, version="2.1", status=202, token="admin:admin"):
@@ -63,10 +60,6 @@ def _settled(stack, server, statuses, timeout=20):
                       timeout=timeout, what=f"the migration {statuses}")
 
 
-def _attachments(stack, server):
-    """{attachment id: host its connector named (None: not connected)} of the server."""
-    return {a["id"]: a.get("host") or (a.get("connector") or {}).get("host")
-            for a in stack.cinder.attachments.values() if a["instance"] == server}
 
 
 def _one_attachment_per_volume_on(stack, server, host):
@@ -265,14 +258,8 @@ def test_a_resize_may_stay_on_its_host_when_allowed(tmp_path):
         stack.stop()
 
 
-class _Killed(BaseException):
-    """The compute process dying: no handler of the step runs any more."""
 
 
-def _restart(stack, host):
-    driver = stack.computes[host].manager.driver
-    stack.computes.pop(host).stop()
-    stack.add_compute(host, driver=driver)  # the domains outlived the agent
 
 
 def test_a_source_killed_while_it_let_go_goes_on_at_its_start(stack, monkeypatch):

@@ -147,23 +147,25 @@ def _migrate(req, server_id, body):
                   instance.flavor, instance.flavor_id, host=host)
 
 
-def _finished_migration(req, instance):
+def _resized(req, server_id, body, handler, rule, gate):
+    """The server and its ``finished`` migration, for a confirm or a revert (checks first)."""
+    instance = get_instance(req, server_id)
+    authorize(req.context, rule, {"project_id": instance.project_id})
+    validation.validate_body(handler, req.version, body)
+    states.check_gate(req.context, instance, gate)
     migration = migration_obj.latest_cold(req.deps.db, req.context, instance.uuid,
                                           [migration_obj.FINISHED])
     if migration is None:
         raise _bad("Instance has not been resized.")
-    return migration
+    return instance, migration
 
 
 @validation.schema(schema.no_body)
 def _confirm_resize(req, server_id, body):
     """confirmResize → 204: the server keeps its new host and flavor."""
     ctx, db = req.context, req.deps.db
-    instance = get_instance(req, server_id)
-    authorize(ctx, policies.CONFIRM_RESIZE, {"project_id": instance.project_id})
-    validation.validate_body(_confirm_resize, req.version, body)
-    states.check_gate(ctx, instance, CONFIRM)
-    migration = _finished_migration(req, instance)
+    instance, migration = _resized(req, server_id, body, _confirm_resize,
+                                   policies.CONFIRM_RESIZE, CONFIRM)
     action_obj.action_start(db, ctx, instance.uuid, "confirmResize", ctx.request_id,
                             ctx.user_id, ctx.project_id)
     try:
@@ -181,11 +183,8 @@ def _confirm_resize(req, server_id, body):
 def _revert_resize(req, server_id, body):
     """revertResize → 202: back to the old host and flavor."""
     ctx, db = req.context, req.deps.db
-    instance = get_instance(req, server_id)
-    authorize(ctx, policies.REVERT_RESIZE, {"project_id": instance.project_id})
-    validation.validate_body(_revert_resize, req.version, body)
-    states.check_gate(ctx, instance, REVERT)
-    migration = _finished_migration(req, instance)
+    instance, migration = _resized(req, server_id, body, _revert_resize,
+                                   policies.REVERT_RESIZE, REVERT)
     quota.check_resize(db, ctx, req.deps.conf, instance, migration.new_flavor or {},
                        migration.old_flavor or {})
     server_lifecycle.begin(req, instance, REVERT, task_states.RESIZE_REVERTING,

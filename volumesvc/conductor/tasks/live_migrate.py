@@ -23,7 +23,7 @@ from oslo_log import log as logging
 
 from volumesvc import exception, version
 from volumesvc.conductor import scheduling
-from volumesvc.conductor.tasks import base
+from volumesvc.conductor.tasks import moves
 from volumesvc.objects import base as objects_base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import compute_host
@@ -37,10 +37,9 @@ LOG = logging.getLogger(__name__)
 EVENT = "conductor_live_migrate_instance"
 
 
-class LiveMigrateTask(base.TaskBase):
+class LiveMigrateTask(moves.MoveTask):
     def __init__(self, deps, context, *, instance_uuid, migration_id, host=None, force=False):
-        super().__init__(deps, context, instance_uuid=instance_uuid)
-        self.migration_id = migration_id
+        super().__init__(deps, context, instance_uuid=instance_uuid, migration_id=migration_id)
         self.host = host
         self.force = force
 
@@ -102,33 +101,15 @@ class LiveMigrateTask(base.TaskBase):
         return dest
 
     def rollback(self, exc):
-        """No task (the server first), then the migration ``error`` (``cancelled``
-        when aborted while queued)."""
+        """No task, then the migration ``error`` (``cancelled`` when aborted while queued)."""
         try:
-            instance_obj.save(self.db, self.context, self.instance_uuid, {"task_state": None},
-                              expected_task_state=[task_states.MIGRATING])
-        except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
-            pass
-        else:
-            base.fail_instance(self.db, self.context, self.instance_uuid, exc, {},
-                               event=EVENT)
-        try:
-            current = migration_obj.get(self.db, self.context, self.migration_id)
-            status = (migration_obj.CANCELLED if current.requested == migration_obj.ABORT
-                      else migration_obj.ERROR)
-            migration_obj.save(self.db, self.context, self.migration_id, {"status": status},
-                               expected_status=[migration_obj.ACCEPTED, migration_obj.QUEUED])
-        except exception.VolumesvcException as err:
-            LOG.warning("Migration %s not set to error: %s", self.migration_id, err)
-        LOG.warning("Live migration of %s refused: %s", self.instance_uuid,
-                    base.message_of(exc))
-
-    def execute(self):
-        # NOTE: a cast has nobody to raise to; the failure is in the records.
-        try:
-            return super().execute()
-        except Exception:  # noqa: BLE001
-            return None
+            aborted = migration_obj.get(self.db, self.context,
+                                        self.migration_id).requested == migration_obj.ABORT
+        except exception.VolumesvcException:
+            aborted = False
+        self.refuse(exc, task_state=task_states.MIGRATING, event=EVENT,
+                    expected_status=[migration_obj.ACCEPTED, migration_obj.QUEUED],
+                    status=migration_obj.CANCELLED if aborted else migration_obj.ERROR)
 
 
 def expire_unstarted(conf, db, context):

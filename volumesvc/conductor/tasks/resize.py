@@ -27,7 +27,7 @@ from oslo_log import log as logging
 
 from volumesvc import exception, version
 from volumesvc.conductor import scheduling
-from volumesvc.conductor.tasks import base
+from volumesvc.conductor.tasks import moves
 from volumesvc.objects import base as objects_base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import compute_host
@@ -40,10 +40,9 @@ LOG = logging.getLogger(__name__)
 EVENT = "conductor_migrate_server"
 
 
-class ResizeTask(base.TaskBase):
+class ResizeTask(moves.MoveTask):
     def __init__(self, deps, context, *, instance_uuid, migration_id, host=None):
-        super().__init__(deps, context, instance_uuid=instance_uuid)
-        self.migration_id = migration_id
+        super().__init__(deps, context, instance_uuid=instance_uuid, migration_id=migration_id)
         self.host = host
 
     def _destination(self, instance, migration, needs, local_root):
@@ -103,30 +102,8 @@ class ResizeTask(base.TaskBase):
         return dest
 
     def rollback(self, exc):
-        """No task (the server first), then the migration ``error``."""
-        try:
-            instance_obj.save(self.db, self.context, self.instance_uuid, {"task_state": None},
-                              expected_task_state=[task_states.RESIZE_PREP])
-        except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
-            pass
-        else:
-            base.fail_instance(self.db, self.context, self.instance_uuid, exc, {},
-                               event=EVENT)
-        try:
-            migration_obj.save(self.db, self.context, self.migration_id,
-                               {"status": migration_obj.ERROR},
-                               expected_status=[migration_obj.PRE_MIGRATING])
-        except exception.VolumesvcException as err:
-            LOG.warning("Migration %s not set to error: %s", self.migration_id, err)
-        LOG.warning("Resize or migration of %s refused: %s", self.instance_uuid,
-                    base.message_of(exc))
-
-    def execute(self):
-        # NOTE: a cast has nobody to raise to; the failure is in the records.
-        try:
-            return super().execute()
-        except Exception:  # noqa: BLE001
-            return None
+        self.refuse(exc, task_state=task_states.RESIZE_PREP, event=EVENT,
+                    expected_status=[migration_obj.PRE_MIGRATING])
 
 
 def cleanup_source(deps, context, instance_uuid, migration_id):
