@@ -17,6 +17,8 @@ SERVICE_VERSION_HISTORY = (
     {"compute_rpc": "1.0", "conductor_rpc": "1.0"},
     # 2: live migration: compute RPC 1.1 and conductor RPC 1.1.
     {"compute_rpc": "1.1", "conductor_rpc": "1.1"},
+    # 3: evacuation: compute RPC 1.2 and conductor RPC 1.2.
+    {"compute_rpc": "1.2", "conductor_rpc": "1.2"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
@@ -25,8 +27,10 @@ SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
 # feature a caller gates on the computes' service version; the upgrade check
 # names the hosts each one waits for.
 LIVE_MIGRATION_VERSION = 2
+EVACUATE_VERSION = 3
 GATED_FEATURES: tuple[tuple[int, str], ...] = (
     (LIVE_MIGRATION_VERSION, "live migration (to or from the host)"),
+    (EVACUATE_VERSION, "evacuation (to the host)"),
 )
 
 RELEASE = "0.1.0"

@@ -14,6 +14,7 @@ manager imports ``VERSION`` so the two can never disagree; when and how:
         pre_live_migration, rollback_live_migration_at_destination and
         post_live_migration_at_destination (calls to the destination),
         live_migration_control (cast to the source: abort, force-complete).
+* 1.2 - Evacuation: evacuate_instance (cast to the destination).
 """
 
 import oslo_messaging as messaging
@@ -21,10 +22,11 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "compute"
-VERSION = "1.1"
+VERSION = "1.2"
 # What a method of the first release is sent as (a newer method names its own).
 BASE_VERSION = "1.0"
 LIVE_MIGRATION_VERSION = "1.1"
+EVACUATE_VERSION = "1.2"
 # ``auto_version_cap`` not given (None is a resolved cap: send the newest).
 AUTO_UNRESOLVED = object()
 
@@ -260,3 +262,15 @@ class ComputeAPI:
         self._prepare(host, version=LIVE_MIGRATION_VERSION).cast(
             ctxt, "live_migration_control", instance_uuid=instance_uuid,
             migration_id=migration_id, request=request)
+
+    # -- evacuation (compute/evacuate.py) ----------------------------------------
+
+    def evacuate_instance(self, ctxt, *, host, instance, migration, target_state=None):
+        """Cast to the destination: take over the server of a dead host.
+
+        ``migration``: the evacuation's row (``pre-migrating``);
+        ``target_state``: the vm_state to end in (None: the one it had).
+        """
+        self._prepare(host, version=EVACUATE_VERSION).cast(
+            ctxt, "evacuate_instance", instance=instance, migration=migration,
+            target_state=target_state)

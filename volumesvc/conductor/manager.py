@@ -16,6 +16,7 @@ from volumesvc.conductor.tasks import base as task_base
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
 from volumesvc.conductor.tasks import detach as detach_task
+from volumesvc.conductor.tasks import evacuate as evacuate_task
 from volumesvc.conductor.tasks import live_migrate as live_migrate_task
 from volumesvc.conductor.tasks import power
 from volumesvc.conductor.tasks import rebuild as rebuild_task
@@ -196,6 +197,13 @@ class ConductorManager:
                                           migration_id=migration_id, host=host,
                                           force=force).execute()
 
+    def evacuate_instance(self, context, *, instance_uuid, migration_id, host=None,
+                          force=False, target_state=None):
+        """Cast from the API: ``conductor/tasks/evacuate.py``."""
+        evacuate_task.EvacuateTask(self._deps, context, instance_uuid=instance_uuid,
+                                   migration_id=migration_id, host=host, force=force,
+                                   target_state=target_state).execute()
+
     def swap_volume(self, context, *, instance_uuid, old_volume_id, new_volume_id):
         """Cast from the API: ``conductor/tasks/swap.py``."""
         swap_task.SwapTask(self._deps, context, instance_uuid=instance_uuid,
@@ -355,6 +363,20 @@ class ConductorManager:
     @_persists_migration
     def live_migration_switch(self, context, *, migration_id, bdms):
         return migration_obj.switch_host(self._db, context, migration_id, bdms).to_dict()
+
+    # -- compute → conductor: evacuation records ------------------------------
+
+    @_persists_migration
+    def migration_list_evacuations(self, context, *, statuses, instance_uuid=None,
+                                   source_compute=None, dest_compute=None):
+        return [m.to_dict() for m in migration_obj.list_evacuations(
+            self._db, context, statuses=statuses, instance_uuid=instance_uuid,
+            source_compute=source_compute, dest_compute=dest_compute)]
+
+    @_persists_migration
+    def evacuation_finish(self, context, *, migration_id, values):
+        return migration_obj.finish_evacuation(self._db, context, migration_id,
+                                               values).to_dict()
 
 
 _DATETIME_FIELDS = ("launched_at", "terminated_at")

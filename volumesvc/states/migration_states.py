@@ -4,13 +4,19 @@ A live migration goes ``accepted`` (the API) → ``queued`` (a conductor took
 it) → ``preparing`` (the source makes the destination's attachments) →
 ``running`` (libvirt moves the guest) → ``post-migrating`` (the server is
 the destination's) → ``completed``; it ends ``error`` when it failed and the
-server stayed where it was, ``cancelled`` when the user aborted it. Here, not
+server stayed where it was, ``cancelled`` when the user aborted it. An
+evacuation goes ``accepted`` (the API) → ``pre-migrating`` (a conductor
+chose the destination and cast it) → ``running`` (the destination took it)
+→ ``done`` (the server is the destination's) → ``completed`` (the old host
+came back and let go of what it had); it ends ``error`` when the conductor
+refused it and ``failed`` when the destination could not finish. Here, not
 in ``objects/``, because the computes (which never import the database
 layer) read and write them too.
 """
 
 LIVE_MIGRATION = "live-migration"
-TYPES = (LIVE_MIGRATION, "migration", "resize", "evacuation")
+EVACUATION = "evacuation"
+TYPES = (LIVE_MIGRATION, "migration", "resize", EVACUATION)
 
 ACCEPTED = "accepted"
 QUEUED = "queued"
@@ -21,11 +27,16 @@ COMPLETED = "completed"
 ERROR = "error"
 FAILED = "failed"
 CANCELLED = "cancelled"
+PRE_MIGRATING = "pre-migrating"
+DONE = "done"
 
 #: A live migration not yet settled: ``servers/{id}/migrations`` lists these.
 IN_PROGRESS = (ACCEPTED, QUEUED, PREPARING, RUNNING, POST_MIGRATING)
 #: Statuses an abort (2.24) is accepted in, as Nova's (before post-migrating).
 ABORTABLE = (ACCEPTED, QUEUED, PREPARING, RUNNING)
+
+#: An evacuation its destination has not settled yet.
+EVACUATION_IN_PROGRESS = (ACCEPTED, PRE_MIGRATING, RUNNING)
 
 #: What the user asked of a running move (the row's ``requested``).
 ABORT = "abort"
