@@ -97,6 +97,11 @@ class ConductorManager:
         """End live migrations whose conductor died before the source took them."""
         live_migrate_task.expire_unstarted(self._conf, self._db, context)
 
+    @periodic.periodic_task("conductor", "volume_request_recovery_interval")
+    def _expire_unstarted_evacuations(self, context):
+        """End evacuations whose conductor died before it took them."""
+        evacuate_task.expire_unstarted(self._conf, self._db, context)
+
     # -- heartbeats ----------------------------------------------------------
 
     def service_update(self, context, *, host, binary, topic, version, capabilities):

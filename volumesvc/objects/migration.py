@@ -253,12 +253,16 @@ def finish_evacuation(db, context, migration_id, values) -> Migration:
         return migration
 
 
-def unstarted_before(db, context, cutoff) -> list[Migration]:
-    """Live migrations still ``accepted``/``queued`` with no change since ``cutoff``."""
+def unstarted_before(db, context, cutoff, *, migration_type=LIVE_MIGRATION,
+                     statuses=(ACCEPTED, QUEUED)) -> list[Migration]:
+    """Migrations of ``migration_type`` still in ``statuses`` with no change since ``cutoff``.
+
+    By default the live migrations no source took (``accepted``/``queued``).
+    """
     model = models.Migration
     changed = sa.func.coalesce(model.updated_at, model.created_at)
     with db.reader(context) as session:
         rows = session.scalars(sa.select(model).where(
-            model.migration_type == LIVE_MIGRATION, model.status.in_((ACCEPTED, QUEUED)),
+            model.migration_type == migration_type, model.status.in_(statuses),
             changed < cutoff).order_by(model.id))
         return [Migration.from_model(row) for row in rows]

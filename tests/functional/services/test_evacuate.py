@@ -454,3 +454,75 @@ def test_an_encrypted_volume_is_opened_there_and_its_secret_leaves_the_old_host(
         assert _secrets(stack.computes[DST].manager.driver) == {secret}
     finally:
         stack.stop()
+
+
+def test_the_conductor_refuses_when_the_old_host_came_back(stack):
+    """Between the answer and the conductor the old host's compute came back: refused."""
+    server = _boot(stack)
+    ctx = stack.admin_context()
+    instance_obj.save(stack.db, ctx, server, {"task_state": "rebuilding"})
+    migration = migration_obj.create(stack.db, ctx, instance_uuid=server,
+                                     migration_type="evacuation", source_compute=SRC)
+    stack.conductor_api().evacuate_instance(ctx, instance_uuid=server,
+                                            migration_id=migration.id, host=DST)
+    assert _settled(stack, server).status == "error"
+    instance = _instance(stack, server)
+    assert (instance.host, instance.task_state, instance.vm_state) == (SRC, None, "active")
+    assert f"Compute service of {SRC} is still in use." in _fault(stack, server)
+    assert server in _domains(stack, SRC) and server not in _domains(stack, DST)
+
+
+def test_the_old_host_back_during_the_evacuation_only_loses_the_domain(stack, monkeypatch):
+    import threading
+
+    server = _boot(stack)
+    _attach(stack, server)
+    driver = _kill(stack)
+    dest = stack.computes[DST].manager.driver
+    real_spawn, entered, release = dest.spawn, threading.Event(), threading.Event()
+
+    def held_spawn(*args, **kwargs):
+        entered.set()
+        assert release.wait(20)
+        return real_spawn(*args, **kwargs)
+    monkeypatch.setattr(dest, "spawn", held_spawn)
+    _evacuate(stack, server)
+    assert entered.wait(20)
+    _revive(stack, driver)
+    # The guest is gone from the old host; its rebuilding task is not a dead rebuild there.
+    assert server not in _domains(stack, SRC)
+    assert _instance(stack, server).task_state == "rebuilding"
+    assert _migration(stack, server).status == "running"
+    release.set()
+    stack.wait(lambda: _migration(stack, server).status == "done", what="done")
+    instance = _instance(stack, server)
+    assert (instance.host, instance.vm_state) == (DST, "active")
+    _one_attachment_per_volume(stack, server)
+    # The next start of the old host completes it.
+    stack.computes.pop(SRC).stop()
+    stack.add_compute(SRC, driver=driver)
+    assert _migration(stack, server).status == "completed"
+
+
+def test_an_evacuation_no_conductor_took_is_ended_by_the_conductors(stack):
+    import time
+
+    from volumesvc.conductor.tasks import evacuate
+
+    server = _boot(stack)
+    _kill(stack)
+    ctx = stack.admin_context()
+    instance_obj.save(stack.db, ctx, server, {"task_state": "rebuilding"})
+    migration = migration_obj.create(stack.db, ctx, instance_uuid=server,
+                                     migration_type="evacuation", source_compute=SRC)
+    assert evacuate.expire_unstarted(stack.conf, stack.db, ctx) == []
+    stack.conf.set_override("live_migration_start_timeout", 1, group="conductor")
+    time.sleep(1.2)
+    assert evacuate.expire_unstarted(stack.conf, stack.db, ctx) == [migration.id]
+    assert _migration(stack, server).status == "error"
+    instance = _instance(stack, server)
+    assert (instance.host, instance.task_state, instance.vm_state) == (SRC, None, "active")
+    assert "Evacuation not started within 1 s" == _fault(stack, server)
+    # And the admin may evacuate it now.
+    _evacuate(stack, server)
+    stack.wait(lambda: _migration(stack, server).status == "done", what="the evacuation")

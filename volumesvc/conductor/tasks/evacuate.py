@@ -17,14 +17,18 @@ migration ``error``, a fault and an Error ``conductor_evacuate_instance``
 event saying why. Nothing was made yet, so nothing is undone.
 """
 
+import datetime
+
 from oslo_log import log as logging
 
 from volumesvc import exception, version
 from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import base
+from volumesvc.objects import base as objects_base
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_fault as fault_obj
 from volumesvc.objects import migration as migration_obj
 from volumesvc.states import task_states
 
@@ -124,3 +128,35 @@ class EvacuateTask(base.TaskBase):
             return super().execute()
         except Exception:  # noqa: BLE001
             return None
+
+
+def expire_unstarted(conf, db, context):
+    """End the evacuations no conductor took in time (``live_migration_start_timeout``).
+
+    The API's cast was lost, or the conductor that took it died before its
+    first write: the migration is still ``accepted`` and the server stuck in
+    ``rebuilding``. A compare and swap on the migration's status: a
+    conductor that takes it meanwhile wins. Returns the ended migrations' ids.
+    """
+    timeout = conf.conductor.live_migration_start_timeout
+    cutoff = objects_base.utcnow() - datetime.timedelta(seconds=timeout)
+    ended = []
+    for migration in migration_obj.unstarted_before(
+            db, context, cutoff, migration_type=migration_obj.EVACUATION,
+            statuses=(migration_obj.ACCEPTED,)):
+        try:
+            migration_obj.save(db, context, migration.id, {"status": migration_obj.ERROR},
+                               expected_status=[migration_obj.ACCEPTED])
+        except exception.InvalidMigrationState:
+            continue
+        try:
+            instance_obj.save(db, context, migration.instance_uuid, {"task_state": None},
+                              expected_task_state=[task_states.REBUILDING])
+            fault_obj.create(db, context, instance_uuid=migration.instance_uuid, code=500,
+                             message=f"Evacuation not started within {timeout} s")
+        except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
+            pass
+        LOG.warning("Evacuation %s of %s was not started in time; ended", migration.uuid,
+                    migration.instance_uuid)
+        ended.append(migration.id)
+    return ended
