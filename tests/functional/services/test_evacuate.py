@@ -526,3 +526,28 @@ def test_an_evacuation_no_conductor_took_is_ended_by_the_conductors(stack):
     # And the admin may evacuate it now.
     _evacuate(stack, server)
     stack.wait(lambda: _migration(stack, server).status == "done", what="the evacuation")
+
+
+def test_after_a_failed_try_the_old_host_still_drops_every_connection(stack, monkeypatch):
+    """The second try finds the BDMs without the old host's connections; the first saved them."""
+    server = _boot(stack)
+    _attach(stack, server)
+    driver = _kill(stack)
+    dest = stack.computes[DST].manager.driver
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("qemu could not start")
+    monkeypatch.setattr(dest, "spawn", broken)
+    _evacuate(stack, server)
+    assert _settled(stack, server).status == "failed"
+    monkeypatch.delattr(dest, "spawn")
+    _evacuate(stack, server)
+    stack.wait(lambda: _migration(stack, server).status == "done", what="the second try")
+    assert _migration(stack, server).source_connections == {}
+    recorder = _Recorder(monkeypatch, driver)
+    _revive(stack, driver)
+    statuses = [m.status for m in migration_obj.list_for_instance(
+        stack.db, stack.admin_context(), server)]
+    assert statuses == ["failed", "completed"]
+    assert sorted(recorder.disconnected) == sorted(_bdms(stack, server))
+    assert server not in _domains(stack, SRC)
