@@ -224,6 +224,12 @@ class Evacuator:
             except Exception as err:  # noqa: BLE001 - the next volume too
                 LOG.warning("Could not undo the evacuation of volume %s of %s: %s",
                             volume_id, uuid, err)
+        # A process killed between two steps of a volume may have left an
+        # attachment nobody recorded, or the old one not yet deleted.
+        try:
+            self._delete_unnamed_attachments(context, uuid)
+        except Exception as err:  # noqa: BLE001 - the reconciliation deletes them
+            LOG.warning("Could not delete the stray attachments of %s: %s", uuid, err)
 
     def _reserve_again(self, context, uuid, bdm):
         """Swap the BDM's attachment (this host's) for one without a connector.

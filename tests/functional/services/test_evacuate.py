@@ -551,3 +551,32 @@ def test_after_a_failed_try_the_old_host_still_drops_every_connection(stack, mon
     assert statuses == ["failed", "completed"]
     assert sorted(recorder.disconnected) == sorted(_bdms(stack, server))
     assert server not in _domains(stack, SRC)
+
+
+def test_a_destination_killed_between_switch_and_delete_leaves_one_attachment(
+        stack, monkeypatch):
+    """Killed after a BDM took the new attachment, before the old one was deleted."""
+    server = _boot(stack)
+    _attach(stack, server)
+    _kill(stack)
+    before = set(_attachments(stack, server))
+    entered = []
+    real_delete = stack.cinder.attachment_delete
+
+    def die(context, attachment_id):
+        if attachment_id in before:
+            entered.append(attachment_id)
+            raise _Killed()
+        return real_delete(context, attachment_id)
+    monkeypatch.setattr(stack.cinder, "attachment_delete", die)
+    _evacuate(stack, server)
+    stack.wait(lambda: entered, what="the destination deleting the old attachment")
+    monkeypatch.undo()
+    assert len(_attachments(stack, server)) == len(before) + 1
+    dest = stack.computes[DST].manager.driver
+    stack.computes.pop(DST).stop()
+    stack.add_compute(DST, driver=dest)
+    assert _migration(stack, server).status == "failed"
+    assert _instance(stack, server).vm_state == "error"
+    _one_attachment_per_volume(stack, server)
+    assert server not in _domains(stack, DST)
