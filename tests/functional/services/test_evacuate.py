@@ -388,22 +388,29 @@ class _Killed(BaseException):
     """The compute process dying: no handler of the step runs any more."""
 
 
-def test_a_destination_killed_midway_ends_the_server_error_at_its_start(stack, monkeypatch):
+@pytest.mark.parametrize("where", ["spawn", "attachment_complete"])
+def test_a_destination_killed_midway_ends_the_server_error_at_its_start(
+        stack, monkeypatch, where):
+    """Killed before the domain is defined (spawn), or after it runs (completing)."""
     server = _boot(stack)
     _attach(stack, server)
     _kill(stack)
     dest = stack.computes[DST].manager.driver
     recorder = _Recorder(monkeypatch, dest)
+    target = dest if where == "spawn" else stack.cinder
+    real = getattr(target, where)
     entered = []
 
     def die(*args, **kwargs):
+        if entered:
+            return real(*args, **kwargs)
         entered.append(True)
         raise _Killed()
-    monkeypatch.setattr(dest, "spawn", die)
+    monkeypatch.setattr(target, where, die)
     _evacuate(stack, server)
-    stack.wait(lambda: entered, what="the destination in spawn")
+    stack.wait(lambda: entered, what=f"the destination in {where}")
     assert _migration(stack, server).status == "running"
-    monkeypatch.delattr(dest, "spawn")
+    assert (server in _domains(stack, DST)) == (where == "attachment_complete")
     stack.computes.pop(DST).stop()
     stack.add_compute(DST, driver=dest)
     migration = _migration(stack, server)
