@@ -39,9 +39,12 @@ loses its domain here: its guest must never start twice on the same
 volumes.
 """
 
+import threading
+
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from volumesvc import context as vs_context
 from volumesvc import exception
 from volumesvc.compute import connections, encryption
 from volumesvc.compute import instances as compute_instances
@@ -78,6 +81,7 @@ class Evacuator:
         self.reporter = reporter
         self.keys = keys
         self._lock = lock  # the manager's per-instance lock
+        self._taken = set()  # ids of the evacuations this process took
 
     def _save(self, context, migration, values, expected=None):
         return self.conductor.migration_update(
@@ -96,6 +100,7 @@ class Evacuator:
                      exc.format_message())
             return
         connected: dict = {}
+        self._taken.add(migration["id"])
         try:
             with self.reporter.event(context, uuid, EVENT):
                 self._take_over(context, instance, migration, target_state, connected)
@@ -246,18 +251,42 @@ class Evacuator:
                                   values={"attachment_id": new, "connection_info": None})
         self.cinder.attachment_delete(admin, old)
 
-    def recover_destination(self, context):
+    def recover(self, context, timeout=None, *, retry=False):
+        """At start: the old host's cleanup, then this host's own dead evacuations.
+
+        ``timeout`` bounds each wait for a conductor, so a start with none
+        answering is not held up; the whole pass is then tried again from a
+        thread every ``timeout`` seconds until a conductor answers
+        (``retry``: such a later pass, beside the RPC server).
+        """
+        try:
+            self.recover_source(context, timeout=timeout)
+            self.recover_destination(context, timeout=timeout, retry=retry)
+        except Exception as exc:  # noqa: BLE001 - retried below
+            delay = timeout or self.conf.report_interval
+            LOG.warning("Could not settle the evacuations of %s (%s); trying again in %ss",
+                        self.host, exc, delay)
+            later = threading.Timer(delay, self.recover,
+                                    args=(vs_context.get_admin_context(), timeout),
+                                    kwargs={"retry": True})
+            later.daemon = True
+            later.start()
+
+    def recover_destination(self, context, timeout=None, retry=False):
         """Settle the evacuations to this host a dead process of it left.
 
         Called at start, before the RPC server: no cast of this process can
         be running one. Each is failed as in :meth:`_fail`, with nothing
         known of what was connected (every volume switched to an attachment
         made here is disconnected); a cast still queued then finds the
-        migration ended and does nothing.
+        migration ended and does nothing. A ``retry`` (the RPC server is up)
+        leaves ``pre-migrating`` ones alone: their cast may be on its way.
         """
-        for migration in self._list(context, dest_compute=self.host,
-                                    statuses=[migration_states.PRE_MIGRATING,
-                                              migration_states.RUNNING]):
+        statuses = [migration_states.RUNNING]
+        if not retry:
+            statuses.append(migration_states.PRE_MIGRATING)
+        for migration in self.conductor.migration_list_evacuations(
+                context, dest_compute=self.host, timeout=timeout, statuses=statuses):
             uuid = migration["instance_uuid"]
             LOG.warning("Evacuation %s of %s to %s was interrupted (%s); undoing it",
                         migration["uuid"], uuid, self.host, migration["status"])
@@ -265,6 +294,12 @@ class Evacuator:
                                    reason=f"the compute {self.host} stopped during it")
             try:
                 with self._lock(uuid):
+                    # Read again under the lock: a retry of this pass runs
+                    # beside the RPC server, whose own evacuations are not dead.
+                    migration = self.conductor.migration_get(context,
+                                                             migration_id=migration["id"])
+                    if migration["id"] in self._taken or migration["status"] not in statuses:
+                        continue
                     instance = self.conductor.instance_get(context, instance_uuid=uuid)
                     self._fail(context, instance, migration, exc, None)
             except Exception as err:  # noqa: BLE001 - one server must not stop the others
@@ -285,14 +320,16 @@ class Evacuator:
         return bool(self._list(context, instance_uuid=instance_uuid, source_compute=self.host,
                                statuses=list(_UNSETTLED)))
 
-    def recover_source(self, context):
+    def recover_source(self, context, timeout=None):
         """Let go of the servers evacuated away from this host while it was down."""
-        migrations = self._list(context, source_compute=self.host,
-                                statuses=list(_SETTLED + _UNSETTLED))
+        migrations = self.conductor.migration_list_evacuations(
+            context, source_compute=self.host, statuses=list(_SETTLED + _UNSETTLED),
+            timeout=timeout)
         if not migrations:
             return
-        failed = self._list(context, source_compute=self.host,
-                            statuses=[migration_states.FAILED])
+        failed = self.conductor.migration_list_evacuations(
+            context, source_compute=self.host, statuses=[migration_states.FAILED],
+            timeout=timeout)
         for migration in migrations:
             uuid = migration["instance_uuid"]
             try:

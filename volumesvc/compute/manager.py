@@ -147,8 +147,7 @@ class ComputeManager:
         # Servers evacuated away while this host was down go before anything
         # looks at the domains; then evacuations a dead process of this host
         # left half done as their destination.
-        self.evacuator.recover_source(context)
-        self.evacuator.recover_destination(context)
+        self.evacuator.recover(context, timeout=self._conf.report_interval)
         self.reconciler.run(reconcile_runner.Occasion.START, context,
                             timeout=self._conf.report_interval)
         self.migrator.recover_switched(context)

@@ -377,10 +377,10 @@ class ConductorAPI:
     # -- compute → conductor: evacuation records ------------------------------
 
     def migration_list_evacuations(self, ctxt, *, statuses, instance_uuid=None,
-                                   source_compute=None, dest_compute=None):
+                                   source_compute=None, dest_compute=None, timeout=None):
         """Call: evacuations (dicts) in ``statuses`` of a server, from or to a host."""
         return self._call(ctxt, "migration_list_evacuations", version=EVACUATE_VERSION,
-                          statuses=statuses, instance_uuid=instance_uuid,
+                          timeout=timeout, statuses=statuses, instance_uuid=instance_uuid,
                           source_compute=source_compute, dest_compute=dest_compute)
 
     def evacuation_finish(self, ctxt, *, migration_id, values):

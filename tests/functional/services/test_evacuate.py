@@ -587,3 +587,28 @@ def test_a_destination_killed_between_switch_and_delete_leaves_one_attachment(
     assert _instance(stack, server).vm_state == "error"
     _one_attachment_per_volume(stack, server)
     assert server not in _domains(stack, DST)
+
+
+def test_the_old_host_lets_go_once_a_conductor_answers(stack, monkeypatch):
+    """No conductor answers the cleanup's first question: the start goes on, a retry does it."""
+    from volumesvc.conductor import rpcapi as conductor_rpcapi
+
+    server = _boot(stack)
+    driver = _kill(stack)
+    _evacuate(stack, server)
+    assert _settled(stack, server).status == "done"
+    real = conductor_rpcapi.ConductorAPI.migration_list_evacuations
+    refused = []
+
+    def no_answer(self, *args, **kwargs):
+        if not refused:
+            refused.append(True)
+            raise conductor_rpcapi.MessagingTimeout("no conductor answered")
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(conductor_rpcapi.ConductorAPI, "migration_list_evacuations",
+                        no_answer)
+    _revive(stack, driver)
+    assert refused
+    stack.wait(lambda: _migration(stack, server).status == "completed",
+               what="the retried cleanup")
+    assert server not in _domains(stack, SRC)
