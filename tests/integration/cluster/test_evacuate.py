@@ -153,3 +153,67 @@ def test_a_server_of_a_dead_host_starts_on_another_with_its_data(api, cluster):
             cluster.respawn(compute)
         _force_down(api, source, False)
         api.delete_server(server_id)
+
+
+def _settled(api, cluster, server_id, statuses, what):
+    return wait_until(lambda: (lambda m: m if m and m["status"] in statuses else None)(
+        _evacuation(api, server_id)), what, timeout=TIMEOUT, cluster=cluster)
+
+
+def test_the_destination_sigkilled_mid_evacuation_settles_it_at_its_start(api, cluster):
+    """SIGKILL of the destination's compute as soon as it took the evacuation.
+
+    Its start either finds the evacuation finished, or undoes it: the server
+    ``ERROR`` on the old host with one attachment per volume and no domain
+    on the destination; a second evacuation then brings the guest up.
+    """
+    source, dest = cluster.hosts[0], cluster.hosts[1]
+    old = f"compute-{cluster.hosts.index(source) + 1}"
+    new = f"compute-{cluster.hosts.index(dest) + 1}"
+    status, body = api.boot(_name("guest"), volume_type="rbd", image=True, version="2.74",
+                            host=source)
+    assert status == 202, body
+    server_id = body["server"]["id"]
+    dead = set()
+    try:
+        server = wait_active(api, server_id, cluster)
+        root_id = server["os-extended-volumes:volumes_attached"][0]["id"]
+        cluster.kill(old)
+        dead.add(old)
+        _virsh(cluster.libvirtds[source].uri, "destroy", server_id)
+        _force_down(api, source, True)
+        status, body = api.nova("POST", f"/servers/{server_id}/action",
+                                {"evacuate": {"host": dest}}, version="2.68")
+        assert status == 200, body
+        _settled(api, cluster, server_id, ("running", "done", "failed", "error"),
+                 "the destination taking the evacuation")
+        cluster.kill(new)
+        dead.add(new)
+        cluster.respawn(new)
+        dead.discard(new)
+        migration = _settled(api, cluster, server_id, ("done", "failed"),
+                             "the restarted destination settling the evacuation")
+        print(f"evacuation-kill: the destination's start found it {migration['status']}")
+        server = api.server(server_id)
+        if migration["status"] == "failed":
+            assert (server["status"], server["OS-EXT-SRV-ATTR:host"]) == ("ERROR", source)
+            assert server_id not in _all_domains(cluster, dest)
+            attachments = api.cinder_attachments(root_id)
+            assert [a["instance"] for a in attachments] == [server_id], attachments
+            status, body = api.nova("POST", f"/servers/{server_id}/action",
+                                    {"evacuate": {"host": dest}}, version="2.68")
+            assert status == 200, body
+            migration = _settled(api, cluster, server_id, ("done", "failed", "error"),
+                                 "the second evacuation")
+            assert migration["status"] == "done", log_lines(cluster, [server_id])
+        server = wait_active(api, server_id, cluster)
+        assert server["OS-EXT-SRV-ATTR:host"] == dest
+        assert _volume_hosts(api, root_id) == {server_id: dest}
+        assert server_id in _all_domains(cluster, dest)
+        wait_until(lambda: "VSGUEST ready" in _console(api, server_id),
+                   "the guest booted on the destination", timeout=TIMEOUT, cluster=cluster)
+    finally:
+        for name in dead:
+            cluster.respawn(name)
+        _force_down(api, source, False)
+        api.delete_server(server_id)
