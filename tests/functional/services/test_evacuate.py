@@ -53,7 +53,7 @@ def _kill(stack, host=SRC):
     """The host dies: its compute stops, an operator forces its service down.
 
     Returns the compute's driver: its domains outlive the compute, as QEMU
-    processes outlive a killed agent (until the host itself is gone).
+    processes outlive a killed compute (until the host itself is gone).
     """
     driver = stack.computes[host].manager.driver
     stack.computes.pop(host).stop()
@@ -343,7 +343,7 @@ def test_the_old_host_back_lets_go_of_the_evacuated_server(stack, monkeypatch):
     server = _boot(stack)
     data = _attach(stack, server)
     driver = _kill(stack)
-    assert server in set(driver.list_instance_uuids())  # the guest outlived the agent
+    assert server in set(driver.list_instance_uuids())  # the guest outlived its compute
     _evacuate(stack, server)
     migration = _settled(stack, server)
     assert migration.status == "done"
