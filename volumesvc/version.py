@@ -17,7 +17,7 @@ SERVICE_VERSION_HISTORY = (
     {"compute_rpc": "1.0", "conductor_rpc": "1.0"},
     # 2: live migration: compute RPC 1.1 and conductor RPC 1.1.
     {"compute_rpc": "1.1", "conductor_rpc": "1.1"},
-    # 3: cold migration and resize: compute RPC 1.2 and conductor RPC 1.2.
+    # 3: cold migration, resize and evacuation: compute RPC 1.2 and conductor RPC 1.2.
     {"compute_rpc": "1.2", "conductor_rpc": "1.2"},
 )
 
@@ -28,9 +28,11 @@ SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)
 # names the hosts each one waits for.
 LIVE_MIGRATION_VERSION = 2
 RESIZE_VERSION = 3
+EVACUATE_VERSION = 3
 GATED_FEATURES: tuple[tuple[int, str], ...] = (
     (LIVE_MIGRATION_VERSION, "live migration (to or from the host)"),
     (RESIZE_VERSION, "resize and cold migration (to or from the host)"),
+    (EVACUATE_VERSION, "evacuation (to the host)"),
 )
 
 RELEASE = "0.1.0"

@@ -25,6 +25,7 @@ from volumesvc.compute import (
     started_work,
     teardown,
 )
+from volumesvc.compute import evacuate as evacuate_mod
 from volumesvc.compute import events as events_mod
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import lifecycle as lifecycle_mod
@@ -90,13 +91,16 @@ class ComputeManager:
                                           cinder=cinder, peers=peers, reporter=self.reporter,
                                           lifecycle=self.lifecycle, glance=glance,
                                           keys=self.keys)
+        #: evacuation: this host as the destination, and as the old host back
+        self.evacuator = evacuate_mod.Evacuator(conf, driver, conductor, cinder, self.reporter,
+                                                keys=self.keys, lock=self._lock)
         limit = conf.compute.max_concurrent_builds
         self._build_slots = (threading.BoundedSemaphore(limit) if limit
                              else contextlib.nullcontext())
         # What a dead process of this compute left in a task, ended at start.
         interrupted = {task_states.SWAPPING_VOLUME: self._dead_task(self.swapper.recover),
                        **dict.fromkeys(rebuild_mod.REBUILD_TASKS,
-                                       self._dead_task(self.rebuilder.recover)),
+                                       self._dead_task(self._recover_rebuild)),
                        **dict.fromkeys(BUILD_TASKS, self._end_dead_build),
                        # As Nova at start: a power or shelve step a dead process left
                        # is done again (its task state is still the one it expects).
@@ -127,6 +131,12 @@ class ComputeManager:
             recover(context, instance)
         return recover_if_dead
 
+    def _recover_rebuild(self, context, instance):
+        """A dead rebuild ends ERROR; a server being evacuated away is not a rebuild here."""
+        if self.evacuator.evacuating_away(context, instance["uuid"]):
+            return
+        self.rebuilder.recover(context, instance)
+
     def _own_task(self, instance):
         self.started.start(started_work.StartedWork.key(TASK, instance["uuid"]))
 
@@ -142,6 +152,10 @@ class ComputeManager:
         """
         self.driver.init_host(self.host)
         context = vs_context.get_admin_context()
+        # Servers evacuated away while this host was down go before anything
+        # looks at the domains; then evacuations a dead process of this host
+        # left half done as their destination.
+        self.evacuator.recover(context, timeout=self._conf.report_interval)
         self.reconciler.run(reconcile_runner.Occasion.START, context,
                             timeout=self._conf.report_interval)
         self.migrator.recover_switched(context)
@@ -611,3 +625,10 @@ class ComputeManager:
     def confirm_resize(self, context, *, instance, migration):
         with self._lock(instance["uuid"]):
             self.resizer.confirm_resize(context, instance, migration)
+
+    # -- evacuation (compute/evacuate.py) ----------------------------------------
+
+    def evacuate_instance(self, context, *, instance, migration, target_state=None):
+        with self._lock(instance["uuid"]):
+            self._own_task(instance)
+            self.evacuator.evacuate(context, instance, migration, target_state=target_state)

@@ -16,7 +16,8 @@ manager imports ``VERSION`` so the two can never disagree; when and how:
         live_migration_control (cast to the source: abort, force-complete).
 * 1.2 - Cold migration and resize (casts): resize_instance (to the source),
         finish_resize and revert_resize (to the destination),
-        finish_revert_resize and confirm_resize (to the source).
+        finish_revert_resize and confirm_resize (to the source); evacuation:
+        evacuate_instance (cast to the destination).
 """
 
 import oslo_messaging as messaging
@@ -29,6 +30,7 @@ VERSION = "1.2"
 BASE_VERSION = "1.0"
 LIVE_MIGRATION_VERSION = "1.1"
 RESIZE_VERSION = "1.2"
+EVACUATE_VERSION = "1.2"
 # ``auto_version_cap`` not given (None is a resolved cap: send the newest).
 AUTO_UNRESOLVED = object()
 
@@ -298,3 +300,14 @@ class ComputeAPI:
         self._resize_cast(ctxt, host, "confirm_resize", instance=instance,
                           migration=migration)
 
+    # -- evacuation (compute/evacuate.py) ----------------------------------------
+
+    def evacuate_instance(self, ctxt, *, host, instance, migration, target_state=None):
+        """Cast to the destination: take over the server of a dead host.
+
+        ``migration``: the evacuation's row (``pre-migrating``);
+        ``target_state``: the vm_state to end in (None: the one it had).
+        """
+        self._prepare(host, version=EVACUATE_VERSION).cast(
+            ctxt, "evacuate_instance", instance=instance, migration=migration,
+            target_state=target_state)

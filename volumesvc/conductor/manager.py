@@ -16,6 +16,7 @@ from volumesvc.conductor.tasks import base as task_base
 from volumesvc.conductor.tasks import build as build_task
 from volumesvc.conductor.tasks import delete as delete_task
 from volumesvc.conductor.tasks import detach as detach_task
+from volumesvc.conductor.tasks import evacuate as evacuate_task
 from volumesvc.conductor.tasks import live_migrate as live_migrate_task
 from volumesvc.conductor.tasks import power
 from volumesvc.conductor.tasks import rebuild as rebuild_task
@@ -101,6 +102,11 @@ class ConductorManager:
     def _confirm_expired_resizes(self, context):
         """Confirm resizes nobody confirmed within ``[DEFAULT] resize_confirm_window``."""
         resize_task.confirm_expired(self._deps, context)
+
+    @periodic.periodic_task("conductor", "volume_request_recovery_interval")
+    def _expire_unstarted_evacuations(self, context):
+        """End evacuations whose conductor died before it took them."""
+        evacuate_task.expire_unstarted(self._conf, self._db, context)
 
     # -- heartbeats ----------------------------------------------------------
 
@@ -212,6 +218,13 @@ class ConductorManager:
 
     def revert_resize(self, context, *, instance_uuid, migration_id):
         resize_task.revert(self._deps, context, instance_uuid, migration_id)
+
+    def evacuate_instance(self, context, *, instance_uuid, migration_id, host=None,
+                          force=False, target_state=None):
+        """Cast from the API: ``conductor/tasks/evacuate.py``."""
+        evacuate_task.EvacuateTask(self._deps, context, instance_uuid=instance_uuid,
+                                   migration_id=migration_id, host=host, force=force,
+                                   target_state=target_state).execute()
 
     def swap_volume(self, context, *, instance_uuid, old_volume_id, new_volume_id):
         """Cast from the API: ``conductor/tasks/swap.py``."""
@@ -389,6 +402,20 @@ class ConductorManager:
         return [m.to_dict() for m in migration_obj.list_cold(
             self._db, context, instance_uuid=instance_uuid, source_compute=source_compute,
             dest_compute=dest_compute, statuses=statuses or migration_obj.COLD_UNSETTLED)]
+
+    # -- compute → conductor: evacuation records ------------------------------
+
+    @_persists_migration
+    def migration_list_evacuations(self, context, *, statuses, instance_uuid=None,
+                                   source_compute=None, dest_compute=None):
+        return [m.to_dict() for m in migration_obj.list_evacuations(
+            self._db, context, statuses=statuses, instance_uuid=instance_uuid,
+            source_compute=source_compute, dest_compute=dest_compute)]
+
+    @_persists_migration
+    def evacuation_finish(self, context, *, migration_id, values):
+        return migration_obj.finish_evacuation(self._db, context, migration_id,
+                                               values).to_dict()
 
 
 _DATETIME_FIELDS = ("launched_at", "terminated_at")

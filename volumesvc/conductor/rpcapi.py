@@ -22,9 +22,10 @@ manager imports ``VERSION`` so the two can never disagree; when and how:
         conductor (persistence): migration_get, migration_list_in_progress,
         migration_update,
         migration_add_dest_attachment, live_migration_switch.
-* 1.2 - Cold migration and resize. API → conductor: resize_instance,
-        confirm_resize, revert_resize. Compute → conductor (persistence):
-        migration_settle, migration_list_cold.
+* 1.2 - Cold migration, resize and evacuation. API → conductor:
+        resize_instance, confirm_resize, revert_resize, evacuate_instance.
+        Compute → conductor (persistence): migration_settle,
+        migration_list_cold, migration_list_evacuations, evacuation_finish.
 """
 
 import oslo_messaging as messaging
@@ -37,6 +38,7 @@ VERSION = "1.2"
 BASE_VERSION = "1.0"
 LIVE_MIGRATION_VERSION = "1.1"
 RESIZE_VERSION = "1.2"
+EVACUATE_VERSION = "1.2"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -242,6 +244,19 @@ class ConductorAPI:
         self._client.prepare(version=RESIZE_VERSION).cast(
             ctxt, "revert_resize", instance_uuid=instance_uuid, migration_id=migration_id)
 
+    def evacuate_instance(self, ctxt, *, instance_uuid, migration_id, host=None,
+                          force=False, target_state=None):
+        """Cast: check or choose the destination of an evacuation, then cast it there.
+
+        ``host``: the destination the admin named (None: the scheduler
+        chooses); ``force`` (2.29–2.67): a named host is taken without
+        checking its room; ``target_state``: the vm_state the server ends
+        in (``stopped`` from 2.95; None: the one it had).
+        """
+        self._client.prepare(version=EVACUATE_VERSION).cast(
+            ctxt, "evacuate_instance", instance_uuid=instance_uuid,
+            migration_id=migration_id, host=host, force=force, target_state=target_state)
+
     # -- operators → conductor --------------------------------------------------
 
     def reconcile_volume_attachments(self, ctxt, *, instance_uuids, dry_run=False,
@@ -378,6 +393,21 @@ class ConductorAPI:
         and the migration is ``post-migrating``. Returns the old BDM values."""
         return self._call(ctxt, "live_migration_switch", version=LIVE_MIGRATION_VERSION,
                           migration_id=migration_id, bdms=bdms)
+
+    # -- compute → conductor: evacuation records ------------------------------
+
+    def migration_list_evacuations(self, ctxt, *, statuses, instance_uuid=None,
+                                   source_compute=None, dest_compute=None, timeout=None):
+        """Call: evacuations (dicts) in ``statuses`` of a server, from or to a host."""
+        return self._call(ctxt, "migration_list_evacuations", version=EVACUATE_VERSION,
+                          timeout=timeout, statuses=statuses, instance_uuid=instance_uuid,
+                          source_compute=source_compute, dest_compute=dest_compute)
+
+    def evacuation_finish(self, ctxt, *, migration_id, values):
+        """Call: in one transaction the server becomes the destination's (host,
+        node, ``values``, task ended) and the migration ``done``."""
+        return self._call(ctxt, "evacuation_finish", version=EVACUATE_VERSION,
+                          migration_id=migration_id, values=values)
 
 
     # -- compute → conductor: cold move records ---------------------------------

@@ -76,7 +76,9 @@ the conductors end it ``error`` and give the server back its state with no
 task: the conductor that took the
 request died before it reached the source, or the cast was lost. Checked
 every ``volume_request_recovery_interval`` seconds. Keep it above the time
-a busy source compute may take to get to a queued move.
+a busy source compute may take to get to a queued move. An evacuation no
+conductor took (still ``accepted``) is ended ``error`` after the same time,
+its server back in the state it had with no task.
 """),
     cfg.IntOpt(
         "volume_request_max_attempts",

@@ -10,6 +10,11 @@ aborted it. The destination's Cinder attachments are recorded here one by
 one as they are made (``add_dest_attachment``), so whoever ends the move —
 the source compute, or its next start after a SIGKILL — knows exactly
 which to keep or delete.
+
+An evacuation's row (``migration_type`` ``evacuation``) keeps the dead
+host's connection of each volume (``source_connections``), saved by the
+destination before it replaces the attachments: the old host, when it comes
+back, disconnects exactly those (``compute/evacuate.py``).
 """
 
 import dataclasses
@@ -26,6 +31,10 @@ from volumesvc.states import migration_states, power_state, vm_states
 # The statuses live with the other state vocabularies (the computes use them
 # too); re-exported here for the database side's callers.
 LIVE_MIGRATION = migration_states.LIVE_MIGRATION
+EVACUATION = migration_states.EVACUATION
+PRE_MIGRATING = migration_states.PRE_MIGRATING
+DONE = migration_states.DONE
+EVACUATION_IN_PROGRESS = migration_states.EVACUATION_IN_PROGRESS
 TYPES = migration_states.TYPES
 ACCEPTED = migration_states.ACCEPTED
 QUEUED = migration_states.QUEUED
@@ -218,17 +227,52 @@ def list_in_progress(db, context, *, instance_uuid=None, source_compute=None,
         return [Migration.from_model(row) for row in session.scalars(statement)]
 
 
-def unstarted_before(db, context, cutoff) -> list[Migration]:
-    """Moves no host took yet with no change since ``cutoff``: live migrations
-    still ``accepted``/``queued``, cold ones still ``pre-migrating``."""
+def list_evacuations(db, context, *, statuses, instance_uuid=None, source_compute=None,
+                     dest_compute=None) -> list[Migration]:
+    """Evacuations in ``statuses``, of one server, from one host or to one host, oldest first."""
+    model = models.Migration
+    statement = sa.select(model).where(model.migration_type == EVACUATION,
+                                       model.status.in_(statuses)).order_by(model.id)
+    for column, value in ((model.instance_uuid, instance_uuid),
+                          (model.source_compute, source_compute),
+                          (model.dest_compute, dest_compute)):
+        if value is not None:
+            statement = statement.where(column == value)
+    with db.reader(context) as session:
+        return [Migration.from_model(row) for row in session.scalars(statement)]
+
+
+def finish_evacuation(db, context, migration_id, values) -> Migration:
+    """The evacuated server runs on the destination: say so in one transaction.
+
+    The server's host and node become the migration's destination, its
+    ``rebuilding`` task ends and ``values`` (its vm_state and power_state)
+    are saved; the migration is ``done``, which is what the old host looks
+    for when it comes back. Raises ``InvalidMigrationState`` unless the
+    migration is ``running`` (a restart of the destination ended it).
+    """
+    from volumesvc.objects import instance as instance_obj
+    from volumesvc.states import task_states
+
+    with db.writer(context):
+        migration = save(db, context, migration_id, {"status": DONE},
+                         expected_status=[migration_states.RUNNING])
+        instance_obj.save(db, context, migration.instance_uuid, dict(
+            values, host=migration.dest_compute, node=migration.dest_node,
+            task_state=None), expected_task_state=[task_states.REBUILDING])
+        return migration
+
+
+def unstarted_before(db, context, cutoff, *, migration_types=(LIVE_MIGRATION,),
+                     statuses=(ACCEPTED, QUEUED)) -> list[Migration]:
+    """Migrations of ``migration_types`` still in ``statuses`` with no change since
+    ``cutoff``: by default the live migrations no source took (``accepted``/``queued``);
+    cold moves no source took are still ``pre-migrating``."""
     model = models.Migration
     changed = sa.func.coalesce(model.updated_at, model.created_at)
     with db.reader(context) as session:
         rows = session.scalars(sa.select(model).where(
-            sa.or_(sa.and_(model.migration_type == LIVE_MIGRATION,
-                           model.status.in_((ACCEPTED, QUEUED))),
-                   sa.and_(model.migration_type.in_(COLD_TYPES),
-                           model.status == PRE_MIGRATING)),
+            model.migration_type.in_(migration_types), model.status.in_(statuses),
             changed < cutoff).order_by(model.id))
         return [Migration.from_model(row) for row in rows]
 

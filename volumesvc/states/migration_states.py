@@ -4,7 +4,12 @@ A live migration goes ``accepted`` (the API) → ``queued`` (a conductor took
 it) → ``preparing`` (the source makes the destination's attachments) →
 ``running`` (libvirt moves the guest) → ``post-migrating`` (the server is
 the destination's) → ``completed``; it ends ``error`` when it failed and the
-server stayed where it was, ``cancelled`` when the user aborted it. Here, not
+server stayed where it was, ``cancelled`` when the user aborted it. An
+evacuation goes ``accepted`` (the API) → ``pre-migrating`` (a conductor
+chose the destination and cast it) → ``running`` (the destination took it)
+→ ``done`` (the server is the destination's) → ``completed`` (the old host
+came back and let go of what it had); it ends ``error`` when the conductor
+refused it and ``failed`` when the destination could not finish. Here, not
 in ``objects/``, because the computes (which never import the database
 layer) read and write them too.
 """
@@ -14,7 +19,8 @@ from volumesvc.states import task_states
 LIVE_MIGRATION = "live-migration"
 MIGRATION = "migration"
 RESIZE = "resize"
-TYPES = (LIVE_MIGRATION, MIGRATION, RESIZE, "evacuation")
+EVACUATION = "evacuation"
+TYPES = (LIVE_MIGRATION, MIGRATION, RESIZE, EVACUATION)
 #: The moves that stop the guest and start it again elsewhere (or resized).
 COLD_TYPES = (MIGRATION, RESIZE)
 
@@ -27,11 +33,16 @@ COMPLETED = "completed"
 ERROR = "error"
 FAILED = "failed"
 CANCELLED = "cancelled"
+PRE_MIGRATING = "pre-migrating"
+DONE = "done"
 
 #: A live migration not yet settled: ``servers/{id}/migrations`` lists these.
 IN_PROGRESS = (ACCEPTED, QUEUED, PREPARING, RUNNING, POST_MIGRATING)
 #: Statuses an abort (2.24) is accepted in, as Nova's (before post-migrating).
 ABORTABLE = (ACCEPTED, QUEUED, PREPARING, RUNNING)
+
+#: An evacuation its destination has not settled yet.
+EVACUATION_IN_PROGRESS = (ACCEPTED, PRE_MIGRATING, RUNNING)
 
 #: What the user asked of a running move (the row's ``requested``).
 ABORT = "abort"
@@ -44,7 +55,6 @@ FORCE_COMPLETE = "force-complete"
 # destination), then ``confirmed`` or ``reverting`` → ``reverted`` (back on
 # the source with its old flavor). ``error`` when it failed and the server
 # was put back on the source.
-PRE_MIGRATING = "pre-migrating"
 # Nova spells this status as the live migration's task state.
 MIGRATING = task_states.MIGRATING
 FINISHED = "finished"

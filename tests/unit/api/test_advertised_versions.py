@@ -276,6 +276,7 @@ EVENTS_MODULE = "volumesvc/api/schemas/server_external_events.py"
 SERVER_FILTERS = "volumesvc/api/logic/server_filters.py"
 
 LIVE_MIGRATE = "volumesvc/api/handlers/server_live_migrate.py"
+EVACUATE = "volumesvc/api/handlers/server_evacuate.py"
 
 EVIDENCE = {
     "2.1": [Row(SERVER_REP, "id")],
@@ -293,7 +294,7 @@ EVIDENCE = {
     "2.11": [Row(SERVICE_REP, "forced_down")],
     "2.12": [Absent(SERVER + "/os-virtual-interfaces")],
     "2.13": [Absent(GROUPS)],
-    "2.14": [NoAction("evacuate")],
+    "2.14": [Branches(EVACUATE, "V2_14_EVACUATE_SHARED")],
     "2.15": [Absent(GROUPS)],
     "2.16": [Row(SERVER_REP, "host_status")],
     "2.17": [NoAction("trigger_crash_dump")],
@@ -313,7 +314,7 @@ EVIDENCE = {
              Branches("volumesvc/api/handlers/servers.py", "V2_26_TAGS")],
     "2.27": [NoEffect()],
     "2.28": [Absent(HYPERVISORS)],
-    "2.29": [NoAction("evacuate")],
+    "2.29": [Branches(EVACUATE, "V2_29_EVACUATE_FORCE")],
     "2.30": [Branches(LIVE_MIGRATE, "V2_30_LIVE_MIGRATE_FORCE")],
     "2.31": [Absent("/v2.1/os-console-auth-tokens")],
     "2.32": [BodyKey("POST", SERVERS, "server.block_device_mapping_v2[].tag")],
@@ -360,7 +361,7 @@ EVIDENCE = {
              QueryKey(SERVERS, "changes-before"), Starts("GET", OS_MIGRATIONS),
              QueryKey(OS_MIGRATIONS, "changes-before")],
     "2.67": [BodyKey("POST", SERVERS, "server.block_device_mapping_v2[].volume_type")],
-    "2.68": [NoAction("evacuate"), Branches(LIVE_MIGRATE, "V2_68_NO_FORCE")],
+    "2.68": [Branches(EVACUATE, "V2_68_NO_FORCE"), Branches(LIVE_MIGRATE, "V2_68_NO_FORCE")],
     "2.69": [NoEffect()],
     "2.70": [Row(ATTACHMENT_REP, "tag")],
     "2.71": [Row(SERVER_REP, "server_groups")],
@@ -396,7 +397,7 @@ EVIDENCE = {
     "2.93": [Branches("volumesvc/api/handlers/server_rebuild.py", "V2_93_VOLUME_REBUILD"),
              Starts("POST", EVENTS)],
     "2.94": [Starts("POST", SERVERS), Starts("PUT", SERVER), Starts("POST", ACTION)],
-    "2.95": [NoAction("evacuate")],
+    "2.95": [Branches(EVACUATE, "V2_95_EVACUATE_STOPPED")],
     "2.96": [Row(SERVER_REP, "pinned_availability_zone")],
     "2.97": [Absent(SERVER + "/shares")],
     "2.98": [Row(SERVER_REP, "image")],

@@ -20,6 +20,7 @@ from volumesvc.api import microversions as mv
 from volumesvc.api.handlers import (
     console_output,
     server_admin_actions,
+    server_evacuate,
     server_lifecycle,
     server_live_migrate,
     server_rebuild,
@@ -42,7 +43,7 @@ LOG = logging.getLogger(__name__)
 # Server actions Nova has and volumesvc does not serve (a clear 400, not
 # "no such action", so a client knows the name is right).
 NOVA_ONLY_ACTIONS = frozenset({
-    "changePassword", "createBackup", "evacuate", "pause",
+    "changePassword", "createBackup", "pause",
     "unpause", "suspend", "resume",
     "rescue", "unrescue", "injectNetworkInfo", "resetNetwork",
     "addSecurityGroup", "removeSecurityGroup", "addFixedIp", "removeFixedIp",
@@ -125,7 +126,8 @@ def _create_image(req, server_id, body):
 
 _ACTIONS = {"reboot": _reboot, "createImage": _create_image, **server_lifecycle.ACTIONS,
             **server_admin_actions.ACTIONS, **server_rebuild.ACTIONS,
-            **console_output.ACTIONS, **server_live_migrate.ACTIONS, **server_resize.ACTIONS}
+            **console_output.ACTIONS, **server_live_migrate.ACTIONS, **server_resize.ACTIONS,
+            **server_evacuate.ACTIONS}
 
 
 @validation.windows(validation.schema, schema.REQUEST_WINDOWS)

@@ -22,6 +22,7 @@ from volumesvc.api.policies import (
     quota_sets,
     server_actions,
     server_admin_actions,
+    server_evacuate,
     server_external_events,
     server_live_migrate,
     server_metadata,
@@ -36,7 +37,7 @@ from volumesvc.api.policies import (
 _MODULES = (base, services, servers, server_actions, flavors, instance_actions,
             volume_attachments, assisted_volume_snapshots, ips, server_external_events,
             server_metadata, server_tags, server_admin_actions, server_live_migrate,
-            keypairs, quota_sets, availability_zones, console_output, metrics,
+            server_evacuate, keypairs, quota_sets, availability_zones, console_output, metrics,
             migrations, server_migrations, server_resize)
 
 

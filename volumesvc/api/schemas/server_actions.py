@@ -6,7 +6,7 @@ key through, so the handler can answer Nova's ``There is no such action``
 """
 
 from volumesvc.api import microversions as mv
-from volumesvc.api.schemas import parameter_types
+from volumesvc.api.schemas import parameter_types, server_evacuate
 from volumesvc.api.validation import object_
 
 reboot = object_({
@@ -117,9 +117,10 @@ def response_windows(rebuild_windows):
     """``[(version, schema)]`` of every action's answer: no body, createImage's
     ``image_id`` (2.45), the rebuilt server (``rebuild_windows``: the
     server object's schema per version, from the server views) or the
-    console output.
+    console output, or evacuate's ``adminPass`` (below 2.14).
     """
-    starts = sorted({v for v, _ in rebuild_windows} | {mv.V2_45_IMAGE_ID_BODY})
+    starts = sorted({v for v, _ in rebuild_windows}
+                    | {mv.V2_14_EVACUATE_SHARED, mv.V2_45_IMAGE_ID_BODY})
     windows = []
     for version in starts:
         server = [s for v, s in rebuild_windows if v <= version][-1]
@@ -129,5 +130,7 @@ def response_windows(rebuild_windows):
             branches.append(object_({"image_id": {"type": "string", "format": "uuid"}},
                                     required=["image_id"]))
         branches.append(_CONSOLE_OUTPUT)
+        if version < mv.V2_14_EVACUATE_SHARED:
+            branches.append(server_evacuate.response_v2_1)
         windows.append((version, {"oneOf": branches}))
     return windows

@@ -123,7 +123,11 @@ def expire_unstarted(conf, db, context):
     cutoff = objects_base.utcnow() - datetime.timedelta(
         seconds=conf.conductor.live_migration_start_timeout)
     ended = []
-    for migration in migration_obj.unstarted_before(db, context, cutoff):
+    unstarted = (migration_obj.unstarted_before(db, context, cutoff)
+                 + migration_obj.unstarted_before(
+                     db, context, cutoff, migration_types=migration_obj.COLD_TYPES,
+                     statuses=(migration_obj.PRE_MIGRATING,)))
+    for migration in unstarted:
         try:
             migration_obj.save(db, context, migration.id, {"status": migration_obj.ERROR},
                                expected_status=[migration_obj.ACCEPTED,
