@@ -42,6 +42,10 @@ from volumesvc.virt.instance_path import remove_instance_dir
 
 LOG = logging.getLogger(__name__)
 
+# Nova names the destination's notification (instance.resize_finish.*)
+# after the task it runs in.
+_FINISH_NOTIFICATION = task_states.RESIZE_FINISH
+
 #: The tasks a dead process of this compute may leave a cold move in.
 TASKS = (task_states.RESIZE_MIGRATING, task_states.RESIZE_MIGRATED,
          task_states.RESIZE_FINISH, task_states.RESIZE_REVERTING)
@@ -262,7 +266,7 @@ class Resizer:
         migration = self._migration(context, migration["id"])
         new_flavor = migration.get("new_flavor") or instance.get("flavor")
         target = dict(instance, flavor=new_flavor)
-        self.reporter.notify(context, target, "resize_finish", "start")
+        self.reporter.notify(context, target, _FINISH_NOTIFICATION, "start")
         try:
             with self.reporter.event(context, uuid, "compute_finish_resize"):
                 if again:
@@ -279,10 +283,10 @@ class Resizer:
             LOG.warning("Cold move %s of %s failed on the destination: %s",
                         migration["uuid"], uuid, exc)
             self.reporter.fault(context, uuid, exc)
-            self.reporter.notify(context, target, "resize_finish", "error", exc=exc)
+            self.reporter.notify(context, target, _FINISH_NOTIFICATION, "error", exc=exc)
             self._give_back(context, target, migration)
             return
-        self.reporter.notify(context, dict(target, **values), "resize_finish", "end")
+        self.reporter.notify(context, dict(target, **values), _FINISH_NOTIFICATION, "end")
         LOG.info("Instance %s now runs on %s (cold move %s finished)", uuid, self.host,
                  migration["uuid"])
 
