@@ -16,9 +16,9 @@ therefore forwards to whatever app the currently running fixture built.
 import contextlib
 import datetime
 import json
-import os
 import pathlib
 import tempfile
+import time
 
 import sqlalchemy as sa
 from gabbi import fixture
@@ -701,39 +701,48 @@ VolumeAttachmentsFixture = _fixture(VolumeAttachmentsWorld)
 VolumeAttachmentsProgressFixture = _fixture(VolumeAttachmentsProgressWorld)
 
 
-class ExtendStackFixture(fixture.GabbiFixture):
-    """The whole service (tests/functional/stack.py) with volumes Cinder holds ``extending``.
+EXTEND_SHOWN = _attach_volume_uuid(0xe1)
+EXTEND_HIDDEN = _attach_volume_uuid(0xe2)
+
+
+@contextlib.contextmanager
+def open_extend_stack():
+    """Yield (stack, server): the whole service with volumes Cinder holds ``extending``.
 
     Why a running stack and not a world: what 2.105 changes happens in the
-    compute after the event is answered; the YAML sees it in the event's
-    instance action. One ACTIVE server (its uuid in ``$ENVIRON``) with two
-    attached 1 GiB volumes, each extended to 2 GiB and held ``extending``:
-    ``EXTEND_SHOWN`` shows its target size, ``EXTEND_HIDDEN`` does not.
+    compute after the event is answered; the tests see it in the event's
+    instance action. One ACTIVE server with two attached 1 GiB volumes, each
+    extended to 2 GiB and held ``extending``: ``EXTEND_SHOWN`` shows its
+    target size, ``EXTEND_HIDDEN`` does not.
     """
+    with tempfile.TemporaryDirectory(prefix="api-extend-") as tmp:
+        stack = Stack(pathlib.Path(tmp))
+        try:
+            (server,) = stack.boot_active()
+            ctx = stack.context()
+            for volume_id in (EXTEND_SHOWN, EXTEND_HIDDEN):
+                stack.cinder.create(ctx, 1, "data", "", volume_id=volume_id)
+                stack.attach_volume(server, volume_id, version="2.100")
+                stack.wait(lambda v=volume_id: stack.cinder.get(ctx, v)["status"] == "in-use",
+                           what=f"{volume_id} in-use")
+            stack.cinder.hold_extend = True
+            for volume_id in (EXTEND_SHOWN, EXTEND_HIDDEN):
+                stack.cinder.extend(ctx, volume_id, 2)
+            stack.cinder.show_metadata(EXTEND_HIDDEN, "extend_new_size", None)
+            yield stack, server
+        finally:
+            stack.stop()
 
-    ENV_SERVER = "VOLUMESVC_GABBI_EXTEND_SERVER"
-    EXTEND_SHOWN = _attach_volume_uuid(0xe1)
-    EXTEND_HIDDEN = _attach_volume_uuid(0xe2)
 
-    def start_fixture(self):
-        self._dir = tempfile.TemporaryDirectory(prefix="gabbi-extend-")
-        self.stack = stack = Stack(pathlib.Path(self._dir.name))
-        (server,) = stack.boot_active()
-        ctx = stack.context()
-        for volume_id in (self.EXTEND_SHOWN, self.EXTEND_HIDDEN):
-            stack.cinder.create(ctx, 1, "data", "", volume_id=volume_id)
-            stack.attach_volume(server, volume_id, version="2.100")
-            stack.wait(lambda v=volume_id: stack.cinder.get(ctx, v)["status"] == "in-use",
-                       what=f"{volume_id} in-use")
-        stack.cinder.hold_extend = True
-        for volume_id in (self.EXTEND_SHOWN, self.EXTEND_HIDDEN):
-            stack.cinder.extend(ctx, volume_id, 2)
-        stack.cinder.show_metadata(self.EXTEND_HIDDEN, "extend_new_size", None)
-        os.environ[self.ENV_SERVER] = server
-        _CURRENT["app"] = stack.app
+def poll(check, count, delay):
+    """``check()``'s result once it passes, tried ``count`` times.
 
-    def stop_fixture(self):
-        _CURRENT.clear()
-        os.environ.pop(self.ENV_SERVER, None)
-        self.stack.stop()
-        self._dir.cleanup()
+    A failed assertion, or a key or index the response does not have yet, is
+    another try after ``delay`` seconds.
+    """
+    for _attempt in range(count - 1):
+        try:
+            return check()
+        except (AssertionError, LookupError):
+            time.sleep(delay)
+    return check()
