@@ -1,16 +1,11 @@
-"""The API tests' worlds and their gabbi fixtures, in one module.
+"""The API tests' worlds, in one module.
 
-A *world* is what a group of journeys starts from: rows seeded in a fresh,
+A *world* is what a group of API tests starts from: rows seeded in a fresh,
 migrated SQLite database, plus the Cinder, Glance and conductor doubles
-injected through ``Deps``. Its fixed ids are the ids the YAML files use.
-gabbi looks the ``*Fixture`` names up here (``fixture_module`` in
-test_api.py); the pytest tests of the same endpoints open the same worlds
-with :func:`open_world`. Each YAML file gets a fresh ConfigOpts (noauth2,
-response validation on) and a fresh database.
-
-gabbi 4 builds its WSGI transport from the ``intercept`` factory when a test
-runs, but the app depends on config the fixture creates; :class:`LazyApp`
-therefore forwards to whatever app the currently running fixture built.
+injected through ``Deps``. Its fixed ids are the ids the tests use. A test
+opens one with :func:`open_world` and calls the app through Flask's test
+client; each world gets a fresh ConfigOpts (noauth2, response validation
+on) and a fresh database.
 """
 
 import contextlib
@@ -21,7 +16,6 @@ import tempfile
 import time
 
 import sqlalchemy as sa
-from gabbi import fixture
 
 from tests.fixtures import database as db_fixtures
 from tests.fixtures.cinder import FakeCinder
@@ -40,21 +34,9 @@ from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
 from volumesvc.serving.app import create_app
 
-# The app of the file being run (one file at a time, in order).
-_CURRENT = {}
-
 COMPUTE_UP_HOST = "compute-up"
 COMPUTE_DOWN_HOST = "compute-down"
 LAUNCHED = datetime.datetime(2026, 1, 1, 12, 0, 0)
-
-
-class LazyApp:
-    def __call__(self, environ, start_response):
-        return _CURRENT["app"](environ, start_response)
-
-
-def setup_app():
-    return LazyApp()
 
 
 def _conf():
@@ -170,7 +152,7 @@ class ServicesWorld(World):
 
 
 class ServersWorld(World):
-    """The /servers journeys (servers-*.yaml).
+    """The /servers tests (test_servers*.py).
 
     One up compute at the current service version, three flavors, a
     FakeCinder with fixed-id volume types, volumes and a snapshot, a
@@ -319,7 +301,7 @@ class ServerActionsWorld(World):
     PROJECT = "demo-project"
     OTHER_PROJECT = "other-project"
     server_uuid = staticmethod(_actions_server_uuid)
-    # Named servers the YAML files use (n, vm_state, task_state, extra values).
+    # Named servers the tests use (n, vm_state, task_state, extra values).
     SERVERS = {
         "ACTIVE": (1, "active", None, {}),
         "STOPPED": (2, "stopped", None, {}),
@@ -518,7 +500,7 @@ NO_MULTIATTACH_HOST = "nomulti-compute"
 
 
 class VolumeAttachmentsWorld(World):
-    """The volume attachment journeys (gabbits/volume-attachments-*.yaml).
+    """The volume attachment tests (test_volume_attachments*.py).
 
     Servers of project ``PROJECT`` (token ``alice:<PROJECT>``) in the states
     the §2 attach/detach/swap gates care about, on an up compute and on a
@@ -671,34 +653,6 @@ class VolumeAttachmentsProgressWorld(VolumeAttachmentsWorld):
         attachment_status.record_failed_attach(
             db, ctx, instance_uuid=cls.SERVER["ACTIVE"], volume_id=cls.VOLUME["FREE2"],
             bdm_uuid=None, code=400, message=cls.FAILED_MESSAGE)
-
-
-# -- gabbi fixtures: one per world, named in the YAML files ---------------------------------
-
-class APIFixture(fixture.GabbiFixture):
-    """A fresh config, database and app of ``world`` for one YAML file."""
-
-    world = World
-
-    def start_fixture(self):
-        self._opened = open_world(self.world)
-        app, self.deps = self._opened.__enter__()
-        _CURRENT["app"] = app
-
-    def stop_fixture(self):
-        _CURRENT.clear()
-        self._opened.__exit__(None, None, None)
-
-
-def _fixture(world):
-    return type(world.__name__.replace("World", "Fixture"), (APIFixture,), {"world": world})
-
-
-ServicesFixture = _fixture(ServicesWorld)
-ServersFixture = _fixture(ServersWorld)
-ServerActionsFixture = _fixture(ServerActionsWorld)
-VolumeAttachmentsFixture = _fixture(VolumeAttachmentsWorld)
-VolumeAttachmentsProgressFixture = _fixture(VolumeAttachmentsProgressWorld)
 
 
 EXTEND_SHOWN = _attach_volume_uuid(0xe1)
