@@ -2,7 +2,6 @@
 launched_at, 404s, bad bodies.
 """
 
-
 import pytest
 
 from tests.functional.api import fixtures

@@ -1,7 +1,6 @@
 """Flavors at 2.55 (description), 2.61 (extra_specs) and 2.75 (integer swap, strict query).
 """
 
-
 import pytest
 
 from tests.functional.api import fixtures

@@ -1,7 +1,6 @@
 """os-services below 2.53: integer ids, PUT /os-services/{action} with host and binary.
 """
 
-
 import pytest
 
 from tests.functional.api import fixtures

@@ -3,7 +3,6 @@ still the 2.1 one; delete_on_termination is not known yet; shelved servers
 (2.20) may attach, shelved-offloaded ones without a tag.
 """
 
-
 import pytest
 
 from tests.functional.api import fixtures

@@ -2,7 +2,6 @@
 twice to one, and not to a shelved-offloaded server.
 """
 
-
 import pytest
 
 from tests.functional.api import fixtures

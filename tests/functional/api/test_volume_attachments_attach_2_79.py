@@ -2,7 +2,6 @@
 the 2.89 representation was never applied to POST, so 2.89 keeps id.
 """
 
-
 import pytest
 
 from tests.functional.api import fixtures

@@ -4,7 +4,6 @@ volumeId is a swap (service or admin), only of a volume Cinder is migrating
 (409 otherwise). A swap that is accepted: test_volume_attachments.py.
 """
 
-
 import pytest
 
 from tests.functional.api import fixtures
