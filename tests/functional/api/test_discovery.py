@@ -43,7 +43,7 @@ def test_root_lists_both_versions_sorted_by_id_onwards(client):
     assert resp.json["versions"][1]["links"][0]["rel"] == "self"
     assert re.search(r"^https?:\/\/[^\/]+\/v2\.1\/$",
                      str(resp.json["versions"][1]["links"][0]["href"]))
-    resp_root_lists_both_versions = resp
+    root = resp
 
     # root ignores microversion headers
     resp = client.get("/", headers={**HEADERS, "openstack-api-version": "compute 2.200"})
@@ -56,7 +56,7 @@ def test_root_lists_both_versions_sorted_by_id_onwards(client):
     assert resp.status_code == 200, resp.text
     assert resp.json["version"]["id"] == "v2.1"
     assert resp.json["version"]["links"][0]["href"] == (
-        resp_root_lists_both_versions.json["versions"][1]["links"][0]["href"])
+        root.json["versions"][1]["links"][0]["href"])
     assert resp.json["version"]["links"][1]["rel"] == "describedby"
     assert resp.json["version"]["links"][1]["type"] == "text/html"
     assert resp.json["version"]["links"][1]["href"] == "http://docs.openstack.org/"

@@ -66,10 +66,10 @@ def test_at_2_104_a_volume_extended_event_keeps_the_2_51_flow_onwards(stack):
     assert resp.headers["openstack-api-version"] == "compute 2.104"
     assert resp.json["events"][0]["code"] == 200
     assert resp.json["events"][0]["status"] == "completed"
-    resp_at_2_104_a = resp
+    hidden_at_2_104 = resp
 
     # the 2.104 event succeeded without reading the hidden target
-    request_id = resp_at_2_104_a.headers['x-openstack-request-id']
+    request_id = hidden_at_2_104.headers['x-openstack-request-id']
 
     def check():
         resp = client.get(
@@ -99,10 +99,10 @@ def test_at_2_104_a_volume_extended_event_keeps_the_2_51_flow_onwards(stack):
     assert resp.status_code == 200, resp.text
     assert resp.json["events"][0]["code"] == 200
     assert resp.json["events"][0]["status"] == "completed"
-    resp_at_2_105_the = resp
+    hidden_at_2_105 = resp
 
     # the 2.105 event says why it failed
-    request_id = resp_at_2_105_the.headers['x-openstack-request-id']
+    request_id = hidden_at_2_105.headers['x-openstack-request-id']
 
     def check():
         resp = client.get(
@@ -133,10 +133,10 @@ def test_at_2_104_a_volume_extended_event_keeps_the_2_51_flow_onwards(stack):
         headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["events"][0]["code"] == 200
-    resp_at_2_105_a = resp
+    shown_at_2_105 = resp
 
     # the completed extend is a successful event
-    request_id = resp_at_2_105_a.headers['x-openstack-request-id']
+    request_id = shown_at_2_105.headers['x-openstack-request-id']
 
     def check():
         resp = client.get(

@@ -84,7 +84,7 @@ def test_bob_boots_one_server_onwards(client):
     assert resp.status_code == 200, resp.text
     assert len(resp.json["servers"]) == 1
     assert resp.json["servers"][0]["name"] == "web-2"
-    resp_names_filter = resp
+    web_2 = resp.json["servers"][0]["id"]
 
     # status filter
     resp = client.get("/v2.1/servers?status=BUILD", headers=HEADERS)
@@ -155,11 +155,11 @@ def test_bob_boots_one_server_onwards(client):
         headers={**HEADERS, "x-auth-token": "admin:admin-project"})
     assert resp.status_code == 200, resp.text
     assert resp.json["servers"][0]["name"] == "bobs"
-    resp_find_bobs_server_as = resp
+    bobs_server = resp.json["servers"][0]["id"]
 
     # alice cannot see bob's server
     resp = client.get(
-        f"/v2.1/servers/{resp_find_bobs_server_as.json['servers'][0]['id']}",
+        f"/v2.1/servers/{bobs_server}",
         headers=HEADERS)
     assert resp.status_code == 404, resp.text
     assert re.search("^Instance [0-9a-f-]{36} could not be found.$",
@@ -167,7 +167,7 @@ def test_bob_boots_one_server_onwards(client):
 
     # alice cannot delete bob's server
     resp = client.delete(
-        f"/v2.1/servers/{resp_find_bobs_server_as.json['servers'][0]['id']}",
+        f"/v2.1/servers/{bobs_server}",
         headers=HEADERS)
     assert resp.status_code == 404, resp.text
 
@@ -186,13 +186,13 @@ def test_bob_boots_one_server_onwards(client):
 
     # alice deletes web-2
     resp = client.delete(
-        f"/v2.1/servers/{resp_names_filter.json['servers'][0]['id']}",
+        f"/v2.1/servers/{web_2}",
         headers=HEADERS)
     assert resp.status_code == 204, resp.text
 
     # web-2 is deleting
     resp = client.get(
-        f"/v2.1/servers/{resp_names_filter.json['servers'][0]['id']}",
+        f"/v2.1/servers/{web_2}",
         headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["server"]["OS-EXT-STS:task_state"] == "deleting"
@@ -200,7 +200,7 @@ def test_bob_boots_one_server_onwards(client):
 
     # deleting again is accepted
     resp = client.delete(
-        f"/v2.1/servers/{resp_names_filter.json['servers'][0]['id']}",
+        f"/v2.1/servers/{web_2}",
         headers=HEADERS)
     assert resp.status_code == 204, resp.text
 

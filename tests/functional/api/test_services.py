@@ -48,14 +48,14 @@ def test_filter_by_host_onwards(client):
     assert resp.status_code == 200, resp.text
     assert len(resp.json["services"]) == 1
     assert resp.json["services"][0]["state"] == "down"
-    resp_filter_by_host = resp
+    down_compute = resp.json["services"][0]["id"]
 
     # filter by binary
     resp = client.get("/v2.1/os-services?binary=volumesvc-conductor", headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["services"]) == 1
     assert resp.json["services"][0]["host"] == "controller"
-    resp_filter_by_binary = resp
+    conductor = resp.json["services"][0]["id"]
 
     # unknown query parameter ignored below 2.75
     resp = client.get("/v2.1/os-services?colour=blue", headers=HEADERS)
@@ -74,36 +74,36 @@ def test_filter_by_host_onwards(client):
         "/v2.1/os-services?host=compute-up&binary=volumesvc-compute",
         headers=HEADERS)
     assert resp.status_code == 200, resp.text
-    resp_get_the_up_compute = resp
+    up_compute = resp.json["services"][0]["id"]
 
     # disable with a reason
     resp = client.put(
-        f"/v2.1/os-services/{resp_get_the_up_compute.json['services'][0]['id']}",
+        f"/v2.1/os-services/{up_compute}",
         json={"status": "disabled", "disabled_reason": "maintenance"},
         headers=HEADERS)
     assert resp.status_code == 200, resp.text
-    assert resp.json["service"]["id"] == resp_get_the_up_compute.json["services"][0]["id"]
+    assert resp.json["service"]["id"] == up_compute
     assert resp.json["service"]["status"] == "disabled"
     assert resp.json["service"]["disabled_reason"] == "maintenance"
     assert resp.json["service"]["state"] == "up"
 
     # reason with enabled is 400
     resp = client.put(
-        f"/v2.1/os-services/{resp_get_the_up_compute.json['services'][0]['id']}",
+        f"/v2.1/os-services/{up_compute}",
         json={"status": "enabled", "disabled_reason": "nope"},
         headers=HEADERS)
     assert resp.status_code == 400, resp.text
 
     # empty update is 400
     resp = client.put(
-        f"/v2.1/os-services/{resp_get_the_up_compute.json['services'][0]['id']}",
+        f"/v2.1/os-services/{up_compute}",
         json={},
         headers=HEADERS)
     assert resp.status_code == 400, resp.text
 
     # force down makes it down
     resp = client.put(
-        f"/v2.1/os-services/{resp_get_the_up_compute.json['services'][0]['id']}",
+        f"/v2.1/os-services/{up_compute}",
         json={"forced_down": True},
         headers=HEADERS)
     assert resp.status_code == 200, resp.text
@@ -112,7 +112,7 @@ def test_filter_by_host_onwards(client):
 
     # enable clears the reason
     resp = client.put(
-        f"/v2.1/os-services/{resp_get_the_up_compute.json['services'][0]['id']}",
+        f"/v2.1/os-services/{up_compute}",
         json={"status": "enabled", "forced_down": False},
         headers=HEADERS)
     assert resp.status_code == 200, resp.text
@@ -122,7 +122,7 @@ def test_filter_by_host_onwards(client):
 
     # non compute service cannot be updated
     resp = client.put(
-        f"/v2.1/os-services/{resp_filter_by_binary.json['services'][0]['id']}",
+        f"/v2.1/os-services/{conductor}",
         json={"status": "disabled"},
         headers=HEADERS)
     assert resp.status_code == 400, resp.text
@@ -143,20 +143,20 @@ def test_filter_by_host_onwards(client):
 
     # non-admin cannot update
     resp = client.put(
-        f"/v2.1/os-services/{resp_get_the_up_compute.json['services'][0]['id']}",
+        f"/v2.1/os-services/{up_compute}",
         json={"status": "disabled"},
         headers={**HEADERS, "x-auth-token": "alice:p1"})
     assert resp.status_code == 403, resp.text
 
     # non-admin cannot delete
     resp = client.delete(
-        f"/v2.1/os-services/{resp_filter_by_host.json['services'][0]['id']}",
+        f"/v2.1/os-services/{down_compute}",
         headers={**HEADERS, "x-auth-token": "alice:p1"})
     assert resp.status_code == 403, resp.text
 
     # delete the down compute
     resp = client.delete(
-        f"/v2.1/os-services/{resp_filter_by_host.json['services'][0]['id']}",
+        f"/v2.1/os-services/{down_compute}",
         headers=HEADERS)
     assert resp.status_code == 204, resp.text
 
@@ -167,7 +167,7 @@ def test_filter_by_host_onwards(client):
 
     # delete again is 404
     resp = client.delete(
-        f"/v2.1/os-services/{resp_filter_by_host.json['services'][0]['id']}",
+        f"/v2.1/os-services/{down_compute}",
         headers=HEADERS)
     assert resp.status_code == 404, resp.text
 
