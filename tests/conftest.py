@@ -4,20 +4,6 @@ import pytest
 
 from volumesvc.cmd import common
 
-
-def pytest_itemcollected(item):
-    """Refuse a test id with ':' (outside gabbi's own ``test_pytest``), naming it.
-
-    The in-process tiers run as one pytest session with gabbi's plugin
-    loaded, and that plugin splits every collected test's name at ':' to
-    find its suite: a parametrized id holding a time or a URL made the whole
-    session stop at collection with a bare KeyError.
-    """
-    if ":" in item.name and getattr(item, "originalname", "") != "test_pytest":
-        raise pytest.UsageError(
-            f"{item.nodeid}: a test id may not contain ':' (give the parametrize ids)")
-
-
 # Same as every volumesvc process: oslo.service on native threads, never eventlet.
 common.use_native_threads()
 

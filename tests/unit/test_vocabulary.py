@@ -143,7 +143,6 @@ OTHER_VOCABULARIES = [
 ]
 
 
-# NOTE: plain ids: the gabbi pytest plugin trips over ids holding brackets.
 @pytest.mark.parametrize("source", RETYPED, ids=[f"retyped{i}" for i in range(len(RETYPED))])
 def test_the_scan_catches_a_retyped_literal(source):
     assert offences(source)

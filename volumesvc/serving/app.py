@@ -149,7 +149,7 @@ def create_app(conf, *, deps=None) -> flask.Flask:
     """Build the API WSGI app for ``conf``; ``deps`` lets tests inject fakes.
 
     Returns the Flask app; calling it runs the middleware around Flask, so
-    the app object itself is what servers and gabbi call.
+    the app object itself is what servers and test clients call.
     """
     app = api_app.create_api(conf, deps=deps)
     if conf.metrics.enabled:

@@ -1,27 +1,21 @@
-"""The API tests' worlds and their gabbi fixtures, in one module.
+"""The API tests' worlds, in one module.
 
-A *world* is what a group of journeys starts from: rows seeded in a fresh,
+A *world* is what a group of API tests starts from: rows seeded in a fresh,
 migrated SQLite database, plus the Cinder, Glance and conductor doubles
-injected through ``Deps``. Its fixed ids are the ids the YAML files use.
-gabbi looks the ``*Fixture`` names up here (``fixture_module`` in
-test_api.py); the pytest tests of the same endpoints open the same worlds
-with :func:`open_world`. Each YAML file gets a fresh ConfigOpts (noauth2,
-response validation on) and a fresh database.
-
-gabbi 4 builds its WSGI transport from the ``intercept`` factory when a test
-runs, but the app depends on config the fixture creates; :class:`LazyApp`
-therefore forwards to whatever app the currently running fixture built.
+injected through ``Deps``. Its fixed ids are the ids the tests use. A test
+opens one with :func:`open_world` and calls the app through Flask's test
+client; each world gets a fresh ConfigOpts (noauth2, response validation
+on) and a fresh database.
 """
 
 import contextlib
 import datetime
 import json
-import os
 import pathlib
 import tempfile
+import time
 
 import sqlalchemy as sa
-from gabbi import fixture
 
 from tests.fixtures import database as db_fixtures
 from tests.fixtures.cinder import FakeCinder
@@ -40,21 +34,9 @@ from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import service as service_obj
 from volumesvc.serving.app import create_app
 
-# The app of the file being run (one file at a time, in order).
-_CURRENT = {}
-
 COMPUTE_UP_HOST = "compute-up"
 COMPUTE_DOWN_HOST = "compute-down"
 LAUNCHED = datetime.datetime(2026, 1, 1, 12, 0, 0)
-
-
-class LazyApp:
-    def __call__(self, environ, start_response):
-        return _CURRENT["app"](environ, start_response)
-
-
-def setup_app():
-    return LazyApp()
 
 
 def _conf():
@@ -170,7 +152,7 @@ class ServicesWorld(World):
 
 
 class ServersWorld(World):
-    """The /servers journeys (servers-*.yaml).
+    """The /servers tests (test_servers*.py).
 
     One up compute at the current service version, three flavors, a
     FakeCinder with fixed-id volume types, volumes and a snapshot, a
@@ -319,7 +301,7 @@ class ServerActionsWorld(World):
     PROJECT = "demo-project"
     OTHER_PROJECT = "other-project"
     server_uuid = staticmethod(_actions_server_uuid)
-    # Named servers the YAML files use (n, vm_state, task_state, extra values).
+    # Named servers the tests use (n, vm_state, task_state, extra values).
     SERVERS = {
         "ACTIVE": (1, "active", None, {}),
         "STOPPED": (2, "stopped", None, {}),
@@ -518,7 +500,7 @@ NO_MULTIATTACH_HOST = "nomulti-compute"
 
 
 class VolumeAttachmentsWorld(World):
-    """The volume attachment journeys (gabbits/volume-attachments-*.yaml).
+    """The volume attachment tests (test_volume_attachments*.py).
 
     Servers of project ``PROJECT`` (token ``alice:<PROJECT>``) in the states
     the §2 attach/detach/swap gates care about, on an up compute and on a
@@ -673,67 +655,48 @@ class VolumeAttachmentsProgressWorld(VolumeAttachmentsWorld):
             bdm_uuid=None, code=400, message=cls.FAILED_MESSAGE)
 
 
-# -- gabbi fixtures: one per world, named in the YAML files ---------------------------------
-
-class APIFixture(fixture.GabbiFixture):
-    """A fresh config, database and app of ``world`` for one YAML file."""
-
-    world = World
-
-    def start_fixture(self):
-        self._opened = open_world(self.world)
-        app, self.deps = self._opened.__enter__()
-        _CURRENT["app"] = app
-
-    def stop_fixture(self):
-        _CURRENT.clear()
-        self._opened.__exit__(None, None, None)
+EXTEND_SHOWN = _attach_volume_uuid(0xe1)
+EXTEND_HIDDEN = _attach_volume_uuid(0xe2)
 
 
-def _fixture(world):
-    return type(world.__name__.replace("World", "Fixture"), (APIFixture,), {"world": world})
-
-
-ServicesFixture = _fixture(ServicesWorld)
-ServersFixture = _fixture(ServersWorld)
-ServerActionsFixture = _fixture(ServerActionsWorld)
-VolumeAttachmentsFixture = _fixture(VolumeAttachmentsWorld)
-VolumeAttachmentsProgressFixture = _fixture(VolumeAttachmentsProgressWorld)
-
-
-class ExtendStackFixture(fixture.GabbiFixture):
-    """The whole service (tests/functional/stack.py) with volumes Cinder holds ``extending``.
+@contextlib.contextmanager
+def open_extend_stack():
+    """Yield (stack, server): the whole service with volumes Cinder holds ``extending``.
 
     Why a running stack and not a world: what 2.105 changes happens in the
-    compute after the event is answered; the YAML sees it in the event's
-    instance action. One ACTIVE server (its uuid in ``$ENVIRON``) with two
-    attached 1 GiB volumes, each extended to 2 GiB and held ``extending``:
-    ``EXTEND_SHOWN`` shows its target size, ``EXTEND_HIDDEN`` does not.
+    compute after the event is answered; the tests see it in the event's
+    instance action. One ACTIVE server with two attached 1 GiB volumes, each
+    extended to 2 GiB and held ``extending``: ``EXTEND_SHOWN`` shows its
+    target size, ``EXTEND_HIDDEN`` does not.
     """
+    with tempfile.TemporaryDirectory(prefix="api-extend-") as tmp:
+        stack = Stack(pathlib.Path(tmp))
+        try:
+            (server,) = stack.boot_active()
+            ctx = stack.context()
+            for volume_id in (EXTEND_SHOWN, EXTEND_HIDDEN):
+                stack.cinder.create(ctx, 1, "data", "", volume_id=volume_id)
+                stack.attach_volume(server, volume_id, version="2.100")
+                stack.wait(lambda v=volume_id: stack.cinder.get(ctx, v)["status"] == "in-use",
+                           what=f"{volume_id} in-use")
+            stack.cinder.hold_extend = True
+            for volume_id in (EXTEND_SHOWN, EXTEND_HIDDEN):
+                stack.cinder.extend(ctx, volume_id, 2)
+            stack.cinder.show_metadata(EXTEND_HIDDEN, "extend_new_size", None)
+            yield stack, server
+        finally:
+            stack.stop()
 
-    ENV_SERVER = "VOLUMESVC_GABBI_EXTEND_SERVER"
-    EXTEND_SHOWN = _attach_volume_uuid(0xe1)
-    EXTEND_HIDDEN = _attach_volume_uuid(0xe2)
 
-    def start_fixture(self):
-        self._dir = tempfile.TemporaryDirectory(prefix="gabbi-extend-")
-        self.stack = stack = Stack(pathlib.Path(self._dir.name))
-        (server,) = stack.boot_active()
-        ctx = stack.context()
-        for volume_id in (self.EXTEND_SHOWN, self.EXTEND_HIDDEN):
-            stack.cinder.create(ctx, 1, "data", "", volume_id=volume_id)
-            stack.attach_volume(server, volume_id, version="2.100")
-            stack.wait(lambda v=volume_id: stack.cinder.get(ctx, v)["status"] == "in-use",
-                       what=f"{volume_id} in-use")
-        stack.cinder.hold_extend = True
-        for volume_id in (self.EXTEND_SHOWN, self.EXTEND_HIDDEN):
-            stack.cinder.extend(ctx, volume_id, 2)
-        stack.cinder.show_metadata(self.EXTEND_HIDDEN, "extend_new_size", None)
-        os.environ[self.ENV_SERVER] = server
-        _CURRENT["app"] = stack.app
+def poll(check, count, delay):
+    """``check()``'s result once it passes, tried ``count`` times.
 
-    def stop_fixture(self):
-        _CURRENT.clear()
-        os.environ.pop(self.ENV_SERVER, None)
-        self.stack.stop()
-        self._dir.cleanup()
+    A failed assertion, or a key or index the response does not have yet, is
+    another try after ``delay`` seconds.
+    """
+    for _attempt in range(count - 1):
+        try:
+            return check()
+        except (AssertionError, LookupError):
+            time.sleep(delay)
+    return check()

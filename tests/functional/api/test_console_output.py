@@ -42,8 +42,6 @@ def test_whole_log_names_the_root_volume_it_booted_from(stack, server):
     (1, ""),
     (0, ""),
     (10 ** 6, None),
-    # NOTE: ids without the expected text: gabbi's pytest plugin takes any
-    # test id with a ':' for one of its own and fails the whole collection.
 ], ids=["3", "2-as-text", "1", "0", "more-than-there-are"])
 def test_last_lines(stack, server, length, expected):
     whole = _console(stack, server, {}, status=200)[1]["output"]

@@ -1,6 +1,6 @@
 """POST /servers/{id}/action through the real app: every contract §2 rule for reboot, createImage.
 
-The gabbi journeys (gabbits/actions-*.yaml) read like a user's session;
+The journeys (test_actions_*.py) read like a user's session;
 these tests walk the whole state grid and look inside the fakes (conductor
 casts, Cinder snapshots, the Glance image's properties).
 """
@@ -134,8 +134,6 @@ def test_concurrent_reboot_loses_the_compare_and_swap(env, monkeypatch):
     ({"changePassword": {"adminPass": "x"}},
      "The 'changePassword' server action is not supported by this service."),
 ], ids=lambda value: None if isinstance(value, dict) else "msg")
-# NOTE: gabbi's pytest plugin takes any test id containing ':' for one of
-# its own, so the messages must not become ids.
 def test_bad_bodies(env, body, message):
     client, _ = env
     response = post_action(client, "ACTIVE", body)

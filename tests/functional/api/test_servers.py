@@ -1,7 +1,7 @@
 """What POST /servers leaves behind (rows, Cinder, conductor casts) and exact server keys.
 
-HTTP journeys are in gabbits/servers-*.yaml; these tests look at what the
-YAML cannot see: the request_spec and BDM rows the conductor receives, the
+HTTP journeys are in test_servers_*_2_*.py and test_servers_ips_disk_config.py; these
+tests look inside the doubles: the request_spec and BDM rows the conductor receives, the
 Cinder attachments, and the exact key set of a server per microversion.
 """
 
@@ -160,7 +160,7 @@ def test_image_boot_gets_a_local_root_disk(api):
     ("instance-%08x", "instance-{id:08x}"),
     ("aio-8774-%08x", "aio-8774-{id:08x}"),
     ("vm-%(uuid)s", "vm-{uuid}"),
-], ids=["nova-default", "per-port", "by-uuid"])  # gabbi's collection hook chokes on "-" in ids
+], ids=["nova-default", "per-port", "by-uuid"])
 def test_instance_name_follows_the_template(api, template, expected):
     """Regression: two deployments sharing one libvirt daemon collided on instance-00000001.
 

@@ -1,8 +1,8 @@
 """What the attachment API leaves behind and exact key sets per microversion.
 
-HTTP journeys (statuses and messages in order) are in
-gabbits/volume-attachments-*.yaml; these tests look at what the YAML cannot
-see well: exact key sets, the conductor's arguments, BDM rows, Cinder calls
+HTTP journeys (statuses and messages in order) are in the
+test_volume_attachments_<action>_*.py modules; these tests look inside the
+doubles: exact key sets, the conductor's arguments, BDM rows, Cinder calls
 and instance actions.
 """
 

@@ -1,6 +1,6 @@
-"""read_only on attach (2.108): what is cast, and the refusals the YAML cannot set up.
+"""read_only on attach (2.108): what is cast, and the refusals the seeded world cannot show.
 
-The HTTP journey is gabbits/volume-attachments-read-only-2-108.yaml; these
+The HTTP journey is test_volume_attachments_read_only_2_108.py; these
 tests change the world underneath (Cinder's version, the compute's service
 version, the conductor's RPC cap) and look at the conductor's arguments and
 at what Cinder was asked.

@@ -1,6 +1,6 @@
 """os-volume_attachments over the whole service (API + conductor + compute, fake://).
 
-The gabbi journeys use a conductor double; these run the real attach task,
+The journeys on VolumeAttachmentsWorld use a conductor double; these run the real attach task,
 the compute's device reservation and the fake libvirt, so the 200 body's
 device, the 2.89 attachment_id and the 2.101 cast are what the real
 workflow produces.

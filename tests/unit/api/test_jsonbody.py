@@ -12,7 +12,7 @@ from volumesvc.api import jsonbody
     b'"\\ud800"', b'{"\\udfff": 1}', b'{"a": ["x\\ud800y"]}',
     b"NaN", b"[Infinity]", b'{"a": -Infinity}', b"1e999", b"-1e999",
     b"\xff\xfe\x00", b"{", b"",
-], ids=lambda raw: repr(raw[:12]).replace(":", "_"))  # gabbi's plugin claims ids with ":"
+], ids=lambda raw: repr(raw[:12]).replace(":", "_"))
 def test_refused(raw):
     with pytest.raises(jsonbody.BadBody):
         jsonbody.parse(raw)

@@ -47,7 +47,7 @@ def _allowed(conf, rule, ctx, project=PROJECT):
     (volume_attachments.SWAP, ("service",), True),
     (volume_attachments.SWAP, ("admin",), True),
     (servers.SHOW, (), False),
-], ids=lambda value: (value.replace(":", ".") if isinstance(value, str)  # gabbi claims ':' ids
+], ids=lambda value: (value.replace(":", ".") if isinstance(value, str)
                       else "-".join(value) if isinstance(value, tuple) else str(value)))
 def test_role_matrix_in_the_owning_project(conf, rule, roles, allowed):
     assert bool(_allowed(conf, rule, _ctx(*roles))) is allowed

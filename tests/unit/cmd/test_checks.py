@@ -32,8 +32,6 @@ def test_production_compute_settings_pass(conf, tmp_path):
     ("libvirt", "connection_uri", "qemu:///embed?root=/tmp/x", "[libvirt] connection_uri"),
     ("libvirt", "virt_type", "qemu", "[libvirt] virt_type"),
     ("libvirt", "guest_memory_cap_mb", 64, "[libvirt] guest_memory_cap_mb"),
-# NOTE: ids without ':' (gabbi's pytest plugin takes any test name with one
-# for a gabbi test when both tiers are collected in one run).
 ], ids=["my_ip-127.0.0.1", "my_ip-ipv6-loopback", "connection_uri-embed", "virt_type-qemu",
         "guest_memory_cap_mb-64"])
 def test_each_single_machine_setting_is_named(conf, tmp_path, group, name, value, option):

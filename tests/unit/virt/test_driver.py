@@ -27,7 +27,6 @@ def test_load_libvirt_driver_with_injected_binding(conf):
     assert drv.libvirt is lv
 
 
-# NOTE: ids without ":" — gabbi's pytest plugin takes such ids for its own tests.
 @pytest.mark.parametrize("name", ["xenapi", "volumesvc.virt.nope:Driver",
                                   "volumesvc.virt.fake:NoSuchDriver", "volumesvc.virt.fake:"],
                          ids=["unknown-name", "no-module", "no-class", "empty-class"])

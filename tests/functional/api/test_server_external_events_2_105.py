@@ -1,0 +1,166 @@
+"""Microversion 2.105 (volumesvc's own, doc/source/contributor/contract.rst §7):
+a volume-extended event for a volume Cinder holds ``extending`` completes
+the extend in the compute. The version is served and echoed; at 2.105 the
+compute grows the disk to the target size Cinder shows and completes, or
+completes with error when no target is shown (the reason is in the event's
+instance action); at 2.104 the same event keeps the 2.51 flow and never
+reads the target. Events are answered before the compute acts: the action
+is polled until its event has finished.
+"""
+
+import re
+
+import pytest
+
+from tests.functional.api import fixtures
+from tests.functional.api.fixtures import EXTEND_HIDDEN, EXTEND_SHOWN
+
+HEADERS = {
+    "accept": "application/json",
+    "content-type": "application/json",
+    "x-auth-token": "admin:admin",
+    "openstack-api-version": "compute 2.105",
+}
+
+
+@pytest.fixture
+def stack():
+    """(client, uuid of the ACTIVE server) of the running stack."""
+    with fixtures.open_extend_stack() as (running, server):
+        yield running.app.test_client(), server
+
+
+def test_discovery_advertises_2_105_or_later(stack):
+    """Discovery advertises 2.105 or later."""
+    client, _server = stack
+    resp = client.get("/v2.1/", headers=HEADERS)
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["openstack-api-version"] == "compute 2.105"
+    assert resp.headers["x-openstack-nova-api-version"] == "2.105"
+    assert resp.json["version"]["min_version"] == "2.1"
+    assert re.search(r"^2\.(10[5-9]|1[1-9][0-9]|[2-9][0-9][0-9])$",
+                     str(resp.json["version"]["version"]))
+
+
+def test_at_2_104_a_volume_extended_event_keeps_the_2_51_flow_onwards(stack):
+    """The journey from here on, in order: each step sees what the earlier ones did.
+
+    The compute acts after the event is answered: each event's instance
+    action is polled until its event has finished.
+    """
+    client, server = stack
+    # at 2.104 a volume-extended event keeps the 2.51 flow
+    resp = client.post(
+        "/v2.1/os-server-external-events",
+        json={
+            "events": [
+                {
+                    "name": "volume-extended",
+                    "server_uuid": server,
+                    "tag": EXTEND_HIDDEN,
+                },
+            ],
+        },
+        headers={**HEADERS, "openstack-api-version": "compute 2.104"})
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["openstack-api-version"] == "compute 2.104"
+    assert resp.json["events"][0]["code"] == 200
+    assert resp.json["events"][0]["status"] == "completed"
+    hidden_at_2_104 = resp
+
+    # the 2.104 event succeeded without reading the hidden target
+    request_id = hidden_at_2_104.headers['x-openstack-request-id']
+
+    def check():
+        resp = client.get(
+            f"/v2.1/servers/{server}/os-instance-actions/{request_id}",
+            headers=HEADERS)
+        assert resp.status_code == 200, resp.text
+        assert resp.json["instanceAction"]["action"] == "extend_volume"
+        assert resp.json["instanceAction"]["events"][0]["event"] == "compute_extend_volume"
+        assert resp.json["instanceAction"]["events"][0]["result"] == "Success"
+        return resp
+
+    resp = fixtures.poll(check, count=100, delay=0.1)
+
+    # at 2.105 the same volume without a shown target completes with error
+    resp = client.post(
+        "/v2.1/os-server-external-events",
+        json={
+            "events": [
+                {
+                    "name": "volume-extended",
+                    "server_uuid": server,
+                    "tag": EXTEND_HIDDEN,
+                },
+            ],
+        },
+        headers=HEADERS)
+    assert resp.status_code == 200, resp.text
+    assert resp.json["events"][0]["code"] == 200
+    assert resp.json["events"][0]["status"] == "completed"
+    hidden_at_2_105 = resp
+
+    # the 2.105 event says why it failed
+    request_id = hidden_at_2_105.headers['x-openstack-request-id']
+
+    def check():
+        resp = client.get(
+            f"/v2.1/servers/{server}/os-instance-actions/{request_id}",
+            headers=HEADERS)
+        assert resp.status_code == 200, resp.text
+        assert resp.json["instanceAction"]["action"] == "extend_volume"
+        assert resp.json["instanceAction"]["events"][0]["event"] == "compute_extend_volume"
+        assert resp.json["instanceAction"]["events"][0]["result"] == "Error"
+        assert re.search("extend_new_size",
+                         str(resp.json["instanceAction"]["events"][0]["details"]))
+        return resp
+
+    resp = fixtures.poll(check, count=100, delay=0.1)
+
+    # at 2.105 a volume with its target shown is grown and completed
+    resp = client.post(
+        "/v2.1/os-server-external-events",
+        json={
+            "events": [
+                {
+                    "name": "volume-extended",
+                    "server_uuid": server,
+                    "tag": EXTEND_SHOWN,
+                },
+            ],
+        },
+        headers=HEADERS)
+    assert resp.status_code == 200, resp.text
+    assert resp.json["events"][0]["code"] == 200
+    shown_at_2_105 = resp
+
+    # the completed extend is a successful event
+    request_id = shown_at_2_105.headers['x-openstack-request-id']
+
+    def check():
+        resp = client.get(
+            f"/v2.1/servers/{server}/os-instance-actions/{request_id}",
+            headers=HEADERS)
+        assert resp.status_code == 200, resp.text
+        assert resp.json["instanceAction"]["events"][0]["event"] == "compute_extend_volume"
+        assert resp.json["instanceAction"]["events"][0]["result"] == "Success"
+        return resp
+
+    resp = fixtures.poll(check, count=100, delay=0.1)
+
+    # volume-extended is still refused below 2.51
+    resp = client.post(
+        "/v2.1/os-server-external-events",
+        json={
+            "events": [
+                {
+                    "name": "volume-extended",
+                    "server_uuid": server,
+                    "tag": EXTEND_SHOWN,
+                },
+            ],
+        },
+        headers={**HEADERS, "openstack-api-version": "compute 2.50"})
+    assert resp.status_code == 400, resp.text
+

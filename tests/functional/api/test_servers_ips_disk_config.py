@@ -1,0 +1,112 @@
+"""/servers/{id}/ips (no networking: no addresses, every label 404), and what
+tempest's server create sends: OS-DCF:diskConfig (accepted, shown as
+MANUAL) and a long-form accessIPv6 (stored and shown compressed, as Nova).
+"""
+
+import re
+
+import pytest
+
+from tests.functional.api import fixtures
+from tests.functional.api.fixtures import ServersWorld as world
+
+HEADERS = {
+    "accept": "application/json",
+    "content-type": "application/json",
+    "x-auth-token": "alice:7e57000000000000000000000000a11c",
+    "openstack-api-version": "compute 2.1",
+}
+
+
+@pytest.fixture
+def client():
+    with fixtures.open_world(world) as (app, _deps):
+        yield app.test_client()
+
+
+def test_boot_from_a_blank_volume_asking_for_auto_disk_config_onwards(client):
+    """The journey from here on, in order: each step sees what the earlier ones did."""
+    # boot from a blank volume asking for AUTO disk config
+    resp = client.post(
+        "/v2.1/servers",
+        json={
+            "server": {
+                "name": "auto-disk",
+                "flavorRef": "101",
+                "OS-DCF:diskConfig": "AUTO",
+                "accessIPv6": "0000:0000:0000:0000:0000:babe:220.12.22.2",
+                "block_device_mapping_v2": [
+                    {
+                        "source_type": "blank",
+                        "destination_type": "volume",
+                        "boot_index": 0,
+                        "volume_size": 1,
+                    },
+                ],
+            },
+        },
+        headers=HEADERS)
+    assert resp.status_code == 202, resp.text
+    assert resp.json["server"]["OS-DCF:diskConfig"] == "MANUAL"
+    booted = resp
+
+    # the access address is shown in its compressed form
+    prev = resp
+    resp = client.get(prev.headers["Location"], headers=HEADERS)
+    assert resp.status_code == 200, resp.text
+    assert resp.json["server"]["accessIPv6"] == "::babe:dc0c:1602"
+    assert resp.json["server"]["OS-DCF:diskConfig"] == "MANUAL"
+
+    # the server is on no network
+    resp = client.get(f"{booted.headers['Location']}/ips", headers=HEADERS)
+    assert resp.status_code == 200, resp.text
+    assert resp.json["addresses"] == {}
+
+    # so any network label is not found
+    resp = client.get(f"{booted.headers['Location']}/ips/private", headers=HEADERS)
+    assert resp.status_code == 404, resp.text
+    assert resp.json["itemNotFound"]["message"] == "Instance is not a member of specified network"
+
+    # another project sees no such server
+    resp = client.get(
+        f"{booted.headers['Location']}/ips",
+        headers={**HEADERS, "x-auth-token": "bob:b0b0000000000000000000000000b0b0"})
+    assert resp.status_code == 404, resp.text
+    assert resp.json["itemNotFound"]["code"] == 404
+
+    # unknown query keys are ignored before 2.102
+    resp = client.get(f"{booted.headers['Location']}/ips?foo=1", headers=HEADERS)
+    assert resp.status_code == 200, resp.text
+
+    # and refused from 2.102
+    resp = client.get(
+        f"{booted.headers['Location']}/ips?foo=1",
+        headers={**HEADERS, "openstack-api-version": "compute 2.102"})
+    assert resp.status_code == 400, resp.text
+
+    # an unknown server has no addresses to list
+    resp = client.get("/v2.1/servers/0bad0000-0000-4000-8000-000000000000/ips", headers=HEADERS)
+    assert resp.status_code == 404, resp.text
+
+    # a disk config outside AUTO and MANUAL is refused
+    resp = client.post(
+        "/v2.1/servers",
+        json={
+            "server": {
+                "name": "bad-disk",
+                "flavorRef": "101",
+                "OS-DCF:diskConfig": "SOMETIMES",
+                "block_device_mapping_v2": [
+                    {
+                        "source_type": "blank",
+                        "destination_type": "volume",
+                        "boot_index": 0,
+                        "volume_size": 1,
+                    },
+                ],
+            },
+        },
+        headers=HEADERS)
+    assert resp.status_code == 400, resp.text
+    assert re.search("OS-DCF:diskConfig", str(resp.json["badRequest"]["message"]))
+

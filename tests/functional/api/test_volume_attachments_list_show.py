@@ -1,0 +1,255 @@
+"""GET list and GET one of os-volume_attachments: every representation of
+doc/source/contributor/contract.rst §3.1
+(exact key counts), local disks never listed, legacy BDMs hidden from 2.89,
+404 messages, project isolation and the 2.75/2.102 query rules.
+"""
+
+import re
+
+import pytest
+
+from tests.functional.api import fixtures
+from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
+
+SERVER = world.SERVER
+VOLUME = world.VOLUME
+HEADERS = {
+    "accept": "application/json",
+    "x-auth-token": "alice:7e57000000000000000000000000a11c",
+    "openstack-api-version": "compute 2.1",
+}
+
+
+@pytest.fixture
+def client():
+    with fixtures.open_world(world) as (app, _deps):
+        yield app.test_client()
+
+
+def test_list_at_2_1_leaves_out_the_local_disk(client):
+    """List at 2.1 leaves out the local disk."""
+    resp = client.get(f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments", headers=HEADERS)
+    assert resp.status_code == 200, resp.text
+    assert len(resp.json["volumeAttachments"]) == 5
+    assert resp.json["volumeAttachments"][0] == {
+                                                    "id": VOLUME["ROOT"],
+                                                    "volumeId": VOLUME["ROOT"],
+                                                    "serverId": SERVER["ACTIVE"],
+                                                    "device": "/dev/vda",
+                                                }
+    assert resp.json["volumeAttachments"][2]["volumeId"] == VOLUME["LEGACY"]
+
+
+def test_list_with_the_project_id_in_the_url(client):
+    """List with the project id in the URL."""
+    resp = client.get(
+        f"/v2.1/7e57000000000000000000000000a11c/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        headers=HEADERS)
+    assert resp.status_code == 200, resp.text
+    assert len(resp.json["volumeAttachments"]) == 5
+
+
+def test_show_at_2_1(client):
+    """Show at 2.1."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
+        headers=HEADERS)
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["openstack-api-version"] == "compute 2.1"
+    assert resp.json["volumeAttachment"] == {
+                                                "id": VOLUME["DATA"],
+                                                "volumeId": VOLUME["DATA"],
+                                                "serverId": SERVER["ACTIVE"],
+                                                "device": "/dev/vdb",
+                                            }
+
+
+def test_show_at_2_69_is_still_the_2_1_shape(client):
+    """Show at 2.69 is still the 2.1 shape."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
+        headers={**HEADERS, "openstack-api-version": "compute 2.69"})
+    assert resp.status_code == 200, resp.text
+    assert len(resp.json["volumeAttachment"]) == 4
+
+
+def test_show_at_2_70_adds_the_tag(client):
+    """Show at 2.70 adds the tag."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
+        headers={**HEADERS, "openstack-api-version": "compute 2.70"})
+    assert resp.status_code == 200, resp.text
+    assert resp.json["volumeAttachment"] == {
+                                                "id": VOLUME["DATA"],
+                                                "volumeId": VOLUME["DATA"],
+                                                "serverId": SERVER["ACTIVE"],
+                                                "device": "/dev/vdb",
+                                                "tag": "data",
+                                            }
+
+
+def test_a_null_tag_is_shown_at_2_70(client):
+    """A null tag is shown at 2.70."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['ROOT']}",
+        headers={**HEADERS, "openstack-api-version": "compute 2.70"})
+    assert resp.status_code == 200, resp.text
+    assert resp.json["volumeAttachment"]["tag"] is None
+    assert len(resp.json["volumeAttachment"]) == 5
+
+
+def test_show_at_2_79_adds_delete_on_termination(client):
+    """Show at 2.79 adds delete_on_termination."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['ROOT']}",
+        headers={**HEADERS, "openstack-api-version": "compute 2.79"})
+    assert resp.status_code == 200, resp.text
+    assert resp.json["volumeAttachment"] == {
+                                                "id": VOLUME["ROOT"],
+                                                "volumeId": VOLUME["ROOT"],
+                                                "serverId": SERVER["ACTIVE"],
+                                                "device": "/dev/vda",
+                                                "tag": None,
+                                                "delete_on_termination": True,
+                                            }
+
+
+def test_show_at_2_89_has_no_id_but_attachment_id_and_bdm_uuid(client):
+    """Show at 2.89 has no id but attachment_id and bdm_uuid."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
+        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+    assert resp.status_code == 200, resp.text
+    assert len(resp.json["volumeAttachment"]) == 7
+    assert resp.json["volumeAttachment"]["volumeId"] == VOLUME["DATA"]
+    assert resp.json["volumeAttachment"]["serverId"] == SERVER["ACTIVE"]
+    assert resp.json["volumeAttachment"]["device"] == "/dev/vdb"
+    assert resp.json["volumeAttachment"]["tag"] == "data"
+    assert resp.json["volumeAttachment"]["delete_on_termination"] is False
+    assert re.search("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+                     str(resp.json["volumeAttachment"]["attachment_id"]))
+    assert re.search("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+                     str(resp.json["volumeAttachment"]["bdm_uuid"]))
+
+
+def test_list_at_2_89_leaves_out_the_legacy_attachment(client):
+    """List at 2.89 leaves out the legacy attachment."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+    assert resp.status_code == 200, resp.text
+    assert len(resp.json["volumeAttachments"]) == 4
+    assert resp.json["volumeAttachments"][2]["volumeId"] == VOLUME["MIGRATING"]
+
+
+def test_a_legacy_attachment_is_shown_below_2_89(client):
+    """A legacy attachment is shown below 2.89."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['LEGACY']}",
+        headers={**HEADERS, "openstack-api-version": "compute 2.88"})
+    assert resp.status_code == 200, resp.text
+    assert resp.json["volumeAttachment"]["volumeId"] == VOLUME["LEGACY"]
+
+
+def test_a_legacy_attachment_is_not_found_at_2_89(client):
+    """A legacy attachment is not found at 2.89."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['LEGACY']}",
+        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+    assert resp.status_code == 404, resp.text
+    assert resp.json["itemNotFound"]["message"] == (
+        f"Instance {SERVER['ACTIVE']} is not attached to volume {VOLUME['LEGACY']}")
+
+
+def test_a_volume_that_is_not_attached(client):
+    """A volume that is not attached."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['FREE']}",
+        headers=HEADERS)
+    assert resp.status_code == 404, resp.text
+    assert resp.json["itemNotFound"]["message"] == (
+        f"Instance {SERVER['ACTIVE']} is not attached to volume {VOLUME['FREE']}")
+
+
+def test_another_project_s_server_is_not_found(client):
+    """Another project's server is not found."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['OTHER_PROJECT']}/os-volume_attachments",
+        headers=HEADERS)
+    assert resp.status_code == 404, resp.text
+    assert resp.json["itemNotFound"]["message"] == (
+        f"Instance {SERVER['OTHER_PROJECT']} could not be found.")
+
+
+def test_an_admin_sees_another_project_s_attachments(client):
+    """An admin sees another project's attachments."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['OTHER_PROJECT']}/os-volume_attachments",
+        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+    assert resp.status_code == 200, resp.text
+    assert resp.json["volumeAttachments"] == []
+
+
+def test_unknown_server(client):
+    """Unknown server."""
+    resp = client.get(
+        "/v2.1/servers/a77a0000-0000-4000-8000-0000000000ff/os-volume_attachments",
+        headers=HEADERS)
+    assert resp.status_code == 404, resp.text
+    assert resp.json["itemNotFound"]["message"] == (
+        "Instance a77a0000-0000-4000-8000-0000000000ff could not be found.")
+
+
+def test_limit_and_offset(client):
+    """Limit and offset."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments?limit=2&offset=2",
+        headers=HEADERS)
+    assert resp.status_code == 200, resp.text
+    assert [item["volumeId"] for item in resp.json["volumeAttachments"]] == [
+                                                                                VOLUME["DATA"],
+                                                                                VOLUME["LEGACY"],
+                                                                            ]
+
+
+def test_a_negative_limit(client):
+    """A negative limit."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments?limit=-1",
+        headers=HEADERS)
+    assert resp.status_code == 400, resp.text
+
+
+def test_unknown_query_keys_are_ignored_before_2_75(client):
+    """Unknown query keys are ignored before 2.75."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments?foo=bar",
+        headers={**HEADERS, "openstack-api-version": "compute 2.74"})
+    assert resp.status_code == 200, resp.text
+
+
+def test_unknown_query_keys_give_400_from_2_75(client):
+    """Unknown query keys give 400 from 2.75."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments?foo=bar",
+        headers={**HEADERS, "openstack-api-version": "compute 2.75"})
+    assert resp.status_code == 400, resp.text
+    assert re.search("Additional properties are not allowed",
+                     str(resp.json["badRequest"]["message"]))
+
+
+def test_unknown_query_keys_on_show_give_400_from_2_102(client):
+    """Unknown query keys on show give 400 from 2.102."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}?foo=bar",
+        headers={**HEADERS, "openstack-api-version": "compute 2.102"})
+    assert resp.status_code == 400, resp.text
+
+
+def test_no_token(client):
+    """No token."""
+    resp = client.get(
+        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        headers={**HEADERS, "x-auth-token": ""})
+    assert resp.status_code == 401, resp.text
+
