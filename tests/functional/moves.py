@@ -5,6 +5,9 @@ libvirt daemon, so a server's domain is on exactly one of them; FakeCinder
 records which host's connector each attachment was given.
 """
 
+from tests.functional.stack import BLANK_ROOT
+from volumesvc.objects import instance as instance_obj
+
 
 class Killed(BaseException):
     """The compute process dying: no handler of the step runs any more."""
@@ -28,10 +31,18 @@ def attachments(stack, server):
             for a in stack.cinder.attachments.values() if a["instance"] == server}
 
 
-def attach_new(stack, server):
+def boot(stack, host, bdms=BLANK_ROOT):
+    """A server ACTIVE on ``host`` (2.74's host); its id."""
+    uuid = stack.boot(stack.context(), bdms, host=host)
+    stack.wait_instance(uuid, "active")
+    assert instance_obj.get_by_uuid(stack.db, stack.admin_context(), uuid).host == host
+    return uuid
+
+
+def attach_new(stack, server, volume_type=None):
     """A new 1 GB volume attached to ``server``, once Cinder has it ``in-use``; its id."""
     ctx = stack.context()
-    volume = stack.cinder.create(ctx, 1, "data", "")
+    volume = stack.cinder.create(ctx, 1, "data", "", volume_type=volume_type)
     stack.attach_volume(server, volume["id"])
     stack.wait(lambda: stack.cinder.get(ctx, volume["id"])["status"] == "in-use",
                what="in-use")

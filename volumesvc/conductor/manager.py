@@ -18,6 +18,7 @@ from volumesvc.conductor.tasks import delete as delete_task
 from volumesvc.conductor.tasks import detach as detach_task
 from volumesvc.conductor.tasks import evacuate as evacuate_task
 from volumesvc.conductor.tasks import live_migrate as live_migrate_task
+from volumesvc.conductor.tasks import moves as moves_task
 from volumesvc.conductor.tasks import power
 from volumesvc.conductor.tasks import rebuild as rebuild_task
 from volumesvc.conductor.tasks import reconcile as reconcile_task
@@ -94,19 +95,15 @@ class ConductorManager:
         self._requests.recover(context)
 
     @periodic.periodic_task("conductor", "volume_request_recovery_interval")
-    def _expire_unstarted_live_migrations(self, context):
-        """End live migrations whose conductor died before the source took them."""
-        live_migrate_task.expire_unstarted(self._conf, self._db, context)
+    def _expire_unstarted_moves(self, context):
+        """End moves nobody took in time (``conductor/tasks/moves.py``)."""
+        moves_task.expire_unstarted(self._conf, self._db, context)
 
     @periodic.periodic_task(None, "resize_confirm_poll_interval")
     def _confirm_expired_resizes(self, context):
         """Confirm resizes nobody confirmed within ``[DEFAULT] resize_confirm_window``."""
         resize_task.confirm_expired(self._deps, context)
 
-    @periodic.periodic_task("conductor", "volume_request_recovery_interval")
-    def _expire_unstarted_evacuations(self, context):
-        """End evacuations whose conductor died before it took them."""
-        evacuate_task.expire_unstarted(self._conf, self._db, context)
 
     # -- heartbeats ----------------------------------------------------------
 

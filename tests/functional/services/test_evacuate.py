@@ -9,6 +9,7 @@ its compute stopped and its service forced down; its fake libvirt (its
 
 import pytest
 
+from tests.functional import moves
 from tests.functional.stack import BLANK_ROOT, Stack
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance as instance_obj
@@ -18,6 +19,7 @@ from volumesvc.objects import migration as migration_obj
 from volumesvc.objects import service as service_obj
 
 SRC, DST = "ev-src", "ev-dst"
+_domains = moves.domains
 
 
 @pytest.fixture
@@ -28,10 +30,7 @@ def stack(tmp_path):
 
 
 def _boot(stack, host=SRC, bdms=BLANK_ROOT):
-    uuid = stack.boot(stack.context(), bdms, host=host)
-    stack.wait_instance(uuid, "active")
-    assert instance_obj.get_by_uuid(stack.db, stack.admin_context(), uuid).host == host
-    return uuid
+    return moves.boot(stack, host, bdms)
 
 
 def _attach(stack, server, volume_type=None):
@@ -45,8 +44,6 @@ def _attach(stack, server, volume_type=None):
     return volume["id"]
 
 
-def _domains(stack, host):
-    return set(stack.computes[host].manager.driver.list_instance_uuids())
 
 
 def _kill(stack, host=SRC):
@@ -514,7 +511,7 @@ def test_the_old_host_back_during_the_evacuation_only_loses_the_domain(stack, mo
 def test_an_evacuation_no_conductor_took_is_ended_by_the_conductors(stack):
     import time
 
-    from volumesvc.conductor.tasks import evacuate
+    from volumesvc.conductor.tasks import moves as move_tasks
 
     server = _boot(stack)
     _kill(stack)
@@ -522,10 +519,10 @@ def test_an_evacuation_no_conductor_took_is_ended_by_the_conductors(stack):
     instance_obj.save(stack.db, ctx, server, {"task_state": "rebuilding"})
     migration = migration_obj.create(stack.db, ctx, instance_uuid=server,
                                      migration_type="evacuation", source_compute=SRC)
-    assert evacuate.expire_unstarted(stack.conf, stack.db, ctx) == []
+    assert move_tasks.expire_unstarted(stack.conf, stack.db, ctx) == []
     stack.conf.set_override("live_migration_start_timeout", 1, group="conductor")
     time.sleep(1.2)
-    assert evacuate.expire_unstarted(stack.conf, stack.db, ctx) == [migration.id]
+    assert move_tasks.expire_unstarted(stack.conf, stack.db, ctx) == [migration.id]
     assert _migration(stack, server).status == "error"
     instance = _instance(stack, server)
     assert (instance.host, instance.task_state, instance.vm_state) == (SRC, None, "active")

@@ -33,10 +33,7 @@ def stack(tmp_path):
 
 
 def _boot(stack, host=SRC, bdms=BLANK_ROOT):
-    uuid = stack.boot(stack.context(), bdms, host=host)
-    stack.wait_instance(uuid, "active")
-    assert instance_obj.get_by_uuid(stack.db, stack.admin_context(), uuid).host == host
-    return uuid
+    return moves.boot(stack, host, bdms)
 
 
 
@@ -354,17 +351,17 @@ def test_a_source_killed_after_the_switch_completes_at_its_start(stack, monkeypa
 
 def test_a_move_no_source_took_is_ended_by_the_conductors(stack):
 
-    from volumesvc.conductor.tasks import live_migrate
+    from volumesvc.conductor.tasks import moves as move_tasks
 
     server = _boot(stack)
     ctx = stack.admin_context()
     instance_obj.save(stack.db, ctx, server, {"task_state": "migrating"})
     migration = migration_obj.create(stack.db, ctx, instance_uuid=server, status="queued",
                                      source_compute=SRC)
-    assert live_migrate.expire_unstarted(stack.conf, stack.db, ctx) == []
+    assert move_tasks.expire_unstarted(stack.conf, stack.db, ctx) == []
     stack.conf.set_override("live_migration_start_timeout", 1, group="conductor")
     time.sleep(1.2)
-    assert live_migrate.expire_unstarted(stack.conf, stack.db, ctx) == [migration.id]
+    assert move_tasks.expire_unstarted(stack.conf, stack.db, ctx) == [migration.id]
     assert _migration(stack, server).status == "error"
     instance = instance_obj.get_by_uuid(stack.db, ctx, server)
     assert (instance.host, instance.task_state, instance.vm_state) == (SRC, None, "active")

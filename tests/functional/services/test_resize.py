@@ -32,9 +32,7 @@ def stack(tmp_path):
 
 
 def _boot(stack, host=SRC, bdms=BLANK_ROOT):
-    uuid = stack.boot(stack.context(), bdms, host=host)
-    stack.wait_instance(uuid, "active")
-    return uuid
+    return moves.boot(stack, host, bdms)
 
 
 

@@ -1,19 +1,34 @@
-"""What the conductor's tasks of moves (live migration, resize) share: the refusal.
+"""What the conductor's tasks of moves (live migration, resize, evacuation) share.
 
-A move the conductor refuses (no destination, a source too old or down)
-has made nothing anywhere yet, so nothing is undone: the server gets its
-task back (first, so a client that sees the migration ended sees the
-server free), with a fault and an Error event saying why, and the
-migration ends with a compare and swap from the statuses it can still be
-in (a source that took it meanwhile wins).
+The checks: every disk a Cinder volume, and the destination named by the
+admin or chosen by the scheduler (up, enabled, new enough, the
+capabilities the server's volumes need, room for the flavor unless a
+named host is ``force``d).
+
+The refusal: a move the conductor refuses has made nothing anywhere yet,
+so nothing is undone: the server gets its task back (first, so a client
+that sees the migration ended sees the server free), with a fault and an
+Error event saying why, and the migration ends with a compare and swap
+from the statuses it can still be in (a compute that took it meanwhile
+wins).
+
+The expiry: a move whose request no conductor or no compute ever took
+(the cast was lost, or the process died before its first write) is ended
+after ``[conductor] live_migration_start_timeout``.
 """
+
+import datetime
 
 from oslo_log import log as logging
 
 from volumesvc import exception
+from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import base
+from volumesvc.objects import base as objects_base
 from volumesvc.objects import instance as instance_obj
+from volumesvc.objects import instance_fault as fault_obj
 from volumesvc.objects import migration as migration_obj
+from volumesvc.states import task_states
 
 LOG = logging.getLogger(__name__)
 
@@ -21,9 +36,50 @@ LOG = logging.getLogger(__name__)
 class MoveTask(base.TaskBase):
     """A move's task, run from a cast: nobody to raise to, the failure is in the records."""
 
-    def __init__(self, deps, context, *, instance_uuid, migration_id):
+    def __init__(self, deps, context, *, instance_uuid, migration_id, host=None, force=False):
         super().__init__(deps, context, instance_uuid=instance_uuid)
         self.migration_id = migration_id
+        self.host = host  # the destination the admin named (None: the scheduler's)
+        self.force = force  # a named host taken without checking its room
+
+    def check_disks(self, bdms, done):
+        """The capabilities the server's volumes need; a refusal for a local root disk.
+
+        ``done``: what the move does, for the message (``live-migrated``...).
+        """
+        if any(b.destination_type == "local" and b.boot_index == 0 for b in bdms):
+            raise exception.MigrationPreCheckError(
+                reason=f"server {self.instance_uuid} has a local root disk: only servers "
+                       f"whose disks are all Cinder volumes can be {done}")
+        return scheduling.volume_needs(self.cinder, self.context, bdms)
+
+    def destination(self, instance, needs, *, min_version, flavor=None, hosts=None,
+                    exclude=None):
+        """The named host once checked, or the scheduler's choice among the others.
+
+        ``flavor``: the one to find room for (the server's own by default);
+        ``hosts``/``exclude``: the candidates (the named host) and the hosts
+        left out with why (the server's own), when the move wants others.
+        """
+        flavor = flavor if flavor is not None else (instance.flavor or {})
+        room = not (self.host and self.force)
+        requirements = scheduling.Requirements(
+            needs=tuple(needs),
+            hosts=hosts if hosts is not None else (self.host,) if self.host else None,
+            min_version=min_version,
+            vcpus=int(flavor.get("vcpus") or 0) if room else 0,
+            memory_mb=int(flavor.get("memory_mb") or 0) if room else 0)
+        if exclude is None:
+            exclude = {instance.host: "the server's own host"}
+        try:
+            return scheduling.pick_host(self.conf, self.db, self.context, requirements,
+                                        exclude=exclude)
+        except scheduling.NoValidHost as exc:
+            if self.host:
+                raise exception.MigrationPreCheckError(
+                    reason=f"host {self.host} cannot take server {instance.uuid}: "
+                           f"{exc.format_message()}") from exc
+            raise
 
     def refuse(self, exc, *, task_state, event, expected_status, status=migration_obj.ERROR):
         """No task, a fault and an Error ``event``; the migration ``status``."""
@@ -47,3 +103,49 @@ class MoveTask(base.TaskBase):
             return super().execute()
         except Exception:  # noqa: BLE001
             return None
+
+
+# (migration types, statuses of a move nobody took, the server's task then, name)
+_UNSTARTED = (
+    ((migration_obj.LIVE_MIGRATION,), (migration_obj.ACCEPTED, migration_obj.QUEUED),
+     task_states.MIGRATING, "Live migration"),
+    (migration_obj.COLD_TYPES, (migration_obj.PRE_MIGRATING,), task_states.RESIZE_PREP,
+     "Resize"),
+    ((migration_obj.EVACUATION,), (migration_obj.ACCEPTED,), task_states.REBUILDING,
+     "Evacuation"),
+)
+
+
+def expire_unstarted(conf, db, context):
+    """End the moves nobody took in time (``live_migration_start_timeout``).
+
+    Live migrations still ``accepted``/``queued`` (no source took them),
+    resizes and cold migrations still ``pre-migrating`` (no source),
+    evacuations still ``accepted`` (no conductor): each ends ``error`` with
+    a compare and swap on its status (whoever takes it meanwhile wins), and
+    its server gets its task back with a fault. Returns the ended ids.
+    """
+    timeout = conf.conductor.live_migration_start_timeout
+    cutoff = objects_base.utcnow() - datetime.timedelta(seconds=timeout)
+    ended = []
+    for types, statuses, task_state, name in _UNSTARTED:
+        for migration in migration_obj.unstarted_before(db, context, cutoff,
+                                                        migration_types=types,
+                                                        statuses=statuses):
+            try:
+                migration_obj.save(db, context, migration.id,
+                                   {"status": migration_obj.ERROR},
+                                   expected_status=list(statuses))
+            except exception.InvalidMigrationState:
+                continue
+            try:
+                instance_obj.save(db, context, migration.instance_uuid, {"task_state": None},
+                                  expected_task_state=[task_state])
+                fault_obj.create(db, context, instance_uuid=migration.instance_uuid,
+                                 code=500, message=f"{name} not started within {timeout} s")
+            except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
+                pass
+            LOG.warning("%s %s of %s was not started in time; ended", name, migration.uuid,
+                        migration.instance_uuid)
+            ended.append(migration.id)
+    return ended

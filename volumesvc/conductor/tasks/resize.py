@@ -42,32 +42,21 @@ EVENT = "conductor_migrate_server"
 
 class ResizeTask(moves.MoveTask):
     def __init__(self, deps, context, *, instance_uuid, migration_id, host=None):
-        super().__init__(deps, context, instance_uuid=instance_uuid, migration_id=migration_id)
-        self.host = host
+        super().__init__(deps, context, instance_uuid=instance_uuid, migration_id=migration_id,
+                         host=host)
 
     def _destination(self, instance, migration, needs, local_root):
-        flavor = migration.new_flavor or instance.flavor or {}
         same_host = (migration.migration_type == migration_obj.RESIZE
                      and self.conf.allow_resize_to_same_host and not self.host)
         if local_root and not same_host:
             raise exception.MigrationPreCheckError(
                 reason=f"server {instance.uuid} boots from an image: its root disk "
                        "stays on its host, so it is only resized there")
-        hosts = (instance.host,) if local_root else (self.host,) if self.host else None
-        requirements = scheduling.Requirements(
-            needs=tuple(needs), hosts=hosts,
-            min_version=version.RESIZE_VERSION,
-            vcpus=int(flavor.get("vcpus") or 0), memory_mb=int(flavor.get("memory_mb") or 0))
-        exclude = {} if same_host else {instance.host: "the server's own host"}
-        try:
-            return scheduling.pick_host(self.conf, self.db, self.context, requirements,
-                                        exclude=exclude)
-        except scheduling.NoValidHost as exc:
-            if self.host:
-                raise exception.MigrationPreCheckError(
-                    reason=f"host {self.host} cannot take server {instance.uuid}: "
-                           f"{exc.format_message()}") from exc
-            raise
+        return self.destination(
+            instance, needs, min_version=version.RESIZE_VERSION,
+            flavor=migration.new_flavor or instance.flavor or {},
+            hosts=(instance.host,) if local_root else None,
+            exclude={} if same_host else None)
 
     def _execute(self):
         migration = migration_obj.get(self.db, self.context, self.migration_id)
