@@ -23,8 +23,6 @@ from oslo_log import log as logging
 from volumesvc import exception, version
 from volumesvc.conductor.tasks import moves
 from volumesvc.objects import block_device as bdm_obj
-from volumesvc.objects import compute_host
-from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import migration as migration_obj
 from volumesvc.states import task_states
 
@@ -38,21 +36,9 @@ class LiveMigrateTask(moves.MoveTask):
         migration = migration_obj.save(self.db, self.context, self.migration_id,
                                        {"status": migration_obj.QUEUED},
                                        expected_status=[migration_obj.ACCEPTED])
-        instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
-        if instance.task_state != task_states.MIGRATING or not instance.host:
-            raise exception.InstanceInvalidState(
-                instance_uuid=instance.uuid, attr="task_state", state=instance.task_state,
-                method="live migration")
-        source = compute_host.get(self.conf, self.db, self.context, instance.host,
-                                  cache=self.deps.up_cache)
-        if not source.up:
-            raise exception.MigrationPreCheckError(
-                reason=f"the server's compute {instance.host} is down")
-        if source.version < version.LIVE_MIGRATION_VERSION:
-            raise exception.MigrationPreCheckError(
-                reason=f"the server's compute {instance.host} is too old to "
-                                 "live-migrate (service version "
-                                 f"{source.version} < {version.LIVE_MIGRATION_VERSION})")
+        instance = self.server_on_its_source(task_states.MIGRATING,
+                                             min_version=version.LIVE_MIGRATION_VERSION,
+                                             do="live-migrate")
         bdms = bdm_obj.list_by_instance(self.db, self.context, instance.uuid)
         dest = self.destination(instance,
                                 self.check_disks(bdms, "live-migrated (no block migration)"),

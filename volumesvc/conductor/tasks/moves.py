@@ -25,6 +25,7 @@ from volumesvc import exception
 from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import base as objects_base
+from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_fault as fault_obj
 from volumesvc.objects import migration as migration_obj
@@ -41,6 +42,25 @@ class MoveTask(base.TaskBase):
         self.migration_id = migration_id
         self.host = host  # the destination the admin named (None: the scheduler's)
         self.force = force  # a named host taken without checking its room
+
+    def server_on_its_source(self, task_state, *, min_version, do):
+        """The server, in ``task_state`` on a source compute that is up and at least
+        ``min_version``; ``do`` names the move for the messages (``live-migrate``...)."""
+        instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
+        if instance.task_state != task_state or not instance.host:
+            raise exception.InstanceInvalidState(
+                instance_uuid=instance.uuid, attr="task_state", state=instance.task_state,
+                method=do)
+        source = compute_host.get(self.conf, self.db, self.context, instance.host,
+                                  cache=self.deps.up_cache)
+        if not source.up:
+            raise exception.MigrationPreCheckError(
+                reason=f"the server's compute {instance.host} is down")
+        if source.version < min_version:
+            raise exception.MigrationPreCheckError(
+                reason=f"the server's compute {instance.host} is too old to {do} "
+                       f"(service version {source.version} < {min_version})")
+        return instance
 
     def check_disks(self, bdms, done):
         """The capabilities the server's volumes need; a refusal for a local root disk.

@@ -30,7 +30,6 @@ from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import moves
 from volumesvc.objects import base as objects_base
 from volumesvc.objects import block_device as bdm_obj
-from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import migration as migration_obj
 from volumesvc.states import task_states
@@ -60,21 +59,9 @@ class ResizeTask(moves.MoveTask):
 
     def _execute(self):
         migration = migration_obj.get(self.db, self.context, self.migration_id)
-        instance = instance_obj.get_by_uuid(self.db, self.context, self.instance_uuid)
-        if instance.task_state != task_states.RESIZE_PREP or not instance.host:
-            raise exception.InstanceInvalidState(
-                instance_uuid=instance.uuid, attr="task_state", state=instance.task_state,
-                method="resize")
-        source = compute_host.get(self.conf, self.db, self.context, instance.host,
-                                  cache=self.deps.up_cache)
-        if not source.up:
-            raise exception.MigrationPreCheckError(
-                reason=f"the server's compute {instance.host} is down")
-        if source.version < version.RESIZE_VERSION:
-            raise exception.MigrationPreCheckError(
-                reason=f"the server's compute {instance.host} is too old to resize or "
-                       f"migrate (service version {source.version} < "
-                       f"{version.RESIZE_VERSION})")
+        instance = self.server_on_its_source(task_states.RESIZE_PREP,
+                                             min_version=version.RESIZE_VERSION,
+                                             do="resize or migrate")
         bdms = bdm_obj.list_by_instance(self.db, self.context, instance.uuid)
         local_root = any(b.destination_type == "local" and b.boot_index == 0 for b in bdms)
         dest = self._destination(instance, migration,
