@@ -1,0 +1,47 @@
+"""Request bodies and checks shared by the HTTP API test modules.
+
+Kept out of the test modules so that no test module imports another.
+"""
+
+import re
+
+_UNSET = object()
+
+
+def at_version(headers, version):
+    """``headers`` with ``openstack-api-version`` set to ``compute <version>``."""
+    return {**headers, "openstack-api-version": f"compute {version}"}
+
+
+def server_body(flavor="101", networks=_UNSET, **fields):
+    """A POST /servers body named ``s`` (``networks`` left out when not given)."""
+    server = {"name": "s", "flavorRef": flavor}
+    if networks is not _UNSET:
+        server["networks"] = networks
+    server.update(fields)
+    return {"server": server}
+
+
+def mapping(source, uuid=None, dest="volume", **fields):
+    """One block_device_mapping_v2 entry (``uuid`` left out when None)."""
+    entry = {"source_type": source}
+    if uuid is not None:
+        entry["uuid"] = uuid
+    entry["destination_type"] = dest
+    entry.update(fields)
+    return entry
+
+
+def assert_fault(resp, status, message=None, fault="badRequest", step=""):
+    """``resp`` has ``status``; its ``fault`` message equals ``message``, or matches
+    it when ``message`` is a compiled pattern (not checked when None). ``step``
+    names the request in a failure.
+    """
+    assert resp.status_code == status, (step, resp.text)
+    if message is None:
+        return
+    got = resp.json[fault]["message"]
+    if isinstance(message, re.Pattern):
+        assert message.search(str(got)), (step, got)
+    else:
+        assert got == message, step
