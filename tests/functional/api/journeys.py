@@ -6,6 +6,22 @@ Kept out of the test modules so that no test module imports another.
 import re
 
 _UNSET = object()
+FAULTS = {400: "badRequest", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest"}
+ALICE_TOKEN = "alice:7e57000000000000000000000000a11c"
+ADMIN_TOKEN = "admin:admin-project"
+UNKNOWN_SERVER = "a77a0000-0000-4000-8000-0000000000ff"
+
+
+def attachments_url(server, volume=None, query=""):
+    """``/v2.1/servers/<server>/os-volume_attachments[/<volume>][<query>]``."""
+    url = f"/v2.1/servers/{server}/os-volume_attachments"
+    if volume is not None:
+        url += f"/{volume}"
+    return url + query
+
+
+def as_admin(headers):
+    return {**headers, "x-auth-token": ADMIN_TOKEN}
 
 
 def at_version(headers, version):
@@ -32,15 +48,17 @@ def mapping(source, uuid=None, dest="volume", **fields):
     return entry
 
 
-def assert_fault(resp, status, message=None, fault="badRequest", step=""):
+def assert_fault(resp, status, message=None, fault=None, step=""):
     """``resp`` has ``status``; its ``fault`` message equals ``message``, or matches
     it when ``message`` is a compiled pattern (not checked when None). ``step``
     names the request in a failure.
+
+    ``fault`` is the body's fault key; by default the one Nova gives ``status``.
     """
     assert resp.status_code == status, (step, resp.text)
     if message is None:
         return
-    got = resp.json[fault]["message"]
+    got = resp.json[fault or FAULTS[status]]["message"]
     if isinstance(message, re.Pattern):
         assert message.search(str(got)), (step, got)
     else:
