@@ -63,3 +63,19 @@ def assert_fault(resp, status, message=None, fault=None, step=""):
         assert message.search(str(got)), (step, got)
     else:
         assert got == message, step
+
+
+def json_headers(version, token=ALICE_TOKEN, content_type=True):
+    """The request headers of a JSON client at ``compute <version>``."""
+    headers = {"accept": "application/json"}
+    if content_type:
+        headers["content-type"] = "application/json"
+    headers["x-auth-token"] = token
+    headers["openstack-api-version"] = f"compute {version}"
+    return headers
+
+
+def attach(client, server, headers, **fields):
+    """POST os-volume_attachments of ``server`` (id) with ``fields`` as volumeAttachment."""
+    return client.post(attachments_url(server), json={"volumeAttachment": fields},
+                       headers=headers)

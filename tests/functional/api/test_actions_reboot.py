@@ -2,11 +2,11 @@
 launched_at, 404s, bad bodies.
 """
 
-import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServerActionsWorld as world
 from tests.functional.api.server_helpers import server_uuid
+
+world = fixtures.ServerActionsWorld  # the world of the client fixture (conftest.py)
 
 HEADERS = {
     "accept": "application/json",
@@ -14,12 +14,6 @@ HEADERS = {
     "x-auth-token": "demo:demo-project",
     "x-openstack-nova-api-version": "2.1",
 }
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
 
 
 def test_soft_reboot_an_active_server_onwards(client):

@@ -7,25 +7,11 @@ import json
 import re
 from urllib.parse import urlencode
 
-import pytest
-
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
-from tests.functional.api.journeys import assert_fault, at_version
+from tests.functional.api.journeys import ADMIN_TOKEN, assert_fault, at_version, json_headers
 
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "admin:admin-project",
-    "openstack-api-version": "compute 2.1",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.1", ADMIN_TOKEN)
 
 
 URL = "/v2.1/os-assisted-volume-snapshots"

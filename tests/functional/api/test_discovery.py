@@ -4,20 +4,13 @@ hrefs.
 
 import re
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import World as world
 from volumesvc.api import microversions as mv
+
+world = fixtures.World  # the world of the client fixture (conftest.py)
 
 MAX = str(mv.MAX_VERSION)
 HEADERS = {"accept": "application/json"}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
 
 
 def test_root_lists_both_versions_sorted_by_id_onwards(client):

@@ -3,10 +3,9 @@
 
 import re
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import World as world
+
+world = fixtures.World  # the world of the client fixture (conftest.py)
 
 HEADERS = {
     "accept": "application/json",
@@ -14,12 +13,6 @@ HEADERS = {
     "x-auth-token": "demo:demo-project",
     "x-openstack-nova-api-version": "2.1",
 }
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
 
 
 def test_list_the_default_flavors_sorted_by_flavorid(client):

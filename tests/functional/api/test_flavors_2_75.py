@@ -1,23 +1,13 @@
 """Flavors at 2.55 (description), 2.61 (extra_specs) and 2.75 (integer swap, strict query).
 """
 
-import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import World as world
+from tests.functional.api.journeys import ADMIN_TOKEN, json_headers
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "admin:admin-project",
-    "openstack-api-version": "compute 2.75",
-}
+world = fixtures.World  # the world of the client fixture (conftest.py)
 
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.75", ADMIN_TOKEN)
 
 
 def test_create_with_a_description_and_check_the_2_75_shape_onwards(client):

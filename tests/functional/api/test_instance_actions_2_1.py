@@ -3,23 +3,16 @@
 
 import re
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServerActionsWorld as world
 from tests.functional.api.server_helpers import server_uuid
+
+world = fixtures.ServerActionsWorld  # the world of the client fixture (conftest.py)
 
 HEADERS = {
     "accept": "application/json",
     "x-auth-token": "demo:demo-project",
     "x-openstack-nova-api-version": "2.1",
 }
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
 
 
 def test_list_the_actions_newest_first(client):

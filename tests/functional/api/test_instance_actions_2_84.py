@@ -4,23 +4,13 @@
 
 import re
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServerActionsWorld as world
+from tests.functional.api.journeys import json_headers
 from tests.functional.api.server_helpers import server_uuid
 
-HEADERS = {
-    "accept": "application/json",
-    "x-auth-token": "demo:demo-project",
-    "openstack-api-version": "compute 2.84",
-}
+world = fixtures.ServerActionsWorld  # the world of the client fixture (conftest.py)
 
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.84", "demo:demo-project", content_type=False)
 
 
 def test_list_with_updated_at(client):

@@ -3,21 +3,14 @@
 
 import re
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import World as world
 from volumesvc.api import microversions as mv
+
+world = fixtures.World  # the world of the client fixture (conftest.py)
 
 MAX = str(mv.MAX_VERSION)
 ABOVE_MAX = f"{mv.MAX_VERSION.major}.{mv.MAX_VERSION.minor + 1}"
 HEADERS = {"accept": "application/json"}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
 
 
 def test_no_header_means_2_1(client):

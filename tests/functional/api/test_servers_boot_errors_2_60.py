@@ -6,16 +6,16 @@ import re
 
 import pytest
 
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import ServersWorld as world
-from tests.functional.api.journeys import assert_fault, at_version, mapping, server_body
+from tests.functional.api.journeys import (
+    assert_fault,
+    at_version,
+    json_headers,
+    mapping,
+    server_body,
+)
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.60",
-}
+HEADERS = json_headers("2.60")
 INVALID = "Block Device Mapping is Invalid: "
 
 
@@ -26,12 +26,6 @@ def boot(**fields):
 
 def v2(*entries):
     return {"block_device_mapping_v2": list(entries)}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
 
 
 @pytest.mark.parametrize("body, message", [

@@ -4,23 +4,10 @@ doc/source/contributor/contract.rst §4.2.
 
 import re
 
-import pytest
-
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import ServersWorld as world
+from tests.functional.api.journeys import json_headers
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.67",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.67")
 
 
 def test_blank_volume_with_a_type_given_by_id_onwards(client):

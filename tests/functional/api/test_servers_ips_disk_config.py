@@ -5,23 +5,12 @@ MANUAL) and a long-form accessIPv6 (stored and shown compressed, as Nova).
 
 import re
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServersWorld as world
+from tests.functional.api.journeys import json_headers
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.1",
-}
+world = fixtures.ServersWorld  # the world of the client fixture (conftest.py)
 
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.1")
 
 
 def test_boot_from_a_blank_volume_asking_for_auto_disk_config_onwards(client):

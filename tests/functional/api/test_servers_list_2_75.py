@@ -3,23 +3,10 @@
 
 import re
 
-import pytest
-
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import ServersWorld as world
+from tests.functional.api.journeys import json_headers
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.75",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.75")
 
 
 def test_bob_boots_one_server_onwards(client):

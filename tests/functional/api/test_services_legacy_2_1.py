@@ -1,10 +1,9 @@
 """os-services below 2.53: integer ids, PUT /os-services/{action} with host and binary.
 """
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServicesWorld as world
+
+world = fixtures.ServicesWorld  # the world of the client fixture (conftest.py)
 
 HEADERS = {
     "accept": "application/json",
@@ -12,12 +11,6 @@ HEADERS = {
     "x-auth-token": "admin:admin-project",
     "x-openstack-nova-api-version": "2.1",
 }
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
 
 
 def test_list_has_integer_ids_and_no_forced_down(client):

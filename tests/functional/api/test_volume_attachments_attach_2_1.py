@@ -7,29 +7,18 @@ import re
 
 import pytest
 
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
 from tests.functional.api.journeys import (
     UNKNOWN_SERVER,
     as_admin,
     assert_fault,
     attachments_url,
+    json_headers,
 )
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.1",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.1")
 
 
 def attach(client, server, headers=HEADERS, **fields):

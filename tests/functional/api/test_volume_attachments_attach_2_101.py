@@ -5,25 +5,12 @@ answer 404/409/400, the conductor's refusals no longer reach the client.
 
 import re
 
-import pytest
-
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
+from tests.functional.api.journeys import json_headers
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.101",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.101")
 
 
 def test_attach_answers_202_with_no_body_onwards(client):

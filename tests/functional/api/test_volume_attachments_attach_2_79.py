@@ -2,25 +2,13 @@
 the 2.89 representation was never applied to POST, so 2.89 keeps id.
 """
 
-import pytest
 
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
+from tests.functional.api.journeys import json_headers
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.79",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.79")
 
 
 def test_at_2_70_the_tag_is_echoed_null_when_absent_onwards(client):

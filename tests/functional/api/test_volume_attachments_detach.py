@@ -8,24 +8,18 @@ import re
 
 import pytest
 
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
-from tests.functional.api.journeys import UNKNOWN_SERVER, assert_fault, at_version, attachments_url
+from tests.functional.api.journeys import (
+    UNKNOWN_SERVER,
+    assert_fault,
+    at_version,
+    attachments_url,
+    json_headers,
+)
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.1",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.1")
 
 
 def detach(client, server, volume, headers=HEADERS):

@@ -6,9 +6,6 @@ allows multiattach (doc/source/contributor/contract.rst §3.5); below 2.60 the v
 
 import re
 
-import pytest
-
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
 
 SERVER = world.SERVER
@@ -18,12 +15,6 @@ HEADERS = {
     "content-type": "application/json",
     "x-auth-token": "alice:7e57000000000000000000000000a11c",
 }
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
 
 
 def test_below_2_60_the_microversion_refusal_comes_first(client):

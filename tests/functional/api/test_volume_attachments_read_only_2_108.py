@@ -9,25 +9,12 @@ tests/functional/services/test_read_only_attachments.py.
 
 import re
 
-import pytest
-
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsProgressWorld as world
+from tests.functional.api.journeys import json_headers
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.108",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.108")
 
 
 def test_discovery_advertises_2_108_or_later(client):

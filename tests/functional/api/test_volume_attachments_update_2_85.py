@@ -4,26 +4,19 @@ volumeId is a swap (service or admin), only of a volume Cinder is migrating
 (409 otherwise). A swap that is accepted: test_volume_attachments.py.
 """
 
-import pytest
 
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
-from tests.functional.api.journeys import as_admin, assert_fault, at_version, attachments_url
+from tests.functional.api.journeys import (
+    as_admin,
+    assert_fault,
+    at_version,
+    attachments_url,
+    json_headers,
+)
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.85",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.85")
 
 
 ADMIN = as_admin(HEADERS)
