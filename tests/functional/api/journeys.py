@@ -79,3 +79,12 @@ def attach(client, server, headers, **fields):
     """POST os-volume_attachments of ``server`` (id) with ``fields`` as volumeAttachment."""
     return client.post(attachments_url(server), json={"volumeAttachment": fields},
                        headers=headers)
+
+
+def action_url(uuid):
+    return f"/v2.1/servers/{uuid}/action"
+
+
+def cannot(action, uuid, state):
+    """Nova's conflict message for ``action`` on instance ``uuid`` in ``state``."""
+    return f"Cannot '{action}' instance {uuid} while it is in {state}"
