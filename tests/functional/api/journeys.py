@@ -29,9 +29,9 @@ def at_version(headers, version):
     return {**headers, "openstack-api-version": f"compute {version}"}
 
 
-def server_body(flavor="101", networks=_UNSET, **fields):
-    """A POST /servers body named ``s`` (``networks`` left out when not given)."""
-    server = {"name": "s", "flavorRef": flavor}
+def server_body(flavor="101", networks=_UNSET, name="s", **fields):
+    """A POST /servers body (``networks`` left out when not given)."""
+    server = {"name": name, "flavorRef": flavor}
     if networks is not _UNSET:
         server["networks"] = networks
     server.update(fields)
