@@ -88,3 +88,11 @@ def action_url(uuid):
 def cannot(action, uuid, state):
     """Nova's conflict message for ``action`` on instance ``uuid`` in ``state``."""
     return f"Cannot '{action}' instance {uuid} while it is in {state}"
+
+
+def instance_actions_url(uuid, request_id=None, query=""):
+    """``/v2.1/servers/<uuid>/os-instance-actions[/<request_id>][<query>]``."""
+    url = f"/v2.1/servers/{uuid}/os-instance-actions"
+    if request_id is not None:
+        url += f"/{request_id}"
+    return url + query
