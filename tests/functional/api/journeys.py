@@ -65,13 +65,18 @@ def assert_fault(resp, status, message=None, fault=None, step=""):
         assert got == message, step
 
 
-def json_headers(version, token=ALICE_TOKEN, content_type=True):
-    """The request headers of a JSON client at ``compute <version>``."""
+def json_headers(version, token=ALICE_TOKEN, content_type=True, legacy=False):
+    """The request headers of a JSON client at ``compute <version>`` (in the
+    ``x-openstack-nova-api-version`` header when ``legacy``).
+    """
     headers = {"accept": "application/json"}
     if content_type:
         headers["content-type"] = "application/json"
     headers["x-auth-token"] = token
-    headers["openstack-api-version"] = f"compute {version}"
+    if legacy:
+        headers["x-openstack-nova-api-version"] = version
+    else:
+        headers["openstack-api-version"] = f"compute {version}"
     return headers
 
 

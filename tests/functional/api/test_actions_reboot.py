@@ -4,17 +4,18 @@ launched_at, 404s, bad bodies.
 
 
 from tests.functional.api import fixtures
-from tests.functional.api.journeys import ADMIN_TOKEN, action_url, assert_fault, cannot
+from tests.functional.api.journeys import (
+    ADMIN_TOKEN,
+    action_url,
+    assert_fault,
+    cannot,
+    json_headers,
+)
 from tests.functional.api.server_helpers import server_uuid
 
 world = fixtures.ServerActionsWorld  # the world of the client fixture (conftest.py)
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "demo:demo-project",
-    "x-openstack-nova-api-version": "2.1",
-}
+HEADERS = json_headers("2.1", "demo:demo-project", legacy=True)
 
 
 SOFT = {"reboot": {"type": "SOFT"}}

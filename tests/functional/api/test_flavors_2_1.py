@@ -3,16 +3,15 @@
 
 import re
 
+import pytest
+
 from tests.functional.api import fixtures
+from tests.functional.api.journeys import ADMIN_TOKEN, assert_fault, json_headers
 
 world = fixtures.World  # the world of the client fixture (conftest.py)
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "demo:demo-project",
-    "x-openstack-nova-api-version": "2.1",
-}
+HEADERS = json_headers("2.1", "demo:demo-project", legacy=True)
+ADMIN = {**HEADERS, "x-auth-token": ADMIN_TOKEN}
 
 
 def test_list_the_default_flavors_sorted_by_flavorid(client):
@@ -63,13 +62,6 @@ def test_mindisk_filter(client):
     assert resp.json["flavors"][1]["id"] == "5"
 
 
-def test_a_bad_minram_is_a_400(client):
-    """A bad minRam is a 400."""
-    resp = client.get("/v2.1/flavors?minRam=lots", headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == "Invalid minRam filter [lots]"
-
-
 def test_limit_gives_a_next_link(client):
     """Limit gives a next link."""
     resp = client.get("/v2.1/flavors?limit=2", headers=HEADERS)
@@ -87,13 +79,6 @@ def test_follow_the_marker(client):
     assert resp.json["flavors"][1]["id"] == "4"
 
 
-def test_an_unknown_marker_is_a_400(client):
-    """An unknown marker is a 400."""
-    resp = client.get("/v2.1/flavors?marker=nope", headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == "marker [nope] not found"
-
-
 def test_sort_by_memory_descending(client):
     """Sort by memory, descending."""
     resp = client.get("/v2.1/flavors/detail?sort_key=memory_mb&sort_dir=desc", headers=HEADERS)
@@ -102,16 +87,19 @@ def test_sort_by_memory_descending(client):
     assert resp.json["flavors"][5]["name"] == "m1.nano"
 
 
-def test_a_bad_sort_key_is_a_400(client):
-    """A bad sort key is a 400."""
-    resp = client.get("/v2.1/flavors?sort_key=colour", headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-
-
-def test_unknown_query_parameters_are_ignored_below_2_75(client):
-    """Unknown query parameters are ignored below 2.75."""
-    resp = client.get("/v2.1/flavors?colour=blue", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
+@pytest.mark.parametrize("url, status, message", [
+    pytest.param("/v2.1/flavors?minRam=lots", 400, "Invalid minRam filter [lots]",
+                 id="a_bad_minram_is_a_400"),
+    pytest.param("/v2.1/flavors?marker=nope", 400, "marker [nope] not found",
+                 id="an_unknown_marker_is_a_400"),
+    pytest.param("/v2.1/flavors?sort_key=colour", 400, None, id="a_bad_sort_key_is_a_400"),
+    pytest.param("/v2.1/flavors?colour=blue", 200, None,
+                 id="unknown_query_parameters_are_ignored_below_2_75"),
+    pytest.param("/v2.1/flavors/nope", 404, "Flavor nope could not be found.",
+                 id="an_unknown_flavor_is_a_404"),
+])
+def test_status(client, url, status, message):
+    assert_fault(client.get(url, headers=HEADERS), status, message)
 
 
 def test_show_one_flavor(client):
@@ -121,13 +109,6 @@ def test_show_one_flavor(client):
     assert resp.json["flavor"]["name"] == "m1.nano"
     assert resp.json["flavor"]["ram"] == 128
     assert resp.json["flavor"]["swap"] == ""
-
-
-def test_an_unknown_flavor_is_a_404(client):
-    """An unknown flavor is a 404."""
-    resp = client.get("/v2.1/flavors/nope", headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == "Flavor nope could not be found."
 
 
 def test_a_member_cannot_create_flavors(client):
@@ -157,7 +138,7 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
                 "os-flavor-access:is_public": False,
             },
         },
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+        headers=ADMIN)
     assert resp.status_code == 200, resp.text
     assert resp.json["flavor"]["id"] == "100"
     assert resp.json["flavor"]["ram"] == 256
@@ -170,36 +151,25 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
     resp = client.post(
         "/v2.1/flavors",
         json={"flavor": {"name": "other", "id": "100", "ram": 256, "vcpus": 1, "disk": 1}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+        headers=ADMIN)
     assert resp.status_code == 409, resp.text
     assert resp.json["conflictingRequest"]["code"] == 409
 
-    # the same name again is a 409
-    resp = client.post(
-        "/v2.1/flavors",
-        json={"flavor": {"name": "test.private", "ram": 256, "vcpus": 1, "disk": 1}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
-    assert resp.status_code == 409, resp.text
-
-    # ram must be positive
-    resp = client.post(
-        "/v2.1/flavors",
-        json={"flavor": {"name": "zero", "ram": 0, "vcpus": 1, "disk": 1}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
-    assert resp.status_code == 400, resp.text
-
-    # description is not accepted below 2.55
-    resp = client.post(
-        "/v2.1/flavors",
-        json={"flavor": {"name": "d", "ram": 1, "vcpus": 1, "disk": 1, "description": "x"}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
-    assert resp.status_code == 400, resp.text
+    for step, flavor, status in [
+        ("the same name again is a 409",
+         {"name": "test.private", "ram": 256, "vcpus": 1, "disk": 1}, 409),
+        ("ram must be positive", {"name": "zero", "ram": 0, "vcpus": 1, "disk": 1}, 400),
+        ("description is not accepted below 2.55",
+         {"name": "d", "ram": 1, "vcpus": 1, "disk": 1, "description": "x"}, 400),
+    ]:
+        resp = client.post("/v2.1/flavors", json={"flavor": flavor}, headers=ADMIN)
+        assert_fault(resp, status, step=step)
 
     # without an id the flavor gets a uuid
     resp = client.post(
         "/v2.1/flavors",
         json={"flavor": {"name": "generated", "ram": 64, "vcpus": 1, "disk": 0}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+        headers=ADMIN)
     assert resp.status_code == 200, resp.text
     assert re.search("^[0-9a-f-]{36}$", str(resp.json["flavor"]["id"]))
 
@@ -215,7 +185,7 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
     # admins see it with is_public=false
     resp = client.get(
         "/v2.1/flavors?is_public=false",
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+        headers=ADMIN)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["flavors"]) == 1
     assert resp.json["flavors"][0]["id"] == "100"
@@ -223,14 +193,14 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
     # admins see everything with is_public=none
     resp = client.get(
         "/v2.1/flavors?is_public=none",
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+        headers=ADMIN)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["flavors"]) == 8
 
     # a bad is_public is a 400 for admins
     resp = client.get(
         "/v2.1/flavors?is_public=maybe",
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+        headers=ADMIN)
     assert resp.status_code == 400, resp.text
 
     # a member cannot delete
@@ -240,12 +210,12 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
     # an admin deletes it
     resp = client.delete(
         "/v2.1/flavors/100",
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+        headers=ADMIN)
     assert resp.status_code == 202, resp.text
 
     # it is gone
     resp = client.delete(
         "/v2.1/flavors/100",
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+        headers=ADMIN)
     assert resp.status_code == 404, resp.text
 

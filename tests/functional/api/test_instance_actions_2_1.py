@@ -6,16 +6,12 @@ import re
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.journeys import assert_fault, instance_actions_url
+from tests.functional.api.journeys import assert_fault, instance_actions_url, json_headers
 from tests.functional.api.server_helpers import server_uuid
 
 world = fixtures.ServerActionsWorld  # the world of the client fixture (conftest.py)
 
-HEADERS = {
-    "accept": "application/json",
-    "x-auth-token": "demo:demo-project",
-    "x-openstack-nova-api-version": "2.1",
-}
+HEADERS = json_headers("2.1", "demo:demo-project", content_type=False, legacy=True)
 CREATE_REQUEST = "req-5eed0000-0000-4000-8000-000000000001"
 
 

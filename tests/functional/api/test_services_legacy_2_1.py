@@ -2,15 +2,11 @@
 """
 
 from tests.functional.api import fixtures
+from tests.functional.api.journeys import ADMIN_TOKEN, json_headers
 
 world = fixtures.ServicesWorld  # the world of the client fixture (conftest.py)
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "admin:admin-project",
-    "x-openstack-nova-api-version": "2.1",
-}
+HEADERS = json_headers("2.1", ADMIN_TOKEN, legacy=True)
 
 
 def test_list_has_integer_ids_and_no_forced_down(client):
