@@ -101,3 +101,17 @@ def instance_actions_url(uuid, request_id=None, query=""):
     if request_id is not None:
         url += f"/{request_id}"
     return url + query
+
+
+def assert_advertised(client, headers, version, newest, min_version=None):
+    """GET /v2.1/ at ``version`` echoes it in both version headers, and the newest
+    version served matches the pattern ``newest`` (the minimum is ``min_version``
+    when given).
+    """
+    resp = client.get("/v2.1/", headers=headers)
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["openstack-api-version"] == f"compute {version}"
+    assert resp.headers["x-openstack-nova-api-version"] == version
+    if min_version is not None:
+        assert resp.json["version"]["min_version"] == min_version
+    assert re.search(newest, str(resp.json["version"]["version"]))

@@ -14,7 +14,7 @@ import pytest
 
 from tests.functional.api import fixtures
 from tests.functional.api.fixtures import EXTEND_HIDDEN, EXTEND_SHOWN
-from tests.functional.api.journeys import at_version, json_headers
+from tests.functional.api.journeys import assert_advertised, at_version, json_headers
 
 HEADERS = json_headers("2.105", "admin:admin")
 
@@ -29,13 +29,8 @@ def stack():
 def test_discovery_advertises_2_105_or_later(stack):
     """Discovery advertises 2.105 or later."""
     client, _server = stack
-    resp = client.get("/v2.1/", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["openstack-api-version"] == "compute 2.105"
-    assert resp.headers["x-openstack-nova-api-version"] == "2.105"
-    assert resp.json["version"]["min_version"] == "2.1"
-    assert re.search(r"^2\.(10[5-9]|1[1-9][0-9]|[2-9][0-9][0-9])$",
-                     str(resp.json["version"]["version"]))
+    assert_advertised(client, HEADERS, "2.105", r"^2\.(10[5-9]|1[1-9][0-9]|[2-9][0-9][0-9])$",
+                      min_version="2.1")
 
 
 def volume_extended(client, server, volume, version="2.105"):

@@ -9,7 +9,7 @@ request that differs keeps the 400, and at 2.106 the same retry is the 400.
 import re
 
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
-from tests.functional.api.journeys import json_headers
+from tests.functional.api.journeys import assert_advertised, json_headers
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
@@ -18,12 +18,7 @@ HEADERS = json_headers("2.107")
 
 def test_discovery_advertises_2_107_or_later(client):
     """Discovery advertises 2.107 or later."""
-    resp = client.get("/v2.1/", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["openstack-api-version"] == "compute 2.107"
-    assert resp.headers["x-openstack-nova-api-version"] == "2.107"
-    assert re.search(r"^2\.(10[7-9]|1[1-9][0-9]|[2-9][0-9][0-9])$",
-                     str(resp.json["version"]["version"]))
+    assert_advertised(client, HEADERS, "2.107", r"^2\.(10[7-9]|1[1-9][0-9]|[2-9][0-9][0-9])$")
 
 
 def test_at_2_106_the_retry_is_the_400_it_always_was(client):

@@ -10,7 +10,7 @@ tests/functional/services/test_read_only_attachments.py.
 import re
 
 from tests.functional.api.fixtures import VolumeAttachmentsProgressWorld as world
-from tests.functional.api.journeys import json_headers
+from tests.functional.api.journeys import assert_advertised, json_headers
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
@@ -19,12 +19,7 @@ HEADERS = json_headers("2.108")
 
 def test_discovery_advertises_2_108_or_later(client):
     """Discovery advertises 2.108 or later."""
-    resp = client.get("/v2.1/", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["openstack-api-version"] == "compute 2.108"
-    assert resp.headers["x-openstack-nova-api-version"] == "2.108"
-    assert re.search(r"^2\.(10[8-9]|1[1-9][0-9]|[2-9][0-9][0-9])$",
-                     str(resp.json["version"]["version"]))
+    assert_advertised(client, HEADERS, "2.108", r"^2\.(10[8-9]|1[1-9][0-9]|[2-9][0-9][0-9])$")
 
 
 def test_at_2_108_an_attachment_says_it_is_read_write(client):

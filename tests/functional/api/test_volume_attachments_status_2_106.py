@@ -10,7 +10,7 @@ attach. A POST at 2.106 is still the 202 of 2.101.
 import re
 
 from tests.functional.api.fixtures import VolumeAttachmentsProgressWorld as world
-from tests.functional.api.journeys import json_headers
+from tests.functional.api.journeys import assert_advertised, json_headers
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
@@ -19,13 +19,8 @@ HEADERS = json_headers("2.106")
 
 def test_discovery_advertises_2_106_or_later(client):
     """Discovery advertises 2.106 or later."""
-    resp = client.get("/v2.1/", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["openstack-api-version"] == "compute 2.106"
-    assert resp.headers["x-openstack-nova-api-version"] == "2.106"
-    assert resp.json["version"]["min_version"] == "2.1"
-    assert re.search(r"^2\.(10[6-9]|1[1-9][0-9]|[2-9][0-9][0-9])$",
-                     str(resp.json["version"]["version"]))
+    assert_advertised(client, HEADERS, "2.106", r"^2\.(10[6-9]|1[1-9][0-9]|[2-9][0-9][0-9])$",
+                      min_version="2.1")
 
 
 def test_list_at_2_105_has_the_2_89_keys_and_no_failed_attach(client):
