@@ -183,24 +183,18 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
     assert len(resp.json["flavors"]) == 7
 
     # admins see it with is_public=false
-    resp = client.get(
-        "/v2.1/flavors?is_public=false",
-        headers=ADMIN)
+    resp = client.get("/v2.1/flavors?is_public=false", headers=ADMIN)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["flavors"]) == 1
     assert resp.json["flavors"][0]["id"] == "100"
 
     # admins see everything with is_public=none
-    resp = client.get(
-        "/v2.1/flavors?is_public=none",
-        headers=ADMIN)
+    resp = client.get("/v2.1/flavors?is_public=none", headers=ADMIN)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["flavors"]) == 8
 
     # a bad is_public is a 400 for admins
-    resp = client.get(
-        "/v2.1/flavors?is_public=maybe",
-        headers=ADMIN)
+    resp = client.get("/v2.1/flavors?is_public=maybe", headers=ADMIN)
     assert resp.status_code == 400, resp.text
 
     # a member cannot delete
@@ -208,14 +202,10 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
     assert resp.status_code == 403, resp.text
 
     # an admin deletes it
-    resp = client.delete(
-        "/v2.1/flavors/100",
-        headers=ADMIN)
+    resp = client.delete("/v2.1/flavors/100", headers=ADMIN)
     assert resp.status_code == 202, resp.text
 
     # it is gone
-    resp = client.delete(
-        "/v2.1/flavors/100",
-        headers=ADMIN)
+    resp = client.delete("/v2.1/flavors/100", headers=ADMIN)
     assert resp.status_code == 404, resp.text
 

@@ -3,7 +3,7 @@
 
 
 from tests.functional.api import fixtures
-from tests.functional.api.journeys import ADMIN_TOKEN, json_headers
+from tests.functional.api.journeys import ADMIN_TOKEN, at_version, json_headers
 
 world = fixtures.World  # the world of the client fixture (conftest.py)
 
@@ -44,18 +44,14 @@ def test_create_with_a_description_and_check_the_2_75_shape_onwards(client):
     assert resp.json["flavors"][0]["extra_specs"] == {}
 
     # at 2.55 there are no extra_specs yet
-    resp = client.get(
-        "/v2.1/flavors/200",
-        headers={**HEADERS, "openstack-api-version": "compute 2.55"})
+    resp = client.get("/v2.1/flavors/200", headers=at_version(HEADERS, "2.55"))
     assert resp.status_code == 200, resp.text
     assert resp.json["flavor"]["description"] == "a small one"
     assert resp.json["flavor"]["swap"] == ""
     assert len(resp.json["flavor"]) == 12
 
     # at 2.61 extra_specs appear
-    resp = client.get(
-        "/v2.1/flavors/200",
-        headers={**HEADERS, "openstack-api-version": "compute 2.61"})
+    resp = client.get("/v2.1/flavors/200", headers=at_version(HEADERS, "2.61"))
     assert resp.status_code == 200, resp.text
     assert resp.json["flavor"]["extra_specs"] == {}
     assert len(resp.json["flavor"]) == 13
@@ -78,9 +74,7 @@ def test_create_with_a_description_and_check_the_2_75_shape_onwards(client):
     assert resp.status_code == 200, resp.text
 
     # and refuses them from 2.102
-    resp = client.get(
-        "/v2.1/flavors/1?colour=blue",
-        headers={**HEADERS, "openstack-api-version": "compute 2.102"})
+    resp = client.get("/v2.1/flavors/1?colour=blue", headers=at_version(HEADERS, "2.102"))
     assert resp.status_code == 400, resp.text
 
     # delete

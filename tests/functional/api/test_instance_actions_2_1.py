@@ -17,9 +17,7 @@ CREATE_REQUEST = "req-5eed0000-0000-4000-8000-000000000001"
 
 def test_list_the_actions_newest_first(client):
     """List the actions, newest first."""
-    resp = client.get(
-        instance_actions_url(server_uuid("ACTIONS")),
-        headers=HEADERS)
+    resp = client.get(instance_actions_url(server_uuid("ACTIONS")), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["instanceActions"]) == 5
     assert resp.json["instanceActions"][0]["action"] == "detach_volume"

@@ -7,7 +7,12 @@ import re
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.journeys import assert_fault, instance_actions_url, json_headers
+from tests.functional.api.journeys import (
+    assert_fault,
+    at_version,
+    instance_actions_url,
+    json_headers,
+)
 from tests.functional.api.server_helpers import server_uuid
 
 world = fixtures.ServerActionsWorld  # the world of the client fixture (conftest.py)
@@ -18,9 +23,7 @@ CREATE_REQUEST = "req-5eed0000-0000-4000-8000-000000000001"
 
 def test_list_with_updated_at(client):
     """List with updated_at."""
-    resp = client.get(
-        instance_actions_url(server_uuid("ACTIONS")),
-        headers=HEADERS)
+    resp = client.get(instance_actions_url(server_uuid("ACTIONS")), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["instanceActions"]) == 5
     assert re.search(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$",
@@ -30,9 +33,7 @@ def test_list_with_updated_at(client):
 
 def test_limit_gives_a_next_link(client):
     """Limit gives a next link."""
-    resp = client.get(
-        f"{instance_actions_url(server_uuid('ACTIONS'))}?limit=2",
-        headers=HEADERS)
+    resp = client.get(f"{instance_actions_url(server_uuid('ACTIONS'))}?limit=2", headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["instanceActions"]) == 2
     assert resp.json["instanceActions"][1]["action"] == "attach_volume"
@@ -101,7 +102,7 @@ def test_at_2_62_there_are_no_details_yet(client):
     """At 2.62 there are no details yet."""
     resp = client.get(
         instance_actions_url(server_uuid("ACTIONS"), CREATE_REQUEST),
-        headers={**HEADERS, "openstack-api-version": "compute 2.62"})
+        headers=at_version(HEADERS, "2.62"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["instanceAction"]["events"][0]) == 5
 
@@ -116,9 +117,7 @@ def test_a_reboot_shows_up_as_the_newest_action_onwards(client):
     assert resp.status_code == 202, resp.text
 
     # the reboot action can be fetched by its request id
-    resp = client.get(
-        f"{instance_actions_url(server_uuid('ACTIONS'))}?limit=1",
-        headers=HEADERS)
+    resp = client.get(f"{instance_actions_url(server_uuid('ACTIONS'))}?limit=1", headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["instanceActions"][0]["action"] == "reboot"
     assert resp.json["instanceActions"][0]["user_id"] == "demo"

@@ -4,6 +4,7 @@
 import re
 
 from tests.functional.api import fixtures
+from tests.functional.api.journeys import at_version
 from volumesvc.api import microversions as mv
 
 world = fixtures.World  # the world of the client fixture (conftest.py)
@@ -41,7 +42,7 @@ def test_legacy_header_last_comma_value_counts(client):
 
 def test_new_header(client):
     """New header."""
-    resp = client.get("/v2.1/", headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+    resp = client.get("/v2.1/", headers=at_version(HEADERS, "2.89"))
     assert resp.status_code == 200, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.89"
     assert resp.headers["x-openstack-nova-api-version"] == "2.89"
@@ -116,7 +117,7 @@ def test_the_first_version_above_the_maximum_is_not_served(client):
 
 def test_malformed_version_is_400_without_version_headers(client):
     """Malformed version is 400 without version headers."""
-    resp = client.get("/v2.1/", headers={**HEADERS, "openstack-api-version": "compute 2.01"})
+    resp = client.get("/v2.1/", headers=at_version(HEADERS, "2.01"))
     assert resp.status_code == 400, resp.text
     assert re.search("^req-", resp.headers["x-openstack-request-id"])
     assert "openstack-api-version" not in resp.headers
@@ -148,16 +149,14 @@ def test_out_of_range_is_406_and_echoes_the_request(client):
 
 def test_below_minimum_is_406(client):
     """Below minimum is 406."""
-    resp = client.get("/v2.1/", headers={**HEADERS, "openstack-api-version": "compute 2.0"})
+    resp = client.get("/v2.1/", headers=at_version(HEADERS, "2.0"))
     assert resp.status_code == 406, resp.text
     assert resp.json["computeFault"]["code"] == 406
 
 
 def test_headers_are_echoed_on_a_404(client):
     """Headers are echoed on a 404."""
-    resp = client.get(
-        "/v2.1/no-such-thing",
-        headers={**HEADERS, "openstack-api-version": "compute 2.70"})
+    resp = client.get("/v2.1/no-such-thing", headers=at_version(HEADERS, "2.70"))
     assert resp.status_code == 404, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.70"
     assert resp.headers["x-openstack-nova-api-version"] == "2.70"
@@ -166,9 +165,7 @@ def test_headers_are_echoed_on_a_404(client):
 
 def test_headers_are_echoed_on_a_401(client):
     """Headers are echoed on a 401."""
-    resp = client.get(
-        "/v2.1/os-services",
-        headers={**HEADERS, "openstack-api-version": "compute 2.53"})
+    resp = client.get("/v2.1/os-services", headers=at_version(HEADERS, "2.53"))
     assert resp.status_code == 401, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.53"
 

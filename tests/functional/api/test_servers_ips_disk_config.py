@@ -6,7 +6,7 @@ MANUAL) and a long-form accessIPv6 (stored and shown compressed, as Nova).
 import re
 
 from tests.functional.api import fixtures
-from tests.functional.api.journeys import json_headers
+from tests.functional.api.journeys import at_version, json_headers
 
 world = fixtures.ServersWorld  # the world of the client fixture (conftest.py)
 
@@ -70,7 +70,7 @@ def test_boot_from_a_blank_volume_asking_for_auto_disk_config_onwards(client):
     # and refused from 2.102
     resp = client.get(
         f"{booted.headers['Location']}/ips?foo=1",
-        headers={**HEADERS, "openstack-api-version": "compute 2.102"})
+        headers=at_version(HEADERS, "2.102"))
     assert resp.status_code == 400, resp.text
 
     # an unknown server has no addresses to list

@@ -4,7 +4,7 @@
 import re
 
 from tests.functional.api.fixtures import ServersWorld as world
-from tests.functional.api.journeys import json_headers
+from tests.functional.api.journeys import at_version, json_headers
 
 HEADERS = json_headers("2.75")
 
@@ -93,9 +93,7 @@ def test_bob_boots_one_server_onwards(client):
     assert resp.status_code == 400, resp.text
 
     # unknown query parameter is ignored before 2.75
-    resp = client.get(
-        "/v2.1/servers?colour=blue",
-        headers={**HEADERS, "openstack-api-version": "compute 2.74"})
+    resp = client.get("/v2.1/servers?colour=blue", headers=at_version(HEADERS, "2.74"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["servers"]) == 3
 
@@ -145,17 +143,13 @@ def test_bob_boots_one_server_onwards(client):
     bobs_server = resp.json["servers"][0]["id"]
 
     # alice cannot see bob's server
-    resp = client.get(
-        f"/v2.1/servers/{bobs_server}",
-        headers=HEADERS)
+    resp = client.get(f"/v2.1/servers/{bobs_server}", headers=HEADERS)
     assert resp.status_code == 404, resp.text
     assert re.search("^Instance [0-9a-f-]{36} could not be found.$",
                      str(resp.json["itemNotFound"]["message"]))
 
     # alice cannot delete bob's server
-    resp = client.delete(
-        f"/v2.1/servers/{bobs_server}",
-        headers=HEADERS)
+    resp = client.delete(f"/v2.1/servers/{bobs_server}", headers=HEADERS)
     assert resp.status_code == 404, resp.text
 
     # unknown server
@@ -172,23 +166,17 @@ def test_bob_boots_one_server_onwards(client):
                      str(resp.json["servers"][0]["links"][0]["href"]))
 
     # alice deletes web-2
-    resp = client.delete(
-        f"/v2.1/servers/{web_2}",
-        headers=HEADERS)
+    resp = client.delete(f"/v2.1/servers/{web_2}", headers=HEADERS)
     assert resp.status_code == 204, resp.text
 
     # web-2 is deleting
-    resp = client.get(
-        f"/v2.1/servers/{web_2}",
-        headers=HEADERS)
+    resp = client.get(f"/v2.1/servers/{web_2}", headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["server"]["OS-EXT-STS:task_state"] == "deleting"
     assert resp.json["server"]["status"] == "BUILD"
 
     # deleting again is accepted
-    resp = client.delete(
-        f"/v2.1/servers/{web_2}",
-        headers=HEADERS)
+    resp = client.delete(f"/v2.1/servers/{web_2}", headers=HEADERS)
     assert resp.status_code == 204, resp.text
 
     # delete an unknown server

@@ -4,7 +4,7 @@
 import re
 
 from tests.functional.api import fixtures
-from tests.functional.api.journeys import ADMIN_TOKEN, json_headers
+from tests.functional.api.journeys import ADMIN_TOKEN, at_version, json_headers
 
 world = fixtures.ServicesWorld  # the world of the client fixture (conftest.py)
 
@@ -52,9 +52,7 @@ def test_filter_by_host_onwards(client):
     assert len(resp.json["services"]) == 3
 
     # unknown query parameter is 400 from 2.75
-    resp = client.get(
-        "/v2.1/os-services?colour=blue",
-        headers={**HEADERS, "openstack-api-version": "compute 2.75"})
+    resp = client.get("/v2.1/os-services?colour=blue", headers=at_version(HEADERS, "2.75"))
     assert resp.status_code == 400, resp.text
     assert resp.json["badRequest"]["code"] == 400
 
@@ -144,9 +142,7 @@ def test_filter_by_host_onwards(client):
     assert resp.status_code == 403, resp.text
 
     # delete the down compute
-    resp = client.delete(
-        f"/v2.1/os-services/{down_compute}",
-        headers=HEADERS)
+    resp = client.delete(f"/v2.1/os-services/{down_compute}", headers=HEADERS)
     assert resp.status_code == 204, resp.text
 
     # deleted service is gone
@@ -155,8 +151,6 @@ def test_filter_by_host_onwards(client):
     assert len(resp.json["services"]) == 2
 
     # delete again is 404
-    resp = client.delete(
-        f"/v2.1/os-services/{down_compute}",
-        headers=HEADERS)
+    resp = client.delete(f"/v2.1/os-services/{down_compute}", headers=HEADERS)
     assert resp.status_code == 404, resp.text
 

@@ -6,7 +6,7 @@ answer 404/409/400, the conductor's refusals no longer reach the client.
 import re
 
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
-from tests.functional.api.journeys import json_headers
+from tests.functional.api.journeys import attachments_url, json_headers
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
@@ -17,7 +17,7 @@ def test_attach_answers_202_with_no_body_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # attach answers 202 with no body
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={
             "volumeAttachment": {
                 "volumeId": VOLUME["FREE"],
@@ -34,7 +34,7 @@ def test_attach_answers_202_with_no_body_onwards(client):
 
     # the legacy header alone gives the same 202
     resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
+        attachments_url(SERVER["SECOND"]),
         json={"volumeAttachment": {"volumeId": VOLUME["FREE2"]}},
         headers={**HEADERS, "openstack-api-version": "",
                      "x-openstack-nova-api-version": "2.101"})
@@ -44,7 +44,7 @@ def test_attach_answers_202_with_no_body_onwards(client):
 
     # the conductor refusal is not an HTTP error any more
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["TOO_MANY"]}},
         headers=HEADERS)
     assert resp.status_code == 202, resp.text
@@ -59,21 +59,21 @@ def test_attach_answers_202_with_no_body_onwards(client):
 
     # unknown volume is still 404
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["UNKNOWN"]}},
         headers=HEADERS)
     assert resp.status_code == 404, resp.text
 
     # locked is still 409
     resp = client.post(
-        f"/v2.1/servers/{SERVER['LOCKED']}/os-volume_attachments",
+        attachments_url(SERVER["LOCKED"]),
         json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
         headers=HEADERS)
     assert resp.status_code == 409, resp.text
 
     # already attached is still 400
     resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
+        attachments_url(SERVER["SECOND"]),
         json={"volumeAttachment": {"volumeId": VOLUME["DATA"]}},
         headers=HEADERS)
     assert resp.status_code == 400, resp.text

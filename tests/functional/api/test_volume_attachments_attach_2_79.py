@@ -4,7 +4,7 @@ the 2.89 representation was never applied to POST, so 2.89 keeps id.
 
 
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
-from tests.functional.api.journeys import json_headers
+from tests.functional.api.journeys import at_version, attachments_url, json_headers
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
@@ -15,9 +15,9 @@ def test_at_2_70_the_tag_is_echoed_null_when_absent_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # at 2.70 the tag is echoed, null when absent
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.70"})
+        headers=at_version(HEADERS, "2.70"))
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"] == {
                                                 "id": VOLUME["FREE"],
@@ -29,7 +29,7 @@ def test_at_2_70_the_tag_is_echoed_null_when_absent_onwards(client):
 
     # at 2.79 delete_on_termination as a string
     resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
+        attachments_url(SERVER["SECOND"]),
         json={
             "volumeAttachment": {
                 "volumeId": VOLUME["FREE2"],
@@ -50,7 +50,7 @@ def test_at_2_70_the_tag_is_echoed_null_when_absent_onwards(client):
 
     # a value that is not boolean-like
     resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
+        attachments_url(SERVER["SECOND"]),
         json={
             "volumeAttachment": {
                 "volumeId": VOLUME["STOPPED_DATA"],
@@ -62,27 +62,27 @@ def test_at_2_70_the_tag_is_echoed_null_when_absent_onwards(client):
 
     # an attached volume at 2.89
     resp = client.post(
-        f"/v2.1/servers/{SERVER['PAUSED']}/os-volume_attachments",
+        attachments_url(SERVER["PAUSED"]),
         json={"volumeAttachment": {"volumeId": VOLUME["STOPPED_DATA"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+        headers=at_version(HEADERS, "2.89"))
     assert resp.status_code == 400, resp.text
     assert resp.json["badRequest"]["message"] == (
         f"volume {VOLUME['STOPPED_DATA']} is already attached to instances: {SERVER['STOPPED']}")
 
     # at 2.89 the POST body has id and no attachment_id
     resp = client.post(
-        f"/v2.1/servers/{SERVER['PAUSED']}/os-volume_attachments",
+        attachments_url(SERVER["PAUSED"]),
         json={"volumeAttachment": {"volumeId": VOLUME["MULTI"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+        headers=at_version(HEADERS, "2.89"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 6
     assert resp.json["volumeAttachment"]["id"] == VOLUME["MULTI"]
 
     # at 2.100 the POST body still has id and no attachment_id
     resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
+        attachments_url(SERVER["SECOND"]),
         json={"volumeAttachment": {"volumeId": VOLUME["MULTI"], "delete_on_termination": False}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.100"})
+        headers=at_version(HEADERS, "2.100"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 6
     assert resp.json["volumeAttachment"]["id"] == VOLUME["MULTI"]

@@ -24,7 +24,7 @@ HEADERS = json_headers("2.1", content_type=False)
 
 def test_list_at_2_1_leaves_out_the_local_disk(client):
     """List at 2.1 leaves out the local disk."""
-    resp = client.get(f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments", headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"]), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachments"]) == 5
     assert resp.json["volumeAttachments"][0] == {
@@ -48,8 +48,8 @@ def test_list_with_the_project_id_in_the_url(client):
 def test_show_at_2_69_is_still_the_2_1_shape(client):
     """Show at 2.69 is still the 2.1 shape."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.69"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+        headers=at_version(HEADERS, "2.69"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 4
 
@@ -57,8 +57,8 @@ def test_show_at_2_69_is_still_the_2_1_shape(client):
 def test_a_null_tag_is_shown_at_2_70(client):
     """A null tag is shown at 2.70."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['ROOT']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.70"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["ROOT"]),
+        headers=at_version(HEADERS, "2.70"))
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"]["tag"] is None
     assert len(resp.json["volumeAttachment"]) == 5
@@ -67,8 +67,8 @@ def test_a_null_tag_is_shown_at_2_70(client):
 def test_show_at_2_89_has_no_id_but_attachment_id_and_bdm_uuid(client):
     """Show at 2.89 has no id but attachment_id and bdm_uuid."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+        headers=at_version(HEADERS, "2.89"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 7
     assert resp.json["volumeAttachment"]["volumeId"] == VOLUME["DATA"]
@@ -84,9 +84,7 @@ def test_show_at_2_89_has_no_id_but_attachment_id_and_bdm_uuid(client):
 
 def test_list_at_2_89_leaves_out_the_legacy_attachment(client):
     """List at 2.89 leaves out the legacy attachment."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+    resp = client.get(attachments_url(SERVER["ACTIVE"]), headers=at_version(HEADERS, "2.89"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachments"]) == 4
     assert resp.json["volumeAttachments"][2]["volumeId"] == VOLUME["MIGRATING"]
@@ -95,8 +93,8 @@ def test_list_at_2_89_leaves_out_the_legacy_attachment(client):
 def test_a_legacy_attachment_is_shown_below_2_89(client):
     """A legacy attachment is shown below 2.89."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['LEGACY']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.88"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["LEGACY"]),
+        headers=at_version(HEADERS, "2.88"))
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"]["volumeId"] == VOLUME["LEGACY"]
 
@@ -104,7 +102,7 @@ def test_a_legacy_attachment_is_shown_below_2_89(client):
 def test_an_admin_sees_another_project_s_attachments(client):
     """An admin sees another project's attachments."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['OTHER_PROJECT']}/os-volume_attachments",
+        attachments_url(SERVER["OTHER_PROJECT"]),
         headers={**HEADERS, "x-auth-token": "admin:admin-project"})
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachments"] == []

@@ -10,7 +10,12 @@ tests/functional/services/test_read_only_attachments.py.
 import re
 
 from tests.functional.api.fixtures import VolumeAttachmentsProgressWorld as world
-from tests.functional.api.journeys import assert_advertised, json_headers
+from tests.functional.api.journeys import (
+    assert_advertised,
+    at_version,
+    attachments_url,
+    json_headers,
+)
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
@@ -24,9 +29,7 @@ def test_discovery_advertises_2_108_or_later(client):
 
 def test_at_2_108_an_attachment_says_it_is_read_write(client):
     """At 2.108 an attachment says it is read-write."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.108"
     assert len(resp.json["volumeAttachment"]) == 9
@@ -36,7 +39,7 @@ def test_at_2_108_an_attachment_says_it_is_read_write(client):
 
 def test_the_list_shows_read_only_on_every_entry(client):
     """The list shows read_only on every entry."""
-    resp = client.get(f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments", headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"]), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachments"][0]["read_only"] is False
     assert resp.json["volumeAttachments"][1]["read_only"] is False
@@ -45,8 +48,8 @@ def test_the_list_shows_read_only_on_every_entry(client):
 def test_at_2_107_the_attachment_has_no_read_only(client):
     """At 2.107 the attachment has no read_only."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.107"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+        headers=at_version(HEADERS, "2.107"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 8
 
@@ -54,9 +57,9 @@ def test_at_2_107_the_attachment_has_no_read_only(client):
 def test_at_2_107_read_only_is_an_unknown_property(client):
     """At 2.107 read_only is an unknown property."""
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["FREE"], "read_only": True}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.107"})
+        headers=at_version(HEADERS, "2.107"))
     assert resp.status_code == 400, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.107"
     assert re.search(r"Additional properties are not allowed \('read_only' was unexpected\)",
@@ -66,7 +69,7 @@ def test_at_2_107_read_only_is_an_unknown_property(client):
 def test_read_only_must_be_a_json_boolean(client):
     """Read_only must be a JSON boolean."""
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["FREE"], "read_only": "yes"}},
         headers=HEADERS)
     assert resp.status_code == 400, resp.text
@@ -76,7 +79,7 @@ def test_read_only_must_be_a_json_boolean(client):
 def test_read_only_false_for_a_volume_with_cinder_s_read_only_flag_is_refused(client):
     """Read_only false for a volume with Cinder's read-only flag is refused."""
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["READ_ONLY"], "read_only": False}},
         headers=HEADERS)
     assert resp.status_code == 400, resp.text
@@ -88,7 +91,7 @@ def test_read_only_false_for_a_volume_with_cinder_s_read_only_flag_is_refused(cl
 def test_a_retry_that_asks_read_only_for_a_read_write_attachment_keeps_the_400(client):
     """A retry that asks read-only for a read-write attachment keeps the 400."""
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["DATA"], "tag": "data", "read_only": True}},
         headers=HEADERS)
     assert resp.status_code == 400, resp.text
@@ -99,7 +102,7 @@ def test_a_retry_that_gives_the_attachment_s_own_read_only_gets_it_onwards(clien
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # a retry that gives the attachment's own read_only gets it
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={
             "volumeAttachment": {"volumeId": VOLUME["DATA"], "tag": "data", "read_only": False},
         },
@@ -110,7 +113,7 @@ def test_a_retry_that_gives_the_attachment_s_own_read_only_gets_it_onwards(clien
 
     # read_only true for the read-only volume is accepted
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["READ_ONLY"], "read_only": True}},
         headers=HEADERS)
     assert resp.status_code == 202, resp.text
@@ -118,7 +121,7 @@ def test_a_retry_that_gives_the_attachment_s_own_read_only_gets_it_onwards(clien
 
     # read_only true for any volume is accepted
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["FREE"], "read_only": True}},
         headers=HEADERS)
     assert resp.status_code == 202, resp.text

@@ -10,7 +10,12 @@ attach. A POST at 2.106 is still the 202 of 2.101.
 import re
 
 from tests.functional.api.fixtures import VolumeAttachmentsProgressWorld as world
-from tests.functional.api.journeys import assert_advertised, json_headers
+from tests.functional.api.journeys import (
+    assert_advertised,
+    at_version,
+    attachments_url,
+    json_headers,
+)
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
@@ -25,9 +30,7 @@ def test_discovery_advertises_2_106_or_later(client):
 
 def test_list_at_2_105_has_the_2_89_keys_and_no_failed_attach(client):
     """List at 2.105 has the 2.89 keys and no failed attach."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        headers={**HEADERS, "openstack-api-version": "compute 2.105"})
+    resp = client.get(attachments_url(SERVER["ACTIVE"]), headers=at_version(HEADERS, "2.105"))
     assert resp.status_code == 200, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.105"
     assert len(resp.json["volumeAttachments"]) == 4
@@ -37,7 +40,7 @@ def test_list_at_2_105_has_the_2_89_keys_and_no_failed_attach(client):
 
 def test_list_at_2_106_adds_a_status_and_lists_the_failed_attach_last(client):
     """List at 2.106 adds a status and lists the failed attach last."""
-    resp = client.get(f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments", headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"]), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachments"]) == 5
     assert resp.json["volumeAttachments"][1]["volumeId"] == VOLUME["DATA"]
@@ -56,8 +59,8 @@ def test_list_at_2_106_adds_a_status_and_lists_the_failed_attach_last(client):
 def test_show_at_2_105_has_no_status(client):
     """Show at 2.105 has no status."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.105"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+        headers=at_version(HEADERS, "2.105"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 7
     assert resp.json["volumeAttachment"]["tag"] == "data"
@@ -65,9 +68,7 @@ def test_show_at_2_105_has_no_status(client):
 
 def test_show_at_2_106_has_the_status_and_no_fault(client):
     """Show at 2.106 has the status and no fault."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 8
     assert resp.json["volumeAttachment"]["status"] == "attached"
@@ -76,16 +77,14 @@ def test_show_at_2_106_has_the_status_and_no_fault(client):
 def test_the_failed_attach_is_not_there_at_2_105(client):
     """The failed attach is not there at 2.105."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['FREE2']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.105"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["FREE2"]),
+        headers=at_version(HEADERS, "2.105"))
     assert resp.status_code == 404, resp.text
 
 
 def test_the_failed_attach_can_be_shown_at_2_106(client):
     """The failed attach can be shown at 2.106."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['FREE2']}",
-        headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME["FREE2"]), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"]["status"] == "error"
     assert resp.json["volumeAttachment"]["fault"]["code"] == 400
@@ -94,40 +93,32 @@ def test_the_failed_attach_can_be_shown_at_2_106(client):
 def test_detach_at_2_106_answers_202_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # detach at 2.106 answers 202
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
+    resp = client.delete(attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]), headers=HEADERS)
     assert resp.status_code == 202, resp.text
 
     # the detached volume is shown detaching
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"]["status"] == "detaching"
 
     # below 2.106 the detaching volume is shown without a status
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.105"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+        headers=at_version(HEADERS, "2.105"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 7
 
     # a DELETE of the failed attach forgets the record
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['FREE2']}",
-        headers=HEADERS)
+    resp = client.delete(attachments_url(SERVER["ACTIVE"], VOLUME["FREE2"]), headers=HEADERS)
     assert resp.status_code == 202, resp.text
 
     # the forgotten failed attach is gone
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['FREE2']}",
-        headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME["FREE2"]), headers=HEADERS)
     assert resp.status_code == 404, resp.text
 
     # attach at 2.106 answers 202 with no body, as from 2.101
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
         headers=HEADERS)
     assert resp.status_code == 202, resp.text
