@@ -6,7 +6,7 @@ answer 404/409/400, the conductor's refusals no longer reach the client.
 import re
 
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
-from tests.functional.api.journeys import attachments_url, json_headers
+from tests.functional.api.journeys import attach, attachments_url, json_headers
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
@@ -16,16 +16,8 @@ HEADERS = json_headers("2.101")
 def test_attach_answers_202_with_no_body_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # attach answers 202 with no body
-    resp = client.post(
-        attachments_url(SERVER["ACTIVE"]),
-        json={
-            "volumeAttachment": {
-                "volumeId": VOLUME["FREE"],
-                "tag": "t",
-                "delete_on_termination": True,
-            },
-        },
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["FREE"], tag="t",
+                  delete_on_termination=True)
     assert resp.status_code == 202, resp.text
     assert resp.headers["content-length"] == "0"
     assert resp.headers["openstack-api-version"] == "compute 2.101"
@@ -58,24 +50,15 @@ def test_attach_answers_202_with_no_body_onwards(client):
     assert resp.status_code == 404, resp.text
 
     # unknown volume is still 404
-    resp = client.post(
-        attachments_url(SERVER["ACTIVE"]),
-        json={"volumeAttachment": {"volumeId": VOLUME["UNKNOWN"]}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["UNKNOWN"])
     assert resp.status_code == 404, resp.text
 
     # locked is still 409
-    resp = client.post(
-        attachments_url(SERVER["LOCKED"]),
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["LOCKED"], HEADERS, volumeId=VOLUME["FREE"])
     assert resp.status_code == 409, resp.text
 
     # already attached is still 400
-    resp = client.post(
-        attachments_url(SERVER["SECOND"]),
-        json={"volumeAttachment": {"volumeId": VOLUME["DATA"]}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["SECOND"], HEADERS, volumeId=VOLUME["DATA"])
     assert resp.status_code == 400, resp.text
     assert resp.json["badRequest"]["message"] == (
         f"volume {VOLUME['DATA']} is already attached to instances: {SERVER['ACTIVE']}")

@@ -13,6 +13,7 @@ from tests.functional.api.fixtures import VolumeAttachmentsProgressWorld as worl
 from tests.functional.api.journeys import (
     assert_advertised,
     at_version,
+    attach,
     attachments_url,
     json_headers,
 )
@@ -56,10 +57,8 @@ def test_at_2_107_the_attachment_has_no_read_only(client):
 
 def test_at_2_107_read_only_is_an_unknown_property(client):
     """At 2.107 read_only is an unknown property."""
-    resp = client.post(
-        attachments_url(SERVER["ACTIVE"]),
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"], "read_only": True}},
-        headers=at_version(HEADERS, "2.107"))
+    resp = attach(client, SERVER["ACTIVE"], at_version(HEADERS, "2.107"), volumeId=VOLUME["FREE"],
+                  read_only=True)
     assert resp.status_code == 400, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.107"
     assert re.search(r"Additional properties are not allowed \('read_only' was unexpected\)",
@@ -68,20 +67,14 @@ def test_at_2_107_read_only_is_an_unknown_property(client):
 
 def test_read_only_must_be_a_json_boolean(client):
     """Read_only must be a JSON boolean."""
-    resp = client.post(
-        attachments_url(SERVER["ACTIVE"]),
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"], "read_only": "yes"}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["FREE"], read_only="yes")
     assert resp.status_code == 400, resp.text
     assert re.search("read_only", str(resp.json["badRequest"]["message"]))
 
 
 def test_read_only_false_for_a_volume_with_cinder_s_read_only_flag_is_refused(client):
     """Read_only false for a volume with Cinder's read-only flag is refused."""
-    resp = client.post(
-        attachments_url(SERVER["ACTIVE"]),
-        json={"volumeAttachment": {"volumeId": VOLUME["READ_ONLY"], "read_only": False}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["READ_ONLY"], read_only=False)
     assert resp.status_code == 400, resp.text
     assert resp.json["badRequest"]["message"] == (
         f"Volume {VOLUME['READ_ONLY']} is read-only (Cinder's readonly flag): it can only be "
@@ -90,10 +83,8 @@ def test_read_only_false_for_a_volume_with_cinder_s_read_only_flag_is_refused(cl
 
 def test_a_retry_that_asks_read_only_for_a_read_write_attachment_keeps_the_400(client):
     """A retry that asks read-only for a read-write attachment keeps the 400."""
-    resp = client.post(
-        attachments_url(SERVER["ACTIVE"]),
-        json={"volumeAttachment": {"volumeId": VOLUME["DATA"], "tag": "data", "read_only": True}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["DATA"], tag="data",
+                  read_only=True)
     assert resp.status_code == 400, resp.text
     assert re.search("is already attached", str(resp.json["badRequest"]["message"]))
 
@@ -101,29 +92,19 @@ def test_a_retry_that_asks_read_only_for_a_read_write_attachment_keeps_the_400(c
 def test_a_retry_that_gives_the_attachment_s_own_read_only_gets_it_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # a retry that gives the attachment's own read_only gets it
-    resp = client.post(
-        attachments_url(SERVER["ACTIVE"]),
-        json={
-            "volumeAttachment": {"volumeId": VOLUME["DATA"], "tag": "data", "read_only": False},
-        },
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["DATA"], tag="data",
+                  read_only=False)
     assert resp.status_code == 202, resp.text
     assert resp.json["volumeAttachment"]["read_only"] is False
     assert len(resp.json["volumeAttachment"]) == 9
 
     # read_only true for the read-only volume is accepted
-    resp = client.post(
-        attachments_url(SERVER["ACTIVE"]),
-        json={"volumeAttachment": {"volumeId": VOLUME["READ_ONLY"], "read_only": True}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["READ_ONLY"], read_only=True)
     assert resp.status_code == 202, resp.text
     assert resp.headers["content-length"] == "0"
 
     # read_only true for any volume is accepted
-    resp = client.post(
-        attachments_url(SERVER["ACTIVE"]),
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"], "read_only": True}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["FREE"], read_only=True)
     assert resp.status_code == 202, resp.text
     assert resp.headers["content-length"] == "0"
 

@@ -13,6 +13,7 @@ from tests.functional.api.fixtures import VolumeAttachmentsProgressWorld as worl
 from tests.functional.api.journeys import (
     assert_advertised,
     at_version,
+    attach,
     attachments_url,
     json_headers,
 )
@@ -117,10 +118,7 @@ def test_detach_at_2_106_answers_202_onwards(client):
     assert resp.status_code == 404, resp.text
 
     # attach at 2.106 answers 202 with no body, as from 2.101
-    resp = client.post(
-        attachments_url(SERVER["ACTIVE"]),
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["FREE"])
     assert resp.status_code == 202, resp.text
     assert resp.headers["content-length"] == "0"
     assert resp.headers["openstack-api-version"] == "compute 2.106"
