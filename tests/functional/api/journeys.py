@@ -115,3 +115,11 @@ def assert_advertised(client, headers, version, newest, min_version=None):
     if min_version is not None:
         assert resp.json["version"]["min_version"] == min_version
     assert re.search(newest, str(resp.json["version"]["version"]))
+
+
+def get_list(client, url, headers, key, count):
+    """GET ``url``: a 200 whose ``key`` list has ``count`` items; the response."""
+    resp = client.get(url, headers=headers)
+    assert resp.status_code == 200, resp.text
+    assert len(resp.json[key]) == count
+    return resp

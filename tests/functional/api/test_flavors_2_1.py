@@ -6,7 +6,7 @@ import re
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.journeys import ADMIN_TOKEN, assert_fault, json_headers
+from tests.functional.api.journeys import ADMIN_TOKEN, assert_fault, get_list, json_headers
 
 world = fixtures.World  # the world of the client fixture (conftest.py)
 
@@ -16,9 +16,7 @@ ADMIN = {**HEADERS, "x-auth-token": ADMIN_TOKEN}
 
 def test_list_the_default_flavors_sorted_by_flavorid(client):
     """List the default flavors, sorted by flavorid."""
-    resp = client.get("/v2.1/flavors", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 6
+    resp = get_list(client, "/v2.1/flavors", HEADERS, "flavors", 6)
     assert resp.json["flavors"][0]["id"] == "1"
     assert resp.json["flavors"][0]["name"] == "m1.tiny"
     assert resp.json["flavors"][0]["links"][0]["rel"] == "self"
@@ -39,9 +37,7 @@ def test_brief_entries_have_no_description_below_2_55(client):
 
 def test_detail_shows_every_2_1_field(client):
     """Detail shows every 2.1 field."""
-    resp = client.get("/v2.1/flavors/detail?minRam=4096", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 3
+    resp = get_list(client, "/v2.1/flavors/detail?minRam=4096", HEADERS, "flavors", 3)
     assert resp.json["flavors"][0]["id"] == "3"
     assert resp.json["flavors"][0]["ram"] == 4096
     assert resp.json["flavors"][0]["disk"] == 40
@@ -55,18 +51,14 @@ def test_detail_shows_every_2_1_field(client):
 
 def test_mindisk_filter(client):
     """MinDisk filter."""
-    resp = client.get("/v2.1/flavors?minDisk=80", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 2
+    resp = get_list(client, "/v2.1/flavors?minDisk=80", HEADERS, "flavors", 2)
     assert resp.json["flavors"][0]["id"] == "4"
     assert resp.json["flavors"][1]["id"] == "5"
 
 
 def test_limit_gives_a_next_link(client):
     """Limit gives a next link."""
-    resp = client.get("/v2.1/flavors?limit=2", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 2
+    resp = get_list(client, "/v2.1/flavors?limit=2", HEADERS, "flavors", 2)
     assert resp.json["flavors_links"][0]["rel"] == "next"
     assert re.search(r"flavors\?limit=2&marker=2$", str(resp.json["flavors_links"][0]["href"]))
 
@@ -178,20 +170,14 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
     assert resp.status_code == 404, resp.text
 
     # nor in the list
-    resp = client.get("/v2.1/flavors?is_public=none", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 7
+    resp = get_list(client, "/v2.1/flavors?is_public=none", HEADERS, "flavors", 7)
 
     # admins see it with is_public=false
-    resp = client.get("/v2.1/flavors?is_public=false", headers=ADMIN)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 1
+    resp = get_list(client, "/v2.1/flavors?is_public=false", ADMIN, "flavors", 1)
     assert resp.json["flavors"][0]["id"] == "100"
 
     # admins see everything with is_public=none
-    resp = client.get("/v2.1/flavors?is_public=none", headers=ADMIN)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 8
+    resp = get_list(client, "/v2.1/flavors?is_public=none", ADMIN, "flavors", 8)
 
     # a bad is_public is a 400 for admins
     resp = client.get("/v2.1/flavors?is_public=maybe", headers=ADMIN)

@@ -6,7 +6,12 @@ import re
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.journeys import assert_fault, instance_actions_url, json_headers
+from tests.functional.api.journeys import (
+    assert_fault,
+    get_list,
+    instance_actions_url,
+    json_headers,
+)
 from tests.functional.api.server_helpers import server_uuid
 
 world = fixtures.ServerActionsWorld  # the world of the client fixture (conftest.py)
@@ -17,9 +22,8 @@ CREATE_REQUEST = "req-5eed0000-0000-4000-8000-000000000001"
 
 def test_list_the_actions_newest_first(client):
     """List the actions, newest first."""
-    resp = client.get(instance_actions_url(server_uuid("ACTIONS")), headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["instanceActions"]) == 5
+    resp = get_list(client, instance_actions_url(server_uuid("ACTIONS")),
+                    HEADERS, "instanceActions", 5)
     assert resp.json["instanceActions"][0]["action"] == "detach_volume"
     assert resp.json["instanceActions"][4]["action"] == "create"
     assert resp.json["instanceActions"][4]["request_id"] == CREATE_REQUEST

@@ -10,6 +10,7 @@ from tests.functional.api import fixtures
 from tests.functional.api.journeys import (
     assert_fault,
     at_version,
+    get_list,
     instance_actions_url,
     json_headers,
 )
@@ -23,9 +24,8 @@ CREATE_REQUEST = "req-5eed0000-0000-4000-8000-000000000001"
 
 def test_list_with_updated_at(client):
     """List with updated_at."""
-    resp = client.get(instance_actions_url(server_uuid("ACTIONS")), headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["instanceActions"]) == 5
+    resp = get_list(client, instance_actions_url(server_uuid("ACTIONS")),
+                    HEADERS, "instanceActions", 5)
     assert re.search(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$",
                      str(resp.json["instanceActions"][0]["updated_at"]))
     assert len(resp.json["instanceActions"][0]) == 8
@@ -33,9 +33,8 @@ def test_list_with_updated_at(client):
 
 def test_limit_gives_a_next_link(client):
     """Limit gives a next link."""
-    resp = client.get(f"{instance_actions_url(server_uuid('ACTIONS'))}?limit=2", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["instanceActions"]) == 2
+    resp = get_list(client, f"{instance_actions_url(server_uuid('ACTIONS'))}?limit=2",
+                    HEADERS, "instanceActions", 2)
     assert resp.json["instanceActions"][1]["action"] == "attach_volume"
     assert resp.json["links"][0]["rel"] == "next"
     assert re.search(

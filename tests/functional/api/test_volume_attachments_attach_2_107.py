@@ -15,6 +15,7 @@ from tests.functional.api.journeys import (
     at_version,
     attach,
     attachments_url,
+    get_list,
     json_headers,
 )
 
@@ -54,9 +55,8 @@ def test_at_2_107_the_retry_answers_202_with_the_existing_attachment_onwards(cli
     assert re.search("^[0-9a-f-]{36}$", str(resp.json["volumeAttachment"]["attachment_id"]))
 
     # the answer is the body GET-one gives
-    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]), headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["volumeAttachment"]) == 8
+    resp = get_list(client, attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+                    HEADERS, "volumeAttachment", 8)
     assert resp.json["volumeAttachment"]["status"] == "attached"
 
     # the same device and flag given are the same request

@@ -14,6 +14,7 @@ from tests.functional.api.journeys import (
     assert_fault,
     at_version,
     attachments_url,
+    get_list,
     json_headers,
 )
 
@@ -24,9 +25,7 @@ HEADERS = json_headers("2.1", content_type=False)
 
 def test_list_at_2_1_leaves_out_the_local_disk(client):
     """List at 2.1 leaves out the local disk."""
-    resp = client.get(attachments_url(SERVER["ACTIVE"]), headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["volumeAttachments"]) == 5
+    resp = get_list(client, attachments_url(SERVER["ACTIVE"]), HEADERS, "volumeAttachments", 5)
     assert resp.json["volumeAttachments"][0] == {
                                                     "id": VOLUME["ROOT"],
                                                     "volumeId": VOLUME["ROOT"],
@@ -84,9 +83,8 @@ def test_show_at_2_89_has_no_id_but_attachment_id_and_bdm_uuid(client):
 
 def test_list_at_2_89_leaves_out_the_legacy_attachment(client):
     """List at 2.89 leaves out the legacy attachment."""
-    resp = client.get(attachments_url(SERVER["ACTIVE"]), headers=at_version(HEADERS, "2.89"))
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["volumeAttachments"]) == 4
+    resp = get_list(client, attachments_url(SERVER["ACTIVE"]),
+                    at_version(HEADERS, "2.89"), "volumeAttachments", 4)
     assert resp.json["volumeAttachments"][2]["volumeId"] == VOLUME["MIGRATING"]
 
 

@@ -15,6 +15,7 @@ from tests.functional.api.journeys import (
     at_version,
     attach,
     attachments_url,
+    get_list,
     json_headers,
 )
 
@@ -41,9 +42,7 @@ def test_list_at_2_105_has_the_2_89_keys_and_no_failed_attach(client):
 
 def test_list_at_2_106_adds_a_status_and_lists_the_failed_attach_last(client):
     """List at 2.106 adds a status and lists the failed attach last."""
-    resp = client.get(attachments_url(SERVER["ACTIVE"]), headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["volumeAttachments"]) == 5
+    resp = get_list(client, attachments_url(SERVER["ACTIVE"]), HEADERS, "volumeAttachments", 5)
     assert resp.json["volumeAttachments"][1]["volumeId"] == VOLUME["DATA"]
     assert resp.json["volumeAttachments"][1]["status"] == "attached"
     assert len(resp.json["volumeAttachments"][1]) == 8
@@ -69,9 +68,8 @@ def test_show_at_2_105_has_no_status(client):
 
 def test_show_at_2_106_has_the_status_and_no_fault(client):
     """Show at 2.106 has the status and no fault."""
-    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]), headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["volumeAttachment"]) == 8
+    resp = get_list(client, attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+                    HEADERS, "volumeAttachment", 8)
     assert resp.json["volumeAttachment"]["status"] == "attached"
 
 
