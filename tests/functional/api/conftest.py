@@ -23,3 +23,13 @@ def env():
         for name in ("instances", "cores", "ram"):
             deps.conf.set_override(name, -1, group="quota")
         yield app.test_client(), deps
+
+
+@pytest.fixture
+def client(request):
+    """A test client of a fresh copy of the world the test module imports as ``world``.
+
+    Test modules that define their own ``client`` keep theirs.
+    """
+    with fixtures.open_world(request.module.world) as (app, _deps):
+        yield app.test_client()

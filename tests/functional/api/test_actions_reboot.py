@@ -2,33 +2,97 @@
 launched_at, 404s, bad bodies.
 """
 
-import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServerActionsWorld as world
+from tests.functional.api.journeys import (
+    ADMIN_TOKEN,
+    action_url,
+    assert_fault,
+    cannot,
+    json_headers,
+)
 from tests.functional.api.server_helpers import server_uuid
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "demo:demo-project",
-    "x-openstack-nova-api-version": "2.1",
-}
+world = fixtures.ServerActionsWorld  # the world of the client fixture (conftest.py)
+
+HEADERS = json_headers("2.1", "demo:demo-project", legacy=True)
 
 
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+SOFT = {"reboot": {"type": "SOFT"}}
+HARD = {"reboot": {"type": "HARD"}}
+
+
+def reboot_refused(name, state):
+    return cannot("reboot", server_uuid(name), state)
+
+
+def locked(name):
+    return f"Instance {server_uuid(name)} is locked"
+
+
+# (step, server name, body, status, message or None), in journey order, after the first
+# reboot and its recorded action.
+STEPS = [
+    ("a second soft reboot while rebooting is refused", "ACTIVE", {"reboot": {"type": "soft"}},
+     409, reboot_refused("ACTIVE", "task_state rebooting")),
+    ("a hard reboot may interrupt a soft one", "ACTIVE", {"reboot": {"type": "Hard"}}, 202, None),
+    ("and another hard reboot while rebooting_hard is accepted too", "ACTIVE", HARD, 202, None),
+    ("soft reboot of a stopped server is refused on vm_state", "STOPPED", SOFT, 409,
+     reboot_refused("STOPPED", "vm_state stopped")),
+    ("hard reboot of a stopped server", "STOPPED", HARD, 202, None),
+    ("soft reboot of a paused server is refused", "PAUSED", SOFT, 409,
+     reboot_refused("PAUSED", "vm_state paused")),
+    ("hard reboot of a paused server", "PAUSED", {"reboot": {"type": "hard"}}, 202, None),
+    ("soft reboot of a suspended server is refused", "SUSPENDED", SOFT, 409, None),
+    ("hard reboot of a suspended server", "SUSPENDED", HARD, 202, None),
+    ("soft reboot of a server in error is refused", "ERROR", SOFT, 409,
+     reboot_refused("ERROR", "vm_state error")),
+    ("hard reboot of a server in error", "ERROR", HARD, 202, None),
+    ("hard reboot of a building server is refused on vm_state", "BUILDING", HARD, 409,
+     reboot_refused("BUILDING", "vm_state building")),
+    ("hard reboot of a rescued server is refused", "RESCUED", HARD, 409,
+     reboot_refused("RESCUED", "vm_state rescued")),
+    ("hard reboot of a shelved server is refused", "SHELVED", HARD, 409, None),
+    ("hard reboot of a resized server is refused", "RESIZED", HARD, 409,
+     reboot_refused("RESIZED", "vm_state resized")),
+    ("soft reboot while another soft reboot runs is refused", "REBOOTING", SOFT, 409, None),
+    ("soft reboot while a hard reboot runs is refused", "REBOOTING_HARD", SOFT, 409,
+     reboot_refused("REBOOTING_HARD", "task_state rebooting_hard")),
+    ("hard reboot while pausing is accepted", "PAUSING", HARD, 202, None),
+    ("hard reboot while deleting is refused on task_state", "DELETING", HARD, 409,
+     reboot_refused("DELETING", "task_state deleting")),
+    ("hard reboot while snapshotting is refused", "SNAPSHOTTING", HARD, 409,
+     reboot_refused("SNAPSHOTTING", "task_state image_snapshot")),
+    ("a server that never ran cannot be rebooted", "NOT_LAUNCHED", HARD, 409,
+     reboot_refused("NOT_LAUNCHED", "launched_at None")),
+    ("a locked server refuses its owner", "LOCKED", SOFT, 409, locked("LOCKED")),
+    ("the lock is checked before the state", "LOCKED_STOPPED", SOFT, 409,
+     locked("LOCKED_STOPPED")),
+]
+# (step, path, body, status, message or None): the 404s and bad bodies, in journey order.
+NOT_FOUND_AND_BAD_BODIES = [
+    ("another project's server is not found", action_url(server_uuid("OTHER_PROJECT")), SOFT,
+     404, f"Instance {server_uuid('OTHER_PROJECT')} could not be found."),
+    ("a deleted server is not found", action_url(server_uuid("DELETED")), HARD, 404, None),
+    ("an unknown server is not found", action_url("5e4e0000-0000-4000-8000-0000000000ff"), HARD,
+     404, None),
+    ("a project id prefix that is not hex is no route (404)",
+     f"/v2.1/demo-project/servers/{server_uuid('STOPPED')}/action", HARD, 404, None),
+    ("type is required", action_url(server_uuid("STOPPED")), {"reboot": {}}, 400, None),
+    ("there is no os-reboot action", action_url(server_uuid("STOPPED")),
+     {"os-reboot": {"type": "SOFT"}}, 400, "There is no such action: os-reboot"),
+    ("a Nova action this service does not serve is a clear 400",
+     action_url(server_uuid("STOPPED")), {"pause": None}, 400,
+     "The 'pause' server action is not supported by this service."),
+    ("two actions at once are a 400", action_url(server_uuid("STOPPED")),
+     {"reboot": {"type": "HARD"}, "createImage": {"name": "x"}}, 400, None),
+]
 
 
 def test_soft_reboot_an_active_server_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # soft reboot an active server
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('ACTIVE')}/action",
-        json={"reboot": {"type": "SOFT"}},
-        headers=HEADERS)
+    resp = client.post(action_url(server_uuid("ACTIVE")), json=SOFT, headers=HEADERS)
     assert resp.status_code == 202, resp.text
 
     # the server shows its reboot task in the action list
@@ -41,280 +105,34 @@ def test_soft_reboot_an_active_server_onwards(client):
     assert resp.json["instanceActions"][0]["user_id"] == "demo"
     assert resp.json["instanceActions"][0]["project_id"] == "demo-project"
 
-    # a second soft reboot while rebooting is refused
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('ACTIVE')}/action",
-        json={"reboot": {"type": "soft"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {server_uuid('ACTIVE')} while it is in task_state rebooting")
-
-    # a hard reboot may interrupt a soft one
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('ACTIVE')}/action",
-        json={"reboot": {"type": "Hard"}},
-        headers=HEADERS)
-    assert resp.status_code == 202, resp.text
-
-    # and another hard reboot while rebooting_hard is accepted too
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('ACTIVE')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 202, resp.text
-
-    # soft reboot of a stopped server is refused on vm_state
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('STOPPED')}/action",
-        json={"reboot": {"type": "SOFT"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["code"] == 409
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {server_uuid('STOPPED')} while it is in vm_state stopped")
-
-    # hard reboot of a stopped server
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('STOPPED')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 202, resp.text
-
-    # soft reboot of a paused server is refused
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('PAUSED')}/action",
-        json={"reboot": {"type": "SOFT"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {server_uuid('PAUSED')} while it is in vm_state paused")
-
-    # hard reboot of a paused server
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('PAUSED')}/action",
-        json={"reboot": {"type": "hard"}},
-        headers=HEADERS)
-    assert resp.status_code == 202, resp.text
-
-    # soft reboot of a suspended server is refused
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('SUSPENDED')}/action",
-        json={"reboot": {"type": "SOFT"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-
-    # hard reboot of a suspended server
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('SUSPENDED')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 202, resp.text
-
-    # soft reboot of a server in error is refused
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('ERROR')}/action",
-        json={"reboot": {"type": "SOFT"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {server_uuid('ERROR')} while it is in vm_state error")
-
-    # hard reboot of a server in error
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('ERROR')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 202, resp.text
-
-    # hard reboot of a building server is refused on vm_state
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('BUILDING')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {server_uuid('BUILDING')} while it is in vm_state building")
-
-    # hard reboot of a rescued server is refused
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('RESCUED')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {server_uuid('RESCUED')} while it is in vm_state rescued")
-
-    # hard reboot of a shelved server is refused
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('SHELVED')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-
-    # hard reboot of a resized server is refused
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('RESIZED')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {server_uuid('RESIZED')} while it is in vm_state resized")
-
-    # soft reboot while another soft reboot runs is refused
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('REBOOTING')}/action",
-        json={"reboot": {"type": "SOFT"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-
-    # soft reboot while a hard reboot runs is refused
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('REBOOTING_HARD')}/action",
-        json={"reboot": {"type": "SOFT"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {server_uuid('REBOOTING_HARD')} while it is in task_state "
-        "rebooting_hard")
-
-    # hard reboot while pausing is accepted
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('PAUSING')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 202, resp.text
-
-    # hard reboot while deleting is refused on task_state
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('DELETING')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {server_uuid('DELETING')} while it is in task_state deleting")
-
-    # hard reboot while snapshotting is refused
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('SNAPSHOTTING')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {server_uuid('SNAPSHOTTING')} while it is in task_state "
-        "image_snapshot")
-
-    # a server that never ran cannot be rebooted
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('NOT_LAUNCHED')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'reboot' instance {server_uuid('NOT_LAUNCHED')} while it is in launched_at None")
-
-    # a locked server refuses its owner
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('LOCKED')}/action",
-        json={"reboot": {"type": "SOFT"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Instance {server_uuid('LOCKED')} is locked")
-
-    # the lock is checked before the state
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('LOCKED_STOPPED')}/action",
-        json={"reboot": {"type": "SOFT"}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Instance {server_uuid('LOCKED_STOPPED')} is locked")
+    for step, name, body, status, message in STEPS:
+        resp = client.post(action_url(server_uuid(name)), json=body, headers=HEADERS)
+        assert_fault(resp, status, message, step=step)
+        if name == "STOPPED" and status == 409:
+            assert resp.json["conflictingRequest"]["code"] == 409
 
     # an admin may reboot a locked server
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('LOCKED')}/action",
-        json={"reboot": {"type": "SOFT"}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+    resp = client.post(action_url(server_uuid("LOCKED")), json=SOFT,
+                       headers={**HEADERS, "x-auth-token": ADMIN_TOKEN})
     assert resp.status_code == 202, resp.text
 
-    # another project's server is not found
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('OTHER_PROJECT')}/action",
-        json={"reboot": {"type": "SOFT"}},
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == (
-        f"Instance {server_uuid('OTHER_PROJECT')} could not be found.")
-
-    # a deleted server is not found
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('DELETED')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-
-    # an unknown server is not found
-    resp = client.post(
-        "/v2.1/servers/5e4e0000-0000-4000-8000-0000000000ff/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-
-    # a project id prefix that is not hex is no route (404)
-    resp = client.post(
-        f"/v2.1/demo-project/servers/{server_uuid('STOPPED')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
+    for step, path, body, status, message in NOT_FOUND_AND_BAD_BODIES[:4]:
+        assert_fault(client.post(path, json=body, headers=HEADERS), status, message, step=step)
 
     # a bad reboot type is a 400
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('STOPPED')}/action",
-        json={"reboot": {"type": "WARM"}},
-        headers=HEADERS)
+    resp = client.post(action_url(server_uuid("STOPPED")), json={"reboot": {"type": "WARM"}},
+                       headers=HEADERS)
     assert resp.status_code == 400, resp.text
     assert resp.json["badRequest"]["code"] == 400
 
-    # type is required
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('STOPPED')}/action",
-        json={"reboot": {}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-
-    # there is no os-reboot action
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('STOPPED')}/action",
-        json={"os-reboot": {"type": "SOFT"}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == "There is no such action: os-reboot"
-
-    # a Nova action this service does not serve is a clear 400
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('STOPPED')}/action",
-        json={"pause": None},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == (
-        "The 'pause' server action is not supported by this service.")
-
-    # two actions at once are a 400
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('STOPPED')}/action",
-        json={"reboot": {"type": "HARD"}, "createImage": {"name": "x"}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
+    for step, path, body, status, message in NOT_FOUND_AND_BAD_BODIES[4:]:
+        assert_fault(client.post(path, json=body, headers=HEADERS), status, message, step=step)
 
     # the action needs a token
-    resp = client.post(
-        f"/v2.1/servers/{server_uuid('STOPPED')}/action",
-        json={"reboot": {"type": "HARD"}},
-        headers={**HEADERS, "x-auth-token": ""})
+    resp = client.post(action_url(server_uuid("STOPPED")), json=HARD,
+                       headers={**HEADERS, "x-auth-token": ""})
     assert resp.status_code == 401, resp.text
 
     # GET on the action URL is a 405
-    resp = client.get(f"/v2.1/servers/{server_uuid('STOPPED')}/action", headers=HEADERS)
+    resp = client.get(action_url(server_uuid("STOPPED")), headers=HEADERS)
     assert resp.status_code == 405, resp.text
-

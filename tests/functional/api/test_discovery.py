@@ -4,20 +4,14 @@ hrefs.
 
 import re
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import World as world
+from tests.functional.api.journeys import at_version
 from volumesvc.api import microversions as mv
+
+world = fixtures.World  # the world of the client fixture (conftest.py)
 
 MAX = str(mv.MAX_VERSION)
 HEADERS = {"accept": "application/json"}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
 
 
 def test_root_lists_both_versions_sorted_by_id_onwards(client):
@@ -46,7 +40,7 @@ def test_root_lists_both_versions_sorted_by_id_onwards(client):
     root = resp
 
     # root ignores microversion headers
-    resp = client.get("/", headers={**HEADERS, "openstack-api-version": "compute 2.200"})
+    resp = client.get("/", headers=at_version(HEADERS, "2.200"))
     assert resp.status_code == 200, resp.text
     assert "openstack-api-version" not in resp.headers
 

@@ -3,22 +3,12 @@
 
 import re
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import World as world
+from tests.functional.api.journeys import ADMIN_TOKEN, json_headers
 
-HEADERS = {
-    "accept": "application/json",
-    "x-auth-token": "admin:admin-project",
-    "openstack-api-version": "compute 2.53",
-}
+world = fixtures.World  # the world of the client fixture (conftest.py)
 
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.53", ADMIN_TOKEN, content_type=False)
 
 
 def test_unknown_route_is_a_404_fault(client):

@@ -6,27 +6,17 @@ import re
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import World as world
+from tests.functional.api.journeys import ADMIN_TOKEN, assert_fault, get_list, json_headers
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "demo:demo-project",
-    "x-openstack-nova-api-version": "2.1",
-}
+world = fixtures.World  # the world of the client fixture (conftest.py)
 
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.1", "demo:demo-project", legacy=True)
+ADMIN = {**HEADERS, "x-auth-token": ADMIN_TOKEN}
 
 
 def test_list_the_default_flavors_sorted_by_flavorid(client):
     """List the default flavors, sorted by flavorid."""
-    resp = client.get("/v2.1/flavors", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 6
+    resp = get_list(client, "/v2.1/flavors", HEADERS, "flavors", 6)
     assert resp.json["flavors"][0]["id"] == "1"
     assert resp.json["flavors"][0]["name"] == "m1.tiny"
     assert resp.json["flavors"][0]["links"][0]["rel"] == "self"
@@ -47,9 +37,7 @@ def test_brief_entries_have_no_description_below_2_55(client):
 
 def test_detail_shows_every_2_1_field(client):
     """Detail shows every 2.1 field."""
-    resp = client.get("/v2.1/flavors/detail?minRam=4096", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 3
+    resp = get_list(client, "/v2.1/flavors/detail?minRam=4096", HEADERS, "flavors", 3)
     assert resp.json["flavors"][0]["id"] == "3"
     assert resp.json["flavors"][0]["ram"] == 4096
     assert resp.json["flavors"][0]["disk"] == 40
@@ -63,25 +51,14 @@ def test_detail_shows_every_2_1_field(client):
 
 def test_mindisk_filter(client):
     """MinDisk filter."""
-    resp = client.get("/v2.1/flavors?minDisk=80", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 2
+    resp = get_list(client, "/v2.1/flavors?minDisk=80", HEADERS, "flavors", 2)
     assert resp.json["flavors"][0]["id"] == "4"
     assert resp.json["flavors"][1]["id"] == "5"
 
 
-def test_a_bad_minram_is_a_400(client):
-    """A bad minRam is a 400."""
-    resp = client.get("/v2.1/flavors?minRam=lots", headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == "Invalid minRam filter [lots]"
-
-
 def test_limit_gives_a_next_link(client):
     """Limit gives a next link."""
-    resp = client.get("/v2.1/flavors?limit=2", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 2
+    resp = get_list(client, "/v2.1/flavors?limit=2", HEADERS, "flavors", 2)
     assert resp.json["flavors_links"][0]["rel"] == "next"
     assert re.search(r"flavors\?limit=2&marker=2$", str(resp.json["flavors_links"][0]["href"]))
 
@@ -94,13 +71,6 @@ def test_follow_the_marker(client):
     assert resp.json["flavors"][1]["id"] == "4"
 
 
-def test_an_unknown_marker_is_a_400(client):
-    """An unknown marker is a 400."""
-    resp = client.get("/v2.1/flavors?marker=nope", headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == "marker [nope] not found"
-
-
 def test_sort_by_memory_descending(client):
     """Sort by memory, descending."""
     resp = client.get("/v2.1/flavors/detail?sort_key=memory_mb&sort_dir=desc", headers=HEADERS)
@@ -109,16 +79,19 @@ def test_sort_by_memory_descending(client):
     assert resp.json["flavors"][5]["name"] == "m1.nano"
 
 
-def test_a_bad_sort_key_is_a_400(client):
-    """A bad sort key is a 400."""
-    resp = client.get("/v2.1/flavors?sort_key=colour", headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-
-
-def test_unknown_query_parameters_are_ignored_below_2_75(client):
-    """Unknown query parameters are ignored below 2.75."""
-    resp = client.get("/v2.1/flavors?colour=blue", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
+@pytest.mark.parametrize("url, status, message", [
+    pytest.param("/v2.1/flavors?minRam=lots", 400, "Invalid minRam filter [lots]",
+                 id="a_bad_minram_is_a_400"),
+    pytest.param("/v2.1/flavors?marker=nope", 400, "marker [nope] not found",
+                 id="an_unknown_marker_is_a_400"),
+    pytest.param("/v2.1/flavors?sort_key=colour", 400, None, id="a_bad_sort_key_is_a_400"),
+    pytest.param("/v2.1/flavors?colour=blue", 200, None,
+                 id="unknown_query_parameters_are_ignored_below_2_75"),
+    pytest.param("/v2.1/flavors/nope", 404, "Flavor nope could not be found.",
+                 id="an_unknown_flavor_is_a_404"),
+])
+def test_status(client, url, status, message):
+    assert_fault(client.get(url, headers=HEADERS), status, message)
 
 
 def test_show_one_flavor(client):
@@ -128,13 +101,6 @@ def test_show_one_flavor(client):
     assert resp.json["flavor"]["name"] == "m1.nano"
     assert resp.json["flavor"]["ram"] == 128
     assert resp.json["flavor"]["swap"] == ""
-
-
-def test_an_unknown_flavor_is_a_404(client):
-    """An unknown flavor is a 404."""
-    resp = client.get("/v2.1/flavors/nope", headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == "Flavor nope could not be found."
 
 
 def test_a_member_cannot_create_flavors(client):
@@ -164,7 +130,7 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
                 "os-flavor-access:is_public": False,
             },
         },
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+        headers=ADMIN)
     assert resp.status_code == 200, resp.text
     assert resp.json["flavor"]["id"] == "100"
     assert resp.json["flavor"]["ram"] == 256
@@ -177,36 +143,25 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
     resp = client.post(
         "/v2.1/flavors",
         json={"flavor": {"name": "other", "id": "100", "ram": 256, "vcpus": 1, "disk": 1}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+        headers=ADMIN)
     assert resp.status_code == 409, resp.text
     assert resp.json["conflictingRequest"]["code"] == 409
 
-    # the same name again is a 409
-    resp = client.post(
-        "/v2.1/flavors",
-        json={"flavor": {"name": "test.private", "ram": 256, "vcpus": 1, "disk": 1}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
-    assert resp.status_code == 409, resp.text
-
-    # ram must be positive
-    resp = client.post(
-        "/v2.1/flavors",
-        json={"flavor": {"name": "zero", "ram": 0, "vcpus": 1, "disk": 1}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
-    assert resp.status_code == 400, resp.text
-
-    # description is not accepted below 2.55
-    resp = client.post(
-        "/v2.1/flavors",
-        json={"flavor": {"name": "d", "ram": 1, "vcpus": 1, "disk": 1, "description": "x"}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
-    assert resp.status_code == 400, resp.text
+    for step, flavor, status in [
+        ("the same name again is a 409",
+         {"name": "test.private", "ram": 256, "vcpus": 1, "disk": 1}, 409),
+        ("ram must be positive", {"name": "zero", "ram": 0, "vcpus": 1, "disk": 1}, 400),
+        ("description is not accepted below 2.55",
+         {"name": "d", "ram": 1, "vcpus": 1, "disk": 1, "description": "x"}, 400),
+    ]:
+        resp = client.post("/v2.1/flavors", json={"flavor": flavor}, headers=ADMIN)
+        assert_fault(resp, status, step=step)
 
     # without an id the flavor gets a uuid
     resp = client.post(
         "/v2.1/flavors",
         json={"flavor": {"name": "generated", "ram": 64, "vcpus": 1, "disk": 0}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+        headers=ADMIN)
     assert resp.status_code == 200, resp.text
     assert re.search("^[0-9a-f-]{36}$", str(resp.json["flavor"]["id"]))
 
@@ -215,29 +170,17 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
     assert resp.status_code == 404, resp.text
 
     # nor in the list
-    resp = client.get("/v2.1/flavors?is_public=none", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 7
+    resp = get_list(client, "/v2.1/flavors?is_public=none", HEADERS, "flavors", 7)
 
     # admins see it with is_public=false
-    resp = client.get(
-        "/v2.1/flavors?is_public=false",
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 1
+    resp = get_list(client, "/v2.1/flavors?is_public=false", ADMIN, "flavors", 1)
     assert resp.json["flavors"][0]["id"] == "100"
 
     # admins see everything with is_public=none
-    resp = client.get(
-        "/v2.1/flavors?is_public=none",
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["flavors"]) == 8
+    resp = get_list(client, "/v2.1/flavors?is_public=none", ADMIN, "flavors", 8)
 
     # a bad is_public is a 400 for admins
-    resp = client.get(
-        "/v2.1/flavors?is_public=maybe",
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+    resp = client.get("/v2.1/flavors?is_public=maybe", headers=ADMIN)
     assert resp.status_code == 400, resp.text
 
     # a member cannot delete
@@ -245,14 +188,10 @@ def test_an_admin_creates_a_private_flavor_with_swap_onwards(client):
     assert resp.status_code == 403, resp.text
 
     # an admin deletes it
-    resp = client.delete(
-        "/v2.1/flavors/100",
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+    resp = client.delete("/v2.1/flavors/100", headers=ADMIN)
     assert resp.status_code == 202, resp.text
 
     # it is gone
-    resp = client.delete(
-        "/v2.1/flavors/100",
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+    resp = client.delete("/v2.1/flavors/100", headers=ADMIN)
     assert resp.status_code == 404, resp.text
 

@@ -1,23 +1,13 @@
 """Flavors at 2.55 (description), 2.61 (extra_specs) and 2.75 (integer swap, strict query).
 """
 
-import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import World as world
+from tests.functional.api.journeys import ADMIN_TOKEN, at_version, json_headers
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "admin:admin-project",
-    "openstack-api-version": "compute 2.75",
-}
+world = fixtures.World  # the world of the client fixture (conftest.py)
 
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.75", ADMIN_TOKEN)
 
 
 def test_create_with_a_description_and_check_the_2_75_shape_onwards(client):
@@ -54,18 +44,14 @@ def test_create_with_a_description_and_check_the_2_75_shape_onwards(client):
     assert resp.json["flavors"][0]["extra_specs"] == {}
 
     # at 2.55 there are no extra_specs yet
-    resp = client.get(
-        "/v2.1/flavors/200",
-        headers={**HEADERS, "openstack-api-version": "compute 2.55"})
+    resp = client.get("/v2.1/flavors/200", headers=at_version(HEADERS, "2.55"))
     assert resp.status_code == 200, resp.text
     assert resp.json["flavor"]["description"] == "a small one"
     assert resp.json["flavor"]["swap"] == ""
     assert len(resp.json["flavor"]) == 12
 
     # at 2.61 extra_specs appear
-    resp = client.get(
-        "/v2.1/flavors/200",
-        headers={**HEADERS, "openstack-api-version": "compute 2.61"})
+    resp = client.get("/v2.1/flavors/200", headers=at_version(HEADERS, "2.61"))
     assert resp.status_code == 200, resp.text
     assert resp.json["flavor"]["extra_specs"] == {}
     assert len(resp.json["flavor"]) == 13
@@ -88,9 +74,7 @@ def test_create_with_a_description_and_check_the_2_75_shape_onwards(client):
     assert resp.status_code == 200, resp.text
 
     # and refuses them from 2.102
-    resp = client.get(
-        "/v2.1/flavors/1?colour=blue",
-        headers={**HEADERS, "openstack-api-version": "compute 2.102"})
+    resp = client.get("/v2.1/flavors/1?colour=blue", headers=at_version(HEADERS, "2.102"))
     assert resp.status_code == 400, resp.text
 
     # delete

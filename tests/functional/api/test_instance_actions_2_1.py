@@ -6,33 +6,27 @@ import re
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServerActionsWorld as world
+from tests.functional.api.journeys import (
+    assert_fault,
+    get_list,
+    instance_actions_url,
+    json_headers,
+)
 from tests.functional.api.server_helpers import server_uuid
 
-HEADERS = {
-    "accept": "application/json",
-    "x-auth-token": "demo:demo-project",
-    "x-openstack-nova-api-version": "2.1",
-}
+world = fixtures.ServerActionsWorld  # the world of the client fixture (conftest.py)
 
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.1", "demo:demo-project", content_type=False, legacy=True)
+CREATE_REQUEST = "req-5eed0000-0000-4000-8000-000000000001"
 
 
 def test_list_the_actions_newest_first(client):
     """List the actions, newest first."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions",
-        headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["instanceActions"]) == 5
+    resp = get_list(client, instance_actions_url(server_uuid("ACTIONS")),
+                    HEADERS, "instanceActions", 5)
     assert resp.json["instanceActions"][0]["action"] == "detach_volume"
     assert resp.json["instanceActions"][4]["action"] == "create"
-    assert resp.json["instanceActions"][4]["request_id"] == (
-        "req-5eed0000-0000-4000-8000-000000000001")
+    assert resp.json["instanceActions"][4]["request_id"] == CREATE_REQUEST
     assert resp.json["instanceActions"][4]["instance_uuid"] == server_uuid("ACTIONS")
     assert resp.json["instanceActions"][4]["message"] == "Error"
     assert re.search(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$",
@@ -40,19 +34,10 @@ def test_list_the_actions_newest_first(client):
     assert len(resp.json["instanceActions"][4]) == 7
 
 
-def test_pagination_parameters_are_ignored_below_2_58(client):
-    """Pagination parameters are ignored below 2.58."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions?limit=1",
-        headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["instanceActions"]) == 5
-
-
 def test_the_owner_sees_no_events_below_2_51(client):
     """The owner sees no events below 2.51."""
     resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions/req-5eed0000-0000-4000-8000-000000000001",
+        instance_actions_url(server_uuid("ACTIONS"), CREATE_REQUEST),
         headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["instanceAction"]["action"] == "create"
@@ -62,7 +47,7 @@ def test_the_owner_sees_no_events_below_2_51(client):
 def test_an_admin_sees_events_with_traceback(client):
     """An admin sees events with traceback."""
     resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions/req-5eed0000-0000-4000-8000-000000000001",
+        instance_actions_url(server_uuid("ACTIONS"), CREATE_REQUEST),
         headers={**HEADERS, "x-auth-token": "admin:admin-project"})
     assert resp.status_code == 200, resp.text
     assert len(resp.json["instanceAction"]["events"]) == 2
@@ -78,7 +63,7 @@ def test_an_admin_sees_events_with_traceback(client):
 def test_from_2_51_the_owner_sees_events_but_no_traceback(client):
     """From 2.51 the owner sees events but no traceback."""
     resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions/req-5eed0000-0000-4000-8000-000000000001",
+        instance_actions_url(server_uuid("ACTIONS"), CREATE_REQUEST),
         headers={**HEADERS, "x-openstack-nova-api-version": "2.51"})
     assert resp.status_code == 200, resp.text
     assert len(resp.json["instanceAction"]["events"]) == 2
@@ -86,46 +71,30 @@ def test_from_2_51_the_owner_sees_events_but_no_traceback(client):
     assert len(resp.json["instanceAction"]["events"][1]) == 4
 
 
-def test_an_unknown_request_id_is_a_404(client):
-    """An unknown request id is a 404."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions/req-nope",
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == "Action req-nope not found"
-
-
-def test_an_unknown_server_is_a_404(client):
-    """An unknown server is a 404."""
-    resp = client.get(
-        "/v2.1/servers/5e4e0000-0000-4000-8000-0000000000ff/os-instance-actions",
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == (
-        "Instance 5e4e0000-0000-4000-8000-0000000000ff could not be found.")
-
-
-def test_another_project_s_server_is_a_404(client):
-    """Another project's server is a 404."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('OTHER_PROJECT')}/os-instance-actions",
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-
-
-def test_a_deleted_server_s_actions_are_hidden_below_2_21(client):
-    """A deleted server's actions are hidden below 2.21."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('DELETED')}/os-instance-actions",
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-
-
 def test_and_shown_from_2_21(client):
     """And shown from 2.21."""
     resp = client.get(
-        f"/v2.1/servers/{server_uuid('DELETED')}/os-instance-actions",
+        instance_actions_url(server_uuid("DELETED")),
         headers={**HEADERS, "x-openstack-nova-api-version": "2.21"})
     assert resp.status_code == 200, resp.text
     assert resp.json["instanceActions"][0]["action"] == "delete"
 
+
+@pytest.mark.parametrize("url, status, message", [
+    pytest.param(instance_actions_url(server_uuid("ACTIONS"), query="?limit=1"), 200, None,
+                 id="pagination_parameters_are_ignored_below_2_58"),
+    pytest.param(instance_actions_url(server_uuid("ACTIONS"), "req-nope"), 404,
+                 "Action req-nope not found", id="an_unknown_request_id_is_a_404"),
+    pytest.param(instance_actions_url("5e4e0000-0000-4000-8000-0000000000ff"), 404,
+                 "Instance 5e4e0000-0000-4000-8000-0000000000ff could not be found.",
+                 id="an_unknown_server_is_a_404"),
+    pytest.param(instance_actions_url(server_uuid("OTHER_PROJECT")), 404, None,
+                 id="another_project_s_server_is_a_404"),
+    pytest.param(instance_actions_url(server_uuid("DELETED")), 404, None,
+                 id="a_deleted_server_s_actions_are_hidden_below_2_21"),
+])
+def test_status(client, url, status, message):
+    resp = client.get(url, headers=HEADERS)
+    assert_fault(resp, status, message)
+    if status == 200:
+        assert len(resp.json["instanceActions"]) == 5

@@ -7,29 +7,25 @@ import re
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServerActionsWorld as world
+from tests.functional.api.journeys import (
+    assert_fault,
+    at_version,
+    get_list,
+    instance_actions_url,
+    json_headers,
+)
 from tests.functional.api.server_helpers import server_uuid
 
-HEADERS = {
-    "accept": "application/json",
-    "x-auth-token": "demo:demo-project",
-    "openstack-api-version": "compute 2.84",
-}
+world = fixtures.ServerActionsWorld  # the world of the client fixture (conftest.py)
 
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.84", "demo:demo-project", content_type=False)
+CREATE_REQUEST = "req-5eed0000-0000-4000-8000-000000000001"
 
 
 def test_list_with_updated_at(client):
     """List with updated_at."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions",
-        headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["instanceActions"]) == 5
+    resp = get_list(client, instance_actions_url(server_uuid("ACTIONS")),
+                    HEADERS, "instanceActions", 5)
     assert re.search(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$",
                      str(resp.json["instanceActions"][0]["updated_at"]))
     assert len(resp.json["instanceActions"][0]) == 8
@@ -37,11 +33,8 @@ def test_list_with_updated_at(client):
 
 def test_limit_gives_a_next_link(client):
     """Limit gives a next link."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions?limit=2",
-        headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["instanceActions"]) == 2
+    resp = get_list(client, f"{instance_actions_url(server_uuid('ACTIONS'))}?limit=2",
+                    HEADERS, "instanceActions", 2)
     assert resp.json["instanceActions"][1]["action"] == "attach_volume"
     assert resp.json["links"][0]["rel"] == "next"
     assert re.search(
@@ -52,68 +45,36 @@ def test_limit_gives_a_next_link(client):
 def test_follow_the_marker(client):
     """Follow the marker."""
     resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions?limit=2&marker=req-5eed0000-0000-4000-8000-000000000004",
+        f"{instance_actions_url(server_uuid('ACTIONS'))}?limit=2&marker=req-5eed0000-0000-4000-8000-000000000004",
         headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["instanceActions"][0]["action"] == "createImage"
     assert resp.json["instanceActions"][1]["action"] == "reboot"
 
 
-def test_an_unknown_marker_is_a_400(client):
-    """An unknown marker is a 400."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions?marker=req-nope",
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == "Marker req-nope could not be found."
-
-
-def test_changes_since_in_the_future_gives_nothing(client):
-    """Changes-since in the future gives nothing."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions?changes-since=2999-01-01T00:00:00Z",
-        headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["instanceActions"]) == 0
-
-
-def test_changes_before_in_the_past_gives_nothing(client):
-    """Changes-before in the past gives nothing."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions?changes-before=2000-01-01T00:00:00Z",
-        headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["instanceActions"]) == 0
-
-
-def test_changes_since_after_changes_before_is_a_400(client):
-    """Changes-since after changes-before is a 400."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions?changes-since=2030-01-01T00:00:00Z&changes-before=2020-01-01T00:00:00Z",
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-
-
-def test_a_bad_date_is_a_400(client):
-    """A bad date is a 400."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions?changes-since=yesterday",
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-
-
-def test_unknown_query_parameters_are_a_400_from_2_58(client):
-    """Unknown query parameters are a 400 from 2.58."""
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions?colour=blue",
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
+@pytest.mark.parametrize("query, status, message", [
+    pytest.param("?marker=req-nope", 400, "Marker req-nope could not be found.",
+                 id="an_unknown_marker_is_a_400"),
+    pytest.param("?changes-since=2999-01-01T00:00:00Z", 200, None,
+                 id="changes_since_in_the_future_gives_nothing"),
+    pytest.param("?changes-before=2000-01-01T00:00:00Z", 200, None,
+                 id="changes_before_in_the_past_gives_nothing"),
+    pytest.param("?changes-since=2030-01-01T00:00:00Z&changes-before=2020-01-01T00:00:00Z", 400,
+                 None, id="changes_since_after_changes_before_is_a_400"),
+    pytest.param("?changes-since=yesterday", 400, None, id="a_bad_date_is_a_400"),
+    pytest.param("?colour=blue", 400, None, id="unknown_query_parameters_are_a_400_from_2_58"),
+])
+def test_list_query(client, query, status, message):
+    resp = client.get(instance_actions_url(server_uuid("ACTIONS"), query=query), headers=HEADERS)
+    assert_fault(resp, status, message)
+    if status == 200:
+        assert len(resp.json["instanceActions"]) == 0
 
 
 def test_the_owner_sees_events_with_hostid_and_details_no_host_or_traceback(client):
     """The owner sees events with hostId and details, no host or traceback."""
     resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions/req-5eed0000-0000-4000-8000-000000000001",
+        instance_actions_url(server_uuid("ACTIONS"), CREATE_REQUEST),
         headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert re.search(r"^\d{4}-", str(resp.json["instanceAction"]["updated_at"]))
@@ -127,7 +88,7 @@ def test_the_owner_sees_events_with_hostid_and_details_no_host_or_traceback(clie
 def test_an_admin_also_sees_host_and_traceback(client):
     """An admin also sees host and traceback."""
     resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions/req-5eed0000-0000-4000-8000-000000000001",
+        instance_actions_url(server_uuid("ACTIONS"), CREATE_REQUEST),
         headers={**HEADERS, "x-auth-token": "admin:admin-project"})
     assert resp.status_code == 200, resp.text
     assert resp.json["instanceAction"]["events"][0]["host"] == "compute-up"
@@ -139,8 +100,8 @@ def test_an_admin_also_sees_host_and_traceback(client):
 def test_at_2_62_there_are_no_details_yet(client):
     """At 2.62 there are no details yet."""
     resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions/req-5eed0000-0000-4000-8000-000000000001",
-        headers={**HEADERS, "openstack-api-version": "compute 2.62"})
+        instance_actions_url(server_uuid("ACTIONS"), CREATE_REQUEST),
+        headers=at_version(HEADERS, "2.62"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["instanceAction"]["events"][0]) == 5
 
@@ -155,9 +116,7 @@ def test_a_reboot_shows_up_as_the_newest_action_onwards(client):
     assert resp.status_code == 202, resp.text
 
     # the reboot action can be fetched by its request id
-    resp = client.get(
-        f"/v2.1/servers/{server_uuid('ACTIONS')}/os-instance-actions?limit=1",
-        headers=HEADERS)
+    resp = client.get(f"{instance_actions_url(server_uuid('ACTIONS'))}?limit=1", headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["instanceActions"][0]["action"] == "reboot"
     assert resp.json["instanceActions"][0]["user_id"] == "demo"

@@ -6,18 +6,14 @@ import re
 import pytest
 
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import World as world
+from tests.functional.api.journeys import at_version
 from volumesvc.api import microversions as mv
+
+world = fixtures.World  # the world of the client fixture (conftest.py)
 
 MAX = str(mv.MAX_VERSION)
 ABOVE_MAX = f"{mv.MAX_VERSION.major}.{mv.MAX_VERSION.minor + 1}"
 HEADERS = {"accept": "application/json"}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
 
 
 def test_no_header_means_2_1(client):
@@ -48,40 +44,26 @@ def test_legacy_header_last_comma_value_counts(client):
 
 def test_new_header(client):
     """New header."""
-    resp = client.get("/v2.1/", headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+    resp = client.get("/v2.1/", headers=at_version(HEADERS, "2.89"))
     assert resp.status_code == 200, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.89"
     assert resp.headers["x-openstack-nova-api-version"] == "2.89"
 
 
-def test_new_header_wins_over_legacy(client):
-    """New header wins over legacy."""
-    resp = client.get(
-        "/v2.1/",
-        headers={**HEADERS, "openstack-api-version": "compute 2.53",
-                     "x-openstack-nova-api-version": "2.11"})
+@pytest.mark.parametrize("versions, expected", [
+    pytest.param({"openstack-api-version": "compute 2.53", "x-openstack-nova-api-version": "2.11"},
+                 "compute 2.53", id="new_header_wins_over_legacy"),
+    pytest.param({"openstack-api-version":
+                  "compute 2.20, volume 3.71, compute 2.27, placement 1.30"},
+                 "compute 2.27",
+                 id="new_header_other_services_ignored_and_last_compute_pair_counts"),
+    pytest.param({"openstack-api-version": "volume 3.71", "x-openstack-nova-api-version": "2.42"},
+                 "compute 2.42", id="new_header_without_compute_falls_back_to_legacy"),
+])
+def test_negotiated(client, versions, expected):
+    resp = client.get("/v2.1/", headers={**HEADERS, **versions})
     assert resp.status_code == 200, resp.text
-    assert resp.headers["openstack-api-version"] == "compute 2.53"
-
-
-def test_new_header_other_services_ignored_and_last_compute_pair_counts(client):
-    """New header other services ignored and last compute pair counts."""
-    resp = client.get(
-        "/v2.1/",
-        headers={**HEADERS, "openstack-api-version":
-                 "compute 2.20, volume 3.71, compute 2.27, placement 1.30"})
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["openstack-api-version"] == "compute 2.27"
-
-
-def test_new_header_without_compute_falls_back_to_legacy(client):
-    """New header without compute falls back to legacy."""
-    resp = client.get(
-        "/v2.1/",
-        headers={**HEADERS, "openstack-api-version": "volume 3.71",
-                     "x-openstack-nova-api-version": "2.42"})
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["openstack-api-version"] == "compute 2.42"
+    assert resp.headers["openstack-api-version"] == expected
 
 
 def test_latest_is_the_maximum(client):
@@ -99,18 +81,16 @@ def test_legacy_latest_is_the_maximum(client):
     assert resp.headers["x-openstack-nova-api-version"] == MAX
 
 
-def test_every_step_in_range_is_valid(client):
-    """Every step in range is valid."""
-    resp = client.get("/v2.1/", headers={**HEADERS, "x-openstack-nova-api-version": "2.105"})
-    assert resp.status_code == 200, resp.text
-
-
-def test_maximum_exactly(client):
-    """Maximum exactly."""
+@pytest.mark.parametrize("legacy, status", [
+    pytest.param("2.105", 200, id="every_step_in_range_is_valid"),
     # 2.105 to 2.108 are volumesvc's own (extend completion; attachment status;
     # idempotent attach; read-only attachments).
-    resp = client.get("/v2.1/", headers={**HEADERS, "x-openstack-nova-api-version": MAX})
-    assert resp.status_code == 200, resp.text
+    pytest.param(MAX, 200, id="maximum_exactly"),
+    pytest.param("Latest", 400, id="latest_with_capital_l_is_malformed"),
+])
+def test_legacy_status(client, legacy, status):
+    resp = client.get("/v2.1/", headers={**HEADERS, "x-openstack-nova-api-version": legacy})
+    assert resp.status_code == status, resp.text
 
 
 def test_the_first_version_above_the_maximum_is_not_served(client):
@@ -123,7 +103,7 @@ def test_the_first_version_above_the_maximum_is_not_served(client):
 
 def test_malformed_version_is_400_without_version_headers(client):
     """Malformed version is 400 without version headers."""
-    resp = client.get("/v2.1/", headers={**HEADERS, "openstack-api-version": "compute 2.01"})
+    resp = client.get("/v2.1/", headers=at_version(HEADERS, "2.01"))
     assert resp.status_code == 400, resp.text
     assert re.search("^req-", resp.headers["x-openstack-request-id"])
     assert "openstack-api-version" not in resp.headers
@@ -131,12 +111,6 @@ def test_malformed_version_is_400_without_version_headers(client):
     assert resp.json["badRequest"]["code"] == 400
     assert re.search("API Version String 2.01 is of invalid format",
                      str(resp.json["badRequest"]["message"]))
-
-
-def test_latest_with_capital_l_is_malformed(client):
-    """Latest with capital L is malformed."""
-    resp = client.get("/v2.1/", headers={**HEADERS, "x-openstack-nova-api-version": "Latest"})
-    assert resp.status_code == 400, resp.text
 
 
 def test_out_of_range_is_406_and_echoes_the_request(client):
@@ -155,16 +129,14 @@ def test_out_of_range_is_406_and_echoes_the_request(client):
 
 def test_below_minimum_is_406(client):
     """Below minimum is 406."""
-    resp = client.get("/v2.1/", headers={**HEADERS, "openstack-api-version": "compute 2.0"})
+    resp = client.get("/v2.1/", headers=at_version(HEADERS, "2.0"))
     assert resp.status_code == 406, resp.text
     assert resp.json["computeFault"]["code"] == 406
 
 
 def test_headers_are_echoed_on_a_404(client):
     """Headers are echoed on a 404."""
-    resp = client.get(
-        "/v2.1/no-such-thing",
-        headers={**HEADERS, "openstack-api-version": "compute 2.70"})
+    resp = client.get("/v2.1/no-such-thing", headers=at_version(HEADERS, "2.70"))
     assert resp.status_code == 404, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.70"
     assert resp.headers["x-openstack-nova-api-version"] == "2.70"
@@ -173,9 +145,7 @@ def test_headers_are_echoed_on_a_404(client):
 
 def test_headers_are_echoed_on_a_401(client):
     """Headers are echoed on a 401."""
-    resp = client.get(
-        "/v2.1/os-services",
-        headers={**HEADERS, "openstack-api-version": "compute 2.53"})
+    resp = client.get("/v2.1/os-services", headers=at_version(HEADERS, "2.53"))
     assert resp.status_code == 401, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.53"
 

@@ -14,13 +14,9 @@ import pytest
 
 from tests.functional.api import fixtures
 from tests.functional.api.fixtures import EXTEND_HIDDEN, EXTEND_SHOWN
+from tests.functional.api.journeys import assert_advertised, at_version, json_headers
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "admin:admin",
-    "openstack-api-version": "compute 2.105",
-}
+HEADERS = json_headers("2.105", "admin:admin")
 
 
 @pytest.fixture
@@ -33,13 +29,37 @@ def stack():
 def test_discovery_advertises_2_105_or_later(stack):
     """Discovery advertises 2.105 or later."""
     client, _server = stack
-    resp = client.get("/v2.1/", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["openstack-api-version"] == "compute 2.105"
-    assert resp.headers["x-openstack-nova-api-version"] == "2.105"
-    assert resp.json["version"]["min_version"] == "2.1"
-    assert re.search(r"^2\.(10[5-9]|1[1-9][0-9]|[2-9][0-9][0-9])$",
-                     str(resp.json["version"]["version"]))
+    assert_advertised(client, HEADERS, "2.105", r"^2\.(10[5-9]|1[1-9][0-9]|[2-9][0-9][0-9])$",
+                      min_version="2.1")
+
+
+def volume_extended(client, server, volume, version="2.105"):
+    """POST of one volume-extended event for ``volume`` on ``server``."""
+    event = {"name": "volume-extended", "server_uuid": server, "tag": volume}
+    return client.post("/v2.1/os-server-external-events", json={"events": [event]},
+                       headers=at_version(HEADERS, version))
+
+
+def wait_for_extend(client, server, answer, result, action=True, details=None):
+    """Polls the instance action of the event ``answer`` until its compute event is
+    ``result`` (the action extend_volume when ``action``, details matching ``details``).
+    """
+    request_id = answer.headers['x-openstack-request-id']
+
+    def check():
+        resp = client.get(
+            f"/v2.1/servers/{server}/os-instance-actions/{request_id}",
+            headers=HEADERS)
+        assert resp.status_code == 200, resp.text
+        if action:
+            assert resp.json["instanceAction"]["action"] == "extend_volume"
+        assert resp.json["instanceAction"]["events"][0]["event"] == "compute_extend_volume"
+        assert resp.json["instanceAction"]["events"][0]["result"] == result
+        if details is not None:
+            assert re.search(details, str(resp.json["instanceAction"]["events"][0]["details"]))
+        return resp
+
+    return fixtures.poll(check, count=100, delay=0.1)
 
 
 def test_at_2_104_a_volume_extended_event_keeps_the_2_51_flow_onwards(stack):
@@ -50,18 +70,7 @@ def test_at_2_104_a_volume_extended_event_keeps_the_2_51_flow_onwards(stack):
     """
     client, server = stack
     # at 2.104 a volume-extended event keeps the 2.51 flow
-    resp = client.post(
-        "/v2.1/os-server-external-events",
-        json={
-            "events": [
-                {
-                    "name": "volume-extended",
-                    "server_uuid": server,
-                    "tag": EXTEND_HIDDEN,
-                },
-            ],
-        },
-        headers={**HEADERS, "openstack-api-version": "compute 2.104"})
+    resp = volume_extended(client, server, EXTEND_HIDDEN, "2.104")
     assert resp.status_code == 200, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.104"
     assert resp.json["events"][0]["code"] == 200
@@ -69,98 +78,27 @@ def test_at_2_104_a_volume_extended_event_keeps_the_2_51_flow_onwards(stack):
     hidden_at_2_104 = resp
 
     # the 2.104 event succeeded without reading the hidden target
-    request_id = hidden_at_2_104.headers['x-openstack-request-id']
-
-    def check():
-        resp = client.get(
-            f"/v2.1/servers/{server}/os-instance-actions/{request_id}",
-            headers=HEADERS)
-        assert resp.status_code == 200, resp.text
-        assert resp.json["instanceAction"]["action"] == "extend_volume"
-        assert resp.json["instanceAction"]["events"][0]["event"] == "compute_extend_volume"
-        assert resp.json["instanceAction"]["events"][0]["result"] == "Success"
-        return resp
-
-    resp = fixtures.poll(check, count=100, delay=0.1)
+    wait_for_extend(client, server, hidden_at_2_104, "Success")
 
     # at 2.105 the same volume without a shown target completes with error
-    resp = client.post(
-        "/v2.1/os-server-external-events",
-        json={
-            "events": [
-                {
-                    "name": "volume-extended",
-                    "server_uuid": server,
-                    "tag": EXTEND_HIDDEN,
-                },
-            ],
-        },
-        headers=HEADERS)
+    resp = volume_extended(client, server, EXTEND_HIDDEN)
     assert resp.status_code == 200, resp.text
     assert resp.json["events"][0]["code"] == 200
     assert resp.json["events"][0]["status"] == "completed"
     hidden_at_2_105 = resp
 
     # the 2.105 event says why it failed
-    request_id = hidden_at_2_105.headers['x-openstack-request-id']
-
-    def check():
-        resp = client.get(
-            f"/v2.1/servers/{server}/os-instance-actions/{request_id}",
-            headers=HEADERS)
-        assert resp.status_code == 200, resp.text
-        assert resp.json["instanceAction"]["action"] == "extend_volume"
-        assert resp.json["instanceAction"]["events"][0]["event"] == "compute_extend_volume"
-        assert resp.json["instanceAction"]["events"][0]["result"] == "Error"
-        assert re.search("extend_new_size",
-                         str(resp.json["instanceAction"]["events"][0]["details"]))
-        return resp
-
-    resp = fixtures.poll(check, count=100, delay=0.1)
+    wait_for_extend(client, server, hidden_at_2_105, "Error", details="extend_new_size")
 
     # at 2.105 a volume with its target shown is grown and completed
-    resp = client.post(
-        "/v2.1/os-server-external-events",
-        json={
-            "events": [
-                {
-                    "name": "volume-extended",
-                    "server_uuid": server,
-                    "tag": EXTEND_SHOWN,
-                },
-            ],
-        },
-        headers=HEADERS)
+    resp = volume_extended(client, server, EXTEND_SHOWN)
     assert resp.status_code == 200, resp.text
     assert resp.json["events"][0]["code"] == 200
     shown_at_2_105 = resp
 
     # the completed extend is a successful event
-    request_id = shown_at_2_105.headers['x-openstack-request-id']
-
-    def check():
-        resp = client.get(
-            f"/v2.1/servers/{server}/os-instance-actions/{request_id}",
-            headers=HEADERS)
-        assert resp.status_code == 200, resp.text
-        assert resp.json["instanceAction"]["events"][0]["event"] == "compute_extend_volume"
-        assert resp.json["instanceAction"]["events"][0]["result"] == "Success"
-        return resp
-
-    resp = fixtures.poll(check, count=100, delay=0.1)
+    wait_for_extend(client, server, shown_at_2_105, "Success", action=False)
 
     # volume-extended is still refused below 2.51
-    resp = client.post(
-        "/v2.1/os-server-external-events",
-        json={
-            "events": [
-                {
-                    "name": "volume-extended",
-                    "server_uuid": server,
-                    "tag": EXTEND_SHOWN,
-                },
-            ],
-        },
-        headers={**HEADERS, "openstack-api-version": "compute 2.50"})
+    resp = volume_extended(client, server, EXTEND_SHOWN, "2.50")
     assert resp.status_code == 400, resp.text
-

@@ -4,48 +4,55 @@ doc/source/contributor/contract.rst §4.2.
 
 import re
 
-import pytest
-
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import ServersWorld as world
+from tests.functional.api.journeys import (
+    assert_fault,
+    at_version,
+    json_headers,
+    mapping,
+    server_body,
+)
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.67",
-}
+HEADERS = json_headers("2.67")
 
 
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+def boot(name, *entries, networks="none", **fields):
+    return server_body(name=name, networks=networks, block_device_mapping_v2=list(entries),
+                       **fields)
+
+
+def blank_root(volume_type):
+    return mapping("blank", boot_index=0, volume_size=1, volume_type=volume_type)
+
+
+# (step, body, version, status, message: text, pattern or None), in journey order.
+STEPS = [
+    ("a type by name is fine too",
+     boot("typed-by-name", blank_root("fast"), networks="auto"), "2.67", 202, None),
+    ("empty volume_type is ignored", boot("untyped", blank_root("")), "2.67", 202, None),
+    ("unknown volume type", boot("bad-type", blank_root("gold")), "2.67", 400,
+     "Volume type gold could not be found."),
+    ("volume type with a local destination",
+     boot("local-type",
+          mapping("blank", dest="local", boot_index=-1, volume_size=1, volume_type="fast"),
+          flavor="102", imageRef=world.IMAGE), "2.67", 400,
+     "Block Device Mapping is Invalid: Specifying a volume_type with destination_type=local "
+     "is not supported."),
+    ("volume type with an existing volume",
+     boot("existing-type", mapping("volume", world.VOL_BOOT, boot_index=0, volume_type="fast")),
+     "2.67", 400,
+     "Block Device Mapping is Invalid: Specifying volume type to existing volume is not "
+     "supported."),
+    ("volume_type is unknown before 2.67", boot("too-early", blank_root("fast")), "2.66", 400,
+     re.compile(r"Additional properties are not allowed \('volume_type' was unexpected\)")),
+]
 
 
 def test_blank_volume_with_a_type_given_by_id_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # blank volume with a type given by id
-    resp = client.post(
-        "/v2.1/servers",
-        json={
-            "server": {
-                "name": "typed",
-                "flavorRef": "101",
-                "networks": "none",
-                "block_device_mapping_v2": [
-                    {
-                        "source_type": "image",
-                        "uuid": world.IMAGE,
-                        "destination_type": "volume",
-                        "boot_index": 0,
-                        "volume_size": 4,
-                        "volume_type": world.TYPE_FAST,
-                    },
-                ],
-            },
-        },
-        headers=HEADERS)
+    root = mapping("image", world.IMAGE, boot_index=0, volume_size=4, volume_type=world.TYPE_FAST)
+    resp = client.post("/v2.1/servers", json=boot("typed", root), headers=HEADERS)
     assert resp.status_code == 202, resp.text
     assert re.search("servers/[0-9a-f-]{36}$", resp.headers["location"])
     assert re.search("^[0-9a-f-]{36}$", str(resp.json["server"]["id"]))
@@ -67,160 +74,14 @@ def test_blank_volume_with_a_type_given_by_id_onwards(client):
     assert resp.json["server"]["name"] == "typed"
     assert resp.json["server"]["hostId"] == ""
 
-    # a type by name is fine too
-    resp = client.post(
-        "/v2.1/servers",
-        json={
-            "server": {
-                "name": "typed-by-name",
-                "flavorRef": "101",
-                "networks": "auto",
-                "block_device_mapping_v2": [
-                    {
-                        "source_type": "blank",
-                        "destination_type": "volume",
-                        "boot_index": 0,
-                        "volume_size": 1,
-                        "volume_type": "fast",
-                    },
-                ],
-            },
-        },
-        headers=HEADERS)
-    assert resp.status_code == 202, resp.text
-
-    # empty volume_type is ignored
-    resp = client.post(
-        "/v2.1/servers",
-        json={
-            "server": {
-                "name": "untyped",
-                "flavorRef": "101",
-                "networks": "none",
-                "block_device_mapping_v2": [
-                    {
-                        "source_type": "blank",
-                        "destination_type": "volume",
-                        "boot_index": 0,
-                        "volume_size": 1,
-                        "volume_type": "",
-                    },
-                ],
-            },
-        },
-        headers=HEADERS)
-    assert resp.status_code == 202, resp.text
-
-    # unknown volume type
-    resp = client.post(
-        "/v2.1/servers",
-        json={
-            "server": {
-                "name": "bad-type",
-                "flavorRef": "101",
-                "networks": "none",
-                "block_device_mapping_v2": [
-                    {
-                        "source_type": "blank",
-                        "destination_type": "volume",
-                        "boot_index": 0,
-                        "volume_size": 1,
-                        "volume_type": "gold",
-                    },
-                ],
-            },
-        },
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == "Volume type gold could not be found."
-
-    # volume type with a local destination
-    resp = client.post(
-        "/v2.1/servers",
-        json={
-            "server": {
-                "name": "local-type",
-                "flavorRef": "102",
-                "imageRef": world.IMAGE,
-                "networks": "none",
-                "block_device_mapping_v2": [
-                    {
-                        "source_type": "blank",
-                        "destination_type": "local",
-                        "boot_index": -1,
-                        "volume_size": 1,
-                        "volume_type": "fast",
-                    },
-                ],
-            },
-        },
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == (
-        "Block Device Mapping is Invalid: Specifying a volume_type with destination_type=local "
-        "is not supported.")
-
-    # volume type with an existing volume
-    resp = client.post(
-        "/v2.1/servers",
-        json={
-            "server": {
-                "name": "existing-type",
-                "flavorRef": "101",
-                "networks": "none",
-                "block_device_mapping_v2": [
-                    {
-                        "source_type": "volume",
-                        "uuid": world.VOL_BOOT,
-                        "destination_type": "volume",
-                        "boot_index": 0,
-                        "volume_type": "fast",
-                    },
-                ],
-            },
-        },
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == (
-        "Block Device Mapping is Invalid: Specifying volume type to existing volume is not "
-        "supported.")
-
-    # volume_type is unknown before 2.67
-    resp = client.post(
-        "/v2.1/servers",
-        json={
-            "server": {
-                "name": "too-early",
-                "flavorRef": "101",
-                "networks": "none",
-                "block_device_mapping_v2": [
-                    {
-                        "source_type": "blank",
-                        "destination_type": "volume",
-                        "boot_index": 0,
-                        "volume_size": 1,
-                        "volume_type": "fast",
-                    },
-                ],
-            },
-        },
-        headers={**HEADERS, "openstack-api-version": "compute 2.66"})
-    assert resp.status_code == 400, resp.text
-    assert re.search(r"Additional properties are not allowed \('volume_type' was unexpected\)",
-                     str(resp.json["badRequest"]["message"]))
+    for step, body, version, status, message in STEPS:
+        resp = client.post("/v2.1/servers", json=body, headers=at_version(HEADERS, version))
+        assert_fault(resp, status, message, step=step)
 
     # boot from a volume-backed snapshot image uses its mappings
-    resp = client.post(
-        "/v2.1/servers",
-        json={
-            "server": {
-                "name": "from-snapshot-image",
-                "flavorRef": "101",
-                "imageRef": world.IMAGE_BFV_SNAPSHOT,
-                "networks": "none",
-            },
-        },
-        headers=HEADERS)
+    body = server_body(name="from-snapshot-image", imageRef=world.IMAGE_BFV_SNAPSHOT,
+                       networks="none")
+    resp = client.post("/v2.1/servers", json=body, headers=HEADERS)
     assert resp.status_code == 202, resp.text
 
     # the snapshot-image server shows its image
@@ -229,4 +90,3 @@ def test_blank_volume_with_a_type_given_by_id_onwards(client):
     assert resp.status_code == 200, resp.text
     assert resp.json["server"]["image"]["id"] == world.IMAGE_BFV_SNAPSHOT
     assert resp.json["server"]["status"] == "BUILD"
-

@@ -5,46 +5,25 @@ MANUAL) and a long-form accessIPv6 (stored and shown compressed, as Nova).
 
 import re
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServersWorld as world
+from tests.functional.api.journeys import at_version, json_headers, mapping, server_body
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.1",
-}
+world = fixtures.ServersWorld  # the world of the client fixture (conftest.py)
+
+HEADERS = json_headers("2.1")
 
 
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+def blank_boot(name, disk_config, **fields):
+    """A boot body on a blank 1 GiB root volume asking for ``disk_config``."""
+    return server_body(name=name, **{"OS-DCF:diskConfig": disk_config}, **fields,
+                       block_device_mapping_v2=[mapping("blank", boot_index=0, volume_size=1)])
 
 
 def test_boot_from_a_blank_volume_asking_for_auto_disk_config_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # boot from a blank volume asking for AUTO disk config
-    resp = client.post(
-        "/v2.1/servers",
-        json={
-            "server": {
-                "name": "auto-disk",
-                "flavorRef": "101",
-                "OS-DCF:diskConfig": "AUTO",
-                "accessIPv6": "0000:0000:0000:0000:0000:babe:220.12.22.2",
-                "block_device_mapping_v2": [
-                    {
-                        "source_type": "blank",
-                        "destination_type": "volume",
-                        "boot_index": 0,
-                        "volume_size": 1,
-                    },
-                ],
-            },
-        },
+    resp = client.post("/v2.1/servers", json=blank_boot(
+        "auto-disk", "AUTO", accessIPv6="0000:0000:0000:0000:0000:babe:220.12.22.2"),
         headers=HEADERS)
     assert resp.status_code == 202, resp.text
     assert resp.json["server"]["OS-DCF:diskConfig"] == "MANUAL"
@@ -81,7 +60,7 @@ def test_boot_from_a_blank_volume_asking_for_auto_disk_config_onwards(client):
     # and refused from 2.102
     resp = client.get(
         f"{booted.headers['Location']}/ips?foo=1",
-        headers={**HEADERS, "openstack-api-version": "compute 2.102"})
+        headers=at_version(HEADERS, "2.102"))
     assert resp.status_code == 400, resp.text
 
     # an unknown server has no addresses to list
@@ -89,24 +68,7 @@ def test_boot_from_a_blank_volume_asking_for_auto_disk_config_onwards(client):
     assert resp.status_code == 404, resp.text
 
     # a disk config outside AUTO and MANUAL is refused
-    resp = client.post(
-        "/v2.1/servers",
-        json={
-            "server": {
-                "name": "bad-disk",
-                "flavorRef": "101",
-                "OS-DCF:diskConfig": "SOMETIMES",
-                "block_device_mapping_v2": [
-                    {
-                        "source_type": "blank",
-                        "destination_type": "volume",
-                        "boot_index": 0,
-                        "volume_size": 1,
-                    },
-                ],
-            },
-        },
-        headers=HEADERS)
+    resp = client.post("/v2.1/servers", json=blank_boot("bad-disk", "SOMETIMES"), headers=HEADERS)
     assert resp.status_code == 400, resp.text
     assert re.search("OS-DCF:diskConfig", str(resp.json["badRequest"]["message"]))
 

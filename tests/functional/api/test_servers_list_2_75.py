@@ -3,23 +3,10 @@
 
 import re
 
-import pytest
-
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import ServersWorld as world
+from tests.functional.api.journeys import at_version, get_list, json_headers
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.75",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.75")
 
 
 def test_bob_boots_one_server_onwards(client):
@@ -65,36 +52,26 @@ def test_bob_boots_one_server_onwards(client):
     assert re.search("^r-[a-z0-9]{8}$", str(resp.json["reservation_id"]))
 
     # alice sees only her three servers, newest first
-    resp = client.get("/v2.1/servers", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["servers"]) == 3
+    resp = get_list(client, "/v2.1/servers", HEADERS, "servers", 3)
     assert re.search("^web-[123]$", str(resp.json["servers"][0]["name"]))
     assert re.search(r"\/v2.1\/servers\/[0-9a-f-]{36}$",
                      str(resp.json["servers"][0]["links"][0]["href"]))
 
     # detail lists no volumes until the compute created them
-    resp = client.get("/v2.1/servers/detail", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["servers"]) == 3
+    resp = get_list(client, "/v2.1/servers/detail", HEADERS, "servers", 3)
     assert resp.json["servers"][0]["status"] == "BUILD"
     assert len(resp.json["servers"][0]["os-extended-volumes:volumes_attached"]) == 0
 
     # names filter
-    resp = client.get("/v2.1/servers?name=web-2", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["servers"]) == 1
+    resp = get_list(client, "/v2.1/servers?name=web-2", HEADERS, "servers", 1)
     assert resp.json["servers"][0]["name"] == "web-2"
     web_2 = resp.json["servers"][0]["id"]
 
     # status filter
-    resp = client.get("/v2.1/servers?status=BUILD", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["servers"]) == 3
+    resp = get_list(client, "/v2.1/servers?status=BUILD", HEADERS, "servers", 3)
 
     # status filter with no match
-    resp = client.get("/v2.1/servers?status=ACTIVE", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["servers"]) == 0
+    resp = get_list(client, "/v2.1/servers?status=ACTIVE", HEADERS, "servers", 0)
 
     # unknown status is 400 from 2.38
     resp = client.get("/v2.1/servers?status=SLEEPY", headers=HEADERS)
@@ -106,25 +83,17 @@ def test_bob_boots_one_server_onwards(client):
     assert resp.status_code == 400, resp.text
 
     # unknown query parameter is ignored before 2.75
-    resp = client.get(
-        "/v2.1/servers?colour=blue",
-        headers={**HEADERS, "openstack-api-version": "compute 2.74"})
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["servers"]) == 3
+    resp = get_list(client, "/v2.1/servers?colour=blue", at_version(HEADERS, "2.74"), "servers", 3)
 
     # first page
-    resp = client.get("/v2.1/servers?limit=2", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["servers"]) == 2
+    resp = get_list(client, "/v2.1/servers?limit=2", HEADERS, "servers", 2)
     assert resp.json["servers_links"][0]["rel"] == "next"
     assert re.search(r"\/v2.1\/servers\?limit=2&marker=[0-9a-f-]{36}$",
                      str(resp.json["servers_links"][0]["href"]))
 
     # next page
     prev = resp
-    resp = client.get(prev.json["servers_links"][0]["href"], headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["servers"]) == 1
+    resp = get_list(client, prev.json["servers_links"][0]["href"], HEADERS, "servers", 1)
     assert len(resp.json) == 1
 
     # unknown marker
@@ -145,9 +114,8 @@ def test_bob_boots_one_server_onwards(client):
     assert len(resp.json["servers"]) == 4
 
     # admin sees only its own project without it
-    resp = client.get("/v2.1/servers", headers={**HEADERS, "x-auth-token": "admin:admin-project"})
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["servers"]) == 0
+    resp = get_list(client, "/v2.1/servers",
+                    {**HEADERS, "x-auth-token": "admin:admin-project"}, "servers", 0)
 
     # find bobs server as admin
     resp = client.get(
@@ -158,17 +126,13 @@ def test_bob_boots_one_server_onwards(client):
     bobs_server = resp.json["servers"][0]["id"]
 
     # alice cannot see bob's server
-    resp = client.get(
-        f"/v2.1/servers/{bobs_server}",
-        headers=HEADERS)
+    resp = client.get(f"/v2.1/servers/{bobs_server}", headers=HEADERS)
     assert resp.status_code == 404, resp.text
     assert re.search("^Instance [0-9a-f-]{36} could not be found.$",
                      str(resp.json["itemNotFound"]["message"]))
 
     # alice cannot delete bob's server
-    resp = client.delete(
-        f"/v2.1/servers/{bobs_server}",
-        headers=HEADERS)
+    resp = client.delete(f"/v2.1/servers/{bobs_server}", headers=HEADERS)
     assert resp.status_code == 404, resp.text
 
     # unknown server
@@ -178,30 +142,23 @@ def test_bob_boots_one_server_onwards(client):
         "Instance 00000000-0000-4000-8000-000000000000 could not be found.")
 
     # project-scoped urls work too
-    resp = client.get("/v2.1/7e57000000000000000000000000a11c/servers", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["servers"]) == 3
+    resp = get_list(client, "/v2.1/7e57000000000000000000000000a11c/servers",
+                    HEADERS, "servers", 3)
     assert re.search(r"\/v2.1\/7e57000000000000000000000000a11c\/servers\/",
                      str(resp.json["servers"][0]["links"][0]["href"]))
 
     # alice deletes web-2
-    resp = client.delete(
-        f"/v2.1/servers/{web_2}",
-        headers=HEADERS)
+    resp = client.delete(f"/v2.1/servers/{web_2}", headers=HEADERS)
     assert resp.status_code == 204, resp.text
 
     # web-2 is deleting
-    resp = client.get(
-        f"/v2.1/servers/{web_2}",
-        headers=HEADERS)
+    resp = client.get(f"/v2.1/servers/{web_2}", headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["server"]["OS-EXT-STS:task_state"] == "deleting"
     assert resp.json["server"]["status"] == "BUILD"
 
     # deleting again is accepted
-    resp = client.delete(
-        f"/v2.1/servers/{web_2}",
-        headers=HEADERS)
+    resp = client.delete(f"/v2.1/servers/{web_2}", headers=HEADERS)
     assert resp.status_code == 204, resp.text
 
     # delete an unknown server

@@ -3,30 +3,17 @@
 
 import re
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServicesWorld as world
+from tests.functional.api.journeys import ADMIN_TOKEN, at_version, get_list, json_headers
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "admin:admin-project",
-    "openstack-api-version": "compute 2.53",
-}
+world = fixtures.ServicesWorld  # the world of the client fixture (conftest.py)
 
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.53", ADMIN_TOKEN)
 
 
 def test_list_all_services(client):
     """List all services."""
-    resp = client.get("/v2.1/os-services", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["services"]) == 3
+    resp = get_list(client, "/v2.1/os-services", HEADERS, "services", 3)
     assert re.search("^[0-9a-f-]{36}$", str(resp.json["services"][0]["id"]))
     assert resp.json["services"][0]["host"] == "compute-up"
     assert resp.json["services"][0]["binary"] == "volumesvc-compute"
@@ -44,28 +31,20 @@ def test_list_all_services(client):
 def test_filter_by_host_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # filter by host
-    resp = client.get("/v2.1/os-services?host=compute-down", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["services"]) == 1
+    resp = get_list(client, "/v2.1/os-services?host=compute-down", HEADERS, "services", 1)
     assert resp.json["services"][0]["state"] == "down"
     down_compute = resp.json["services"][0]["id"]
 
     # filter by binary
-    resp = client.get("/v2.1/os-services?binary=volumesvc-conductor", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["services"]) == 1
+    resp = get_list(client, "/v2.1/os-services?binary=volumesvc-conductor", HEADERS, "services", 1)
     assert resp.json["services"][0]["host"] == "controller"
     conductor = resp.json["services"][0]["id"]
 
     # unknown query parameter ignored below 2.75
-    resp = client.get("/v2.1/os-services?colour=blue", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["services"]) == 3
+    resp = get_list(client, "/v2.1/os-services?colour=blue", HEADERS, "services", 3)
 
     # unknown query parameter is 400 from 2.75
-    resp = client.get(
-        "/v2.1/os-services?colour=blue",
-        headers={**HEADERS, "openstack-api-version": "compute 2.75"})
+    resp = client.get("/v2.1/os-services?colour=blue", headers=at_version(HEADERS, "2.75"))
     assert resp.status_code == 400, resp.text
     assert resp.json["badRequest"]["code"] == 400
 
@@ -155,19 +134,13 @@ def test_filter_by_host_onwards(client):
     assert resp.status_code == 403, resp.text
 
     # delete the down compute
-    resp = client.delete(
-        f"/v2.1/os-services/{down_compute}",
-        headers=HEADERS)
+    resp = client.delete(f"/v2.1/os-services/{down_compute}", headers=HEADERS)
     assert resp.status_code == 204, resp.text
 
     # deleted service is gone
-    resp = client.get("/v2.1/os-services", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["services"]) == 2
+    resp = get_list(client, "/v2.1/os-services", HEADERS, "services", 2)
 
     # delete again is 404
-    resp = client.delete(
-        f"/v2.1/os-services/{down_compute}",
-        headers=HEADERS)
+    resp = client.delete(f"/v2.1/os-services/{down_compute}", headers=HEADERS)
     assert resp.status_code == 404, resp.text
 

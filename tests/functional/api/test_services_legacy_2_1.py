@@ -1,23 +1,12 @@
 """os-services below 2.53: integer ids, PUT /os-services/{action} with host and binary.
 """
 
-import pytest
-
 from tests.functional.api import fixtures
-from tests.functional.api.fixtures import ServicesWorld as world
+from tests.functional.api.journeys import ADMIN_TOKEN, json_headers
 
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "admin:admin-project",
-    "x-openstack-nova-api-version": "2.1",
-}
+world = fixtures.ServicesWorld  # the world of the client fixture (conftest.py)
 
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.1", ADMIN_TOKEN, legacy=True)
 
 
 def test_list_has_integer_ids_and_no_forced_down(client):

@@ -7,220 +7,104 @@ import re
 
 import pytest
 
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
+from tests.functional.api.journeys import (
+    UNKNOWN_SERVER,
+    as_admin,
+    assert_fault,
+    attachments_url,
+    json_headers,
+)
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.1",
-}
+HEADERS = json_headers("2.1")
 
 
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+def attach(client, server, headers=HEADERS, **fields):
+    return client.post(attachments_url(server), json={"volumeAttachment": fields},
+                       headers=headers)
 
 
-def test_unknown_server(client):
-    """Unknown server."""
-    resp = client.post(
-        "/v2.1/servers/a77a0000-0000-4000-8000-0000000000ff/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["UNKNOWN"]}},
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == (
-        "Instance a77a0000-0000-4000-8000-0000000000ff could not be found.")
+@pytest.mark.parametrize("server, volume, status, message", [
+    pytest.param(UNKNOWN_SERVER, VOLUME["UNKNOWN"], 404,
+                 f"Instance {UNKNOWN_SERVER} could not be found.", id="unknown_server"),
+    pytest.param(SERVER["OTHER_PROJECT"], VOLUME["FREE"], 404, None,
+                 id="another_project_s_server"),
+    pytest.param(SERVER["LOCKED"], VOLUME["UNKNOWN"], 404,
+                 f"Volume {VOLUME['UNKNOWN']} could not be found.",
+                 id="unknown_volume_before_the_lock"),
+    pytest.param(SERVER["LOCKED"], VOLUME["FREE"], 409, f"Instance {SERVER['LOCKED']} is locked",
+                 id="locked_server"),
+])
+def test_refused(client, server, volume, status, message):
+    assert_fault(attach(client, server, volumeId=volume), status, message)
 
 
-def test_another_project_s_server(client):
-    """Another project's server."""
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['OTHER_PROJECT']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
+def cannot(server, state):
+    return f"Cannot 'attach_volume' instance {SERVER[server]} while it is in {state}"
 
 
-def test_unknown_volume_before_the_lock(client):
-    """Unknown volume before the lock."""
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['LOCKED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["UNKNOWN"]}},
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == (
-        f"Volume {VOLUME['UNKNOWN']} could not be found.")
+def attached_to(volume, server):
+    return f"volume {VOLUME[volume]} is already attached to instances: {SERVER[server]}"
 
 
-def test_locked_server(client):
-    """Locked server."""
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['LOCKED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == f"Instance {SERVER['LOCKED']} is locked"
+# (step, server, body, status, message: text, pattern or None), in journey order.
+REFUSALS = [
+    ("building server", "BUILDING", {"volumeId": VOLUME["FREE"]}, 409,
+     cannot("BUILDING", "vm_state building")),
+    ("rebooting server", "REBOOTING", {"volumeId": VOLUME["FREE"]}, 409,
+     cannot("REBOOTING", "task_state rebooting")),
+    ("error server", "ERROR", {"volumeId": VOLUME["FREE"]}, 409,
+     cannot("ERROR", "vm_state error")),
+    ("suspended server", "SUSPENDED", {"volumeId": VOLUME["FREE"]}, 409, None),
+    ("never launched", "NOT_LAUNCHED", {"volumeId": VOLUME["FREE"]}, 409,
+     cannot("NOT_LAUNCHED", "launched_at None")),
+    ("shelved needs 2.20", "SHELVED", {"volumeId": VOLUME["FREE"]}, 409,
+     cannot("SHELVED", "vm_state shelved")),
+    ("shelved offloaded needs 2.20", "SHELVED_OFFLOADED", {"volumeId": VOLUME["FREE"]}, 409,
+     cannot("SHELVED_OFFLOADED", "vm_state shelved_offloaded")),
+    ("a device that is not a device name", "ACTIVE",
+     {"volumeId": VOLUME["FREE"], "device": "vdb"}, 400,
+     re.compile(r"Invalid input for field\/attribute volumeAttachment\/device")),
+    ("volumeId must be a uuid", "ACTIVE", {"volumeId": "not-a-uuid"}, 400, None),
+    ("volumeId is required", "ACTIVE", {"device": "/dev/vdb"}, 400, None),
+    ("tag only from 2.49", "ACTIVE", {"volumeId": VOLUME["FREE"], "tag": "t"}, 400,
+     re.compile("Additional properties are not allowed")),
+]
+ATTACHED = [
+    ("a volume attached to another server", "SECOND", "DATA", attached_to("DATA", "ACTIVE")),
+    ("a volume attached to this server", "ACTIVE", "DATA", attached_to("DATA", "ACTIVE")),
+    ("a multiattach volume already on this server", "SECOND", "SHARED",
+     attached_to("SHARED", "SECOND")),
+    ("a multiattach volume below 2.60", "ACTIVE", "MULTI",
+     "Multiattach volumes are only supported starting with compute API version 2.60."),
+]
 
 
 def test_an_admin_may_attach_to_a_locked_server_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # an admin may attach to a locked server
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['LOCKED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE2"]}},
-        headers={**HEADERS, "x-auth-token": "admin:admin-project"})
+    resp = attach(client, SERVER["LOCKED"], as_admin(HEADERS), volumeId=VOLUME["FREE2"])
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"]["device"] == "/dev/vdc"
 
-    # building server
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['BUILDING']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'attach_volume' instance {SERVER['BUILDING']} while it is in vm_state building")
-
-    # rebooting server
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['REBOOTING']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'attach_volume' instance {SERVER['REBOOTING']} while it is in task_state "
-        "rebooting")
-
-    # error server
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ERROR']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'attach_volume' instance {SERVER['ERROR']} while it is in vm_state error")
-
-    # suspended server
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['SUSPENDED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-
-    # never launched
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['NOT_LAUNCHED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'attach_volume' instance {SERVER['NOT_LAUNCHED']} while it is in launched_at "
-        "None")
-
-    # shelved needs 2.20
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['SHELVED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'attach_volume' instance {SERVER['SHELVED']} while it is in vm_state shelved")
-
-    # shelved offloaded needs 2.20
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['SHELVED_OFFLOADED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'attach_volume' instance {SERVER['SHELVED_OFFLOADED']} while it is in vm_state "
-        "shelved_offloaded")
-
-    # a device that is not a device name
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"], "device": "vdb"}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert re.search(r"Invalid input for field\/attribute volumeAttachment\/device",
-                     str(resp.json["badRequest"]["message"]))
-
-    # volumeId must be a uuid
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": "not-a-uuid"}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-
-    # volumeId is required
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"device": "/dev/vdb"}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-
-    # tag only from 2.49
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"], "tag": "t"}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert re.search("Additional properties are not allowed",
-                     str(resp.json["badRequest"]["message"]))
+    for step, server, fields, status, message in REFUSALS:
+        assert_fault(attach(client, SERVER[server], **fields), status, message, step=step)
 
     # no other top-level key
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}, "extra": 1},
         headers=HEADERS)
     assert resp.status_code == 400, resp.text
 
-    # a volume attached to another server
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["DATA"]}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == (
-        f"volume {VOLUME['DATA']} is already attached to instances: {SERVER['ACTIVE']}")
-
-    # a volume attached to this server
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["DATA"]}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == (
-        f"volume {VOLUME['DATA']} is already attached to instances: {SERVER['ACTIVE']}")
-
-    # a multiattach volume already on this server
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["SHARED"]}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == (
-        f"volume {VOLUME['SHARED']} is already attached to instances: {SERVER['SECOND']}")
-
-    # a multiattach volume below 2.60
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["MULTI"]}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == (
-        "Multiattach volumes are only supported starting with compute API version 2.60.")
+    for step, server, volume, message in ATTACHED:
+        assert_fault(attach(client, SERVER[server], volumeId=VOLUME[volume]), 400, message,
+                     step=step)
 
     # attach
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"], "device": "/dev/vdb"}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], volumeId=VOLUME["FREE"], device="/dev/vdb")
     assert resp.status_code == 200, resp.text
     assert resp.headers["content-type"] == "application/json"
     assert resp.headers["openstack-api-version"] == "compute 2.1"
@@ -232,37 +116,19 @@ def test_an_admin_may_attach_to_a_locked_server_onwards(client):
                                             }
 
     # the new attachment is listed with its device
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['FREE']}",
-        headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME["FREE"]), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"]["device"] == "/dev/vdf"
 
     # attaching it again
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == (
-        f"volume {VOLUME['FREE']} is already attached to instances: {SERVER['ACTIVE']}")
+    assert_fault(attach(client, SERVER["ACTIVE"], volumeId=VOLUME["FREE"]), 400,
+                 attached_to("FREE", "ACTIVE"))
 
     # a stopped server
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['STOPPED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["TOO_MANY"], "device": None}},
-        headers=HEADERS)
-    assert resp.status_code == 403, resp.text
-    assert resp.json["forbidden"]["message"] == (
-        "The maximum allowed number of disk devices (2) to attach to a single instance has been "
-        "exceeded.")
+    assert_fault(attach(client, SERVER["STOPPED"], volumeId=VOLUME["TOO_MANY"], device=None), 403,
+                 "The maximum allowed number of disk devices (2) to attach to a single instance "
+                 "has been exceeded.")
 
     # the conductor finds the device in use
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['PAUSED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["DEVICE_BUSY"]}},
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        "The supplied device path (/dev/vdz) is in use.")
-
+    assert_fault(attach(client, SERVER["PAUSED"], volumeId=VOLUME["DEVICE_BUSY"]), 409,
+                 "The supplied device path (/dev/vdz) is in use.")

@@ -5,40 +5,19 @@ answer 404/409/400, the conductor's refusals no longer reach the client.
 
 import re
 
-import pytest
-
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
+from tests.functional.api.journeys import attach, attachments_url, json_headers
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.101",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.101")
 
 
 def test_attach_answers_202_with_no_body_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # attach answers 202 with no body
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={
-            "volumeAttachment": {
-                "volumeId": VOLUME["FREE"],
-                "tag": "t",
-                "delete_on_termination": True,
-            },
-        },
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["FREE"], tag="t",
+                  delete_on_termination=True)
     assert resp.status_code == 202, resp.text
     assert resp.headers["content-length"] == "0"
     assert resp.headers["openstack-api-version"] == "compute 2.101"
@@ -47,7 +26,7 @@ def test_attach_answers_202_with_no_body_onwards(client):
 
     # the legacy header alone gives the same 202
     resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
+        attachments_url(SERVER["SECOND"]),
         json={"volumeAttachment": {"volumeId": VOLUME["FREE2"]}},
         headers={**HEADERS, "openstack-api-version": "",
                      "x-openstack-nova-api-version": "2.101"})
@@ -57,7 +36,7 @@ def test_attach_answers_202_with_no_body_onwards(client):
 
     # the conductor refusal is not an HTTP error any more
     resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
+        attachments_url(SERVER["ACTIVE"]),
         json={"volumeAttachment": {"volumeId": VOLUME["TOO_MANY"]}},
         headers=HEADERS)
     assert resp.status_code == 202, resp.text
@@ -71,24 +50,15 @@ def test_attach_answers_202_with_no_body_onwards(client):
     assert resp.status_code == 404, resp.text
 
     # unknown volume is still 404
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["UNKNOWN"]}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["UNKNOWN"])
     assert resp.status_code == 404, resp.text
 
     # locked is still 409
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['LOCKED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["LOCKED"], HEADERS, volumeId=VOLUME["FREE"])
     assert resp.status_code == 409, resp.text
 
     # already attached is still 400
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["DATA"]}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["SECOND"], HEADERS, volumeId=VOLUME["DATA"])
     assert resp.status_code == 400, resp.text
     assert resp.json["badRequest"]["message"] == (
         f"volume {VOLUME['DATA']} is already attached to instances: {SERVER['ACTIVE']}")

@@ -2,34 +2,19 @@
 the 2.89 representation was never applied to POST, so 2.89 keeps id.
 """
 
-import pytest
 
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
+from tests.functional.api.journeys import at_version, attach, json_headers
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.79",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.79")
 
 
 def test_at_2_70_the_tag_is_echoed_null_when_absent_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # at 2.70 the tag is echoed, null when absent
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.70"})
+    resp = attach(client, SERVER["ACTIVE"], at_version(HEADERS, "2.70"), volumeId=VOLUME["FREE"])
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"] == {
                                                 "id": VOLUME["FREE"],
@@ -40,16 +25,8 @@ def test_at_2_70_the_tag_is_echoed_null_when_absent_onwards(client):
                                             }
 
     # at 2.79 delete_on_termination as a string
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
-        json={
-            "volumeAttachment": {
-                "volumeId": VOLUME["FREE2"],
-                "tag": "logs",
-                "delete_on_termination": "yes",
-            },
-        },
-        headers=HEADERS)
+    resp = attach(client, SERVER["SECOND"], HEADERS, volumeId=VOLUME["FREE2"], tag="logs",
+                  delete_on_termination="yes")
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"] == {
                                                 "id": VOLUME["FREE2"],
@@ -61,40 +38,26 @@ def test_at_2_70_the_tag_is_echoed_null_when_absent_onwards(client):
                                             }
 
     # a value that is not boolean-like
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
-        json={
-            "volumeAttachment": {
-                "volumeId": VOLUME["STOPPED_DATA"],
-                "delete_on_termination": "maybe",
-            },
-        },
-        headers=HEADERS)
+    resp = attach(client, SERVER["SECOND"], HEADERS, volumeId=VOLUME["STOPPED_DATA"],
+                  delete_on_termination="maybe")
     assert resp.status_code == 400, resp.text
 
     # an attached volume at 2.89
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['PAUSED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["STOPPED_DATA"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+    resp = attach(client, SERVER["PAUSED"], at_version(HEADERS, "2.89"),
+                  volumeId=VOLUME["STOPPED_DATA"])
     assert resp.status_code == 400, resp.text
     assert resp.json["badRequest"]["message"] == (
         f"volume {VOLUME['STOPPED_DATA']} is already attached to instances: {SERVER['STOPPED']}")
 
     # at 2.89 the POST body has id and no attachment_id
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['PAUSED']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["MULTI"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+    resp = attach(client, SERVER["PAUSED"], at_version(HEADERS, "2.89"), volumeId=VOLUME["MULTI"])
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 6
     assert resp.json["volumeAttachment"]["id"] == VOLUME["MULTI"]
 
     # at 2.100 the POST body still has id and no attachment_id
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["MULTI"], "delete_on_termination": False}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.100"})
+    resp = attach(client, SERVER["SECOND"], at_version(HEADERS, "2.100"), volumeId=VOLUME["MULTI"],
+                  delete_on_termination=False)
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 6
     assert resp.json["volumeAttachment"]["id"] == VOLUME["MULTI"]

@@ -8,128 +8,59 @@ import re
 
 import pytest
 
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
+from tests.functional.api.journeys import (
+    UNKNOWN_SERVER,
+    assert_fault,
+    at_version,
+    attachments_url,
+    json_headers,
+)
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.1",
-}
+HEADERS = json_headers("2.1")
 
 
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+def detach(client, server, volume, headers=HEADERS):
+    return client.delete(attachments_url(server, volume), headers=headers)
 
 
-def test_unknown_server(client):
-    """Unknown server."""
-    resp = client.delete(
-        f"/v2.1/servers/a77a0000-0000-4000-8000-0000000000ff/os-volume_attachments/{VOLUME['UNKNOWN']}",
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == (
-        "Instance a77a0000-0000-4000-8000-0000000000ff could not be found.")
-
-
-def test_another_project_s_server(client):
-    """Another project's server."""
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['OTHER_PROJECT']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-
-
-def test_shelved_below_2_20_before_the_volume_lookup(client):
-    """Shelved below 2.20 before the volume lookup."""
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['SHELVED']}/os-volume_attachments/{VOLUME['UNKNOWN']}",
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'detach_volume' instance {SERVER['SHELVED']} while it is in vm_state shelved")
-
-
-def test_unknown_volume_before_the_lock(client):
-    """Unknown volume before the lock."""
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['LOCKED']}/os-volume_attachments/{VOLUME['UNKNOWN']}",
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == (
-        f"Volume {VOLUME['UNKNOWN']} could not be found.")
-
-
-def test_a_volume_of_another_server_before_the_lock(client):
-    """A volume of another server before the lock."""
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['LOCKED']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == (
-        f"Instance {SERVER['LOCKED']} is not attached to volume {VOLUME['DATA']}")
-
-
-def test_the_root_volume(client):
-    """The root volume."""
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['ROOT']}",
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == "Cannot detach a root device volume"
-
-
-def test_locked_server(client):
-    """Locked server."""
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['LOCKED']}/os-volume_attachments/{VOLUME['LOCKED_DATA']}",
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == f"Instance {SERVER['LOCKED']} is locked"
-
-
-def test_rebooting_server(client):
-    """Rebooting server."""
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['REBOOTING']}/os-volume_attachments/{VOLUME['REBOOTING_DATA']}",
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Cannot 'detach_volume' instance {SERVER['REBOOTING']} while it is in task_state "
-        "rebooting")
-
-
-def test_compute_host_down(client):
-    """Compute host down."""
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['HOST_DOWN']}/os-volume_attachments/{VOLUME['DOWN_DATA']}",
-        headers=HEADERS)
-    assert resp.status_code == 409, resp.text
-    assert resp.json["conflictingRequest"]["message"] == (
-        f"Compute host compute-down of instance {SERVER['HOST_DOWN']} is not up; retry when the "
-        "service is back.")
-
-
-def test_cinder_refuses_begin_detaching(client):
-    """Cinder refuses begin_detaching."""
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['SECOND']}/os-volume_attachments/{VOLUME['DETACHING']}",
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
-    assert re.search("Unable to detach volume", str(resp.json["badRequest"]["message"]))
+@pytest.mark.parametrize("server, volume, status, message", [
+    pytest.param(UNKNOWN_SERVER, VOLUME["UNKNOWN"], 404,
+                 f"Instance {UNKNOWN_SERVER} could not be found.", id="unknown_server"),
+    pytest.param(SERVER["OTHER_PROJECT"], VOLUME["DATA"], 404, None,
+                 id="another_project_s_server"),
+    pytest.param(SERVER["SHELVED"], VOLUME["UNKNOWN"], 409,
+                 f"Cannot 'detach_volume' instance {SERVER['SHELVED']} while it is in vm_state "
+                 "shelved", id="shelved_below_2_20_before_the_volume_lookup"),
+    pytest.param(SERVER["LOCKED"], VOLUME["UNKNOWN"], 404,
+                 f"Volume {VOLUME['UNKNOWN']} could not be found.",
+                 id="unknown_volume_before_the_lock"),
+    pytest.param(SERVER["LOCKED"], VOLUME["DATA"], 404,
+                 f"Instance {SERVER['LOCKED']} is not attached to volume {VOLUME['DATA']}",
+                 id="a_volume_of_another_server_before_the_lock"),
+    pytest.param(SERVER["ACTIVE"], VOLUME["ROOT"], 400, "Cannot detach a root device volume",
+                 id="the_root_volume"),
+    pytest.param(SERVER["LOCKED"], VOLUME["LOCKED_DATA"], 409,
+                 f"Instance {SERVER['LOCKED']} is locked", id="locked_server"),
+    pytest.param(SERVER["REBOOTING"], VOLUME["REBOOTING_DATA"], 409,
+                 f"Cannot 'detach_volume' instance {SERVER['REBOOTING']} while it is in "
+                 "task_state rebooting", id="rebooting_server"),
+    pytest.param(SERVER["HOST_DOWN"], VOLUME["DOWN_DATA"], 409,
+                 f"Compute host compute-down of instance {SERVER['HOST_DOWN']} is not up; retry "
+                 "when the service is back.", id="compute_host_down"),
+    pytest.param(SERVER["SECOND"], VOLUME["DETACHING"], 400,
+                 re.compile("Unable to detach volume"), id="cinder_refuses_begin_detaching"),
+])
+def test_refused(client, server, volume, status, message):
+    assert_fault(detach(client, server, volume), status, message)
 
 
 def test_detach_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # detach
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
+    resp = detach(client, SERVER["ACTIVE"], VOLUME["DATA"])
     assert resp.status_code == 202, resp.text
     assert resp.headers["content-length"] == "0"
     assert resp.headers["openstack-api-version"] == "compute 2.1"
@@ -140,20 +71,11 @@ def test_detach_onwards(client):
     assert resp.json["instanceActions"][0]["action"] == "detach_volume"
 
     # a second detach while detaching
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
+    assert_fault(detach(client, SERVER["ACTIVE"], VOLUME["DATA"]), 400)
 
     # a stopped server
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['STOPPED']}/os-volume_attachments/{VOLUME['STOPPED_DATA']}",
-        headers=HEADERS)
-    assert resp.status_code == 202, resp.text
+    assert_fault(detach(client, SERVER["STOPPED"], VOLUME["STOPPED_DATA"]), 202)
 
     # a shelved server from 2.20
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['SHELVED']}/os-volume_attachments/{VOLUME['SHELVED_DATA']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.20"})
+    resp = detach(client, SERVER["SHELVED"], VOLUME["SHELVED_DATA"], at_version(HEADERS, "2.20"))
     assert resp.status_code == 202, resp.text
-

@@ -8,29 +8,24 @@ import re
 
 import pytest
 
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
+from tests.functional.api.journeys import (
+    UNKNOWN_SERVER,
+    assert_fault,
+    at_version,
+    attachments_url,
+    get_list,
+    json_headers,
+)
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.1",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.1", content_type=False)
 
 
 def test_list_at_2_1_leaves_out_the_local_disk(client):
     """List at 2.1 leaves out the local disk."""
-    resp = client.get(f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["volumeAttachments"]) == 5
+    resp = get_list(client, attachments_url(SERVER["ACTIVE"]), HEADERS, "volumeAttachments", 5)
     assert resp.json["volumeAttachments"][0] == {
                                                     "id": VOLUME["ROOT"],
                                                     "volumeId": VOLUME["ROOT"],
@@ -49,76 +44,30 @@ def test_list_with_the_project_id_in_the_url(client):
     assert len(resp.json["volumeAttachments"]) == 5
 
 
-def test_show_at_2_1(client):
-    """Show at 2.1."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["openstack-api-version"] == "compute 2.1"
-    assert resp.json["volumeAttachment"] == {
-                                                "id": VOLUME["DATA"],
-                                                "volumeId": VOLUME["DATA"],
-                                                "serverId": SERVER["ACTIVE"],
-                                                "device": "/dev/vdb",
-                                            }
-
-
 def test_show_at_2_69_is_still_the_2_1_shape(client):
     """Show at 2.69 is still the 2.1 shape."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.69"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+        headers=at_version(HEADERS, "2.69"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 4
-
-
-def test_show_at_2_70_adds_the_tag(client):
-    """Show at 2.70 adds the tag."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.70"})
-    assert resp.status_code == 200, resp.text
-    assert resp.json["volumeAttachment"] == {
-                                                "id": VOLUME["DATA"],
-                                                "volumeId": VOLUME["DATA"],
-                                                "serverId": SERVER["ACTIVE"],
-                                                "device": "/dev/vdb",
-                                                "tag": "data",
-                                            }
 
 
 def test_a_null_tag_is_shown_at_2_70(client):
     """A null tag is shown at 2.70."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['ROOT']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.70"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["ROOT"]),
+        headers=at_version(HEADERS, "2.70"))
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"]["tag"] is None
     assert len(resp.json["volumeAttachment"]) == 5
 
 
-def test_show_at_2_79_adds_delete_on_termination(client):
-    """Show at 2.79 adds delete_on_termination."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['ROOT']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.79"})
-    assert resp.status_code == 200, resp.text
-    assert resp.json["volumeAttachment"] == {
-                                                "id": VOLUME["ROOT"],
-                                                "volumeId": VOLUME["ROOT"],
-                                                "serverId": SERVER["ACTIVE"],
-                                                "device": "/dev/vda",
-                                                "tag": None,
-                                                "delete_on_termination": True,
-                                            }
-
-
 def test_show_at_2_89_has_no_id_but_attachment_id_and_bdm_uuid(client):
     """Show at 2.89 has no id but attachment_id and bdm_uuid."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+        headers=at_version(HEADERS, "2.89"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 7
     assert resp.json["volumeAttachment"]["volumeId"] == VOLUME["DATA"]
@@ -134,70 +83,27 @@ def test_show_at_2_89_has_no_id_but_attachment_id_and_bdm_uuid(client):
 
 def test_list_at_2_89_leaves_out_the_legacy_attachment(client):
     """List at 2.89 leaves out the legacy attachment."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["volumeAttachments"]) == 4
+    resp = get_list(client, attachments_url(SERVER["ACTIVE"]),
+                    at_version(HEADERS, "2.89"), "volumeAttachments", 4)
     assert resp.json["volumeAttachments"][2]["volumeId"] == VOLUME["MIGRATING"]
 
 
 def test_a_legacy_attachment_is_shown_below_2_89(client):
     """A legacy attachment is shown below 2.89."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['LEGACY']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.88"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["LEGACY"]),
+        headers=at_version(HEADERS, "2.88"))
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"]["volumeId"] == VOLUME["LEGACY"]
-
-
-def test_a_legacy_attachment_is_not_found_at_2_89(client):
-    """A legacy attachment is not found at 2.89."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['LEGACY']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == (
-        f"Instance {SERVER['ACTIVE']} is not attached to volume {VOLUME['LEGACY']}")
-
-
-def test_a_volume_that_is_not_attached(client):
-    """A volume that is not attached."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['FREE']}",
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == (
-        f"Instance {SERVER['ACTIVE']} is not attached to volume {VOLUME['FREE']}")
-
-
-def test_another_project_s_server_is_not_found(client):
-    """Another project's server is not found."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['OTHER_PROJECT']}/os-volume_attachments",
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == (
-        f"Instance {SERVER['OTHER_PROJECT']} could not be found.")
 
 
 def test_an_admin_sees_another_project_s_attachments(client):
     """An admin sees another project's attachments."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['OTHER_PROJECT']}/os-volume_attachments",
+        attachments_url(SERVER["OTHER_PROJECT"]),
         headers={**HEADERS, "x-auth-token": "admin:admin-project"})
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachments"] == []
-
-
-def test_unknown_server(client):
-    """Unknown server."""
-    resp = client.get(
-        "/v2.1/servers/a77a0000-0000-4000-8000-0000000000ff/os-volume_attachments",
-        headers=HEADERS)
-    assert resp.status_code == 404, resp.text
-    assert resp.json["itemNotFound"]["message"] == (
-        "Instance a77a0000-0000-4000-8000-0000000000ff could not be found.")
 
 
 def test_limit_and_offset(client):
@@ -212,44 +118,52 @@ def test_limit_and_offset(client):
                                                                             ]
 
 
-def test_a_negative_limit(client):
-    """A negative limit."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments?limit=-1",
-        headers=HEADERS)
-    assert resp.status_code == 400, resp.text
+def shown(volume, device, **more):
+    return {"id": VOLUME[volume], "volumeId": VOLUME[volume], "serverId": SERVER["ACTIVE"],
+            "device": device, **more}
 
 
-def test_unknown_query_keys_are_ignored_before_2_75(client):
-    """Unknown query keys are ignored before 2.75."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments?foo=bar",
-        headers={**HEADERS, "openstack-api-version": "compute 2.74"})
+@pytest.mark.parametrize("volume, version, expected", [
+    pytest.param("DATA", "2.1", shown("DATA", "/dev/vdb"), id="show_at_2_1"),
+    pytest.param("DATA", "2.70", shown("DATA", "/dev/vdb", tag="data"),
+                 id="show_at_2_70_adds_the_tag"),
+    pytest.param("ROOT", "2.79", shown("ROOT", "/dev/vda", tag=None, delete_on_termination=True),
+                 id="show_at_2_79_adds_delete_on_termination"),
+])
+def test_show(client, volume, version, expected):
+    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME[volume]),
+                      headers=at_version(HEADERS, version))
     assert resp.status_code == 200, resp.text
+    assert resp.headers["openstack-api-version"] == f"compute {version}"
+    assert resp.json["volumeAttachment"] == expected
 
 
-def test_unknown_query_keys_give_400_from_2_75(client):
-    """Unknown query keys give 400 from 2.75."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments?foo=bar",
-        headers={**HEADERS, "openstack-api-version": "compute 2.75"})
-    assert resp.status_code == 400, resp.text
-    assert re.search("Additional properties are not allowed",
-                     str(resp.json["badRequest"]["message"]))
+def not_attached(volume):
+    return f"Instance {SERVER['ACTIVE']} is not attached to volume {VOLUME[volume]}"
 
 
-def test_unknown_query_keys_on_show_give_400_from_2_102(client):
-    """Unknown query keys on show give 400 from 2.102."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}?foo=bar",
-        headers={**HEADERS, "openstack-api-version": "compute 2.102"})
-    assert resp.status_code == 400, resp.text
-
-
-def test_no_token(client):
-    """No token."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        headers={**HEADERS, "x-auth-token": ""})
-    assert resp.status_code == 401, resp.text
-
+@pytest.mark.parametrize("url, headers, status, message", [
+    pytest.param(attachments_url(SERVER["ACTIVE"], VOLUME["LEGACY"]), at_version(HEADERS, "2.89"),
+                 404, not_attached("LEGACY"), id="a_legacy_attachment_is_not_found_at_2_89"),
+    pytest.param(attachments_url(SERVER["ACTIVE"], VOLUME["FREE"]), HEADERS, 404,
+                 not_attached("FREE"), id="a_volume_that_is_not_attached"),
+    pytest.param(attachments_url(SERVER["OTHER_PROJECT"]), HEADERS, 404,
+                 f"Instance {SERVER['OTHER_PROJECT']} could not be found.",
+                 id="another_project_s_server_is_not_found"),
+    pytest.param(attachments_url(UNKNOWN_SERVER), HEADERS, 404,
+                 f"Instance {UNKNOWN_SERVER} could not be found.", id="unknown_server"),
+    pytest.param(attachments_url(SERVER["ACTIVE"], query="?limit=-1"), HEADERS, 400, None,
+                 id="a_negative_limit"),
+    pytest.param(attachments_url(SERVER["ACTIVE"], query="?foo=bar"), at_version(HEADERS, "2.74"),
+                 200, None, id="unknown_query_keys_are_ignored_before_2_75"),
+    pytest.param(attachments_url(SERVER["ACTIVE"], query="?foo=bar"), at_version(HEADERS, "2.75"),
+                 400, re.compile("Additional properties are not allowed"),
+                 id="unknown_query_keys_give_400_from_2_75"),
+    pytest.param(attachments_url(SERVER["ACTIVE"], VOLUME["DATA"], "?foo=bar"),
+                 at_version(HEADERS, "2.102"), 400, None,
+                 id="unknown_query_keys_on_show_give_400_from_2_102"),
+    pytest.param(attachments_url(SERVER["ACTIVE"]), {**HEADERS, "x-auth-token": ""}, 401, None,
+                 id="no_token"),
+])
+def test_status(client, url, headers, status, message):
+    assert_fault(client.get(url, headers=headers), status, message)

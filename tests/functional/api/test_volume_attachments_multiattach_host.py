@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsWorld as world
+from tests.functional.api.journeys import assert_fault, at_version, attach, attachments_url
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
@@ -20,29 +20,20 @@ HEADERS = {
 }
 
 
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+def attach_multi(client, version):
+    return attach(client, SERVER["NO_MULTIATTACH_HOST"], at_version(HEADERS, version),
+                  volumeId=VOLUME["MULTI"])
 
 
 def test_below_2_60_the_microversion_refusal_comes_first(client):
     """Below 2.60 the microversion refusal comes first."""
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['NO_MULTIATTACH_HOST']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["MULTI"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.59"})
-    assert resp.status_code == 400, resp.text
-    assert resp.json["badRequest"]["message"] == (
-        "Multiattach volumes are only supported starting with compute API version 2.60.")
+    assert_fault(attach_multi(client, "2.59"), 400,
+                 "Multiattach volumes are only supported starting with compute API version 2.60.")
 
 
 def test_at_2_60_the_host_is_refused_up_front(client):
     """At 2.60 the host is refused up front."""
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['NO_MULTIATTACH_HOST']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["MULTI"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.60"})
+    resp = attach_multi(client, "2.60")
     assert resp.status_code == 409, resp.text
     assert resp.headers["openstack-error-code"] == "volumesvc.attachment.conflict"
     assert resp.json["conflictingRequest"]["code"] == 409
@@ -52,33 +43,20 @@ def test_at_2_60_the_host_is_refused_up_front(client):
         "(capability supports_multiattach is off).")
 
 
-def test_at_2_100_too(client):
-    """At 2.100 too."""
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['NO_MULTIATTACH_HOST']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["MULTI"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.100"})
-    assert resp.status_code == 409, resp.text
-    assert re.search("supports_multiattach is off",
-                     str(resp.json["conflictingRequest"]["message"]))
-
-
-def test_and_at_2_101_where_other_conductor_refusals_are_only_events_it_is_still_a_4(client):
-    """And at 2.101, where other conductor refusals are only events, it is still a 409."""
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['NO_MULTIATTACH_HOST']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["MULTI"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.101"})
-    assert resp.status_code == 409, resp.text
-    assert re.search("supports_multiattach is off",
-                     str(resp.json["conflictingRequest"]["message"]))
+@pytest.mark.parametrize("version", [
+    pytest.param("2.100", id="at_2_100_too"),
+    # where other conductor refusals are only events
+    pytest.param("2.101", id="and_at_2_101_it_is_still_a_409"),
+])
+def test_still_refused(client, version):
+    assert_fault(attach_multi(client, version), 409, re.compile("supports_multiattach is off"))
 
 
 def test_nothing_was_attached_to_that_server(client):
     """Nothing was attached to that server."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['NO_MULTIATTACH_HOST']}/os-volume_attachments",
-        headers={**HEADERS, "openstack-api-version": "compute 2.89"})
+        attachments_url(SERVER["NO_MULTIATTACH_HOST"]),
+        headers=at_version(HEADERS, "2.89"))
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachments"] == []
 
@@ -86,17 +64,12 @@ def test_nothing_was_attached_to_that_server(client):
 def test_a_single_attach_volume_attaches_on_that_host_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # a single-attach volume attaches on that host
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['NO_MULTIATTACH_HOST']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.60"})
+    resp = attach(client, SERVER["NO_MULTIATTACH_HOST"], at_version(HEADERS, "2.60"),
+                  volumeId=VOLUME["FREE"])
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"]["volumeId"] == VOLUME["FREE"]
 
     # the multiattach volume still attaches to a server on a capable host
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["MULTI"]}},
-        headers={**HEADERS, "openstack-api-version": "compute 2.101"})
+    resp = attach(client, SERVER["ACTIVE"], at_version(HEADERS, "2.101"), volumeId=VOLUME["MULTI"])
     assert resp.status_code == 202, resp.text
 

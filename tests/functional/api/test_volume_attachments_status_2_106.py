@@ -9,43 +9,30 @@ attach. A POST at 2.106 is still the 202 of 2.101.
 
 import re
 
-import pytest
-
-from tests.functional.api import fixtures
 from tests.functional.api.fixtures import VolumeAttachmentsProgressWorld as world
+from tests.functional.api.journeys import (
+    assert_advertised,
+    at_version,
+    attach,
+    attachments_url,
+    get_list,
+    json_headers,
+)
 
 SERVER = world.SERVER
 VOLUME = world.VOLUME
-HEADERS = {
-    "accept": "application/json",
-    "content-type": "application/json",
-    "x-auth-token": "alice:7e57000000000000000000000000a11c",
-    "openstack-api-version": "compute 2.106",
-}
-
-
-@pytest.fixture
-def client():
-    with fixtures.open_world(world) as (app, _deps):
-        yield app.test_client()
+HEADERS = json_headers("2.106")
 
 
 def test_discovery_advertises_2_106_or_later(client):
     """Discovery advertises 2.106 or later."""
-    resp = client.get("/v2.1/", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["openstack-api-version"] == "compute 2.106"
-    assert resp.headers["x-openstack-nova-api-version"] == "2.106"
-    assert resp.json["version"]["min_version"] == "2.1"
-    assert re.search(r"^2\.(10[6-9]|1[1-9][0-9]|[2-9][0-9][0-9])$",
-                     str(resp.json["version"]["version"]))
+    assert_advertised(client, HEADERS, "2.106", r"^2\.(10[6-9]|1[1-9][0-9]|[2-9][0-9][0-9])$",
+                      min_version="2.1")
 
 
 def test_list_at_2_105_has_the_2_89_keys_and_no_failed_attach(client):
     """List at 2.105 has the 2.89 keys and no failed attach."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        headers={**HEADERS, "openstack-api-version": "compute 2.105"})
+    resp = client.get(attachments_url(SERVER["ACTIVE"]), headers=at_version(HEADERS, "2.105"))
     assert resp.status_code == 200, resp.text
     assert resp.headers["openstack-api-version"] == "compute 2.105"
     assert len(resp.json["volumeAttachments"]) == 4
@@ -55,9 +42,7 @@ def test_list_at_2_105_has_the_2_89_keys_and_no_failed_attach(client):
 
 def test_list_at_2_106_adds_a_status_and_lists_the_failed_attach_last(client):
     """List at 2.106 adds a status and lists the failed attach last."""
-    resp = client.get(f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments", headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["volumeAttachments"]) == 5
+    resp = get_list(client, attachments_url(SERVER["ACTIVE"]), HEADERS, "volumeAttachments", 5)
     assert resp.json["volumeAttachments"][1]["volumeId"] == VOLUME["DATA"]
     assert resp.json["volumeAttachments"][1]["status"] == "attached"
     assert len(resp.json["volumeAttachments"][1]) == 8
@@ -74,8 +59,8 @@ def test_list_at_2_106_adds_a_status_and_lists_the_failed_attach_last(client):
 def test_show_at_2_105_has_no_status(client):
     """Show at 2.105 has no status."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.105"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+        headers=at_version(HEADERS, "2.105"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 7
     assert resp.json["volumeAttachment"]["tag"] == "data"
@@ -83,27 +68,22 @@ def test_show_at_2_105_has_no_status(client):
 
 def test_show_at_2_106_has_the_status_and_no_fault(client):
     """Show at 2.106 has the status and no fault."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
-    assert resp.status_code == 200, resp.text
-    assert len(resp.json["volumeAttachment"]) == 8
+    resp = get_list(client, attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+                    HEADERS, "volumeAttachment", 8)
     assert resp.json["volumeAttachment"]["status"] == "attached"
 
 
 def test_the_failed_attach_is_not_there_at_2_105(client):
     """The failed attach is not there at 2.105."""
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['FREE2']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.105"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["FREE2"]),
+        headers=at_version(HEADERS, "2.105"))
     assert resp.status_code == 404, resp.text
 
 
 def test_the_failed_attach_can_be_shown_at_2_106(client):
     """The failed attach can be shown at 2.106."""
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['FREE2']}",
-        headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME["FREE2"]), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"]["status"] == "error"
     assert resp.json["volumeAttachment"]["fault"]["code"] == 400
@@ -112,42 +92,31 @@ def test_the_failed_attach_can_be_shown_at_2_106(client):
 def test_detach_at_2_106_answers_202_onwards(client):
     """The journey from here on, in order: each step sees what the earlier ones did."""
     # detach at 2.106 answers 202
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
+    resp = client.delete(attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]), headers=HEADERS)
     assert resp.status_code == 202, resp.text
 
     # the detached volume is shown detaching
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]), headers=HEADERS)
     assert resp.status_code == 200, resp.text
     assert resp.json["volumeAttachment"]["status"] == "detaching"
 
     # below 2.106 the detaching volume is shown without a status
     resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['DATA']}",
-        headers={**HEADERS, "openstack-api-version": "compute 2.105"})
+        attachments_url(SERVER["ACTIVE"], VOLUME["DATA"]),
+        headers=at_version(HEADERS, "2.105"))
     assert resp.status_code == 200, resp.text
     assert len(resp.json["volumeAttachment"]) == 7
 
     # a DELETE of the failed attach forgets the record
-    resp = client.delete(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['FREE2']}",
-        headers=HEADERS)
+    resp = client.delete(attachments_url(SERVER["ACTIVE"], VOLUME["FREE2"]), headers=HEADERS)
     assert resp.status_code == 202, resp.text
 
     # the forgotten failed attach is gone
-    resp = client.get(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments/{VOLUME['FREE2']}",
-        headers=HEADERS)
+    resp = client.get(attachments_url(SERVER["ACTIVE"], VOLUME["FREE2"]), headers=HEADERS)
     assert resp.status_code == 404, resp.text
 
     # attach at 2.106 answers 202 with no body, as from 2.101
-    resp = client.post(
-        f"/v2.1/servers/{SERVER['ACTIVE']}/os-volume_attachments",
-        json={"volumeAttachment": {"volumeId": VOLUME["FREE"]}},
-        headers=HEADERS)
+    resp = attach(client, SERVER["ACTIVE"], HEADERS, volumeId=VOLUME["FREE"])
     assert resp.status_code == 202, resp.text
     assert resp.headers["content-length"] == "0"
     assert resp.headers["openstack-api-version"] == "compute 2.106"
