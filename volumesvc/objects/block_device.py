@@ -62,6 +62,12 @@ class BlockDeviceMapping(base.DictMixin):
         return super().from_model(row, deleted=bool(row.deleted), **extra)
 
 
+def has_local_root(bdms) -> bool:
+    """The server's root disk is a file on its host (image → local, boot index 0),
+    not a Cinder volume: what no move between hosts can take along."""
+    return any(b.destination_type == "local" and b.boot_index == 0 for b in bdms)
+
+
 def _check_values(values):
     bad = (set(values) & _READ_ONLY) | {
         key for key in values if key not in BlockDeviceMapping.__dataclass_fields__}

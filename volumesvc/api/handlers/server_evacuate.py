@@ -76,7 +76,7 @@ def _check_server(req, instance):
     if source.up:
         raise _bad(f"Compute service of {instance.host} is still in use.")
     bdms = bdm_obj.list_by_instance(req.deps.db, req.context, instance.uuid)
-    if any(b.destination_type == "local" and b.boot_index == 0 for b in bdms):
+    if bdm_obj.has_local_root(bdms):
         raise _bad(f"Server {instance.uuid} has a local root disk; only servers whose "
                    "disks are all Cinder volumes can be evacuated.")
 

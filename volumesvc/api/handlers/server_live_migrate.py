@@ -45,7 +45,7 @@ def _check_request(req, instance, host, block_migration):
                    "whose disks are all Cinder volumes, which need no copy. Use "
                    "block_migration false (or auto).")
     bdms = bdm_obj.list_by_instance(req.deps.db, req.context, instance.uuid)
-    if any(b.destination_type == "local" and b.boot_index == 0 for b in bdms):
+    if bdm_obj.has_local_root(bdms):
         raise _bad(f"Migration pre-check error: server {instance.uuid} has a local root "
                    "disk; only servers whose disks are all Cinder volumes can be "
                    "live-migrated.")

@@ -57,7 +57,7 @@ def _bad(message):
 def _volume_backed(req, instance):
     """No local root disk (the live migration's test: the BDMs, not the image ref)."""
     bdms = bdm_obj.list_by_instance(req.deps.db, req.context, instance.uuid)
-    return not any(b.destination_type == "local" and b.boot_index == 0 for b in bdms)
+    return not bdm_obj.has_local_root(bdms)
 
 
 def _check_image_backed_resize(req, instance, new_flavor):

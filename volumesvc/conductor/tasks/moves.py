@@ -25,6 +25,7 @@ from volumesvc import exception
 from volumesvc.conductor import scheduling
 from volumesvc.conductor.tasks import base
 from volumesvc.objects import base as objects_base
+from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
 from volumesvc.objects import instance_fault as fault_obj
@@ -67,7 +68,7 @@ class MoveTask(base.TaskBase):
 
         ``done``: what the move does, for the message (``live-migrated``...).
         """
-        if any(b.destination_type == "local" and b.boot_index == 0 for b in bdms):
+        if bdm_obj.has_local_root(bdms):
             raise exception.MigrationPreCheckError(
                 reason=f"server {self.instance_uuid} has a local root disk: only servers "
                        f"whose disks are all Cinder volumes can be {done}")

@@ -63,7 +63,7 @@ class ResizeTask(moves.MoveTask):
                                              min_version=version.RESIZE_VERSION,
                                              do="resize or migrate")
         bdms = bdm_obj.list_by_instance(self.db, self.context, instance.uuid)
-        local_root = any(b.destination_type == "local" and b.boot_index == 0 for b in bdms)
+        local_root = bdm_obj.has_local_root(bdms)
         dest = self._destination(instance, migration,
                                  scheduling.volume_needs(self.cinder, self.context, bdms),
                                  local_root)
