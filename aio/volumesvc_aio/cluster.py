@@ -372,6 +372,7 @@ class Cluster:
     def _start_rabbit(self):
         self.log("RabbitMQ: three nodes, clustered")
         for node in self.rabbit_nodes:
+            node.wait_ports_free()
             node.configure()
             self._spawn(node.nodename.split("@")[0], node.argv(), env=node.env())
         for node in self.rabbit_nodes:

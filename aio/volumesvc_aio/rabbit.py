@@ -29,6 +29,16 @@ def _env():
     return env
 
 
+def _bindable(address, port) -> bool:
+    """True when ``address:port`` can be bound now (as a server does, without reuse)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((address, port))
+        except OSError:
+            return False
+        return True
+
+
 def port_open(host=DEFAULT_HOST, port=DEFAULT_PORT, timeout=1.0) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -140,6 +150,25 @@ class ClusterNode:
         # The Erlang cookie every node of the machine shares (rabbitmq's home).
         env["HOME"] = "/var/lib/rabbitmq"
         return env
+
+    def wait_ports_free(self, timeout=120.0):
+        """Wait until this node's AMQP and distribution ports can be bound.
+
+        Why: a deployment started right after another one stopped finds the
+        old nodes' connections in ``TIME_WAIT`` on the same fixed ports for
+        up to a minute; RabbitMQ then refuses to start
+        (``dist_port_already_used``) instead of waiting.
+        """
+        ports = ((self.address, self.port), ("127.0.0.1", self.port + 20000))
+        deadline = time.monotonic() + timeout
+        while True:
+            busy = [port for address, port in ports if not _bindable(address, port)]
+            if not busy:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"RabbitMQ node {self.nodename}: ports {busy} still in use "
+                                   f"after {timeout}s")
+            time.sleep(2)
 
     def configure(self):
         """Config (AMQP on ``address:port`` only, no plugins), dirs owned by rabbitmq."""

@@ -121,6 +121,31 @@ def cluster():
         yield up
 
 
+@pytest.fixture(autouse=True)
+def computes_in_service(request):
+    """Each test of the cluster starts with every compute up, enabled and not forced down.
+
+    Why: a test that killed a compute (or forced its service down) starts it
+    again in its cleanup and leaves at once; the next test would otherwise
+    boot onto a host whose compute has not reported since its restart and
+    be refused with "No valid host" for a reason that is not its own.
+    """
+    if "api" in request.fixturenames:
+        api = request.getfixturevalue("api")
+        wait_until(lambda: not computes_out_of_service(api),
+                   "every compute up, enabled and not forced down", timeout=300,
+                   cluster=request.getfixturevalue("cluster"))
+    yield
+
+
+def computes_out_of_service(api):
+    """The compute services of the deployment that are not up and in service."""
+    status, body = api.nova("GET", "/os-services?binary=volumesvc-compute", version="2.53")
+    assert status == 200, body
+    return [(s["host"], s["state"], s["status"], s["forced_down"]) for s in body["services"]
+            if (s["state"], s["status"], s["forced_down"]) != ("up", "enabled", False)]
+
+
 def http(method, url, body=None, headers=None, timeout=120, *, token, context=None):
     """(status, parsed body or None); a connection that fails gives (None, reason).
 
