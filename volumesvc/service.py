@@ -75,6 +75,11 @@ class RPCService:
                                     observer=self.metrics)
             server.start()
             self._servers.append(server)
+        # The manager's first words once it takes work (a compute's
+        # ``compute_started``); never fatal.
+        serving = getattr(self.manager, "serving", None)
+        if serving:
+            serving(vs_context.get_admin_context())
         self._beat_thread = threading.Thread(
             target=self._beat_loop, name=f"{self.binary}-heartbeat", daemon=True)
         self._beat_thread.start()

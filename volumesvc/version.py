@@ -19,6 +19,8 @@ SERVICE_VERSION_HISTORY = (
     {"compute_rpc": "1.1", "conductor_rpc": "1.1"},
     # 3: cold migration, resize and evacuation: compute RPC 1.2 and conductor RPC 1.2.
     {"compute_rpc": "1.2", "conductor_rpc": "1.2"},
+    # 4: a compute that starts tells the conductors (conductor RPC 1.3).
+    {"compute_rpc": "1.2", "conductor_rpc": "1.3"},
 )
 
 SERVICE_VERSION = len(SERVICE_VERSION_HISTORY)

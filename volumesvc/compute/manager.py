@@ -161,6 +161,21 @@ class ComputeManager:
         self.migrator.recover_switched(context)
         self.resizer.recover_destination(context, self._lock)
 
+    def serving(self, context):
+        """Tell every conductor this compute takes its queue now (best effort).
+
+        Why: attaches a killed predecessor had taken from the queue died
+        with it; the conductors that cast them cast them again at once
+        (``conductor/attach_watch.py``) rather than after ``[compute]
+        attachment_reservation_timeout``. A conductor that cannot be told
+        still casts them at that time.
+        """
+        try:
+            self.conductor.compute_started(context, host=self.host)
+        except Exception as exc:  # noqa: BLE001 - a hint; the watch's own time remains
+            LOG.warning("Could not tell the conductors that compute %s started: %s",
+                        self.host, exc)
+
     def cleanup_host(self):
         self.reconciler.stop()
         self.driver.cleanup_host()

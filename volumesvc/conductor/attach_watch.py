@@ -9,7 +9,10 @@ The device name is chosen here, so the conductor watches what it cast:
 reads the BDM again, and one that still has no connection is cast again
 with ``recovered=True``: a compute that has the work, queued, running or
 done, skips the copy (``compute/started_work.py``), one that never had it
-runs it. After ``ATTEMPTS`` casts the attach is left to the compute's own
+runs it. A compute that starts tells every conductor
+(``compute_started``), and the checks of its attaches are due at once: a
+cast its killed predecessor had taken and lost runs as soon as the compute
+is back. After ``ATTEMPTS`` casts the attach is left to the compute's own
 reconciliation, which rolls back an attach that made no progress.
 
 An attach whose Cinder attachment create failed without an answer (a
@@ -88,6 +91,28 @@ class AttachWatch:
                 self.release_later(task, attempt + 1)
             return False
         return True
+
+    def due_now(self, host) -> int:
+        """Make every attach check of ``host`` due at once; how many there are.
+
+        Why: the compute of ``host`` has just started. What it had taken
+        from its queue before it was killed is lost; what was still queued
+        it takes now, before a copy cast now (the copy is then skipped). The
+        check itself decides, as at its usual time, whether a cast is needed.
+        """
+        with self._cond:
+            now = time.monotonic()
+            due = 0
+            entries = []
+            for when, sequence, entry in self._due:
+                work, args = entry
+                if work == self.check and args[1] == host:
+                    when, due = now, due + 1
+                entries.append((when, sequence, entry))
+            heapq.heapify(entries)
+            self._due = entries
+            self._cond.notify()
+        return due
 
     def _push(self, entry):
         due = time.monotonic() + self.conf.compute.attachment_reservation_timeout + 1

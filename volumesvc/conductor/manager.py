@@ -113,6 +113,13 @@ class ConductorManager:
             version=version, capabilities=capabilities)
         return service.to_dict()
 
+    def compute_started(self, context, *, host):
+        """A compute process started: its watched attaches are due now (``attach_watch``)."""
+        due = self._watch.due_now(host)
+        if due:
+            LOG.info("Compute %s started: casting again %d attach(es) it may have lost",
+                     host, due)
+
     # -- server lifecycle (casts from the API) ------------------------------
 
     def build_instances(self, context, *, instance_uuids, request_spec):

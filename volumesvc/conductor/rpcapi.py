@@ -26,6 +26,9 @@ manager imports ``VERSION`` so the two can never disagree; when and how:
         resize_instance, confirm_resize, revert_resize, evacuate_instance.
         Compute → conductor (persistence): migration_settle,
         migration_list_cold, migration_list_evacuations, evacuation_finish.
+* 1.3 - Compute → conductor, a fanout cast to every conductor:
+        compute_started (each casts again at once the attaches it watches
+        on that host).
 """
 
 import oslo_messaging as messaging
@@ -33,12 +36,13 @@ import oslo_messaging as messaging
 from volumesvc import exception, rpc
 
 TOPIC = "conductor"
-VERSION = "1.2"
+VERSION = "1.3"
 # What a method of the first release is sent as (a newer method names its own).
 BASE_VERSION = "1.0"
 LIVE_MIGRATION_VERSION = "1.1"
 RESIZE_VERSION = "1.2"
 EVACUATE_VERSION = "1.2"
+COMPUTE_STARTED_VERSION = "1.3"
 PERSISTENCE_SUFFIX = "_persistence"
 
 
@@ -76,6 +80,19 @@ class ConductorAPI:
         cctxt = self._persistence.prepare(timeout=timeout or self._conf.report_interval)
         return cctxt.call(ctxt, "service_update", host=host, binary=binary,
                           topic=topic, version=version, capabilities=capabilities)
+
+    def compute_started(self, ctxt, *, host):
+        """Fanout cast: the compute of ``host`` (a new process) takes its queue again.
+
+        Why: a compute killed with attaches it had taken from its queue but
+        not run lost them with the process; only the conductor that cast an
+        attach watches it (``conductor/attach_watch.py``), so every
+        conductor is told, and each casts its watched attaches on ``host``
+        again now instead of after ``[compute]
+        attachment_reservation_timeout``.
+        """
+        self._client.prepare(version=COMPUTE_STARTED_VERSION, fanout=True).cast(
+            ctxt, "compute_started", host=host)
 
     # -- API → conductor: server lifecycle (casts; progress is in the DB) -----
 

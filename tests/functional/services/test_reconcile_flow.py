@@ -251,6 +251,32 @@ def test_an_attach_whose_cast_was_lost_is_cast_again_by_the_conductor(quick_stac
             if a["volume_id"] == volume["id"]] == [bdm.attachment_id]
 
 
+def test_an_attach_lost_with_a_killed_compute_runs_as_soon_as_it_starts(stack, monkeypatch):
+    """Regression: the compute had taken the attach's cast from its queue when it was
+    killed. With the default reservation timeout (600 s) the conductor's watch would
+    cast it again only ten minutes later; the compute that starts tells the
+    conductors, and the attach runs at once, once."""
+    from tests.functional.moves import restart
+
+    server = _server(stack)
+    casts = _losing_the_first_attach_cast(monkeypatch)
+    ctx = stack.context()
+    volume = stack.cinder.create(ctx, 1, "lost-with-compute", "")
+    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"],
+                                        wait=True)
+    assert stack.conf.compute.attachment_reservation_timeout == 600
+    assert _volume_bdms(stack, server)[volume["id"]].attach_status == "attaching"
+    restart(stack, HOST)
+    stack.wait(lambda: _volume_bdms(stack, server)[volume["id"]].attach_status == "attached",
+               timeout=15, what="attached once the compute started")
+    assert [c["recovered"] for c in casts] == [False, True]
+    assert stack.cinder.get(ctx, volume["id"])["status"] == "in-use"
+    bdm = _volume_bdms(stack, server)[volume["id"]]
+    assert [a["id"] for a in stack.cinder.attachments.values()
+            if a["volume_id"] == volume["id"]] == [bdm.attachment_id]
+    assert volume["id"] in stack.computes[HOST].manager.driver.get_domain_xml({"uuid": server})
+
+
 def test_a_reserved_attachment_left_by_a_failed_rollback_is_deleted(quick_stack):
     """cinder-api died during the attachment create: the conductor never learned its id."""
     stack = quick_stack

@@ -63,6 +63,10 @@ def test_sigkill_a_compute_and_start_it_again(api, cluster):
     result = storm.run(api, cluster, "compute SIGKILL", inject=lambda: cluster.kill("compute-1"),
                        restore=restore)
     assert result.failed == []
+    # Attaches the killed compute had taken from its queue are cast again by
+    # their conductor as soon as the compute starts (``compute_started``),
+    # not rolled back as abandoned after the reservation timeout.
+    assert result.errored == [], result.line()
 
 
 def test_postgresql_restarted(api, cluster):

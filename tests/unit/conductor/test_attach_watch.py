@@ -75,6 +75,22 @@ def test_the_check_comes_due_after_the_reservation_timeout(setup):
     assert time.monotonic() - start >= 2  # the reservation timeout (1 s) + 1
 
 
+def test_a_started_compute_makes_its_checks_due_at_once(setup):
+    watch, _db, ctx, bdm, casts = setup
+    watch.conf.set_override("attachment_reservation_timeout", 600, group="compute")
+    watch.add(ctx, host="cmp-1", bdm=bdm.to_dict(), multiattach=False)
+    watch.add(ctx, host="cmp-2", bdm=dict(bdm.to_dict(), uuid="other"), multiattach=False)
+    assert watch.due_now("cmp-3") == 0
+    start = time.monotonic()
+    assert watch.due_now("cmp-1") == 1
+    while not casts.attaches and time.monotonic() < start + 10:
+        time.sleep(0.05)
+    # Only cmp-1's attach, at once, counted as the second cast (watched again).
+    assert [c["bdm"]["uuid"] for c in casts.attaches] == [bdm.uuid]
+    assert time.monotonic() - start < 5
+    assert sorted(entry[2][1][4] for entry in watch._due) == [1, 2]
+
+
 class FlakyCinder:
     """Cinder whose attachment listing fails ``outages`` times, then answers."""
 
