@@ -36,6 +36,8 @@ from tests.integration.cluster.conftest import (
 )
 
 STUCK = ("reserved", "attaching", "detaching")
+# The cluster's [compute] attachment_reservation_timeout (cluster_config.py).
+RESERVATION_TIMEOUT = 60
 # What the audit must find none of after a storm: nothing to change, nothing in progress.
 AUDITED = ("removed_bdms", "deleted_attachments", "finished", "rolled_back", "busy", "errors")
 # Seconds an accepted request may take to settle once the fault is gone:
@@ -157,8 +159,13 @@ def run(api, cluster, fault, inject, restore, *, attaches=None, boots=None, serv
                 booted.append((job, body))
         _settle(api, cluster, result, accepted_attaches, booted, grace=grace)
         result.storm_seconds = time.monotonic() - started
-        for volume_id in volumes:
-            assert api.volume_status(volume_id)["status"] not in STUCK
+        # A re-run attach releases the reservation its dead run made; one the
+        # dead run's Cinder call made after that (a slow cinder-api) goes
+        # once it is stale, ``attachment_reservation_timeout`` later.
+        deadline = time.monotonic() + RESERVATION_TIMEOUT + 60
+        while (stuck := _stuck(api, volumes)) and time.monotonic() < deadline:
+            time.sleep(2)
+        assert not stuck, (stuck, log_lines(cluster, [v for v, _, _ in stuck]))
         report = audit(cluster)
         summary = report["summary"]
         assert {k: summary[k] for k in AUDITED} == dict.fromkeys(AUDITED, 0), (
@@ -172,6 +179,16 @@ def run(api, cluster, fault, inject, restore, *, attaches=None, boots=None, serv
                 api.delete_server(server_id)
     print(f"cluster-fault-result: {result.line()}", flush=True)
     return result
+
+
+def _stuck(api, volumes):
+    """(volume, status, attachments) of the volumes still in the middle of something."""
+    stuck = []
+    for volume_id in volumes:
+        volume = api.volume_status(volume_id)
+        if volume["status"] in STUCK:
+            stuck.append((volume_id, volume["status"], volume.get("attachments")))
+    return stuck
 
 
 def _changes(report):

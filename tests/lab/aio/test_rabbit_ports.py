@@ -9,8 +9,14 @@ from volumesvc_aio import rabbit
 
 
 def _listening():
-    """A listener on a port whose distribution port (+20000) is a port too."""
+    """A listener on a port whose distribution port (+20000) is a free port too.
+
+    Free when chosen: the machine's other processes use ports of that range
+    for their outgoing connections.
+    """
     for port in range(21000, 45000, 97):
+        if not rabbit._bindable("127.0.0.1", port + 20000):
+            continue
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             sock.bind(("127.0.0.1", port))

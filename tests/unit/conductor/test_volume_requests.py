@@ -15,7 +15,7 @@ from tests.fixtures import database as db_fixtures
 from tests.fixtures.cinder import FakeCinder
 from volumesvc import binaries, exception, version
 from volumesvc import context as vs_context
-from volumesvc.conductor import volume_requests
+from volumesvc.conductor import attach_watch, volume_requests
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import base as task_base
 from volumesvc.conductor.tasks import detach as detach_task
@@ -412,6 +412,35 @@ def test_a_rerun_deletes_the_attachment_its_first_run_never_recorded(world):
     assert unrecorded["id"] not in world.cinder.attachments
     # Only this volume's reservations on this server are the dead run's.
     assert elsewhere["id"] in world.cinder.attachments
+    assert [a["id"] for a in world.cinder.attachment_get_all(
+        world.admin, instance_id=world.instance.uuid, all_tenants=True)] == [bdm.attachment_id]
+
+
+class _LaterReleases(attach_watch.AttachWatch):
+    """The conductor's watch, with the releases it was asked for kept instead of timed."""
+
+    def __init__(self, world):
+        super().__init__(world.conf, db=world.db, compute_rpcapi=world.compute)
+        self.later = []
+
+    def release_later(self, task, attempt=1):
+        self.later.append(task)
+
+
+def test_a_rerun_looks_again_for_an_attachment_the_dead_runs_slow_cinder_made_late(world):
+    """Regression (cluster, conductor SIGKILL mid-storm, under load): the dead run's
+    attachment create was still inside cinder-api when the re-run released the
+    unrecorded reservations; Cinder made it just after, and the volume stayed
+    ``reserved`` with no BDM. The re-run now looks again once it would be stale."""
+    watch = _LaterReleases(world)
+    world.requests = volume_requests.VolumeRequests(task_base.TaskDeps(
+        world.conf, world.db, world.compute, world.cinder, watch=watch))
+    _rerun(world)
+    (bdm,) = world.bdms()
+    late = world.cinder.attachment_create(world.ctx, world.volume["id"], world.instance.uuid)
+    (task,) = watch.later
+    assert watch.release(task, 1)
+    assert late["id"] not in world.cinder.attachments
     assert [a["id"] for a in world.cinder.attachment_get_all(
         world.admin, instance_id=world.instance.uuid, all_tenants=True)] == [bdm.attachment_id]
 

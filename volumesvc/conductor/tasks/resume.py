@@ -77,6 +77,11 @@ def attach(task, instance):
         except exception.NotFound:
             pass  # the compute's reconciliation was first
     release_unrecorded_attachments(task, instance.uuid)
+    if task.watch is not None:
+        # The dead run's attachment create may still be on its way through
+        # a slow Cinder: made after the release above, it would stay
+        # ``reserved`` with no BDM. Look again once it would be stale.
+        task.watch.release_later(task)
     return task.run(instance)
 
 
