@@ -11,6 +11,7 @@ import pytest
 
 from volumesvc import context as vs_context
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import reconcile
 from volumesvc.states import attach_states
 from volumesvc.volume import reconciliation
@@ -74,8 +75,8 @@ def _pass(cinder, *, dry_run=False):
 
 def _bdm(volume_id, attachment_id):
     # No connection_info: nothing for the driver to detach.
-    return {"uuid": f"bdm-{volume_id}", "volume_id": volume_id,
-            "attachment_id": attachment_id, "device_name": "/dev/vdb"}
+    return bdm_mod.BDM.from_wire({"uuid": f"bdm-{volume_id}", "volume_id": volume_id,
+                                  "attachment_id": attachment_id, "device_name": "/dev/vdb"})
 
 
 def _work(**lists):
@@ -147,7 +148,7 @@ class DetachingConductor(RecordingConductor):
         self.bdms = bdms
 
     def bdm_list(self, ctxt, *, instance_uuid):
-        return list(self.bdms)
+        return bdm_mod.to_wire_list(self.bdms)  # the conductor answers with wire dicts
 
 
 class RecordingAttacher:
@@ -156,12 +157,12 @@ class RecordingAttacher:
         self.calls = []
 
     def detach(self, context, driver_instance, bdm, attachment_id):
-        self.calls.append(("detach", bdm["uuid"], attachment_id))
+        self.calls.append(("detach", bdm.uuid, attachment_id))
         if self.fail is not None:
             raise self.fail
 
     def detach_failed(self, context, bdm, exc):
-        self.calls.append(("detach_failed", bdm["uuid"], str(exc)))
+        self.calls.append(("detach_failed", bdm.uuid, str(exc)))
 
 
 def _detach_pass(bdms, attacher, dry_run=False):
@@ -170,7 +171,7 @@ def _detach_pass(bdms, attacher, dry_run=False):
 
 
 def _detaching(volume_id, attachment_id):
-    return dict(_bdm(volume_id, attachment_id), attach_status=attach_states.DETACHING)
+    return _bdm(volume_id, attachment_id).replace(attach_status=attach_states.DETACHING)
 
 
 @pytest.mark.parametrize("dry_run", [True, False])
@@ -186,8 +187,8 @@ def test_an_interrupted_detach_is_finished_by_the_detach_itself(dry_run):
     assert "finish interrupted detach of volume v-1" in p.report.summary()
 
 
-@pytest.mark.parametrize("now", [[], [dict(_bdm("v-1", "a-1"),
-                                           attach_status=attach_states.ATTACHED)]],
+@pytest.mark.parametrize("now", [[], [_bdm("v-1", "a-1").replace(
+                                     attach_status=attach_states.ATTACHED)]],
                          ids=["gone", "attached-again"])
 def test_a_detach_that_settled_since_the_listing_is_left_alone(now):
     attacher = RecordingAttacher()
