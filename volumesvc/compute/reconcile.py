@@ -221,13 +221,17 @@ class Reconciler:
             recovering=False):
         """Reconcile ``instance``; return (Report, the BDMs that remain).
 
+        ``bdms``: the caller's listing (views), read here when None. A root
+        volume connected again takes its place in it as saved: a reboot
+        defines its domain from that list.
+
         Cinder unreachable: nothing is changed and ``skipped`` says so. Any
         other error is recorded per item in ``errors`` and the rest goes on.
         """
         uuid = instance["uuid"]
         report = reconciliation.Report(instance_uuid=uuid, dry_run=dry_run)
-        bdms = (bdm_mod.listed(self.conductor, context, uuid) if bdms is None
-                else list(bdms))
+        if bdms is None:
+            bdms = bdm_mod.listed(self.conductor, context, uuid)
         try:
             attachments = view.attachments(uuid)
         except (exception.CinderConnectionFailed, exception.CinderAPIError,
@@ -281,8 +285,8 @@ class Pass:
     cinder: Any
     attacher: Any
     keys: Any
-    # The server's BDMs being reconciled: a root connected again takes its
-    # place here as saved, since a reboot defines its domain from them.
+    # The server's BDMs being reconciled, the caller's list: a root connected
+    # again takes its place here as saved (a reboot defines its domain from it).
     bdms: list = dataclasses.field(default_factory=list)
 
 
