@@ -6,6 +6,7 @@ import oslo_messaging
 import pytest
 
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import reconcile
 from volumesvc.volume import cinder, reconciliation
 
@@ -25,14 +26,15 @@ def _att(attachment_id, volume_id, status="attached"):
 
 
 def _plan(bdms, atts, recovering=False):
-    return reconcile.plan(bdms, atts, now=NOW, timeout=600, recovering=recovering)
+    return reconcile.plan(bdm_mod.from_wire_list(bdms), atts, now=NOW, timeout=600,
+                          recovering=recovering)
 
 
 def test_matched_pairs_are_kept_and_strays_sorted():
     p = _plan([_bdm("v1", "a1"), _bdm("v2", "a2")],
               [_att("a1", "v1"), _att("a3", "v3"), _att("a4", "v4", "reserved")])
-    assert [b["volume_id"] for b, _ in p.attached] == ["v1"]
-    assert [b["volume_id"] for b in p.unlisted] == ["v2"]
+    assert [b.volume_id for b, _ in p.attached] == ["v1"]
+    assert [b.volume_id for b in p.unlisted] == ["v2"]
     assert [a["id"] for a in p.orphans] == ["a3"]
     assert [a["id"] for a in p.orphans_in_progress] == ["a4"]
 
@@ -42,7 +44,7 @@ def test_a_reservation_is_busy_until_it_is_stale():
     assert [b["volume_id"] for b in young.busy] == ["v1", "v1"]  # the BDM and its attachment
     assert young.orphans == young.orphans_in_progress == young.stale_reservations == []
     old = _plan([_bdm("v1", updated=OLD)], [_att("a1", "v1", "reserved")])
-    assert [b["volume_id"] for b in old.stale_reservations] == ["v1"]
+    assert [b.volume_id for b in old.stale_reservations] == ["v1"]
     assert [a["id"] for a in old.orphans_in_progress] == ["a1"]
 
 
@@ -51,9 +53,9 @@ def test_pending_attaches_wait_for_the_timeout_unless_the_compute_restarted():
     atts = [_att("a1", "v1", "reserved"), _att("a2", "v2", "attaching")]
     assert [b["volume_id"] for b in _plan(bdms, atts).busy] == ["v1", "v2"]
     recovering = _plan(bdms, atts, recovering=True)
-    assert [b["volume_id"] for b, _ in recovering.interrupted] == ["v2"]
+    assert [b.volume_id for b, _ in recovering.interrupted] == ["v2"]
     old = [dict(b, created_at=OLD) for b in bdms]
-    assert [b["volume_id"] for b, _ in _plan(old, atts).interrupted] == ["v1", "v2"]
+    assert [b.volume_id for b, _ in _plan(old, atts).interrupted] == ["v1", "v2"]
 
 
 def test_a_detach_is_interrupted_once_the_compute_restarted_or_it_went_stale():
@@ -62,14 +64,14 @@ def test_a_detach_is_interrupted_once_the_compute_restarted_or_it_went_stale():
             dict(_bdm("v2", "a2"), attach_status="attached")]
     atts = [_att("a1", "v1"), _att("a2", "v2")]
     live = _plan(bdms, atts)
-    assert [b["volume_id"] for b, _ in live.attached] == ["v1", "v2"]
+    assert [b.volume_id for b, _ in live.attached] == ["v1", "v2"]
     assert live.interrupted_detaches == []
     recovering = _plan(bdms, atts, recovering=True)
-    assert [(b["volume_id"], a["id"]) for b, a in recovering.interrupted_detaches] == \
+    assert [(b.volume_id, a["id"]) for b, a in recovering.interrupted_detaches] == \
         [("v1", "a1")]
-    assert [b["volume_id"] for b, _ in recovering.attached] == ["v2"]
+    assert [b.volume_id for b, _ in recovering.attached] == ["v2"]
     old = [dict(b, created_at=OLD) for b in bdms]
-    assert [b["volume_id"] for b, _ in _plan(old, atts).interrupted_detaches] == ["v1"]
+    assert [b.volume_id for b, _ in _plan(old, atts).interrupted_detaches] == ["v1"]
 
 
 def test_a_finished_detach_leaves_the_remaining_bdms_and_a_failed_one_does_not():
@@ -80,7 +82,7 @@ def test_a_finished_detach_leaves_the_remaining_bdms_and_a_failed_one_does_not()
                                "reason": "r"})
     report.rolled_back.append({"volume_id": "v4", "bdm_uuid": "b4", "reason": "r"})
     bdms = [{"uuid": f"b{i}"} for i in range(1, 5)]
-    assert [b["uuid"] for b in report.remaining(bdms)] == ["b2", "b3"]
+    assert [b.uuid for b in report.remaining(bdm_mod.from_wire_list(bdms))] == ["b2", "b3"]
     assert "finish interrupted detach of volume v1" in report.summary()
     assert "roll back detach of volume v3: r" in report.summary()
 
@@ -91,8 +93,8 @@ def test_a_root_volume_a_rebuild_released_is_never_taken_for_an_abandoned_attach
     atts = [_att("a1", "v1", "reserved"), _att("a2", "v2", "reserved")]
     for recovering in (False, True):
         p = _plan([root, data], atts, recovering=recovering)
-        assert [b["volume_id"] for b, _ in p.released_roots] == ["v1"]
-        assert [b["volume_id"] for b, _ in p.interrupted] == ["v2"]
+        assert [b.volume_id for b, _ in p.released_roots] == ["v1"]
+        assert [b.volume_id for b, _ in p.interrupted] == ["v2"]
     # Nor one the rebuild had given Cinder the connector for: no domain to attach it into.
     for connected in (False, True):
         attaching = _plan([dict(root, connection_info="{}" if connected else None)],

@@ -15,10 +15,10 @@ with a fault after a failed detach.
 """
 
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 
 from volumesvc import exception, keymgr
 from volumesvc.common import outage
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import connections, encryption
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import volumes as boot_volumes
@@ -44,13 +44,13 @@ class VolumeAttacher:
         """Persist a status transition; a failure to report never breaks the work."""
         try:
             self.patience.call(f"record status {values.get('attach_status')}",
-                               self.conductor.bdm_update, context, bdm_uuid=bdm["uuid"],
+                               self.conductor.bdm_update, context, bdm_uuid=bdm.uuid,
                                values=values)
         except exception.NotFound:
             pass
         except Exception as exc:  # noqa: BLE001 - the status is a report, not the work
             LOG.warning("Could not record status %s of volume %s: %s",
-                        values.get("attach_status"), bdm.get("volume_id"), exc)
+                        values.get("attach_status"), bdm.volume_id, exc)
 
     def detach_failed(self, context, bdm, exc):
         """The detach did not happen: ``attached`` again, with the reason as the fault."""
@@ -84,18 +84,17 @@ class VolumeAttacher:
         attached to another server here since; such a connection is kept.
         """
         for bdm in boot_volumes.volume_bdms(bdms):
-            info = bdm.get("connection_info")
-            info = jsonutils.loads(info) if isinstance(info, str) else info
-            if not info or (released and not bdm.get("volume_id")):
+            info = bdm.connection_info
+            if not info or (released and not bdm.volume_id):
                 continue
             try:
                 if released:
-                    self._disconnect_released(context, instance_uuid, bdm["volume_id"], info)
+                    self._disconnect_released(context, instance_uuid, bdm.volume_id, info)
                 else:
                     self._disconnect(context, instance_uuid, info)
             except Exception as exc:  # noqa: BLE001 - the delete goes on
                 LOG.warning("Could not disconnect volume %s of %s: %s",
-                            bdm.get("volume_id"), instance_uuid, exc)
+                            bdm.volume_id, instance_uuid, exc)
 
     def attach(self, context, driver_instance, bdm, multiattach=None, resume=False,
                event=None):
@@ -111,12 +110,12 @@ class VolumeAttacher:
         info = None
         try:
             connector = self.driver.get_volume_connector()
-            info = self.cinder.attachment_update(context, bdm["attachment_id"], connector,
-                                                 mountpoint=bdm["device_name"])
-            info["serial"] = bdm["volume_id"]
+            info = self.cinder.attachment_update(context, bdm.attachment_id, connector,
+                                                 mountpoint=bdm.device_name)
+            info["serial"] = bdm.volume_id
             virt_bd.keep_read_only(info, bdm)
             if multiattach is None:
-                multiattach = bool(self.cinder.get(context, bdm["volume_id"]).get("multiattach"))
+                multiattach = bool(self.cinder.get(context, bdm.volume_id).get("multiattach"))
             if multiattach:
                 info["multiattach"] = True
             plan = encryption.prepare(context, cinder=self.cinder, keys=self.keys,
@@ -124,12 +123,12 @@ class VolumeAttacher:
             self.driver.connect_volume(info)
             connected = True
             encryption.open_volume(self.driver, info, plan)
-            if not (resume and self.driver.has_volume_disk(driver_instance, bdm["volume_id"])):
-                self.driver.attach_volume(info, driver_instance, bdm["device_name"],
-                                          disk_bus=bdm.get("disk_bus"),
-                                          device_type=bdm.get("device_type"))
+            if not (resume and self.driver.has_volume_disk(driver_instance, bdm.volume_id)):
+                self.driver.attach_volume(info, driver_instance, bdm.device_name,
+                                          disk_bus=bdm.disk_bus,
+                                          device_type=bdm.device_type)
             attached = True
-            self.cinder.attachment_complete(context, bdm["attachment_id"])
+            self.cinder.attachment_complete(context, bdm.attachment_id)
             self._report_attached(context, bdm, info, event)
         except Exception as exc:
             # Whatever failed, the next attach asks the host for its connector
@@ -150,9 +149,9 @@ class VolumeAttacher:
         """
         finish = event.success() if event is not None else None
         kwargs = {"finish_event": finish} if finish else {}
-        self.patience.call(f"record the attached volume {bdm['volume_id']}",
-                           self.conductor.bdm_update, context, bdm_uuid=bdm["uuid"],
-                           values={"connection_info": jsonutils.dumps(info),
+        self.patience.call(f"record the attached volume {bdm.volume_id}",
+                           self.conductor.bdm_update, context, bdm_uuid=bdm.uuid,
+                           values={"connection_info": bdm_mod.encode_connection_info(info),
                                    "attach_status": attach_states.ATTACHED},
                            expected_status=attach_states.ATTACHING, **kwargs)
         if finish:
@@ -166,23 +165,23 @@ class VolumeAttacher:
                      failure):
         try:
             if attached:
-                self.driver.detach_volume(info, driver_instance, bdm["device_name"])
+                self.driver.detach_volume(info, driver_instance, bdm.device_name)
             if connected:
                 self._disconnect(context, driver_instance["uuid"], info)
         except Exception as exc:  # noqa: BLE001 - release Cinder and the BDM anyway
             LOG.warning("Could not detach %s after a failed attach: %s",
-                        bdm["volume_id"], exc)
+                        bdm.volume_id, exc)
         try:
-            self.cinder.attachment_delete(context.elevated(), bdm["attachment_id"])
+            self.cinder.attachment_delete(context.elevated(), bdm.attachment_id)
         except Exception as exc:  # noqa: BLE001
-            LOG.warning("Could not delete attachment %s: %s", bdm["attachment_id"], exc)
+            LOG.warning("Could not delete attachment %s: %s", bdm.attachment_id, exc)
         # Kept (deleted) as ``error`` so a 2.106 client learns why.
         values = attach_states.fault_values(
             attach_states.ERROR, attach_states.fault_code(failure),
             compute_reporter.message_of(failure))
         try:
-            self.patience.call(f"record the failed attach of volume {bdm['volume_id']}",
-                               self.conductor.bdm_destroy, context, bdm_uuid=bdm["uuid"],
+            self.patience.call(f"record the failed attach of volume {bdm.volume_id}",
+                               self.conductor.bdm_destroy, context, bdm_uuid=bdm.uuid,
                                values=values)
         except exception.NotFound:
             pass
@@ -197,25 +196,24 @@ class VolumeAttacher:
         (``roll_detaching`` undoes the API's ``os-begin_detaching``), and so
         does a failure of the attachment's delete (see ``_delete_attachment``).
         """
-        info = bdm.get("connection_info")
-        info = jsonutils.loads(info) if isinstance(info, str) else info
+        info = bdm.connection_info
         try:
             if info:
-                self.driver.detach_volume(info, driver_instance, bdm.get("device_name"))
+                self.driver.detach_volume(info, driver_instance, bdm.device_name)
                 self._disconnect(context, driver_instance["uuid"], info)
         except Exception:
             self._roll_detaching(context, bdm)
             raise
         if attachment_id:
             self._delete_attachment(context, bdm, attachment_id)
-        self.patience.call(f"forget the detached volume {bdm['volume_id']}",
-                           self.conductor.bdm_destroy, context, bdm_uuid=bdm["uuid"])
+        self.patience.call(f"forget the detached volume {bdm.volume_id}",
+                           self.conductor.bdm_destroy, context, bdm_uuid=bdm.uuid)
 
     def _roll_detaching(self, context, bdm):
         try:
-            self.cinder.roll_detaching(context, bdm["volume_id"])
+            self.cinder.roll_detaching(context, bdm.volume_id)
         except Exception as exc:  # noqa: BLE001 - the detach's own error is raised
-            LOG.warning("roll_detaching %s failed: %s", bdm["volume_id"], exc)
+            LOG.warning("roll_detaching %s failed: %s", bdm.volume_id, exc)
 
     def _delete_attachment(self, context, bdm, attachment_id):
         """Cinder's side of a detach whose disk already left the guest.
@@ -236,7 +234,7 @@ class VolumeAttacher:
                 self.cinder.attachment_get(admin, attachment_id)
             except exception.VolumeAttachmentNotFound:
                 LOG.info("Attachment %s of volume %s is gone although its delete failed",
-                         attachment_id, bdm["volume_id"])
+                         attachment_id, bdm.volume_id)
                 return
             except Exception as exc:  # noqa: BLE001 - the delete's own error is raised
                 LOG.warning("Could not read attachment %s after its delete failed: %s",

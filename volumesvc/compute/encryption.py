@@ -19,9 +19,9 @@ compute starts and in the periodic reconciliation.
 import dataclasses
 
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 
 from volumesvc import exception, keymgr
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.states import task_states
 from volumesvc.virt import block_device
 
@@ -150,15 +150,13 @@ def forget_orphaned_secrets(context, *, driver, conductor, instances):
         return []
     in_use = set()
     for instance in instances:
-        for bdm in conductor.bdm_list(context, instance_uuid=instance["uuid"]):
-            if bdm.get("volume_id"):
-                in_use.add(bdm["volume_id"])
+        for bdm in bdm_mod.listed(conductor, context, instance["uuid"]):
+            if bdm.volume_id:
+                in_use.add(bdm.volume_id)
             # A swapped-in volume's secret is its own, whatever the BDM's id
             # became (Cinder's migration completion moves it to the old id).
-            info = bdm.get("connection_info")
-            if info:
-                in_use.add(decrypted_volume_id(
-                    jsonutils.loads(info) if isinstance(info, str) else info))
+            if bdm.has_connection:
+                in_use.add(decrypted_volume_id(bdm.connection_info))
     orphans = [volume_id for volume_id in held if volume_id not in in_use]
     for volume_id in orphans:
         LOG.info("Removing the decryption secret of volume %s: no server on this host "

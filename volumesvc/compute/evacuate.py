@@ -42,10 +42,10 @@ volumes.
 import threading
 
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 
 from volumesvc import context as vs_context
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import connections, encryption
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import volumes as boot_volumes
@@ -62,10 +62,6 @@ _UNSETTLED = migration_states.EVACUATION_IN_PROGRESS
 
 class EvacuationFailed(exception.VolumesvcException):
     msg_fmt = "Evacuation of instance %(instance_uuid)s failed: %(reason)s"
-
-
-def _loads(info):
-    return jsonutils.loads(info) if isinstance(info, str) else (info or {})
 
 
 class Evacuator:
@@ -110,25 +106,26 @@ class Evacuator:
 
     def _take_over(self, context, instance, migration, target_state, connected):
         uuid = instance["uuid"]
-        bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+        bdms = bdm_mod.listed(self.conductor, context, uuid)
         volume_bdms = boot_volumes.volume_bdms(bdms)
-        old = {b["volume_id"]: _loads(b.get("connection_info")) for b in volume_bdms
-               if b.get("connection_info")}
+        old = {b.volume_id: b.connection_info or {} for b in volume_bdms
+               if b.has_connection}
         migration = self._save(context, migration, {"source_connections": old})
         connector = self.driver.get_volume_connector()
+        # Each switched BDM takes its place in both lists (the domain's disks below).
+        volume_bdms = [self._switch(context, uuid, migration, bdms, bdm, connector)
+                       for bdm in volume_bdms]
         for bdm in volume_bdms:
-            self._switch(context, uuid, migration, bdm, connector)
-        for bdm in volume_bdms:
-            info = _loads(bdm["connection_info"])
+            info = bdm.connection_info or {}
             plan = encryption.prepare(context, cinder=self.cinder, keys=self.keys,
                                       driver=self.driver, connection_info=info)
             self.driver.connect_volume(info)
-            connected[bdm["volume_id"]] = info
+            connected[bdm.volume_id] = info
             encryption.open_volume(self.driver, info, plan)
-            saved = jsonutils.dumps(info)
-            if saved != bdm["connection_info"]:
-                bdm["connection_info"] = saved
-                self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"],
+            saved = bdm_mod.encode_connection_info(info)
+            if saved != bdm.connection_info_json:
+                bdm_mod.replace_in(bdms, bdm, bdm.replace(connection_info=saved))
+                self.conductor.bdm_update(context, bdm_uuid=bdm.uuid,
                                           values={"connection_info": saved})
         driver_instance = compute_instances.driver_instance(instance)
         self.driver.spawn(driver_instance, boot_volumes.block_device_info(bdms))
@@ -137,19 +134,22 @@ class Evacuator:
             self.driver.power_off(driver_instance)
         admin = context.elevated()
         for bdm in volume_bdms:
-            self.cinder.attachment_complete(admin, bdm["attachment_id"])
+            self.cinder.attachment_complete(admin, bdm.attachment_id)
         self.conductor.evacuation_finish(context, migration_id=migration["id"], values={
             "vm_state": vm_states.STOPPED if stopped else vm_states.ACTIVE,
             "power_state": power_state.SHUTDOWN if stopped else power_state.RUNNING})
         LOG.info("Instance %s evacuated from %s to %s", uuid, migration["source_compute"],
                  self.host)
 
-    def _switch(self, context, uuid, migration, bdm, connector):
-        """A new attachment with this host's connector replaces the BDM's old one."""
+    def _switch(self, context, uuid, migration, bdms, bdm, connector):
+        """A new attachment with this host's connector replaces the BDM's old one.
+
+        Returns the BDM as saved, which also takes its place in ``bdms``.
+        """
         admin = context.elevated()
-        volume_id = bdm["volume_id"]
+        volume_id = bdm.volume_id
         attachment = self.cinder.attachment_create(
-            admin, volume_id, uuid, connector=connector, mountpoint=bdm.get("device_name"),
+            admin, volume_id, uuid, connector=connector, mountpoint=bdm.device_name,
             mode=virt_bd.attach_mode(bdm))
         self.conductor.migration_add_dest_attachment(
             context, migration_id=migration["id"], volume_id=volume_id,
@@ -160,15 +160,17 @@ class Evacuator:
         if self.cinder.get(admin, volume_id).get("multiattach"):
             info["multiattach"] = True
         self.driver.check_multiattach(info)
-        previous = bdm.get("attachment_id")
-        values = {"attachment_id": attachment["id"], "connection_info": jsonutils.dumps(info)}
-        self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values=values)
-        bdm.update(values)
+        previous = bdm.attachment_id
+        values = {"attachment_id": attachment["id"],
+                  "connection_info": bdm_mod.encode_connection_info(info)}
+        self.conductor.bdm_update(context, bdm_uuid=bdm.uuid, values=values)
+        switched = bdm_mod.replace_in(bdms, bdm, bdm.replace(**values))
         if previous:
             try:
                 self.cinder.attachment_delete(admin, previous)
             except exception.VolumeAttachmentNotFound:
                 pass
+        return switched
 
     def _fail(self, context, instance, migration, exc, connected):
         """Undo here, then the server ``ERROR`` with a fault and the migration ``failed``."""
@@ -208,14 +210,13 @@ class Evacuator:
             LOG.warning("Could not read migration %s: %s", migration["id"], err)
             made = {}
         admin = context.elevated()
-        for bdm in boot_volumes.volume_bdms(self.conductor.bdm_list(context,
-                                                                    instance_uuid=uuid)):
-            volume_id = bdm["volume_id"]
+        for bdm in boot_volumes.volume_bdms(bdm_mod.listed(self.conductor, context, uuid)):
+            volume_id = bdm.volume_id
             ours = made.get(volume_id)
             try:
-                if ours and bdm.get("attachment_id") == ours:
+                if ours and bdm.attachment_id == ours:
                     info = (connected.get(volume_id) if connected is not None
-                            else _loads(bdm.get("connection_info")))
+                            else bdm.connection_info or {})
                     if info:
                         connections.disconnect(
                             context, cinder=self.cinder, conductor=self.conductor,
@@ -242,11 +243,11 @@ class Evacuator:
         the same server only while the volume is ``in-use`` or ``reserved``.
         """
         admin = context.elevated()
-        old = bdm["attachment_id"]
+        old = bdm.attachment_id
         self.cinder.attachment_complete(admin, old)
-        new = self.cinder.attachment_create(admin, bdm["volume_id"], uuid,
+        new = self.cinder.attachment_create(admin, bdm.volume_id, uuid,
                                             mode=virt_bd.attach_mode(bdm))["id"]
-        self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"],
+        self.conductor.bdm_update(context, bdm_uuid=bdm.uuid,
                                   values={"attachment_id": new, "connection_info": None})
         self.cinder.attachment_delete(admin, old)
 
@@ -371,8 +372,7 @@ class Evacuator:
     def _delete_unnamed_attachments(self, context, uuid):
         admin = context.elevated()
         try:
-            named = {b.get("attachment_id") for b in
-                     self.conductor.bdm_list(context, instance_uuid=uuid)}
+            named = {b.attachment_id for b in bdm_mod.listed(self.conductor, context, uuid)}
         except exception.InstanceNotFound:
             return
         for attachment in self.cinder.attachment_get_all(admin, instance_id=uuid,

@@ -34,9 +34,9 @@ Every outcome of a volume-extended event is an instance-action event
 import threading
 
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.states import power_state, vm_states
 
@@ -202,19 +202,19 @@ class ExternalEvents:
         return True
 
     def _bdm(self, context, instance_uuid, volume_id):
-        for bdm in self.conductor.bdm_list(context, instance_uuid=instance_uuid):
-            if bdm.get("volume_id") == volume_id:
+        for bdm in bdm_mod.listed(self.conductor, context, instance_uuid):
+            if bdm.volume_id == volume_id:
                 return bdm
         return None
 
     def _extend_legacy(self, context, driver_instance, bdm, volume):
         """Nova 2.51: Cinder already committed ``size``; make the guest see it."""
-        if not bdm.get("connection_info"):
+        if not bdm.has_connection:
             LOG.warning("Volume %s of instance %s has no connection_info; nothing to "
                         "resize", volume["id"], driver_instance["uuid"])
             return
         size = int(volume["size"])
-        self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values={"volume_size": size})
+        self.conductor.bdm_update(context, bdm_uuid=bdm.uuid, values={"volume_size": size})
         self.driver.check_extend()
         seen = self._resize(driver_instance, bdm, volume["id"], size)
         LOG.info("Volume %s of instance %s resized to %d GiB (the guest sees %s bytes)",
@@ -229,7 +229,7 @@ class ExternalEvents:
                     volume_id=volume_id,
                     reason=f"it is not attached to instance {driver_instance['uuid']}")
             size = target_size(volume)
-            if not bdm.get("connection_info"):
+            if not bdm.has_connection:
                 raise exception.ExtendVolumeFailed(volume_id=volume_id,
                                                    reason="the BDM has no connection_info")
             self.driver.check_extend()
@@ -239,15 +239,13 @@ class ExternalEvents:
                       "%s", volume_id, driver_instance["uuid"], compute_reporter.message_of(exc))
             self._complete(context, volume_id, error=True)
             raise
-        self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values={"volume_size": size})
+        self.conductor.bdm_update(context, bdm_uuid=bdm.uuid, values={"volume_size": size})
         self._complete(context, volume_id, error=False)
         LOG.info("Volume %s of instance %s resized to %d GiB (the guest sees %s bytes) and "
                  "completed with Cinder", volume_id, driver_instance["uuid"], size, seen)
 
     def _resize(self, driver_instance, bdm, volume_id, size_gb):
-        connection_info = bdm["connection_info"]
-        if isinstance(connection_info, str):
-            connection_info = jsonutils.loads(connection_info)
+        connection_info = bdm.connection_info
         try:
             seen = self.driver.extend_volume(connection_info, driver_instance, size_gb * GiB)
         except exception.VolumesvcException as exc:

@@ -26,10 +26,10 @@ attachment, domain disk):
 """
 
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import connections
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import reporter as compute_reporter
@@ -63,7 +63,7 @@ class Lifecycle:
         task_state moved on (deleted meanwhile) or that is gone is left alone.
         """
         uuid = instance["uuid"]
-        bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+        bdms = bdm_mod.listed(self.conductor, context, uuid)
         self.reporter.notify(context, instance, name, "start", bdms=bdms)
         try:
             with self.reporter.event(context, uuid, event):
@@ -168,27 +168,25 @@ class Lifecycle:
         """
         first_error = None
         for bdm in boot_volumes.volume_bdms(bdms):
-            old = bdm.get("attachment_id")
-            if not bdm.get("volume_id") or not old:
+            old = bdm.attachment_id
+            if not bdm.volume_id or not old:
                 continue
             try:
-                info = bdm.get("connection_info")
-                if info:
+                if bdm.has_connection:
                     connections.disconnect(
                         context, cinder=self.cinder, conductor=self.conductor,
                         driver=self.driver, host=self.conf.host, instance_uuid=uuid,
-                        connection_info=jsonutils.loads(info) if isinstance(info, str)
-                        else info)
+                        connection_info=bdm.connection_info)
                 if settle:
                     self.cinder.attachment_complete(context, old)
-                new = self.cinder.attachment_create(context, bdm["volume_id"], uuid,
+                new = self.cinder.attachment_create(context, bdm.volume_id, uuid,
                                                     mode=virt_bd.attach_mode(bdm))["id"]
                 values = {"attachment_id": new, "connection_info": None}
-                bdm.update(values)
-                self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values=values)
+                bdm = bdm_mod.replace_in(bdms, bdm, bdm.replace(**values))
+                self.conductor.bdm_update(context, bdm_uuid=bdm.uuid, values=values)
                 self.cinder.attachment_delete(context.elevated(), old)
             except Exception as exc:  # noqa: BLE001 - disconnect the others too
-                LOG.warning("Could not disconnect volume %s of %s: %s", bdm["volume_id"],
+                LOG.warning("Could not disconnect volume %s of %s: %s", bdm.volume_id,
                             uuid, compute_reporter.message_of(exc))
                 first_error = first_error or exc
         if first_error is not None:
@@ -245,8 +243,7 @@ class Lifecycle:
             volumes = boot_volumes.BootVolumes(self.conf, self.cinder, self.conductor,
                                                self.driver, context, instance, self.glance,
                                                keys=self.keys)
-            partial = any(not b.get("connection_info")
-                          for b in boot_volumes.volume_bdms(bdms))
+            partial = any(not b.has_connection for b in boot_volumes.volume_bdms(bdms))
             if partial:
                 bdi = volumes.connect(bdms)
             self.driver.power_on(compute_instances.driver_instance(instance), bdi)

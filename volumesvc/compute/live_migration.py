@@ -36,9 +36,9 @@ import threading
 import time
 
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import connections, encryption
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import volumes as boot_volumes
@@ -52,10 +52,6 @@ EVENT = "compute_live_migration"
 DEST_EVENT = "compute_pre_live_migration"
 # Seconds between two progress writes (and reads of what the user asked).
 PROGRESS_INTERVAL = 2.0
-
-
-def _loads(info):
-    return jsonutils.loads(info) if isinstance(info, str) else (info or {})
 
 
 class _Control:
@@ -109,14 +105,14 @@ class LiveMigrator:
         uuid = instance["uuid"]
         migration = self._save(context, migration, {"status": migration_states.PREPARING},
                                expected=[migration_states.QUEUED])
-        bdms = boot_volumes.volume_bdms(self.conductor.bdm_list(context, instance_uuid=uuid))
+        bdms = boot_volumes.volume_bdms(bdm_mod.listed(self.conductor, context, uuid))
         made: dict = {}
         volumes: dict = {}
         try:
             self._check_request(migration, control)
             target = self.peers.pre_live_migration(
-                context, host=migration["dest_compute"], instance=instance, bdms=bdms,
-                migration=migration)
+                context, host=migration["dest_compute"], instance=instance,
+                bdms=bdm_mod.to_wire_list(bdms), migration=migration)
             volumes = target.pop("volumes")
             made = target.pop("attachments")
             migration = self._save(context, migration, {"status": migration_states.RUNNING,
@@ -204,9 +200,10 @@ class LiveMigrator:
     def _finish(self, context, instance, migration, bdms, made, volumes, target):
         """The guest runs on the destination: records first, then let go of this side."""
         uuid = instance["uuid"]
-        switched = {b["uuid"]: {"attachment_id": made[b["volume_id"]],
-                                "connection_info": jsonutils.dumps(volumes[b["volume_id"]])}
-                    for b in bdms if b["volume_id"] in volumes}
+        switched = {b.uuid: {"attachment_id": made[b.volume_id],
+                             "connection_info": bdm_mod.encode_connection_info(
+                                 volumes[b.volume_id])}
+                    for b in bdms if b.volume_id in volumes}
         migration = self.conductor.live_migration_switch(
             context, migration_id=migration["id"], bdms=switched)
         LOG.info("Instance %s now runs on %s", uuid, migration["dest_compute"])
@@ -239,7 +236,7 @@ class LiveMigrator:
         """Disconnect each volume here and delete its old attachment (errors logged only)."""
         admin = context.elevated()
         for bdm in bdms:
-            info = _loads(bdm.get("connection_info"))
+            info = bdm.connection_info or {}
             try:
                 if info:
                     connections.disconnect(context, cinder=self.cinder,
@@ -248,15 +245,15 @@ class LiveMigrator:
                                            connection_info=info)
             except Exception as exc:  # noqa: BLE001
                 LOG.warning("Could not disconnect volume %s of %s from %s: %s",
-                            bdm["volume_id"], uuid, self.host, exc)
-            if bdm.get("attachment_id"):
+                            bdm.volume_id, uuid, self.host, exc)
+            if bdm.attachment_id:
                 try:
-                    self.cinder.attachment_delete(admin, bdm["attachment_id"])
+                    self.cinder.attachment_delete(admin, bdm.attachment_id)
                 except exception.VolumeAttachmentNotFound:
                     pass
                 except Exception as exc:  # noqa: BLE001 - the reconciliation deletes it
                     LOG.warning("Could not delete the old attachment %s of %s: %s",
-                                bdm["attachment_id"], uuid, exc)
+                                bdm.attachment_id, uuid, exc)
 
     # -- the destination ---------------------------------------------------------
 
@@ -282,10 +279,10 @@ class LiveMigrator:
         try:
             with self.reporter.event(context, uuid, DEST_EVENT):
                 for bdm in bdms:
-                    volume_id = bdm["volume_id"]
+                    volume_id = bdm.volume_id
                     attachment = self.cinder.attachment_create(
                         admin, volume_id, uuid, connector=connector,
-                        mountpoint=bdm.get("device_name"), mode=virt_bd.attach_mode(bdm))
+                        mountpoint=bdm.device_name, mode=virt_bd.attach_mode(bdm))
                     made[volume_id] = attachment["id"]
                     self.conductor.migration_add_dest_attachment(
                         context, migration_id=migration["id"], volume_id=volume_id,
@@ -293,7 +290,7 @@ class LiveMigrator:
                     info = dict(attachment.get("connection_info") or {})
                     info["serial"] = volume_id
                     virt_bd.keep_read_only(info, bdm)
-                    if _loads(bdm.get("connection_info")).get("multiattach"):
+                    if (bdm.connection_info or {}).get("multiattach"):
                         info["multiattach"] = True
                     self.driver.check_multiattach(info)
                     plan = encryption.prepare(context, cinder=self.cinder, keys=self.keys,
@@ -301,7 +298,7 @@ class LiveMigrator:
                     self.driver.connect_volume(info)
                     volumes[volume_id] = info
                     encryption.open_volume(self.driver, info, plan)
-                    mappings.append(dict(bdm, connection_info=info))
+                    mappings.append(bdm.replace(connection_info=info))
                 target = self.driver.pre_live_migration(
                     compute_instances.driver_instance(instance),
                     boot_volumes.block_device_info(mappings))
@@ -377,8 +374,7 @@ class LiveMigrator:
                 instance_uuid=uuid, reason=f"the compute {self.host} stopped during it")
             self._rollback(context, instance, migration, made, volumes, exc)
         elif where == "there":
-            bdms = boot_volumes.volume_bdms(self.conductor.bdm_list(context,
-                                                                    instance_uuid=uuid))
+            bdms = boot_volumes.volume_bdms(bdm_mod.listed(self.conductor, context, uuid))
             self._finish(context, instance, migration, bdms, made, volumes, {})
         else:
             self._lost(context, instance, migration, made)
@@ -432,8 +428,8 @@ class LiveMigrator:
             try:
                 for attachment_id in (migration.get("dest_attachments") or {}).values():
                     self.cinder.attachment_complete(admin, attachment_id)
-                named = {b.get("attachment_id") for b in
-                         self.conductor.bdm_list(context, instance_uuid=uuid)}
+                named = {b.attachment_id for b in
+                         bdm_mod.listed(self.conductor, context, uuid)}
                 for attachment in self.cinder.attachment_get_all(admin, instance_id=uuid,
                                                                  all_tenants=True):
                     if attachment["id"] not in named:

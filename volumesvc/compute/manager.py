@@ -17,6 +17,7 @@ from oslo_utils import timeutils
 from volumesvc import context as vs_context
 from volumesvc import exception, keymgr, periodic, servicegroup
 from volumesvc.compute import attach as attach_mod
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import (
     console_output,
     reconcile_runner,
@@ -226,6 +227,8 @@ class ComputeManager:
         volume work (see ``BootVolumes.rollback``): nothing leaks in Cinder.
         """
         uuid = instance["uuid"]
+        # The build's own list: each volume step puts the BDM as saved in it.
+        bdms = bdm_mod.from_wire_list(bdms)
         # NOTE: the turn first, then the instance lock: a delete of a server
         # still waiting for its turn must not wait behind it.
         with self._build_slots, self._lock(uuid):
@@ -298,7 +301,7 @@ class ComputeManager:
             return
         LOG.warning("Instance %s was building (%s) when this compute stopped; it is now ERROR",
                     uuid, instance.get("task_state"))
-        bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+        bdms = bdm_mod.listed(self.conductor, context, uuid)
         volumes = boot_volumes.BootVolumes(self._conf, self.cinder, self.conductor,
                                            self.driver, context, instance, self.glance,
                                            keys=self.keys)
@@ -338,12 +341,12 @@ class ComputeManager:
     def terminate_instance(self, context, *, instance, bdms):
         """Destroy the domain, release the volumes, then delete the record."""
         uuid = instance["uuid"]
+        bdms = bdm_mod.from_wire_list(bdms)
         with self._lock(uuid):
-            if any(b.get("destination_type") == "volume" and b.get("attachment_id")
-                   and not b.get("connection_info") for b in bdms):
+            if any(b.is_volume and b.attachment_id and not b.has_connection for b in bdms):
                 # Read before an attach's one report (after Cinder's
                 # attachment_complete): its connection is recorded now.
-                bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+                bdms = bdm_mod.listed(self.conductor, context, uuid)
             self.reporter.notify(context, instance, "delete", "start", bdms=bdms)
             try:
                 with self.reporter.event(context, uuid, "compute_terminate_instance"):
@@ -351,7 +354,7 @@ class ComputeManager:
                                              attacher=self.attacher, instance=instance,
                                              bdms=bdms)
                     cleanup.release_instance(
-                        self.cinder, context.elevated(), uuid, bdms,
+                        self.cinder, context.elevated(), uuid, bdm_mod.to_wire_list(bdms),
                         timeout=self._conf.compute.volume_wait_timeout,
                         page_size=self._conf.cinder.list_page_size)
                     boot_volumes.remove_instance_dir(self._conf, uuid)
@@ -378,7 +381,7 @@ class ComputeManager:
                 with self.reporter.event(context, uuid, "compute_reboot_instance"):
                     self._update(context, uuid, {"task_state": pending},
                                  expected=[requested])
-                    bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+                    bdms = bdm_mod.listed(self.conductor, context, uuid)
                     # Dangling attachments leave before the disks are rebuilt (contract §10).
                     report, = self.reconciler.run(reconcile_runner.Occasion.REBOOT, context,
                                                   [instance], bdms=bdms)
@@ -419,7 +422,7 @@ class ComputeManager:
 
     def unshelve_instance(self, context, *, instance, bdms):
         with self._lock(instance["uuid"]):
-            self.lifecycle.unshelve(context, instance, bdms)
+            self.lifecycle.unshelve(context, instance, bdm_mod.from_wire_list(bdms))
 
     # -- volume attachments ------------------------------------------------------
 
@@ -430,11 +433,10 @@ class ComputeManager:
         ``recovered``: re-read the BDM first; a replay of work that
         settled meanwhile has nothing to do (``compute/started_work.py``).
         """
-        key = self.started.key(kind, bdm["uuid"], context.request_id)
+        key = self.started.key(kind, bdm.uuid, context.request_id)
         if key in self.started:
             LOG.info("%s of volume %s to %s (BDM %s) already started here; duplicate "
-                     "skipped", kind.capitalize(), bdm.get("volume_id"), instance_uuid,
-                     bdm["uuid"])
+                     "skipped", kind.capitalize(), bdm.volume_id, instance_uuid, bdm.uuid)
             return None
         if recovered:
             bdm = started_work.recovered_bdm(self.conductor, context, kind, instance_uuid, bdm)
@@ -453,7 +455,8 @@ class ComputeManager:
         """
         uuid = instance["uuid"]
         with self._lock(uuid):
-            bdm = self._first_start(context, started_work.ATTACH, uuid, bdm, recovered)
+            bdm = self._first_start(context, started_work.ATTACH, uuid,
+                                    bdm_mod.BDM.from_wire(bdm), recovered)
             if bdm is None:
                 return
             self.reporter.notify(context, instance, "volume_attach", "start",
@@ -465,7 +468,7 @@ class ComputeManager:
                                          multiattach=multiattach, resume=recovered,
                                          event=event)
             except Exception as exc:  # noqa: BLE001 - a cast reports through the DB
-                LOG.warning("Attach of volume %s to %s failed: %s", bdm.get("volume_id"),
+                LOG.warning("Attach of volume %s to %s failed: %s", bdm.volume_id,
                             uuid, compute_reporter.message_of(exc))
                 self.reporter.notify(context, instance, "volume_attach", "error",
                                      bdms=[bdm], exc=exc)
@@ -478,7 +481,8 @@ class ComputeManager:
         BDM is gone."""
         uuid = instance["uuid"]
         with self._lock(uuid):
-            bdm = self._first_start(context, started_work.DETACH, uuid, bdm, recovered)
+            bdm = self._first_start(context, started_work.DETACH, uuid,
+                                    bdm_mod.BDM.from_wire(bdm), recovered)
             if bdm is not None and not recovered:
                 # Read again: a detach accepted before the attach's one report
                 # (which comes after Cinder's attachment_complete) has its
@@ -496,7 +500,7 @@ class ComputeManager:
                     self.attacher.detach(context, _driver_instance(instance), bdm,
                                          attachment_id)
             except Exception as exc:  # noqa: BLE001
-                LOG.warning("Detach of volume %s from %s failed: %s", bdm.get("volume_id"),
+                LOG.warning("Detach of volume %s from %s failed: %s", bdm.volume_id,
                             uuid, compute_reporter.message_of(exc))
                 self.attacher.detach_failed(context, bdm, exc)
                 self.reporter.notify(context, instance, "volume_detach", "error",
@@ -603,7 +607,8 @@ class ComputeManager:
     @messaging.expected_exceptions(exception.VolumesvcException)
     def pre_live_migration(self, context, *, instance, bdms, migration):
         with self._lock(instance["uuid"]):
-            return self.migrator.pre_live_migration(context, instance, bdms, migration)
+            return self.migrator.pre_live_migration(context, instance,
+                                                    bdm_mod.from_wire_list(bdms), migration)
 
     def rollback_live_migration_at_destination(self, context, *, instance, volumes,
                                                source_instance_dir=None):

@@ -39,10 +39,10 @@ import math
 import time
 
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import encryption
 from volumesvc.compute import events as events_mod
 from volumesvc.compute import instances as compute_instances
@@ -63,34 +63,32 @@ REBUILD_TASKS = (task_states.REBUILDING, task_states.REBUILD_BLOCK_DEVICE_MAPPIN
 def root_bdm(bdms):
     """The boot volume's BDM (boot index 0, backed by a volume), or None."""
     for bdm in boot_volumes.volume_bdms(bdms):
-        if bdm.get("boot_index") == 0 and bdm.get("volume_id"):
+        if bdm.boot_index == 0 and bdm.volume_id:
             return bdm
     return None
 
 
-def _loads(info):
-    return jsonutils.loads(info) if isinstance(info, str) else info
-
-
-def connect_root(context, root, *, driver, cinder, conductor, keys):
+def connect_root(context, root, *, driver, cinder, conductor, keys, bdms):
     """Give Cinder this host's connector for the root's attachment and connect it here.
 
     For a root BDM whose connection a rebuild released (no connection info,
-    the attachment ``reserved``); the BDM gets the new connection info.
-    Completing the attachment is the caller's: a rebuild does it once the
-    new domain runs, the reconciliation at once.
+    the attachment ``reserved``); the BDM with the new connection info
+    takes the root's place in ``bdms`` (the disks of the domain defined
+    next) before it is saved, so the disk connected here is in the domain
+    even when the save fails. Completing the attachment is the caller's: a
+    rebuild does it once the new domain runs, the reconciliation at once.
     """
     connector = driver.get_volume_connector()
-    info = cinder.attachment_update(context, root["attachment_id"], connector,
-                                    mountpoint=root.get("device_name"))
-    info["serial"] = root["volume_id"]
+    info = cinder.attachment_update(context, root.attachment_id, connector,
+                                    mountpoint=root.device_name)
+    info["serial"] = root.volume_id
     plan = encryption.prepare(context, cinder=cinder, keys=keys, driver=driver,
                               connection_info=info)
     driver.connect_volume(info)
     encryption.open_volume(driver, info, plan)
-    values = {"connection_info": jsonutils.dumps(info)}
-    root.update(values)
-    conductor.bdm_update(context, bdm_uuid=root["uuid"], values=values)
+    values = {"connection_info": bdm_mod.encode_connection_info(info)}
+    bdm_mod.replace_in(bdms, root, root.replace(**values))
+    conductor.bdm_update(context, bdm_uuid=root.uuid, values=values)
 
 
 class Rebuilder:
@@ -129,19 +127,19 @@ class Rebuilder:
                 raise exception.RebuildRootVolumeMissing(instance_uuid=uuid)
             driver_instance = compute_instances.driver_instance(instance)
             self.driver.destroy(driver_instance, boot_volumes.block_device_info(bdms))
-            if reimage or not root.get("connection_info"):
-                self._release_root(context, uuid, root)
+            if reimage or not root.has_connection:
+                root = self._release_root(context, uuid, bdms, root)
             if reimage:
                 self._reimage(context, uuid, root, image_ref)
             self._update(context, uuid,
                          {"task_state": task_states.REBUILD_BLOCK_DEVICE_MAPPING},
                          expected=[task_states.REBUILDING])
-            reconnected = self._connect_root(context, root)
+            reconnected = self._connect_root(context, bdms, root)
             self._update(context, uuid, {"task_state": task_states.REBUILD_SPAWNING},
                          expected=[task_states.REBUILD_BLOCK_DEVICE_MAPPING])
             self.driver.spawn(driver_instance, boot_volumes.block_device_info(bdms))
             if reconnected:
-                self.cinder.attachment_complete(context, root["attachment_id"])
+                self.cinder.attachment_complete(context, root.attachment_id)
             values = {"vm_state": vm_states.ACTIVE, "task_state": None,
                       "power_state": power_state.RUNNING,
                       "launched_at": timeutils.utcnow().isoformat()}
@@ -158,28 +156,30 @@ class Rebuilder:
 
     # -- the root volume ----------------------------------------------------------
 
-    def _release_root(self, context, uuid, root):
+    def _release_root(self, context, uuid, bdms, root):
         """Swap the root's connected attachment for one without a connector.
 
         The new attachment is saved in the BDM before the old one is
         deleted: Cinder has the volume attached to this server throughout,
-        ``reserved`` once the old attachment is gone.
+        ``reserved`` once the old attachment is gone. Returns the root BDM
+        as saved (also put in its place in ``bdms``).
         """
-        old = root.get("attachment_id")
-        info = root.get("connection_info")
-        new = self.cinder.attachment_create(context, root["volume_id"], uuid,
+        old = root.attachment_id
+        info = root.connection_info if root.has_connection else None
+        new = self.cinder.attachment_create(context, root.volume_id, uuid,
                                             mode=virt_bd.attach_mode(root))["id"]
         values = {"attachment_id": new, "connection_info": None}
-        root.update(values)
-        self.conductor.bdm_update(context, bdm_uuid=root["uuid"], values=values)
-        if info:
+        released = bdm_mod.replace_in(bdms, root, root.replace(**values))
+        self.conductor.bdm_update(context, bdm_uuid=root.uuid, values=values)
+        if root.has_connection:
             try:
-                self.driver.disconnect_volume(_loads(info))
+                self.driver.disconnect_volume(info)
             except Exception as exc:  # noqa: BLE001 - the new attachment is in place
                 LOG.warning("Could not disconnect root volume %s of %s: %s",
-                            root["volume_id"], uuid, exc)
+                            root.volume_id, uuid, exc)
         if old:
             self.cinder.attachment_delete(context.elevated(), old)
+        return released
 
     def _timeout(self, context, image_ref):
         size = 0
@@ -189,7 +189,7 @@ class Rebuilder:
 
     def _reimage(self, context, uuid, root, image_ref):
         """os-reimage of the root volume, then wait for Cinder's volume-reimaged."""
-        volume_id = root["volume_id"]
+        volume_id = root.volume_id
         timeout = self._timeout(context, image_ref)
         waiter = self.waiters.prepare(uuid, events_mod.VOLUME_REIMAGED, volume_id)
         try:
@@ -225,12 +225,15 @@ class Rebuilder:
                     volume_id=volume_id, image_id=image_ref,
                     reason="Cinder put the volume in error status")
 
-    def _connect_root(self, context, root):
-        """Connect the root volume here again when it has no connection; True if it did."""
-        if root.get("connection_info"):
+    def _connect_root(self, context, bdms, root):
+        """Connect the root volume here again when it has no connection; True if it did.
+
+        The root as saved takes its place in ``bdms`` (the new domain's disks).
+        """
+        if root.has_connection:
             return False
         connect_root(context, root, driver=self.driver, cinder=self.cinder,
-                     conductor=self.conductor, keys=self.lifecycle.keys)
+                     conductor=self.conductor, keys=self.lifecycle.keys, bdms=bdms)
         return True
 
     # -- a compute that died mid-rebuild --------------------------------------------

@@ -59,10 +59,10 @@ import dataclasses
 from typing import Any
 
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import connections, rebuild
 from volumesvc.states import attach_states
 from volumesvc.volume import reconciliation
@@ -89,15 +89,27 @@ def _parse_time(value):
     return timeutils.normalize_time(value)
 
 
+def _changed_at(updated_at, created_at):
+    return _parse_time(updated_at) or _parse_time(created_at)
+
+
 def last_progress(record):
-    """When a BDM or a volume last changed (naive UTC), or None when unknown."""
-    return _parse_time(record.get("updated_at")) or _parse_time(record.get("created_at"))
+    """When a volume (Cinder's dict) last changed (naive UTC), or None when unknown."""
+    return _changed_at(record.get("updated_at"), record.get("created_at"))
+
+
+def _older(changed, now, timeout) -> bool:
+    return changed is not None and (now - changed).total_seconds() > timeout
 
 
 def is_stale(record, now, timeout) -> bool:
     """No progress for longer than ``timeout`` seconds (unknown age: not stale)."""
-    changed = last_progress(record)
-    return changed is not None and (now - changed).total_seconds() > timeout
+    return _older(last_progress(record), now, timeout)
+
+
+def bdm_is_stale(bdm, now, timeout) -> bool:
+    """:func:`is_stale` for a BDM (the compute's view, ``compute/bdm.py``)."""
+    return _older(_changed_at(bdm.updated_at, bdm.created_at), now, timeout)
 
 
 @dataclasses.dataclass
@@ -120,7 +132,7 @@ def _busy(volume_id, attachment_id, reason):
 
 
 def plan(bdms, attachments, *, now, timeout, recovering=False) -> Plan:
-    """Sort ``bdms`` (the server's, dicts) and ``attachments`` (Cinder's for it).
+    """Sort ``bdms`` (the server's, as views) and ``attachments`` (Cinder's for it).
 
     ``recovering``: the compute just started, so an ``attaching`` attachment
     of its own cannot be in progress any more (only this compute's attach
@@ -132,11 +144,11 @@ def plan(bdms, attachments, *, now, timeout, recovering=False) -> Plan:
     claimed = set()
     reserving = set()  # volumes with a young BDM still waiting for its attachment id
     for bdm in bdms:
-        if bdm.get("destination_type") != "volume" or not bdm.get("volume_id"):
+        if not bdm.is_volume or not bdm.volume_id:
             continue
-        volume_id, attachment_id = bdm["volume_id"], bdm.get("attachment_id")
+        volume_id, attachment_id = bdm.volume_id, bdm.attachment_id
         if not attachment_id:
-            if is_stale(bdm, now, timeout):
+            if bdm_is_stale(bdm, now, timeout):
                 result.stale_reservations.append(bdm)
             else:
                 reserving.add(volume_id)
@@ -152,16 +164,16 @@ def plan(bdms, attachments, *, now, timeout, recovering=False) -> Plan:
         # NOTE: "attached" without a connection: the compute died between
         # Cinder's attachment_complete and its one report to the conductor.
         pending = status == "attaching" or (status in ("reserved", "attached")
-                                            and not bdm.get("connection_info"))
+                                            and not bdm.has_connection)
         if not pending:
-            if bdm.get("attach_status") == attach_states.DETACHING and (
-                    recovering or is_stale(bdm, now, timeout)):
+            if bdm.attach_status == attach_states.DETACHING and (
+                    recovering or bdm_is_stale(bdm, now, timeout)):
                 result.interrupted_detaches.append((bdm, attachment))
             else:
                 result.attached.append((bdm, attachment))
-        elif bdm.get("boot_index") == 0:
+        elif bdm.boot_index == 0:
             result.released_roots.append((bdm, attachment))
-        elif (recovering and status in CONNECTED) or is_stale(bdm, now, timeout):
+        elif (recovering and status in CONNECTED) or bdm_is_stale(bdm, now, timeout):
             result.interrupted.append((bdm, attachment))
         else:
             result.busy.append(_busy(volume_id, attachment_id, f"attach in progress "
@@ -180,11 +192,6 @@ def plan(bdms, attachments, *, now, timeout, recovering=False) -> Plan:
 
 
 # -- doing ---------------------------------------------------------------------------------
-
-
-def _connection_info(bdm):
-    info = bdm.get("connection_info")
-    return jsonutils.loads(info) if isinstance(info, str) else info
 
 
 class Reconciler:
@@ -214,13 +221,17 @@ class Reconciler:
             recovering=False):
         """Reconcile ``instance``; return (Report, the BDMs that remain).
 
+        ``bdms``: the caller's listing (views), read here when None. A root
+        volume connected again takes its place in it as saved: a reboot
+        defines its domain from that list.
+
         Cinder unreachable: nothing is changed and ``skipped`` says so. Any
         other error is recorded per item in ``errors`` and the rest goes on.
         """
         uuid = instance["uuid"]
         report = reconciliation.Report(instance_uuid=uuid, dry_run=dry_run)
         if bdms is None:
-            bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+            bdms = bdm_mod.listed(self.conductor, context, uuid)
         try:
             attachments = view.attachments(uuid)
         except (exception.CinderConnectionFailed, exception.CinderAPIError,
@@ -237,7 +248,7 @@ class Reconciler:
                      driver_instance=driver_instance, report=report, dry_run=dry_run,
                      timeout=self.timeout, host=self.conf.host, driver=self.driver,
                      conductor=self.conductor, cinder=self.cinder, attacher=self.attacher,
-                     keys=self.keys)
+                     keys=self.keys, bdms=bdms)
         try:
             apply(steps, work, view)
         except exception.CinderConnectionFailed as exc:
@@ -256,9 +267,9 @@ class Pass:
 
     Why a frozen record and plain functions: each step reads the same few
     things (who to ask, which server, whether to change anything) and
-    writes only to ``report``, the pass's one output; nothing else carries
-    state from one step to the next, so a step can be read (and tested) on
-    its own.
+    writes only to ``report``, the pass's one output (and a BDM it saves
+    anew into ``bdms``); nothing else carries state from one step to the
+    next, so a step can be read (and tested) on its own.
     """
 
     context: Any
@@ -274,6 +285,9 @@ class Pass:
     cinder: Any
     attacher: Any
     keys: Any
+    # The server's BDMs being reconciled, the caller's list: a root connected
+    # again takes its place here as saved (a reboot defines its domain from it).
+    bdms: list = dataclasses.field(default_factory=list)
 
 
 def apply(p: Pass, work: Plan, view) -> None:
@@ -283,14 +297,14 @@ def apply(p: Pass, work: Plan, view) -> None:
     item is recorded in ``errors`` and the others go on.
     """
     orphans = list(work.orphans)
-    stale_volumes = {bdm["volume_id"] for bdm in work.stale_reservations}
+    stale_volumes = {bdm.volume_id for bdm in work.stale_reservations}
     for bdm in work.stale_reservations:
         _safely(p, _remove_bdm, bdm, f"reservation without a Cinder attachment "
                                      f"for more than {p.timeout}s", True)
     for bdm in work.unlisted:
         _safely(p, _check_unlisted, bdm)
     for bdm, attachment in work.attached:
-        if view.suspect_volume(bdm["volume_id"]) and _safely(p, _volume_gone, bdm):
+        if view.suspect_volume(bdm.volume_id) and _safely(p, _volume_gone, bdm):
             orphans.append(attachment)
     for bdm, attachment in work.interrupted:
         _safely(p, _interrupted, bdm, attachment)
@@ -336,7 +350,7 @@ def _safely(p: Pass, step, *args):
 
 def _check_unlisted(p: Pass, bdm):
     try:
-        p.cinder.attachment_get(p.admin, bdm["attachment_id"])
+        p.cinder.attachment_get(p.admin, bdm.attachment_id)
     except exception.VolumeAttachmentNotFound:
         _remove_bdm(p, bdm, "its Cinder attachment no longer exists")
     # Found: the listing was older than the attachment; nothing dangles.
@@ -345,7 +359,7 @@ def _check_unlisted(p: Pass, bdm):
 def _volume_gone(p: Pass, bdm) -> bool:
     """Remove the BDM when Cinder says its volume is gone or ``available``."""
     try:
-        volume = p.cinder.get(p.admin, bdm["volume_id"])
+        volume = p.cinder.get(p.admin, bdm.volume_id)
     except exception.VolumeNotFound:
         _remove_bdm(p, bdm, "its volume no longer exists")
         return True
@@ -356,14 +370,14 @@ def _volume_gone(p: Pass, bdm) -> bool:
 
 
 def _remove_bdm(p: Pass, bdm, reason, failed_attach=False):
-    entry = {"volume_id": bdm["volume_id"], "attachment_id": bdm.get("attachment_id"),
-             "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name"),
+    entry = {"volume_id": bdm.volume_id, "attachment_id": bdm.attachment_id,
+             "bdm_uuid": bdm.uuid, "device": bdm.device_name,
              "reason": reason}
     p.report.removed_bdms.append(entry)
     if p.dry_run:
         return
     LOG.info("Removing dangling volume attachment of server %s: volume %s, attachment "
-             "%s (%s)", p.uuid, bdm["volume_id"], bdm.get("attachment_id"), reason)
+             "%s (%s)", p.uuid, bdm.volume_id, bdm.attachment_id, reason)
     _detach_disk(p, bdm)
     _forget(p, bdm, reason if failed_attach else None)
 
@@ -382,7 +396,7 @@ def _forget(p: Pass, bdm, failed_attach=None):
             attach_states.ERROR, 500, f"The attach was abandoned and rolled back: "
                                       f"{failed_attach}. Attach the volume again.")
     try:
-        p.conductor.bdm_destroy(p.context, bdm_uuid=bdm["uuid"], values=values)
+        p.conductor.bdm_destroy(p.context, bdm_uuid=bdm.uuid, values=values)
     except exception.NotFound:
         pass
 
@@ -396,17 +410,17 @@ def _detach_disk(p: Pass, bdm):
     stayed on the host until a later periodic pass noticed it. A disk the
     domain may still hold keeps its connection (the guest may use it).
     """
-    info = _connection_info(bdm)
+    info = bdm.connection_info
     if not info:
         return
     try:
-        p.driver.detach_volume(info, p.driver_instance, bdm.get("device_name"))
+        p.driver.detach_volume(info, p.driver_instance, bdm.device_name)
     except exception.InstanceNotFound:
         pass
     except Exception as exc:  # noqa: BLE001 - the record goes anyway; a HARD reboot drops it
         LOG.warning("Could not detach the disk of volume %s from %s: %s",
-                    bdm["volume_id"], p.uuid, exc)
-        p.report.errors.append(f"detach of {bdm['volume_id']} from the domain: {exc}")
+                    bdm.volume_id, p.uuid, exc)
+        p.report.errors.append(f"detach of {bdm.volume_id} from the domain: {exc}")
         return
     try:
         connections.disconnect(p.context, cinder=p.cinder, conductor=p.conductor,
@@ -414,17 +428,17 @@ def _detach_disk(p: Pass, bdm):
                                connection_info=info)
     except Exception as exc:  # noqa: BLE001 - the periodic pass drops a secret left behind
         LOG.warning("Could not disconnect volume %s from this host: %s",
-                    bdm["volume_id"], exc)
-        p.report.errors.append(f"disconnect of {bdm['volume_id']}: {exc}")
+                    bdm.volume_id, exc)
+        p.report.errors.append(f"disconnect of {bdm.volume_id}: {exc}")
 
 
 # -- interrupted attaches ---------------------------------------------------------------
 
 
 def _interrupted(p: Pass, bdm, attachment):
-    volume_id, attachment_id = bdm["volume_id"], attachment["id"]
+    volume_id, attachment_id = bdm.volume_id, attachment["id"]
     entry = {"volume_id": volume_id, "attachment_id": attachment_id,
-             "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name")}
+             "bdm_uuid": bdm.uuid, "device": bdm.device_name}
     if attachment.get("status") in CONNECTED:
         # Cinder has our connector: the attach can still be finished.
         if p.dry_run:
@@ -463,15 +477,15 @@ def _interrupted_detach(p: Pass, bdm, attachment):
     older than a detach that finished since. Cinder unreachable keeps the
     BDM ``detaching`` for a later pass (the error ends this one).
     """
-    volume_id, attachment_id = bdm["volume_id"], attachment["id"]
+    volume_id, attachment_id = bdm.volume_id, attachment["id"]
     entry = {"volume_id": volume_id, "attachment_id": attachment_id,
-             "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name"), "work": "detach"}
+             "bdm_uuid": bdm.uuid, "device": bdm.device_name, "work": "detach"}
     if p.dry_run:
         p.report.finished.append(entry)
         return
-    current = next((b for b in p.conductor.bdm_list(p.context, instance_uuid=p.uuid)
-                    if b.get("uuid") == bdm.get("uuid")), None)
-    if current is None or current.get("attach_status") != attach_states.DETACHING:
+    current = next((b for b in bdm_mod.listed(p.conductor, p.context, p.uuid)
+                    if b.uuid == bdm.uuid), None)
+    if current is None or current.attach_status != attach_states.DETACHING:
         return
     LOG.info("Finishing the interrupted detach of volume %s from %s (attachment %s)",
              volume_id, p.uuid, attachment_id)
@@ -493,9 +507,9 @@ def _interrupted_detach(p: Pass, bdm, attachment):
 
 
 def _reconnect_root(p: Pass, bdm, attachment):
-    volume_id = bdm["volume_id"]
+    volume_id = bdm.volume_id
     entry = {"volume_id": volume_id, "attachment_id": attachment["id"],
-             "bdm_uuid": bdm.get("uuid"), "device": bdm.get("device_name")}
+             "bdm_uuid": bdm.uuid, "device": bdm.device_name}
     status = p.cinder.get(p.admin, volume_id).get("status") or ""
     if status == "downloading":
         p.report.busy.append(_busy(volume_id, attachment["id"],
@@ -510,7 +524,7 @@ def _reconnect_root(p: Pass, bdm, attachment):
         p.report.finished.append(entry)
         return
     rebuild.connect_root(p.context, bdm, driver=p.driver, cinder=p.cinder,
-                         conductor=p.conductor, keys=p.keys)
+                         conductor=p.conductor, keys=p.keys, bdms=p.bdms)
     p.cinder.attachment_complete(p.context, attachment["id"])
     LOG.info("Connected root volume %s of %s again after an unfinished rebuild "
              "(attachment %s)", volume_id, p.uuid, attachment["id"])

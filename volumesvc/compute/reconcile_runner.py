@@ -44,6 +44,7 @@ from oslo_log import log as logging
 
 from volumesvc import context as vs_context
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import encryption, reconcile, running_deleted
 from volumesvc.states import vm_states
 from volumesvc.volume import cinder as cinder_adapter
@@ -158,6 +159,9 @@ class ReconcileRunner:
         """Read, skip, plan and apply, record: one server, under its lock."""
         uuid = instance["uuid"]
         bdms = instance.get("bdms") if view is not None else None
+        if bdms is not None:
+            # The conductor's listing came with its wire dicts (conductor/tasks/reconcile.py).
+            bdms = bdm_mod.from_wire_list(bdms)
         with self._lock(uuid):
             if bdms is None:
                 # NOTE: read under the lock; a caller's listing comes with
@@ -332,8 +336,8 @@ class ReconcileRunner:
         """
         uuid = instance["uuid"]
         with self._lock(uuid):
-            volume_ids = {b.get("volume_id") for b in self.conductor.bdm_list(
-                context, instance_uuid=uuid)} & extending
+            volume_ids = {b.volume_id for b in bdm_mod.listed(self.conductor, context,
+                                                              uuid)} & extending
             for volume_id in sorted(volume_ids):
                 try:
                     self._extender.resume_extend(context, instance,

@@ -7,6 +7,7 @@ import traceback as tb
 from oslo_log import log as logging
 
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.notifications import base as notify_base
 from volumesvc.notifications import instance as notify_instance
 
@@ -103,12 +104,14 @@ class ComputeReporter:
         ``bdms``: the block devices the work is about (for a volume action
         the one volume; Nova lists all of the server's, which would cost a
         conductor call per notification). ``volume_id`` defaults to the one
-        BDM's (attach, detach); a swap names both volumes.
+        BDM's (attach, detach); a swap names both volumes. The payload is
+        built from the BDMs' wire dicts, as the conductor's notifications are.
         """
         if volume_id is None and action in _VOLUME_ACTIONS:
-            volume_id = next((b.get("volume_id") for b in bdms or ()), None)
+            volume_id = next((b.volume_id for b in bdms or ()), None)
+        wire = None if bdms is None else bdm_mod.to_wire_list(bdms)
         payload = notify_instance.action_payload(
-            context, instance, action, bdms=bdms, exc=exc, volume_id=volume_id,
+            context, instance, action, bdms=wire, exc=exc, volume_id=volume_id,
             new_volume_id=new_volume_id)
         notify_base.emit(self.notifier, context, f"instance.{action}.{phase}", payload,
                          notify_base.ERROR if phase == "error" else notify_base.INFO)

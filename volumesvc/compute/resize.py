@@ -35,6 +35,7 @@ thing.
 from oslo_log import log as logging
 
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import volumes as boot_volumes
 from volumesvc.states import migration_states, power_state, task_states, vm_states
@@ -104,14 +105,14 @@ class Resizer:
         """
         self.driver.destroy(compute_instances.driver_instance(instance),
                             boot_volumes.block_device_info(bdms))
-        connected = [b for b in boot_volumes.volume_bdms(bdms) if b.get("connection_info")]
+        connected = [b for b in boot_volumes.volume_bdms(bdms) if b.has_connection]
         self.lifecycle.disconnect_volumes(context, instance["uuid"], connected, settle=settle)
 
     def _start_here(self, context, instance, flavor):
         """Connect every volume here, define the domain with ``flavor`` (started when the
         server runs), complete the attachments; the values the server then has."""
         target = dict(instance, flavor=flavor)
-        bdms = self.conductor.bdm_list(context, instance_uuid=instance["uuid"])
+        bdms = bdm_mod.listed(self.conductor, context, instance["uuid"])
         volumes = boot_volumes.BootVolumes(self.conf, self.cinder, self.conductor,
                                            self.driver, context, target, self.glance,
                                            keys=self.keys)
@@ -164,7 +165,7 @@ class Resizer:
         self.reporter.notify(context, instance, "resize", "start")
         try:
             with self.reporter.event(context, uuid, "compute_resize_instance"):
-                bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+                bdms = bdm_mod.listed(self.conductor, context, uuid)
                 self._release(context, instance, bdms, settle=False)
                 if migration["dest_compute"] != self.host:
                     remove_instance_dir(self.conf, uuid)
@@ -206,7 +207,7 @@ class Resizer:
             self.reporter.notify(context, instance, "resize_revert", "start")
         try:
             with self.reporter.event(context, uuid, "compute_finish_revert_resize"):
-                bdms = self.conductor.bdm_list(context, instance_uuid=uuid)
+                bdms = bdm_mod.listed(self.conductor, context, uuid)
                 self._release(context, instance, bdms, settle=True)
                 values = self._start_here(context, instance, old_flavor)
                 running = values["power_state"] == power_state.RUNNING
@@ -270,8 +271,8 @@ class Resizer:
         try:
             with self.reporter.event(context, uuid, "compute_finish_resize"):
                 if again:
-                    self._release(context, target, self.conductor.bdm_list(
-                        context, instance_uuid=uuid), settle=True)
+                    self._release(context, target,
+                                  bdm_mod.listed(self.conductor, context, uuid), settle=True)
                 values = self._start_here(context, instance, new_flavor)
                 values.update(vm_state=vm_states.RESIZED, task_state=None)
                 if migration.get("new_instance_type_id") is not None:
@@ -294,7 +295,7 @@ class Resizer:
         uuid = instance["uuid"]
         try:
             self._release(context, instance,
-                          self.conductor.bdm_list(context, instance_uuid=uuid), settle=True)
+                          bdm_mod.listed(self.conductor, context, uuid), settle=True)
         except Exception as exc:  # noqa: BLE001
             self._fail(context, uuid, migration, exc)
             return
@@ -320,7 +321,7 @@ class Resizer:
         try:
             with self.reporter.event(context, uuid, "compute_revert_resize"):
                 self._release(context, current,
-                              self.conductor.bdm_list(context, instance_uuid=uuid),
+                              bdm_mod.listed(self.conductor, context, uuid),
                               settle=True)
                 remove_instance_dir(self.conf, uuid)
                 values = {"host": source, "node": migration.get("source_node") or source,

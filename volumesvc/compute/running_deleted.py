@@ -49,6 +49,7 @@ from oslo_utils import timeutils
 
 from volumesvc import context as vs_context
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.compute import teardown
@@ -106,8 +107,7 @@ def deleted_with(bdm, record) -> bool:
     been attached to another server, maybe on this host.
     """
     stamp = _parse_time(record.get("deleted_at"))
-    return bool(bdm.get("deleted")) and stamp is not None \
-        and _parse_time(bdm.get("deleted_at")) == stamp
+    return bdm.deleted and stamp is not None and _parse_time(bdm.deleted_at) == stamp
 
 
 def _reading_deleted(context):
@@ -251,8 +251,7 @@ class RunningDeletedReaper:
         Cinder attachments are not touched: the local delete released them.
         """
         uuid = record["uuid"]
-        bdms = [b for b in self.conductor.bdm_list(_reading_deleted(context),
-                                                   instance_uuid=uuid)
+        bdms = [b for b in bdm_mod.listed(self.conductor, _reading_deleted(context), uuid)
                 if deleted_with(b, record)]
         volume_bdms = boot_volumes.volume_bdms(bdms)
         LOG.warning("Reaping the domain of server %s, deleted at %s, still running on %s "
@@ -261,8 +260,8 @@ class RunningDeletedReaper:
         teardown.destroy_on_host(context, driver=self.driver, attacher=self.attacher,
                                  instance=record, bdms=bdms, released=True)
         for bdm in volume_bdms:
-            if bdm.get("delete_on_termination"):
-                self._delete_volume(context, uuid, bdm.get("volume_id"))
+            if bdm.delete_on_termination:
+                self._delete_volume(context, uuid, bdm.volume_id)
         boot_volumes.remove_instance_dir(self.conf, uuid)
 
     def _delete_volume(self, context, uuid, volume_id):

@@ -9,7 +9,8 @@ remotefs driver waits for.
 """
 
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
+
+from volumesvc.compute import bdm as bdm_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -23,16 +24,16 @@ class AssistedSnapshots:
         self.cinder = cinder
 
     def _record_active_file(self, context, instance_uuid, volume_id, path):
-        for bdm in self.conductor.bdm_list(context, instance_uuid=instance_uuid):
-            if bdm.get("volume_id") != volume_id or not bdm.get("connection_info"):
+        for bdm in bdm_mod.listed(self.conductor, context, instance_uuid):
+            if bdm.volume_id != volume_id or not bdm.has_connection:
                 continue
-            info = bdm["connection_info"]
-            info = jsonutils.loads(info) if isinstance(info, str) else info
+            info = bdm.connection_info or {}
             if (info.get("data") or {}).get("device_path") == path:
                 return
             info.setdefault("data", {})["device_path"] = path
-            self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"],
-                                      values={"connection_info": jsonutils.dumps(info)})
+            self.conductor.bdm_update(
+                context, bdm_uuid=bdm.uuid,
+                values={"connection_info": bdm_mod.encode_connection_info(info)})
 
     def _report(self, context, snapshot_id, status, progress=None):
         try:

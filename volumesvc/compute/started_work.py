@@ -19,6 +19,8 @@ import threading
 
 from oslo_log import log as logging
 
+from volumesvc.compute import bdm as bdm_mod
+
 LOG = logging.getLogger(__name__)
 
 ATTACH = "attach"
@@ -66,14 +68,14 @@ def recovered_bdm(conductor, context, kind, instance_uuid, bdm):
     removed it) is nothing to do for both; an attach whose BDM already has
     its connection info is done.
     """
-    current = next((b for b in conductor.bdm_list(context, instance_uuid=instance_uuid)
-                    if b.get("uuid") == bdm.get("uuid")), None)
+    current = next((b for b in bdm_mod.listed(conductor, context, instance_uuid)
+                    if b.uuid == bdm.uuid), None)
     if current is None:
         LOG.info("Recovered %s of volume %s to %s: its BDM is gone, nothing to do",
-                 kind, bdm.get("volume_id"), instance_uuid)
+                 kind, bdm.volume_id, instance_uuid)
         return None
-    if kind == ATTACH and current.get("connection_info"):
+    if kind == ATTACH and current.has_connection:
         LOG.info("Recovered attach of volume %s to %s: already attached",
-                 bdm.get("volume_id"), instance_uuid)
+                 bdm.volume_id, instance_uuid)
         return None
     return current

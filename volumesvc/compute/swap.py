@@ -24,9 +24,9 @@ expected then.
 """
 
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import connections, encryption
 from volumesvc.compute import instances as compute_instances
 from volumesvc.states import task_states
@@ -37,10 +37,6 @@ LOG = logging.getLogger(__name__)
 
 EVENT = "compute_swap_volume"
 GiB = 1024 ** 3
-
-
-def _loads(info):
-    return jsonutils.loads(info) if isinstance(info, str) else (info or {})
 
 
 class VolumeSwapper:
@@ -60,8 +56,8 @@ class VolumeSwapper:
             host=self.host, instance_uuid=instance_uuid, connection_info=info)
 
     def _bdm(self, context, instance_uuid, volume_id):
-        for bdm in self.conductor.bdm_list(context, instance_uuid=instance_uuid):
-            if bdm.get("volume_id") == volume_id:
+        for bdm in bdm_mod.listed(self.conductor, context, instance_uuid):
+            if bdm.volume_id == volume_id:
                 return bdm
         raise exception.VolumeNotAttachedToInstance(instance_uuid=instance_uuid,
                                                     volume_id=volume_id)
@@ -97,7 +93,7 @@ class VolumeSwapper:
 
     def _swap(self, context, instance, bdm, old_volume_id, new_volume_id, new_attachment_id):
         uuid = instance["uuid"]
-        old_info = _loads(bdm.get("connection_info"))
+        old_info = bdm.connection_info or {}
         old_volume = self.cinder.get(context, old_volume_id)
         new_volume = self.cinder.get(context, new_volume_id)
         migrating = bool(old_volume.get("migration_status"))
@@ -105,7 +101,7 @@ class VolumeSwapper:
         try:
             connector = self.driver.get_volume_connector()
             new_info = self.cinder.attachment_update(context, new_attachment_id, connector,
-                                                     mountpoint=bdm["device_name"])
+                                                     mountpoint=bdm.device_name)
             # The guest keeps its disk's serial (and the alias made from it).
             new_info["serial"] = virt_bd.volume_id(old_info) or old_volume_id
             virt_bd.keep_read_only(new_info, bdm)
@@ -121,7 +117,7 @@ class VolumeSwapper:
             # before the copy when it is smaller.
             self.driver.swap_volume(old_info, new_info,
                                     compute_instances.driver_instance(instance),
-                                    bdm["device_name"],
+                                    bdm.device_name,
                                     resize_to_bytes=int(new_volume["size"]) * GiB)
         except Exception:
             LOG.exception("Swapping volume %s for %s on %s failed; the server keeps %s",
@@ -138,10 +134,11 @@ class VolumeSwapper:
             save_volume_id = self.cinder.migrate_volume_completion(
                 context, old_volume_id, new_volume_id, error=False)
         values = {"volume_id": save_volume_id, "attachment_id": new_attachment_id,
-                  "connection_info": jsonutils.dumps(new_info),
+                  "connection_info": bdm_mod.encode_connection_info(new_info),
                   "volume_size": int(new_volume["size"]),
                   "volume_type": new_volume.get("volume_type")}
-        return self.conductor.bdm_update(context, bdm_uuid=bdm["uuid"], values=values)
+        return bdm_mod.BDM.from_wire(
+            self.conductor.bdm_update(context, bdm_uuid=bdm.uuid, values=values))
 
     def _release_old(self, context, uuid, bdm, old_info):
         """Disconnect the old volume and delete its attachment; a failure is only logged.
@@ -154,10 +151,10 @@ class VolumeSwapper:
                 self._disconnect(context, uuid, old_info)
         except Exception as exc:  # noqa: BLE001
             LOG.warning("Could not disconnect the old volume %s of %s: %s",
-                        bdm.get("volume_id"), uuid, exc)
-        if bdm.get("attachment_id"):
+                        bdm.volume_id, uuid, exc)
+        if bdm.attachment_id:
             try:
-                self.cinder.attachment_delete(context.elevated(), bdm["attachment_id"])
+                self.cinder.attachment_delete(context.elevated(), bdm.attachment_id)
             except exception.VolumeAttachmentNotFound:
                 pass
 
@@ -194,8 +191,7 @@ class VolumeSwapper:
         LOG.warning("Instance %s was swapping a volume when this compute stopped; "
                     "rolling the swap back", uuid)
         self.driver.cancel_volume_swaps(compute_instances.driver_instance(instance))
-        known = {b.get("volume_id") for b in self.conductor.bdm_list(context,
-                                                                    instance_uuid=uuid)}
+        known = {b.volume_id for b in bdm_mod.listed(self.conductor, context, uuid)}
         admin = context.elevated()
         # NOTE: all_tenants: the volumes are the tenant's, not this service's project.
         for attachment in self.cinder.attachment_get_all(admin, instance_id=uuid,

@@ -1,8 +1,9 @@
 """Volumes at boot: create what the BDMs ask for, attach it, describe it to the driver.
 
-Each step updates the BDM dicts in place and persists the change through the
-conductor before the next step, so a failure at any point leaves records
-that say exactly which volume and attachment exist and can be released.
+Each step puts the BDM as saved into the build's list (``compute/bdm.py``'s
+views never change) and persists the change through the conductor before
+the next step, so a failure at any point leaves records that say exactly
+which volume and attachment exist and can be released.
 """
 
 import os
@@ -10,6 +11,7 @@ import os
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import encryption
 from volumesvc.virt import block_device as virt_bd
 from volumesvc.virt.instance_path import instance_dir, remove_instance_dir
@@ -21,25 +23,24 @@ NEW_VOLUME_SOURCES = ("blank", "image", "snapshot")
 
 
 def _boot_order(bdm):
-    index = bdm.get("boot_index")
-    return (index is None or index < 0, index or 0, bdm.get("id") or 0)
+    index = bdm.boot_index
+    return (index is None or index < 0, index or 0, bdm.id or 0)
 
 
 def volume_bdms(bdms):
     """BDMs backed by a Cinder volume, boot disk first then in creation order."""
-    return sorted((b for b in bdms if b.get("destination_type") == "volume"), key=_boot_order)
+    return sorted((b for b in bdms if b.is_volume), key=_boot_order)
 
 
 def is_local_root(bdm):
     """The image-backed root disk (``image`` → ``local``, boot index 0)."""
-    return (bdm.get("source_type") == "image" and bdm.get("destination_type") == "local"
-            and bdm.get("boot_index") == 0)
+    return (bdm.source_type == "image" and bdm.destination_type == "local"
+            and bdm.boot_index == 0)
 
 
 def disk_bdms(bdms):
     """Every BDM that becomes a guest disk: the local root (if any), then volumes."""
-    return sorted((b for b in bdms if is_local_root(b)
-                   or b.get("destination_type") == "volume"), key=_boot_order)
+    return sorted((b for b in bdms if is_local_root(b) or b.is_volume), key=_boot_order)
 
 
 class BootVolumes:
@@ -60,9 +61,15 @@ class BootVolumes:
         # needs nothing from a new volume that the wait has not already read.
         self.ready = {}
 
-    def _save(self, bdm, **values):
-        bdm.update(values)
-        self.conductor.bdm_update(self.context, bdm_uuid=bdm["uuid"], values=values)
+    def _save(self, bdms, bdm, **values):
+        """Save ``values`` of ``bdm``; the BDM as saved takes its place in ``bdms``.
+
+        In the list first: should the save fail, the rollback still sees
+        what this build made (a created volume's id).
+        """
+        saved = bdm_mod.replace_in(bdms, bdm, bdm.replace(**values))
+        self.conductor.bdm_update(self.context, bdm_uuid=bdm.uuid, values=values)
+        return saved
 
     def _made_read_only(self, bdm, attachment):
         """``read_only`` for the BDM when Cinder made its attachment ``ro`` on its own.
@@ -70,7 +77,7 @@ class BootVolumes:
         A volume with Cinder's read-only flag: os-volume_attachments (2.108)
         shows it read-only.
         """
-        if attachment.get("attach_mode") != "ro" or bdm.get("read_only"):
+        if attachment.get("attach_mode") != "ro" or bdm.read_only:
             return {}
         return {"read_only": True}
 
@@ -83,18 +90,17 @@ class BootVolumes:
         """
         pending = []
         for bdm in volume_bdms(bdms):
-            if bdm.get("volume_id") or bdm.get("source_type") not in NEW_VOLUME_SOURCES:
+            if bdm.volume_id or bdm.source_type not in NEW_VOLUME_SOURCES:
                 continue
             volume = self.cinder.create(
-                self.context, bdm.get("volume_size") or 1,
-                f"{self.instance['uuid']}-{bdm['source_type']}-vol", "",
-                volume_type=bdm.get("volume_type") or None,
-                snapshot_id=bdm.get("snapshot_id") if bdm["source_type"] == "snapshot"
-                else None,
-                image_id=bdm.get("image_id") if bdm["source_type"] == "image" else None,
+                self.context, bdm.volume_size or 1,
+                f"{self.instance['uuid']}-{bdm.source_type}-vol", "",
+                volume_type=bdm.volume_type or None,
+                snapshot_id=bdm.snapshot_id if bdm.source_type == "snapshot" else None,
+                image_id=bdm.image_id if bdm.source_type == "image" else None,
                 availability_zone=self.instance.get("availability_zone") or None)
             self.created.append(volume["id"])
-            self._save(bdm, volume_id=volume["id"])
+            self._save(bdms, bdm, volume_id=volume["id"])
             pending.append(volume)
         for i, volume in enumerate(pending):
             # Only the first wait starts from create's answer: the others were
@@ -111,29 +117,30 @@ class BootVolumes:
         mappings = []
         root_device = None
         for bdm in disk_bdms(bdms):
-            bus = bdm.get("disk_bus") or virt_bd.DEFAULT_VOLUME_BUS
+            bus = bdm.disk_bus or virt_bd.DEFAULT_VOLUME_BUS
             device = virt_bd.get_next_device_name(used, bus)
             used.append(device)
             if is_local_root(bdm):
                 info = self._local_root(bdm)
-                self._save(bdm, device_name=device, disk_bus=bus, device_type="disk",
-                           connection_info=jsonutils.dumps(info))
+                bdm = self._save(bdms, bdm, device_name=device, disk_bus=bus,
+                                 device_type="disk",
+                                 connection_info=bdm_mod.encode_connection_info(info))
                 root_device = device
                 mappings.append({"connection_info": info, "mount_device": device,
                                  "boot_index": 0, "disk_bus": bus, "device_type": "disk",
-                                 "tag": bdm.get("tag")})
+                                 "tag": bdm.tag})
                 continue
-            if not bdm.get("attachment_id"):
+            if not bdm.attachment_id:
                 attachment = self.cinder.attachment_create(
-                    self.context, bdm["volume_id"], self.instance["uuid"],
+                    self.context, bdm.volume_id, self.instance["uuid"],
                     mode=virt_bd.attach_mode(bdm))
-                self._save(bdm, attachment_id=attachment["id"],
-                           **self._made_read_only(bdm, attachment))
-            volume = (self.ready.get(bdm["volume_id"])
-                      or self.cinder.get(self.context, bdm["volume_id"]))
+                bdm = self._save(bdms, bdm, attachment_id=attachment["id"],
+                                 **self._made_read_only(bdm, attachment))
+            volume = (self.ready.get(bdm.volume_id)
+                      or self.cinder.get(self.context, bdm.volume_id))
             info = self.cinder.attachment_update(
-                self.context, bdm["attachment_id"], connector, mountpoint=device)
-            info["serial"] = bdm["volume_id"]
+                self.context, bdm.attachment_id, connector, mountpoint=device)
+            info["serial"] = bdm.volume_id
             virt_bd.keep_read_only(info, bdm)
             if volume.get("multiattach"):
                 info["multiattach"] = True
@@ -142,15 +149,15 @@ class BootVolumes:
                                       driver=self.driver, connection_info=info)
             self.driver.connect_volume(info)
             encryption.open_volume(self.driver, info, plan)
-            self._save(bdm, device_name=device, disk_bus=bus,
-                       device_type=bdm.get("device_type") or "disk",
-                       connection_info=jsonutils.dumps(info))
-            if bdm.get("boot_index") == 0:
+            bdm = self._save(bdms, bdm, device_name=device, disk_bus=bus,
+                             device_type=bdm.device_type or "disk",
+                             connection_info=bdm_mod.encode_connection_info(info))
+            if bdm.boot_index == 0:
                 root_device = device
             mappings.append({"connection_info": info, "mount_device": device,
-                             "boot_index": bdm.get("boot_index"), "disk_bus": bus,
-                             "device_type": bdm.get("device_type") or "disk",
-                             "tag": bdm.get("tag")})
+                             "boot_index": bdm.boot_index, "disk_bus": bus,
+                             "device_type": bdm.device_type or "disk",
+                             "tag": bdm.tag})
         return {"root_device_name": root_device, "block_device_mapping": mappings}
 
     def _local_root(self, bdm):
@@ -167,16 +174,16 @@ class BootVolumes:
         if not os.path.exists(path):
             # NOTE: a disk that exists is the server's own (a resize on its
             # host defines the domain again): only its size may change.
-            self.glance.download(self.context, bdm["image_id"], path)
+            self.glance.download(self.context, bdm.image_id, path)
         root_gb = (self.instance.get("flavor") or {}).get("root_gb") or 0
         if os.path.getsize(path) < root_gb << 30:
             os.truncate(path, root_gb << 30)
         return {"driver_volume_type": "local", "data": {"device_path": path},
-                "serial": bdm["uuid"]}
+                "serial": bdm.uuid}
 
     def complete(self, bdms):
         for bdm in volume_bdms(bdms):
-            self.cinder.attachment_complete(self.context, bdm["attachment_id"])
+            self.cinder.attachment_complete(self.context, bdm.attachment_id)
 
     def rollback(self, bdms):
         """Release every attachment; delete created volumes that are delete_on_termination.
@@ -187,18 +194,18 @@ class BootVolumes:
         """
         for bdm in volume_bdms(bdms):
             try:
-                if bdm.get("attachment_id"):
-                    self.cinder.attachment_delete(self.context, bdm["attachment_id"])
-                    self._save(bdm, attachment_id=None, connection_info=None)
-                if bdm.get("volume_id") in self.created and bdm.get("delete_on_termination"):
+                if bdm.attachment_id:
+                    self.cinder.attachment_delete(self.context, bdm.attachment_id)
+                    bdm = self._save(bdms, bdm, attachment_id=None, connection_info=None)
+                if bdm.volume_id in self.created and bdm.delete_on_termination:
                     cleanup.wait_for_status(
-                        self.cinder, self.context, bdm["volume_id"],
+                        self.cinder, self.context, bdm.volume_id,
                         ("available", "error"), timeout=self.conf.compute.volume_wait_timeout)
-                    self.cinder.delete(self.context, bdm["volume_id"])
-                    self._save(bdm, volume_id=None)
+                    self.cinder.delete(self.context, bdm.volume_id)
+                    bdm = self._save(bdms, bdm, volume_id=None)
             except Exception as exc:  # noqa: BLE001 - release the others too
                 LOG.warning("Rollback of volume %s for instance %s failed: %s",
-                            bdm.get("volume_id"), self.instance["uuid"], exc)
+                            bdm.volume_id, self.instance["uuid"], exc)
         remove_instance_dir(self.conf, self.instance["uuid"])
 
 
@@ -216,20 +223,18 @@ def reconnect(driver, conductor, context, bdms, keys):
     """
     out = []
     for bdm in bdms:
-        raw = bdm.get("connection_info")
-        if bdm.get("destination_type") != "volume" or not raw:
+        if not bdm.is_volume or not bdm.has_connection:
             out.append(bdm)
             continue
-        info = jsonutils.loads(raw) if isinstance(raw, str) else jsonutils.loads(
-            jsonutils.dumps(raw))
+        info = bdm.connection_info  # the view's own copy: connecting may change it
         before = jsonutils.dumps(info, sort_keys=True)
         driver.connect_volume(info)
         encryption.reopen(context, keys=keys, driver=driver, connection_info=info)
         if jsonutils.dumps(info, sort_keys=True) != before:
-            saved = jsonutils.dumps(info)
-            conductor.bdm_update(context, bdm_uuid=bdm["uuid"],
+            saved = bdm_mod.encode_connection_info(info)
+            conductor.bdm_update(context, bdm_uuid=bdm.uuid,
                                  values={"connection_info": saved})
-            bdm = dict(bdm, connection_info=saved)
+            bdm = bdm.replace(connection_info=saved)
         out.append(bdm)
     return out
 
@@ -239,16 +244,14 @@ def block_device_info(bdms):
     mappings = []
     root = None
     for bdm in disk_bdms(bdms):
-        info = bdm.get("connection_info")
-        if not info:
+        if not bdm.has_connection:
             continue
-        if isinstance(info, str):
-            info = jsonutils.loads(info)
-        if bdm.get("boot_index") == 0:
-            root = bdm.get("device_name")
-        mappings.append({"connection_info": info, "mount_device": bdm.get("device_name"),
-                         "boot_index": bdm.get("boot_index"),
-                         "disk_bus": bdm.get("disk_bus") or virt_bd.DEFAULT_VOLUME_BUS,
-                         "device_type": bdm.get("device_type") or "disk",
-                         "tag": bdm.get("tag")})
+        if bdm.boot_index == 0:
+            root = bdm.device_name
+        mappings.append({"connection_info": bdm.connection_info,
+                         "mount_device": bdm.device_name,
+                         "boot_index": bdm.boot_index,
+                         "disk_bus": bdm.disk_bus or virt_bd.DEFAULT_VOLUME_BUS,
+                         "device_type": bdm.device_type or "disk",
+                         "tag": bdm.tag})
     return {"root_device_name": root, "block_device_mapping": mappings}

@@ -110,9 +110,11 @@ def attach_mode(bdm):
     """The mode a new Cinder attachment for ``bdm`` asks for: ``ro`` or Cinder's default.
 
     A read-only BDM (API 2.108) stays read-only through every attachment
-    made for it again (shelve offload, swap, rebuild).
+    made for it again (shelve offload, swap, rebuild). ``bdm``: the
+    conductor's object or the compute's view (``compute/bdm.py``); both
+    name the flag ``read_only``.
     """
-    return "ro" if bdm.get("read_only") else None
+    return "ro" if bdm.read_only else None
 
 
 def keep_read_only(connection_info, bdm):
@@ -122,7 +124,7 @@ def keep_read_only(connection_info, bdm):
     (and an older Cinder may not show ``attach_mode``); the user asked for
     a read-only disk, so the guest gets one whatever Cinder says.
     """
-    if bdm.get("read_only"):
+    if bdm.read_only:
         connection_info["attach_mode"] = "ro"
     return connection_info
 

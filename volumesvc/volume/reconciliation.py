@@ -88,14 +88,17 @@ class Report:
         return bool(self.busy) or self.reason in RETRIED
 
     def remaining(self, bdms) -> list:
-        """``bdms`` without those this (real) reconciliation removed or rolled back."""
+        """``bdms`` without those this (real) reconciliation removed or rolled back.
+
+        ``bdms``: the compute's views (``compute/bdm.py``), whose only user this is.
+        """
         if self.dry_run:
             return list(bdms)
         # A rolled-back attach loses its BDM, and so does a finished detach.
         gone = self.removed_bdms + [r for r in self.rolled_back if r.get("work") != "detach"]
         gone += [f for f in self.finished if f.get("work") == "detach"]
         removed = {r["bdm_uuid"] for r in gone}
-        return [b for b in bdms if b.get("uuid") not in removed]
+        return [b for b in bdms if b.uuid not in removed]
 
     def to_dict(self) -> dict:
         body = dataclasses.asdict(self)

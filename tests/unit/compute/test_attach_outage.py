@@ -13,6 +13,7 @@ import pytest
 from volumesvc import context as vs_context
 from volumesvc.common import outage
 from volumesvc.compute import attach as attach_mod
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.conf import get_conf
 
 DOWN = messaging.RemoteError(
@@ -114,7 +115,7 @@ def _ctx():
 
 def test_an_attach_whose_save_meets_the_database_down_finishes_once_it_is_back():
     attacher, clock = _attacher(down=3)
-    attacher.attach(_ctx(), {"uuid": "srv-1"}, dict(BDM))
+    attacher.attach(_ctx(), {"uuid": "srv-1"}, bdm_mod.BDM.from_wire(BDM))
     assert attacher.driver.disks == ["vol-1"]
     assert attacher.cinder.done == [("complete", "att-1")]
     saves = [values for name, values in attacher.conductor.calls if name == "bdm_update"]
@@ -126,7 +127,7 @@ def test_an_attach_whose_save_meets_the_database_down_finishes_once_it_is_back()
 def test_an_outage_longer_than_the_wait_undoes_the_attach_and_records_why_when_it_can():
     attacher, clock = _attacher(down=3, wait=5)
     with pytest.raises(messaging.RemoteError):
-        attacher.attach(_ctx(), {"uuid": "srv-1"}, dict(BDM))
+        attacher.attach(_ctx(), {"uuid": "srv-1"}, bdm_mod.BDM.from_wire(BDM))
     assert attacher.driver.disks == []
     assert attacher.cinder.done == [("complete", "att-1"), ("delete", "att-1")]
     # Three tries of the save within 5 s (at 0, 1 and 3 s), then the record of
@@ -140,7 +141,8 @@ def test_a_detach_whose_last_step_meets_the_database_down_forgets_the_bdm_once_i
     attacher, clock = _attacher(down=2)
     attacher.driver.disks.append("vol-1")
     info = '{"driver_volume_type": "local", "serial": "vol-1", "data": {}}'
-    attacher.detach(_ctx(), {"uuid": "srv-1"}, dict(BDM, connection_info=info), "att-1")
+    bdm = bdm_mod.BDM.from_wire(dict(BDM, connection_info=info))
+    attacher.detach(_ctx(), {"uuid": "srv-1"}, bdm, "att-1")
     assert attacher.cinder.done == [("delete", "att-1")]
     assert [name for name, _ in attacher.conductor.calls] == ["bdm_destroy"] * 3
 

@@ -11,7 +11,9 @@ import pytest
 
 from volumesvc import context as vs_context
 from volumesvc import exception
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import reconcile
+from volumesvc.conf import get_conf
 from volumesvc.states import attach_states
 from volumesvc.volume import reconciliation
 
@@ -74,8 +76,8 @@ def _pass(cinder, *, dry_run=False):
 
 def _bdm(volume_id, attachment_id):
     # No connection_info: nothing for the driver to detach.
-    return {"uuid": f"bdm-{volume_id}", "volume_id": volume_id,
-            "attachment_id": attachment_id, "device_name": "/dev/vdb"}
+    return bdm_mod.BDM.from_wire({"uuid": f"bdm-{volume_id}", "volume_id": volume_id,
+                                  "attachment_id": attachment_id, "device_name": "/dev/vdb"})
 
 
 def _work(**lists):
@@ -147,7 +149,7 @@ class DetachingConductor(RecordingConductor):
         self.bdms = bdms
 
     def bdm_list(self, ctxt, *, instance_uuid):
-        return list(self.bdms)
+        return bdm_mod.to_wire_list(self.bdms)  # the conductor answers with wire dicts
 
 
 class RecordingAttacher:
@@ -156,12 +158,12 @@ class RecordingAttacher:
         self.calls = []
 
     def detach(self, context, driver_instance, bdm, attachment_id):
-        self.calls.append(("detach", bdm["uuid"], attachment_id))
+        self.calls.append(("detach", bdm.uuid, attachment_id))
         if self.fail is not None:
             raise self.fail
 
     def detach_failed(self, context, bdm, exc):
-        self.calls.append(("detach_failed", bdm["uuid"], str(exc)))
+        self.calls.append(("detach_failed", bdm.uuid, str(exc)))
 
 
 def _detach_pass(bdms, attacher, dry_run=False):
@@ -170,7 +172,7 @@ def _detach_pass(bdms, attacher, dry_run=False):
 
 
 def _detaching(volume_id, attachment_id):
-    return dict(_bdm(volume_id, attachment_id), attach_status=attach_states.DETACHING)
+    return _bdm(volume_id, attachment_id).replace(attach_status=attach_states.DETACHING)
 
 
 @pytest.mark.parametrize("dry_run", [True, False])
@@ -186,8 +188,8 @@ def test_an_interrupted_detach_is_finished_by_the_detach_itself(dry_run):
     assert "finish interrupted detach of volume v-1" in p.report.summary()
 
 
-@pytest.mark.parametrize("now", [[], [dict(_bdm("v-1", "a-1"),
-                                           attach_status=attach_states.ATTACHED)]],
+@pytest.mark.parametrize("now", [[], [_bdm("v-1", "a-1").replace(
+                                     attach_status=attach_states.ATTACHED)]],
                          ids=["gone", "attached-again"])
 def test_a_detach_that_settled_since_the_listing_is_left_alone(now):
     attacher = RecordingAttacher()
@@ -220,3 +222,81 @@ def test_a_detach_cinder_cannot_answer_stays_detaching_for_a_later_pass():
     with pytest.raises(exception.CinderConnectionFailed):
         reconcile.apply(p, _work(interrupted_detaches=[(bdm, {"id": "a-1"})]), View())
     assert [c[0] for c in attacher.calls] == ["detach"]
+
+
+# -- a root volume a rebuild released -------------------------------------------------
+
+
+class RootCinder(RecordingCinder):
+    """The root's attachment is ``reserved``; updating it gives this host's connection."""
+
+    def __init__(self):
+        super().__init__(volumes=[{"id": "v-root", "status": "reserved"}])
+
+    def attachments_of(self):
+        return [{"id": "a-root", "volume_id": "v-root", "status": "reserved"}]
+
+    def attachment_update(self, ctxt, attachment_id, connector, mountpoint=None):
+        self.writes.append(("attachment_update", attachment_id))
+        return {"driver_volume_type": "iscsi", "data": {"target_lun": 1}}
+
+    def attachment_complete(self, ctxt, attachment_id):
+        self.writes.append(("attachment_complete", attachment_id))
+
+
+class RootDriver:
+    def get_volume_connector(self):
+        return {"host": "cmp-1"}
+
+    def connect_volume(self, connection_info):
+        connection_info["data"]["device_path"] = "/dev/sdb"
+
+
+class SavingConductor(RecordingConductor):
+    def __init__(self):
+        super().__init__()
+        self.saved = []
+
+    def bdm_update(self, ctxt, *, bdm_uuid, values):
+        self.saved.append((bdm_uuid, values))
+
+
+class RootView(View):
+    def __init__(self, cinder):
+        self.cinder = cinder
+
+    def attachments(self, uuid):
+        return self.cinder.attachments_of()
+
+
+def test_a_root_connected_again_is_in_the_callers_listing_as_saved():
+    """A reboot defines its domain from the listing it handed the reconciliation.
+
+    The root's connection made by the pass must be in that list (as the
+    dict updated in place once was), or the domain would lose its boot disk.
+    """
+    conf = get_conf(default_config_files=[])
+    conf.set_override("host", "cmp-1")
+    cinder, conductor = RootCinder(), SavingConductor()
+    reconciler = reconcile.Reconciler(conf, driver=RootDriver(), conductor=conductor,
+                                      cinder=cinder, attacher=None, keys=object())
+    root = bdm_mod.BDM.from_wire({
+        "uuid": "bdm-root", "destination_type": "volume", "volume_id": "v-root",
+        "attachment_id": "a-root", "boot_index": 0, "device_name": "/dev/vda",
+        "connection_info": None})
+    listing = [root]
+
+    report, remaining = reconciler.run(vs_context.get_admin_context(),
+                                       {"uuid": "server-1"}, None,
+                                       view=RootView(cinder), bdms=listing)
+
+    assert [e["volume_id"] for e in report.finished] == ["v-root"]
+    (connected,) = listing
+    assert connected.connection_info == {"driver_volume_type": "iscsi", "serial": "v-root",
+                                         "data": {"target_lun": 1,
+                                                  "device_path": "/dev/sdb"}}
+    assert remaining == [connected]
+    (bdm_uuid, values), = conductor.saved
+    assert bdm_uuid == "bdm-root" and values == {
+        "connection_info": connected.connection_info_json}
+    assert ("attachment_complete", "a-root") in cinder.writes

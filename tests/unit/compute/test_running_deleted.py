@@ -10,6 +10,7 @@ from oslo_utils import timeutils
 from volumesvc import context as vs_context
 from volumesvc import exception
 from volumesvc.compute import attach, running_deleted
+from volumesvc.compute import bdm as bdm_mod
 from volumesvc.conf import get_conf
 from volumesvc.states import power_state
 
@@ -151,9 +152,12 @@ def test_verdict(record, timeout, verdict):
 def test_only_bdms_deleted_with_the_server_count():
     server = _record("a", deleted_at=LONG_AGO)
     earlier = (NOW - datetime.timedelta(days=1)).isoformat()
-    assert running_deleted.deleted_with(_bdm("a", "v1", deleted_at=LONG_AGO), server)
-    assert not running_deleted.deleted_with(_bdm("a", "v2", deleted_at=earlier), server)
-    assert not running_deleted.deleted_with(_bdm("a", "v3", deleted_at=None), server)
+    def bdm(volume_id, deleted_at):
+        return bdm_mod.BDM.from_wire(_bdm("a", volume_id, deleted_at=deleted_at))
+
+    assert running_deleted.deleted_with(bdm("v1", LONG_AGO), server)
+    assert not running_deleted.deleted_with(bdm("v2", earlier), server)
+    assert not running_deleted.deleted_with(bdm("v3", None), server)
 
 
 # -- finding -------------------------------------------------------------------------

@@ -46,10 +46,10 @@ class _Attacher:
 
     def attach(self, context, driver_instance, bdm, multiattach=None, resume=False,
                event=None):
-        self.done.append(("attach", bdm["uuid"], resume))
+        self.done.append(("attach", bdm.uuid, resume))
 
     def detach(self, context, driver_instance, bdm, attachment_id):
-        self.done.append(("detach", bdm["uuid"], attachment_id))
+        self.done.append(("detach", bdm.uuid, attachment_id))
 
 
 class _Reporter:

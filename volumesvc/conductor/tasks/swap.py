@@ -42,7 +42,7 @@ class SwapTask(base.TaskBase):
                                                  instance.uuid)
         attachment = reserve.attachment_create(self.conf, self.cinder, self.context,
                                                self.new_volume_id, instance.uuid,
-                                               mode=block_device.attach_mode(bdm.to_dict()))
+                                               mode=block_device.attach_mode(bdm))
         self.attachment_id = attachment["id"]
         self.compute.swap_volume(self.context, host=instance.host, instance=instance.to_dict(),
                                  old_volume_id=self.old_volume_id,
