@@ -8,6 +8,8 @@ run here with this virtualenv's programs first on ``PATH``, as the image has
 """
 
 import getpass
+import importlib.machinery
+import importlib.util
 import json
 import os
 import pathlib
@@ -15,6 +17,8 @@ import pwd
 import sqlite3
 import subprocess
 import sys
+
+import pytest
 
 import volumesvc
 
@@ -172,3 +176,26 @@ def test_a_kolla_owner_is_applied_as_root_and_refused_without(tmp_path):
     else:
         assert result.returncode == 1
         assert "cannot give it to nobody without root" in result.stderr
+
+
+def _kolla_config_module():
+    """containers/volumesvc-kolla-config, which has no .py suffix, as a module."""
+    path = str(REPO / "containers" / "volumesvc-kolla-config")
+    loader = importlib.machinery.SourceFileLoader("volumesvc_kolla_config", path)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+
+
+def test_without_root_a_file_is_only_handed_to_the_user_itself(tmp_path, monkeypatch):
+    """The image runs as volumesvc: another owner in config.json is refused, not ignored."""
+    kolla_config = _kolla_config_module()
+    path = tmp_path / "volumesvc.conf"
+    path.write_text("")
+    me = pwd.getpwuid(os.stat(path).st_uid).pw_name
+    # Neither root nor nobody, like the image's volumesvc (uid 42480).
+    monkeypatch.setattr(os, "geteuid", lambda: 42480)
+    with pytest.raises(kolla_config.ConfigError,
+                       match="cannot give it to nobody without root .*uid 42480"):
+        kolla_config._chown(str(path), "nobody")
+    kolla_config._chown(str(path), me)  # already its own: nothing to do
