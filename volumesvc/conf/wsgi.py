@@ -321,6 +321,22 @@ inside those listed before it; otherwise it wraps everything.
 
 An unknown entry, or one that cannot be imported or built, stops the API
 from starting.
+
+Related options:
+
+* ``middleware_options``
+"""),
+    cfg.MultiStrOpt(
+        "middleware_options",
+        default=[],
+        help="""
+Options for the deployment's own middleware entries of ``middleware``, what
+a paste file's filter section would hold: one ``<entry> <key>=<value>`` per
+line, repeated for each option, e.g. ``keystonemiddleware.audit:filter_factory
+audit_map_file=/etc/volumesvc/api_audit_map.conf``. The entry's factory gets
+them as keyword arguments (strings, as paste gives them). A line for an
+entry that ``middleware`` does not list, or without ``=``, stops the API
+from starting.
 """),
     cfg.StrOpt(
         "ssl_cert_file",

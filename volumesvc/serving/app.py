@@ -145,22 +145,43 @@ def _operator_factory(entry: str):
     return target
 
 
-def _operator_middleware(entry: str, factory):
+def _operator_options(conf, entries) -> dict:
+    """``[wsgi] middleware_options`` as {entry: {key: value}}, for listed entries only.
+
+    A line for an entry the pipeline does not have is a typo in one of the
+    two options; starting anyway would run the middleware without it.
+    """
+    options: dict = {entry: {} for entry in entries}
+    for line in conf.wsgi.middleware_options:
+        entry, _, setting = line.strip().partition(" ")
+        key, sep, value = setting.strip().partition("=")
+        if entry not in options:
+            raise ValueError(f"[wsgi] middleware_options: {entry!r} is not a "
+                             f"package.module:factory entry of [wsgi] middleware")
+        if not sep or not key.strip():
+            raise ValueError(f"[wsgi] middleware_options: {line!r} is not "
+                             f"'<entry> <key>=<value>'")
+        options[entry][key.strip()] = value.strip()
+    return options
+
+
+def _operator_middleware(entry: str, factory, options: dict):
     """A MIDDLEWARE-style factory calling a paste filter factory the way paste does.
 
     paste calls ``factory(global_conf, **local_conf)`` once and the filter it
     returns with the app; OpenStack's middleware (keystonemiddleware's audit,
     oslo.middleware's ``Class.factory``) ships such factories. There is no
-    paste file, so global_conf names the service's config files and the one
-    local option is ``oslo_config_config``, this ConfigOpts, from which those
-    middleware read their own option groups in volumesvc.conf.
+    paste file: global_conf names the service's config file, local_conf is
+    the entry's ``[wsgi] middleware_options`` plus ``oslo_config_config``,
+    this ConfigOpts, from which those middleware read their own option
+    groups in volumesvc.conf.
     """
     def build(app, conf, owner):
         files = list(conf.config_file or ())
         global_conf = ({"__file__": files[-1], "here": os.path.dirname(files[-1])}
                        if files else {})
         try:
-            make_filter = factory(global_conf, oslo_config_config=conf)
+            make_filter = factory(global_conf, **options, oslo_config_config=conf)
             if not callable(make_filter):
                 raise TypeError(f"it returned {type(make_filter).__name__}, not a filter")
             return make_filter(app)
@@ -177,7 +198,8 @@ def pipeline(conf) -> list:
     entries (it then sees the caller, inside ``auth`` when listed after it),
     "all" otherwise.
 
-    Raises ValueError for an unknown, unimportable or repeated entry and for
+    Raises ValueError for an unknown, unimportable or repeated entry, for
+    ``[wsgi] middleware_options`` naming no such entry, and for
     a pipeline without ``auth`` (every request would be anonymous, so every
     /v2.1 route a 401: a configuration mistake, never a deployment).
     """
@@ -192,6 +214,7 @@ def pipeline(conf) -> list:
         raise ValueError("[wsgi] middleware: an entry is listed twice")
     if "auth" not in names:
         raise ValueError("[wsgi] middleware: auth is required")
+    options = _operator_options(conf, [name for name in names if name not in known])
     entries, scope = [], "all"
     for name in names:
         if name in known:
@@ -199,7 +222,8 @@ def pipeline(conf) -> list:
             if known[name][1] == "v2":
                 scope = "v2"
         else:
-            entries.append((name, scope, _operator_middleware(name, _operator_factory(name))))
+            entries.append((name, scope, _operator_middleware(
+                name, _operator_factory(name), options[name])))
     return entries
 
 

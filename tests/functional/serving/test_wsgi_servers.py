@@ -228,14 +228,16 @@ def test_half_a_tls_configuration_refuses_to_start(options):
         server.gunicorn_settings(conf)
 
 
-def _with_middleware(path, middleware):
-    path.write_text(path.read_text() + f"[wsgi]\nmiddleware = {', '.join(middleware)}\n")
+def _with_middleware(path, middleware, options=()):
+    path.write_text(path.read_text() + f"[wsgi]\nmiddleware = {', '.join(middleware)}\n"
+                    + "".join(f"middleware_options = {line}\n" for line in options))
 
 
 def test_gunicorn_runs_an_operators_middleware_from_the_pipeline(api_config, run):
     path, port = api_config
-    _with_middleware(path, ["healthcheck", "request_id", "auth",
-                            "tests.fixtures.site_middleware:filter_factory"])
+    site = "tests.fixtures.site_middleware:filter_factory"
+    _with_middleware(path, ["healthcheck", "request_id", "auth", site],
+                     [f"{site} greeting=from the file", f"{site} unused=1"])
     proc = run(GUNICORN, path)
     wait_until_serving(proc, port, path.parent / "server-0.log")
     request = urllib.request.Request(f"http://127.0.0.1:{port}/v2.1/flavors",
@@ -245,6 +247,7 @@ def test_gunicorn_runs_an_operators_middleware_from_the_pipeline(api_config, run
         assert resp.headers["X-Site-Middleware"] == "seen"
         assert resp.headers["X-Site-Caller"] == "admin"
         assert resp.headers["X-Site-Config-File"] == str(path)
+        assert resp.headers["X-Site-Greeting"] == "from the file"
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
         assert "X-Site-Middleware" not in resp.headers
 
