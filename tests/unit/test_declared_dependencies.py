@@ -14,7 +14,7 @@ import sys
 import tomllib
 
 import volumesvc
-from volumesvc_aio import cinder, glance, keystone
+from volumesvc_aio import barbican, cinder, glance, keystone
 
 ROOT = pathlib.Path(volumesvc.__file__).parent
 REPO = ROOT.parent
@@ -116,13 +116,14 @@ def test_the_constraints_pin_every_declared_dependency():
 
 
 def test_the_all_in_one_services_are_fully_pinned():
-    """Keystone's, Cinder's, Glance's and tempest's venvs install exact versions only."""
+    """The AIO's Keystone, Barbican, Cinder, Glance and tempest venvs pin exact versions."""
     here = REPO / "aio" / "volumesvc_aio"
-    for service in ("keystone", "cinder", "glance", "tempest"):
+    for service in ("keystone", "barbican", "cinder", "glance", "tempest"):
         pins = _constraints(here / f"{service}-constraints.txt")
         assert service in pins, service
     # The harnesses install exactly those lists, of the version they announce.
-    for module, version in ((cinder, cinder.CINDER_VERSION), (glance, glance.GLANCE_VERSION),
+    for module, version in ((barbican, barbican.BARBICAN_VERSION),
+                            (cinder, cinder.CINDER_VERSION), (glance, glance.GLANCE_VERSION),
                             (keystone, keystone.KEYSTONE_VERSION)):
         name = module.__name__.rsplit(".", 1)[1]
         assert f"{name}=={version}" in module.REQUIREMENTS

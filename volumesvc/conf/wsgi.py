@@ -310,8 +310,35 @@ Entries: ``cors`` (oslo.middleware, ``[cors]`` options), ``http_proxy_to_wsgi``
 ``profiler``, ``auth``) wrap only the ``/v2`` and ``/v2.1`` paths and always
 sit inside the others; the order within each kind is the order listed.
 Leaving an entry out switches it off (``metrics`` still needs ``[metrics]
-enabled``). An unknown entry stops the API from starting.
-"""),    cfg.StrOpt(
+enabled``).
+
+An entry ``package.module:factory`` adds the deployment's own middleware: a
+paste filter factory, called once at start as ``factory(global_conf,
+oslo_config_config=<this configuration>)`` and returning a callable that
+wraps the app (e.g. ``keystonemiddleware.audit:filter_factory``). Listed
+after ``request_id``, ``profiler`` or ``auth`` it wraps only the API paths,
+inside those listed before it; otherwise it wraps everything.
+
+An unknown entry, or one that cannot be imported or built, stops the API
+from starting.
+
+Related options:
+
+* ``middleware_options``
+"""),
+    cfg.MultiStrOpt(
+        "middleware_options",
+        default=[],
+        help="""
+Options for the deployment's own middleware entries of ``middleware``, what
+a paste file's filter section would hold: one ``<entry> <key>=<value>`` per
+line, repeated for each option, e.g. ``keystonemiddleware.audit:filter_factory
+audit_map_file=/etc/volumesvc/api_audit_map.conf``. The entry's factory gets
+them as keyword arguments (strings, as paste gives them). A line for an
+entry that ``middleware`` does not list, or without ``=``, stops the API
+from starting.
+"""),
+    cfg.StrOpt(
         "ssl_cert_file",
         help="""
 PEM file with the API's certificate (and the intermediate certificates a

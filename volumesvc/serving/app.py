@@ -2,12 +2,16 @@
 
 ``create_app(conf, deps=...)`` builds the Flask app of ``volumesvc/api/``
 (``create_api``) and wraps it in the middleware ``[wsgi] middleware`` lists,
-from ``MIDDLEWARE``; :func:`init_application` is what a WSGI server calls
-(config from :mod:`volumesvc.serving.bootstrap` unless given).
+from ``MIDDLEWARE`` or an operator's ``module:factory``;
+:func:`init_application` is what a WSGI server calls (config from
+:mod:`volumesvc.serving.bootstrap` unless given).
 """
 
+import importlib
 import ipaddress
 import logging
+import os
+import re
 
 import flask
 from oslo_middleware import cors, http_proxy_to_wsgi, request_id
@@ -113,24 +117,114 @@ MIDDLEWARE = (
 )
 
 
+# An operator's own entry: ``package.module:factory``, the factory possibly an
+# attribute of an attribute (``module:Class.factory``).
+_OPERATOR_ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def _operator_factory(entry: str):
+    """The filter factory ``entry`` (``module:factory``) names, imported now.
+
+    Resolved while the API starts, so a typo or a missing package stops it
+    with the entry's name instead of a traceback at the first request.
+    """
+    module_name, _, attribute = entry.partition(":")
+    try:
+        target = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"[wsgi] middleware: {entry}: cannot import {module_name}: "
+                         f"{exc}") from None
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ValueError(f"[wsgi] middleware: {entry}: {module_name} has no "
+                             f"{attribute}") from None
+    if not callable(target):
+        raise ValueError(f"[wsgi] middleware: {entry}: {attribute} is not callable")
+    return target
+
+
+def _operator_options(conf, entries) -> dict:
+    """``[wsgi] middleware_options`` as {entry: {key: value}}, for listed entries only.
+
+    A line for an entry the pipeline does not have is a typo in one of the
+    two options; starting anyway would run the middleware without it.
+    """
+    options: dict = {entry: {} for entry in entries}
+    for line in conf.wsgi.middleware_options:
+        entry, _, setting = line.strip().partition(" ")
+        key, sep, value = setting.strip().partition("=")
+        if entry not in options:
+            raise ValueError(f"[wsgi] middleware_options: {entry!r} is not a "
+                             f"package.module:factory entry of [wsgi] middleware")
+        if not sep or not key.strip():
+            raise ValueError(f"[wsgi] middleware_options: {line!r} is not "
+                             f"'<entry> <key>=<value>'")
+        options[entry][key.strip()] = value.strip()
+    return options
+
+
+def _operator_middleware(entry: str, factory, options: dict):
+    """A MIDDLEWARE-style factory calling a paste filter factory the way paste does.
+
+    paste calls ``factory(global_conf, **local_conf)`` once and the filter it
+    returns with the app; OpenStack's middleware (keystonemiddleware's audit,
+    oslo.middleware's ``Class.factory``) ships such factories. There is no
+    paste file: global_conf names the service's config file, local_conf is
+    the entry's ``[wsgi] middleware_options`` plus ``oslo_config_config``,
+    this ConfigOpts, from which those middleware read their own option
+    groups in volumesvc.conf.
+    """
+    def build(app, conf, owner):
+        files = list(conf.config_file or ())
+        global_conf = ({"__file__": files[-1], "here": os.path.dirname(files[-1])}
+                       if files else {})
+        try:
+            make_filter = factory(global_conf, **options, oslo_config_config=conf)
+            if not callable(make_filter):
+                raise TypeError(f"it returned {type(make_filter).__name__}, not a filter")
+            return make_filter(app)
+        except Exception as exc:
+            raise ValueError(f"[wsgi] middleware: {entry}: {exc}") from exc
+    return build
+
+
 def pipeline(conf) -> list:
     """``[wsgi] middleware`` as MIDDLEWARE entries, outermost first.
 
-    Raises ValueError for an unknown or repeated entry and for a pipeline
-    without ``auth`` (every request would be anonymous, so every /v2.1 route
-    a 401: a configuration mistake, never a deployment).
+    An entry ``module:factory`` is an operator's own middleware, imported
+    here; its scope is "v2" when it is listed after one of the built-in "v2"
+    entries (it then sees the caller, inside ``auth`` when listed after it),
+    "all" otherwise.
+
+    Raises ValueError for an unknown, unimportable or repeated entry, for
+    ``[wsgi] middleware_options`` naming no such entry, and for
+    a pipeline without ``auth`` (every request would be anonymous, so every
+    /v2.1 route a 401: a configuration mistake, never a deployment).
     """
     known = {entry[0]: entry for entry in MIDDLEWARE}
     names = list(conf.wsgi.middleware)
-    unknown = [name for name in names if name not in known]
+    unknown = [name for name in names
+               if name not in known and not _OPERATOR_ENTRY.match(name)]
     if unknown:
         raise ValueError(f"[wsgi] middleware: unknown {', '.join(unknown)} "
-                         f"(known: {', '.join(known)})")
+                         f"(known: {', '.join(known)}, or package.module:factory)")
     if len(set(names)) != len(names):
         raise ValueError("[wsgi] middleware: an entry is listed twice")
     if "auth" not in names:
         raise ValueError("[wsgi] middleware: auth is required")
-    return [known[name] for name in names]
+    options = _operator_options(conf, [name for name in names if name not in known])
+    entries, scope = [], "all"
+    for name in names:
+        if name in known:
+            entries.append(known[name])
+            if known[name][1] == "v2":
+                scope = "v2"
+        else:
+            entries.append((name, scope, _operator_middleware(
+                name, _operator_factory(name), options[name])))
+    return entries
 
 
 def _wrap_middleware(flask_app, conf):

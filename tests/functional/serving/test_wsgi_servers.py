@@ -226,3 +226,36 @@ def test_half_a_tls_configuration_refuses_to_start(options):
         conf.set_override(name, value, group="wsgi")
     with pytest.raises(ValueError, match="must be set together"):
         server.gunicorn_settings(conf)
+
+
+def _with_middleware(path, middleware, options=()):
+    path.write_text(path.read_text() + f"[wsgi]\nmiddleware = {', '.join(middleware)}\n"
+                    + "".join(f"middleware_options = {line}\n" for line in options))
+
+
+def test_gunicorn_runs_an_operators_middleware_from_the_pipeline(api_config, run):
+    path, port = api_config
+    site = "tests.fixtures.site_middleware:filter_factory"
+    _with_middleware(path, ["healthcheck", "request_id", "auth", site],
+                     [f"{site} greeting=from the file", f"{site} unused=1"])
+    proc = run(GUNICORN, path)
+    wait_until_serving(proc, port, path.parent / "server-0.log")
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v2.1/flavors",
+                                     headers={"X-Auth-Token": "admin:p1"})
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        assert resp.status == 200
+        assert resp.headers["X-Site-Middleware"] == "seen"
+        assert resp.headers["X-Site-Caller"] == "admin"
+        assert resp.headers["X-Site-Config-File"] == str(path)
+        assert resp.headers["X-Site-Greeting"] == "from the file"
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
+        assert "X-Site-Middleware" not in resp.headers
+
+
+def test_gunicorn_refuses_to_start_with_an_unimportable_middleware(api_config, run):
+    path, _port = api_config
+    _with_middleware(path, ["request_id", "auth", "site_audit.missing:filter_factory"])
+    proc = run(GUNICORN, path)
+    assert proc.wait(timeout=60) != 0
+    log = (path.parent / "server-0.log").read_text()
+    assert "[wsgi] middleware: site_audit.missing:filter_factory: cannot import" in log, log
