@@ -228,18 +228,28 @@ def _losing_the_first_attach_cast(monkeypatch):
     return casts
 
 
-def test_an_attach_whose_cast_was_lost_is_cast_again_by_the_conductor(quick_stack,
-                                                                      monkeypatch):
-    """The conductor named the device, made the attachment and cast the attach; the cast
-    never reached the compute. The conductor's watch casts it again once it would be
-    stale: the attach completes, once."""
-    stack = quick_stack
+def _attached_with_the_first_cast_lost(stack, monkeypatch):
+    """A new volume attached to a new server whose first attach cast vanished.
+
+    (server, the casts made, the context, the volume), once the conductor
+    answered (below 2.101, so the reservation is made and the cast sent).
+    """
     server = _server(stack)
     casts = _losing_the_first_attach_cast(monkeypatch)
     ctx = stack.context()
     volume = stack.cinder.create(ctx, 1, "cast-lost", "")
     stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"],
                                         wait=True)
+    return server, casts, ctx, volume
+
+
+def test_an_attach_whose_cast_was_lost_is_cast_again_by_the_conductor(quick_stack,
+                                                                      monkeypatch):
+    """The conductor named the device, made the attachment and cast the attach; the cast
+    never reached the compute. The conductor's watch casts it again once it would be
+    stale: the attach completes, once."""
+    stack = quick_stack
+    server, casts, ctx, volume = _attached_with_the_first_cast_lost(stack, monkeypatch)
     assert stack.cinder.get(ctx, volume["id"])["status"] == "reserved"
     stack.wait(lambda: _volume_bdms(stack, server)[volume["id"]].attach_status == "attached",
                timeout=15, what="attached after the second cast")
@@ -258,12 +268,7 @@ def test_an_attach_lost_with_a_killed_compute_runs_as_soon_as_it_starts(stack, m
     conductors, and the attach runs at once, once."""
     from tests.functional.moves import restart
 
-    server = _server(stack)
-    casts = _losing_the_first_attach_cast(monkeypatch)
-    ctx = stack.context()
-    volume = stack.cinder.create(ctx, 1, "lost-with-compute", "")
-    stack.conductor_api().attach_volume(ctx, instance_uuid=server, volume_id=volume["id"],
-                                        wait=True)
+    server, casts, ctx, volume = _attached_with_the_first_cast_lost(stack, monkeypatch)
     assert stack.conf.compute.attachment_reservation_timeout == 600
     assert _volume_bdms(stack, server)[volume["id"]].attach_status == "attaching"
     restart(stack, HOST)
