@@ -62,11 +62,12 @@ def test_a_task_runs_at_its_interval_with_a_fresh_context(run):
     begin = time.monotonic()
     run(task)
     assert eventually(lambda: len(task.starts) >= 3)
-    # The first run waits one interval; runs are never closer than one apart
-    # (a little slack for the timer's resolution).
-    assert task.starts[0] - begin >= INTERVAL * 0.9
-    gaps = [b - a for a, b in zip(task.starts, task.starts[1:], strict=False)]
-    assert min(gaps) >= INTERVAL * 0.8
+    # The runs keep a cadence of one interval from the start: the k-th never
+    # starts before k intervals have passed (a little slack for the timer's
+    # resolution). Gaps between two runs are not compared: on a loaded host
+    # one run may start late and the next on time, which is the cadence.
+    for k, start in enumerate(task.starts[:3], start=1):
+        assert start - begin >= k * INTERVAL * 0.95, (k, start - begin)
     assert task.contexts[:3] == [0, 1, 2]
 
 

@@ -10,7 +10,8 @@ Steps (under the instance lock, the server in task ``swapping_volume``):
    (the guest keeps running and keeps its device and serial);
 3. complete the new attachment, let go of the old volume (disconnect it,
    delete its attachment), end Cinder's migration when Cinder started one
-   (``os-migrate_volume_completion``) and point the BDM at the new volume,
+   (``os-migrate_volume_completion``; an attachment Cinder loses there is
+   made again, see volume/migration.py) and point the BDM at the new volume,
    its attachment, connection, size and type.
 
 Until the pivot every failure is undone: the new volume is disconnected, its
@@ -130,9 +131,14 @@ class VolumeSwapper:
         self._release_old(context, uuid, bdm, old_info)
         save_volume_id = new_volume_id
         if migrating:
-            # Cinder moves the new volume's data and attachment under the old id.
-            save_volume_id = self.cinder.migrate_volume_completion(
-                context, old_volume_id, new_volume_id, error=False)
+            # Cinder moves the new volume's data and attachment under the old
+            # id (and may lose the attachment doing so: migration.complete).
+            save_volume_id, new_attachment_id = migration.complete(
+                self.cinder, context.elevated(), old_volume_id=old_volume_id,
+                new_volume_id=new_volume_id, attachment_id=new_attachment_id,
+                instance_uuid=uuid, connector=connector, mountpoint=bdm.device_name,
+                mode=virt_bd.attach_mode(bdm))
+            new_info["attachment_id"] = new_attachment_id
         values = {"volume_id": save_volume_id, "attachment_id": new_attachment_id,
                   "connection_info": bdm_mod.encode_connection_info(new_info),
                   "volume_size": int(new_volume["size"]),

@@ -324,6 +324,17 @@ class CinderAPI(keystone.SessionFromConf):
         return body["save_volume_id"]
 
     @translate(exception.VolumeNotFound, "volume_id")
+    def reset_status(self, context, volume_id, status, attach_status=None):
+        """``os-reset_status`` (an admin action): set a volume's status outright.
+
+        Only for putting right what Cinder itself got wrong (see
+        volume/migration.py); every other change goes through Cinder's own
+        transitions.
+        """
+        self.client(context, MV_BASE, service=True).volumes.reset_state(
+            volume_id, status, attach_status=attach_status)
+
+    @translate(exception.VolumeNotFound, "volume_id")
     def begin_detaching(self, context, volume_id):
         self.client(context).volumes.begin_detaching(volume_id)
 

@@ -130,6 +130,41 @@ def test_cinder_migration_is_completed_under_the_old_id(stack, server):
     _no_orphans(stack, server)
 
 
+def test_an_attachment_cinder_loses_completing_the_migration_is_made_again(stack, server):
+    """Regression: Cinder 29 can delete the moved attachment with the leftover volume.
+
+    Seen on a real Cinder (a file volume retyped in use to rbd): the
+    migration ended ``success``, the volume ``in-use`` without any
+    attachment, and the BDM named an attachment that no longer existed, so
+    the reconciliation would have taken the disk from the guest.
+    """
+    old, digest = _attached(stack, server)
+    target = stack.cinder.start_migration(old["id"])
+    stack.cinder.lose_migrated_attachments = True
+    _swap(stack, server, old["id"], target["id"])
+    _wait_task_cleared(stack, server)
+    volume = stack.cinder.get(None, old["id"])
+    assert (volume["status"], volume["migration_status"]) == ("in-use", "success")
+    bdm = bdm_obj.get_by_volume_and_instance(stack.db, stack.admin_context(), old["id"], server)
+    (entry,) = volume["attachments"]
+    assert bdm.attachment_id == entry["attachment_id"]
+    assert jsonutils.loads(bdm.connection_info)["attachment_id"] == bdm.attachment_id
+    attachment = stack.cinder.attachments[bdm.attachment_id]
+    assert (attachment["status"], attachment["instance"]) == ("attached", server)
+    assert attachment["mountpoint"] == bdm.device_name
+    assert stack.cinder._path(old["id"]) in _xml(stack, server)
+    assert _digest(stack, old["id"]) == digest
+    _no_orphans(stack, server)
+    # The reconciliation finds nothing dangling, and the volume detaches.
+    (report,) = stack.conductor_api().reconcile_volume_attachments(
+        stack.admin_context(), instance_uuids=[server])
+    assert report["removed_bdms"] == [] and report["deleted_attachments"] == []
+    stack.api("DELETE", _path(server, old["id"]), token=TOKEN, status=202)
+    stack.wait(lambda: stack.cinder.get(None, old["id"])["status"] == "available",
+               what="detached")
+    assert stack.cinder._path(old["id"]) not in _xml(stack, server)
+
+
 def test_a_failed_copy_keeps_the_old_volume_and_fails_the_migration(stack, server,
                                                                     monkeypatch):
     old, digest = _attached(stack, server)
