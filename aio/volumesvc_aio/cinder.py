@@ -44,6 +44,10 @@ SHOW_EXTEND_FILTER = ("[filter:volumesvc_show_extend_new_size]\n"
                       "paste.filter_factory = volumesvc_cinder_plugins.extend_completion:"
                       "show_extend_new_size_factory\n")
 BACKEND = "file"
+# A second file backend (``second_file_backend``): a retype between ``file``
+# and this one is a real migration, so Cinder swaps an attached volume
+# through the compute API as it would between two storage systems.
+SECOND_FILE_BACKEND = "file-b"
 RBD_BACKEND = "rbd"
 RBD_DRIVER = "cinder.volume.drivers.rbd.RBDDriver"
 ADMIN_TOKEN = "admin:admin"  # noauth: "<user>:<project>", every request is admin
@@ -88,6 +92,10 @@ class CinderHarness(ServiceHarness):
     :param keystone: a started KeystoneHarness: validate tokens as the
         ``cinder`` user and call the compute API (``[nova]``, endpoint from the
         catalog) with a service token (see ``aio/keystone.py``).
+    :param second_file_backend: add a second file backend,
+        ``SECOND_FILE_BACKEND``, with its own directory (and a volume type of
+        its name): a retype in use between it and ``file`` makes Cinder
+        migrate the volume and ask the compute API for a swap.
     :param key_manager_url: a started Barbican's endpoint: Cinder keeps the
         keys of encrypted volumes there (castellan, ``[key_manager]``) and
         :meth:`ensure_volume_types` adds an encrypting type per backend
@@ -103,8 +111,10 @@ class CinderHarness(ServiceHarness):
                  database_connection=None, deps_dir=None, nova_endpoint=None,
                  glance_url=None, host="volumesvc-cinder", volume_manager=None,
                  keystone=None, extend_completion=False, default_quotas=None,
-                 ceph=None, rbd_secret_uuid=None, api_workers=1, key_manager_url=None):
+                 ceph=None, rbd_secret_uuid=None, api_workers=1, key_manager_url=None,
+                 second_file_backend=False):
         super().__init__(state_dir, port, deps_dir)
+        self.second_file_backend = second_file_backend
         self.key_manager_url = key_manager_url
         # cinder-api processes: one keeps the all-in-one small; a storm of a
         # hundred attaches queues in that one process first (benchmarks/aio_storage).
@@ -128,6 +138,7 @@ class CinderHarness(ServiceHarness):
                                                  else None)
         self.config_file = os.path.join(self.state_dir, "cinder.conf")
         self.volumes_dir = os.path.join(self.state_dir, "volumes")
+        self.second_volumes_dir = os.path.join(self.state_dir, "volumes-b")
 
     # -- properties ------------------------------------------------------------
     @property
@@ -194,6 +205,12 @@ class CinderHarness(ServiceHarness):
             f"file_volume_dir = {self.volumes_dir}",
             "",
         ]
+        if self.second_file_backend:
+            lines += [f"[{SECOND_FILE_BACKEND}]",
+                      f"volume_driver = {FILE_DRIVER}",
+                      f"volume_backend_name = {SECOND_FILE_BACKEND}",
+                      f"file_volume_dir = {self.second_volumes_dir}",
+                      ""]
         if self.ceph is not None:
             lines += self._rbd_section()
         if self.key_manager_url:
@@ -211,7 +228,8 @@ class CinderHarness(ServiceHarness):
     @property
     def backends(self):
         """Cinder's ``enabled_backends``: each is also a volume type's name."""
-        return (RBD_BACKEND, BACKEND) if self.ceph is not None else (BACKEND,)
+        backends = (RBD_BACKEND, BACKEND) if self.ceph is not None else (BACKEND,)
+        return backends + ((SECOND_FILE_BACKEND,) if self.second_file_backend else ())
 
     def _rbd_section(self):
         """The rbd backend: volumes in pool ``volumes`` as client.cinder.
@@ -248,6 +266,9 @@ class CinderHarness(ServiceHarness):
             os.makedirs(d, exist_ok=True)
         # The guests' disks: QEMU (root, or the operator's group) opens them.
         files.private_dir(self.volumes_dir, group=libvirtd.configured_qemu_group())
+        if self.second_file_backend:
+            files.private_dir(self.second_volumes_dir,
+                              group=libvirtd.configured_qemu_group())
         for name in ("api-paste.ini", "resource_filters.json"):
             shutil.copyfile(self._venv_etc(name), os.path.join(self.state_dir, name))
         if self.extend_completion:

@@ -54,6 +54,17 @@ def test_cinder_without_ceph_keeps_the_file_backend_alone(tmp_path):
     assert not conf.has_section("rbd")
 
 
+def test_a_second_file_backend_has_its_own_directory_and_type(tmp_path):
+    harness = cinder.CinderHarness(str(tmp_path), transport_url="rabbit://x/",
+                                   deps_dir=str(tmp_path / "deps"), second_file_backend=True)
+    conf = _parse(harness.config_text())
+    assert conf["DEFAULT"]["enabled_backends"] == "file,file-b"
+    assert conf["file-b"]["volume_backend_name"] == "file-b"
+    assert conf["file-b"]["volume_driver"] == conf["file"]["volume_driver"]
+    assert conf["file-b"]["file_volume_dir"] != conf["file"]["file_volume_dir"]
+    assert harness.backends == ("file", "file-b")
+
+
 def test_cinder_volume_finds_debian_tools_on_its_path(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", "/opt/bin")
     harness = cinder.CinderHarness(str(tmp_path), transport_url="rabbit://x/",
