@@ -336,12 +336,18 @@ def _safely(p: Pass, step, *args):
         raise
     except Exception as exc:  # noqa: BLE001 - one item must not stop the others
         name = step.__name__.strip("_")
-        if reconciliation.reason_of(exc) is reconciliation.Reason.BUG:
+        reason = reconciliation.reason_of(exc)
+        if reason is reconciliation.Reason.BUG:
             LOG.exception("Reconciling volume attachments of %s: %s failed", p.uuid, name)
         else:
             LOG.warning("Reconciling volume attachments of %s: %s failed: %s", p.uuid,
                         name, exc)
         p.report.errors.append(f"{name}: {exc}")
+        # NOTE: a step that failed for a reason that goes away (no conductor
+        # answered: one killed mid-call) makes the pass worth another try;
+        # the caller hands the server to a watch (report.retry).
+        if reason in reconciliation.RETRIED and p.report.reason is None:
+            p.report.reason = reason
         return None
 
 

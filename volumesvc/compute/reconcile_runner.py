@@ -218,8 +218,16 @@ class ReconcileRunner:
             view = None
         else:
             view = reconciliation.SnapshotView(attachments, available_volume_ids or ())
-        return [self._one(context, instance, dry_run=dry_run, view=view,
-                          action_exists=action_exists) for instance in instances]
+        reports = [self._one(context, instance, dry_run=dry_run, view=view,
+                             action_exists=action_exists) for instance in instances]
+        if not dry_run:
+            # A step that failed for a reason that goes away (a conductor
+            # killed mid-call) is tried again by a watch, as after a start:
+            # nothing else would come back to this server before the
+            # periodic task, which is off by default.
+            for report in reports:
+                self._rewatch(report, 0)
+        return reports
 
     def _apply(self, context, instance, **kwargs):
         """Plan and apply for one server (lock held); measured here, whatever the occasion."""

@@ -62,7 +62,8 @@ def reason_of(exc) -> Reason:
 class Report:
     """What one reconciliation of one server found and did (JSON-able via to_dict).
 
-    ``reason`` says why it was skipped (a :class:`Reason`); it stays on the
+    ``reason`` says why it was skipped, or why a step of it failed when that
+    is a reason worth another pass (a :class:`Reason`); it stays on the
     compute (``to_dict`` leaves it out), ``skipped`` is the operator's text.
     """
 

@@ -11,12 +11,14 @@ import threading
 import time
 import traceback
 
+import oslo_messaging
 import pytest
 
 from tests.functional.stack import BLANK_ROOT as ROOT
 from tests.functional.stack import Stack
 from volumesvc import exception
 from volumesvc.cmd import manage_attachments
+from volumesvc.conductor import rpcapi as conductor_rpcapi
 from volumesvc.objects import block_device as bdm_obj
 from volumesvc.objects import instance_action as action_obj
 
@@ -158,6 +160,37 @@ def test_cleanup_dry_run_reports_then_cleanup_repairs_without_a_reboot(stack, se
 
     assert commands.cleanup(_Args(server_id=server)) == 0
     assert "nothing dangling" in capsys.readouterr().out
+
+
+def test_a_cleanup_whose_conductor_died_mid_call_is_finished_by_a_watch(quick_stack,
+                                                                       monkeypatch):
+    """Regression (kill matrix, cleanup with the conductor killed): the BDM stayed for ever.
+
+    The compute took the disk out of the domain, then the conductor it asked
+    to delete the BDM died with the call: the pass ended with an error and
+    nothing came back to the server (the periodic task is off by default).
+    """
+    stack = quick_stack
+    server = _server(stack)
+    gone_id, gone = _attach(stack, server)
+    stack.cinder.attachment_delete(stack.admin_context(), gone.attachment_id)
+    calls = []
+    real = conductor_rpcapi.ConductorAPI.bdm_destroy
+
+    def dying(self, ctxt, **kwargs):
+        calls.append(kwargs["bdm_uuid"])
+        if len(calls) == 1:
+            raise oslo_messaging.MessagingTimeout("the conductor died with the call")
+        return real(self, ctxt, **kwargs)
+    monkeypatch.setattr(conductor_rpcapi.ConductorAPI, "bdm_destroy", dying)
+
+    (report,) = stack.conductor_api().reconcile_volume_attachments(
+        stack.admin_context(), instance_uuids=[server])
+    assert report["errors"] and gone_id in _volume_bdms(stack, server)
+    stack.wait(lambda: gone_id not in _volume_bdms(stack, server), timeout=15,
+               what="the watch removed the BDM")
+    assert calls == [gone.uuid, gone.uuid]
+    assert gone_id not in _xml(stack, server)
 
 
 def test_show_and_exit_codes(stack, server, capsys):
