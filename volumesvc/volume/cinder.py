@@ -161,12 +161,17 @@ class CinderAPI(keystone.SessionFromConf):
         """(endpoint or None, microversion): put the project in the URL when Cinder can route it.
 
         Without a routable project the call goes to ``/v3/<resource>``, which
-        needs at least 3.67, so the microversion is raised to that.
+        needs at least 3.67, so the microversion is raised to that. A call
+        made with the adapter's own credentials (a context without a token:
+        a request replayed by another conductor, a periodic task) never
+        names the context's project: Cinder refuses a URL whose project is
+        not the token's ("Malformed request url"), and the token is then
+        the service user's.
         """
         override = self.conf.cinder.endpoint_override
         if not override:
             return None, microversion
-        project = getattr(context, "project_id", None)
+        project = getattr(context, "project_id", None) if self._as_caller(context) else None
         routable = bool(project and _PROJECT_IN_URL.match(project))
         if "%(project_id)s" in override:
             if routable:
@@ -180,6 +185,10 @@ class CinderAPI(keystone.SessionFromConf):
                     MV_NO_PROJECT_IN_URL):
                 microversion = MV_NO_PROJECT_IN_URL
         return override, microversion
+
+    def _as_caller(self, context) -> bool:
+        """True when a call authenticates as ``context`` (noauth, or the context's token)."""
+        return bool(self._noauth or getattr(context, "auth_token", None))
 
     def _service_user_auth(self, user_auth):
         """Wrap ``user_auth`` with ``[service_user]``'s token (X-Service-Token) when asked to."""

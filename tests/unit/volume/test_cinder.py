@@ -65,6 +65,22 @@ class TestEndpoint:
         conf.set_override("endpoint_override", "http://c:8776/v3/%(project_id)s", "cinder")
         assert api._endpoint(ctx, "3.0") == (f"http://c:8776/v3/{PROJECT}", "3.0")
 
+    def test_a_call_with_the_adapters_own_credentials_names_no_project(self, conf):
+        """Regression: a replayed request (no token) put the user's project in the URL.
+
+        With keystone the call then carried the service user's token, and
+        Cinder answered 400 "Malformed request url" (cluster, conductor
+        killed mid-storm: accepted attaches ended in error).
+        """
+        conf.set_override("auth_strategy", "keystone", "cinder")
+        api = cinder.CinderAPI(conf)
+        replayed = RequestContext(user_id="alice", project_id=PROJECT)
+        assert api._endpoint(replayed, "3.44") == ("http://127.0.0.1:8776/v3", "3.67")
+        conf.set_override("endpoint_override", "http://c:8776/v3/%(project_id)s", "cinder")
+        assert api._endpoint(replayed, "3.71") == ("http://c:8776/v3", "3.71")
+        with_token = RequestContext(user_id="alice", project_id=PROJECT, auth_token="t")
+        assert api._endpoint(with_token, "3.44") == (f"http://c:8776/v3/{PROJECT}", "3.44")
+
     def test_no_override_means_catalog(self, api, conf, ctx):
         conf.clear_override("endpoint_override", "cinder")
         assert api._endpoint(ctx, "3.44") == (None, "3.44")
