@@ -6,8 +6,9 @@ secret is missing. Host block devices run at os-brick's boundary: the
 connector's host calls are replaced (as in test_volume_brick.py) and so is
 the one function os-brick's encryptors run commands through
 (``os_brick.privileged.rootwrap.execute``), by a small cryptsetup that keeps
-which devices hold a LUKS header; the encryptor os-brick's factory picks,
-its format-on-first-use decision and its commands are os-brick's own.
+which devices hold a LUKS header and how big a mapping is (``blockdev``);
+the encryptor os-brick's factory picks, its format-on-first-use decision,
+its resize of a grown mapping and its commands are os-brick's own.
 """
 
 import binascii
@@ -511,3 +512,22 @@ def test_the_compute_reads_the_key_only_for_a_volume_the_host_decrypts(
     for other in (native, plain_volume):
         assert compute_encryption.key_to_extend(ctx, keys=None, driver=driver,
                                                 connection_info=other) is None
+
+
+def test_a_stopped_servers_mapping_is_grown_too(driver, instance, iscsi_volume, cryptsetup):
+    """The host connection stays while the server is stopped: its mapping grows now.
+
+    QEMU reads the mapping's size when the domain starts again; the size
+    returned is the grown volume's, which Cinder's size is checked against.
+    """
+    info, device, _calls = iscsi_volume
+    crypt = cryptsetup(luks_devices=[device])
+    driver.spawn(instance, None)
+    _open(driver, info)
+    driver.attach_volume(info, instance, "/dev/sdb")
+    driver.power_off(instance)
+    crypt.device_size = 2 * brick_helpers.GiB
+    assert driver.extend_volume(info, instance, 2 * brick_helpers.GiB, key=_key()) \
+        == 2 * brick_helpers.GiB
+    assert (("cryptsetup", "resize", device), HEX) in crypt.commands
+    assert crypt.mapping_size == 2 * brick_helpers.GiB - FakeCryptsetup.HEADER
