@@ -125,6 +125,20 @@ def reopen(context, *, keys, driver, connection_info):
                             keymgr.passphrase(key))
 
 
+def key_to_extend(context, *, keys, driver, connection_info):
+    """The key an extend of this attached volume needs; None when the driver needs none.
+
+    Only a volume the host decrypts needs it (os-brick grows its dm-crypt
+    mapping with the passphrase); it is read as ``context``'s user with
+    what the attach recorded, as :func:`reopen` does.
+    """
+    if not driver.needs_key_to_extend(connection_info):
+        return None
+    record = connection_info["encryption"]
+    return keys.get_key(context, record["encryption_key_id"],
+                        decrypted_volume_id(connection_info))
+
+
 def forget_orphaned_secrets(context, *, driver, conductor, instances):
     """Remove decryption secrets of volumes no server on this host has a BDM of.
 

@@ -26,6 +26,10 @@ exits, and the manager stays a thin RPC surface (doc/source/contributor/contract
   the root volume Cinder let go of.
 * network events: nothing to do on a volume-only compute; logged.
 
+An encrypted volume the host decrypts (os-brick's dm-crypt mapping) needs
+its key to grow that mapping: it is read from the key manager with the
+event's context before the driver resizes anything.
+
 Every outcome of a volume-extended event is an instance-action event
 ``compute_extend_volume`` (Success/Error with the reason) under the
 ``extend_volume`` action the API recorded.
@@ -35,8 +39,9 @@ import threading
 
 from oslo_log import log as logging
 
-from volumesvc import exception
+from volumesvc import exception, keymgr
 from volumesvc.compute import bdm as bdm_mod
+from volumesvc.compute import encryption as compute_encryption
 from volumesvc.compute import reporter as compute_reporter
 from volumesvc.states import power_state, vm_states
 
@@ -130,12 +135,14 @@ class EventWaiters:
 class ExternalEvents:
     """Handles the events of one instance; one per compute process, stateless."""
 
-    def __init__(self, conf, driver, conductor, cinder, reporter):
+    def __init__(self, conf, driver, conductor, cinder, reporter, keys=None):
         self.conf = conf
         self.driver = driver
         self.conductor = conductor
         self.cinder = cinder
         self.reporter = reporter
+        #: the key manager adapter: the key of a volume the host decrypts
+        self.keys = keys or keymgr.KeyManager(conf)
 
     def handle(self, context, instance, driver_instance, events):
         """Run each event; one failing never stops the others (the API already answered)."""
@@ -216,7 +223,7 @@ class ExternalEvents:
         size = int(volume["size"])
         self.conductor.bdm_update(context, bdm_uuid=bdm.uuid, values={"volume_size": size})
         self.driver.check_extend()
-        seen = self._resize(driver_instance, bdm, volume["id"], size)
+        seen = self._resize(context, driver_instance, bdm, volume["id"], size)
         LOG.info("Volume %s of instance %s resized to %d GiB (the guest sees %s bytes)",
                  volume["id"], driver_instance["uuid"], size, seen)
 
@@ -233,7 +240,7 @@ class ExternalEvents:
                 raise exception.ExtendVolumeFailed(volume_id=volume_id,
                                                    reason="the BDM has no connection_info")
             self.driver.check_extend()
-            seen = self._resize(driver_instance, bdm, volume_id, size)
+            seen = self._resize(context, driver_instance, bdm, volume_id, size)
         except Exception as exc:
             LOG.error("Extend of volume %s on instance %s failed, completing with error: "
                       "%s", volume_id, driver_instance["uuid"], compute_reporter.message_of(exc))
@@ -244,10 +251,13 @@ class ExternalEvents:
         LOG.info("Volume %s of instance %s resized to %d GiB (the guest sees %s bytes) and "
                  "completed with Cinder", volume_id, driver_instance["uuid"], size, seen)
 
-    def _resize(self, driver_instance, bdm, volume_id, size_gb):
+    def _resize(self, context, driver_instance, bdm, volume_id, size_gb):
         connection_info = bdm.connection_info
         try:
-            seen = self.driver.extend_volume(connection_info, driver_instance, size_gb * GiB)
+            key = compute_encryption.key_to_extend(context, keys=self.keys, driver=self.driver,
+                                                   connection_info=connection_info)
+            seen = self.driver.extend_volume(connection_info, driver_instance, size_gb * GiB,
+                                             key=key)
         except exception.VolumesvcException as exc:
             raise exception.ExtendVolumeFailed(
                 volume_id=volume_id, reason=compute_reporter.message_of(exc)) from exc

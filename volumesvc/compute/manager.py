@@ -73,7 +73,7 @@ class ComputeManager:
         self.attacher = attach_mod.VolumeAttacher(conf, driver, conductor, cinder,
                                                   keys=self.keys)
         self.events = events_mod.ExternalEvents(conf, driver, conductor, cinder,
-                                                self.reporter)
+                                                self.reporter, keys=self.keys)
         self.lifecycle = lifecycle_mod.Lifecycle(conf, driver=driver, conductor=conductor,
                                                  cinder=cinder, reporter=self.reporter,
                                                  glance=glance, keys=self.keys)

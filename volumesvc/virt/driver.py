@@ -116,9 +116,17 @@ class ComputeDriver:
     def detach_volume(self, connection_info, instance, mountpoint):
         raise NotImplementedError()
 
-    def extend_volume(self, connection_info, instance, requested_size_bytes):
-        """Grow an attached volume as the guest sees it; return the new size."""
+    def extend_volume(self, connection_info, instance, requested_size_bytes, key=None):
+        """Grow an attached volume as the guest sees it; return the new size.
+
+        ``key``: the volume's key (castellan's object), given only for a
+        volume the host decrypts (:meth:`needs_key_to_extend`).
+        """
         raise NotImplementedError()
+
+    def needs_key_to_extend(self, connection_info):
+        """True when :meth:`extend_volume` of this volume needs the volume's key."""
+        return False
 
     def swap_volume(self, old_connection_info, new_connection_info, instance, mountpoint,
                     resize_to_bytes=None):

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import time
+import urllib.request
 
 from tests.integration.clients.helpers import (
     compute_http,
@@ -18,6 +19,7 @@ from tests.integration.clients.helpers import (
     wait_until,
     wait_volume,
 )
+from tests.integration.conftest import bin_path
 from tests.integration.guest.agent import (
     agent_user_data,
     wait_boot,
@@ -135,6 +137,33 @@ def guest_disk_bytes(server_id, device):
         return dom.blockInfo(device.rsplit("/", 1)[-1])[0]
     finally:
         conn.close()
+
+
+def delete_attachment_as_a_service(aio, attachment_id):
+    """DELETE a Cinder attachment that a running server still uses, as a service may.
+
+    Since its bug 2004555 Cinder lets only a service (a request with a
+    service token whose roles include ``service``) delete an attachment that
+    Nova still knows; for anyone else it asks the compute API first, which
+    its noauth mode cannot reach (a 500). On the noauth all-in-one the
+    ``X-Service-Roles`` header is what keystonemiddleware would set after
+    validating such a token: the operator's script acting behind volumesvc's
+    back, with the service's credentials.
+    """
+    req = urllib.request.Request(
+        f"{aio.volume_url}/attachments/{attachment_id}", method="DELETE",
+        headers={"X-Auth-Token": "admin:admin", "X-Service-Roles": "service",
+                 "OpenStack-API-Version": "volume 3.67", "Accept": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        assert resp.status == 200, resp.read()
+
+
+def manage(aio, *args):
+    """``volumesvc-manage`` run on the all-in-one's configuration; the completed process."""
+    return subprocess.run(
+        [bin_path("volumesvc-manage"), "--config-file",
+         os.path.join(aio.state_dir, "volumesvc.conf"), *args],
+        capture_output=True, text=True, timeout=120)
 
 
 # -- guests with the agent, one on each compute ------------------------------------------------

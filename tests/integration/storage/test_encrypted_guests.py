@@ -19,7 +19,9 @@ volume): its guest boots, marks the root, and ``rbd export`` shows a LUKS
 header and no mark. With a ``file-luks`` volume attached beside that root,
 a hard reboot, a stop/start and a shelve/offload/unshelve each bring back a
 guest that reads both marks, with one libvirt secret per volume (none while
-offloaded).
+offloaded). createImage of that root (a Cinder snapshot the image records)
+boots a new server whose root, made from the snapshot, is encrypted too:
+LUKS on the backend, no mark in the clear, and its guest reads the mark.
 
 The second server's guest proves the moves and sizes of encrypted data:
 a plain volume retyped in use (``--migration-policy on-demand``) to
@@ -29,6 +31,10 @@ and in between the backend holds a LUKS header and no mark; an attached
 encrypted volume extended from 1 to 2 GiB shows the guest 2 GiB less its
 LUKS header, on a backend exactly 2 GiB.
 
+An encrypted volume whose Cinder attachment is deleted behind volumesvc's
+back leaves the guest, and its libvirt secret goes, when ``volumesvc-manage
+volume_attachment cleanup`` reconciles the server.
+
 Cinder 29 refuses to create a volume both multiattach and encrypted, so
 none can be shared; the test pins that limit. An encrypted volume whose provider
 QEMU cannot open (``plain``) is refused with a 400 fault and stays
@@ -36,6 +42,7 @@ QEMU cannot open (``plain``) is refused with a 400 fault and stays
 """
 
 import contextlib
+import json
 import os
 import subprocess
 
@@ -44,22 +51,36 @@ from cinderclient import exceptions as cinderclient_exceptions
 
 from tests.integration.clients.helpers import (
     compute_http,
+    delete_server_quietly,
+    glance_delete,
+    glance_image,
     unique,
     wait_server,
+    wait_server_gone,
+    wait_snapshot_gone,
     wait_until,
     wait_volume,
     wait_volume_gone,
 )
-from tests.integration.guest.agent import last_round, wait_line, wait_read, wait_written
+from tests.integration.guest.agent import (
+    agent_user_data,
+    last_round,
+    wait_line,
+    wait_read,
+    wait_written,
+)
 from tests.integration.storage.proofs import rbd_image, scan_rbd
 from tests.integration.storage.steps import (
     SEEN_TIMEOUT,
+    Guest,
     attach,
     attach_until_listed,
     backend_of,
     boot_guests,
+    delete_attachment_as_a_service,
     detach,
     log_text,
+    manage,
     rbd,
     retype_in_use,
     volume_file,
@@ -76,7 +97,7 @@ LUKS_MAGIC = b"LUKS\xba\xbe"
 LUKS = dict(cinder_mod.ENCRYPTION)
 # NOTE: qemu+unix, not qemu:///system: a test process that opened the
 # embedded QEMU driver (another module) can no longer open qemu:///system.
-SECRETS_URI = "qemu+unix:///system"
+LIBVIRTD_URI = "qemu+unix:///system"
 
 
 # What QEMU's LUKS key-derivation benchmark says when the CPU time it
@@ -140,11 +161,22 @@ def _raw_bytes(aio, cinder, volume_id, backend):
 
 def _volume_secrets(volume_id):
     """UUIDs of the libvirt secrets whose usage is this volume, on the computes' daemon."""
-    result = subprocess.run(["virsh", "-c", SECRETS_URI, "secret-list"],
+    result = subprocess.run(["virsh", "-c", LIBVIRTD_URI, "secret-list"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return [line.split()[0] for line in result.stdout.splitlines()
             if line.split()[-1:] == [volume_id]]
+
+
+def _domain_serials(server_id):
+    """Serials of the running domain's disks, from the libvirt daemon (past the compute)."""
+    import xml.etree.ElementTree as ET
+
+    result = subprocess.run(["virsh", "-c", LIBVIRTD_URI, "dumpxml", server_id],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return {disk.findtext("serial") for disk in ET.fromstring(result.stdout).findall(
+        "./devices/disk")}
 
 
 def _detach_and_delete(aio, cinder, created, volume_id, server_ids):
@@ -177,6 +209,82 @@ def test_a_server_boots_from_an_encrypted_root_the_backend_holds_only_ciphertext
     assert not found, "the guest's mark is in the clear on the encrypted root"
 
 
+def _boot_agent_from_image(aio, created, image_id):
+    """A server (2.74) booted from ``image_id`` with the agent as its user_data; its id."""
+    status, body, _ = compute_http(aio, "POST", "/servers", {"server": {
+        "name": unique("from-image"), "flavorRef": "42", "networks": "none",
+        "imageRef": image_id, "config_drive": True, "user_data": agent_user_data()}},
+        version="2.74")
+    assert status == 202, body
+    created["servers"].append(body["server"]["id"])
+    return body["server"]["id"]
+
+
+def test_create_image_of_an_encrypted_root_boots_a_guest_that_reads_its_mark(
+        aio, nova, cinder, created, guests):
+    """createImage of the encrypted root, then a new server from that image.
+
+    The image records a Cinder snapshot of the root (``rbd-luks``); the new
+    server's root, made from it, is encrypted too (a key of its own in
+    Barbican), its backend starts with a LUKS header and holds the first
+    guest's mark nowhere in the clear, and the new guest decrypts it and
+    reads that mark. The new server and its root go, with their libvirt
+    secret; the snapshot and the image go before the first server can.
+    Run right after the boot test, while the first server has only its
+    root, so the image has one volume to snapshot and the new server one
+    to open.
+    """
+    first, _ = guests
+    luks_type = "rbd" + cinder_mod.ENCRYPTED_TYPE_SUFFIX
+    mark = first.marks.get(first.root) or wait_written(aio, first.id, first.root, SEEN_TIMEOUT)
+    first.marks[first.root] = mark
+    image_id = nova.servers.create_image(first.id, unique("luks-image"))
+    snapshot_id = child_id = None
+    try:
+        image = glance_image(aio, image_id)
+        assert (image["status"], image["bdm_v2"]) == ("active", "True"), image
+        (mapping,) = [m for m in json.loads(image["block_device_mapping"])
+                      if m["destination_type"] == "volume"]
+        snapshot_id = mapping["snapshot_id"]
+        assert (mapping["source_type"], mapping["volume_type"], mapping["boot_index"]) == (
+            "snapshot", luks_type, 0), mapping
+        wait_until(lambda: cinder.volume_snapshots.get(snapshot_id).status == "available",
+                   f"snapshot {snapshot_id} available", timeout=SEEN_TIMEOUT)
+        assert cinder.volume_snapshots.get(snapshot_id).volume_id == first.root
+
+        child_id = _boot_agent_from_image(aio, created, image_id)
+        child = wait_server(nova, child_id, aio=aio, timeout=600)
+        (child_root,) = [v["id"] for v in getattr(child, "os-extended-volumes:volumes_attached")]
+        root = cinder.volumes.get(child_root)
+        assert child_root != first.root
+        assert (root.snapshot_id, root.volume_type, root.encrypted) == (
+            snapshot_id, luks_type, True)
+        assert getattr(root, "encryption_key_id", None), root.to_dict()
+        _one_secret_each([first.root, child_root])
+        head, found = scan_rbd(aio, rbd_image(cinder, child_root), mark.encode())
+        assert head[:6] == LUKS_MAGIC
+        assert not found, "the first guest's mark is in the clear on the new root"
+
+        guest = Guest(child_id, child_root)
+        guest.booted(aio)
+        wait_read(aio, child_id, child_root, mark, SEEN_TIMEOUT, boot=guest.boot)
+
+        compute_http(aio, "DELETE", f"/servers/{child_id}")
+        wait_server_gone(nova, child_id)
+        created["servers"].remove(child_id)
+        wait_volume_gone(cinder, child_root)
+        assert _volume_secrets(child_root) == []
+    finally:
+        if child_id in created["servers"]:
+            delete_server_quietly(nova, child_id)
+            created["servers"].remove(child_id)
+        if snapshot_id:
+            with contextlib.suppress(cinderclient_exceptions.NotFound):
+                cinder.volume_snapshots.delete(snapshot_id)
+                wait_snapshot_gone(cinder, snapshot_id)
+        glance_delete(aio, image_id)
+
+
 @pytest.mark.parametrize("backend", ["rbd", "file"])
 def test_an_encrypted_volume_holds_only_ciphertext_and_the_other_compute_reads_it(
         aio, cinder, created, guests, backend):
@@ -198,6 +306,43 @@ def test_an_encrypted_volume_holds_only_ciphertext_and_the_other_compute_reads_i
     wait_read(aio, second.id, volume.id, mark, SEEN_TIMEOUT, boot=second.boot)
     _detach_and_delete(aio, cinder, created, volume.id, [second.id])
     assert _volume_secrets(volume.id) == []
+
+
+def test_the_cleanup_of_an_attachment_deleted_in_cinder_takes_its_secret_and_disk(
+        aio, cinder, created, guests):
+    """``volume_attachment cleanup`` after Cinder lost an encrypted volume's attachment.
+
+    Deleting the attachment in Cinder (as a service, behind volumesvc's
+    back) reaches neither the compute nor QEMU: the disk and its libvirt
+    secret stay. The on-demand reconciliation removes the BDM, takes the
+    disk out of the running domain (the guest sees it go) and undefines the
+    volume's secret, as a detach would; the volume is ``available`` with no
+    attachment.
+    """
+    _, second = guests
+    volume = _new_volume(cinder, created, "rbd" + cinder_mod.ENCRYPTED_TYPE_SUFFIX, aio)
+    attach_until_listed(aio, cinder, second.id, volume.id)
+    wait_written(aio, second.id, volume.id, SEEN_TIMEOUT)
+    _one_secret_each([volume.id])
+    (lost,) = cinder.attachments.list(search_opts={"volume_id": volume.id})
+    delete_attachment_as_a_service(aio, lost.id)
+    wait_volume(cinder, volume.id, "available")
+    assert volume.id in _domain_serials(second.id)
+    _one_secret_each([volume.id])
+
+    run = manage(aio, "volume_attachment", "cleanup", second.id, "--json")
+    assert run.returncode == 0, run
+    report = json.loads(run.stdout)
+    assert [r["volume_id"] for r in report["removed_bdms"]] == [volume.id], report
+    wait_line(aio, second.id, rf"VSGUEST gone name=\S+ serial={volume.id}", SEEN_TIMEOUT)
+    assert volume.id not in _domain_serials(second.id)
+    assert _volume_secrets(volume.id) == []
+    volume = wait_volume(cinder, volume.id, "available")
+    assert volume.attachments == []
+    assert cinder.attachments.list(search_opts={"volume_id": volume.id}) == []
+    cinder.volumes.delete(volume.id)
+    wait_volume_gone(cinder, volume.id)
+    created["volumes"].remove(volume.id)
 
 
 @pytest.fixture

@@ -25,9 +25,7 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import time
-import urllib.request
 
 import pytest
 
@@ -49,15 +47,16 @@ from tests.integration.clients.helpers import (
     wait_volume,
     wait_volume_gone,
 )
-from tests.integration.conftest import bin_path
 from tests.integration.storage.proofs import SYSTEM_URI
 from tests.integration.storage.steps import (
     GiB,
     attachment,
     boot,
+    delete_attachment_as_a_service,
     detach,
     guest_disk_bytes,
     log_text,
+    manage,
     rbd,
     root_volume_id,
     volume_host,
@@ -179,25 +178,6 @@ def cinder_attachments(cinder, volume_id):
     return cinder.attachments.list(search_opts={"volume_id": volume_id})
 
 
-def delete_attachment_as_a_service(aio, attachment_id):
-    """DELETE a Cinder attachment that a running server still uses, as a service may.
-
-    Since its bug 2004555 Cinder lets only a service (a request with a
-    service token whose roles include ``service``) delete an attachment that
-    Nova still knows; for anyone else it asks the compute API first, which
-    its noauth mode cannot reach (a 500). On the noauth all-in-one the
-    ``X-Service-Roles`` header is what keystonemiddleware would set after
-    validating such a token: the operator's script acting behind volumesvc's
-    back, with the service's credentials.
-    """
-    req = urllib.request.Request(
-        f"{aio.volume_url}/attachments/{attachment_id}", method="DELETE",
-        headers={"X-Auth-Token": "admin:admin", "X-Service-Roles": "service",
-                 "OpenStack-API-Version": "volume 3.67", "Accept": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        assert resp.status == 200, resp.read()
-
-
 def volume_file(aio, volume_id):
     return os.path.join(aio.state_dir, "cinder", "volumes", f"volume-{volume_id}")
 
@@ -243,13 +223,6 @@ def compute_services(aio):
                                    version="2.53")
     assert status == 200, body
     return body["services"]
-
-
-def manage(aio, *args):
-    return subprocess.run(
-        [bin_path("volumesvc-manage"), "--config-file",
-         os.path.join(aio.state_dir, "volumesvc.conf"), *args],
-        capture_output=True, text=True, timeout=120)
 
 
 # -- boot from a volume snapshot ---------------------------------------------------------

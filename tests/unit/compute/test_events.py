@@ -57,3 +57,69 @@ def test_an_event_without_status_counts_as_completed():
     waiter = waiters.prepare("srv", events.VOLUME_REIMAGED, "vol")
     waiters.deliver("srv", {"name": events.VOLUME_REIMAGED, "tag": "vol"})
     assert waiter.wait(0) == "completed"
+
+
+# -- the key an extend of a volume the host decrypts needs ----------------------------------
+
+class _Driver:
+    """Records what extend_volume was given; the host decrypts what ``os-brick`` opened."""
+
+    def __init__(self):
+        self.extends = []
+
+    def needs_key_to_extend(self, connection_info):
+        return (connection_info.get("encryption") or {}).get("method") == "os-brick"
+
+    def extend_volume(self, connection_info, instance, requested_size_bytes, key=None):
+        self.extends.append((requested_size_bytes, key))
+        return requested_size_bytes
+
+
+class _Keys:
+    def __init__(self, refuse=False):
+        self.reads = []
+        self.refuse = refuse
+
+    def get_key(self, context, key_id, volume_id):
+        self.reads.append((context, key_id, volume_id))
+        if self.refuse:
+            raise exception.EncryptionKeyNotReadable(backend="barbican", key_id=key_id,
+                                                     volume_id=volume_id, reason="403")
+        return f"key {key_id}"
+
+
+class _Bdm:
+    def __init__(self, connection_info):
+        self.connection_info = connection_info
+
+
+def _opened_by(method):
+    return {"serial": "v1", "data": {},
+            "encryption": {"method": method, "volume_id": "v1", "encryption_key_id": "k1"}}
+
+
+def test_a_volume_the_host_decrypts_is_extended_with_its_key_read_as_the_events_user():
+    driver, keys = _Driver(), _Keys()
+    handler = events.ExternalEvents(None, driver, None, None, None, keys=keys)
+    ctx = object()
+    assert handler._resize(ctx, {"uuid": "srv"}, _Bdm(_opened_by("os-brick")), "v1", 2) \
+        == 2 * events.GiB
+    assert keys.reads == [(ctx, "k1", "v1")]
+    assert driver.extends == [(2 * events.GiB, "key k1")]
+
+
+@pytest.mark.parametrize("connection_info", [_opened_by("qemu"), {"serial": "v1", "data": {}}])
+def test_no_key_is_read_for_a_volume_qemu_decrypts_or_a_plain_one(connection_info):
+    driver, keys = _Driver(), _Keys()
+    handler = events.ExternalEvents(None, driver, None, None, None, keys=keys)
+    handler._resize(object(), {"uuid": "srv"}, _Bdm(connection_info), "v1", 2)
+    assert keys.reads == []
+    assert driver.extends == [(2 * events.GiB, None)]
+
+
+def test_a_key_the_user_may_not_read_fails_the_extend_naming_the_key_manager():
+    driver = _Driver()
+    handler = events.ExternalEvents(None, driver, None, None, None, keys=_Keys(refuse=True))
+    with pytest.raises(exception.ExtendVolumeFailed, match="barbican"):
+        handler._resize(object(), {"uuid": "srv"}, _Bdm(_opened_by("os-brick")), "v1", 2)
+    assert driver.extends == []

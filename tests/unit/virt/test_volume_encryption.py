@@ -6,8 +6,9 @@ secret is missing. Host block devices run at os-brick's boundary: the
 connector's host calls are replaced (as in test_volume_brick.py) and so is
 the one function os-brick's encryptors run commands through
 (``os_brick.privileged.rootwrap.execute``), by a small cryptsetup that keeps
-which devices hold a LUKS header; the encryptor os-brick's factory picks,
-its format-on-first-use decision and its commands are os-brick's own.
+which devices hold a LUKS header and how big a mapping is (``blockdev``);
+the encryptor os-brick's factory picks, its format-on-first-use decision,
+its resize of a grown mapping and its commands are os-brick's own.
 """
 
 import binascii
@@ -237,11 +238,18 @@ class FakeCryptsetup:
     ``ln`` really points the device's path at them, as on a host.
     """
 
+    #: what cryptsetup's LUKS1 format puts before the payload, inside the device
+    HEADER = 2 << 20
+
     def __init__(self, mapper_dir, luks_devices=()):
         self.mapper_dir = mapper_dir
         self.luks = {dev: None for dev in luks_devices}  # device -> its passphrase
         self.commands = []  # (argv, process_input)
         self.mappings = {}  # dm name -> device
+        #: the device under every mapping; ``cryptsetup resize`` grows a
+        #: mapping to it less the header, ``blockdev`` reports the mapping's
+        self.device_size = brick_helpers.GiB
+        self.mapping_size = brick_helpers.GiB - self.HEADER
 
     def _map(self, name, device):
         self.mappings[name] = device
@@ -254,6 +262,9 @@ class FakeCryptsetup:
             os.remove(link)
             os.symlink(str(self.mapper_dir / os.path.basename(target)), link)
             return "", ""
+        if cmd[0] == "blockdev":
+            assert cmd[1] == "--getsize64", cmd
+            return f"{self.mapping_size}\n", ""
         verb = cmd[1] if cmd[1] != "--batch-mode" else cmd[2]
         device = cmd[-1]
         if verb == "isLuks":
@@ -273,6 +284,8 @@ class FakeCryptsetup:
         elif verb in ("luksClose", "remove"):
             self.mappings.pop(cmd[2], None)
             (self.mapper_dir / cmd[2]).unlink(missing_ok=True)
+        elif verb == "resize":
+            self.mapping_size = self.device_size - self.HEADER
         elif verb == "status":
             raise processutils.ProcessExecutionError(exit_code=4, cmd=" ".join(cmd))
         return "", ""
@@ -411,3 +424,110 @@ def test_a_swap_from_or_onto_a_volume_os_brick_opens_is_refused_before_it_connec
         compute_encryption.prepare_swap(ctx, cinder=None, keys=None, driver=None,
                                         old=(plain["serial"], opened), new=(VOL, info))
     assert crypt.commands == [] and calls["connect"].calls == []
+
+
+# -- an extend of an attached volume os-brick decrypts ----------------------------------------
+
+def test_an_extended_iscsi_volume_grows_its_mapping_and_the_guest_sees_the_payload(
+        driver, instance, iscsi_volume, cryptsetup):
+    """Rescan, then os-brick's ``cryptsetup resize`` with the key, then QEMU's resize.
+
+    The host's rescan grows the device; the dm-crypt mapping QEMU has open
+    is still its old size until os-brick resizes it (with the passphrase,
+    which LUKS2 needs), and the guest is given the mapping's new size: the
+    volume less the header cryptsetup wrote inside it. The size returned
+    counts the header, so it compares with the size Cinder gave the volume.
+    """
+    info, device, calls = iscsi_volume
+    crypt = cryptsetup(luks_devices=[device])
+    driver.spawn(instance, None)
+    _open(driver, info)
+    driver.attach_volume(info, instance, "/dev/sdb")
+    assert driver.needs_key_to_extend(info)
+    ran = len(crypt.commands)
+
+    crypt.device_size = 2 * brick_helpers.GiB  # what the rescan finds
+    assert driver.extend_volume(info, instance, 2 * brick_helpers.GiB, key=_key()) \
+        == 2 * brick_helpers.GiB
+    [(_c, (extend_data,), _kw)] = calls["extend"].calls
+    assert extend_data["device_path"] == device
+    assert crypt.commands[ran:] == [
+        (("cryptsetup", "resize", device), HEX),
+        (("blockdev", "--getsize64", device), None)]
+    guest = driver.host.get_guest(instance["uuid"])
+    assert guest.block_capacity("sdb") == 2 * brick_helpers.GiB - FakeCryptsetup.HEADER
+
+
+def test_an_extend_of_a_plain_mapping_is_refused_before_any_command(
+        driver, instance, iscsi_volume, cryptsetup):
+    """os-brick cannot resize a plain mapping: a clear error, the guest's disk unchanged."""
+    info, _device, _calls = iscsi_volume
+    crypt = cryptsetup()
+    plain = {**LUKS, "provider": "plain", "cipher": "aes-cbc-essiv:sha256", "key_size": 128}
+    driver.spawn(instance, None)
+    _open(driver, info, plain)
+    driver.attach_volume(info, instance, "/dev/sdb")
+    ran = len(crypt.commands)
+    with pytest.raises(exception.VirtDriverError, match="plain dm-crypt mapping"):
+        driver.extend_volume(info, instance, 2 * brick_helpers.GiB, key=_key())
+    assert crypt.commands[ran:] == []
+    assert driver.host.get_guest(instance["uuid"]).block_capacity("sdb") == 0
+
+
+def test_a_failed_resize_of_the_mapping_is_a_driver_error_naming_the_volume(
+        driver, instance, iscsi_volume, cryptsetup, monkeypatch):
+    info, device, _calls = iscsi_volume
+    crypt = cryptsetup(luks_devices=[device])
+    driver.spawn(instance, None)
+    _open(driver, info)
+    driver.attach_volume(info, instance, "/dev/sdb")
+
+    def refuse(*cmd, **kwargs):
+        if cmd[:2] == ("cryptsetup", "resize"):
+            raise processutils.ProcessExecutionError(exit_code=1, cmd="cryptsetup resize")
+        return crypt(*cmd, **kwargs)
+    monkeypatch.setattr(rootwrap, "execute", refuse)
+    with pytest.raises(exception.VirtDriverError,
+                       match=f"resizing the dm-crypt mapping of encrypted volume {VOL}"):
+        driver.extend_volume(info, instance, 2 * brick_helpers.GiB, key=_key())
+
+
+def test_the_compute_reads_the_key_only_for_a_volume_the_host_decrypts(
+        conf, system_conf, driver, iscsi_volume, cryptsetup, make_volume):
+    """The key an extend needs, read as the user with what the attach recorded."""
+    info, device, _calls = iscsi_volume
+    cryptsetup(luks_devices=[device])
+    store = FakeKeyManager()
+    ctx = context.RequestContext(user_id="u1", project_id="p1")
+    key_id = store.create_key(ctx)
+    keys = keymgr.KeyManager(conf, backend=store)
+    _open(driver, info, {**LUKS, "encryption_key_id": key_id})
+    key = compute_encryption.key_to_extend(ctx, keys=keys, driver=driver,
+                                           connection_info=info)
+    assert key.get_encoded() == store.get(ctx, key_id).get_encoded()
+
+    native = make_volume(encrypted=True)
+    _open(driver, native)
+    plain_volume = make_volume()
+    for other in (native, plain_volume):
+        assert compute_encryption.key_to_extend(ctx, keys=None, driver=driver,
+                                                connection_info=other) is None
+
+
+def test_a_stopped_servers_mapping_is_grown_too(driver, instance, iscsi_volume, cryptsetup):
+    """The host connection stays while the server is stopped: its mapping grows now.
+
+    QEMU reads the mapping's size when the domain starts again; the size
+    returned is the grown volume's, which Cinder's size is checked against.
+    """
+    info, device, _calls = iscsi_volume
+    crypt = cryptsetup(luks_devices=[device])
+    driver.spawn(instance, None)
+    _open(driver, info)
+    driver.attach_volume(info, instance, "/dev/sdb")
+    driver.power_off(instance)
+    crypt.device_size = 2 * brick_helpers.GiB
+    assert driver.extend_volume(info, instance, 2 * brick_helpers.GiB, key=_key()) \
+        == 2 * brick_helpers.GiB
+    assert (("cryptsetup", "resize", device), HEX) in crypt.commands
+    assert crypt.mapping_size == 2 * brick_helpers.GiB - FakeCryptsetup.HEADER

@@ -488,6 +488,9 @@ class LibvirtDriver(driver.ComputeDriver):
         return encryption.check(connection_info, metadata,
                                 self.volume_drivers.get(connection_info).host_decrypts)
 
+    def needs_key_to_extend(self, connection_info):
+        return encryption.host_decrypted(connection_info)
+
     def attach_encryptor(self, connection_info, metadata, method, key, passphrase):
         encryption.attach(self._host.get_connection(), self.libvirt, connection_info,
                           metadata, method, key, passphrase, host=self.conf.host)
@@ -601,7 +604,7 @@ class LibvirtDriver(driver.ComputeDriver):
                 deadline = None
             time.sleep(migration.POLL)
 
-    def extend_volume(self, connection_info, instance, requested_size_bytes):
+    def extend_volume(self, connection_info, instance, requested_size_bytes, key=None):
         """Make the guest see the new size; return the volume size its disk now fills.
 
         The volume's driver does the host's part first (os-brick's rescan for
@@ -610,7 +613,10 @@ class LibvirtDriver(driver.ComputeDriver):
         volume. For a stopped domain a file-backed volume is grown here, a
         block device is left to the storage backend. For a volume QEMU decrypts
         the guest sees the volume less its LUKS header; the size returned
-        counts the header, so it compares with the volume's.
+        counts the header, so it compares with the volume's. For a host block
+        device os-brick decrypts, its dm-crypt mapping is grown after the
+        rescan (``key``: the volume's, which that needs) and the guest is
+        given the mapping's size.
         """
         self.check_extend()
         vol_id = block_device.volume_id(connection_info)
@@ -625,7 +631,16 @@ class LibvirtDriver(driver.ComputeDriver):
         new_size = self.volume_drivers.get(connection_info).extend_volume(
             connection_info, requested_size_bytes)
         header, size = 0, new_size
-        if disk.encrypted:
+        if encryption.host_decrypted(connection_info):
+            # The mapping QEMU opened is still its old size: grown to the
+            # rescanned device less the LUKS header cryptsetup put inside
+            # the volume, it is what the guest may now see.
+            size = encryption.extend(connection_info, key)
+            header = new_size - size
+            if not active:
+                # libvirt reads the mapping's size when the domain starts.
+                return new_size
+        elif disk.encrypted:
             # A disk QEMU decrypts shows the guest the LUKS payload: QEMU is
             # given the payload the grown volume now holds, read from it
             # (luks_payload.py; Cinder's layouts put the header inside the

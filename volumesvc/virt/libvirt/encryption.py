@@ -18,7 +18,8 @@ to do here.
 What was decided is kept in the connection info's ``encryption`` (the
 BDM's copy) so detach and domain rebuilds need neither Cinder nor the key
 manager: ``method``, the secret's UUID for QEMU, Cinder's metadata without
-the key for os-brick.
+the key for os-brick. An extend of a volume os-brick opened is the one
+later step that needs the key again (:func:`extend`).
 """
 
 import os
@@ -125,3 +126,35 @@ def detach(conn, libvirt, connection_info):
         with brick.errors(f"closing encrypted volume {volume_id}"):
             brick.encryptor(connection_info, _metadata(record)).detach_volume(
                 **_metadata(record))
+
+
+def host_decrypted(connection_info):
+    """True when os-brick's dm-crypt mapping on this host decrypts the volume."""
+    return (connection_info.get("encryption") or {}).get("method") == OS_BRICK
+
+
+def extend(connection_info, key):
+    """Grow os-brick's dm-crypt mapping to the grown device under it; its new size.
+
+    Why: after the host's rescan the device is bigger but the mapping QEMU
+    opened (``/dev/mapper/crypt-<name>``) still has its old size, so the
+    guest could not be given more. os-brick's LUKS encryptors resize it
+    with ``cryptsetup resize``, which may ask for the passphrase (LUKS2
+    keeps the volume key in the kernel's keyring): ``key`` is the volume's,
+    read as the user. A ``plain`` mapping os-brick cannot resize: refused
+    with a clear error before any command runs.
+    """
+    record = connection_info.get("encryption") or {}
+    volume_id = record.get("volume_id") or block_device.volume_id(connection_info)
+    if brick.provider_format(record.get("provider")) == brick.PLAIN:
+        raise exception.VirtDriverError(
+            reason=f"encrypted volume {volume_id} is a plain dm-crypt mapping, which "
+                   "os-brick cannot resize; detach and attach it again to see its new size")
+    with brick.errors(f"resizing the dm-crypt mapping of encrypted volume {volume_id}"):
+        size = brick.encryptor(connection_info, _metadata(record), key).extend_volume(
+            None, **_metadata(record))
+    if not size:
+        raise exception.VirtDriverError(
+            reason=f"os-brick found no size for the resized dm-crypt mapping of encrypted "
+                   f"volume {volume_id}")
+    return int(size)
