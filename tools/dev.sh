@@ -208,7 +208,7 @@ setup() { system_packages; services; venv; }
 # to a file and is printed after; each run's exit status counts, and 5 (no
 # tests collected) is a failure.
 run_tiers() {
-    local fast_log status_file rc_fast rc_kill rc_int d
+    local fast_log status_file rc_fast rc_kill rc_int d int_report started
     # A new directory of tests must join one of the two runs, never be left out.
     if compgen -G 'tests/test_*.py' >/dev/null; then
         log "tests/ holds test files outside the tier directories"; exit 1
@@ -241,8 +241,11 @@ run_tiers() {
     ) >"$fast_log" 2>&1 &
     local fast_pid=$!
     log "integration tier"
+    int_report=$(mktemp -t volumesvc-integration.XXXXXX.xml)
+    started=$SECONDS
     set +e
-    "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=30 tests/integration
+    "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=30 --junitxml="$int_report" \
+        tests/integration
     rc_int=$?
     wait "$fast_pid"
     set -e
@@ -252,6 +255,11 @@ run_tiers() {
     log "unit, lab, fuzz, functional and kill-matrix tiers:"
     cat "$fast_log"
     rm -f "$fast_log" "$status_file"
+    # Last, so that the tail of a CI log keeps it: where the integration
+    # tier's time went (the test command's time budget is mostly its).
+    log "integration tier: $(( (SECONDS - started) / 60 )) min wall time"
+    "$VENV/bin/python" tools/tier-times.py "$int_report" --label "integration tier"
+    rm -f "$int_report"
     log "exit status: unit/lab/fuzz/functional $rc_fast, killmatrix $rc_kill, integration $rc_int"
     local rc
     for rc in "$rc_fast" "$rc_kill" "$rc_int"; do
