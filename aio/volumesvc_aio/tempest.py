@@ -35,6 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REQUIREMENTS = frozen_requirements(os.path.join(HERE, "tempest-constraints.txt"))
 INCLUDE_LIST = os.path.join(HERE, "tempest-include-list.txt")
 EXCLUDE_LIST = os.path.join(HERE, "tempest-exclude-list.txt")
+# The tests that need two computes, run against the cluster deployment
+# (tests/integration/cluster/test_tempest_moves.py) with CLUSTER_FEATURES.
+CLUSTER_INCLUDE_LIST = os.path.join(HERE, "tempest-cluster-include-list.txt")
 CONCURRENCY = 3
 # The highest microversion tempest may ask for: tests below it run, tests
 # that need more are skipped by tempest itself. 2.104 is the newest a test
@@ -75,24 +78,43 @@ COMPUTE_FEATURES = {
 }
 
 
+# What the cluster adds to COMPUTE_FEATURES: its computes each have a libvirt
+# daemon of their own, so a volume-backed server moves between them. Block
+# migration stays off (volumesvc moves only servers whose disks are all in
+# Cinder).
+CLUSTER_FEATURES = {
+    "live_migration": True,
+    "volume_backed_live_migration": True,
+    "cold_migration": True,
+    "block_migration_for_live_migration": False,
+}
+
 MULTIATTACH_TYPE = "multiattach"
 
 
 def tempest_conf(*, identity_url, password, image_id, workspace, alt_image_id=None,
-                 multiattach_type=MULTIATTACH_TYPE):
-    """The tempest.conf text for a keystone all-in-one (see the module docstring)."""
+                 multiattach_type=MULTIATTACH_TYPE, compute_nodes=1, features=None,
+                 ca_file=None):
+    """The tempest.conf text for a keystone deployment (see the module docstring).
+
+    ``compute_nodes``: tempest's ``min_compute_nodes`` (its multi-node tests
+    skip below 2); ``features`` override COMPUTE_FEATURES; ``ca_file``: the
+    CA of a deployment whose endpoints are HTTPS (the cluster's).
+    """
     sections = {
         "DEFAULT": {"log_dir": os.path.join(workspace, "logs"), "log_file": "tempest.log"},
         "auth": {"use_dynamic_credentials": True, "create_isolated_networks": False,
                  "admin_username": "admin", "admin_password": password,
                  "admin_project_name": "admin", "admin_domain_name": "Default"},
-        "identity": {"uri_v3": identity_url, "auth_version": "v3", "region": "RegionOne"},
+        "identity": {"uri_v3": identity_url, "auth_version": "v3", "region": "RegionOne",
+                     **({"ca_certificates_file": ca_file} if ca_file else {})},
         "identity-feature-enabled": {"api_v2": False},
         "compute": {"image_ref": image_id, "image_ref_alt": alt_image_id or image_id,
                     "flavor_ref": FLAVOR, "flavor_ref_alt": FLAVOR_ALT,
                     "min_microversion": "2.1", "max_microversion": MAX_MICROVERSION,
-                    "region": "RegionOne", "build_timeout": 180},
-        "compute-feature-enabled": COMPUTE_FEATURES,
+                    "region": "RegionOne", "build_timeout": 180,
+                    "min_compute_nodes": compute_nodes},
+        "compute-feature-enabled": {**COMPUTE_FEATURES, **(features or {})},
         # volume_type_multiattach: without it tempest's "multiattach" volumes
         # are plain ones and its second attach is refused.
         "volume": {"catalog_type": "block-storage", "region": "RegionOne",
@@ -159,8 +181,9 @@ class TempestWorkspace:
         files.write_private(self.config_file, tempest_conf(workspace=self.workspace, **settings))
 
     def _selection(self, include_list, exclude_list):
-        return [self._bin("tempest"), "run", "--config-file", self.config_file,
-                "--include-list", include_list, "--exclude-list", exclude_list]
+        argv = [self._bin("tempest"), "run", "--config-file", self.config_file,
+                "--include-list", include_list]
+        return argv + (["--exclude-list", exclude_list] if exclude_list else [])
 
     def list_tests(self, include_list=INCLUDE_LIST, exclude_list=EXCLUDE_LIST):
         """The test ids the lists select (tempest applies no skips when listing)."""
@@ -259,10 +282,14 @@ def alt_image(identity_url, password):
     return ensure_image(base.rstrip("/"), None, token=token, name=ALT_IMAGE_NAME)
 
 
-def run_against(state_dir, *, deps_dir=None, out=sys.stdout):
-    """Install, configure and run tempest for the keystone all-in-one in ``state_dir``.
+def run_against(state_dir, *, deps_dir=None, out=sys.stdout, include_list=INCLUDE_LIST,
+                exclude_list=EXCLUDE_LIST, concurrency=CONCURRENCY, **settings):
+    """Install, configure and run tempest for the keystone deployment in ``state_dir``.
 
-    Returns (exit code, totals, output, the ids the lists select).
+    ``state_dir`` holds the deployment's ``clouds.yaml`` (the all-in-one's,
+    or the cluster's); ``settings`` go to :func:`tempest_conf`
+    (``compute_nodes``, ``features``, ``ca_file``). Returns (exit code,
+    totals, output, the ids the lists select).
     """
     with open(os.path.join(state_dir, "clouds.yaml")) as f:
         admin = json.load(f)["clouds"]["volumesvc-aio"]["auth"]
@@ -274,11 +301,13 @@ def run_against(state_dir, *, deps_dir=None, out=sys.stdout):
                         image_id=starter_image(admin["auth_url"], admin["password"]),
                         alt_image_id=alt_image(admin["auth_url"], admin["password"]),
                         multiattach_type=multiattach_volume_type(admin["auth_url"],
-                                                                 admin["password"]))
+                                                                 admin["password"]),
+                        **settings)
     print(f"tempest: {workspace.venv} and {workspace.workspace} ready in "
           f"{time.monotonic() - started:.1f}s", file=out, flush=True)
-    selected = workspace.list_tests()
-    returncode, totals, output = workspace.run(out=out)
+    selected = workspace.list_tests(include_list, exclude_list)
+    returncode, totals, output = workspace.run(include_list, exclude_list,
+                                               concurrency=concurrency, out=out)
     print(summary(totals, selected), file=out, flush=True)
     return returncode, totals, output, selected
 

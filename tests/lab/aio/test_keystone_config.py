@@ -130,6 +130,33 @@ def test_tempest_conf_names_a_second_image_when_given_one():
     assert (ini["compute"]["image_ref"], ini["compute"]["image_ref_alt"]) == ("img", "img2")
 
 
+def test_the_cluster_run_has_two_computes_live_migration_and_its_ca():
+    ini = _ini(tempest.tempest_conf(identity_url="http://k/v3", password="pw", image_id="img",
+                                    workspace="/w", compute_nodes=3,
+                                    features=tempest.CLUSTER_FEATURES, ca_file="/ca.pem"))
+    assert ini["compute"]["min_compute_nodes"] == "3"
+    features = ini["compute-feature-enabled"]
+    assert (features["live_migration"], features["volume_backed_live_migration"]) == (
+        "True", "True")
+    # Only volume-backed servers move: tempest never asks for a block migration.
+    assert features["block_migration_for_live_migration"] == "False"
+    assert features["volume_multiattach"] == "True"     # the rest as for the all-in-one
+    assert ini["identity"]["ca_certificates_file"] == "/ca.pem"
+    one = _ini(tempest.tempest_conf(identity_url="http://k/v3", password="pw", image_id="img",
+                                    workspace="/w"))
+    assert one["compute"]["min_compute_nodes"] == "1"
+    assert one["compute-feature-enabled"]["live_migration"] == "False"
+    assert "ca_certificates_file" not in one["identity"]
+
+
+def test_the_cluster_list_names_only_volume_backed_moves_and_each_test_once():
+    with open(tempest.CLUSTER_INCLUDE_LIST) as f:
+        rules = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    assert len(rules) == len(set(rules)) == 4
+    assert all(rule.startswith("tempest\\.api\\.compute\\.admin\\.") for rule in rules)
+    assert not any("block_migration" in rule or "cold_migration" in rule for rule in rules)
+
+
 def test_every_exclusion_gives_its_reason():
     with open(tempest.EXCLUDE_LIST) as f:
         rules = [line for line in f if line.strip() and not line.startswith("#")]
