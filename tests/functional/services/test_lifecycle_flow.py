@@ -499,3 +499,81 @@ def test_a_step_whose_compute_died_is_done_again_when_the_compute_starts(
     assert shown["OS-EXT-STS:task_state"] is None
     assert sorted(a["volume_id"] for a in stack.cinder.attachments.values()) == \
         _bdm_volumes(stack, server)
+
+
+@pytest.mark.parametrize("dies_in, task", [("connect_volume", "unshelving"),
+                                           ("spawn", "spawning")])
+def test_an_unshelve_whose_compute_died_is_undone_when_the_compute_starts(
+        stack, server, monkeypatch, dies_in, task):
+    """Regression: the server stayed SHELVED_OFFLOADED / ``spawning`` for ever.
+
+    Its root volume stayed ``attaching`` (connected to the host, never
+    completed). The compute started again undoes the unshelve as a failed
+    one: offloaded again with a fault saying why, every volume attached in
+    Cinder without a connector; a second unshelve brings it up.
+    """
+    data = _new_volume(stack)
+    _attach(stack, server, data, "2.101", 202)
+    _volume_status(stack, data, "in-use")
+    _shelve_to_offloaded(stack, server)
+    driver = _driver(stack)
+    entered = []
+
+    def die(*args, **kwargs):
+        entered.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, dies_in, die)
+    _action(stack, server, {"unshelve": None})
+    stack.wait(lambda: entered, what=f"the compute in {dies_in}")
+    assert instance_obj.get_by_uuid(stack.db, stack.admin_context(),
+                                    server).task_state == task
+    monkeypatch.undo()
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST, driver=driver)
+
+    stack.wait_instance(server, "shelved_offloaded")
+    _assert_offloaded(stack, server)
+    fault = fault_obj.latest(stack.db, stack.admin_context(), server)
+    assert f"The unshelve of instance {server} was interrupted" in fault.message
+    assert task in fault.message
+    for volume_id in _bdm_volumes(stack, server):
+        assert stack.cinder.get(None, volume_id)["status"] == "reserved"
+
+    _action(stack, server, {"unshelve": None})
+    _assert_active_here(stack, server)
+
+
+def test_a_delete_whose_compute_died_is_finished_when_the_compute_starts(
+        stack, server, monkeypatch):
+    """Regression: the server stayed ACTIVE / ``deleting`` for ever, its volumes in-use.
+
+    The compute dies while it destroys the domain; the delete cast died
+    with it. The compute started again finishes the delete, as Nova does
+    at start: the domain and the record go, no attachment is left in
+    Cinder, the data volume is ``available`` and the root volume made for
+    the server is deleted with it.
+    """
+    data = _new_volume(stack)
+    _attach(stack, server, data, "2.101", 202)
+    _volume_status(stack, data, "in-use")
+    volumes = _bdm_volumes(stack, server)
+    driver = _driver(stack)
+    entered = []
+
+    def die(*args, **kwargs):
+        entered.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, "destroy", die)
+    stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
+    stack.wait(lambda: entered, what="the compute in destroy")
+    monkeypatch.undo()
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST, driver=driver)
+
+    stack.wait_for_server_gone(server)
+    assert _xml(stack, server) == ""
+    assert not _attachments(stack, server)
+    # The root volume was made for the server (delete_on_termination): gone with it.
+    assert [v for v in volumes if v in stack.cinder.volumes] == [data]
+    assert stack.cinder.get(None, data)["status"] == "available"
+    assert stack.notifier.of("instance.delete.end")
