@@ -577,3 +577,31 @@ def test_a_delete_whose_compute_died_is_finished_when_the_compute_starts(
     assert [v for v in volumes if v in stack.cinder.volumes] == [data]
     assert stack.cinder.get(None, data)["status"] == "available"
     assert stack.notifier.of("instance.delete.end")
+
+
+def test_an_unshelve_in_place_whose_compute_died_is_done_again_when_it_starts(
+        tmp_path, monkeypatch):
+    """A server shelved on its host (never offloaded) keeps its domain: started again."""
+    stack = Stack(tmp_path, conf_overrides={(None, "shelved_offload_time"): -1})
+    try:
+        uuid = stack.boot(stack.context(), ROOT)
+        stack.wait_instance(uuid, "active")
+        _action(stack, uuid, {"shelve": None})
+        stack.wait_for_server_status(uuid, "SHELVED")
+        driver = _driver(stack)
+        entered = []
+
+        def die(*args, **kwargs):
+            entered.append(args)
+            raise _Killed()
+        monkeypatch.setattr(driver, "power_on", die)
+        _action(stack, uuid, {"unshelve": None})
+        stack.wait(lambda: entered, what="the compute in power_on")
+        monkeypatch.undo()
+        stack.computes.pop(HOST).stop()
+        stack.add_compute(HOST, driver=driver)
+
+        stack.wait_instance(uuid, "active")
+        _assert_active_here(stack, uuid)
+    finally:
+        stack.stop()
