@@ -41,11 +41,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     from tests.fixtures import killmatrix
-    from tests.fixtures.killmatrix_workflows import WORKFLOWS, all_cells
+    from tests.fixtures.killmatrix_workflows import WORKFLOWS, all_cells, needs_images
 
     cells = [cell for cell in all_cells()
              if not args.only or any(part in cell.name for part in args.only)]
-    stack = killmatrix.Stack()
+    stack = killmatrix.Stack(images=needs_images(cells))
     outcomes = []
     started = time.monotonic()
     try:
