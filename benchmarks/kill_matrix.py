@@ -1,7 +1,8 @@
 """The full kill matrix: every workflow × process SIGKILLed × step, converged or not and how fast.
 
 Runs every cell of ``tests.fixtures.killmatrix_workflows.all_cells()`` (the
-kill-matrix tier runs a subset of them) on one stack: a real Cinder 29,
+kill-matrix tier runs a subset of them) on one stack: a real Cinder 29
+(and a real Glance when a cell rebuilds onto an image),
 the api, conductor and compute as processes, the compute on the
 in-memory libvirt paused at each step by ``tests.fixtures.virt.KillPointDriver``.
 Each cell boots its own server, starts the workflow, kills the process while
