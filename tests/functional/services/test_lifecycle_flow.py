@@ -6,6 +6,8 @@ holds from the fake's attachment records (connector included), so the three
 views (BDM, Cinder, domain) are checked against each other after each step.
 """
 
+import logging
+
 import pytest
 
 from tests.functional.stack import BLANK_ROOT as ROOT
@@ -577,6 +579,39 @@ def test_a_delete_whose_compute_died_is_finished_when_the_compute_starts(
     assert [v for v in volumes if v in stack.cinder.volumes] == [data]
     assert stack.cinder.get(None, data)["status"] == "available"
     assert stack.notifier.of("instance.delete.end")
+
+
+def test_a_delete_sent_while_the_compute_was_down_is_done_once(stack, server, monkeypatch,
+                                                              caplog):
+    """The delete asked again while the compute was down waits in its queue.
+
+    The restarted compute finishes the delete before it takes its queue;
+    the waiting cast then finds the delete done and is skipped, instead of
+    taking apart, a second time, a server that no longer exists.
+    """
+    caplog.set_level(logging.INFO, logger="volumesvc.compute.manager")
+    driver = _driver(stack)
+    entered = []
+
+    def die(*args, **kwargs):
+        entered.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, "destroy", die)
+    stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
+    stack.wait(lambda: entered, what="the compute in destroy")
+    monkeypatch.undo()
+    stack.computes.pop(HOST).stop()
+    # The compute still counts as up (its last heartbeat is recent): the
+    # conductor casts the delete to its queue.
+    stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
+    stack.add_compute(HOST, driver=driver)
+
+    stack.wait_for_server_gone(server)
+    stack.wait(lambda: "duplicate skipped" in caplog.text, what="the queued delete skipped")
+    # Started by the killed process and by the restarted one's start-up pass only.
+    assert len(stack.notifier.of("instance.delete.start")) == 2
+    assert len(stack.notifier.of("instance.delete.end")) == 1
+    assert not _attachments(stack, server)
 
 
 def test_an_unshelve_in_place_whose_compute_died_is_done_again_when_it_starts(
