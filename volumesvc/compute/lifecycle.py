@@ -22,7 +22,9 @@ attachment, domain disk):
   volumes attached while offloaded, which have no device name yet), spawns
   the domain with all of them and completes the attachments. Any failure
   destroys the domain, disconnects again the same way, and puts the server
-  back to ``SHELVED_OFFLOADED`` without a host: no attachment is lost.
+  back to ``SHELVED_OFFLOADED`` without a host: no attachment is lost. An
+  unshelve whose compute died is undone the same way when the compute starts
+  again (:meth:`Lifecycle.end_dead_unshelve`).
 """
 
 from oslo_log import log as logging
