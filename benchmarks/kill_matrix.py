@@ -1,7 +1,8 @@
 """The full kill matrix: every workflow × process SIGKILLed × step, converged or not and how fast.
 
 Runs every cell of ``tests.fixtures.killmatrix_workflows.all_cells()`` (the
-kill-matrix tier runs a subset of them) on one stack: a real Cinder 29,
+kill-matrix tier runs a subset of them) on one stack: a real Cinder 29
+(and a real Glance when a cell rebuilds onto an image),
 the api, conductor and compute as processes, the compute on the
 in-memory libvirt paused at each step by ``tests.fixtures.virt.KillPointDriver``.
 Each cell boots its own server, starts the workflow, kills the process while
@@ -41,11 +42,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     from tests.fixtures import killmatrix
-    from tests.fixtures.killmatrix_workflows import WORKFLOWS, all_cells
+    from tests.fixtures.killmatrix_workflows import WORKFLOWS, all_cells, needs_images
 
     cells = [cell for cell in all_cells()
              if not args.only or any(part in cell.name for part in args.only)]
-    stack = killmatrix.Stack()
+    stack = killmatrix.Stack(images=needs_images(cells))
     outcomes = []
     started = time.monotonic()
     try:

@@ -209,6 +209,12 @@ class BuildInterrupted(VolumesvcException):
                "and create it again.")
 
 
+class UnshelveInterrupted(VolumesvcException):
+    msg_fmt = ("The unshelve of instance %(instance_uuid)s was interrupted: its compute "
+               "%(host)s stopped while it was in task %(task_state)s. The server is "
+               "shelved offloaded again; unshelve it again.")
+
+
 class ExtendCompletionFailed(VolumesvcException):
     msg_fmt = ("Reporting the extend of volume %(volume_id)s to Cinder "
                "(os-extend_volume_completion, error=%(error)s) failed: %(reason)s")

@@ -30,6 +30,8 @@ CELLS = [
     Cell("start", COMPUTE, "power_on"),
     Cell("resize", COMPUTE, "disconnect_volume"),
     Cell("resize", COMPUTE, "spawn"),
+    Cell("unshelve", COMPUTE, "spawn"),
+    Cell("delete", COMPUTE, "destroy"),
 ]
 
 

@@ -22,7 +22,9 @@ attachment, domain disk):
   volumes attached while offloaded, which have no device name yet), spawns
   the domain with all of them and completes the attachments. Any failure
   destroys the domain, disconnects again the same way, and puts the server
-  back to ``SHELVED_OFFLOADED`` without a host: no attachment is lost.
+  back to ``SHELVED_OFFLOADED`` without a host: no attachment is lost. An
+  unshelve whose compute died is undone the same way when the compute starts
+  again (:meth:`Lifecycle.end_dead_unshelve`).
 """
 
 from oslo_log import log as logging
@@ -228,6 +230,37 @@ class Lifecycle:
                          on_error={"vm_state": vm_states.SHELVED_OFFLOADED,
                                    "task_state": None, "power_state": power_state.NOSTATE,
                                    "host": None, "node": None})
+
+    def end_dead_unshelve(self, context, instance):
+        """Undo an unshelve a dead process of this compute left; the server offloaded again.
+
+        Called by the start-up reconciliation with the instance lock held.
+        The server stayed ``SHELVED_OFFLOADED`` in task ``unshelving`` or
+        ``spawning`` for ever, its root volume ``attaching`` (connected here,
+        never completed). How far the unshelve got is not recorded, so it is
+        undone as a failed one is: no domain and no connection here, each
+        volume still attached to the server in Cinder with an attachment
+        without a connector, the server back without a host and with a fault
+        saying why, so that a new unshelve can start from there.
+        """
+        uuid = instance["uuid"]
+        task = instance.get("task_state")
+        LOG.warning("Instance %s was being unshelved (%s) when this compute stopped; "
+                    "undoing it", uuid, task)
+        failure = exception.UnshelveInterrupted(instance_uuid=uuid, host=self.conf.host,
+                                                task_state=task)
+        bdms = bdm_mod.listed(self.conductor, context, uuid)
+        self._undo_unshelve(context, instance, bdms)
+        self.reporter.fault(context, uuid, failure)
+        try:
+            updated = self._update(context, uuid, {
+                "vm_state": vm_states.SHELVED_OFFLOADED, "task_state": None,
+                "power_state": power_state.NOSTATE, "host": None, "node": None},
+                expected=[task_states.UNSHELVING, task_states.SPAWNING])
+        except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
+            return
+        self.reporter.notify(context, updated or instance, "unshelve", "error", bdms=bdms,
+                             exc=failure)
 
     def _unshelve_in_place(self, context, instance):
         """Start a ``SHELVED`` server again on its host.

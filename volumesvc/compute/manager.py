@@ -51,6 +51,8 @@ _driver_instance = compute_instances.driver_instance
 
 # started_work kind: a swap or rebuild this process was asked for (keyed by server).
 TASK = "task"
+# started_work kind: a delete the start-up pass finished (keyed by server).
+DELETED = "deleted"
 
 
 class ComputeManager:
@@ -103,6 +105,8 @@ class ComputeManager:
                        **dict.fromkeys(rebuild_mod.REBUILD_TASKS,
                                        self._dead_task(self._recover_rebuild)),
                        **dict.fromkeys(BUILD_TASKS, self._end_dead_build),
+                       task_states.UNSHELVING: self._end_dead_unshelve,
+                       task_states.DELETING: self._delete_again,
                        # As Nova at start: a power or shelve step a dead process left
                        # is done again (its task state is still the one it expects).
                        task_states.POWERING_OFF: self.lifecycle.stop,
@@ -285,9 +289,10 @@ class ComputeManager:
         domain destroyed, the Cinder attachments deleted (the volumes
         ``available``, the BDMs without one), where before a root volume
         stayed ``attaching`` for ever. ``spawning`` is also an unshelve's
-        task; an unshelve is not a build and is left alone here.
+        task; an unshelve is not a build and is undone as an unshelve.
         """
         if instance.get("vm_state") != vm_states.BUILDING:
+            self._end_dead_unshelve(context, instance)
             return
         uuid = instance["uuid"]
         failure = exception.BuildInterrupted(instance_uuid=uuid, host=self.host,
@@ -311,6 +316,21 @@ class ComputeManager:
             LOG.warning("Could not undo the interrupted build of %s: %s", uuid, exc)
         self.reporter.fault(context, uuid, failure)
         self.reporter.notify(context, updated or instance, "create", "error", exc=failure)
+
+    def _end_dead_unshelve(self, context, instance):
+        """An unshelve a dead process left (``unshelving``, or ``spawning`` when offloaded).
+
+        A server shelved on this host (never offloaded) is simply started
+        again, as a power step is done again; one offloaded is put back
+        offloaded (``Lifecycle.end_dead_unshelve``): its attachments are
+        half way to this host, which a second try cannot pick up safely.
+        """
+        vm_state = instance.get("vm_state")
+        if vm_state == vm_states.SHELVED and instance.get("task_state") == \
+                task_states.UNSHELVING:
+            self.lifecycle.unshelve(context, instance, [])
+        elif vm_state == vm_states.SHELVED_OFFLOADED:
+            self.lifecycle.end_dead_unshelve(context, instance)
 
     def _shelve_again(self, context, instance):
         """A shelve a dead process left, offloaded as the conductor would have asked."""
@@ -343,31 +363,61 @@ class ComputeManager:
         uuid = instance["uuid"]
         bdms = bdm_mod.from_wire_list(bdms)
         with self._lock(uuid):
+            if started_work.StartedWork.key(DELETED, uuid) in self.started:
+                # The cast waited in the queue while this compute was down;
+                # its start-up pass finished the delete (_delete_again).
+                LOG.info("Delete of %s already finished at start; duplicate skipped", uuid)
+                return
             if any(b.is_volume and b.attachment_id and not b.has_connection for b in bdms):
                 # Read before an attach's one report (after Cinder's
                 # attachment_complete): its connection is recorded now.
                 bdms = bdm_mod.listed(self.conductor, context, uuid)
-            self.reporter.notify(context, instance, "delete", "start", bdms=bdms)
-            try:
-                with self.reporter.event(context, uuid, "compute_terminate_instance"):
-                    teardown.destroy_on_host(context, driver=self.driver,
-                                             attacher=self.attacher, instance=instance,
-                                             bdms=bdms)
-                    cleanup.release_instance(
-                        self.cinder, context.elevated(), uuid, bdm_mod.to_wire_list(bdms),
-                        timeout=self._conf.compute.volume_wait_timeout,
-                        page_size=self._conf.cinder.list_page_size)
-                    boot_volumes.remove_instance_dir(self._conf, uuid)
-                    self.conductor.instance_destroy(context, instance_uuid=uuid)
-            except exception.InstanceNotFound:
-                return
-            except Exception as exc:  # noqa: BLE001
-                LOG.exception("Delete of instance %s failed", uuid)
-                self.reporter.fault(context, uuid, exc)
-                self._update(context, uuid, {"vm_state": vm_states.ERROR, "task_state": None})
-                return
-            self.reporter.notify(context, dict(instance, vm_state=vm_states.DELETED), "delete",
-                                 "end", bdms=bdms)
+            self._terminate(context, instance, bdms)
+
+    def _delete_again(self, context, instance):
+        """Finish a delete a dead process of this compute left, as Nova does at start.
+
+        Called by the start-up reconciliation with the instance lock held.
+        The compute died while it took the server apart (the cast is gone
+        with it), so the server stayed ``deleting`` for ever, its domain
+        defined and both Cinder attachments held. The delete's steps are
+        each safe to run again: destroying a domain that is gone, releasing
+        attachments Cinder no longer has. The delete cast may also still
+        wait in this compute's queue (sent while it was down): it is
+        skipped once this pass has deleted the server.
+        """
+        uuid = instance["uuid"]
+        LOG.warning("Instance %s was being deleted when this compute stopped; deleting it "
+                    "again", uuid)
+        bdms = bdm_mod.listed(self.conductor, context, uuid)
+        if self._terminate(context, instance, bdms):
+            self.started.start(started_work.StartedWork.key(DELETED, uuid))
+
+    def _terminate(self, context, instance, bdms):
+        """The delete's steps (instance lock held); True once the record is gone."""
+        uuid = instance["uuid"]
+        self.reporter.notify(context, instance, "delete", "start", bdms=bdms)
+        try:
+            with self.reporter.event(context, uuid, "compute_terminate_instance"):
+                teardown.destroy_on_host(context, driver=self.driver,
+                                         attacher=self.attacher, instance=instance,
+                                         bdms=bdms)
+                cleanup.release_instance(
+                    self.cinder, context.elevated(), uuid, bdm_mod.to_wire_list(bdms),
+                    timeout=self._conf.compute.volume_wait_timeout,
+                    page_size=self._conf.cinder.list_page_size)
+                boot_volumes.remove_instance_dir(self._conf, uuid)
+                self.conductor.instance_destroy(context, instance_uuid=uuid)
+        except exception.InstanceNotFound:
+            return True
+        except Exception as exc:  # noqa: BLE001
+            LOG.exception("Delete of instance %s failed", uuid)
+            self.reporter.fault(context, uuid, exc)
+            self._update(context, uuid, {"vm_state": vm_states.ERROR, "task_state": None})
+            return False
+        self.reporter.notify(context, dict(instance, vm_state=vm_states.DELETED), "delete",
+                             "end", bdms=bdms)
+        return True
 
     # -- reboot ----------------------------------------------------------------
 

@@ -28,7 +28,9 @@ What counts as dangling, for one server (always under its instance lock):
   connected here and completed, so the volume is ``in-use`` and the server
   can be rebuilt, rebooted or deleted. While Cinder still reimages it
   (``downloading``) it is left for later; a volume Cinder put in an error
-  status is left as it is;
+  status is left as it is. An attachment of it no BDM knows (the connected
+  one a rebuild that died had not deleted yet) goes first: Cinder refuses to
+  connect the root's while another holds the same connector;
 * a detach that made no progress (a BDM still ``detaching`` with its
   Cinder attachment, found when the compute starts or after the same
   timeout): the detach cast went with a compute that died in it, and
@@ -310,8 +312,6 @@ def apply(p: Pass, work: Plan, view) -> None:
         _safely(p, _interrupted, bdm, attachment)
     for bdm, attachment in work.interrupted_detaches:
         _safely(p, _interrupted_detach, bdm, attachment)
-    for bdm, attachment in work.released_roots:
-        _safely(p, _reconnect_root, bdm, attachment)
     for attachment in work.orphans_in_progress:
         if view.listed_under_lock or attachment.get("volume_id") in stale_volumes or \
                 _safely(p, _stale_volume, attachment):
@@ -322,6 +322,11 @@ def apply(p: Pass, work: Plan, view) -> None:
                                        " without a BDM, younger than the timeout"))
     for attachment in orphans:
         _safely(p, _delete_attachment, attachment, "claims the server but no BDM knows it")
+    # NOTE: after the orphans: a rebuild that died releasing its root left the
+    # old attachment with this host's connector, and Cinder refuses to connect
+    # the new one while it exists ("duplicate connectors").
+    for bdm, attachment in work.released_roots:
+        _safely(p, _reconnect_root, bdm, attachment)
 
 
 def _safely(p: Pass, step, *args):

@@ -11,9 +11,10 @@ record); the occasions are:
   conductor), for one server or a batch served by one Cinder listing;
 * when the compute starts, before it takes new work: attaches this compute
   was running when it died are finished or rolled back, and first a server
-  left in the task of a workflow that died with the process (a swap, a
-  rebuild) is handed to that workflow's ``recover`` (``interrupted``), which
-  rolls it back or ends it, so the same pass finds it out of its task,
+  left in the task of a workflow that died with the process (a build, a
+  swap, a rebuild, a power or shelve step, an unshelve, a delete) is handed
+  to that workflow's ``recover`` (``interrupted``), which rolls it back,
+  does it again or ends it, so the same pass finds it out of its task,
   and an extend Cinder still waits for (its ``volume-extended`` cast died
   with the process) is finished or completed with error
   (``ExternalEvents.resume_extend``); a detach the process died in is

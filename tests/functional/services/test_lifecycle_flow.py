@@ -6,6 +6,8 @@ holds from the fake's attachment records (connector included), so the three
 views (BDM, Cinder, domain) are checked against each other after each step.
 """
 
+import logging
+
 import pytest
 
 from tests.functional.stack import BLANK_ROOT as ROOT
@@ -499,3 +501,142 @@ def test_a_step_whose_compute_died_is_done_again_when_the_compute_starts(
     assert shown["OS-EXT-STS:task_state"] is None
     assert sorted(a["volume_id"] for a in stack.cinder.attachments.values()) == \
         _bdm_volumes(stack, server)
+
+
+@pytest.mark.parametrize("dies_in, task", [("connect_volume", "unshelving"),
+                                           ("spawn", "spawning")])
+def test_an_unshelve_whose_compute_died_is_undone_when_the_compute_starts(
+        stack, server, monkeypatch, dies_in, task):
+    """Regression: the server stayed SHELVED_OFFLOADED / ``spawning`` for ever.
+
+    Its root volume stayed ``attaching`` (connected to the host, never
+    completed). The compute started again undoes the unshelve as a failed
+    one: offloaded again with a fault saying why, every volume attached in
+    Cinder without a connector; a second unshelve brings it up.
+    """
+    data = _new_volume(stack)
+    _attach(stack, server, data, "2.101", 202)
+    _volume_status(stack, data, "in-use")
+    _shelve_to_offloaded(stack, server)
+    driver = _driver(stack)
+    entered = []
+
+    def die(*args, **kwargs):
+        entered.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, dies_in, die)
+    _action(stack, server, {"unshelve": None})
+    stack.wait(lambda: entered, what=f"the compute in {dies_in}")
+    assert instance_obj.get_by_uuid(stack.db, stack.admin_context(),
+                                    server).task_state == task
+    monkeypatch.undo()
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST, driver=driver)
+
+    stack.wait_instance(server, "shelved_offloaded")
+    _assert_offloaded(stack, server)
+    fault = fault_obj.latest(stack.db, stack.admin_context(), server)
+    assert f"The unshelve of instance {server} was interrupted" in fault.message
+    assert task in fault.message
+    for volume_id in _bdm_volumes(stack, server):
+        assert stack.cinder.get(None, volume_id)["status"] == "reserved"
+
+    _action(stack, server, {"unshelve": None})
+    _assert_active_here(stack, server)
+
+
+def test_a_delete_whose_compute_died_is_finished_when_the_compute_starts(
+        stack, server, monkeypatch):
+    """Regression: the server stayed ACTIVE / ``deleting`` for ever, its volumes in-use.
+
+    The compute dies while it destroys the domain; the delete cast died
+    with it. The compute started again finishes the delete, as Nova does
+    at start: the domain and the record go, no attachment is left in
+    Cinder, the data volume is ``available`` and the root volume made for
+    the server is deleted with it.
+    """
+    data = _new_volume(stack)
+    _attach(stack, server, data, "2.101", 202)
+    _volume_status(stack, data, "in-use")
+    volumes = _bdm_volumes(stack, server)
+    driver = _driver(stack)
+    entered = []
+
+    def die(*args, **kwargs):
+        entered.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, "destroy", die)
+    stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
+    stack.wait(lambda: entered, what="the compute in destroy")
+    monkeypatch.undo()
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST, driver=driver)
+
+    stack.wait_for_server_gone(server)
+    assert _xml(stack, server) == ""
+    assert not _attachments(stack, server)
+    # The root volume was made for the server (delete_on_termination): gone with it.
+    assert [v for v in volumes if v in stack.cinder.volumes] == [data]
+    assert stack.cinder.get(None, data)["status"] == "available"
+    assert stack.notifier.of("instance.delete.end")
+
+
+def test_a_delete_sent_while_the_compute_was_down_is_done_once(stack, server, monkeypatch,
+                                                              caplog):
+    """The delete asked again while the compute was down waits in its queue.
+
+    The restarted compute finishes the delete before it takes its queue;
+    the waiting cast then finds the delete done and is skipped, instead of
+    taking apart, a second time, a server that no longer exists.
+    """
+    caplog.set_level(logging.INFO, logger="volumesvc.compute.manager")
+    driver = _driver(stack)
+    entered = []
+
+    def die(*args, **kwargs):
+        entered.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, "destroy", die)
+    stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
+    stack.wait(lambda: entered, what="the compute in destroy")
+    monkeypatch.undo()
+    stack.computes.pop(HOST).stop()
+    # The compute still counts as up (its last heartbeat is recent): the
+    # conductor casts the delete to its queue.
+    stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
+    stack.add_compute(HOST, driver=driver)
+
+    stack.wait_for_server_gone(server)
+    stack.wait(lambda: "duplicate skipped" in caplog.text, what="the queued delete skipped")
+    # Started by the killed process and by the restarted one's start-up pass only.
+    assert len(stack.notifier.of("instance.delete.start")) == 2
+    assert len(stack.notifier.of("instance.delete.end")) == 1
+    assert not _attachments(stack, server)
+
+
+def test_an_unshelve_in_place_whose_compute_died_is_done_again_when_it_starts(
+        tmp_path, monkeypatch):
+    """A server shelved on its host (never offloaded) keeps its domain: started again."""
+    stack = Stack(tmp_path, conf_overrides={(None, "shelved_offload_time"): -1})
+    try:
+        uuid = stack.boot(stack.context(), ROOT)
+        stack.wait_instance(uuid, "active")
+        _action(stack, uuid, {"shelve": None})
+        stack.wait_for_server_status(uuid, "SHELVED")
+        driver = _driver(stack)
+        entered = []
+
+        def die(*args, **kwargs):
+            entered.append(args)
+            raise _Killed()
+        monkeypatch.setattr(driver, "power_on", die)
+        _action(stack, uuid, {"unshelve": None})
+        stack.wait(lambda: entered, what="the compute in power_on")
+        monkeypatch.undo()
+        stack.computes.pop(HOST).stop()
+        stack.add_compute(HOST, driver=driver)
+
+        stack.wait_instance(uuid, "active")
+        _assert_active_here(stack, uuid)
+    finally:
+        stack.stop()

@@ -353,3 +353,44 @@ def test_a_compute_killed_while_spawning_keeps_the_root_volume(quick_stack, monk
     _rebuild(stack, server, image)
     stack.wait_for_server_status(server, "ACTIVE")
     assert _serials(stack, server) == [root.volume_id]
+
+
+def test_a_compute_killed_releasing_the_root_keeps_it_connected_here(quick_stack, monkeypatch):
+    """Regression: the root volume stayed ``reserved`` for ever, the server unbootable.
+
+    Killed between the root's new attachment (no connector, saved in the
+    BDM) and the disconnect of the old one: Cinder still has the old one,
+    connected to this host. The start-up pass connected the new one
+    first, which Cinder refuses while the old one holds the same
+    connector ("duplicate connectors"), then deleted the old one: the
+    volume was left ``reserved`` with no connection. Now the old one goes
+    first and the root is connected and completed again.
+    """
+    stack = quick_stack
+    image, server = _image_and_server(stack)
+    driver = stack.computes[HOST].manager.driver
+    releasing = []
+
+    def die(*args):
+        releasing.append(args)
+        raise _Killed()
+    monkeypatch.setattr(driver, "disconnect_volume", die)
+    _rebuild(stack, server, image)
+    stack.wait(lambda: releasing, what="the rebuild releasing the root volume")
+    root, attachments = _root_attachments(stack, server)
+    assert len(attachments) == 2
+    assert (root.attachment_id, "reserved") in attachments
+    monkeypatch.undo()
+    stack.computes.pop(HOST).stop()
+    stack.add_compute(HOST, driver=driver)
+
+    stack.wait_for_server_status(server, "ERROR")
+    stack.wait(lambda: stack.cinder.get(None, root.volume_id)["status"] == "in-use",
+               what="the root volume connected again")
+    again, attachments = _root_attachments(stack, server)
+    assert attachments == [(root.attachment_id, "attached")]
+    assert again.connection_info
+    _rebuild(stack, server, image)
+    stack.wait_for_server_status(server, "ACTIVE")
+    assert _root_bytes(stack, server, len(PATTERN)) == PATTERN
+    assert _serials(stack, server) == [root.volume_id]
