@@ -5,12 +5,9 @@ libvirt daemon, so a server's domain is on exactly one of them; FakeCinder
 records which host's connector each attachment was given.
 """
 
+from tests.functional.killing import Killed  # noqa: F401 - the moves' tests raise it
 from tests.functional.stack import BLANK_ROOT
 from volumesvc.objects import instance as instance_obj
-
-
-class Killed(BaseException):
-    """The compute process dying: no handler of the step runs any more."""
 
 
 def restart(stack, host):

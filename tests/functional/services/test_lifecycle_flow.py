@@ -10,6 +10,7 @@ import logging
 
 import pytest
 
+from tests.functional import killing
 from tests.functional.stack import BLANK_ROOT as ROOT
 from tests.functional.stack import Stack
 from volumesvc import exception
@@ -237,13 +238,19 @@ def test_shelve_attach_detach_offloaded_unshelve(stack, server):
     stack.wait(lambda: stack.notifier.of("instance.unshelve.end"), what="unshelve.end")
 
 
+def _shelved_here(stack):
+    """A server shelved on its host and not offloaded (``shelved_offload_time`` -1)."""
+    uuid = stack.boot(stack.context(), ROOT)
+    stack.wait_instance(uuid, "active")
+    _action(stack, uuid, {"shelve": None})
+    stack.wait_for_server_status(uuid, "SHELVED")
+    return uuid
+
+
 def test_shelve_without_offload_then_offload_and_unshelve_in_place(tmp_path):
     stack = Stack(tmp_path, conf_overrides={(None, "shelved_offload_time"): -1})
     try:
-        uuid = stack.boot(stack.context(), ROOT)
-        stack.wait_instance(uuid, "active")
-        _action(stack, uuid, {"shelve": None})
-        stack.wait_for_server_status(uuid, "SHELVED")
+        uuid = _shelved_here(stack)
         assert not _driver(stack).host.find_guest(uuid).is_active()
         _action(stack, uuid, {"unshelve": None})
         _assert_active_here(stack, uuid)
@@ -463,9 +470,6 @@ def test_a_cast_above_the_compute_cap_clears_the_task_with_a_fault(tmp_path, mon
         stack.stop()
 
 
-class _Killed(BaseException):
-    """The compute process dying: no handler of the step runs any more."""
-
 
 @pytest.mark.parametrize("before, body, dies_in, then", [
     (None, {"os-stop": None}, "power_off", "SHUTOFF"),
@@ -485,16 +489,10 @@ def test_a_step_whose_compute_died_is_done_again_when_the_compute_starts(
         _action(stack, server, before)
         stack.wait_for_server_status(server, "SHUTOFF")
     driver = _driver(stack)
-    entered = []
-
-    def die(*args, **kwargs):
-        entered.append(args)
-        raise _Killed()
-    monkeypatch.setattr(driver, dies_in, die)
+    entered = killing.dies_in(monkeypatch, driver, dies_in)
     _action(stack, server, body)
     stack.wait(lambda: entered, what=f"the compute in {dies_in}")
-    monkeypatch.undo()
-    stack.computes.pop(HOST).stop()
+    killing.stop_compute(stack, monkeypatch, HOST)
     stack.add_compute(HOST, driver=driver)
 
     shown = stack.wait_for_server_status(server, then)
@@ -519,18 +517,12 @@ def test_an_unshelve_whose_compute_died_is_undone_when_the_compute_starts(
     _volume_status(stack, data, "in-use")
     _shelve_to_offloaded(stack, server)
     driver = _driver(stack)
-    entered = []
-
-    def die(*args, **kwargs):
-        entered.append(args)
-        raise _Killed()
-    monkeypatch.setattr(driver, dies_in, die)
+    entered = killing.dies_in(monkeypatch, driver, dies_in)
     _action(stack, server, {"unshelve": None})
     stack.wait(lambda: entered, what=f"the compute in {dies_in}")
     assert instance_obj.get_by_uuid(stack.db, stack.admin_context(),
                                     server).task_state == task
-    monkeypatch.undo()
-    stack.computes.pop(HOST).stop()
+    killing.stop_compute(stack, monkeypatch, HOST)
     stack.add_compute(HOST, driver=driver)
 
     stack.wait_instance(server, "shelved_offloaded")
@@ -560,16 +552,10 @@ def test_a_delete_whose_compute_died_is_finished_when_the_compute_starts(
     _volume_status(stack, data, "in-use")
     volumes = _bdm_volumes(stack, server)
     driver = _driver(stack)
-    entered = []
-
-    def die(*args, **kwargs):
-        entered.append(args)
-        raise _Killed()
-    monkeypatch.setattr(driver, "destroy", die)
+    entered = killing.dies_in(monkeypatch, driver, "destroy")
     stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
     stack.wait(lambda: entered, what="the compute in destroy")
-    monkeypatch.undo()
-    stack.computes.pop(HOST).stop()
+    killing.stop_compute(stack, monkeypatch, HOST)
     stack.add_compute(HOST, driver=driver)
 
     stack.wait_for_server_gone(server)
@@ -591,16 +577,10 @@ def test_a_delete_sent_while_the_compute_was_down_is_done_once(stack, server, mo
     """
     caplog.set_level(logging.INFO, logger="volumesvc.compute.manager")
     driver = _driver(stack)
-    entered = []
-
-    def die(*args, **kwargs):
-        entered.append(args)
-        raise _Killed()
-    monkeypatch.setattr(driver, "destroy", die)
+    entered = killing.dies_in(monkeypatch, driver, "destroy")
     stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
     stack.wait(lambda: entered, what="the compute in destroy")
-    monkeypatch.undo()
-    stack.computes.pop(HOST).stop()
+    killing.stop_compute(stack, monkeypatch, HOST)
     # The compute still counts as up (its last heartbeat is recent): the
     # conductor casts the delete to its queue.
     stack.api("DELETE", f"/servers/{server}", token=TOKEN, status=204)
@@ -619,21 +599,12 @@ def test_an_unshelve_in_place_whose_compute_died_is_done_again_when_it_starts(
     """A server shelved on its host (never offloaded) keeps its domain: started again."""
     stack = Stack(tmp_path, conf_overrides={(None, "shelved_offload_time"): -1})
     try:
-        uuid = stack.boot(stack.context(), ROOT)
-        stack.wait_instance(uuid, "active")
-        _action(stack, uuid, {"shelve": None})
-        stack.wait_for_server_status(uuid, "SHELVED")
+        uuid = _shelved_here(stack)
         driver = _driver(stack)
-        entered = []
-
-        def die(*args, **kwargs):
-            entered.append(args)
-            raise _Killed()
-        monkeypatch.setattr(driver, "power_on", die)
+        entered = killing.dies_in(monkeypatch, driver, "power_on")
         _action(stack, uuid, {"unshelve": None})
         stack.wait(lambda: entered, what="the compute in power_on")
-        monkeypatch.undo()
-        stack.computes.pop(HOST).stop()
+        killing.stop_compute(stack, monkeypatch, HOST)
         stack.add_compute(HOST, driver=driver)
 
         stack.wait_instance(uuid, "active")

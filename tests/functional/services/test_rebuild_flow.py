@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from tests.functional import killing
 from tests.functional.stack import BLANK_ROOT
 from volumesvc.compute import rebuild as rebuild_mod
 from volumesvc.objects import block_device as bdm_obj
@@ -268,8 +269,19 @@ def test_a_failed_rebuilds_root_volume_is_connected_again_not_rolled_back(quick_
     assert _serials(stack, server) == [root.volume_id]
 
 
-class _Killed(BaseException):
-    """The compute process dying: no handler of the rebuild runs any more."""
+
+def _rebuild_dying_in(stack, monkeypatch, method):
+    """A server whose 2.93 rebuild is in the driver's ``method`` when its compute dies.
+
+    Returns (image, server, driver): the compute is still to be stopped
+    (``killing.stop_compute``) and started again on ``driver``.
+    """
+    image, server = _image_and_server(stack)
+    driver = stack.computes[HOST].manager.driver
+    entered = killing.dies_in(monkeypatch, driver, method)
+    _rebuild(stack, server, image)
+    stack.wait(lambda: entered, what=f"the rebuild in {method}")
+    return image, server, driver
 
 
 def test_a_compute_killed_during_the_reimage_ends_the_rebuild_when_it_starts(
@@ -285,12 +297,7 @@ def test_a_compute_killed_during_the_reimage_ends_the_rebuild_when_it_starts(
     stack = quick_stack
     image, server = _image_and_server(stack)
     stack.cinder.reimage_seconds = 3
-    waiting = []
-
-    def die(*args):
-        waiting.append(args)
-        raise _Killed()
-    monkeypatch.setattr(rebuild_mod.Rebuilder, "_wait", die)
+    waiting = killing.dies_in(monkeypatch, rebuild_mod.Rebuilder, "_wait")
     _rebuild(stack, server, image)
     stack.wait(lambda: waiting, what="the rebuild waiting for Cinder")
     root, attachments = _root_attachments(stack, server)
@@ -298,8 +305,7 @@ def test_a_compute_killed_during_the_reimage_ends_the_rebuild_when_it_starts(
     assert attachments == [(root.attachment_id, "reserved")]
     assert instance_obj.get_by_uuid(stack.db, stack.admin_context(), server).task_state == \
         "rebuilding"
-    monkeypatch.undo()
-    stack.computes.pop(HOST).stop()
+    killing.stop_compute(stack, monkeypatch, HOST)
     stack.add_compute(HOST)
 
     shown = stack.wait_for_server_status(server, "ERROR", version="2.93")
@@ -329,21 +335,11 @@ def test_a_compute_killed_while_spawning_keeps_the_root_volume(quick_stack, monk
     into the domain: there is none), but connect and complete it.
     """
     stack = quick_stack
-    image, server = _image_and_server(stack)
-    driver = stack.computes[HOST].manager.driver
-    spawning = []
-
-    def die(*args):
-        spawning.append(args)
-        raise _Killed()
-    monkeypatch.setattr(driver, "spawn", die)
-    _rebuild(stack, server, image)
-    stack.wait(lambda: spawning, what="the rebuild spawning")
+    image, server, driver = _rebuild_dying_in(stack, monkeypatch, "spawn")
     root, attachments = _root_attachments(stack, server)
     assert attachments == [(root.attachment_id, "attaching")]
     assert root.connection_info
-    monkeypatch.undo()
-    stack.computes.pop(HOST).stop()
+    killing.stop_compute(stack, monkeypatch, HOST)
     stack.add_compute(HOST, driver=driver)
 
     stack.wait_for_server_status(server, "ERROR")
@@ -368,21 +364,11 @@ def test_a_compute_killed_releasing_the_root_keeps_it_connected_here(stack, monk
     reimage timeout: the second rebuild's volume-reimaged event can take
     longer than quick_stack's one second on a loaded machine.)
     """
-    image, server = _image_and_server(stack)
-    driver = stack.computes[HOST].manager.driver
-    releasing = []
-
-    def die(*args):
-        releasing.append(args)
-        raise _Killed()
-    monkeypatch.setattr(driver, "disconnect_volume", die)
-    _rebuild(stack, server, image)
-    stack.wait(lambda: releasing, what="the rebuild releasing the root volume")
+    image, server, driver = _rebuild_dying_in(stack, monkeypatch, "disconnect_volume")
     root, attachments = _root_attachments(stack, server)
     assert len(attachments) == 2
     assert (root.attachment_id, "reserved") in attachments
-    monkeypatch.undo()
-    stack.computes.pop(HOST).stop()
+    killing.stop_compute(stack, monkeypatch, HOST)
     stack.add_compute(HOST, driver=driver)
 
     stack.wait_for_server_status(server, "ERROR")
