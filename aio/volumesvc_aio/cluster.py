@@ -376,7 +376,7 @@ class Cluster:
             node.configure()
             self._spawn(node.nodename.split("@")[0], node.argv(), env=node.env())
         for node in self.rabbit_nodes:
-            node.await_startup()
+            self._await_rabbit(node)
         for node in self.rabbit_nodes[1:]:
             node.join(self.rabbit_nodes[0])
         password_file = os.path.join(self.state_dir, "rabbit-password")
@@ -388,6 +388,28 @@ class Cluster:
         rabbit.cluster_user(self.rabbit_nodes[0], ("volumesvc", "cinder"), password)
         return {vhost: rabbit.cluster_transport_url(self.rabbit_nodes, vhost, password)
                 for vhost in ("volumesvc", "cinder")}
+
+    def _await_rabbit(self, node, attempts=3):
+        """Wait for ``node``; one that exited while booting is started again.
+
+        Why: a node can find its distribution port taken for a moment after
+        :meth:`rabbit.ClusterNode.wait_ports_free` saw it free (seen once while
+        another test tier ran beside the cluster: "could not bind to
+        distribution port", the node gone in a second). RabbitMQ does not
+        retry; waiting for the ports and starting the node again does.
+        """
+        name = node.nodename.split("@")[0]
+        for attempt in range(1, attempts + 1):
+            try:
+                node.await_startup(alive=self.procs[name].running)
+                return
+            except rabbit.NodeExited:
+                if attempt == attempts:
+                    raise
+            self.log(f"{name} exited while starting (see {self.log_path(name)}); "
+                     f"starting it again ({attempt}/{attempts - 1})")
+            node.wait_ports_free()
+            self.respawn(name)
 
     def _start_image_and_volume(self, transport_url, fresh, timeout):
         self.log("Barbican, Glance and Cinder (the first run installs them from PyPI)")

@@ -29,6 +29,10 @@ def _env():
     return env
 
 
+class NodeExited(RuntimeError):
+    """A RabbitMQ node's process ended before the node served."""
+
+
 def _bindable(address, port) -> bool:
     """True when ``address:port`` can be bound now (as a server does, without reuse)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -209,9 +213,17 @@ class ClusterNode:
         return subprocess.run(["rabbitmqctl", "-n", self.nodename, *args], env=self.env(),
                               check=check, capture_output=True, text=True, timeout=timeout)
 
-    def await_startup(self, timeout=120.0):
+    def await_startup(self, timeout=120.0, alive=None):
+        """Wait until the node serves AMQP; ``alive()`` False ends the wait at once.
+
+        ``alive``: whether the node's process still runs. A node that
+        exited while it booted (it could not bind a port) raises
+        :class:`NodeExited` instead of being waited for until ``timeout``.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if alive is not None and not alive():
+                raise NodeExited(f"RabbitMQ node {self.nodename} exited while starting")
             if self.ctl("await_startup", check=False, timeout=timeout).returncode == 0 \
                     and port_open(self.address, self.port):
                 return

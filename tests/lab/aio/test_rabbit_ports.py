@@ -45,3 +45,64 @@ def test_a_port_freed_meanwhile_lets_the_node_start(tmp_path):
     threading.Timer(1.0, sock.close).start()
     node.wait_ports_free(timeout=30)
     assert rabbit._bindable("127.0.0.1", node.port)
+
+
+def test_a_node_that_exited_is_not_waited_for(tmp_path, monkeypatch):
+    node = _node(tmp_path, 5999)
+    asked = []
+    monkeypatch.setattr(node, "ctl", lambda *args, **kwargs: asked.append(args))
+    with pytest.raises(rabbit.NodeExited):
+        node.await_startup(timeout=30, alive=lambda: False)
+    assert asked == []
+
+
+class _Proc:
+    def __init__(self, runs):
+        self.runs = runs
+
+    def running(self):
+        return self.runs
+
+
+class _Node:
+    """A node whose first boot fails as RabbitMQ's does when its port is taken."""
+
+    nodename = "vslab-rabbit-2@localhost"
+
+    def __init__(self, failures):
+        self.failures = failures
+        self.waited = 0
+
+    def await_startup(self, alive):
+        if not alive():
+            raise rabbit.NodeExited("exited")
+
+    def wait_ports_free(self):
+        self.waited += 1
+
+
+def _cluster(tmp_path, node, proc):
+    from volumesvc_aio.cluster import Cluster
+
+    cluster = Cluster.__new__(Cluster)
+    cluster.state_dir, cluster.procs, cluster.log = str(tmp_path), {"vslab-rabbit-2": proc}, \
+        (lambda message: None)
+
+    def respawn(name):
+        node.failures -= 1
+        proc.runs = node.failures == 0
+    cluster.respawn = respawn
+    return cluster
+
+
+def test_a_node_that_exited_while_booting_is_started_again(tmp_path):
+    node, proc = _Node(failures=1), _Proc(runs=False)
+    _cluster(tmp_path, node, proc)._await_rabbit(node)
+    assert node.waited == 1 and proc.runs
+
+
+def test_a_node_that_keeps_exiting_fails_the_start(tmp_path):
+    node, proc = _Node(failures=5), _Proc(runs=False)
+    with pytest.raises(rabbit.NodeExited):
+        _cluster(tmp_path, node, proc)._await_rabbit(node, attempts=3)
+    assert node.waited == 2
