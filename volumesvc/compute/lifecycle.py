@@ -42,6 +42,12 @@ from volumesvc.virt import block_device as virt_bd
 LOG = logging.getLogger(__name__)
 
 
+# What a server shelved offloaded is (after an offload, and after an
+# unshelve that failed or died): no host, no power, no task.
+OFFLOADED = {"vm_state": vm_states.SHELVED_OFFLOADED, "task_state": None,
+             "power_state": power_state.NOSTATE, "host": None, "node": None}
+
+
 class Lifecycle:
     """Stop, start, shelve, offload and unshelve on one compute host."""
 
@@ -143,10 +149,8 @@ class Lifecycle:
                                 boot_volumes.block_device_info(bdms))
             self.disconnect_volumes(context, uuid, bdms)
             boot_volumes.remove_instance_dir(self.conf, uuid)
-            return self._update(context, uuid, {
-                "vm_state": vm_states.SHELVED_OFFLOADED, "task_state": None,
-                "power_state": power_state.NOSTATE, "host": None, "node": None},
-                expected=[task_states.SHELVING_OFFLOADING])
+            return self._update(context, uuid, dict(OFFLOADED),
+                                expected=[task_states.SHELVING_OFFLOADING])
         return self.run(context, instance, name="shelve_offload",
                          event="compute_shelve_offload_instance", work=work,
                          on_error={"task_state": None})
@@ -227,9 +231,7 @@ class Lifecycle:
 
         return self.run(context, instance, name="unshelve",
                          event="compute_unshelve_instance", work=work, undo=undo,
-                         on_error={"vm_state": vm_states.SHELVED_OFFLOADED,
-                                   "task_state": None, "power_state": power_state.NOSTATE,
-                                   "host": None, "node": None})
+                         on_error=dict(OFFLOADED))
 
     def end_dead_unshelve(self, context, instance):
         """Undo an unshelve a dead process of this compute left; the server offloaded again.
@@ -253,10 +255,8 @@ class Lifecycle:
         self._undo_unshelve(context, instance, bdms)
         self.reporter.fault(context, uuid, failure)
         try:
-            updated = self._update(context, uuid, {
-                "vm_state": vm_states.SHELVED_OFFLOADED, "task_state": None,
-                "power_state": power_state.NOSTATE, "host": None, "node": None},
-                expected=[task_states.UNSHELVING, task_states.SPAWNING])
+            updated = self._update(context, uuid, dict(OFFLOADED),
+                                   expected=[task_states.UNSHELVING, task_states.SPAWNING])
         except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
             return
         self.reporter.notify(context, updated or instance, "unshelve", "error", bdms=bdms,
