@@ -518,7 +518,7 @@ def phase_boot(client, aio, stack, args):
         boot_storm.delete_all(client, stack, warm["prefix"], 600)
     rows = []
     for n in args.boot_servers:
-        for source in ("image", "blank"):
+        for source in args.boot_sources:
             for vtype in args.types:
                 image = source_image if source == "image" else None
                 log(f"boot storm: N={n} from {source}, type {vtype}")
@@ -541,7 +541,7 @@ def phase_boot(client, aio, stack, args):
             + ", ".join(f"{k} {v}" for k, v in r["volumes"].items()) + " |")
     ratios = []
     for n in args.boot_servers:
-        for source in ("image", "blank"):
+        for source in args.boot_sources:
             got = {t: r["all_active_after"] for nn, s, t, r in rows if nn == n and s == source}
             if got.get("rbd") and got.get("file"):
                 ratios.append(f"N={n} from {source}: `file` / `rbd` all ACTIVE = "
@@ -563,11 +563,15 @@ def _body(vtype, image):
 
 
 def phase_attach(client, aio, stack, args):
-    n = args.attach_servers
-    log(f"booting {n + 1} servers on real QEMU")
-    servers = boot_servers(client, aio.image_id, n + 1, timeout=max(900, 10 * n),
-                           wave=args.boot_wave)
-    probe, servers = servers[0], servers[1:]
+    n, per = args.attach_servers, args.volumes_per_server
+    guests_n = -(-n // per)
+    log(f"booting {guests_n + 1} servers on real QEMU")
+    booted = boot_servers(client, aio.image_id, guests_n + 1, timeout=max(900, 10 * guests_n),
+                          wave=args.boot_wave)
+    probe, guests = booted[0], booted[1:]
+    # Volume i goes to server i // per: N attaches on fewer guests than N when
+    # N guests would not fit the machine's memory.
+    servers = [guests[i // per] for i in range(n)]
     storm_args = types.SimpleNamespace(
         client_timeout=600.0, status_poll=False, poll_interval=1.0, storm_timeout=900.0,
         stall_timeout=150.0, delay=0.0)
@@ -592,10 +596,10 @@ def phase_attach(client, aio, stack, args):
         for vtype in args.types:
             log(f"attach storm: N={n} at {version}, type {vtype}")
             offset = metrics.log_size(stack.cinder_api_log)
-            q0, c0 = qemu_cpu(servers), compute_timings(aio)
+            q0, c0 = qemu_cpu(guests), compute_timings(aio)
             r = attach_storm.storm(client, stack, servers, volumes[vtype], probe, version,
                                    storm_args)
-            r["qemu_cpu"] = qemu_cpu(servers) - q0
+            r["qemu_cpu"] = qemu_cpu(guests) - q0
             r["compute"] = timings_delta(c0, compute_timings(aio))
             r["compute_attach"] = r["compute"].get("operation attach_volume", (0, None))[::-1]
             r["cinder_times"] = cinder_times(stack.cinder_api_log, offset)
@@ -607,10 +611,10 @@ def phase_attach(client, aio, stack, args):
                     if "attachments" in k))
             rows.append((vtype, version, r))
             attach_storm.detach_all(client, servers, volumes[vtype], timeout=900)
-    return rows, _attach_text(rows, n)
+    return rows, _attach_text(rows, n, per)
 
 
-def _attach_text(rows, n):
+def _attach_text(rows, n, per=1):
     table, detail = [], []
     for vtype, version, r in rows:
         cpu = r["cpu"]
@@ -642,9 +646,12 @@ def _attach_text(rows, n):
                 f"{got['rbd']['in_use_after'] / got['file']['in_use_after']:.2f}; attach p50 "
                 f"{p50['rbd'] / p50['file']:.2f}; the compute's attach_volume (mean) "
                 f"{(got['rbd']['compute_attach'][0] or 0) / (got['file']['compute_attach'][0] or 1):.2f}")  # noqa: E501
-    return (f"`attach_storm`'s storm on the all-in-one: N={n} servers booted from the starter "
+    guests = (f"N={n} servers" if per == 1 else
+              f"{-(-n // per)} servers for N={n} attaches ({per} volumes each)")
+    pairing = "volume *i* to server *i*" if per == 1 else f"volume *i* to server *i* // {per}"
+    return (f"`attach_storm`'s storm on the all-in-one: {guests} booted from the starter "
             "image onto a local root, running in real QEMU (TCG) through the libvirt daemon; "
-            f"{n} 1 GiB volumes of the type, volume *i* to server *i*, all requests in flight "
+            f"{n} 1 GiB volumes of the type, {pairing}, all requests in flight "
             "at once; a probe GET 5 times a second; Cinder's volume list polled once a second "
             "until all are in-use. Then everything detached before the next storm. No "
             "slow-reserve delay (the real libvirt driver).\n\n"
@@ -685,12 +692,17 @@ def parse_args(argv):
                    help="the boot storm's 'image' source: an image of random bytes of this "
                         "size uploaded first (0: the all-in-one's 1 MiB starter image)")
     p.add_argument("--attach-servers", type=int, default=100, help="N of the attach storm")
+    p.add_argument("--volumes-per-server", type=int, default=1,
+                   help="the attach storm's volumes per server: N attaches go to N / this "
+                        "many servers (300 guests do not fit 24 GB)")
     p.add_argument("--microversions", default="2.101,2.100")
     p.add_argument("--boot-wave", type=int, default=100,
                    help="the attach phase boots its servers this many at a time (a wave of "
                         "100 real QEMU builds starved the compute's heartbeats on a loaded "
                         "2-core machine: the scheduler saw it down)")
     p.add_argument("--boot-servers", default="20", help="comma-separated N of the boot storm")
+    p.add_argument("--boot-sources", default="image,blank",
+                   help="the boot storm's root volumes: from the image, blank, or both")
     p.add_argument("--image-gib", type=int, default=1, help="size of the clone phase's image")
     p.add_argument("--clone-repeat", type=int, default=2)
     p.add_argument("--settle", type=float, default=30.0,
@@ -706,6 +718,11 @@ def parse_args(argv):
     args.types = [x for x in args.types.split(",") if x]
     args.microversions = [x for x in args.microversions.split(",") if x]
     args.boot_servers = [int(x) for x in args.boot_servers.split(",") if x]
+    args.boot_sources = [x for x in args.boot_sources.split(",") if x]
+    if set(args.boot_sources) - {"image", "blank"}:
+        p.error("--boot-sources: image, blank or both")
+    if args.volumes_per_server < 1:
+        p.error("--volumes-per-server: at least 1")
     unknown = set(args.phases) - set(TOPICS)
     if unknown:
         p.error(f"--phases: unknown {sorted(unknown)}")
@@ -730,6 +747,8 @@ def hold_libvirt_daemon(storage, wait):
     daemon = libvirtd.LibvirtDaemon(tempfile.mkdtemp(prefix="vs-bench-libvirtd-",
                                                      dir="/var/tmp"))
     daemon.die_with_parent = True
+    # A fresh machine has no ``libvirt`` group yet, and the daemon's socket names it.
+    daemon.install()
     daemon.configure()
     # Another deployment's daemon goes when that deployment does: wait for it to go
     # (bounded), then start one of our own before anyone else does.

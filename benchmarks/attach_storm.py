@@ -105,19 +105,40 @@ def wait_volumes(client, ids, wanted, timeout):
         time.sleep(1.0)
 
 
-def detach_all(client, servers, volumes, timeout):
+def detach_all(client, servers, volumes, timeout, rounds=3):
+    """Detach volume *i* from server *i*; asked again for a volume still in-use.
+
+    A guest busy enough may not let go of a disk within the compute's wait, so
+    the detach fails and the volume stays in-use (as in Nova); an operator
+    asks again, and so does this, at most ``rounds`` times in all.
+    """
+    pairs = list(zip(servers, volumes, strict=True))
     statuses = client.volume_statuses()
 
     def detach(pair):
         server, volume = pair
-        if statuses.get(volume) != "in-use":
-            return  # a failed background attach was rolled back: nothing to detach
         status, body = client.api("DELETE", f"/servers/{server}/os-volume_attachments/{volume}")
         check(status, body, (202, 404), "detach")
 
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        list(pool.map(detach, zip(servers, volumes, strict=True)))
-    wait_volumes(client, volumes, "available", timeout)
+    def in_use(statuses):
+        # A failed background attach was rolled back: nothing to detach there.
+        return [pair for pair in pairs if statuses.get(pair[1]) == "in-use"]
+
+    todo = in_use(statuses)
+    end = time.monotonic() + timeout
+    for attempt in range(rounds):
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(detach, todo))
+        # What is left of the time, shared among the rounds still to come.
+        wait = (end - time.monotonic()) / (rounds - attempt)
+        try:
+            wait_volumes(client, volumes, "available", max(wait, 1.0))
+            break
+        except TimeoutError:
+            todo = in_use(client.volume_statuses())
+            if attempt == rounds - 1 or not todo:
+                raise
+            log(f"{len(todo)} volumes still in-use after their detach; detaching them again")
     deadline = time.monotonic() + timeout
     pending = list(servers)
     while pending and time.monotonic() < deadline:

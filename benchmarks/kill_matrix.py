@@ -4,7 +4,9 @@ Runs every cell of ``tests.fixtures.killmatrix_workflows.all_cells()`` (the
 kill-matrix tier runs a subset of them) on one stack: a real Cinder 29
 (and a real Glance when a cell rebuilds onto an image),
 the api, conductor and compute as processes, the compute on the
-in-memory libvirt paused at each step by ``tests.fixtures.virt.KillPointDriver``.
+in-memory libvirt paused at each step by ``tests.fixtures.virt.KillPointDriver``
+(createImage, which the API runs alone, paused in Cinder's or Glance's
+answer by ``tests.fixtures.pausing_proxy``).
 Each cell boots its own server, starts the workflow, kills the process while
 the compute waits at the step, starts it again and times how long the
 deployment takes, without an operator, to settle (the checks are in
@@ -42,11 +44,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     from tests.fixtures import killmatrix
-    from tests.fixtures.killmatrix_workflows import WORKFLOWS, all_cells, needs_images
+    from tests.fixtures.killmatrix_workflows import WORKFLOWS, all_cells, stack_options
 
     cells = [cell for cell in all_cells()
              if not args.only or any(part in cell.name for part in args.only)]
-    stack = killmatrix.Stack(images=needs_images(cells))
+    stack = killmatrix.Stack(**stack_options(cells))
     outcomes = []
     started = time.monotonic()
     try:

@@ -254,12 +254,18 @@ run_tiers() {
     rc_kill=$(awk '$1 == "killmatrix" {print $2}' "$status_file"); rc_kill=${rc_kill:-1}
     log "unit, lab, fuzz, functional and kill-matrix tiers:"
     cat "$fast_log"
-    rm -f "$fast_log" "$status_file"
+    rm -f "$status_file"
     # Last, so that the tail of a CI log keeps it: where the integration
     # tier's time went (the test command's time budget is mostly its).
     log "integration tier: $(( (SECONDS - started) / 60 )) min wall time"
     "$VENV/bin/python" tools/tier-times.py "$int_report" --label "integration tier"
     rm -f "$int_report"
+    # A CI log shown by its tail still says why a background tier failed.
+    if [ "$rc_fast" != 0 ] || [ "$rc_kill" != 0 ]; then
+        log "why the background tiers failed (their assertion lines):"
+        grep -E '^(FAILED|ERROR) |^E  ' "$fast_log" | cut -c1-400 | head -60
+    fi
+    rm -f "$fast_log"
     log "exit status: unit/lab/fuzz/functional $rc_fast, killmatrix $rc_kill, integration $rc_int"
     local rc
     for rc in "$rc_fast" "$rc_kill" "$rc_int"; do

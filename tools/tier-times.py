@@ -7,7 +7,9 @@ run's minutes went to. The time of a module is the sum of its tests' times
 as pytest reports them (set-up, call and tear-down of each test, so a
 module-scoped deployment's bring-up counts in its first test).
 
-    tools/tier-times.py REPORT.xml [--top N] [--label NAME]
+    tools/tier-times.py REPORT.xml [REPORT.xml ...] [--top N] [--label NAME]
+
+Several reports (a tier run as more than one pytest run) are summed as one.
 """
 
 import argparse
@@ -33,14 +35,19 @@ def module_times(path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("report")
+    parser.add_argument("reports", nargs="+")
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--label", default="tier")
     args = parser.parse_args(argv)
-    try:
-        times = module_times(args.report)
-    except (OSError, ET.ParseError) as exc:
-        print(f"tier-times: no report to read ({exc})", file=sys.stderr)
+    times = {}
+    for report in args.reports:
+        try:
+            for name, (seconds, tests) in module_times(report).items():
+                before = times.get(name, (0.0, 0))
+                times[name] = (before[0] + seconds, before[1] + tests)
+        except (OSError, ET.ParseError) as exc:
+            print(f"tier-times: no report to read in {report} ({exc})", file=sys.stderr)
+    if not times:
         return 0
     total = sum(seconds for seconds, _ in times.values())
     print(f"{args.label}: {len(times)} modules, {total / 60:.1f} min of test time; slowest:")

@@ -444,6 +444,12 @@ class VolumeRequestAbandoned(VolumesvcException):
                "attempts: each conductor that ran it stopped before it was done.")
 
 
+class CreateImageAbandoned(ServiceUnavailable):
+    msg_fmt = ("Service unavailable: this createImage ran longer than [conductor] "
+               "create_image_grace (%(grace)s s), so the conductors ended it as abandoned "
+               "and deleted what it made; ask again.")
+
+
 class ConductorTooOld(ServiceUnavailable):
     msg_fmt = ("volumesvc-conductor is not on the same version as volumesvc-api, so this "
                "request cannot be handled until the upgrade is complete. Please try again "

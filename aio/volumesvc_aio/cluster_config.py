@@ -48,6 +48,9 @@ def write_cluster_config(path, *, state_dir, transport_url, database_url, cinder
         # An attach abandoned by a conductor killed in the middle of it is
         # finished or rolled back after a minute, not the default ten.
         "compute": {"attachment_reservation_timeout": 60},
+        # An accepted attach or detach, and a move, whose conductor was
+        # killed before the work started are run again after 20 s, not a minute.
+        "conductor": {"move_request_grace": 20, "volume_request_grace": 20},
         "database": {"connection": database_url},
         "api": {"auth_strategy": "noauth2", "workers": 2},
         # The starter image's guest boots in 96 MiB (doc/source/admin/guest-image.rst).

@@ -11,7 +11,7 @@ def _cell_text(text):
 def table(outcomes):
     """A list-table, one row per cell: workflow, process killed, step, converged, seconds."""
     lines = [".. list-table::", "   :header-rows: 1", "   :widths: 14 10 22 10 10 34", "",
-             "   * - Workflow", "     - Killed", "     - Step (compute paused in)",
+             "   * - Workflow", "     - Killed", "     - Step (paused in)",
              "     - Converged", "     - Seconds", "     - Seen"]
     for outcome in outcomes:
         cell = outcome.cell

@@ -77,7 +77,8 @@ class Stack:
         self.glance = FakeGlance()
         self.notifier = RecordingNotifier()
         self.transport = rpc.get_transport(conf)
-        self.conductor = conductor_cmd.build_service(conf, self.transport, cinder=self.cinder)
+        self.conductor = conductor_cmd.build_service(conf, self.transport, cinder=self.cinder,
+                                                     glance=self.glance)
         self.computes = {}
         self.conductor.start()
         for host in hosts:

@@ -4,7 +4,7 @@ from volumesvc import binaries
 from volumesvc.cmd import common
 
 
-def build_service(conf, transport=None, *, cinder=None):
+def build_service(conf, transport=None, *, cinder=None, glance=None):
     """Assemble the conductor service from ``conf`` (tests inject fakes here)."""
     from volumesvc import context, rpc, service
     from volumesvc.common import metrics
@@ -20,11 +20,15 @@ def build_service(conf, transport=None, *, cinder=None):
         from volumesvc.volume import cinder as cinder_api
 
         cinder = cinder_api.CinderAPI(conf)
+    if glance is None:
+        from volumesvc.image import glance as glance_api
+
+        glance = glance_api.GlanceAPI(conf)
     mgr = manager.ConductorManager(
         conf, db=db, compute_rpcapi=compute_rpcapi.ComputeAPI(
             conf, transport, auto_version_cap=service_obj.compute_rpc_version_cap(
                 conf, db, context.get_admin_context())),
-        cinder=cinder)
+        cinder=cinder, glance=glance)
 
     def heartbeat(ctx, **values):
         service_obj.heartbeat(db, ctx, **values)

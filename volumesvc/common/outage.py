@@ -169,15 +169,56 @@ class Patience:
         self._clock = clock
 
     def call(self, what, function, *args, **kwargs):
+        return self._ask(what, function, args, kwargs, done=None)
+
+    def record(self, what, function, *args, done, **kwargs):
+        """Make the call that records a step already taken, until a conductor answers it.
+
+        For the write that says a server now runs elsewhere (its guest has
+        moved): giving up on it would leave the records naming a host the
+        guest has left, and undoing the move would stop a guest the records
+        may already place there. The call is made again while it fails on
+        the database being down, as :meth:`call` does, and also while no
+        conductor answers (a conductor killed with the call in hand, or
+        none running: ``MessagingTimeout``), for at most ``wait`` seconds.
+        A call that timed out may have been carried out with only its reply
+        lost; when its repetition is then refused, ``done()`` reads the
+        records and, if the first call did the work, its answer is returned
+        in place of the refusal.
+        """
+        return self._ask(what, function, args, kwargs, done=done)
+
+    def repeat(self, what, function, *args, **kwargs):
+        """:meth:`record` for a call whose repetition changes nothing (it sets
+        values, or reads): asked again while no conductor answers, a refusal
+        raised as it comes."""
+        return self._ask(what, function, args, kwargs, done=lambda: None)
+
+    def _ask(self, what, function, args, kwargs, *, done):
+        """:meth:`call` (``done`` None) or :meth:`record`."""
         deadline = self._clock() + self.wait
         delay = FIRST_DELAY
+        unanswered = False
         while True:
             try:
                 return function(*args, **kwargs)
             except Exception as exc:
-                if not database_down(exc) or self._clock() + delay > deadline:
-                    raise
-                LOG.warning("Could not %s: the database is unreachable; asking again in "
-                            "%.0f s (for at most %d s in all)", what, delay, self.wait)
+                if done is not None and isinstance(exc, messaging.MessagingTimeout):
+                    if self._clock() + delay > deadline:
+                        raise
+                    unanswered = True
+                    LOG.warning("Could not %s: no conductor answered; asking again in "
+                                "%.0f s (for at most %d s in all)", what, delay, self.wait)
+                else:
+                    if unanswered and isinstance(exc, exception.VolumesvcException):
+                        recorded = done()
+                        if recorded:
+                            LOG.info("The call to %s that got no answer had been carried "
+                                     "out", what)
+                            return recorded
+                    if not database_down(exc) or self._clock() + delay > deadline:
+                        raise
+                    LOG.warning("Could not %s: the database is unreachable; asking again in "
+                                "%.0f s (for at most %d s in all)", what, delay, self.wait)
             self._sleep(delay)
             delay = min(delay * 2, LAST_DELAY)

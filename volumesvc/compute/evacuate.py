@@ -45,6 +45,7 @@ from oslo_log import log as logging
 
 from volumesvc import context as vs_context
 from volumesvc import exception
+from volumesvc.common import outage
 from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import connections, encryption
 from volumesvc.compute import instances as compute_instances
@@ -77,6 +78,10 @@ class Evacuator:
         self.keys = keys
         self._lock = lock  # the manager's per-instance lock
         self._taken = set()  # ids of the evacuations this process took
+        # The destination's calls are asked again while no conductor answers
+        # (``Patience``): an evacuation is not given up, its server left
+        # ``ERROR`` on a dead host, because one conductor died.
+        self.patience = outage.Patience(conf.compute.database_outage_wait)
 
     def _save(self, context, migration, values, expected=None):
         return self.conductor.migration_update(
@@ -87,12 +92,13 @@ class Evacuator:
     def evacuate(self, context, instance, migration, target_state=None):
         """Take the server over (the steps above); the outcome is in the records."""
         uuid = instance["uuid"]
-        try:
-            migration = self._save(context, migration, {"status": migration_states.RUNNING},
-                                   expected=[migration_states.PRE_MIGRATING])
-        except exception.InvalidMigrationState as exc:
-            LOG.info("Evacuation %s of %s not taken: %s", migration["uuid"], uuid,
-                     exc.format_message())
+        if migration["id"] in self._taken:
+            LOG.info("Evacuation %s of %s is taken already here", migration["uuid"], uuid)
+            return
+        migration = compute_instances.take_move(
+            self.patience, self.conductor, context, migration,
+            expected=[migration_states.PRE_MIGRATING], status=migration_states.RUNNING)
+        if migration is None:
             return
         connected: dict = {}
         self._taken.add(migration["id"])
@@ -106,11 +112,13 @@ class Evacuator:
 
     def _take_over(self, context, instance, migration, target_state, connected):
         uuid = instance["uuid"]
-        bdms = bdm_mod.listed(self.conductor, context, uuid)
+        bdms = self.patience.repeat(f"read the BDMs of {uuid}", bdm_mod.listed,
+                                    self.conductor, context, uuid)
         volume_bdms = boot_volumes.volume_bdms(bdms)
         old = {b.volume_id: b.connection_info or {} for b in volume_bdms
                if b.has_connection}
-        migration = self._save(context, migration, {"source_connections": old})
+        migration = self.patience.repeat(f"save the old connections of {uuid}", self._save,
+                                         context, migration, {"source_connections": old})
         connector = self.driver.get_volume_connector()
         # Each switched BDM takes its place in both lists (the domain's disks below).
         volume_bdms = [self._switch(context, uuid, migration, bdms, bdm, connector)
@@ -125,8 +133,9 @@ class Evacuator:
             saved = bdm_mod.encode_connection_info(info)
             if saved != bdm.connection_info_json:
                 bdm_mod.replace_in(bdms, bdm, bdm.replace(connection_info=saved))
-                self.conductor.bdm_update(context, bdm_uuid=bdm.uuid,
-                                          values={"connection_info": saved})
+                self.patience.repeat(f"save the connection of volume {bdm.volume_id}",
+                                     self.conductor.bdm_update, context, bdm_uuid=bdm.uuid,
+                                     values={"connection_info": saved})
         driver_instance = compute_instances.driver_instance(instance)
         self.driver.spawn(driver_instance, boot_volumes.block_device_info(bdms))
         stopped = (target_state or instance.get("vm_state")) == vm_states.STOPPED
@@ -135,9 +144,14 @@ class Evacuator:
         admin = context.elevated()
         for bdm in volume_bdms:
             self.cinder.attachment_complete(admin, bdm.attachment_id)
-        self.conductor.evacuation_finish(context, migration_id=migration["id"], values={
-            "vm_state": vm_states.STOPPED if stopped else vm_states.ACTIVE,
-            "power_state": power_state.SHUTDOWN if stopped else power_state.RUNNING})
+        self.patience.record(
+            f"record that {uuid} runs on {self.host}", self.conductor.evacuation_finish,
+            context, migration_id=migration["id"], values={
+                "vm_state": vm_states.STOPPED if stopped else vm_states.ACTIVE,
+                "power_state": power_state.SHUTDOWN if stopped else power_state.RUNNING},
+            done=lambda: compute_instances.migration_reached(
+                self.conductor, context, migration["id"],
+                (migration_states.DONE, migration_states.COMPLETED)))
         LOG.info("Instance %s evacuated from %s to %s", uuid, migration["source_compute"],
                  self.host)
 
@@ -151,9 +165,10 @@ class Evacuator:
         attachment = self.cinder.attachment_create(
             admin, volume_id, uuid, connector=connector, mountpoint=bdm.device_name,
             mode=virt_bd.attach_mode(bdm))
-        self.conductor.migration_add_dest_attachment(
-            context, migration_id=migration["id"], volume_id=volume_id,
-            attachment_id=attachment["id"])
+        self.patience.repeat(f"record attachment {attachment['id']}",
+                             self.conductor.migration_add_dest_attachment, context,
+                             migration_id=migration["id"], volume_id=volume_id,
+                             attachment_id=attachment["id"])
         info = dict(attachment.get("connection_info") or {})
         info["serial"] = volume_id
         virt_bd.keep_read_only(info, bdm)
@@ -163,7 +178,9 @@ class Evacuator:
         previous = bdm.attachment_id
         values = {"attachment_id": attachment["id"],
                   "connection_info": bdm_mod.encode_connection_info(info)}
-        self.conductor.bdm_update(context, bdm_uuid=bdm.uuid, values=values)
+        self.patience.repeat(f"switch volume {volume_id} to attachment {attachment['id']}",
+                             self.conductor.bdm_update, context, bdm_uuid=bdm.uuid,
+                             values=values)
         switched = bdm_mod.replace_in(bdms, bdm, bdm.replace(**values))
         if previous:
             try:
@@ -325,11 +342,19 @@ class Evacuator:
         migrations = self.conductor.migration_list_evacuations(
             context, source_compute=self.host, statuses=list(_SETTLED + _UNSETTLED),
             timeout=timeout)
-        if not migrations:
-            return
         failed = self.conductor.migration_list_evacuations(
             context, source_compute=self.host, statuses=[migration_states.FAILED],
             timeout=timeout)
+        later = {m["instance_uuid"] for m in migrations}
+        for uuid in dict.fromkeys(m["instance_uuid"] for m in failed):
+            if uuid not in later:
+                try:
+                    with self._lock(uuid):
+                        self._take_back(context, uuid,
+                                        [m for m in failed if m["instance_uuid"] == uuid])
+                except Exception as exc:  # noqa: BLE001 - one server must not stop the others
+                    LOG.warning("Taking back server %s on %s after its failed evacuation "
+                                "failed: %s", uuid, self.host, exc)
         for migration in migrations:
             uuid = migration["instance_uuid"]
             try:
@@ -338,6 +363,48 @@ class Evacuator:
             except Exception as exc:  # noqa: BLE001 - one server must not stop the others
                 LOG.warning("Cleaning up evacuated server %s on %s failed: %s", uuid,
                             self.host, exc)
+
+    def _take_back(self, context, uuid, failed):
+        """A server whose evacuation failed, still this host's: its volumes connected here.
+
+        The failed try's undo left each volume with one attachment of the
+        server without a connector, and the BDMs without a connection; the
+        guest may even have kept running here (only the compute had died).
+        Each such volume gets this host's connector and is connected (a
+        connection this host kept is found again); the server stays
+        ``ERROR`` with its fault, as in Nova, for the admin to reboot (hard)
+        or to evacuate again. The connections the failed tries saved are
+        this host's own again: forgotten, so a later evacuation does not
+        drop them twice.
+        """
+        instance = self.conductor.instance_get(context, instance_uuid=uuid)
+        if instance.get("host") != self.host or instance.get("task_state"):
+            return
+        bdms = bdm_mod.listed(self.conductor, context, uuid)
+        admin = context.elevated()
+        connector = self.driver.get_volume_connector()
+        for bdm in boot_volumes.volume_bdms(bdms):
+            if bdm.has_connection or not bdm.attachment_id:
+                continue
+            info = self.cinder.attachment_update(admin, bdm.attachment_id, connector,
+                                                 mountpoint=bdm.device_name)
+            info["serial"] = bdm.volume_id
+            virt_bd.keep_read_only(info, bdm)
+            if self.cinder.get(admin, bdm.volume_id).get("multiattach"):
+                info["multiattach"] = True
+            plan = encryption.prepare(context, cinder=self.cinder, keys=self.keys,
+                                      driver=self.driver, connection_info=info)
+            self.driver.connect_volume(info)
+            encryption.open_volume(self.driver, info, plan)
+            self.conductor.bdm_update(context, bdm_uuid=bdm.uuid, values={
+                "connection_info": bdm_mod.encode_connection_info(info)})
+            self.cinder.attachment_complete(admin, bdm.attachment_id)
+            LOG.info("Volume %s of %s connected on %s again after its failed evacuation",
+                     bdm.volume_id, uuid, self.host)
+        for migration in failed:
+            if migration.get("source_connections"):
+                self._save(context, migration, {"source_connections": {}},
+                           expected=[migration_states.FAILED])
 
     def _let_go(self, context, migration, failed):
         uuid = migration["instance_uuid"]

@@ -31,6 +31,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from volumesvc import exception
+from volumesvc.common import outage
 from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import connections
 from volumesvc.compute import instances as compute_instances
@@ -59,6 +60,9 @@ class Lifecycle:
         self.cinder = cinder
         self.reporter = reporter
         self.glance = glance
+        # A BDM's switch to its new attachment is asked again while no
+        # conductor answers (``Patience.record``): it only sets values.
+        self.patience = outage.Patience(conf.compute.database_outage_wait)
 
     def _update(self, context, uuid, values, expected=None):
         return compute_instances.update_instance(self.conductor, context, uuid, values, expected)
@@ -189,7 +193,9 @@ class Lifecycle:
                                                     mode=virt_bd.attach_mode(bdm))["id"]
                 values = {"attachment_id": new, "connection_info": None}
                 bdm = bdm_mod.replace_in(bdms, bdm, bdm.replace(**values))
-                self.conductor.bdm_update(context, bdm_uuid=bdm.uuid, values=values)
+                self.patience.repeat(
+                    f"switch volume {bdm.volume_id} to attachment {new}",
+                    self.conductor.bdm_update, context, bdm_uuid=bdm.uuid, values=values)
                 self.cinder.attachment_delete(context.elevated(), old)
             except Exception as exc:  # noqa: BLE001 - disconnect the others too
                 LOG.warning("Could not disconnect volume %s of %s: %s", bdm.volume_id,

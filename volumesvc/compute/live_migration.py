@@ -38,6 +38,7 @@ import time
 from oslo_log import log as logging
 
 from volumesvc import exception
+from volumesvc.common import outage
 from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import connections, encryption
 from volumesvc.compute import instances as compute_instances
@@ -75,6 +76,9 @@ class LiveMigrator:
         self.reporter = reporter
         self.keys = keys
         self._controls = {}  # migration id -> _Control
+        # The writes after the guest moved are asked again while no
+        # conductor answers (``Patience.record``).
+        self.patience = outage.Patience(conf.compute.database_outage_wait)
 
     # -- the source ------------------------------------------------------------
 
@@ -92,6 +96,11 @@ class LiveMigrator:
     def migrate(self, context, instance, migration):
         """Run the move (the source's steps above); the outcome is in the records."""
         uuid = instance["uuid"]
+        migration = compute_instances.take_move(
+            self.patience, self.conductor, context, migration,
+            expected=[migration_states.QUEUED], status=migration_states.PREPARING)
+        if migration is None:
+            return
         control = self._controls[migration["id"]] = _Control()
         try:
             with self.reporter.event(context, uuid, EVENT):
@@ -103,21 +112,24 @@ class LiveMigrator:
 
     def _migrate(self, context, instance, migration, control):
         uuid = instance["uuid"]
-        migration = self._save(context, migration, {"status": migration_states.PREPARING},
-                               expected=[migration_states.QUEUED])
-        bdms = boot_volumes.volume_bdms(bdm_mod.listed(self.conductor, context, uuid))
+        bdms: list = []
         made: dict = {}
         volumes: dict = {}
         try:
+            bdms = boot_volumes.volume_bdms(self.patience.repeat(
+                f"read the BDMs of {uuid}", bdm_mod.listed, self.conductor, context, uuid))
             self._check_request(migration, control)
             target = self.peers.pre_live_migration(
                 context, host=migration["dest_compute"], instance=instance,
                 bdms=bdm_mod.to_wire_list(bdms), migration=migration)
             volumes = target.pop("volumes")
             made = target.pop("attachments")
-            migration = self._save(context, migration, {"status": migration_states.RUNNING,
-                                                        "dest_connections": volumes},
-                                   expected=[migration_states.PREPARING])
+            migration = self.patience.record(
+                f"record live migration {migration['uuid']} running", self._save, context,
+                migration, {"status": migration_states.RUNNING, "dest_connections": volumes},
+                expected=[migration_states.PREPARING],
+                done=lambda: compute_instances.migration_reached(
+                    self.conductor, context, migration["id"], (migration_states.RUNNING,)))
             self._check_request(migration, control)
             self.driver.live_migration(
                 compute_instances.driver_instance(instance), target, volumes,
@@ -204,8 +216,12 @@ class LiveMigrator:
                              "connection_info": bdm_mod.encode_connection_info(
                                  volumes[b.volume_id])}
                     for b in bdms if b.volume_id in volumes}
-        migration = self.conductor.live_migration_switch(
-            context, migration_id=migration["id"], bdms=switched)
+        migration = self.patience.record(
+            f"record that {uuid} runs on {migration['dest_compute']}",
+            self.conductor.live_migration_switch, context, migration_id=migration["id"],
+            bdms=switched, done=lambda: compute_instances.migration_reached(
+                self.conductor, context, migration["id"],
+                (migration_states.POST_MIGRATING, migration_states.COMPLETED)))
         LOG.info("Instance %s now runs on %s", uuid, migration["dest_compute"])
         self._after_switch(context, instance, migration, bdms, made, target)
 
@@ -230,7 +246,11 @@ class LiveMigrator:
         if target.get("instance_dir") and target["instance_dir"] != instance_dir(self.conf,
                                                                                  uuid):
             remove_instance_dir(self.conf, uuid)
-        self._save(context, migration, {"status": migration_states.COMPLETED, "requested": None})
+        self.patience.record(
+            f"record live migration {migration['uuid']} completed", self._save, context,
+            migration, {"status": migration_states.COMPLETED, "requested": None},
+            done=lambda: compute_instances.migration_reached(
+                self.conductor, context, migration["id"], (migration_states.COMPLETED,)))
 
     def _release_source(self, context, uuid, bdms):
         """Disconnect each volume here and delete its old attachment (errors logged only)."""
@@ -284,8 +304,10 @@ class LiveMigrator:
                         admin, volume_id, uuid, connector=connector,
                         mountpoint=bdm.device_name, mode=virt_bd.attach_mode(bdm))
                     made[volume_id] = attachment["id"]
-                    self.conductor.migration_add_dest_attachment(
-                        context, migration_id=migration["id"], volume_id=volume_id,
+                    self.patience.repeat(
+                        f"record attachment {attachment['id']}",
+                        self.conductor.migration_add_dest_attachment, context,
+                        migration_id=migration["id"], volume_id=volume_id,
                         attachment_id=attachment["id"])
                     info = dict(attachment.get("connection_info") or {})
                     info["serial"] = volume_id

@@ -35,6 +35,7 @@ thing.
 from oslo_log import log as logging
 
 from volumesvc import exception
+from volumesvc.common import outage
 from volumesvc.compute import bdm as bdm_mod
 from volumesvc.compute import instances as compute_instances
 from volumesvc.compute import volumes as boot_volumes
@@ -78,8 +79,17 @@ class Resizer:
         self.lifecycle = lifecycle
         self.glance = glance
         self.keys = keys
+        # The calls a step starts and ends with are asked again while no
+        # conductor answers (``Patience``): a move is not left half started,
+        # nor undone after its guest moved, because one conductor died.
+        self.patience = outage.Patience(conf.compute.database_outage_wait)
 
     # -- helpers ---------------------------------------------------------------
+
+    def _in_task(self, context, uuid, task):
+        """The server when it is in ``task`` (a lost answer's write was made), else None."""
+        instance = self._instance(context, uuid)
+        return instance if instance and instance.get("task_state") == task else None
 
     def _instance(self, context, uuid):
         try:
@@ -151,11 +161,14 @@ class Resizer:
         """Stop the guest and let go of its volumes here, then cast the destination."""
         uuid = instance["uuid"]
         try:
-            migration = self.conductor.migration_update(
+            # Both accept their own result: asked again, they change nothing.
+            migration = self.patience.repeat(
+                f"take cold move {migration['uuid']}", self.conductor.migration_update,
                 context, migration_id=migration["id"],
                 values={"status": migration_states.MIGRATING},
                 expected_status=[migration_states.PRE_MIGRATING, migration_states.MIGRATING])
-            instance = compute_instances.update_instance(
+            instance = self.patience.repeat(
+                f"set {uuid} resize_migrating", compute_instances.update_instance,
                 self.conductor, context, uuid, {"task_state": task_states.RESIZE_MIGRATING},
                 expected=[task_states.RESIZE_PREP, task_states.RESIZE_MIGRATING])
         except (exception.InvalidMigrationState, exception.UnexpectedTaskStateError,
@@ -165,15 +178,20 @@ class Resizer:
         self.reporter.notify(context, instance, "resize", "start")
         try:
             with self.reporter.event(context, uuid, "compute_resize_instance"):
-                bdms = bdm_mod.listed(self.conductor, context, uuid)
+                bdms = self.patience.repeat(f"read the BDMs of {uuid}", bdm_mod.listed,
+                                            self.conductor, context, uuid)
                 self._release(context, instance, bdms, settle=False)
                 if migration["dest_compute"] != self.host:
                     remove_instance_dir(self.conf, uuid)
-                migration = self._settle(
-                    context, migration, expected=[migration_states.MIGRATING],
+                migration = self.patience.record(
+                    f"record that {uuid} left {self.host}", self._settle, context,
+                    migration, expected=[migration_states.MIGRATING],
                     status=migration_states.POST_MIGRATING,
                     values={"task_state": task_states.RESIZE_MIGRATED},
-                    task=[task_states.RESIZE_MIGRATING])
+                    task=[task_states.RESIZE_MIGRATING],
+                    done=lambda: compute_instances.migration_reached(
+                        self.conductor, context, migration["id"],
+                        (migration_states.POST_MIGRATING,)))
         except Exception as exc:  # noqa: BLE001 - the server goes back to its guest here
             LOG.warning("Cold move %s of %s failed on the source: %s", migration["uuid"],
                         uuid, exc)
@@ -258,13 +276,16 @@ class Resizer:
         expected = [task_states.RESIZE_MIGRATED] + ([task_states.RESIZE_FINISH] if again
                                                     else [])
         try:
-            instance = compute_instances.update_instance(
+            instance = self.patience.record(
+                f"set {uuid} resize_finish", compute_instances.update_instance,
                 self.conductor, context, uuid, {"task_state": task_states.RESIZE_FINISH},
-                expected=expected)
+                expected=expected, done=lambda: self._in_task(context, uuid,
+                                                              task_states.RESIZE_FINISH))
         except (exception.UnexpectedTaskStateError, exception.InstanceNotFound) as exc:
             LOG.info("Finishing cold move %s of %s skipped: %s", migration["uuid"], uuid, exc)
             return
-        migration = self._migration(context, migration["id"])
+        migration = self.patience.repeat(f"read migration {migration['uuid']}",
+                                         self._migration, context, migration["id"])
         new_flavor = migration.get("new_flavor") or instance.get("flavor")
         target = dict(instance, flavor=new_flavor)
         self.reporter.notify(context, target, _FINISH_NOTIFICATION, "start")
@@ -277,9 +298,15 @@ class Resizer:
                 values.update(vm_state=vm_states.RESIZED, task_state=None)
                 if migration.get("new_instance_type_id") is not None:
                     values["flavor_id"] = migration["new_instance_type_id"]
-                self._settle(context, migration, expected=[migration_states.POST_MIGRATING],
-                             status=migration_states.FINISHED, values=values,
-                             task=[task_states.RESIZE_FINISH])
+                self.patience.record(
+                    f"record that {uuid} runs on {self.host}", self._settle, context,
+                    migration, expected=[migration_states.POST_MIGRATING],
+                    status=migration_states.FINISHED, values=values,
+                    task=[task_states.RESIZE_FINISH],
+                    done=lambda: compute_instances.migration_reached(
+                        self.conductor, context, migration["id"],
+                        (migration_states.FINISHED, migration_states.CONFIRMED,
+                         migration_states.REVERTING, migration_states.REVERTED)))
         except Exception as exc:  # noqa: BLE001 - the source puts it back
             LOG.warning("Cold move %s of %s failed on the destination: %s",
                         migration["uuid"], uuid, exc)

@@ -10,7 +10,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from volumesvc import exception, periodic
-from volumesvc.conductor import attach_watch, rpcapi, volume_requests
+from volumesvc.conductor import attach_watch, image_requests, rpcapi, stale_moves, volume_requests
 from volumesvc.conductor.tasks import attach as attach_task
 from volumesvc.conductor.tasks import base as task_base
 from volumesvc.conductor.tasks import build as build_task
@@ -34,7 +34,6 @@ from volumesvc.objects import instance_action as action_obj
 from volumesvc.objects import instance_fault as fault_obj
 from volumesvc.objects import migration as migration_obj
 from volumesvc.objects import service as service_obj
-from volumesvc.volume import snapshots as volume_snapshots
 
 LOG = logging.getLogger(__name__)
 
@@ -68,7 +67,7 @@ class ConductorManager:
 
     target = messaging.Target(version=rpcapi.VERSION)
 
-    def __init__(self, conf, *, db, compute_rpcapi, cinder):
+    def __init__(self, conf, *, db, compute_rpcapi, cinder, glance=None):
         self._conf = conf
         self._db = db
         self._compute = compute_rpcapi
@@ -78,6 +77,7 @@ class ConductorManager:
         self._deps = task_base.TaskDeps(conf, db, compute_rpcapi, cinder, up_cache=self._up,
                                         watch=self._watch)
         self._requests = volume_requests.VolumeRequests(self._deps)
+        self._images = image_requests.ImageRequests(conf, db=db, cinder=cinder, glance=glance)
 
     # -- process lifecycle ---------------------------------------------------
 
@@ -96,8 +96,10 @@ class ConductorManager:
 
     @periodic.periodic_task("conductor", "volume_request_recovery_interval")
     def _expire_unstarted_moves(self, context):
-        """End moves nobody took in time (``conductor/tasks/moves.py``)."""
+        """Drive again the moves no compute took (``stale_moves.py``), end those
+        nobody took in time (``conductor/tasks/moves.py``)."""
         moves_task.expire_unstarted(self._conf, self._db, context)
+        stale_moves.redrive(self._deps, context)
 
     @periodic.periodic_task(None, "resize_confirm_poll_interval")
     def _confirm_expired_resizes(self, context):
@@ -173,8 +175,8 @@ class ConductorManager:
 
     @periodic.periodic_task("conductor", "abandoned_snapshot_cleanup_interval")
     def _delete_abandoned_snapshots(self, context):
-        """Delete the snapshots a failed createImage left marked (``volume/snapshots.py``)."""
-        volume_snapshots.delete_marked(self._cinder, context, self._conf.cinder.list_page_size)
+        """End createImages whose API died; delete what failed ones left (``image_requests``)."""
+        self._images.run(context)
 
     # -- volume attachments -------------------------------------------
 

@@ -8,9 +8,13 @@ instance on a host (build today; unshelve "capability-aware like a boot").
 
 import dataclasses
 
+from oslo_log import log as logging
+
 from volumesvc import exception
 from volumesvc.objects import compute_host
 from volumesvc.objects import instance as instance_obj
+
+LOG = logging.getLogger(__name__)
 
 #: The capability a host needs for an instance with a multiattach volume.
 MULTIATTACH = "supports_multiattach"
@@ -95,7 +99,8 @@ def _refusal(host, requirements) -> str | None:
     return None
 
 
-def pick_host(conf, db, context, requirements: Requirements, exclude=None) -> str:
+def pick_host(conf, db, context, requirements: Requirements, exclude=None,
+              probe=None) -> str:
     """The up, enabled compute with room that meets ``requirements``, fewest instances first.
 
     Room: the flavors already on the host plus this one fit in the
@@ -107,10 +112,45 @@ def pick_host(conf, db, context, requirements: Requirements, exclude=None) -> st
     host → why it is out (a claim on it just failed). Raises
     :class:`NoValidHost` naming why each compute was left out, so the fault
     on the ERROR instance tells the operator what to fix.
+
+    ``probe(host) -> bool``: when no host is up, each compute that is down
+    only by its heartbeat's age (not forced down, and fit in every other
+    way) is asked directly, and one that answers counts as up. Why: a host
+    busy starting a wave of guests can miss its heartbeats for longer than
+    ``service_down_time`` while it is well; without the question every
+    build sent during the wave failed with "No valid host" (the boot storm
+    of 100 on two cores). A host that is really gone does not answer, and
+    the build fails as before, ``[compute] host_probe_timeout`` later.
     """
-    candidates, refused, hosts = [], [], {}
+    views = compute_host.list_hosts(conf, db, context)
     exclude = exclude or {}
-    for view in compute_host.list_hosts(conf, db, context):
+    try:
+        return _choose(conf, db, context, requirements, views, exclude)
+    except NoValidHost:
+        if probe is None:
+            raise
+        quiet = [view.host for view in views if _quiet(view, requirements, exclude)]
+        answered = {host for host in quiet if probe(host)}
+        if not answered:
+            raise
+    LOG.info("Compute hosts %s look down (no recent heartbeat) but answered: placing on them",
+             ", ".join(sorted(answered)))
+    views = [dataclasses.replace(view, up=True) if view.host in answered else view
+             for view in views]
+    return _choose(conf, db, context, requirements, views, exclude)
+
+
+def _quiet(view, requirements, exclude) -> bool:
+    """Is ``view`` left out only because its heartbeat is old? (Worth asking directly.)"""
+    if view.up or view.forced_down or not view.registered or view.host in exclude:
+        return False
+    return _refusal(dataclasses.replace(view, up=True), requirements) is None
+
+
+def _choose(conf, db, context, requirements, views, exclude) -> str:
+    """:func:`pick_host` over the hosts ``views``, as read."""
+    candidates, refused, hosts = [], [], {}
+    for view in views:
         reason = exclude.get(view.host) or _refusal(view, requirements)
         if reason is None:
             hosts[view.host] = view
@@ -132,7 +172,7 @@ def pick_host(conf, db, context, requirements: Requirements, exclude=None) -> st
 
 
 def place(conf, db, context, instance_uuid, requirements: Requirements,
-          expected_task_state) -> str:
+          expected_task_state, probe=None) -> str:
     """Choose a host (:func:`pick_host`) and claim room on it for the instance; the host.
 
     The choice reads without locks; the claim
@@ -142,10 +182,20 @@ def place(conf, db, context, instance_uuid, requirements: Requirements,
     the next one tried, so a storm of concurrent boots never holds more than
     a host's capacity. Raises NoValidHost when no host is left, and
     UnexpectedTaskStateError when the instance left ``expected_task_state``.
+    ``probe``: as for :func:`pick_host`; each host is asked once per placement
+    (a claim lost on an answering host does not ask the others again).
     """
     exclude: dict = {}
+    answers: dict = {}
+
+    def probe_once(host):
+        if host not in answers:
+            answers[host] = probe(host)
+        return answers[host]
+
     while True:
-        host = pick_host(conf, db, context, requirements, exclude=exclude)
+        host = pick_host(conf, db, context, requirements, exclude=exclude,
+                         probe=probe_once if probe is not None else None)
         reason = instance_obj.claim_host(
             db, context, instance_uuid, host,
             lambda caps, used: _no_room(caps, conf, used, requirements),

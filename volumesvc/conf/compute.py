@@ -60,7 +60,10 @@ order instead of all at the very end. 0 means no limit.
         help="""
 Seconds the conductor waits for a compute that looks down (no recent
 heartbeat) to answer a ping before it refuses work for it (an attach is then
-refused with 409 below API 2.101, or recorded as failed from 2.101).
+refused with 409 below API 2.101, or recorded as failed from 2.101). A
+build, an unshelve or a move that finds no compute up asks each one that is
+down only by its heartbeat's age (not forced down) the same way, and places
+the server on one that answers.
 
 Related options:
 
@@ -101,7 +104,11 @@ connection information of a disk now in the guest, the ``attached`` status,
 the removal of a detached volume's block device mapping, or the ``error``
 kept for a failed attach. Without this a database restarted in the middle
 of an attach made the compute undo a finished attach and lose its record of
-why. 0 means the first failure is final.
+why. The same wait bounds the calls that record that a server now runs
+elsewhere (a live migration's switch and completion, an evacuation's or a
+cold move's finish), which are also asked again while no conductor answers
+them at all: the guest has moved, and undoing that would stop it. 0 means
+the first failure is final.
 
 Related options:
 

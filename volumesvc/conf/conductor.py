@@ -26,8 +26,35 @@ metadata ``volumesvc_undo = delete``) once Cinder allows it. Each run lists
 the ``available`` and ``error`` snapshots of every project. 0 turns the task
 off; marked snapshots then stay until an operator deletes them.
 
+The same task ends the createImage requests whose API process died
+(``create_image_grace``).
+
 Related options:
 
+* ``[cinder] snapshot_undo_timeout``
+* ``create_image_grace``
+"""),
+    cfg.IntOpt(
+        "create_image_grace",
+        default=600,
+        min=1,
+        help="""
+Seconds a createImage may stay in progress (its ``api_snapshot_instance``
+event unfinished) before the conductors take the API process that ran it for
+dead: the API snapshots the server's volumes in Cinder, then registers the
+image in Glance, and a process killed in between would leave the snapshots
+for ever. Past this age the abandoned snapshot cleanup
+(``abandoned_snapshot_cleanup_interval``) finishes the request: when its
+image is ``active`` in Glance the event is ended ``Success`` (only the answer
+was lost); otherwise it is ended ``Error``, the image record is deleted if
+there is one and the request's snapshots are deleted once Cinder allows it.
+An API request still running then finds its event ended and undoes its own
+work, so keep this above the longest createImage: the Cinder and Glance
+calls plus ``[cinder] snapshot_undo_timeout``.
+
+Related options:
+
+* ``abandoned_snapshot_cleanup_interval``
 * ``[cinder] snapshot_undo_timeout``
 """),
     cfg.IntOpt(
@@ -66,6 +93,25 @@ Related options:
 * ``volume_request_recovery_interval``
 """),
     cfg.IntOpt(
+        "move_request_grace",
+        default=60,
+        min=1,
+        help="""
+Seconds a live migration, cold migration, resize or evacuation that no
+compute has taken yet may stay unchanged before a conductor drives it again
+from its record (checks, destination, cast): the conductor that took the
+API's request died before its cast reached a compute, or the cast was lost.
+A second cast is harmless: the compute takes a move with a compare and swap
+on its status, so only one runs. Checked every
+``volume_request_recovery_interval`` seconds (0 turns it off); a move still
+not taken after ``live_migration_start_timeout`` is ended.
+
+Related options:
+
+* ``volume_request_recovery_interval``
+* ``live_migration_start_timeout``
+"""),
+    cfg.IntOpt(
         "live_migration_start_timeout",
         default=300,
         min=1,
@@ -77,8 +123,10 @@ task: the conductor that took the
 request died before it reached the source, or the cast was lost. Checked
 every ``volume_request_recovery_interval`` seconds. Keep it above the time
 a busy source compute may take to get to a queued move. An evacuation no
-conductor took (still ``accepted``) is ended ``error`` after the same time,
-its server back in the state it had with no task.
+destination took (still ``accepted`` or ``pre-migrating``) is ended ``error``
+after the same time, its server back in the state it had with no task. Counted
+from the request: a move driven again (``move_request_grace``) is not given
+more time.
 """),
     cfg.IntOpt(
         "volume_request_max_attempts",

@@ -155,8 +155,29 @@ Replaces ``domain_memory_mb``, which gave every domain that fixed size.
         default=20,
         min=1,
         help="""
-Seconds to wait for a live disk to leave the domain after a detach request
-(device-removed event, or the disk gone from the live XML).
+Seconds to wait for a live disk to leave the domain after each detach request
+(device-removed event, or the disk gone from the live XML). A disk still
+there is asked for again, up to ``device_detach_attempts`` requests.
+
+Related options:
+
+* ``device_detach_attempts``
+"""),
+    cfg.IntOpt(
+        "device_detach_attempts",
+        default=8,
+        min=1,
+        help="""
+Detach requests sent for one live disk before the detach fails. A guest that
+is busy, or still booting, may miss or not yet answer a hot-unplug request;
+asking again (QEMU keeps an unplug it has not finished, so a request while one
+is pending only waits for it longer) lets a slow guest let go of the disk
+instead of failing the detach and leaving the volume attached. The longest a
+detach waits is ``device_detach_attempts`` times ``device_detach_timeout``.
+
+Related options:
+
+* ``device_detach_timeout``
 """),
     cfg.IntOpt(
         "block_copy_timeout",

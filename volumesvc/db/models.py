@@ -262,6 +262,9 @@ class Migration(Base, TimestampMixin):
     # volume id → the source's connection info, for the host to drop when it
     # is back (an evacuation: the BDMs name the new host's by then).
     source_connections: Mapped[dict | None] = mapped_column(JSONEncoded)
+    # What the admin asked beyond the hosts (``force``, an evacuation's
+    # ``target_state``): a conductor that drives the move again reads them.
+    request_options: Mapped[dict | None] = mapped_column(JSONEncoded)
 
 
 class InstanceAction(Base, TimestampMixin):

@@ -212,8 +212,12 @@ class GlanceAPI(keystone.SessionFromConf):
 
     def create(self, context, *, name, owner, properties=None, disk_format="raw",
                container_format="bare", visibility="private", min_disk=None, size=0,
-               data=None) -> dict:
+               data=None, image_id=None) -> dict:
         """Create an image record and, unless ``size`` is None, upload its data.
+
+        ``image_id``: the id the record gets (Glance takes one chosen by its
+        caller), so what was made for a request can be found again without
+        its answer (a createImage whose API process died).
 
         ``data`` (bytes or a file) is uploaded when given; with ``data=None``
         and ``size=0`` an empty body is uploaded, which makes a zero-byte
@@ -226,6 +230,8 @@ class GlanceAPI(keystone.SessionFromConf):
                 "container_format": container_format, "visibility": visibility}
         if min_disk is not None:
             body["min_disk"] = int(min_disk)
+        if image_id is not None:
+            body["id"] = image_id
         for key, value in (properties or {}).items():
             if key in CORE_ATTRIBUTES:
                 raise exception.Invalid(reason=f"{key} is an image attribute, not a property")

@@ -132,6 +132,72 @@ def event_finish(db, context, instance_uuid, request_id, event, result="Success"
         return InstanceActionEvent.from_model(row)
 
 
+def event_finish_if_running(db, context, instance_uuid, request_id, event, result="Success",
+                            traceback=None, details=None) -> bool:
+    """``event_finish`` unless the event has ended already; whether this call ended it.
+
+    Why: two processes may end one event, the one that ran the step and a
+    conductor that took it for dead (``conductor/image_requests.py``). The
+    finish is a compare and swap on the unfinished row, so exactly one of
+    them decides the outcome and the other learns it lost.
+    """
+    if result not in ("Success", "Error"):
+        raise exception.Invalid(reason=f"event result must be Success or Error, not {result!r}")
+    now = base.utcnow()
+    model = models.InstanceActionEvent
+    with db.writer(context) as session:
+        row, action = _latest_event(session, instance_uuid, request_id, event)
+        ended = session.execute(
+            sa.update(model).where(model.id == row.id, model.finish_time.is_(None))
+            .values(finish_time=now, result=result, traceback=traceback, details=details)
+            .execution_options(synchronize_session=False)).rowcount
+        if not ended:
+            return False
+        action.finish_time = now
+        action.updated_at = now
+        if result == "Error":
+            action.message = "Error"
+        session.flush()
+        return True
+
+
+@dataclasses.dataclass(frozen=True)
+class RunningEvent:
+    """An unfinished event with what names its action (``list_running_events``)."""
+
+    instance_uuid: str
+    request_id: str
+    start_time: datetime.datetime
+
+
+def list_running_events(db, context, event, *, started_before, limit) -> list[RunningEvent]:
+    """Unfinished ``event`` rows started before ``started_before``, oldest first.
+
+    What a process that died in the step left: nobody else would ever end
+    them.
+    """
+    model, action_model = models.InstanceActionEvent, models.InstanceAction
+    statement = (sa.select(action_model.instance_uuid, action_model.request_id,
+                           model.start_time)
+                 .join(action_model, model.action_id == action_model.id)
+                 .where(model.event == event, model.finish_time.is_(None),
+                        model.start_time < started_before)
+                 .order_by(model.start_time, model.id).limit(limit))
+    with db.reader(context) as session:
+        return [RunningEvent(instance_uuid, request_id, start_time)
+                for instance_uuid, request_id, start_time in session.execute(statement)]
+
+
+def find_event(db, context, instance_uuid, request_id, event) -> InstanceActionEvent | None:
+    """The latest ``event`` of the action of ``request_id``; None when there is none."""
+    with db.reader(context) as session:
+        try:
+            row, _ = _latest_event(session, instance_uuid, request_id, event)
+        except exception.NotFound:
+            return None
+        return InstanceActionEvent.from_model(row)
+
+
 def _latest_event(session, instance_uuid, request_id, event):
     """The latest ``event`` of the latest action of ``request_id``, with that action.
 

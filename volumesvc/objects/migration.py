@@ -89,6 +89,7 @@ class Migration(base.DictMixin):
     old_flavor: dict | None = None
     new_flavor: dict | None = None
     source_connections: dict = dataclasses.field(default_factory=dict)
+    request_options: dict = dataclasses.field(default_factory=dict)
     created_at: datetime.datetime | None = None
     updated_at: datetime.datetime | None = None
 
@@ -97,6 +98,7 @@ class Migration(base.DictMixin):
         return super().from_model(row, dest_attachments=dict(row.dest_attachments or {}),
                                   dest_connections=dict(row.dest_connections or {}),
                                   source_connections=dict(row.source_connections or {}),
+                                  request_options=dict(row.request_options or {}),
                                   **extra)
 
     @property
@@ -264,12 +266,14 @@ def finish_evacuation(db, context, migration_id, values) -> Migration:
 
 
 def unstarted_before(db, context, cutoff, *, migration_types=(LIVE_MIGRATION,),
-                     statuses=(ACCEPTED, QUEUED)) -> list[Migration]:
+                     statuses=(ACCEPTED, QUEUED), created=False) -> list[Migration]:
     """Migrations of ``migration_types`` still in ``statuses`` with no change since
-    ``cutoff``: by default the live migrations no source took (``accepted``/``queued``);
-    cold moves no source took are still ``pre-migrating``."""
+    ``cutoff`` (``created``: made before it, whatever changed since): by default
+    the live migrations no source took (``accepted``/``queued``); cold moves no
+    source took are still ``pre-migrating``."""
     model = models.Migration
-    changed = sa.func.coalesce(model.updated_at, model.created_at)
+    changed = model.created_at if created else sa.func.coalesce(model.updated_at,
+                                                                 model.created_at)
     with db.reader(context) as session:
         rows = session.scalars(sa.select(model).where(
             model.migration_type.in_(migration_types), model.status.in_(statuses),

@@ -10,7 +10,8 @@ survive (see doc/source/contributor/dependencies.rst, "libvirt and QEMU"):
   ("Failed to get "write" lock"); the lock table is process-wide, like the
   host's file locks across compute agents.
 * live detach of a scsi disk is immediate and raises a device-removed event;
-  a virtio disk stays until reset/destroy because no guest OS acknowledges.
+  a virtio disk stays until reset/destroy because no guest OS acknowledges
+  (another live detach of it meanwhile is accepted, as QEMU 7.2 accepts it).
 * blockResize needs a running domain and grows the backing file.
 * starting a domain writes a fixed console text naming its boot disk to the
   serial port's log, truncating it first unless ``append='on'``.

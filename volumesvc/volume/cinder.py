@@ -522,10 +522,15 @@ class CinderAPI(keystone.SessionFromConf):
 
     # -- snapshots and limits ----------------------------------------------------
     @translate(exception.VolumeNotFound, "volume_id")
-    def create_snapshot_force(self, context, volume_id, name=None, description=None):
-        """Snapshot even an in-use volume (``force`` is needed up to 3.65)."""
+    def create_snapshot_force(self, context, volume_id, name=None, description=None,
+                              metadata=None):
+        """Snapshot even an in-use volume (``force`` is needed up to 3.65).
+
+        ``metadata`` is recorded with the snapshot in the same request, so a
+        process that dies before Cinder answers still left it marked.
+        """
         return _to_dict(self.client(context).volume_snapshots.create(
-            volume_id, force=True, name=name, description=description))
+            volume_id, force=True, name=name, description=description, metadata=metadata))
 
     @translate(exception.SnapshotNotFound, "snapshot_id")
     def get_snapshot(self, context, snapshot_id):
@@ -539,6 +544,11 @@ class CinderAPI(keystone.SessionFromConf):
     def set_snapshot_metadata(self, context, snapshot_id, metadata):
         """Add (or overwrite) the keys of ``metadata`` on the snapshot; others stay."""
         self.client(context).volume_snapshots.set_metadata(snapshot_id, metadata)
+
+    @translate(exception.SnapshotNotFound, "snapshot_id")
+    def delete_snapshot_metadata(self, context, snapshot_id, keys):
+        """Remove the metadata ``keys`` from the snapshot; the others stay."""
+        self.client(context).volume_snapshots.delete_metadata(snapshot_id, list(keys))
 
     @translate()
     def snapshot_page(self, context, *, status, marker=None, limit=None):

@@ -9,12 +9,21 @@ So the undo waits for each snapshot, within one bounded wait for all of
 them (``[cinder] snapshot_undo_timeout``), and deletes it. A snapshot
 still not deletable when the time is up is marked in Cinder (metadata
 ``volumesvc_undo = delete``): the mark outlives any process, and the
-conductors' periodic cleanup (:func:`delete_marked`) deletes marked
-snapshots once they are deletable.
+conductors' periodic cleanup (``conductor/image_requests.py``) deletes
+marked snapshots once they are deletable.
+
+An API process that dies in the middle of a createImage undoes nothing.
+So each snapshot is made with the request's marks
+(:func:`image_request_marks`: the server and the request id, recorded by
+Cinder with the snapshot itself) and the image gets an id derived from the
+same two (:func:`image_id_for`): a conductor that finds the request's
+event still running long after can tell, from Glance alone, whether the
+image was made, and find the snapshots to delete if it was not.
 """
 
 import functools
 import time
+import uuid
 
 from oslo_log import log as logging
 
@@ -30,6 +39,24 @@ _GOING = frozenset({"deleting", "deleted"})
 UNDO_KEY = "volumesvc_undo"
 UNDO_VALUE = "delete"
 _POLL_SECONDS = 0.5
+#: The createImage event (``os-instance-actions``) the API runs the whole request under.
+CREATE_IMAGE_EVENT = "api_snapshot_instance"
+#: The metadata keys a createImage's snapshots are made with (:func:`image_request_marks`).
+REQUEST_KEY = "volumesvc_image_request"
+SERVER_KEY = "volumesvc_image_server"
+# The namespace of the image ids derived from a request (uuid5: the same
+# request always names the same image).
+_IMAGE_ID_NAMESPACE = uuid.UUID("6f1d8a52-8e0b-4c7e-9d55-3b0f2a9c4e17")
+
+
+def image_request_marks(instance_uuid, request_id) -> dict:
+    """The metadata a createImage's snapshots carry: which request made them, for which server."""
+    return {REQUEST_KEY: request_id, SERVER_KEY: instance_uuid}
+
+
+def image_id_for(instance_uuid, request_id) -> str:
+    """The Glance image id a createImage request gives its image (the same for every caller)."""
+    return str(uuid.uuid5(_IMAGE_ID_NAMESPACE, f"{instance_uuid} {request_id}"))
 
 
 def _try_delete(cinder, context, snapshot_id) -> bool:
@@ -67,7 +94,7 @@ def delete_when_deletable(cinder, context, snapshot_ids, *, timeout) -> list:
     """Delete every snapshot of ``snapshot_ids`` as soon as Cinder allows it.
 
     Waits at most ``timeout`` seconds in all; returns the ids still not
-    deletable then, which are marked for :func:`delete_marked`. Never
+    deletable then, which are marked for the conductors' cleanup. Never
     raises: the error that made the undo necessary is what matters.
     """
     deadline = time.monotonic() + timeout
@@ -92,26 +119,34 @@ def delete_when_deletable(cinder, context, snapshot_ids, *, timeout) -> list:
     return pending
 
 
-def delete_marked(cinder, context, page_size) -> list:
-    """Delete the deletable snapshots marked by :func:`delete_when_deletable`; their ids.
+def deletable(cinder, context, page_size):
+    """Every snapshot Cinder would delete now (``available`` or ``error``), every project.
 
-    One paged listing per deletable status, every project. A marked
-    snapshot that is not deletable yet is left for the next run.
+    One paged listing per status, with each snapshot's metadata.
     """
-    deleted = []
     for status in DELETABLE:
-        snapshots = cinder_adapter.list_all(
+        yield from cinder_adapter.list_all(
             functools.partial(cinder.snapshot_page, context, status=status), page_size)
-        for snapshot in snapshots:
-            if (snapshot.get("metadata") or {}).get(UNDO_KEY) != UNDO_VALUE:
-                continue
-            try:
-                cinder.delete_snapshot(context, snapshot["id"])
-            except exception.SnapshotNotFound:
-                continue
-            except (exception.Invalid, exception.Conflict) as exc:
-                LOG.info("Marked Cinder snapshot %s not deleted yet: %s", snapshot["id"], exc)
-                continue
-            LOG.info("Deleted Cinder snapshot %s left by a failed request", snapshot["id"])
-            deleted.append(snapshot["id"])
-    return deleted
+
+
+def marked_for_undo(snapshot) -> bool:
+    """Whether a failed request's undo marked ``snapshot`` (:func:`delete_when_deletable`)."""
+    return (snapshot.get("metadata") or {}).get(UNDO_KEY) == UNDO_VALUE
+
+
+def delete_left(cinder, context, snapshot_id) -> bool:
+    """Delete a deletable snapshot a failed request left; whether this call deleted it.
+
+    A snapshot gone already, or whose status moved since it was listed, is
+    left for the next run (False).
+    """
+    try:
+        cinder.delete_snapshot(context, snapshot_id)
+    except exception.SnapshotNotFound:
+        return False
+    except (exception.Invalid, exception.Conflict) as exc:
+        LOG.info("Cinder snapshot %s left by a failed request not deleted yet: %s",
+                 snapshot_id, exc)
+        return False
+    LOG.info("Deleted Cinder snapshot %s left by a failed request", snapshot_id)
+    return True

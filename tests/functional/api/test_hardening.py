@@ -236,7 +236,7 @@ def test_a_snapshot_still_creating_after_the_undo_timeout_is_deleted_later(impat
     stack.cinder.snapshot_create_seconds = 2.0
     _refused_create_image(stack, server_id)
     (snapshot,) = stack.cinder.snapshots.values()
-    assert snapshot["metadata"] == {"volumesvc_undo": "delete"}
+    assert snapshot["metadata"]["volumesvc_undo"] == "delete"
     stack.wait(lambda: not stack.cinder.snapshots, timeout=15,
                what="the marked snapshot deleted by the conductor")
 

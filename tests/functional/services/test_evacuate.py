@@ -532,10 +532,9 @@ def test_an_evacuation_no_conductor_took_is_ended_by_the_conductors(stack):
     stack.wait(lambda: _migration(stack, server).status == "done", what="the evacuation")
 
 
-def test_after_a_failed_try_the_old_host_still_drops_every_connection(stack, monkeypatch):
-    """The second try finds the BDMs without the old host's connections; the first saved them."""
-    server = _boot(stack)
-    _attach(stack, server)
+def _failed_evacuation(stack, monkeypatch, server):
+    """The old host dies and its server's evacuation fails (QEMU does not start on the
+    destination, until the test takes ``spawn`` back); the old host's driver."""
     driver = _kill(stack)
     dest = stack.computes[DST].manager.driver
 
@@ -544,7 +543,15 @@ def test_after_a_failed_try_the_old_host_still_drops_every_connection(stack, mon
     monkeypatch.setattr(dest, "spawn", broken)
     _evacuate(stack, server)
     assert _settled(stack, server).status == "failed"
-    monkeypatch.delattr(dest, "spawn")
+    return driver
+
+
+def test_after_a_failed_try_the_old_host_still_drops_every_connection(stack, monkeypatch):
+    """The second try finds the BDMs without the old host's connections; the first saved them."""
+    server = _boot(stack)
+    _attach(stack, server)
+    driver = _failed_evacuation(stack, monkeypatch, server)
+    monkeypatch.delattr(stack.computes[DST].manager.driver, "spawn")
     _evacuate(stack, server)
     stack.wait(lambda: _migration(stack, server).status == "done", what="the second try")
     assert _migration(stack, server).source_connections == {}
@@ -609,3 +616,41 @@ def test_the_old_host_lets_go_once_a_conductor_answers(stack, monkeypatch):
     stack.wait(lambda: _migration(stack, server).status == "completed",
                what="the retried cleanup")
     assert server not in _domains(stack, SRC)
+
+
+def test_after_a_failed_evacuation_the_old_host_takes_its_server_back(stack, monkeypatch):
+    """The evacuation failed and the old host comes back instead of a second try.
+
+    The server is still the old host's (``ERROR``), but each volume's
+    attachment is a reserved one without a connector (the failed try's undo)
+    and the BDMs have no connection. Its start connects every volume again
+    with its own connector and leaves the server ``ERROR``: a hard reboot
+    (as in Nova) brings the guest back with all its disks. Regression: only
+    the root was connected again (by the reconciliation), and the reboot
+    started the guest without its data volume.
+    """
+    server = _boot(stack)
+    data = _attach(stack, server)
+    driver = _failed_evacuation(stack, monkeypatch, server)
+    assert _instance(stack, server).vm_state == "error"
+    recorder = _Recorder(monkeypatch, driver)
+    _revive(stack, driver)
+    # Connected here again, nothing dropped; still ERROR for the admin.
+    _one_attachment_per_volume(stack, server)
+    assert set(_attachments(stack, server).values()) == {SRC}
+    assert sorted(recorder.connected) == sorted(_bdms(stack, server))
+    assert recorder.disconnected == []
+    assert all(b.connection_info for b in _bdms(stack, server).values())
+    assert _instance(stack, server).vm_state == "error"
+    assert _migration(stack, server).source_connections == {}
+    stack.api("POST", f"/servers/{server}/action", {"reboot": {"type": "HARD"}}, status=202)
+    stack.wait_instance(server, "active")
+    instance = _instance(stack, server)
+    assert (instance.host, instance.task_state) == (SRC, None)
+    _one_attachment_per_volume(stack, server)
+    assert set(_attachments(stack, server).values()) == {SRC}
+    bdms = _bdms(stack, server)
+    assert all(bool(b.connection_info) for b in bdms.values())
+    assert data in bdms
+    assert server in _domains(stack, SRC)
+    assert server not in _domains(stack, DST)

@@ -15,7 +15,9 @@ afterwards is what "lose nothing" means:
 * the reconciliation audit (``volume_attachment cleanup --all-servers
   --dry-run``) finds nothing to change: no BDM without a Cinder attachment,
   no attachment without a BDM;
-* the work that failed during the fault succeeds when asked again.
+* the work that failed during the fault succeeds when asked again (an
+  attach whose answer left its outcome unknown, at 2.107: done then, its
+  retry answers with the attachment).
 """
 
 import concurrent.futures
@@ -42,9 +44,11 @@ RESERVATION_TIMEOUT = 60
 AUDITED = ("removed_bdms", "deleted_attachments", "finished", "rolled_back", "busy", "errors")
 # Seconds an accepted request may take to settle once the fault is gone:
 # past the cluster's [compute] attachment_reservation_timeout (60) and the
-# conductors' [conductor] volume_request_grace (60) plus a recovery interval.
+# conductors' [conductor] volume_request_grace (20) plus a recovery interval.
 SETTLE_GRACE = 150
 THREADS = 8
+# The microversion at which a retried attach that was done answers 202 with the attachment.
+IDEMPOTENT = "2.107"
 
 
 def size():
@@ -84,6 +88,17 @@ class Result:
                            "error_faults": sorted(set(self.error_faults))[:5]})
 
 
+def _outcome_unknown(status):
+    """An answer that does not say whether the request was carried out.
+
+    No answer (the connection refused or reset) or a 5xx: the request may
+    have been recorded before it failed (a commit whose answer the
+    database's shutdown lost), so a retry may find it done. A 4xx was
+    refused before anything was recorded.
+    """
+    return status is None or status >= 500
+
+
 def _clear_error(status, body):
     """A refusal a client can act on: a Nova fault body (the API's or the load
     balancer's, aio/volumesvc_aio/haproxy.py), or the connection refused/reset."""
@@ -120,10 +135,10 @@ def run(api, cluster, fault, inject, restore, *, attaches=None, boots=None, serv
         jobs = [("attach", targets[n % servers], v) for n, v in enumerate(volumes)]
         jobs += [("boot", f"storm-{tag}-b{n}", None) for n in range(boots)]
 
-        def send(job):
+        def send(job, version="2.101"):
             kind, target, volume_id = job
             if kind == "attach":
-                status, body = api.attach(target, volume_id, version="2.101")
+                status, body = api.attach(target, volume_id, version=version)
                 return job, status, body, status == 202
             status, body = api.boot(target, image=True)
             return job, status, body, status == 202
@@ -146,12 +161,15 @@ def run(api, cluster, fault, inject, restore, *, attaches=None, boots=None, serv
                 assert _clear_error(status, body), (job, status, body)
                 result.failed.append({"job": job[0], "status": status,
                                       "error": str(body)[:160]})
-                retry.append(job)
+                retry.append((job, _outcome_unknown(status)))
         _settle(api, cluster, result, accepted_attaches, booted, grace=grace)
         result.recover_seconds = result.settled_at - restored_at
         # The work refused during the fault is done once it is gone.
-        for job in retry:
-            _, status, body, ok = send(job)
+        for job, unknown in retry:
+            # A client that does not know whether its attach was done asks
+            # again at 2.107: an attach that was (the database committed it,
+            # its answer lost in the fault) answers 202 with the attachment.
+            _, status, body, ok = send(job, IDEMPOTENT if unknown else "2.101")
             assert ok, (job, status, body, api_errors(cluster))
             if job[0] == "attach":
                 accepted_attaches.append((job, body))

@@ -21,10 +21,10 @@ import pytest
 
 from tests.integration.cluster.conftest import log_lines, wait_active, wait_until
 from tests.integration.cluster.guests import console as _console
+from tests.integration.cluster.guests import force_down, host_dies
 from tests.integration.cluster.guests import virsh as _virsh
 
 TIMEOUT = 600
-COMPUTE_BINARY = "volumesvc-compute"
 
 
 def _name(what):
@@ -65,21 +65,6 @@ def _volume_secrets(cluster, host):
                                                      "secret-list")))
 
 
-def _service(api, host):
-    status, body = api.nova("GET", f"/os-services?binary={COMPUTE_BINARY}&host={host}",
-                            version="2.53")
-    assert status == 200, body
-    (service,) = body["services"]
-    return service
-
-
-def _force_down(api, host, down):
-    service = _service(api, host)
-    status, body = api.nova("PUT", f"/os-services/{service['id']}", {"forced_down": down},
-                            version="2.53")
-    assert status == 200, body
-
-
 def _evacuation(api, server_id):
     status, body = api.nova("GET", f"/os-migrations?instance_uuid={server_id}"
                                    "&migration_type=evacuation", version="2.80")
@@ -113,10 +98,8 @@ def test_a_server_of_a_dead_host_starts_on_another_with_its_data(api, cluster):
         assert data_id in _volume_secrets(cluster, source)
 
         # The host dies: no compute, no guest, its service forced down.
-        cluster.kill(compute)
+        host_dies(api, cluster, source, server_id)
         killed = True
-        _virsh(cluster.libvirtds[source].uri, "destroy", server_id)
-        _force_down(api, source, True)
 
         status, body = api.nova("POST", f"/servers/{server_id}/action",
                                 {"evacuate": {"host": dest}}, version="2.68")
@@ -152,7 +135,7 @@ def test_a_server_of_a_dead_host_starts_on_another_with_its_data(api, cluster):
     finally:
         if killed:
             cluster.respawn(compute)
-        _force_down(api, source, False)
+        force_down(api, source, False)
         api.delete_server(server_id)
 
 
@@ -179,10 +162,8 @@ def test_the_destination_sigkilled_mid_evacuation_settles_it_at_its_start(api, c
     try:
         server = wait_active(api, server_id, cluster)
         root_id = server["os-extended-volumes:volumes_attached"][0]["id"]
-        cluster.kill(old)
+        host_dies(api, cluster, source, server_id)
         dead.add(old)
-        _virsh(cluster.libvirtds[source].uri, "destroy", server_id)
-        _force_down(api, source, True)
         status, body = api.nova("POST", f"/servers/{server_id}/action",
                                 {"evacuate": {"host": dest}}, version="2.68")
         assert status == 200, body
@@ -216,5 +197,5 @@ def test_the_destination_sigkilled_mid_evacuation_settles_it_at_its_start(api, c
     finally:
         for name in dead:
             cluster.respawn(name)
-        _force_down(api, source, False)
+        force_down(api, source, False)
         api.delete_server(server_id)

@@ -175,8 +175,13 @@ def osc(kaio):
     def run(cloud, *args, check=True, json_out=True):
         argv = [bin_path("openstack"), "--os-cloud", cloud, *args,
                 *(("-f", "json") if json_out else ())]
-        result = subprocess.run(argv, env=_osc_env(kaio), capture_output=True, text=True,
-                                timeout=240)
+        try:
+            result = subprocess.run(argv, env=_osc_env(kaio), capture_output=True, text=True,
+                                    timeout=240)
+        except subprocess.TimeoutExpired as exc:
+            # Say which call hung and what the services were doing meanwhile.
+            pytest.fail(f"{' '.join(argv)} gave no answer in 240 s\nstderr so far: "
+                        f"{exc.stderr!r}\n{kaio.logs(40)}")
         if check:
             assert result.returncode == 0, (
                 f"{' '.join(argv)} exited {result.returncode}\n{result.stderr}\n"

@@ -7,6 +7,7 @@ instances quota of 30 must leave exactly 30 servers (the others 403).
 
 import concurrent.futures
 
+from tests import polling
 from tests.integration.clients.helpers import unique
 
 STORM, LIMIT = 40, 30
@@ -81,6 +82,11 @@ def test_quota_set_show_and_a_storm_of_boots_against_it(kaio, osc, token, comput
     assert status == 403 and "Quota exceeded for instances" in body["forbidden"]["message"]
     for server in listed["servers"]:
         compute("DELETE", f"/servers/{server['id']}", member)
+    # Thirty guests booting (then torn down) on two cores slow every later
+    # test of the session: the storm ends when they are gone.
+    assert polling.eventually(lambda: not compute("GET", "/servers", member)[2]["servers"],
+                              timeout=300, interval=2), \
+        f"storm servers not gone after 300 s\n{kaio.logs(20)}"
 
 
 def test_osc_boot_past_the_instances_quota_is_a_403(osc):

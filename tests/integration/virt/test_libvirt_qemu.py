@@ -133,6 +133,32 @@ def test_spawn_with_boot_volume_and_hotplug(driver, make_instance, make_volume):
     assert vol["serial"] not in _live_disks(driver, instance, inactive=True)
 
 
+def test_a_virtio_detach_no_guest_answers_is_asked_again_then_fails(
+        driver, make_instance, make_volume, caplog):
+    """Real QEMU holds the unplug pending: no guest OS here answers it.
+
+    The driver asks again after the first wait (QEMU takes the second
+    request), and the detach fails only after every request's wait, saying
+    so; the disk stays in the live domain, gone from the persistent one.
+    """
+    root = make_volume()
+    instance = make_instance({"root_device_name": "/dev/sda",
+                              "block_device_mapping": [_bdm(root, "/dev/sda", 0)]})
+    vol = make_volume()
+    assert driver.attach_volume(vol, instance, "/dev/vdb", disk_bus="virtio") == "/dev/vdb"
+    driver.conf.set_override("device_detach_timeout", 2, group="libvirt")
+    driver.conf.set_override("device_detach_attempts", 2, group="libvirt")
+    try:
+        with pytest.raises(exception.DeviceDetachFailed, match="after 2 requests of 2s"):
+            driver.detach_volume(vol, instance, "/dev/vdb")
+    finally:
+        driver.conf.clear_override("device_detach_timeout", group="libvirt")
+        driver.conf.clear_override("device_detach_attempts", group="libvirt")
+    assert "detach request 1 of 2; asking the guest again" in caplog.text
+    assert vol["serial"] in _live_disks(driver, instance)
+    assert vol["serial"] not in _live_disks(driver, instance, inactive=True)
+
+
 def test_same_file_needs_multiattach(driver, make_instance, make_volume):
     first, second = make_instance(), make_instance()
     vol = make_volume()

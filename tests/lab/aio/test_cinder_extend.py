@@ -1,5 +1,7 @@
 """The Cinder harness's configuration for the extend-completion extension."""
 
+import types
+
 from volumesvc_aio import cinder
 
 PASTE = """[composite:openstack_volume_api_v3]
@@ -57,5 +59,10 @@ def test_api_workers_reach_cinder_conf(tmp_path):
     more = cinder.CinderHarness(str(tmp_path), port=8776, transport_url="rabbit://x/",
                                 deps_dir=str(tmp_path / "deps"), api_workers=3)
     assert "osapi_volume_workers = 3\n" in more.config_text()
-    # cinder-api waits 60 s for cinder-volume, longer with Ceph (RBD connections are slow).
+    # cinder-api waits Cinder's default 60 s for cinder-volume, with Ceph too.
     assert "rpc_response_timeout = 60\n" in stock.config_text()
+    with_ceph = cinder.CinderHarness(str(tmp_path), port=8776, transport_url="rabbit://x/",
+                                     deps_dir=str(tmp_path / "deps"),
+                                     ceph=types.SimpleNamespace(conf_path="/etc/ceph/x.conf"),
+                                     rbd_secret_uuid="5e0b6f1c-0000-4000-8000-000000000001")
+    assert "rpc_response_timeout = 60\n" in with_ceph.config_text()

@@ -1,5 +1,7 @@
 """What benchmarks.aio_storage reads from cinder-api's log and from the compute's metrics."""
 
+import pytest
+
 from benchmarks import aio_storage
 
 LOG = (
@@ -35,3 +37,19 @@ def test_memory_sums_rss_and_pss_per_name_and_skips_gone_processes(monkeypatch):
     monkeypatch.setattr(aio_storage, "_memory_kb", sizes.get)
     got = aio_storage.memory({1: "ceph-osd", 2: "ceph-osd", 3: "api"})
     assert got == {"ceph-osd": (3.0, 1.5, 2), "total": (3.0, 1.5, 2)}
+
+
+def test_boot_sources_choose_the_boot_storms_root_volumes():
+    assert aio_storage.parse_args([]).boot_sources == ["image", "blank"]
+    assert aio_storage.parse_args(["--boot-sources", "blank"]).boot_sources == ["blank"]
+    with pytest.raises(SystemExit):
+        aio_storage.parse_args(["--boot-sources", "snapshot"])
+
+
+def test_volumes_per_server_pair_volume_i_with_server_i_over_k():
+    assert aio_storage.parse_args(["--volumes-per-server", "3"]).volumes_per_server == 3
+    with pytest.raises(SystemExit):
+        aio_storage.parse_args(["--volumes-per-server", "0"])
+    text = aio_storage._attach_text([], 300, 3)
+    assert "100 servers for N=300 attaches (3 volumes each)" in text
+    assert "volume *i* to server *i* // 3" in text

@@ -39,3 +39,27 @@ def test_a_missing_report_is_said_and_not_a_failure(tmp_path):
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 0
     assert "no report to read" in result.stderr
+
+
+def test_reports_of_one_tier_run_as_two_runs_are_summed(tmp_path):
+    first, second = tmp_path / "a.xml", tmp_path / "b.xml"
+    first.write_text(REPORT)
+    second.write_text(REPORT.replace("tests.integration.cluster.test_faults",
+                                     "tests.integration.cluster.test_evacuate"))
+    lines = _run(str(first), str(second), "--top", "9").splitlines()
+    # A module in both (swap_real, aio) counts both runs' time and tests.
+    assert lines[0] == "tier: 4 modules, 18.1 min of test time; slowest:"
+    assert lines[1].split() == ["10.0", "min", "2", "tests",
+                                "tests/integration/storage/test_swap_real.py"]
+    assert {line.split()[-1] for line in lines[2:4]} == {
+        "tests/integration/cluster/test_faults.py", "tests/integration/cluster/test_evacuate.py"}
+
+
+def test_a_missing_report_beside_a_read_one_is_said_and_the_other_counted(tmp_path):
+    report = tmp_path / "report.xml"
+    report.write_text(REPORT)
+    result = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "none.xml"), str(report)],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0
+    assert "no report to read" in result.stderr
+    assert result.stdout.startswith("tier: 3 modules, 9.0 min")

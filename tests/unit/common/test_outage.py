@@ -224,3 +224,64 @@ def test_the_database_down_crosses_the_wire_as_itself():
         again = wire.deserialize_remote_exception(
             wire.serialize_remote_exception(sys.exc_info()), rpc.ALLOWED_EXMODS)
     assert isinstance(again, exception.DatabaseUnavailable)
+
+
+# -- Patience.record: the writes that say a server moved -----------------------
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def _refused(state):
+    return exception.InvalidMigrationState(migration_id=1, instance_uuid="u", state=state,
+                                           method="finish")
+
+
+def _record(calls, wait=120, done=lambda: None):
+    clock = _Clock()
+    answers = iter(calls)
+
+    def call():
+        answer = next(answers)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+    return outage.Patience(wait, sleep=clock.sleep, clock=clock).record("x", call, done=done)
+
+
+def test_a_record_is_asked_again_while_no_conductor_answers():
+    lost = messaging.MessagingTimeout("no reply")
+    assert _record([lost, lost, "recorded"]) == "recorded"
+
+
+def test_a_record_whose_reply_was_lost_is_taken_as_done_when_the_records_say_so():
+    refused = _refused("done")
+    assert _record([messaging.MessagingTimeout("no reply"), refused],
+                   done=lambda: {"status": "done"}) == {"status": "done"}
+
+
+def test_a_refusal_stands_when_the_records_do_not_show_the_work():
+    refused = _refused("error")
+    with pytest.raises(exception.InvalidMigrationState):
+        _record([messaging.MessagingTimeout("no reply"), refused], done=lambda: None)
+
+
+def test_a_refusal_with_no_lost_reply_before_it_is_not_second_guessed():
+    refused = _refused("done")
+    asked = []
+    with pytest.raises(exception.InvalidMigrationState):
+        _record([refused], done=lambda: asked.append(1) or {"status": "done"})
+    assert asked == []
+
+
+def test_no_conductor_for_longer_than_the_wait_is_raised():
+    lost = messaging.MessagingTimeout("no reply")
+    with pytest.raises(messaging.MessagingTimeout):
+        _record([lost] * 100, wait=20)

@@ -16,6 +16,7 @@ def conf(tmp_path):
     conf = get_conf(args=[], default_config_files=[])
     conf.set_override("state_path", str(tmp_path / "state"))
     conf.set_override("device_detach_timeout", 1, group="libvirt")
+    conf.set_override("device_detach_attempts", 2, group="libvirt")
     conf.set_override("domain_state_timeout", 2, group="libvirt")
     return conf
 

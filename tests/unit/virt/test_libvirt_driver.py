@@ -1,6 +1,7 @@
 """LibvirtDriver logic, run for real against the fake libvirt binding."""
 
 import os
+import threading
 import uuid
 import xml.etree.ElementTree as ET
 
@@ -217,11 +218,56 @@ def test_live_virtio_detach_times_out_without_guest(driver, instance, make_volum
     driver.spawn(instance, None)
     vol = make_volume()
     driver.attach_volume(vol, instance, "/dev/vdb", disk_bus="virtio")
-    with pytest.raises(exception.DeviceDetachFailed, match="still attached"):
+    with pytest.raises(exception.DeviceDetachFailed, match="still attached after 2 requests"):
         driver.detach_volume(vol, instance, "/dev/vdb")
     # The persistent part is gone already; a reset completes the unplug.
     assert driver.get_volume_disk_info(instance, vol["serial"], inactive=True) is None
     driver.reboot(instance, None, "SOFT")
+    assert driver.get_volume_disk_info(instance, vol["serial"]) is None
+
+
+def _virtio_attached(driver, instance, make_volume, fake_libvirt):
+    """A running domain with a virtio volume (whose unplug waits for a guest): (volume, domain)."""
+    driver.spawn(instance, None)
+    vol = make_volume()
+    driver.attach_volume(vol, instance, "/dev/vdb", disk_bus="virtio")
+    return vol, fake_libvirt.opened[0].lookupByUUIDString(instance["uuid"])
+
+
+def test_live_detach_asks_again_and_a_guest_that_answers_late_lets_go(
+        driver, instance, make_volume, fake_libvirt, caplog):
+    """The guest answers after the first wait (1 s here): the second request's wait sees it."""
+    vol, domain = _virtio_attached(driver, instance, make_volume, fake_libvirt)
+    late = threading.Timer(1.5, domain.reset)  # the fake guest's answer to the unplug
+    late.start()
+    try:
+        driver.detach_volume(vol, instance, "/dev/vdb")
+    finally:
+        late.cancel()
+    assert driver.get_volume_disk_info(instance, vol["serial"]) is None
+    assert driver.get_volume_disk_info(instance, vol["serial"], inactive=True) is None
+    assert "after detach request 1 of 2; asking the guest again" in caplog.text
+
+
+def test_a_qemu_that_refuses_a_second_unplug_request_keeps_the_first_waiting(
+        driver, instance, make_volume, fake_libvirt, monkeypatch):
+    """Some QEMU releases refuse a device_del while one is pending: not the detach's answer."""
+    vol, domain = _virtio_attached(driver, instance, make_volume, fake_libvirt)
+    requests = []
+    accept = domain.detachDeviceFlags
+
+    def detach(xml, flags=0):
+        requests.append(flags)
+        if len(requests) > 2:  # config, then live; then the live request again
+            threading.Timer(0.5, domain.reset).start()  # the guest answers the first
+            raise fake.libvirtError(
+                "internal error: unable to execute QEMU command 'device_del': Device "
+                "ua-x is already in the process of unplug", fake.VIR_ERR_INTERNAL_ERROR)
+        return accept(xml, flags)
+
+    monkeypatch.setattr(domain, "detachDeviceFlags", detach)
+    driver.detach_volume(vol, instance, "/dev/vdb")
+    assert len(requests) == 3
     assert driver.get_volume_disk_info(instance, vol["serial"]) is None
 
 

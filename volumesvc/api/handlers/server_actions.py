@@ -111,7 +111,8 @@ def _create_image(req, server_id, body):
     image = snapshot.snapshot_volume_backed(
         ctx, db=deps.db, cinder=deps.cinder, glance=deps.glance, instance=instance,
         name=body["name"], metadata=metadata, bdms=bdms,
-        undo_timeout=deps.conf.cinder.snapshot_undo_timeout)
+        undo_timeout=deps.conf.cinder.snapshot_undo_timeout,
+        grace=deps.conf.conductor.create_image_grace)
     if req.is_at_least(mv.V2_45_IMAGE_ID_BODY):
         return {"image_id": image["id"]}, 202
     location = deps.glance.image_url(ctx, image["id"])

@@ -110,7 +110,8 @@ def _evacuate(req, server_id, body):
         db, ctx, instance_uuid=instance.uuid, migration_type=migration_obj.EVACUATION,
         source_compute=instance.host, source_node=instance.node or instance.host,
         dest_compute=host, dest_node=host, new_instance_type_id=instance.flavor_id,
-        old_instance_type_id=instance.flavor_id)
+        old_instance_type_id=instance.flavor_id,
+        request_options={"force": force, "target_state": target_state})
     try:
         req.deps.conductor.evacuate_instance(ctx, instance_uuid=instance.uuid,
                                              migration_id=migration.id, host=host,

@@ -84,7 +84,8 @@ def _migrate_live(req, server_id, body):
     migration = migration_obj.create(
         db, ctx, instance_uuid=instance.uuid, source_compute=instance.host,
         source_node=instance.node or instance.host, dest_compute=host, dest_node=host,
-        new_instance_type_id=instance.flavor_id, old_instance_type_id=instance.flavor_id)
+        new_instance_type_id=instance.flavor_id, old_instance_type_id=instance.flavor_id,
+        request_options={"force": force})
     try:
         req.deps.conductor.live_migrate_instance(ctx, instance_uuid=instance.uuid,
                                                  migration_id=migration.id, host=host,

@@ -87,7 +87,7 @@ def _start(req, instance, gate, action, migration_type, new_flavor, new_flavor_i
         status=migration_obj.PRE_MIGRATING, source_compute=instance.host,
         source_node=instance.node or instance.host,
         old_instance_type_id=instance.flavor_id, new_instance_type_id=new_flavor_id,
-        old_flavor=instance.flavor, new_flavor=new_flavor)
+        old_flavor=instance.flavor, new_flavor=new_flavor, request_options={"host": host})
     try:
         req.deps.conductor.resize_instance(ctx, instance_uuid=instance.uuid,
                                            migration_id=migration.id,

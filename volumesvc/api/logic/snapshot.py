@@ -14,6 +14,12 @@ Nova's ``snapshot_volume_backed``:
 4. create the image with ``root_device_name``, ``bdm_v2`` and the JSON
    ``block_device_mapping``.
 
+Unlike Nova, each snapshot is made with the request's marks and the image
+with an id derived from the request (``volume/snapshots.py``), and the
+event is ended by a compare and swap: an API process killed between the
+snapshots and the image leaves them to the conductors
+(``conductor/image_requests.py``) instead of for ever.
+
 NOTE: Nova quiesces an active guest around step 3 (best effort unless the
 image says ``os_require_quiesce``). volumesvc has no quiesce RPC yet, so the
 snapshots are crash-consistent. TODO(quiesce RPC lands): quiesce/unquiesce.
@@ -35,7 +41,7 @@ from volumesvc.volume import snapshots as volume_snapshots
 LOG = logging.getLogger(__name__)
 
 ACTION = "createImage"
-EVENT = "api_snapshot_instance"
+EVENT = volume_snapshots.CREATE_IMAGE_EVENT
 
 # Every new-format BDM key an image mapping carries (Nova's bdm_new_fields
 # minus connection_info), in a stable order.
@@ -105,14 +111,14 @@ def check_metadata(metadata) -> None:
                                 f"{', '.join(reserved)}.")
 
 
-def _snapshot_volumes(ctx, cinder, volume_bdms, name, made):
-    """Snapshot each volume; every snapshot id is appended to ``made`` at once."""
+def _snapshot_volumes(ctx, cinder, volume_bdms, name, made, marks):
+    """Snapshot each volume with ``marks``; every snapshot id is appended to ``made`` at once."""
     mappings = []
     for bdm in volume_bdms:
         volume = cinder.get(ctx, bdm.volume_id)
         snapshot = cinder.create_snapshot_force(
             ctx, volume["id"], name=f"snapshot for {name}",
-            description=volume.get("description"))
+            description=volume.get("description"), metadata=marks)
         made.append(snapshot["id"])
         # Spec 5: the source volume's type name, falling back to what the
         # BDM recorded at boot when Cinder does not say.
@@ -122,7 +128,7 @@ def _snapshot_volumes(ctx, cinder, volume_bdms, name, made):
 
 
 def snapshot_volume_backed(ctx, *, db, cinder, glance, instance, name, metadata=None,
-                           bdms=None, undo_timeout=0.0) -> dict:
+                           bdms=None, undo_timeout=0.0, grace=None) -> dict:
     """Snapshot every volume of ``instance`` and return the new Glance image.
 
     The instance's state was checked by the caller. Raises Invalid (400)
@@ -134,6 +140,11 @@ def snapshot_volume_backed(ctx, *, db, cinder, glance, instance, name, metadata=
     leaves what is still not deletable to the conductors' cleanup
     (``volume/snapshots.py``). A snapshot left behind keeps its volume from
     being deleted.
+
+    When the conductors ended the request as abandoned meanwhile (it ran
+    longer than ``grace``, ``[conductor] create_image_grace``), the image
+    is deleted again and CreateImageAbandoned (503) raised: they are
+    deleting its snapshots.
     """
     check_metadata(metadata)
     if bdms is None:
@@ -146,9 +157,10 @@ def snapshot_volume_backed(ctx, *, db, cinder, glance, instance, name, metadata=
                             ctx.project_id)
     action_obj.event_start(db, ctx, instance.uuid, ctx.request_id, EVENT)
     made: list = []
+    marks = volume_snapshots.image_request_marks(instance.uuid, ctx.request_id)
     try:
         mappings = [image_mapping(bdm) for bdm in local]
-        mappings.extend(_snapshot_volumes(ctx, cinder, volume_bdms, name, made))
+        mappings.extend(_snapshot_volumes(ctx, cinder, volume_bdms, name, made, marks))
         properties = dict(metadata or {})
         properties.update(instance_uuid=instance.uuid, user_id=ctx.user_id,
                           image_type="snapshot")
@@ -159,11 +171,26 @@ def snapshot_volume_backed(ctx, *, db, cinder, glance, instance, name, metadata=
             properties["block_device_mapping"] = mappings
         image = glance.create(ctx, name=name, owner=instance.project_id,
                               properties=properties, disk_format="raw",
-                              container_format="bare", size=0)
+                              container_format="bare", size=0,
+                              image_id=volume_snapshots.image_id_for(instance.uuid,
+                                                                     ctx.request_id))
     except Exception:
         volume_snapshots.delete_when_deletable(cinder, ctx, made, timeout=undo_timeout)
-        action_obj.event_finish(db, ctx, instance.uuid, ctx.request_id, EVENT,
-                                result="Error", traceback=traceback.format_exc())
+        action_obj.event_finish_if_running(db, ctx, instance.uuid, ctx.request_id, EVENT,
+                                           result="Error", traceback=traceback.format_exc())
         raise
-    action_obj.event_finish(db, ctx, instance.uuid, ctx.request_id, EVENT)
+    if not action_obj.event_finish_if_running(db, ctx, instance.uuid, ctx.request_id, EVENT):
+        LOG.warning("createImage %s of server %s was ended as abandoned while it ran; "
+                    "deleting its image %s", ctx.request_id, instance.uuid, image["id"])
+        _delete_image_quietly(ctx, glance, image["id"])
+        raise exception.CreateImageAbandoned(grace=grace)
     return image
+
+
+def _delete_image_quietly(ctx, glance, image_id) -> None:
+    try:
+        glance.delete(ctx, image_id)
+    except exception.ImageNotFound:
+        pass
+    except Exception:  # noqa: BLE001 - the abandonment is what the caller reports
+        LOG.exception("Could not delete image %s of an abandoned createImage", image_id)

@@ -20,7 +20,6 @@ A request whose first conductor died is run again with ``recovered=True``
 import functools
 import traceback
 
-import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from volumesvc import exception
@@ -197,12 +196,8 @@ class AttachTask(base.TaskBase):
         if compute_host.get(self.conf, self.db, self.context, instance.host,
                             cache=self.up_cache).up:
             return
-        try:
-            self.compute.ping(self.context, host=instance.host,
-                              timeout=self.conf.compute.host_probe_timeout)
-        except messaging.MessagingTimeout:
-            raise exception.ComputeHostDown(
-                host=instance.host, instance_uuid=instance.uuid) from None
+        if not self.answers(instance.host):
+            raise exception.ComputeHostDown(host=instance.host, instance_uuid=instance.uuid)
 
     def give_up(self, exc):
         """The request kept losing its conductor: undo what its runs made, with ``exc``.

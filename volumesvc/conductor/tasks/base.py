@@ -4,6 +4,7 @@ import dataclasses
 import traceback
 from typing import Any
 
+import oslo_messaging as messaging
 from oslo_log import log as logging
 from oslo_utils import excutils
 
@@ -65,6 +66,20 @@ class TaskBase:
 
     def _execute(self):
         raise NotImplementedError()
+
+    def answers(self, host) -> bool:
+        """Does the compute of ``host`` answer a ping within ``[compute] host_probe_timeout``?
+
+        Asked of a compute that looks down (no recent heartbeat) before work
+        is refused for it: computes heartbeat through the conductor, and a
+        busy host or a conductor outage can make a live one look down.
+        """
+        try:
+            self.compute.ping(self.context, host=host,
+                              timeout=self.conf.compute.host_probe_timeout)
+        except messaging.MessagingTimeout:
+            return False
+        return True
 
     def rollback(self, exc):
         """Undo what ``_execute`` did before failing (default: nothing)."""

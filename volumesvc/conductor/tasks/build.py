@@ -30,7 +30,7 @@ class BuildTask(base.TaskBase):
             host = scheduling.place(
                 self.conf, self.db, self.context, instance.uuid,
                 scheduling.Requirements.from_request_spec(self.request_spec),
-                expected_task_state=[task_states.SCHEDULING])
+                expected_task_state=[task_states.SCHEDULING], probe=self.answers)
             instance = instance_obj.get_by_uuid(self.db, self.context, instance.uuid)
         except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
             LOG.info("Instance %s changed while scheduling (deleted?); not building",

@@ -35,14 +35,18 @@ EVENT = "conductor_evacuate_instance"
 
 class EvacuateTask(moves.MoveTask):
     def __init__(self, deps, context, *, instance_uuid, migration_id, host=None, force=False,
-                 target_state=None):
+                 target_state=None, again=False):
         super().__init__(deps, context, instance_uuid=instance_uuid, migration_id=migration_id,
-                         host=host, force=force)
+                         host=host, force=force, again=again)
         self.target_state = target_state
 
     def _execute(self):
         migration = migration_obj.get(self.db, self.context, self.migration_id)
-        if migration.status != migration_obj.ACCEPTED:
+        # Driven again, a move already cast (``pre-migrating``) is cast again:
+        # the destination takes it with a compare and swap.
+        starts = [migration_obj.ACCEPTED] + (
+            [migration_obj.PRE_MIGRATING] if self.again else [])
+        if migration.status not in starts:
             # A cast delivered twice: the first one owns the evacuation.
             LOG.info("Evacuation %s of %s is %s already; nothing to do", migration.uuid,
                      self.instance_uuid, migration.status)
@@ -60,10 +64,13 @@ class EvacuateTask(moves.MoveTask):
         bdms = bdm_obj.list_by_instance(self.db, self.context, instance.uuid)
         dest = self.destination(instance, self.check_disks(bdms, "evacuated"),
                                 min_version=version.EVACUATE_VERSION)
-        migration = migration_obj.save(self.db, self.context, migration.id, {
-            "status": migration_obj.PRE_MIGRATING, "source_compute": instance.host,
-            "source_node": instance.node or instance.host, "dest_compute": dest,
-            "dest_node": dest}, expected_status=[migration_obj.ACCEPTED])
+        try:
+            migration = migration_obj.save(self.db, self.context, migration.id, {
+                "status": migration_obj.PRE_MIGRATING, "source_compute": instance.host,
+                "source_node": instance.node or instance.host, "dest_compute": dest,
+                "dest_node": dest}, expected_status=starts)
+        except exception.InvalidMigrationState as exc:
+            return self.taken(exc)
         LOG.info("Evacuation %s of %s: %s -> %s", migration.uuid, instance.uuid,
                  instance.host, dest)
         self.compute.evacuate_instance(self.context, host=dest, instance=instance.to_dict(),

@@ -33,9 +33,13 @@ EVENT = "conductor_live_migrate_instance"
 
 class LiveMigrateTask(moves.MoveTask):
     def _execute(self):
-        migration = migration_obj.save(self.db, self.context, self.migration_id,
-                                       {"status": migration_obj.QUEUED},
-                                       expected_status=[migration_obj.ACCEPTED])
+        starts = [migration_obj.ACCEPTED] + ([migration_obj.QUEUED] if self.again else [])
+        try:
+            migration = migration_obj.save(self.db, self.context, self.migration_id,
+                                           {"status": migration_obj.QUEUED},
+                                           expected_status=starts)
+        except exception.InvalidMigrationState as exc:
+            return self.taken(exc)
         instance = self.server_on_its_source(task_states.MIGRATING,
                                              min_version=version.LIVE_MIGRATION_VERSION,
                                              do="live-migrate")
@@ -43,9 +47,12 @@ class LiveMigrateTask(moves.MoveTask):
         dest = self.destination(instance,
                                 self.check_disks(bdms, "live-migrated (no block migration)"),
                                 min_version=version.LIVE_MIGRATION_VERSION)
-        migration = migration_obj.save(self.db, self.context, migration.id, {
-            "source_compute": instance.host, "source_node": instance.node or instance.host,
-            "dest_compute": dest, "dest_node": dest}, expected_status=[migration_obj.QUEUED])
+        try:
+            migration = migration_obj.save(self.db, self.context, migration.id, {
+                "source_compute": instance.host, "source_node": instance.node or instance.host,
+                "dest_compute": dest, "dest_node": dest}, expected_status=[migration_obj.QUEUED])
+        except exception.InvalidMigrationState as exc:
+            return self.taken(exc)
         LOG.info("Live migration %s of %s: %s -> %s", migration.uuid, instance.uuid,
                  instance.host, dest)
         self.compute.live_migration(self.context, host=instance.host,

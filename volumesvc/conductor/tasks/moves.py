@@ -38,11 +38,23 @@ LOG = logging.getLogger(__name__)
 class MoveTask(base.TaskBase):
     """A move's task, run from a cast: nobody to raise to, the failure is in the records."""
 
-    def __init__(self, deps, context, *, instance_uuid, migration_id, host=None, force=False):
+    def __init__(self, deps, context, *, instance_uuid, migration_id, host=None, force=False,
+                 again=False):
         super().__init__(deps, context, instance_uuid=instance_uuid)
         self.migration_id = migration_id
         self.host = host  # the destination the admin named (None: the scheduler's)
         self.force = force  # a named host taken without checking its room
+        # Driven again from the row (``stale_moves.redrive``): a conductor may have
+        # got further than the API's status before it died.
+        self.again = again
+
+    def taken(self, exc):
+        """Log that another run of this move got there first (its compare and swap lost).
+
+        Not a failure: nothing is rolled back, the other run owns the move.
+        """
+        LOG.info("Move %s of %s is another run's: %s", self.migration_id, self.instance_uuid,
+                 base.message_of(exc))
 
     def server_on_its_source(self, task_state, *, min_version, do):
         """The server, in ``task_state`` on a source compute that is up and at least
@@ -94,7 +106,7 @@ class MoveTask(base.TaskBase):
             exclude = {instance.host: "the server's own host"}
         try:
             return scheduling.pick_host(self.conf, self.db, self.context, requirements,
-                                        exclude=exclude)
+                                        exclude=exclude, probe=self.answers)
         except scheduling.NoValidHost as exc:
             if self.host:
                 raise exception.MigrationPreCheckError(
@@ -126,14 +138,15 @@ class MoveTask(base.TaskBase):
             return None
 
 
-# (migration types, statuses of a move nobody took, the server's task then, name)
-_UNSTARTED = (
+# (migration types, statuses of a move no compute took, the server's task
+# then, name): what the expiry ends and ``stale_moves`` drives again.
+UNSTARTED = (
     ((migration_obj.LIVE_MIGRATION,), (migration_obj.ACCEPTED, migration_obj.QUEUED),
      task_states.MIGRATING, "Live migration"),
     (migration_obj.COLD_TYPES, (migration_obj.PRE_MIGRATING,), task_states.RESIZE_PREP,
      "Resize"),
-    ((migration_obj.EVACUATION,), (migration_obj.ACCEPTED,), task_states.REBUILDING,
-     "Evacuation"),
+    ((migration_obj.EVACUATION,), (migration_obj.ACCEPTED, migration_obj.PRE_MIGRATING),
+     task_states.REBUILDING, "Evacuation"),
 )
 
 
@@ -142,17 +155,21 @@ def expire_unstarted(conf, db, context):
 
     Live migrations still ``accepted``/``queued`` (no source took them),
     resizes and cold migrations still ``pre-migrating`` (no source),
-    evacuations still ``accepted`` (no conductor): each ends ``error`` with
-    a compare and swap on its status (whoever takes it meanwhile wins), and
-    its server gets its task back with a fault. Returns the ended ids.
+    evacuations still ``accepted`` or ``pre-migrating`` (no destination took
+    them; one that takes it later finds it ended and does nothing): each
+    ends ``error`` with a compare and swap on its status (whoever takes it
+    meanwhile wins), and its server gets its task back with a fault.
+    Returns the ended ids.
     """
     timeout = conf.conductor.live_migration_start_timeout
     cutoff = objects_base.utcnow() - datetime.timedelta(seconds=timeout)
     ended = []
-    for types, statuses, task_state, name in _UNSTARTED:
+    for types, statuses, task_state, name in UNSTARTED:
+        # NOTE: from its creation: a conductor driving it again
+        # (``stale_moves.py``) changes the row each time.
         for migration in migration_obj.unstarted_before(db, context, cutoff,
                                                         migration_types=types,
-                                                        statuses=statuses):
+                                                        statuses=statuses, created=True):
             try:
                 migration_obj.save(db, context, migration.id,
                                    {"status": migration_obj.ERROR},

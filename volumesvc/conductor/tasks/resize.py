@@ -40,9 +40,9 @@ EVENT = "conductor_migrate_server"
 
 
 class ResizeTask(moves.MoveTask):
-    def __init__(self, deps, context, *, instance_uuid, migration_id, host=None):
+    def __init__(self, deps, context, *, instance_uuid, migration_id, host=None, again=False):
         super().__init__(deps, context, instance_uuid=instance_uuid, migration_id=migration_id,
-                         host=host)
+                         host=host, again=again)
 
     def _destination(self, instance, migration, needs, local_root):
         same_host = (migration.migration_type == migration_obj.RESIZE
@@ -67,9 +67,12 @@ class ResizeTask(moves.MoveTask):
         dest = self._destination(instance, migration,
                                  scheduling.volume_needs(self.cinder, self.context, bdms),
                                  local_root)
-        migration = migration_obj.save(self.db, self.context, migration.id, {
-            "dest_compute": dest, "dest_node": dest, "dest_host": dest},
-            expected_status=[migration_obj.PRE_MIGRATING])
+        try:
+            migration = migration_obj.save(self.db, self.context, migration.id, {
+                "dest_compute": dest, "dest_node": dest, "dest_host": dest},
+                expected_status=[migration_obj.PRE_MIGRATING])
+        except exception.InvalidMigrationState as exc:
+            return self.taken(exc)
         LOG.info("%s %s of %s: %s -> %s", migration.migration_type.capitalize(),
                  migration.uuid, instance.uuid, instance.host, dest)
         self.compute.resize_instance(self.context, host=instance.host,

@@ -51,7 +51,8 @@ class UnshelveTask(base.TaskBase):
             try:
                 host = scheduling.place(self.conf, self.db, self.context, instance.uuid,
                                         requirements,
-                                        expected_task_state=[task_states.UNSHELVING])
+                                        expected_task_state=[task_states.UNSHELVING],
+                                        probe=self.answers)
                 instance = instance_obj.get_by_uuid(self.db, self.context, instance.uuid)
             except (exception.UnexpectedTaskStateError, exception.InstanceNotFound):
                 LOG.info("Instance %s changed while unshelving (deleted?); not placing it",

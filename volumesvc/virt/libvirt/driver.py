@@ -36,6 +36,11 @@ from volumesvc.virt.libvirt.volume import brick
 
 LOG = logging.getLogger(__name__)
 
+#: What some QEMU releases say (through libvirt) to a device_del while an
+#: unplug of the same device is still pending: the earlier request stands.
+#: QEMU 7.2 (Debian 12) accepts the request again instead.
+UNPLUG_PENDING = "already in the process of unplug"
+
 
 def domain_name(instance):
     return instance.get("instance_name") or instance.get("name") or f"instance-{instance['uuid']}"
@@ -389,22 +394,52 @@ class LibvirtDriver(driver.ComputeDriver):
             raise exception.DeviceDetachFailed(device=mountpoint, reason=str(exc)) from exc
 
     def _detach_live(self, guest, disk):
+        """Ask the guest to let go of ``disk``, again after each wait, as Nova does.
+
+        A guest busy enough (or still booting) misses or delays the unplug,
+        and another request presents it again. A QEMU that refuses a request
+        while one is pending (``UNPLUG_PENDING``) leaves the first standing,
+        so then only the wait goes on. Any other refusal is the answer.
+        """
         key = disk.alias or disk.target_dev
+        attempts = self.libvirt_conf.device_detach_attempts
+        timeout = self.libvirt_conf.device_detach_timeout
         removed = self._host.expect_device_removed(guest.uuid, key)
         try:
-            guest.detach_device(disk.xml, live=True, persistent=False)
-            deadline = time.monotonic() + self.libvirt_conf.device_detach_timeout
-            while not removed.wait(0.2):
-                still_there = guest.find_disk(alias=disk.alias, target_dev=disk.target_dev)
-                if still_there is None:
+            for attempt in range(1, attempts + 1):
+                try:
+                    guest.detach_device(disk.xml, live=True, persistent=False)
+                except self.libvirt.libvirtError as exc:
+                    if self._gone(guest, disk):
+                        return
+                    if attempt == 1 or UNPLUG_PENDING not in str(exc):
+                        raise
+                if self._removed_within(removed, guest, disk, timeout):
                     return
-                if time.monotonic() >= deadline:
-                    raise exception.DeviceDetachFailed(
-                        device=disk.target_dev,
-                        reason=f"still attached after {self.libvirt_conf.device_detach_timeout}s"
-                               " (a virtio-blk disk needs a guest OS to acknowledge)")
+                if attempt < attempts:
+                    LOG.warning("Disk %s of instance %s is still attached %ds after detach "
+                                "request %d of %d; asking the guest again", disk.target_dev,
+                                guest.uuid, timeout, attempt, attempts)
+            raise exception.DeviceDetachFailed(
+                device=disk.target_dev,
+                reason=f"still attached after {attempts} requests of {timeout}s each"
+                       " (a virtio-blk disk needs a guest OS to acknowledge)")
         finally:
             self._host.forget_device_removed(guest.uuid, key)
+
+    @staticmethod
+    def _gone(guest, disk):
+        return guest.find_disk(alias=disk.alias, target_dev=disk.target_dev) is None
+
+    def _removed_within(self, removed, guest, disk, timeout):
+        """Whether the disk left the live domain within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while not removed.wait(0.2):
+            if self._gone(guest, disk):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+        return True
 
     def swap_volume(self, old_connection_info, new_connection_info, instance, mountpoint,
                     resize_to_bytes=None):
