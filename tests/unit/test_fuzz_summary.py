@@ -5,6 +5,7 @@ the fuzz tier took a fraction of that: the elapsed time ran from the first
 case to the terminal summary, i.e. through the integration tier too.
 """
 
+from tests.fixtures.clock import patch_time
 from tests.fuzz import conftest as fuzz
 
 
@@ -12,7 +13,7 @@ def test_elapsed_is_first_to_last_case(monkeypatch):
     clock = iter([100.0, 101.0, 104.0, 999.0])
     monkeypatch.setattr(fuzz, "STATS", {"cases": 0, "by_status": {}, "started": None,
                                         "last": None, "seed": 11})
-    monkeypatch.setattr(fuzz.time, "monotonic", lambda: next(clock))
+    patch_time(monkeypatch, fuzz, monotonic=lambda: next(clock))
     fuzz.record(200)  # started 100, last 101
     fuzz.record(404)  # last 104
     assert fuzz.fuzz_elapsed() == 4.0

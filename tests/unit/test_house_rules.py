@@ -216,3 +216,37 @@ def test_the_all_in_one_would_break_the_product_rule():
     harness = pathlib.Path(volumesvc_aio.__file__)
     assert ROOT not in harness.parents
     assert product_rules.violations(harness.read_text()) != []
+
+
+#: A test that patches a function of the ``time`` module itself (through any
+#: module's name ``time``, ``mock.patch("time.sleep")``, ...), not a module's
+#: own name for it: tests/fixtures/clock.py says why.
+PROCESS_CLOCK_PATCH = re.compile(
+    r"""(setattr|patch\.object)\(\s*(\w+\.)*time\s*,\s*["']\w+["']"""
+    r"""|(setattr|patch)\(\s*["'](\w+\.)*time\.\w+["']""")
+
+
+def test_no_test_patches_the_process_clock():
+    tests_root = ROOT.parent / "tests"
+    offenders = [
+        f"{path.relative_to(tests_root)}:{number}"
+        for path in sorted(tests_root.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if PROCESS_CLOCK_PATCH.search(line)
+        and path.name not in ("clock.py", "test_house_rules.py")]
+    assert offenders == [], offenders
+
+
+@pytest.mark.parametrize("source", [
+    'monkeypatch.setattr(attach_storm.time, "sleep", lambda s: None)',
+    'monkeypatch.setattr(time, "monotonic", clock)',
+    'with mock.patch.object(cinder.time, "sleep"):',
+    'mock.patch("time.sleep")',
+    'monkeypatch.setattr("volumesvc.volume.cleanup.time.sleep", fake)',
+])
+def test_the_process_clock_rule_catches(source):
+    assert PROCESS_CLOCK_PATCH.search(source)
+
+
+def test_the_process_clock_rule_allows_a_modules_own_clock():
+    assert not PROCESS_CLOCK_PATCH.search('monkeypatch.setattr(cleanup, "time", clock)')

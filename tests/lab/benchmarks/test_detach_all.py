@@ -10,6 +10,7 @@ import threading
 import pytest
 
 from benchmarks import attach_storm
+from tests.fixtures import clock
 
 
 class ScriptedCloud:
@@ -41,7 +42,7 @@ class ScriptedCloud:
 
 @pytest.fixture(autouse=True)
 def no_sleep(monkeypatch):
-    monkeypatch.setattr(attach_storm.time, "sleep", lambda s: None)
+    clock.patch_sleep(monkeypatch, attach_storm, lambda s: None)
 
 
 def test_a_volume_whose_detach_failed_is_detached_again():

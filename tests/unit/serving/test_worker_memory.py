@@ -1,5 +1,6 @@
 """The memory bound of the thread worker: what it reads and when it retires the worker."""
 
+from tests.fixtures.clock import patch_time
 from volumesvc.serving import gunicorn_workers as gw
 
 
@@ -42,7 +43,7 @@ class _Worker(gw._MemoryBound, _Base):
 
 def _run(worker, monkeypatch, memory, times):
     clock = iter(times)
-    monkeypatch.setattr(gw.time, "monotonic", lambda: next(clock))
+    patch_time(monkeypatch, gw, monotonic=lambda: next(clock))
     monkeypatch.setattr(gw.random, "uniform", lambda a, b: 1.0)
     monkeypatch.setattr(gw, "private_memory_mib", lambda: memory)
     for _ in times:
@@ -83,7 +84,7 @@ def test_a_worker_serving_requests_is_not_replaced_until_they_stop(monkeypatch):
     seconds in the middle of an attach storm."""
     worker = _Worker(32)
     clock = iter([0.0, 1.0, 6.0, 11.0, 16.0, 21.0, 26.0, 27.0])
-    monkeypatch.setattr(gw.time, "monotonic", lambda: next(clock))
+    patch_time(monkeypatch, gw, monotonic=lambda: next(clock))
     monkeypatch.setattr(gw.random, "uniform", lambda a, b: 1.0)
     monkeypatch.setattr(gw, "private_memory_mib", lambda: 48.0)
     worker.notify()  # t=0
@@ -102,7 +103,7 @@ def test_a_check_that_met_a_burst_is_retried_at_the_next_heartbeat(monkeypatch):
     gunicorn test)."""
     worker = _Worker(32, open_conns=3)
     clock = iter([0.0, 11.0, 12.0])
-    monkeypatch.setattr(gw.time, "monotonic", lambda: next(clock))
+    patch_time(monkeypatch, gw, monotonic=lambda: next(clock))
     monkeypatch.setattr(gw.random, "uniform", lambda a, b: 1.0)
     monkeypatch.setattr(gw, "private_memory_mib", lambda: 48.0)
     worker.notify()  # t=0: schedules the first check at 1.0
@@ -129,7 +130,7 @@ def test_the_quiet_time_differs_per_worker(monkeypatch):
     each waits its quiet time times a random factor between 1 and 1.5."""
     worker = _Worker(32)
     clock = iter([0.0, 11.0, 14.0, 15.0])
-    monkeypatch.setattr(gw.time, "monotonic", lambda: next(clock))
+    patch_time(monkeypatch, gw, monotonic=lambda: next(clock))
     monkeypatch.setattr(gw.random, "uniform", lambda a, b: b)  # the longest: 15 s
     monkeypatch.setattr(gw, "private_memory_mib", lambda: 48.0)
     for _ in range(3):

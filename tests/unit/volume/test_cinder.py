@@ -12,6 +12,7 @@ import pytest
 from cinderclient import exceptions as cinder_exception
 from keystoneauth1 import exceptions as ks_exception
 
+from tests.fixtures.clock import ModuleClock
 from volumesvc import exception
 from volumesvc.conf import get_conf
 from volumesvc.context import RequestContext
@@ -200,13 +201,13 @@ class TestAttachments:
         stub.attachments.delete.side_effect = [
             _http_error(cinder_exception.ClientException, 500),
             _http_error(cinder_exception.ClientException, 504), None]
-        with mock.patch.object(cinder.time, "sleep"):
+        with mock.patch.object(cinder, "time", ModuleClock(sleep=mock.Mock())):
             api.attachment_delete(ctx, ATT)
         assert stub.attachments.delete.call_count == 3
 
     def test_delete_gives_up_after_five(self, api, stub, ctx):
         stub.attachments.delete.side_effect = _http_error(cinder_exception.ClientException, 500)
-        with mock.patch.object(cinder.time, "sleep"), \
+        with mock.patch.object(cinder, "time", ModuleClock(sleep=mock.Mock())), \
                 pytest.raises(exception.CinderAPIError):
             api.attachment_delete(ctx, ATT)
         assert stub.attachments.delete.call_count == 5
