@@ -152,6 +152,21 @@ class HostLayout:
         return f"qemu+tcp://{self.address}/system"
 
 
+def open_run_dir(path=None):
+    """Let everyone reach the daemon's sockets (``RUN_DIR``); their own modes decide.
+
+    A daemon that creates the directory itself does so under a umask of
+    077, so a compute in the ``libvirt`` group was refused before it ever
+    reached the group-owned socket. Debian's units give the directory
+    0755; so does this, whoever made it (an earlier daemon's start
+    included).
+    """
+    path = path or os.path.dirname(LIBVIRTD_SOCKET)
+    mode = os.stat(path).st_mode & 0o777
+    if mode & 0o055 != 0o055:
+        os.chmod(path, mode | 0o055)
+
+
 class LibvirtDaemon(Harness):
     """libvirtd + virtlogd for ``qemu:///system``, started only if none runs.
 
@@ -277,6 +292,7 @@ class LibvirtDaemon(Harness):
         if self.host is not None:
             self._start_host()
             return
+        open_run_dir()
         if self._users_fd is None:
             self._users_fd = os.open(USERS_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             fcntl.flock(self._users_fd, fcntl.LOCK_SH)

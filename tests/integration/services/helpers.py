@@ -8,8 +8,9 @@ import pytest
 import volumesvc_aio as harness
 
 
-def wait(predicate, what, timeout=90):
-    return harness.wait_for(predicate, timeout, what=what, interval=0.5)
+def wait(predicate, what, timeout=90, on_fail=None):
+    """``on_fail()``: what a timeout reports besides (a deployment's ``logs``)."""
+    return harness.wait_for(predicate, timeout, what=what, interval=0.5, on_fail=on_fail)
 
 
 def boot(dep, name="att", timeout=90):

@@ -163,7 +163,7 @@ def test_unprivileged_services_attach_and_detach_and_only_privsep_is_root(
     from volumesvc.context import RequestContext
 
     dep = unprivileged
-    wait(lambda: dep.compute_state() == "up", "compute up", timeout=120)
+    wait(lambda: dep.compute_state() == "up", "compute up", timeout=120, on_fail=dep.logs)
     server_id = boot(dep)
     ctx = RequestContext(user_id="admin", project_id="admin", is_admin=True, roles=["admin"])
     volume = cinder_api.create(ctx, 1, "unprivileged", "")

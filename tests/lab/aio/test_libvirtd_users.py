@@ -97,3 +97,15 @@ def test_a_daemon_volumesvc_did_not_start_is_left_alone(run_dir, tmp_path):
     assert _serving()
     outsider.stop()  # its own processes
     libvirtd.wait_for(lambda: not _serving(), 15, what="the daemons to stop")
+
+
+def test_the_run_dir_a_daemon_made_private_is_opened(tmp_path):
+    """Regression: /run/libvirt was 0700 (made by a daemon under its umask 077) and the
+    unprivileged compute's connection to the group-owned socket was refused."""
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    libvirtd.open_run_dir(str(run))
+    assert run.stat().st_mode & 0o777 == 0o755
+    run.chmod(0o750)
+    libvirtd.open_run_dir(str(run))
+    assert run.stat().st_mode & 0o777 == 0o755
