@@ -26,6 +26,11 @@ PY=${PYTHON:-python3}
 # every Python dependency: the one list of each.
 BINDEP=${VOLUMESVC_BINDEP:-$ROOT/bindep.txt}
 CONSTRAINTS=$ROOT/upper-constraints.txt
+# Processes of the functional tier's run in `test` (pytest-xdist).
+FUNCTIONAL_WORKERS=${VOLUMESVC_FUNCTIONAL_WORKERS:-3}
+# Integration packages run beside the rest of that tier in `test`, e.g.
+# "tests/integration/cluster tests/integration/keystone" (empty: one run).
+INTEGRATION_SIDE=${VOLUMESVC_INTEGRATION_SIDE:-}
 # bindep.txt's profiles dev.sh installs: the tests' and the all-in-one's
 # (the cluster sub-command adds its own).
 PROFILES="test aio"
@@ -208,7 +213,7 @@ setup() { system_packages; services; venv; }
 # to a file and is printed after; each run's exit status counts, and 5 (no
 # tests collected) is a failure.
 run_tiers() {
-    local fast_log status_file rc_fast rc_kill rc_int d int_report started
+    local fast_log status_file rc_func rc_fast rc_kill rc_int d int_report started
     # A new directory of tests must join one of the two runs, never be left out.
     if compgen -G 'tests/test_*.py' >/dev/null; then
         log "tests/ holds test files outside the tier directories"; exit 1
@@ -231,47 +236,89 @@ run_tiers() {
     # have; lab is the all-in-one's and the benchmarks' own logic. The kill
     # matrix (separate processes, its own Cinder) is a second run once those
     # are done, so it runs beside the integration tier, not beside them.
+    # The functional tier's tests mostly wait (on their stacks' threads and
+    # polls, a third of one core on its own), so it runs in $FUNCTIONAL_WORKERS
+    # processes; the fuzz tier's summary counts cases in one process.
+    # Each run's line in the status file: its name, exit status and seconds.
     (
         set +e
+        SECONDS=0
         "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=20 \
-            tests/functional tests/fuzz tests/lab tests/unit
-        echo "fast $?" >>"$status_file"
+            -n "$FUNCTIONAL_WORKERS" tests/functional
+        echo "functional $? $SECONDS" >>"$status_file"
+        SECONDS=0
+        "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=20 \
+            tests/fuzz tests/lab tests/unit
+        echo "fast $? $SECONDS" >>"$status_file"
+        SECONDS=0
         "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=20 tests/killmatrix
-        echo "killmatrix $?" >>"$status_file"
+        echo "killmatrix $? $SECONDS" >>"$status_file"
     ) >"$fast_log" 2>&1 &
     local fast_pid=$!
-    log "integration tier"
+    # The integration tier, or two runs of it at once: the packages named in
+    # $INTEGRATION_SIDE in the background (output printed when they end),
+    # the rest of tests/integration here. Its tests wait on real services
+    # far more than they compute: the whole suite kept the two cores less
+    # than half busy, in one integration run.
+    local side_log side_report side_pid rc_side=0 ignores=() pkg
     int_report=$(mktemp -t volumesvc-integration.XXXXXX.xml)
+    side_report=$(mktemp -t volumesvc-integration-side.XXXXXX.xml)
+    side_log=$(mktemp -t volumesvc-integration-side.XXXXXX)
     started=$SECONDS
     set +e
+    if [ -n "$INTEGRATION_SIDE" ]; then
+        log "integration tier: $INTEGRATION_SIDE in the background (output: $side_log)"
+        # shellcheck disable=SC2086 # a list of directories
+        "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=20 \
+            --junitxml="$side_report" $INTEGRATION_SIDE >"$side_log" 2>&1 &
+        side_pid=$!
+        for pkg in $INTEGRATION_SIDE; do ignores+=(--ignore="$pkg"); done
+    fi
+    log "integration tier${INTEGRATION_SIDE:+ (the rest)}"
     "$VENV/bin/pytest" -p no:cacheprovider -ra --durations=30 --junitxml="$int_report" \
-        tests/integration
+        "${ignores[@]}" tests/integration
     rc_int=$?
+    if [ -n "$INTEGRATION_SIDE" ]; then
+        wait "$side_pid"; rc_side=$?
+        log "integration tier, $INTEGRATION_SIDE:"
+        cat "$side_log"
+    fi
     wait "$fast_pid"
     set -e
     # A run that never wrote its status (the job killed) counts as failed.
     rc_fast=$(awk '$1 == "fast" {print $2}' "$status_file"); rc_fast=${rc_fast:-1}
+    rc_func=$(awk '$1 == "functional" {print $2}' "$status_file"); rc_func=${rc_func:-1}
     rc_kill=$(awk '$1 == "killmatrix" {print $2}' "$status_file"); rc_kill=${rc_kill:-1}
     log "unit, lab, fuzz, functional and kill-matrix tiers:"
     cat "$fast_log"
+    local tier_times
+    tier_times=$(awk '{printf "%s%s %d min %d s", sep, $1, $3 / 60, $3 % 60; sep = ", "}' \
+        "$status_file")
     rm -f "$status_file"
     # Last, so that the tail of a CI log keeps it: where the integration
     # tier's time went (the test command's time budget is mostly its).
+    log "background runs (fast = fuzz, lab and unit): $tier_times"
     log "integration tier: $(( (SECONDS - started) / 60 )) min wall time"
-    "$VENV/bin/python" tools/tier-times.py "$int_report" --label "integration tier"
-    rm -f "$int_report"
+    "$VENV/bin/python" tools/tier-times.py "$int_report" \
+        ${INTEGRATION_SIDE:+"$side_report"} --label "integration tier"
+    rm -f "$int_report" "$side_report"
     # A CI log shown by its tail still says why a background tier failed.
-    if [ "$rc_fast" != 0 ] || [ "$rc_kill" != 0 ]; then
+    if [ "$rc_func" != 0 ] || [ "$rc_fast" != 0 ] || [ "$rc_kill" != 0 ]; then
         log "why the background tiers failed (their assertion lines):"
         grep -E '^(FAILED|ERROR) |^E  ' "$fast_log" | cut -c1-400 | head -60
     fi
-    rm -f "$fast_log"
-    log "exit status: unit/lab/fuzz/functional $rc_fast, killmatrix $rc_kill, integration $rc_int"
+    if [ "$rc_side" != 0 ]; then
+        log "why the integration run of $INTEGRATION_SIDE failed (its assertion lines):"
+        grep -E '^(FAILED|ERROR) |^E  ' "$side_log" | cut -c1-400 | head -60
+    fi
+    rm -f "$fast_log" "$side_log"
+    log "exit status: functional $rc_func, unit/lab/fuzz $rc_fast, killmatrix $rc_kill," \
+        "integration $rc_int${INTEGRATION_SIDE:+, integration ($INTEGRATION_SIDE) $rc_side}"
     local rc
-    for rc in "$rc_fast" "$rc_kill" "$rc_int"; do
+    for rc in "$rc_func" "$rc_fast" "$rc_kill" "$rc_int" "$rc_side"; do
         if [ "$rc" = 5 ]; then log "no tests ran in a tier"; exit 1; fi
     done
-    for rc in "$rc_fast" "$rc_kill"; do
+    for rc in "$rc_func" "$rc_fast" "$rc_kill" "$rc_side"; do
         if [ "$rc" != 0 ]; then exit "$rc"; fi
     done
     exit "$rc_int"
