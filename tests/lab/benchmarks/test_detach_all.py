@@ -42,7 +42,7 @@ class ScriptedCloud:
 
 @pytest.fixture(autouse=True)
 def no_sleep(monkeypatch):
-    clock.patch_sleep(monkeypatch, attach_storm, lambda s: None)
+    clock.patch_time(monkeypatch, attach_storm, sleep=lambda s: None)
 
 
 def test_a_volume_whose_detach_failed_is_detached_again():

@@ -29,7 +29,7 @@ def test_a_known_ready_volume_costs_no_request():
 
 def test_a_volume_just_created_is_read_once_when_ready_one_interval_later(monkeypatch):
     sleeps = []
-    clock.patch_sleep(monkeypatch, cleanup, sleeps.append)
+    clock.patch_time(monkeypatch, cleanup, sleep=sleeps.append)
     cinder = _Cinder("available")
     volume = cleanup.wait_for_status(cinder, None, "v1", ("available",), timeout=5,
                                      interval=0.25,
@@ -41,14 +41,14 @@ def test_a_volume_just_created_is_read_once_when_ready_one_interval_later(monkey
 
 def test_without_known_the_first_get_is_immediate(monkeypatch):
     sleeps = []
-    clock.patch_sleep(monkeypatch, cleanup, sleeps.append)
+    clock.patch_time(monkeypatch, cleanup, sleep=sleeps.append)
     cinder = _Cinder("creating", "creating", "available")
     cleanup.wait_for_status(cinder, None, "v1", ("available",), timeout=5, interval=0.1)
     assert cinder.gets == 3 and sleeps == [0.1, 0.1]
 
 
 def test_error_status_still_raises_after_a_known_creating(monkeypatch):
-    clock.patch_sleep(monkeypatch, cleanup, lambda _: None)
+    clock.patch_time(monkeypatch, cleanup, sleep=lambda _: None)
     cinder = _Cinder("error")
     with pytest.raises(exception.VolumesvcException, match="went to status error"):
         cleanup.wait_for_status(cinder, None, "v1", ("available",), timeout=5,
